@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kal.h - kernel access layer: everything the stack asks of the operating
+ * system. Netlink (links, addresses, routes, neighbours) through libnl-3,
+ * and memory pinning with its RLIMIT_MEMLOCK accounting.
+ *
+ * Every function returns 0 or a negative errno; libnl's NLE_* codes are
+ * translated here and never leave kal/. Every failure is also logged
+ * (GLib domain "hostrdma-kal") naming the object and value concerned.
+ */
+#ifndef KAL_H
+#define KAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <glib.h>
+
+#define KAL_IFNAMSIZ 16
+#define KAL_MAX_HWADDR 32
+
+/* ------------------------------------------------------------------ */
+/* Memory pinning                                                      */
+/* ------------------------------------------------------------------ */
+
+struct kal_pin;
+
+/*
+ * Pin [addr, addr + len), rounded out to whole pages: mlock() and
+ * madvise(MADV_DONTFORK), so the pages stay resident and a fork()ed child
+ * does not get copy-on-write copies of memory a peer may write into.
+ * Pins may overlap; a page is locked once and unlocked when its last pin
+ * goes. The process's distinct pinned pages are counted against
+ * RLIMIT_MEMLOCK, root included (CAP_IPC_LOCK would let mlock pass, but the
+ * limit is the administrator's statement of intent).
+ *
+ * Returns 0 and a pin the caller owns (release with kal_unpin), or
+ * -EINVAL (len 0, range wraps), -ENOMEM (over RLIMIT_MEMLOCK: the log line
+ * names the limit, what is pinned already and the request), or the errno
+ * of mlock/madvise (-EFAULT unmapped memory, ...).
+ */
+int kal_pin(const void *addr, size_t len, struct kal_pin **out);
+
+/* Release a pin; pages no other pin covers are unlocked and may fork
+ * again. NULL is accepted. */
+void kal_unpin(struct kal_pin *pin);
+
+/* Bytes of distinct pages this process has pinned through kal now. */
+uint64_t kal_pinned_bytes(void);
+
+/* RLIMIT_MEMLOCK's soft limit in bytes now (UINT64_MAX if unlimited). */
+uint64_t kal_pin_limit(void);
+
+/* ------------------------------------------------------------------ */
+/* Netlink: links, addresses, routes, neighbours                        */
+/* ------------------------------------------------------------------ */
+
+struct kal_nl;
+
+/*
+ * Open the netlink context of the calling thread's network namespace:
+ * libnl-route caches of links, addresses, routes and neighbours kept
+ * current by a cache manager, and a monitor thread that applies changes
+ * and reports them to subscribers. The caller owns the context.
+ * -errno (translated from NLE_*) when netlink is unavailable.
+ */
+int kal_nl_open(struct kal_nl **out);
+
+/* Stop the monitor thread, free the caches. NULL is accepted. */
+void kal_nl_close(struct kal_nl *nl);
+
+enum kal_link_flags {
+	KAL_LINK_UP = 1u << 0,	     /* IFF_UP */
+	KAL_LINK_RUNNING = 1u << 1,  /* IFF_RUNNING: carrier, oper up */
+	KAL_LINK_LOOPBACK = 1u << 2, /* IFF_LOOPBACK */
+};
+
+/* A snapshot of one interface with its addresses. */
+struct kal_link {
+	int ifindex;
+	char ifname[KAL_IFNAMSIZ];
+	uint32_t mtu;
+	unsigned int flags; /* enum kal_link_flags */
+	uint8_t hwaddr[KAL_MAX_HWADDR];
+	uint32_t hwaddr_len;
+	unsigned int arptype;	 /* ARPHRD_* */
+	GArray *addrs;		 /* struct sockaddr_storage, AF_INET/AF_INET6 */
+};
+
+void kal_link_free(struct kal_link *link);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(kal_link, kal_link_free)
+
+/* Every interface now, ordered by ifindex; free with g_ptr_array_unref
+ * (elements are freed with it). Never NULL. */
+GPtrArray *kal_nl_links(struct kal_nl *nl);
+
+/* One interface by index or name; NULL (and -ENODEV in *err if err is not
+ * NULL) when there is none. The caller owns the result. */
+struct kal_link *kal_nl_link_by_index(struct kal_nl *nl, int ifindex,
+				      int *err);
+struct kal_link *kal_nl_link_by_name(struct kal_nl *nl, const char *ifname,
+				     int *err);
+
+enum kal_route_type {
+	KAL_ROUTE_UNICAST = 1, /* via a gateway or on-link */
+	KAL_ROUTE_LOCAL = 2,   /* the destination is one of our addresses */
+};
+
+/* What `ip route get DST` and `ip neigh` would say about a destination. */
+struct kal_route {
+	enum kal_route_type type;
+	struct sockaddr_storage dst;	 /* as asked */
+	struct sockaddr_storage src;	 /* source address the kernel picks */
+	struct sockaddr_storage gateway; /* AF_UNSPEC when on-link */
+	int ifindex;			 /* egress interface */
+	char ifname[KAL_IFNAMSIZ];
+	uint32_t mtu;			 /* route MTU, else the link's */
+	/* Next hop's link-layer address (the gateway's, else the
+	 * destination's); valid when nh_hwaddr_len > 0. Loopback and local
+	 * destinations have none and need none. */
+	uint8_t nh_hwaddr[KAL_MAX_HWADDR];
+	uint32_t nh_hwaddr_len;
+};
+
+/*
+ * Resolve @dst (AF_INET or AF_INET6; the port is ignored) the way the
+ * kernel routes it, asking the kernel (RTM_GETROUTE) so policy routing and
+ * VRFs are honoured; @src, if not NULL, is the source address to route
+ * from. When the next hop's link-layer address is not known yet and
+ * @timeout_ms > 0, kal starts neighbour resolution (a datagram to the next
+ * hop's discard port) and waits up to @timeout_ms for the neighbour cache.
+ *
+ * Returns 0 with *@out filled, or -ENETUNREACH / -EHOSTUNREACH (no
+ * route, unreachable or prohibit route), -EADDRNOTAVAIL (@src is not
+ * ours), -EAFNOSUPPORT, -ETIMEDOUT (route found, next hop did not answer
+ * in time; *@out is filled except nh_hwaddr). The log names the address.
+ */
+int kal_route_resolve(struct kal_nl *nl, const struct sockaddr *dst,
+		      const struct sockaddr *src, unsigned int timeout_ms,
+		      struct kal_route *out);
+
+/* Format an AF_INET/AF_INET6 address (without port) into @buf, which
+ * must hold INET6_ADDRSTRLEN bytes; returns @buf. For log lines. */
+const char *kal_addr_str(const struct sockaddr *addr, char *buf, size_t len);
+
+enum kal_event_type {
+	KAL_EVENT_LINK_NEW = 1,	 /* an interface appeared */
+	KAL_EVENT_LINK_DEL,	 /* an interface went away */
+	KAL_EVENT_LINK_UP,	 /* now UP and RUNNING */
+	KAL_EVENT_LINK_DOWN,	 /* no longer both UP and RUNNING */
+	KAL_EVENT_LINK_CHANGE,	 /* MTU or hardware address changed */
+	KAL_EVENT_ADDR_ADD,
+	KAL_EVENT_ADDR_DEL,
+};
+
+struct kal_event {
+	enum kal_event_type type;
+	int ifindex;
+	char ifname[KAL_IFNAMSIZ];
+	unsigned int link_flags;	/* enum kal_link_flags, after the change */
+	uint32_t mtu;
+	struct sockaddr_storage addr;	/* ADDR_ADD / ADDR_DEL */
+	uint8_t prefixlen;		/* ADDR_ADD / ADDR_DEL */
+};
+
+const char *kal_event_type_name(enum kal_event_type type);
+
+/* Called on kal's monitor thread; may call any kal_nl_* function except
+ * kal_nl_close and kal_nl_unsubscribe of itself. */
+typedef void (*kal_event_fn)(const struct kal_event *event, void *user_data);
+
+/* Start reporting changes to @fn. Returns an id > 0. */
+guint kal_nl_subscribe(struct kal_nl *nl, kal_event_fn fn, void *user_data);
+
+/* Stop; when it returns, @fn is not running and will not run again. */
+void kal_nl_unsubscribe(struct kal_nl *nl, guint id);
+
+#endif /* KAL_H */

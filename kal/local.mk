@@ -1,0 +1,5 @@
+# kal/: kernel access layer (netlink through libnl-3, memory pinning).
+noinst_LTLIBRARIES += kal/libkal.la
+kal_libkal_la_SOURCES = kal/kal.h kal/kal_pin.c kal/kal_nl.c kal/kal_route.c
+kal_libkal_la_CFLAGS = $(AM_CFLAGS) $(LIBNL_CFLAGS)
+kal_libkal_la_LIBADD = $(LIBNL_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)

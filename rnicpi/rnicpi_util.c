@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/* Completion ring and key table shared by the software providers. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "rnicpi/rnicpi_util.h"
+
+/* ------------------------------------------------------------------ */
+/* Completion ring                                                     */
+/* ------------------------------------------------------------------ */
+
+int rnicpi_cq_ring_init(struct rnicpi_cq_ring *ring, uint32_t capacity)
+{
+	memset(ring, 0, sizeof(*ring));
+	if (capacity == 0)
+		capacity = 1;
+	ring->entries = calloc(capacity, sizeof(*ring->entries));
+	if (!ring->entries)
+		return -ENOMEM;
+	ring->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ring->efd < 0) {
+		int err = -errno;
+
+		free(ring->entries);
+		ring->entries = NULL;
+		return err;
+	}
+	ring->capacity = capacity;
+	pthread_mutex_init(&ring->lock, NULL);
+	return 0;
+}
+
+void rnicpi_cq_ring_fini(struct rnicpi_cq_ring *ring)
+{
+	if (!ring->entries)
+		return;
+	pthread_mutex_destroy(&ring->lock);
+	close(ring->efd);
+	free(ring->entries);
+	ring->entries = NULL;
+	ring->efd = -1;
+}
+
+static void cq_ring_signal(struct rnicpi_cq_ring *ring)
+{
+	uint64_t one = 1;
+
+	/* Cannot fail short of counter overflow; the fd stays readable. */
+	if (write(ring->efd, &one, sizeof(one)) < 0)
+		return;
+}
+
+int rnicpi_cq_ring_push(struct rnicpi_cq_ring *ring,
+			const struct rnicpi_wc *wc, bool solicited)
+{
+	bool notify;
+
+	pthread_mutex_lock(&ring->lock);
+	if (ring->count == ring->capacity) {
+		ring->overflowed = true;
+		pthread_mutex_unlock(&ring->lock);
+		return -ENOSPC;
+	}
+	ring->entries[(ring->head + ring->count) % ring->capacity] = *wc;
+	ring->count++;
+	/* IBA 11.4.2.2: solicited-only notification also fires on errors. */
+	notify = ring->arm == RNICPI_CQ_ARMED_ANY ||
+		 (ring->arm == RNICPI_CQ_ARMED_SOLICITED &&
+		  (solicited || wc->status != RNICPI_WC_SUCCESS));
+	if (notify)
+		ring->arm = RNICPI_CQ_DISARMED;
+	pthread_mutex_unlock(&ring->lock);
+	if (notify)
+		cq_ring_signal(ring);
+	return 0;
+}
+
+int rnicpi_cq_ring_poll(struct rnicpi_cq_ring *ring, int n,
+			struct rnicpi_wc *wc)
+{
+	int taken = 0;
+
+	if (n <= 0)
+		return 0;
+	pthread_mutex_lock(&ring->lock);
+	while (taken < n && ring->count > 0) {
+		wc[taken++] = ring->entries[ring->head];
+		ring->head = (ring->head + 1) % ring->capacity;
+		ring->count--;
+	}
+	pthread_mutex_unlock(&ring->lock);
+	return taken;
+}
+
+int rnicpi_cq_ring_arm(struct rnicpi_cq_ring *ring, int solicited_only)
+{
+	pthread_mutex_lock(&ring->lock);
+	/* Arming for any completion wins over a solicited-only arm. */
+	if (!solicited_only)
+		ring->arm = RNICPI_CQ_ARMED_ANY;
+	else if (ring->arm == RNICPI_CQ_DISARMED)
+		ring->arm = RNICPI_CQ_ARMED_SOLICITED;
+	pthread_mutex_unlock(&ring->lock);
+	return 0;
+}
+
+int rnicpi_cq_ring_ack(struct rnicpi_cq_ring *ring)
+{
+	uint64_t value;
+
+	if (read(ring->efd, &value, sizeof(value)) != sizeof(value))
+		return errno == EAGAIN ? -EAGAIN : -errno;
+	return 0;
+}
+
+int rnicpi_cq_ring_resize(struct rnicpi_cq_ring *ring, uint32_t capacity)
+{
+	struct rnicpi_wc *entries;
+	uint32_t i;
+
+	if (capacity == 0)
+		return -EINVAL;
+	entries = calloc(capacity, sizeof(*entries));
+	if (!entries)
+		return -ENOMEM;
+	pthread_mutex_lock(&ring->lock);
+	if (capacity < ring->count) {
+		pthread_mutex_unlock(&ring->lock);
+		free(entries);
+		return -EINVAL;
+	}
+	for (i = 0; i < ring->count; i++)
+		entries[i] = ring->entries[(ring->head + i) % ring->capacity];
+	free(ring->entries);
+	ring->entries = entries;
+	ring->capacity = capacity;
+	ring->head = 0;
+	pthread_mutex_unlock(&ring->lock);
+	return 0;
+}
+
+uint32_t rnicpi_cq_ring_count(struct rnicpi_cq_ring *ring)
+{
+	uint32_t count;
+
+	pthread_mutex_lock(&ring->lock);
+	count = ring->count;
+	pthread_mutex_unlock(&ring->lock);
+	return count;
+}
+
+/* ------------------------------------------------------------------ */
+/* Key table                                                           */
+/* ------------------------------------------------------------------ */
+
+#define KEY_INDEX_MAX 0xffffffu
+
+struct rnicpi_key_slot {
+	void *obj;	   /* NULL when free */
+	uint32_t next_free;
+	uint8_t key_byte;
+};
+
+int rnicpi_key_table_init(struct rnicpi_key_table *t, uint32_t max_entries,
+			  void (*get)(void *obj))
+{
+	memset(t, 0, sizeof(*t));
+	if (max_entries == 0 || max_entries > KEY_INDEX_MAX)
+		return -EINVAL;
+	t->max_slots = max_entries + 1; /* slot 0 is never handed out */
+	t->get = get;
+	pthread_mutex_init(&t->lock, NULL);
+	return 0;
+}
+
+void rnicpi_key_table_fini(struct rnicpi_key_table *t)
+{
+	pthread_mutex_destroy(&t->lock);
+	free(t->slots);
+	t->slots = NULL;
+	t->n_slots = 0;
+}
+
+static int key_table_grow(struct rnicpi_key_table *t)
+{
+	uint32_t n = t->n_slots ? t->n_slots * 2 : 64;
+	struct rnicpi_key_slot *slots;
+	uint32_t i;
+
+	if (t->n_slots >= t->max_slots)
+		return -ENOSPC;
+	if (n > t->max_slots)
+		n = t->max_slots;
+	slots = realloc(t->slots, n * sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	memset(slots + t->n_slots, 0, (n - t->n_slots) * sizeof(*slots));
+	/* Chain the new slots (never slot 0) into the free list in order. */
+	for (i = n; i-- > (t->n_slots ? t->n_slots : 1);) {
+		slots[i].next_free = t->first_free;
+		/* A pseudo-random start keeps keys of fresh tables apart. */
+		slots[i].key_byte = (uint8_t)(i * 37u + 11u);
+		t->first_free = i;
+	}
+	t->slots = slots;
+	t->n_slots = n;
+	return 0;
+}
+
+int rnicpi_key_alloc(struct rnicpi_key_table *t, void *obj, uint32_t *key)
+{
+	struct rnicpi_key_slot *slot;
+	uint32_t index;
+	int err;
+
+	if (!obj)
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	if (t->first_free == 0) {
+		err = key_table_grow(t);
+		if (err) {
+			pthread_mutex_unlock(&t->lock);
+			return err;
+		}
+	}
+	index = t->first_free;
+	slot = &t->slots[index];
+	t->first_free = slot->next_free;
+	slot->next_free = 0;
+	slot->obj = obj;
+	slot->key_byte++;
+	t->in_use++;
+	*key = index << 8 | slot->key_byte;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+/* Under t->lock: the slot @key names, if @key is current. */
+static struct rnicpi_key_slot *key_slot(struct rnicpi_key_table *t,
+					uint32_t key)
+{
+	uint32_t index = rnicpi_key_index(key);
+	struct rnicpi_key_slot *slot;
+
+	if (index == 0 || index >= t->n_slots)
+		return NULL;
+	slot = &t->slots[index];
+	if (!slot->obj || slot->key_byte != (uint8_t)key)
+		return NULL;
+	return slot;
+}
+
+void *rnicpi_key_lookup(struct rnicpi_key_table *t, uint32_t key)
+{
+	struct rnicpi_key_slot *slot;
+	void *obj = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	slot = key_slot(t, key);
+	if (slot) {
+		obj = slot->obj;
+		if (t->get)
+			t->get(obj);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return obj;
+}
+
+int rnicpi_key_rekey(struct rnicpi_key_table *t, uint32_t key,
+		     uint32_t *new_key)
+{
+	struct rnicpi_key_slot *slot;
+
+	pthread_mutex_lock(&t->lock);
+	slot = key_slot(t, key);
+	if (!slot) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOENT;
+	}
+	slot->key_byte++;
+	*new_key = rnicpi_key_index(key) << 8 | slot->key_byte;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+int rnicpi_key_set_byte(struct rnicpi_key_table *t, uint32_t key,
+			uint8_t key_byte, uint32_t *new_key)
+{
+	struct rnicpi_key_slot *slot;
+
+	pthread_mutex_lock(&t->lock);
+	slot = key_slot(t, key);
+	if (!slot) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOENT;
+	}
+	if (slot->key_byte == key_byte) {
+		pthread_mutex_unlock(&t->lock);
+		return -EINVAL;
+	}
+	slot->key_byte = key_byte;
+	*new_key = rnicpi_key_index(key) << 8 | key_byte;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+int rnicpi_key_free(struct rnicpi_key_table *t, uint32_t key)
+{
+	struct rnicpi_key_slot *slot;
+
+	pthread_mutex_lock(&t->lock);
+	slot = key_slot(t, key);
+	if (!slot) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOENT;
+	}
+	slot->obj = NULL;
+	slot->next_free = t->first_free;
+	t->first_free = rnicpi_key_index(key);
+	t->in_use--;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}

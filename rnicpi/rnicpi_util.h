@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rnicpi_util.h - helpers that software verbs providers share: a
+ * completion ring with eventfd notification and a key table for STags /
+ * rkeys. Not installed; linked statically into each provider module so a
+ * provider still exports nothing but its entry point.
+ */
+#ifndef RNICPI_UTIL_H
+#define RNICPI_UTIL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rnicpi/rnicpi.h"
+
+#ifndef container_of
+#define container_of(ptr, type, member)                                     \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Completion ring                                                     */
+/* ------------------------------------------------------------------ */
+
+enum rnicpi_cq_arm {
+	RNICPI_CQ_DISARMED = 0,
+	RNICPI_CQ_ARMED_ANY = 1,
+	RNICPI_CQ_ARMED_SOLICITED = 2,
+};
+
+/*
+ * A bounded FIFO of completions with IBA 11.4.2.2 notification: once armed,
+ * the next completion (or, armed for solicited only, the next solicited or
+ * error completion) makes `efd` readable and disarms. Thread-safe.
+ */
+struct rnicpi_cq_ring {
+	pthread_mutex_t lock;
+	struct rnicpi_wc *entries;
+	uint32_t capacity;
+	uint32_t head;	/* next to poll */
+	uint32_t count;
+	enum rnicpi_cq_arm arm;
+	bool overflowed;
+	int efd;	/* eventfd, EFD_NONBLOCK | EFD_CLOEXEC */
+};
+
+/* 0, -ENOMEM, or -errno from eventfd(). */
+int rnicpi_cq_ring_init(struct rnicpi_cq_ring *ring, uint32_t capacity);
+void rnicpi_cq_ring_fini(struct rnicpi_cq_ring *ring);
+/*
+ * Append a completion; @solicited marks a receive that asked for a
+ * solicited event. -ENOSPC when the ring is full: the entry is dropped and
+ * the ring remembers it overflowed (the provider then reports CQ_ERR).
+ */
+int rnicpi_cq_ring_push(struct rnicpi_cq_ring *ring,
+			const struct rnicpi_wc *wc, bool solicited);
+/* Up to @n oldest completions into @wc; returns how many. */
+int rnicpi_cq_ring_poll(struct rnicpi_cq_ring *ring, int n,
+			struct rnicpi_wc *wc);
+/* Arm for the next (solicited) completion. Never fails. */
+int rnicpi_cq_ring_arm(struct rnicpi_cq_ring *ring, int solicited_only);
+/* Consume the eventfd's readiness: 0, or -EAGAIN if it was not ready. */
+int rnicpi_cq_ring_ack(struct rnicpi_cq_ring *ring);
+/* Grow or shrink to @capacity; -EINVAL if fewer than the held entries. */
+int rnicpi_cq_ring_resize(struct rnicpi_cq_ring *ring, uint32_t capacity);
+uint32_t rnicpi_cq_ring_count(struct rnicpi_cq_ring *ring);
+
+/* ------------------------------------------------------------------ */
+/* Key table: STags / lkeys / rkeys                                    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A key is (index << 8) | key byte. The index names a slot; the key byte
+ * changes every time a slot is handed out again or re-keyed, so a key from
+ * an earlier registration no longer matches (RFC 5040 §5.1 STag,
+ * IBA 10.6.3.3). Index 0 is never used, so key 0 is never valid (iWARP
+ * reserves STag 0 for privileged consumers). Thread-safe.
+ */
+struct rnicpi_key_table {
+	pthread_mutex_t lock;
+	struct rnicpi_key_slot *slots;
+	uint32_t n_slots;	/* allocated */
+	uint32_t max_slots;	/* hard limit */
+	uint32_t first_free;	/* head of the free list, 0 = none */
+	uint32_t in_use;
+	void (*get)(void *obj);	/* takes a reference in lookups */
+};
+
+/*
+ * @max_entries bounds the table (at most 2^24 - 1). @get, if not NULL, is
+ * called under the table lock on each object a lookup returns, so the
+ * object cannot vanish between lookup and use.
+ */
+int rnicpi_key_table_init(struct rnicpi_key_table *t, uint32_t max_entries,
+			  void (*get)(void *obj));
+void rnicpi_key_table_fini(struct rnicpi_key_table *t);
+/* Store @obj and return its new key in *@key; -ENOSPC when full. */
+int rnicpi_key_alloc(struct rnicpi_key_table *t, void *obj, uint32_t *key);
+/* The object @key names, with @get applied, or NULL when the key is
+ * unknown or stale. */
+void *rnicpi_key_lookup(struct rnicpi_key_table *t, uint32_t key);
+/* Give the slot a new key byte; the old key stops matching. -ENOENT when
+ * @key is not current. */
+int rnicpi_key_rekey(struct rnicpi_key_table *t, uint32_t key,
+		     uint32_t *new_key);
+/* Replace the key byte with @key_byte (a consumer-chosen MW type 2 key);
+ * -EINVAL if it equals the current one, -ENOENT if @key is not current. */
+int rnicpi_key_set_byte(struct rnicpi_key_table *t, uint32_t key,
+			uint8_t key_byte, uint32_t *new_key);
+/* Release the slot; -ENOENT when @key is not current. */
+int rnicpi_key_free(struct rnicpi_key_table *t, uint32_t key);
+
+static inline uint32_t rnicpi_key_index(uint32_t key)
+{
+	return key >> 8;
+}
+
+#endif /* RNICPI_UTIL_H */

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* The Check suites the runner knows; one line per suite, by layer. */
+#ifndef TESTS_SUITES_H
+#define TESTS_SUITES_H
+
+#include <check.h>
+
+/* X(fn, "name"): a function `Suite *fn(void)` in tests/check_*.c whose
+ * suite is called "name" (what `check-all NAME` selects). */
+#define HOSTRDMA_SUITES(X)                                                  \
+	X(suite_rnicpi_util, "rnicpi-util")
+
+#define X(fn, name) Suite *fn(void);
+HOSTRDMA_SUITES(X)
+#undef X
+
+#endif

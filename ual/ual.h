@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ual.h - the user access layer: what is the same for every RNIC.
+ *
+ * Providers (loaded modules or built in), the devices they run on network
+ * interfaces, and the verbs objects on those devices with reference counts
+ * and parent/child rules; memory registration with pinning (kal/) and a
+ * registration cache; completion notification through file descriptors and
+ * GLib sources; asynchronous events fanned out to subscribers.
+ *
+ * Conventions: functions return 0 or a negative errno and log (GLib domain
+ * "hostrdma-ual") what was wrong, naming the object ("PD[3] siw_lo:") and
+ * the value. Objects are reference counted: a create gives the caller one
+ * reference that the matching destroy consumes; a lookup returns a new
+ * reference, released with the object's _put. Destroying a parent that
+ * still has children fails with -EBUSY and changes nothing.
+ *
+ * Threads: every function may be called from any thread.
+ */
+#ifndef UAL_H
+#define UAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <glib.h>
+
+#include "rnicpi/rnicpi.h"
+
+/* Environment and configuration (documented in man/hostrdma.7):
+ *  HOSTRDMA_PROVIDER_PATH  colon-separated directories searched for
+ *                          provider modules instead of the installed one
+ *  HOSTRDMA_DEVICES        comma-separated device names or glob patterns
+ *                          ("siw_lo,rxe_*"); overrides the config file
+ *  HOSTRDMA_CONF           configuration file instead of
+ *                          $(sysconfdir)/hostrdma/hostrdma.conf
+ *  HOSTRDMA_OPTIONS        provider options "siw.mpa_crc=required,..."
+ */
+#define UAL_ENV_PROVIDER_PATH "HOSTRDMA_PROVIDER_PATH"
+#define UAL_ENV_DEVICES "HOSTRDMA_DEVICES"
+#define UAL_ENV_CONF "HOSTRDMA_CONF"
+#define UAL_ENV_OPTIONS "HOSTRDMA_OPTIONS"
+
+struct ual;
+struct ual_provider;
+struct ual_device;
+struct ual_pd;
+struct ual_mr;
+struct ual_mw;
+struct ual_cq;
+struct ual_srq;
+struct ual_qp;
+struct ual_ah;
+
+/* ------------------------------------------------------------------ */
+/* The context: providers and devices                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The process's access layer, shared: the first open loads providers,
+ * reads the configuration, opens kal's netlink context and creates the
+ * devices; later opens return the same context with one more reference.
+ */
+int ual_open(struct ual **out);
+/* Drop a reference from ual_open; the last one destroys the devices.
+ * -EBUSY (nothing changed) if objects are still alive on a device. */
+int ual_close(struct ual *u);
+
+/* Providers that loaded, and the reasons others did not. */
+GPtrArray *ual_provider_list(struct ual *u);	 /* struct ual_provider *, borrowed */
+const GPtrArray *ual_load_errors(struct ual *u); /* char *, one line each */
+const char *ual_provider_name(const struct ual_provider *p);
+const char *ual_provider_description(const struct ual_provider *p);
+enum rnicpi_transport ual_provider_transport(const struct ual_provider *p);
+/* Path of the module, or "built-in". */
+const char *ual_provider_origin(const struct ual_provider *p);
+
+/* Devices: a new reference to each; g_ptr_array_unref puts them. */
+GPtrArray *ual_device_list(struct ual *u);
+/* By name ("siw_lo"); NULL if there is none. New reference. */
+struct ual_device *ual_device_lookup(struct ual *u, const char *name);
+/* A device of @transport (0 = any) on interface @ifindex. New reference. */
+struct ual_device *ual_device_by_ifindex(struct ual *u, int ifindex,
+					 enum rnicpi_transport transport);
+struct ual_device *ual_device_get(struct ual_device *d);
+void ual_device_put(struct ual_device *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ual_device, ual_device_put)
+
+const char *ual_device_name(const struct ual_device *d);
+const struct ual_provider *ual_device_provider(const struct ual_device *d);
+enum rnicpi_transport ual_device_transport(const struct ual_device *d);
+int ual_device_ifindex(const struct ual_device *d);
+const char *ual_device_ifname(const struct ual_device *d);
+int ual_device_query(struct ual_device *d, struct rnicpi_device_attr *attr);
+int ual_device_query_port(struct ual_device *d, uint8_t port,
+			  struct rnicpi_port_attr *attr);
+int ual_device_query_gid(struct ual_device *d, uint8_t port, uint32_t index,
+			 struct rnicpi_gid_entry *entry);
+/* The provider's device, for cm/ (connection hooks, GSI). Borrowed. */
+struct rnicpi_device *ual_device_rnicpi(struct ual_device *d);
+
+/* ------------------------------------------------------------------ */
+/* Protection domains, memory                                          */
+/* ------------------------------------------------------------------ */
+
+int ual_pd_alloc(struct ual_device *d, struct ual_pd **out);
+/* -EBUSY while MRs, MWs, QPs, SRQs or AHs use it. */
+int ual_pd_free(struct ual_pd *pd);
+struct ual_device *ual_pd_device(const struct ual_pd *pd); /* borrowed */
+
+/*
+ * Register @len bytes at @addr with @access (enum rnicpi_access_flags):
+ * pins the pages through kal, then registers with the provider. A second
+ * registration of the same range with the same access on the same PD
+ * returns the same MR with one more reference (the registration cache);
+ * the registration goes when its last reference is dropped with
+ * ual_mr_dereg. ZERO_BASED in @access makes the tagged offset of the first
+ * byte 0 (such MRs are cached too, apart from VA-based ones).
+ */
+int ual_mr_reg(struct ual_pd *pd, void *addr, size_t len,
+	       unsigned int access, struct ual_mr **out);
+/* Drop one reference; -EBUSY (reference kept) while a window is bound. */
+int ual_mr_dereg(struct ual_mr *mr);
+/* Change access (and/or the range) in place; keys change. -EBUSY when
+ * the MR is shared through the cache (more than one reference). */
+int ual_mr_rereg(struct ual_mr *mr, void *addr, size_t len,
+		 unsigned int access);
+uint32_t ual_mr_lkey(const struct ual_mr *mr);
+uint32_t ual_mr_rkey(const struct ual_mr *mr);
+void *ual_mr_addr(const struct ual_mr *mr);
+size_t ual_mr_length(const struct ual_mr *mr);
+uint64_t ual_mr_iova(const struct ual_mr *mr);
+unsigned int ual_mr_access(const struct ual_mr *mr);
+struct rnicpi_mr *ual_mr_rnicpi(struct ual_mr *mr); /* borrowed */
+
+int ual_mw_alloc(struct ual_pd *pd, enum rnicpi_mw_type type,
+		 struct ual_mw **out);
+int ual_mw_free(struct ual_mw *mw);
+uint32_t ual_mw_rkey(const struct ual_mw *mw);
+struct rnicpi_mw *ual_mw_rnicpi(struct ual_mw *mw); /* borrowed */
+
+/* ------------------------------------------------------------------ */
+/* Completion queues                                                   */
+/* ------------------------------------------------------------------ */
+
+int ual_cq_create(struct ual_device *d, uint32_t cqe, struct ual_cq **out);
+/* -EBUSY while a QP or SRQ uses it. */
+int ual_cq_destroy(struct ual_cq *cq);
+int ual_cq_resize(struct ual_cq *cq, uint32_t cqe);
+uint32_t ual_cq_size(const struct ual_cq *cq);
+/* Up to @n completions; returns how many or -errno. */
+int ual_cq_poll(struct ual_cq *cq, int n, struct rnicpi_wc *wc);
+/* Arm the notification (one-shot). */
+int ual_cq_arm(struct ual_cq *cq, bool solicited_only);
+/* Readable after an armed completion; for poll()/epoll. Borrowed. */
+int ual_cq_fd(const struct ual_cq *cq);
+/* Consume the fd's readiness; -EAGAIN if it was not readable. */
+int ual_cq_ack(struct ual_cq *cq);
+
+/*
+ * A GSource that dispatches when the CQ's fd is readable, after acking it.
+ * The callback is a ual_cq_source_fn given through g_source_set_callback
+ * (cast with G_SOURCE_FUNC); it usually polls, re-arms, and polls again.
+ * The source holds a reference on the CQ; the caller owns the source.
+ */
+typedef gboolean (*ual_cq_source_fn)(struct ual_cq *cq, gpointer user_data);
+GSource *ual_cq_source_new(struct ual_cq *cq);
+
+/* ------------------------------------------------------------------ */
+/* Shared receive queues, queue pairs, address handles                  */
+/* ------------------------------------------------------------------ */
+
+int ual_srq_create(struct ual_pd *pd, struct rnicpi_srq_attr *attr,
+		   struct ual_srq **out);
+int ual_srq_destroy(struct ual_srq *srq); /* -EBUSY while QPs use it */
+int ual_srq_modify(struct ual_srq *srq, struct rnicpi_srq_attr *attr,
+		   unsigned int mask);
+int ual_srq_query(struct ual_srq *srq, struct rnicpi_srq_attr *attr);
+int ual_srq_post_recv(struct ual_srq *srq, const struct rnicpi_recv_wr *wr,
+		      const struct rnicpi_recv_wr **bad);
+
+struct ual_qp_init_attr {
+	enum rnicpi_qp_type qp_type;
+	struct ual_cq *send_cq;
+	struct ual_cq *recv_cq;
+	struct ual_srq *srq;
+	struct rnicpi_qp_cap cap; /* in: minimum; out: granted */
+	bool sq_sig_all;
+};
+
+int ual_qp_create(struct ual_pd *pd, struct ual_qp_init_attr *attr,
+		  struct ual_qp **out);
+int ual_qp_destroy(struct ual_qp *qp);
+int ual_qp_modify(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
+		  unsigned int mask);
+int ual_qp_query(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
+		 unsigned int mask);
+uint32_t ual_qp_num(const struct ual_qp *qp);
+struct ual_pd *ual_qp_pd(const struct ual_qp *qp);	  /* borrowed */
+struct rnicpi_qp *ual_qp_rnicpi(struct ual_qp *qp);	  /* borrowed */
+/* The QP with number @qp_num on @d (to route a completion back to its
+ * owner). New reference, or NULL. */
+struct ual_qp *ual_qp_lookup(struct ual_device *d, uint32_t qp_num);
+struct ual_qp *ual_qp_get(struct ual_qp *qp);
+void ual_qp_put(struct ual_qp *qp);
+/* Opaque pointer of the layer above (itapi's endpoint). */
+void ual_qp_set_user(struct ual_qp *qp, void *user);
+void *ual_qp_user(const struct ual_qp *qp);
+
+/* Data path: straight to the provider. WRs name provider objects:
+ * ual_mr_rnicpi(), ual_ah_rnicpi(), ual_mw_rnicpi(). */
+int ual_qp_post_send(struct ual_qp *qp, const struct rnicpi_send_wr *wr,
+		     const struct rnicpi_send_wr **bad);
+int ual_qp_post_recv(struct ual_qp *qp, const struct rnicpi_recv_wr *wr,
+		     const struct rnicpi_recv_wr **bad);
+
+int ual_ah_create(struct ual_pd *pd, const struct rnicpi_ah_attr *attr,
+		  struct ual_ah **out);
+int ual_ah_destroy(struct ual_ah *ah);
+struct rnicpi_ah *ual_ah_rnicpi(struct ual_ah *ah); /* borrowed */
+
+/* ------------------------------------------------------------------ */
+/* Events                                                              */
+/* ------------------------------------------------------------------ */
+
+struct ual_async_event {
+	enum rnicpi_event_type type;
+	struct ual_device *device;  /* always set */
+	struct ual_qp *qp;	    /* per type, as in rnicpi_async_event */
+	struct ual_cq *cq;
+	struct ual_srq *srq;
+	uint8_t port_num;
+	uint8_t term_layer, term_etype, term_ecode, term_remote;
+	int status;
+};
+
+const char *ual_event_type_name(enum rnicpi_event_type type);
+
+/*
+ * Called on the thread that raised the event (a provider's progress thread
+ * or kal's monitor thread). Objects in the event are borrowed for the call.
+ */
+typedef void (*ual_async_fn)(const struct ual_async_event *event,
+			     void *user_data);
+
+/* Receive the async events of @d (NULL: of every device). Id > 0. */
+guint ual_async_subscribe(struct ual *u, struct ual_device *d,
+			  ual_async_fn fn, void *user_data);
+/* When it returns, @fn is not running and will not run again. */
+void ual_async_unsubscribe(struct ual *u, guint id);
+
+/*
+ * Connection events from providers go to one handler (cm/). @event is
+ * valid only during the call.
+ */
+typedef void (*ual_conn_fn)(struct ual_device *d,
+			    const struct rnicpi_conn_event *event,
+			    void *user_data);
+void ual_set_conn_handler(struct ual *u, ual_conn_fn fn, void *user_data);
+
+#endif /* UAL_H */
