@@ -12,3 +12,21 @@ tests_header_c_SOURCES = tests/header_c.c
 tests_header_cxx_SOURCES = tests/header_cxx.cc
 
 TESTS += tests/check-all tests/header-c tests/header-cxx
+
+# The unit tests under valgrind: in-process (CK_FORK=no) so memcheck sees
+# every test, zero errors and zero leaks or the target fails.
+VALGRIND_FLAGS = --tool=memcheck --leak-check=full \
+	--show-leak-kinds=definite,indirect,possible \
+	--errors-for-leak-kinds=definite,indirect,possible \
+	--error-exitcode=1 --num-callers=30 \
+	--suppressions=$(GLIB_VALGRIND_SUPP) \
+	--suppressions=$(srcdir)/tests/valgrind.supp
+EXTRA_DIST += tests/valgrind.supp
+
+check-valgrind: $(check_PROGRAMS) $(check_LTLIBRARIES)
+	$(AM_V_at)env CK_FORK=no CK_DEFAULT_TIMEOUT=1800 \
+		G_SLICE=always-malloc G_DEBUG=gc-friendly \
+		$(AM_TESTS_ENVIRONMENT) \
+		$(LIBTOOL) --mode=execute valgrind $(VALGRIND_FLAGS) \
+		tests/check-all
+.PHONY: check-valgrind
