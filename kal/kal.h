@@ -169,8 +169,9 @@ int kal_route_resolve(struct kal_nl *nl, const struct sockaddr *dst,
 		      const struct sockaddr *src, unsigned int timeout_ms,
 		      struct kal_route *out);
 
-/* Format an AF_INET/AF_INET6 address (without port) into @buf, which
- * must hold INET6_ADDRSTRLEN bytes; returns @buf. For log lines. */
+/* Format an AF_INET/AF_INET6 address (without port; "%<scope id>" after
+ * a scoped IPv6 one) into @buf of @len bytes, truncating if need be;
+ * INET6_ADDRSTRLEN + 12 always suffices. Returns @buf. For log lines. */
 const char *kal_addr_str(const struct sockaddr *addr, char *buf, size_t len);
 
 /*
@@ -202,8 +203,9 @@ struct kal_event {
 const char *kal_event_type_name(enum kal_event_type type);
 
 /* Called on kal's monitor thread, one event and one subscriber at a time,
- * in subscription order; the caches already reflect the event. May call
- * any kal function taking the context except kal_nl_close. */
+ * in subscription order; the caches reflect the event already (and maybe
+ * later changes). May call any kal function taking the context except
+ * kal_nl_close. */
 typedef void (*kal_event_fn)(const struct kal_event *event, void *user_data);
 
 /* Start reporting changes to @fn. Returns an id > 0. */
