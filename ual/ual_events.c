@@ -37,13 +37,17 @@ struct ual_sub {
 	bool removed;	/* under ev_lock */
 };
 
-/* The subscriber calls running on this thread, innermost first, so that
- * an unsubscribe from inside a callback does not wait for itself. */
+/* The subscriber calls running on this thread, so that an unsubscribe
+ * from inside a callback does not wait for itself. Nesting deeper than
+ * the array (a callback raising an event whose callback raises one ...)
+ * is not tracked past it: unsubscribing there would wait for itself. */
+#define UAL_MAX_NESTED_CALLS 32
+static _Thread_local struct ual_sub *current_calls[UAL_MAX_NESTED_CALLS];
+static _Thread_local unsigned int n_current_calls;
+
 struct sub_frame {
-	struct ual_sub *sub;
-	struct sub_frame *prev;
+	bool pushed;
 };
-static _Thread_local struct sub_frame *current_frames;
 
 static const char *const event_names[] = {
 	[RNICPI_EVENT_CQ_ERR] = "CQ_ERR",
@@ -105,17 +109,19 @@ static bool sub_enter(struct ual *u, struct ual_sub *s, struct sub_frame *f)
 	if (ok)
 		s->running++;
 	g_mutex_unlock(&u->ev_lock);
-	if (ok) {
-		f->sub = s;
-		f->prev = current_frames;
-		current_frames = f;
-	}
+	f->pushed = ok && n_current_calls < UAL_MAX_NESTED_CALLS;
+	if (f->pushed)
+		current_calls[n_current_calls] = s;
+	if (ok)
+		n_current_calls++;
 	return ok;
 }
 
 static void sub_leave(struct ual *u, struct ual_sub *s, struct sub_frame *f)
 {
-	current_frames = f->prev;
+	n_current_calls--;
+	if (f->pushed)
+		current_calls[n_current_calls] = NULL;
 	g_mutex_lock(&u->ev_lock);
 	s->running--;
 	if (s->removed)
@@ -127,11 +133,11 @@ static void sub_leave(struct ual *u, struct ual_sub *s, struct sub_frame *f)
  * other threads to finish (those on this thread are our callers). */
 static void sub_retire(struct ual *u, struct ual_sub *s)
 {
+	unsigned int i, n = MIN(n_current_calls, UAL_MAX_NESTED_CALLS);
 	guint mine = 0;
-	struct sub_frame *f;
 
-	for (f = current_frames; f; f = f->prev)
-		if (f->sub == s)
+	for (i = 0; i < n; i++)
+		if (current_calls[i] == s)
 			mine++;
 	s->removed = true;
 	while (s->running > mine)
