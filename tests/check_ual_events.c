@@ -463,6 +463,7 @@ END_TEST
 static void link_events_child(void *arg)
 {
 	const char *options = arg;
+	struct ual_async_event first;
 	struct rnicpi_port_attr port;
 	struct ual_device *d;
 	struct ut_events ev;
@@ -495,9 +496,12 @@ static void link_events_child(void *arg)
 	tu_child_assert_ok(ut_link_set("lo", true));
 	tu_child_assert(ut_events_wait(&ev, RNICPI_EVENT_PORT_ACTIVE, 1),
 			"no PORT_ACTIVE after lo came up");
-	tu_child_assert(g_array_index(ev.events, struct ual_async_event, 0)
-					.device == d,
-			"event for another device");
+	/* The monitor thread may still be appending (GID changes): look
+	 * under the recorder's lock. */
+	g_mutex_lock(&ev.lock);
+	first = g_array_index(ev.events, struct ual_async_event, 0);
+	g_mutex_unlock(&ev.lock);
+	tu_child_assert(first.device == d, "event for another device");
 
 	ual_async_unsubscribe(cu, id);
 	ut_events_clear(&ev);
