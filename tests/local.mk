@@ -33,3 +33,5 @@ check-valgrind: $(check_PROGRAMS) $(check_LTLIBRARIES)
 		$(LIBTOOL) --mode=execute valgrind $(VALGRIND_FLAGS) \
 		tests/check-all
 .PHONY: check-valgrind
+
+include tests/provider/local.mk
