@@ -19,7 +19,7 @@ const struct rnicpi_provider *rnicpi_builtin_test(void);
 
 static const struct ual_provider *provider(struct ual *u, const char *name)
 {
-	GPtrArray *list = ual_provider_list(u);
+	const GPtrArray *list = ual_provider_list(u);
 	guint i;
 
 	for (i = 0; i < list->len; i++)

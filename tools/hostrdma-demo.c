@@ -96,6 +96,18 @@ static int parse_addr(const char *text, struct sockaddr_storage *ss)
 	return -EINVAL;
 }
 
+/* JSON numbers from json-glib are signed 64-bit: "unlimited" limits
+ * (UINT64_MAX) would print as -1, so values past INT64_MAX go out as
+ * doubles. */
+static void add_u64(JsonBuilder *b, const char *name, uint64_t value)
+{
+	json_builder_set_member_name(b, name);
+	if (value > (uint64_t)G_MAXINT64)
+		json_builder_add_double_value(b, (double)value);
+	else
+		json_builder_add_int_value(b, (gint64)value);
+}
+
 static void add_device(JsonBuilder *b, struct ual_device *d)
 {
 	struct rnicpi_device_attr attr = { 0 };
@@ -120,10 +132,8 @@ static void add_device(JsonBuilder *b, struct ual_device *d)
 	if (!qerr) {
 		json_builder_set_member_name(b, "max_qp");
 		json_builder_add_int_value(b, attr.max_qp);
-		json_builder_set_member_name(b, "max_mr_size");
-		json_builder_add_int_value(b, (gint64)attr.max_mr_size);
-		json_builder_set_member_name(b, "max_msg_size");
-		json_builder_add_int_value(b, (gint64)attr.max_msg_size);
+		add_u64(b, "max_mr_size", attr.max_mr_size);
+		add_u64(b, "max_msg_size", attr.max_msg_size);
 		json_builder_set_member_name(b, "max_sge");
 		json_builder_add_int_value(b, attr.max_sge);
 		json_builder_set_member_name(b, "max_inline_data");
@@ -228,7 +238,7 @@ int main(int argc, char **argv)
 {
 	g_autoptr(GOptionContext) ctx = NULL;
 	g_autoptr(GError) error = NULL;
-	g_autoptr(GPtrArray) providers = NULL;
+	const GPtrArray *providers;
 	g_autoptr(GPtrArray) devices = NULL;
 	g_autoptr(JsonBuilder) b = NULL;
 	static const char *const default_dests[] = { "127.0.0.1", "::1",

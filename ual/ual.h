@@ -78,7 +78,7 @@ int ual_open(struct ual **out);
 int ual_close(struct ual *u);
 
 /* Providers that loaded, and the reasons others did not. */
-GPtrArray *ual_provider_list(struct ual *u);	 /* struct ual_provider *, borrowed */
+const GPtrArray *ual_provider_list(struct ual *u); /* struct ual_provider *, borrowed */
 const GPtrArray *ual_load_errors(struct ual *u); /* char *, one line each */
 /* Devices that were selected but could not be created, one line each
  * naming the device and the provider's reason. A copy: g_ptr_array_unref. */

@@ -170,7 +170,7 @@ int ual_close(struct ual *u)
 	return 0;
 }
 
-GPtrArray *ual_provider_list(struct ual *u)
+const GPtrArray *ual_provider_list(struct ual *u)
 {
 	return u->providers;
 }
