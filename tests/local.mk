@@ -1,10 +1,13 @@
 # tests/: Check suites run by one runner, the test provider, header checks.
 check_PROGRAMS += tests/check-all
 tests_check_all_SOURCES = tests/check-all.c tests/suites.h tests/testutil.h \
-	tests/check_rnicpi_util.c
+	tests/check_rnicpi_util.c \
+	tests/siw_harness.c tests/siw_harness.h tests/siw_rawpeer.c \
+	tests/siw_rawpeer.h tests/check_siw_wire.c tests/check_siw_loopback.c \
+	tests/check_siw_hostile.c
 tests_check_all_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_check_all_LDADD = rnicpi/librnicpi_util.la \
-	$(CHECK_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
+tests_check_all_LDADD = vp/siw/libsiw_test.la rnicpi/librnicpi_util.la \
+	$(ISAL_LIBS) $(CHECK_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
 
 # Every public header compiles on its own, in C and in C++.
 check_PROGRAMS += tests/header-c tests/header-cxx

@@ -8,7 +8,10 @@
 /* X(fn, "name"): a function `Suite *fn(void)` in tests/check_*.c whose
  * suite is called "name" (what `check-all NAME` selects). */
 #define HOSTRDMA_SUITES(X)                                                  \
-	X(suite_rnicpi_util, "rnicpi-util")
+	X(suite_rnicpi_util, "rnicpi-util")                                  \
+	X(suite_siw_wire, "siw-wire")                                        \
+	X(suite_siw_loopback, "siw-loopback")                                \
+	X(suite_siw_hostile, "siw-hostile")
 
 #define X(fn, name) Suite *fn(void);
 HOSTRDMA_SUITES(X)
