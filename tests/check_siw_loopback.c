@@ -245,6 +245,8 @@ START_TEST(test_negotiation)
 	const struct rnicpi_option rev1[] = { { "mpa_rev", "1" }, { NULL } };
 	const struct rnicpi_option p2pw[] = { { "p2p", "write" }, { NULL } };
 	const struct rnicpi_option p2pr[] = { { "p2p", "read" }, { NULL } };
+	const struct rnicpi_option hold[] = { { "rts_delay_ms", "30" },
+					      { "p2p", "write" }, { NULL } };
 
 	negotiate(NULL, NULL, 0, 0, 0);
 	negotiate(crc_on, NULL, 0, RNICPI_CONN_MPA_CRC, 0);
@@ -258,6 +260,7 @@ START_TEST(test_negotiation)
 	negotiate(p2pr, NULL, 0, RNICPI_CONN_P2P, 0);
 	negotiate(NULL, NULL, RNICPI_CONN_P2P, RNICPI_CONN_P2P, 0);
 	negotiate(p2pr, crc_req, 0, RNICPI_CONN_P2P | RNICPI_CONN_MPA_CRC, 0);
+	negotiate(hold, NULL, 0, RNICPI_CONN_P2P, 0);
 	/* Refusals: MPA Reject to the initiator, ERROR at the responder. */
 	negotiate(NULL, crc_req, 0, RNICPI_CONN_MPA_CRC, 0);
 	negotiate(crc_on, strict, 0, 0, -ECONNREFUSED);

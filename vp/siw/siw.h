@@ -133,6 +133,7 @@ struct siw_options {
 	uint32_t ord;
 	bool nodelay;		  /* TCP_NODELAY on connected sockets */
 	uint32_t max_fpdu;	  /* cap on transmitted FPDU bytes, 0 = MSS */
+	uint32_t rts_delay_ms;	  /* initiator: hold the first FPDU this long */
 };
 
 int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
@@ -422,6 +423,7 @@ struct siw_qp {
 	uint32_t mss_payload;	/* max ULPDU we send */
 	uint16_t rtr;		/* MPA_V2_*_RTR negotiated, 0 none */
 	bool rtr_pending;	/* initiator: RTR not sent yet */
+	bool tx_hold;		/* initiator: rts_delay_ms not over yet */
 	bool closing;		/* graceful close asked */
 	bool connected;		/* ESTABLISHED was reported */
 	bool disc_reported;

@@ -347,6 +347,13 @@ static void process_reply(struct siw_qp *qp)
 	qp->connected = true;
 	qp->rtr_pending = qp->rtr != 0;
 	siw_dev_timed_del(qp->dev, &qp->timed);
+	/* Linux siw (6.1) hands the socket to its QP only after it sent the
+	 * Reply; an FPDU that lands in between is never read. Holding our
+	 * first FPDU for rts_delay_ms avoids that window. */
+	if (o->rts_delay_ms) {
+		qp->tx_hold = true;
+		siw_dev_timed_add(qp->dev, &qp->timed, o->rts_delay_ms);
+	}
 	ev.type = RNICPI_CONN_ESTABLISHED;
 	ev.private_data = pdata;
 	ev.private_data_len = pd_len;

@@ -520,6 +520,12 @@ void siw_qp_timeout(struct siw_qp *qp)
 			    qp->dev->opts.mpa_timeout_ms);
 		siw_qp_llp_closed(qp, -ETIMEDOUT);
 		break;
+	case SIW_LLP_RDMA:
+		if (qp->tx_hold) {
+			qp->tx_hold = false;
+			siw_qp_tx(qp);
+		}
+		break;
 	case SIW_LLP_DRAIN:
 		siw_qp_dbg(qp, "peer did not close in %u ms: reset",
 			   SIW_LINGER_MS);

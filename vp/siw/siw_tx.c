@@ -58,6 +58,8 @@ bool siw_qp_tx_pending(struct siw_qp *qp)
 		return true;
 	if (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_CLOSING)
 		return false;
+	if (qp->tx_hold)
+		return false;
 	return qp->irq_count || qp->sq_tx != (qp->sq_head + qp->sq_count) %
 					   qp->sq_size ||
 	       (qp->rtr_pending && qp->llp == SIW_LLP_RDMA);
@@ -250,7 +252,7 @@ static bool next_message(struct siw_qp *qp)
 	}
 	if (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_CLOSING)
 		return false;
-	if (qp->llp != SIW_LLP_RDMA)
+	if (qp->llp != SIW_LLP_RDMA || qp->tx_hold)
 		return false;
 	/* RFC 6581 §9.2: the initiator's RTR is its first FPDU. */
 	if (qp->rtr_pending) {
