@@ -643,5 +643,14 @@ void siw_conn_free(struct siw_conn *conn);
 void siw_qp_mpa_reply_rx(struct siw_qp *qp);
 /* Fill an event with the socket's addresses. */
 void siw_conn_event_addrs(int fd, struct rnicpi_conn_event *ev);
+/* Send an MPA Request (@request) or Reply: header, the IRD/ORD word when
+ * @v2, then private data; waits up to @timeout_ms for room. */
+int siw_mpa_send_rr(int fd, bool request, uint8_t rev, uint8_t flags,
+		    const struct mpa_v2_data *v2, const void *pdata,
+		    uint32_t pd_len, uint32_t timeout_ms);
+/* Non-blocking and TCP_NODELAY as the device says. */
+int siw_socket_setup(struct siw_device *dev, int fd);
+/* Largest ULPDU this QP's stream sends (MSS, max_fpdu, large FPDUs). */
+uint32_t siw_stream_ulpdu_max(struct siw_qp *qp, bool large);
 
 #endif /* SIW_H */
