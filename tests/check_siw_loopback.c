@@ -501,7 +501,7 @@ static bool fd_readable(int fd, int ms)
 START_TEST(test_solicited_and_invalidate)
 {
 	struct pair p;
-	struct h_buf s, d, t;
+	struct h_buf s, d, t, u;
 	struct rnicpi_wc wc;
 	struct h_conn_ev ev;
 	struct rnicpi_async_event ae;
@@ -511,9 +511,11 @@ START_TEST(test_solicited_and_invalidate)
 	h_buf_alloc(&s, 64, GUARD);
 	h_buf_alloc(&d, 64, GUARD);
 	h_buf_alloc(&t, 4096, GUARD);
+	h_buf_alloc(&u, 64, GUARD);
 	h_buf_reg(&s, &p.a, RW);
 	h_buf_reg(&d, &p.b, RW);
 	h_buf_reg(&t, &p.b, RW);
+	h_buf_reg(&u, &p.b, RW);
 
 	/* Armed for solicited only: a plain Send does not wake, SE does. */
 	ck_assert_ok(p.db->ops->req_notify_cq(p.b.rcq, 1));
@@ -535,12 +537,25 @@ START_TEST(test_solicited_and_invalidate)
 	/* Send with Invalidate of t's STag: the receive reports it, and a
 	 * later Write to it is refused with a Terminate. */
 	h_post_recv(&p.b, &d, 0, 64, 3);
+	/* Plain Send with Invalidate (RDMAP opcode 4) of u's STag. */
+	h_post_recv(&p.b, &d, 0, 64, 4);
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND_WITH_INV, &s, 0, 4, 14,
+				 RNICPI_SEND_SIGNALED, 0, u.mr->rkey));
+	expect_wc(&p.a, p.a.scq, 14, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 4);
+	ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 3); /* receives complete in order */
+	ck_assert(wc.wc_flags & RNICPI_WC_WITH_INV);
+	ck_assert(!(wc.wc_flags & RNICPI_WC_SOLICITED));
+	ck_assert_uint_eq(wc.invalidated_rkey, u.mr->rkey);
+	/* With SE too: RDMAP opcode 6, Send with SE and Invalidate. */
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND_WITH_INV, &s, 0, 4, 12,
-				 RNICPI_SEND_SIGNALED, 0, t.mr->rkey));
+				 RNICPI_SEND_SIGNALED | RNICPI_SEND_SOLICITED,
+				 0, t.mr->rkey));
 	expect_wc(&p.a, p.a.scq, 12, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 4);
 	ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
-	ck_assert_uint_eq(wc.wr_id, 3);
+	ck_assert_uint_eq(wc.wr_id, 4);
 	ck_assert(wc.wc_flags & RNICPI_WC_WITH_INV);
+	ck_assert(wc.wc_flags & RNICPI_WC_SOLICITED);
 	ck_assert_uint_eq(wc.invalidated_rkey, t.mr->rkey);
 	h_buf_fill(&s, 3);
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_RDMA_READ, &s, 0, 64, 13,
@@ -565,9 +580,11 @@ START_TEST(test_solicited_and_invalidate)
 	ck_assert_ok(p.da->ops->dereg_mr(s.mr));
 	ck_assert_ok(p.db->ops->dereg_mr(d.mr));
 	ck_assert_ok(p.db->ops->dereg_mr(t.mr));
+	ck_assert_ok(p.db->ops->dereg_mr(u.mr));
 	h_buf_free(&s);
 	h_buf_free(&d);
 	h_buf_free(&t);
+	h_buf_free(&u);
 	pair_down(&p);
 }
 END_TEST
