@@ -436,6 +436,77 @@ START_TEST(test_unexpected_opcodes)
 }
 END_TEST
 
+/* RFC 5040 §6.3 / §7.4: more Read Requests in flight than our IRD. The
+ * raw peer does not read, so responses pile up in the IRQ; the request
+ * past IRD 16 gets RDMAP, Remote Operation Error, catastrophic for the
+ * stream, with the terminated Read Request's headers (M, D, R). */
+START_TEST(test_read_requests_beyond_ird)
+{
+	struct target t;
+	struct h_buf big;
+	struct iwarp_read_req_hdr h;
+	uint8_t *buf = malloc(70000);
+	struct rnicpi_async_event ae;
+	int i, ulpdu, skipped = 0;
+	const uint32_t size = 4 << 20;
+
+	ck_assert_ptr_nonnull(buf);
+	target_up(&t, NULL);
+	h_buf_alloc(&big, size, 0);
+	h_buf_reg(&big, &t.s, RNICPI_ACCESS_LOCAL_WRITE |
+				      RNICPI_ACCESS_REMOTE_READ);
+	connect_raw(&t, 0);
+	for (i = 0; i < 40; i++) {
+		memset(&h, 0, sizeof(h));
+		iwarp_ctrl_init(&h.u.ctrl, RDMAP_RDMA_READ_REQ, true);
+		h.u.qn_be = htobe32(1);
+		h.u.msn_be = htobe32((uint32_t)i + 1);
+		h.rreq.sink_stag_be = htobe32(0x1234);
+		h.rreq.size_be = htobe32(size);
+		h.rreq.src_stag_be = htobe32(big.mr->rkey);
+		h.rreq.src_to_be = htobe64((uint64_t)(uintptr_t)big.p);
+		raw_send_fpdu(&t.r, &h, sizeof(h), NULL, 0, 0, false);
+	}
+	/* Read Responses first (whole FPDUs, never a cut one), then the
+	 * Terminate. */
+	for (;;) {
+		struct iwarp_ctrl *c = (struct iwarp_ctrl *)buf;
+
+		ulpdu = raw_recv_fpdu(&t.r, buf, 70000, H_WAIT_MS);
+		ck_assert_int_gt(ulpdu, 0);
+		if (rdmap_opcode(c) != RDMAP_RDMA_READ_RESP)
+			break;
+		skipped++;
+	}
+	ck_assert_int_gt(skipped, 0);
+	ck_assert_uint_eq(rdmap_opcode((struct iwarp_ctrl *)buf),
+			  RDMAP_TERMINATE);
+	{
+		const struct rdmap_term *term = (const void *)(buf + 20);
+		const struct iwarp_ctrl *copy = (const void *)(buf + 24 + 2);
+
+		ck_assert_uint_eq(rdmap_term_layer(term), TERM_LAYER_RDMAP);
+		ck_assert_uint_eq(rdmap_term_etype(term), RDMAP_ETYPE_REMOTE_OP);
+		ck_assert_uint_eq(rdmap_term_ecode(term),
+				  RDMAP_ECODE_CATASTROPHIC_STREAM);
+		ck_assert_uint_eq(rdmap_term_flags(term),
+				  TERM_FLAG_M | TERM_FLAG_D | TERM_FLAG_R);
+		ck_assert_int_eq(ulpdu, 18 + 4 + 2 + 18 + 28);
+		/* the copied header: ctrl bytes start after its length */
+		ck_assert_uint_eq(((const uint8_t *)copy)[1] & 0x0f,
+				  RDMAP_RDMA_READ_REQ);
+	}
+	ck_assert(raw_wait_close(&t.r, H_WAIT_MS));
+	ck_assert(h_wait_async(t.d, RNICPI_EVENT_QP_REQ_ERR, t.s.qp, &ae,
+			       H_WAIT_MS));
+	ck_assert_uint_eq(ae.term_ecode, RDMAP_ECODE_CATASTROPHIC_STREAM);
+	ck_assert_ok(t.d->ops->dereg_mr(big.mr));
+	h_buf_free(&big);
+	free(buf);
+	target_down(&t);
+}
+END_TEST
+
 /* RFC 5044 §7.1 markers: refused with an MPA Reject. */
 START_TEST(test_markers_refused)
 {
@@ -543,6 +614,7 @@ Suite *suite_siw_hostile(void)
 	tcase_add_test(tc, test_send_bad_msn_qn);
 	tcase_add_test(tc, test_read_request_bad_stag);
 	tcase_add_test(tc, test_unexpected_opcodes);
+	tcase_add_test(tc, test_read_requests_beyond_ird);
 	tcase_add_test(tc, test_markers_refused);
 	tcase_add_test(tc, test_p2p_rtr);
 	tcase_add_test(tc, test_peer_dies_mid_message);

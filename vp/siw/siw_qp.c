@@ -120,7 +120,11 @@ static void flush_all(struct siw_qp *qp)
 {
 	uint32_t i;
 
-	siw_tx_release(qp);
+	/* An FPDU half on the wire must be finished first (siw_qp_tx does,
+	 * then drops the message): anything else would corrupt the stream
+	 * our Terminate still has to travel on. */
+	if (!(qp->tx.fpdu_ready && qp->tx.fpdu_sent && qp->fd >= 0))
+		siw_tx_release(qp);
 	while (qp->orq_count) {
 		orqe_release(&qp->orq[qp->orq_head]);
 		qp->orq_head = (qp->orq_head + 1) % SIW_MAX_ORD;

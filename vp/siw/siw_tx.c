@@ -481,13 +481,18 @@ static void message_done(struct siw_qp *qp)
 	case SIW_TX_SQ: {
 		struct siw_wqe *w = &qp->sq[idx];
 
-		/* A Read completes with its response (siw_rx.c). */
-		if (w->opcode != RNICPI_WR_RDMA_READ)
+		/* A Read completes with its response (siw_rx.c); a flushed
+		 * WR is complete already. */
+		if (w->opcode != RNICPI_WR_RDMA_READ &&
+		    qp->state != RNICPI_QPS_ERR &&
+		    qp->state != RNICPI_QPS_TERMINATE)
 			siw_sq_complete(qp, (uint32_t)idx, RNICPI_WC_SUCCESS,
 					0);
 		break;
 	}
 	case SIW_TX_RRESP:
+		if (!qp->irq_count)
+			break; /* flushed while its last FPDU went out */
 		siw_mr_put(qp->irq[qp->irq_head].mr);
 		qp->irq[qp->irq_head].mr = NULL;
 		qp->irq_head = (qp->irq_head + 1) % SIW_MAX_IRD;
