@@ -507,6 +507,46 @@ START_TEST(test_read_requests_beyond_ird)
 }
 END_TEST
 
+/* The requester's side: a Read Response that reaches past what the Read
+ * asked for. The Read fails with BAD_RESP_ERR, the Terminate is DDP
+ * tagged base/bounds, and the sink stays untouched. */
+START_TEST(test_read_response_out_of_bounds)
+{
+	struct target t;
+	struct iwarp_tagged_hdr h;
+	uint8_t buf[256], copy[16];
+	const struct iwarp_read_req_hdr *rq = (const void *)buf;
+	struct rnicpi_wc wc;
+	int ulpdu;
+
+	target_up(&t, NULL);
+	ck_assert_ok(raw_accept(&t.r, &t.s));
+	ck_assert_ok(h_post_send(&t.s, RNICPI_WR_RDMA_READ, &t.rw, 0, 100,
+				 55, RNICPI_SEND_SIGNALED, 0x10000, 0x4242));
+	ulpdu = raw_recv_fpdu(&t.r, buf, sizeof(buf), H_WAIT_MS);
+	ck_assert_int_eq(ulpdu, 46);
+	ck_assert_uint_eq(rdmap_opcode(&rq->u.ctrl), RDMAP_RDMA_READ_REQ);
+	ck_assert_uint_eq(be32toh(rq->rreq.size_be), 100);
+	ck_assert_uint_eq(be32toh(rq->rreq.src_stag_be), 0x4242);
+	ck_assert_uint_eq(be64toh(rq->rreq.src_to_be), 0x10000);
+	ck_assert_uint_ne(be32toh(rq->rreq.sink_stag_be), 0);
+	/* 60 bytes at offset 50 of a 100-byte Read. */
+	memset(payload, 0x66, 60);
+	tagged_hdr(&h, RDMAP_RDMA_READ_RESP, be32toh(rq->rreq.sink_stag_be),
+		   be64toh(rq->rreq.sink_to_be) + 50);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 60, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	ck_assert(h_poll(&t.s, t.s.scq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 55);
+	ck_assert_int_eq(wc.status, RNICPI_WC_BAD_RESP_ERR);
+	expect_terminate(&t, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			 DDP_ECODE_T_BASE_BOUNDS, copy, 14, false,
+			 RNICPI_EVENT_QP_ACCESS_ERR);
+	ck_assert(untouched(&t.rw));
+	target_down(&t);
+}
+END_TEST
+
 /* RFC 5044 §7.1 markers: refused with an MPA Reject. */
 START_TEST(test_markers_refused)
 {
@@ -615,6 +655,7 @@ Suite *suite_siw_hostile(void)
 	tcase_add_test(tc, test_read_request_bad_stag);
 	tcase_add_test(tc, test_unexpected_opcodes);
 	tcase_add_test(tc, test_read_requests_beyond_ird);
+	tcase_add_test(tc, test_read_response_out_of_bounds);
 	tcase_add_test(tc, test_markers_refused);
 	tcase_add_test(tc, test_p2p_rtr);
 	tcase_add_test(tc, test_peer_dies_mid_message);
