@@ -142,9 +142,18 @@ siw_mode() {
 	sleep 2
 }
 
-# hostrdma client against `rping -s` in the guest. $3 = min FPDUs.
+# A case failed for this reason (the first one is kept). Output is
+# searched with here-strings: under pipefail `echo | grep -q` fails when
+# grep quits early and echo dies of SIGPIPE.
+why() {
+	rc=1
+	reason=${reason:-$1}
+}
+
+# hostrdma client against `rping -s` in the guest.
 siw_client_case() { # $1 name, $2 extra siw-rping args, $3 size, $4 crc
 	local name=$1 port=$((PORT_BASE + ${#results[@]})) rc=0 out bg pid
+	reason=
 	start_capture "$name"
 	out=$(peer bg "rping -s -a $SIW_PEER -p $port -C $COUNT -S $3 -V -v")
 	pid=${out%% *}
@@ -154,26 +163,30 @@ siw_client_case() { # $1 name, $2 extra siw-rping args, $3 size, $4 crc
 	# hostrdma-siw(7), rts_delay_ms).
 	# shellcheck disable=SC2086
 	peer ns timeout 120 "$RPING" -c -a "$SIW_PEER" -p "$port" -C "$COUNT" \
-		-S "$3" --rts-delay=100 $2 >"$work/$name.log" 2>&1 || rc=1
+		-S "$3" --rts-delay=100 $2 >"$work/$name.log" 2>&1 ||
+		why "our client failed"
 	# The guest's output trails under TCG: wait for its last round.
 	for _ in $(seq 20); do
 		bg=$(peer run cat "/tmp/bg/$pid.log" 2>/dev/null)
-		echo "$bg" | grep -q "server ping data: rdma-ping-$((COUNT - 1)):" && break
+		grep -q "server ping data: rdma-ping-$((COUNT - 1)):" <<<"$bg" && break
 		sleep 0.5
 	done
 	echo "--- guest rping -s:" >>"$work/$name.log"
 	echo "$bg" | tail -5 | cut -c1-160 >>"$work/$name.log"
-	echo "$bg" | grep -qiE 'error|fail|mismatch|bogus' && rc=1
-	echo "$bg" | grep -q "server ping data: rdma-ping-$((COUNT - 1)):" || rc=1
+	grep -iE 'error|fail|mismatch|bogus' <<<"$bg" >>"$work/$name.log" &&
+		why "guest rping -s reported an error"
+	grep -q "server ping data: rdma-ping-$((COUNT - 1)):" <<<"$bg" ||
+		why "guest rping -s did not finish its rounds"
 	peer run "kill $pid 2>/dev/null" >/dev/null 2>&1
 	stop_capture
-	check_capture "$pcap" $((COUNT * 4)) "$4" || rc=1
-	record "$name" "$rc" "$capinfo"
+	check_capture "$pcap" $((COUNT * 4)) "$4" || why "capture check"
+	record "$name" "$rc" "$capinfo${reason:+ ($reason)}"
 }
 
 # The guest's `rping -c` against the hostrdma server.
 siw_server_case() { # $1 name, $2 extra args, $3 size, $4 crc
 	local name=$1 port=$((PORT_BASE + ${#results[@]})) rc=0 out spid
+	reason=
 	start_capture "$name"
 	# shellcheck disable=SC2086
 	peer ns timeout 120 "$RPING" -s -a "$SIW_HOST" -p "$port" \
@@ -183,15 +196,18 @@ siw_server_case() { # $1 name, $2 extra args, $3 size, $4 crc
 		grep -q listening "$work/$name.log" 2>/dev/null && break
 		sleep 0.1
 	done
-	out=$(peer run -t 120 "rping -c -a $SIW_HOST -p $port -C $COUNT -S $3 -V -v" 2>&1) || rc=1
+	out=$(peer run -t 120 "rping -c -a $SIW_HOST -p $port -C $COUNT -S $3 -V -v" 2>&1) ||
+		why "guest rping -c failed"
 	echo "--- guest rping -c:" >>"$work/$name.log"
 	echo "$out" | tail -5 | cut -c1-160 >>"$work/$name.log"
-	echo "$out" | grep -qiE 'error|fail|mismatch|bogus' && rc=1
-	echo "$out" | grep -q "ping data: rdma-ping-$((COUNT - 1))" || rc=1
-	wait "$spid" || rc=1
+	grep -iE 'error|fail|mismatch|bogus' <<<"$out" >>"$work/$name.log" &&
+		why "guest rping -c reported an error"
+	grep -q "ping data: rdma-ping-$((COUNT - 1))" <<<"$out" ||
+		why "guest rping -c did not finish its rounds"
+	wait "$spid" || why "our server failed"
 	stop_capture
-	check_capture "$pcap" $((COUNT * 4)) "$4" || rc=1
-	record "$name" "$rc" "$capinfo"
+	check_capture "$pcap" $((COUNT * 4)) "$4" || why "capture check"
+	record "$name" "$rc" "$capinfo${reason:+ ($reason)}"
 }
 
 # --- siw cases -----------------------------------------------------------
