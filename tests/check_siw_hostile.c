@@ -16,6 +16,7 @@
 #include "tests/siw_rawpeer.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
+#include "vp/siw/siw.h"
 
 #define GUARD 256
 #define LEN 4096
@@ -547,6 +548,37 @@ START_TEST(test_read_response_out_of_bounds)
 }
 END_TEST
 
+/* RFC 5040 §6.10: Send with Invalidate naming another PD's STag. The
+ * receive fails, the Terminate is RDMAP Remote Operation "STag cannot be
+ * invalidated", and that STag still works. */
+START_TEST(test_invalidate_wrong_pd)
+{
+	struct target t;
+	struct iwarp_untagged_hdr h;
+	uint8_t copy[20];
+	struct rnicpi_wc wc;
+	struct rnicpi_mr *mr;
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	send_hdr(&h, RDMAP_SEND_INV, 0, 1, 0, true);
+	h.inval_stag_be = htobe32(t.other.mr->rkey);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 8, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			 RDMAP_ECODE_CANNOT_INVALIDATE, copy, 18, false,
+			 RNICPI_EVENT_QP_ACCESS_ERR);
+	ck_assert(h_poll(&t.s, t.s.rcq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 777);
+	ck_assert_int_ne(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert(!(wc.wc_flags & RNICPI_WC_WITH_INV));
+	/* The other PD's region was not invalidated (provider internals). */
+	mr = t.other.mr;
+	ck_assert(atomic_load(&to_siw_mr(mr)->valid));
+	target_down(&t);
+}
+END_TEST
+
 /* RFC 5044 §7.1 markers: refused with an MPA Reject. */
 START_TEST(test_markers_refused)
 {
@@ -656,6 +688,7 @@ Suite *suite_siw_hostile(void)
 	tcase_add_test(tc, test_unexpected_opcodes);
 	tcase_add_test(tc, test_read_requests_beyond_ird);
 	tcase_add_test(tc, test_read_response_out_of_bounds);
+	tcase_add_test(tc, test_invalidate_wrong_pd);
 	tcase_add_test(tc, test_markers_refused);
 	tcase_add_test(tc, test_p2p_rtr);
 	tcase_add_test(tc, test_peer_dies_mid_message);
