@@ -82,7 +82,9 @@ fi
 
 start_capture() { # $1 = case name
 	pcap=$work/$1.pcap
-	peer ns tcpdump -i rdmabr0 -s 0 -U -w "$pcap" \
+	# ip netns exec execs tcpdump: $! is tcpdump itself, so stopping it
+	# leaves nothing behind (through the peer wrapper it would).
+	ip netns exec "$RDMAPEER_NS" tcpdump -i rdmabr0 -s 0 -U -w "$pcap" \
 		"tcp and not port ${RDMAPEER_CTL_PORT:-5555}" >/dev/null 2>&1 &
 	tcpdump_pid=$!
 	for _ in $(seq 50); do [ -s "$pcap" ] && break; sleep 0.1; done
