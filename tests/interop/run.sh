@@ -84,17 +84,22 @@ start_capture() { # $1 = case name
 	pcap=$work/$1.pcap
 	# ip netns exec execs tcpdump: $! is tcpdump itself, so stopping it
 	# leaves nothing behind (through the peer wrapper it would).
-	ip netns exec "$RDMAPEER_NS" tcpdump -i rdmabr0 -s 0 -U -w "$pcap" \
-		"tcp and not port ${RDMAPEER_CTL_PORT:-5555}" >/dev/null 2>&1 &
+	# --immediate-mode: without it libpcap hands packets over a ring block
+	# at a time (up to a second late), and a short case ends before then.
+	ip netns exec "$RDMAPEER_NS" tcpdump -i rdmabr0 -s 0 -U \
+		--immediate-mode -w "$pcap" \
+		"tcp and not port ${RDMAPEER_CTL_PORT:-5555}" \
+		>"$work/$1.tcpdump" 2>&1 &
 	tcpdump_pid=$!
 	for _ in $(seq 50); do [ -s "$pcap" ] && break; sleep 0.1; done
 	sleep 0.5
 }
 
 stop_capture() {
-	sleep 0.5
-	kill "$tcpdump_pid" 2>/dev/null
+	sleep 1
+	kill "$tcpdump_pid" 2>/dev/null || echo "tcpdump had died" >>"$pcap.log"
 	wait "$tcpdump_pid" 2>/dev/null
+	echo "tcpdump exit $?" >>"${pcap%.pcap}.tcpdump"
 	tcpdump_pid=
 }
 
@@ -124,7 +129,8 @@ record() { # $1 = name, $2 = rc, $3 = detail
 		[ -f "$work/$1.log" ] && sed 's/^/      | /' "$work/$1.log" | tail -25
 		# Keep the evidence: log and capture of every failed case.
 		mkdir -p "$logdir" &&
-			cp "$work/$1.log" "$work/$1.pcap" "$logdir/" 2>/dev/null &&
+			cp "$work/$1.log" "$work/$1.pcap" "$work/$1.tcpdump" \
+				"$logdir/" 2>/dev/null &&
 			echo "      (log and capture kept in $logdir)"
 	fi
 	results+=("$1=$2")
