@@ -18,7 +18,7 @@
 #include "tests/siw_harness.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
-#include "vp/siw/iwarp.h"
+#include "vp/siw/siw.h"
 
 #define GUARD 64
 #define RW (RNICPI_ACCESS_LOCAL_WRITE | RNICPI_ACCESS_REMOTE_WRITE | \
@@ -75,8 +75,17 @@ static void expect_wc(struct h_side *s, struct rnicpi_cq *cq,
 static const size_t sizes[] = { 0, 1, 4095, 4096, 65536, 1 << 20, 16 << 20 };
 
 /* Send, Write and Read of each size, one connection per option set. */
+static void all_opcodes_zc(const struct rnicpi_option *oa,
+			   const struct rnicpi_option *ob, bool zc);
+
 static void all_opcodes(const struct rnicpi_option *oa,
 			const struct rnicpi_option *ob)
+{
+	all_opcodes_zc(oa, ob, false);
+}
+
+static void all_opcodes_zc(const struct rnicpi_option *oa,
+			   const struct rnicpi_option *ob, bool zc)
 {
 	struct pair p;
 	size_t i;
@@ -139,6 +148,17 @@ static void all_opcodes(const struct rnicpi_option *oa,
 		h_buf_free(&src);
 		h_buf_free(&dst);
 	}
+	if (zc) {
+		/* Provider internals: zero-copy sends were made on both
+		 * sides, and every one was reported back by the kernel
+		 * before its WR completed (nothing left pending). */
+		struct siw_qp *qa = to_siw_qp(p.a.qp), *qb = to_siw_qp(p.b.qp);
+
+		ck_assert(qa->zc_enabled && qb->zc_enabled);
+		ck_assert_uint_gt(qa->zc_next, 0);
+		ck_assert_uint_gt(qb->zc_next, 0);
+		ck_assert_uint_eq(qa->zc_count, 0);
+	}
 	pair_down(&p);
 }
 
@@ -166,6 +186,17 @@ START_TEST(test_opcodes_rev1_small_fpdu)
 					   { NULL } };
 
 	all_opcodes(o, r);
+}
+END_TEST
+
+/* MSG_ZEROCOPY from 4 KiB: Send and Write WRs complete only after the
+ * kernel's notification, Read Responses keep their region until then. */
+START_TEST(test_opcodes_zerocopy)
+{
+	const struct rnicpi_option o[] = { { "zcopy_min", "4096" },
+					   { NULL } };
+
+	all_opcodes_zc(o, o, true);
 }
 END_TEST
 
@@ -819,6 +850,7 @@ Suite *suite_siw_loopback(void)
 	tcase_add_test(tc, test_opcodes_crc);
 	tcase_add_test(tc, test_opcodes_rev1_small_fpdu);
 	tcase_add_test(tc, test_opcodes_large_fpdu);
+	tcase_add_test(tc, test_opcodes_zerocopy);
 	tcase_add_test(tc, test_negotiation);
 	tcase_add_test(tc, test_private_data_and_reject);
 	tcase_add_test(tc, test_sge_lists_inline_srq);

@@ -342,6 +342,7 @@ static void process_reply(struct siw_qp *qp)
 		return;
 	}
 	qp->mss_payload = siw_stream_ulpdu_max(qp, large);
+	siw_tx_zc_setup(qp);
 	qp->llp = SIW_LLP_RDMA;
 	qp->state = RNICPI_QPS_RTS;
 	qp->connected = true;

@@ -332,6 +332,7 @@ int siw_conn_accept(struct rnicpi_conn *c, struct rnicpi_qp *q,
 	qp->ord = ord ? ord : 1;
 	qp->rtr = rtr;
 	qp->mss_payload = siw_stream_ulpdu_max(qp, large);
+	siw_tx_zc_setup(qp);
 	if (rtr) {
 		qp->llp = SIW_LLP_AWAIT_RTR;
 	} else {

@@ -125,6 +125,7 @@ static void flush_all(struct siw_qp *qp)
 	 * our Terminate still has to travel on. */
 	if (!(qp->tx.fpdu_ready && qp->tx.fpdu_sent && qp->fd >= 0))
 		siw_tx_release(qp);
+	siw_tx_zc_flush(qp);
 	while (qp->orq_count) {
 		orqe_release(&qp->orq[qp->orq_head]);
 		qp->orq_head = (qp->orq_head + 1) % SIW_MAX_ORD;
@@ -500,6 +501,8 @@ void siw_qp_handle(struct siw_qp *qp, uint32_t events)
 	if (qp->llp == SIW_LLP_AWAIT_REPLY) {
 		siw_qp_mpa_reply_rx(qp);
 	} else {
+		if ((events & EPOLLERR) && qp->zc_enabled)
+			siw_tx_zc_reap(qp);
 		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
 			siw_qp_rx(qp);
 		if (qp->fd >= 0 && ((events & EPOLLOUT) ||
