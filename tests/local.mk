@@ -35,3 +35,4 @@ check-valgrind: $(check_PROGRAMS) $(check_LTLIBRARIES)
 .PHONY: check-valgrind
 
 include tests/provider/local.mk
+include tests/siw.mk
