@@ -5,6 +5,7 @@ tests_check_all_SOURCES = tests/check-all.c tests/suites.h tests/testutil.h \
 tests_check_all_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_all_LDADD = rnicpi/librnicpi_util.la \
 	$(CHECK_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
+include tests/rxe.mk
 
 # Every public header compiles on its own, in C and in C++.
 check_PROGRAMS += tests/header-c tests/header-cxx

@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Soft-RoCE network layer: UDP sockets (one bound to port 4791 per device
+ * address for receiving, one per QP and IP family for sending from a port
+ * of its own), the ICRC on transmit, recvmmsg/sendmmsg batching, and the
+ * device's progress thread (epoll) with the QP timers.
+ *
+ * IPv4 Identification: the ICRC covers it (A17.3.3), so a sender must know
+ * the ID its kernel writes. An unconnected UDP socket with DF set
+ * (IP_PMTUDISC_DO) gets ID 0 from Linux; every transmit socket here is
+ * unconnected and uses sendmsg with a destination. On receive the peer's ID
+ * is unknown (the kernel's rxe uses a hashed, varying one); rxe_recv.c
+ * solves for it.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "vp/rxe/rxe.h"
+
+#define RXE_SOCKBUF (8u << 20)
+
+static uint64_t ev_data(enum rxe_ev_kind kind, uint32_t value)
+{
+	return (uint64_t)kind << 32 | value;
+}
+
+static void set_bufsize(int fd, int opt_force, int opt)
+{
+	int size = RXE_SOCKBUF;
+
+	/* Root may go past net.core.[rw]mem_max; everyone else gets what
+	 * the limit allows. A deep receive queue keeps bursts from a peer
+	 * (or our own QPs on loopback) from being dropped. */
+	if (setsockopt(fd, SOL_SOCKET, opt_force, &size, sizeof(size)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, opt, &size, sizeof(size));
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive sockets, one per GID                                       */
+/* ------------------------------------------------------------------ */
+
+int rxe_gid_open(struct rxe_dev *dev, int index)
+{
+	struct rxe_gid *g = &dev->gids[index];
+	int family = g->addr.ss_family;
+	socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in)
+					  : sizeof(struct sockaddr_in6);
+	struct epoll_event ev = { .events = EPOLLIN };
+	char buf[INET6_ADDRSTRLEN] = "?";
+	int fd, one = 1, err;
+
+	inet_ntop(family, family == AF_INET
+		  ? (void *)&((struct sockaddr_in *)&g->addr)->sin_addr
+		  : (void *)&((struct sockaddr_in6 *)&g->addr)->sin6_addr,
+		  buf, sizeof(buf));
+	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = -errno;
+		rxe_dev_warn(dev, "GID %d %s: socket: %s", index, buf,
+			     g_strerror(errno));
+		return err;
+	}
+	if (family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+				 sizeof(one));
+	set_bufsize(fd, SO_RCVBUFFORCE, SO_RCVBUF);
+	if (bind(fd, (struct sockaddr *)&g->addr, len) < 0) {
+		err = -errno;
+		rxe_dev_warn(dev, "GID %d: bind %s port %u: %s", index, buf,
+			     ROCE_V2_UDP_PORT, g_strerror(errno));
+		close(fd);
+		return err;
+	}
+	ev.data.u64 = ev_data(RXE_EV_RX, (uint32_t)index);
+	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	g->rx_fd = fd;
+	rxe_dev_dbg(dev, "GID %d: %s, UDP port %u", index, buf,
+		    ROCE_V2_UDP_PORT);
+	return 0;
+}
+
+void rxe_gid_close(struct rxe_dev *dev, int index)
+{
+	struct rxe_gid *g = &dev->gids[index];
+
+	if (g->rx_fd < 0)
+		return;
+	epoll_ctl(dev->epfd, EPOLL_CTL_DEL, g->rx_fd, NULL);
+	close(g->rx_fd);
+	g->rx_fd = -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Transmit                                                           */
+/* ------------------------------------------------------------------ */
+
+int rxe_qp_tx_fd(struct rxe_qp *qp, const struct rxe_av *av, int *family_idx)
+{
+	struct rxe_dev *dev = qp->dev;
+	int fi = av->dst.ss_family == AF_INET ? 0 : 1;
+	struct sockaddr_storage src;
+	socklen_t len;
+	int fd, val;
+
+	*family_idx = fi;
+	if (qp->tx_fd[fi] >= 0 && qp->tx_gid[fi] == av->sgid_index)
+		return qp->tx_fd[fi];
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->gids[av->sgid_index].valid ||
+	    dev->gids[av->sgid_index].addr.ss_family != av->dst.ss_family) {
+		pthread_mutex_unlock(&dev->lock);
+		rxe_qp_warn(qp, "source GID %u gone or of another family",
+			    av->sgid_index);
+		return -EADDRNOTAVAIL;
+	}
+	src = dev->gids[av->sgid_index].addr;
+	pthread_mutex_unlock(&dev->lock);
+	if (fi == 0)
+		((struct sockaddr_in *)&src)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&src)->sin6_port = 0;
+
+	fd = socket(av->dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (fi == 0) {
+		/* DF set, and on an unconnected socket Linux then writes IP
+		 * ID 0, which the ICRC we compute assumes. */
+		val = IP_PMTUDISC_DO;
+		(void)setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &val,
+				 sizeof(val));
+	} else {
+		val = IPV6_PMTUDISC_DO;
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &val,
+				 sizeof(val));
+		val = 1;
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &val,
+				 sizeof(val));
+	}
+	set_bufsize(fd, SO_SNDBUFFORCE, SO_SNDBUF);
+	len = fi == 0 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	if (bind(fd, (struct sockaddr *)&src, len) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&src, &len) < 0) {
+		int err = -errno;
+
+		rxe_qp_warn(qp, "transmit socket: %s", g_strerror(errno));
+		close(fd);
+		return err;
+	}
+	if (qp->tx_fd[fi] >= 0)
+		close(qp->tx_fd[fi]);
+	qp->tx_fd[fi] = fd;
+	qp->tx_gid[fi] = av->sgid_index;
+	qp->tx_src[fi] = src;
+	qp->tx_port[fi] = ntohs(fi == 0 ? ((struct sockaddr_in *)&src)->sin_port
+				: ((struct sockaddr_in6 *)&src)->sin6_port);
+	rxe_qp_dbg(qp, "sending from UDP port %u", qp->tx_port[fi]);
+	return fd;
+}
+
+static void icrc_addr_tx(struct rxe_qp *qp, const struct rxe_av *av, int fi,
+			 struct rxe_icrc_addr *a)
+{
+	const struct sockaddr_storage *src = &qp->tx_src[fi];
+
+	memset(a, 0, sizeof(*a));
+	a->family = av->dst.ss_family;
+	a->sport = qp->tx_port[fi];
+	a->dport = ROCE_V2_UDP_PORT;
+	a->ip_id = 0;
+	a->df = true;
+	if (fi == 0) {
+		memcpy(a->saddr, &((const struct sockaddr_in *)src)->sin_addr, 4);
+		memcpy(a->daddr, &((const struct sockaddr_in *)&av->dst)->sin_addr, 4);
+	} else {
+		memcpy(a->saddr, &((const struct sockaddr_in6 *)src)->sin6_addr, 16);
+		memcpy(a->daddr, &((const struct sockaddr_in6 *)&av->dst)->sin6_addr, 16);
+	}
+}
+
+/* Pad to 4 bytes (IBA 9.2.4, PadCnt in the BTH) and append the ICRC. */
+static void finish_pkt(struct rxe_txpkt *p, const struct rxe_icrc_addr *a)
+{
+	uint32_t paylen = 0, pad, i;
+	uint32_t crc;
+
+	for (i = 1; i < p->niov; i++)
+		paylen += (uint32_t)p->iov[i].iov_len;
+	pad = (4 - (paylen & 3)) & 3;
+	p->hdr[1] = (uint8_t)((p->hdr[1] & ~IB_BTH_PAD_MASK) |
+			      (pad << IB_BTH_PAD_SHIFT));
+	crc = rxe_icrc_begin(a, p->hdr_len + paylen + pad + IB_ICRC_BYTES,
+			     (const struct ib_bth *)p->hdr);
+	crc = rxe_crc32(crc, p->hdr + IB_BTH_BYTES, p->hdr_len - IB_BTH_BYTES);
+	for (i = 1; i < p->niov; i++)
+		crc = rxe_crc32(crc, p->iov[i].iov_base, p->iov[i].iov_len);
+	memset(p->trailer, 0, pad);
+	crc = rxe_crc32(crc, p->trailer, pad);
+	rxe_icrc_put(p->trailer + pad, crc);
+	p->iov[0].iov_base = p->hdr;
+	p->iov[0].iov_len = p->hdr_len;
+	p->iov[p->niov].iov_base = p->trailer;
+	p->iov[p->niov].iov_len = pad + IB_ICRC_BYTES;
+	p->niov++;
+}
+
+static void release_pkt(struct rxe_txpkt *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->n_mrs; i++)
+		rxe_mr_put(p->mrs[i]);
+	p->n_mrs = 0;
+}
+
+int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
+	     struct rxe_txpkt *pkts, int n)
+{
+	struct mmsghdr msgs[RXE_TX_BATCH];
+	struct rxe_icrc_addr a;
+	int fd, fi, i, sent = 0;
+
+	fd = rxe_qp_tx_fd(qp, av, &fi);
+	if (fd < 0) {
+		for (i = 0; i < n; i++)
+			release_pkt(&pkts[i]);
+		return 0;
+	}
+	icrc_addr_tx(qp, av, fi, &a);
+	while (sent < n) {
+		int batch = n - sent > RXE_TX_BATCH ? RXE_TX_BATCH : n - sent;
+		int r;
+
+		for (i = 0; i < batch; i++) {
+			struct rxe_txpkt *p = &pkts[sent + i];
+
+			finish_pkt(p, &a);
+			memset(&msgs[i], 0, sizeof(msgs[i]));
+			msgs[i].msg_hdr.msg_name = (void *)&av->dst;
+			msgs[i].msg_hdr.msg_namelen = av->dst_len;
+			msgs[i].msg_hdr.msg_iov = p->iov;
+			msgs[i].msg_hdr.msg_iovlen = p->niov;
+		}
+		r = sendmmsg(fd, msgs, (unsigned int)batch, 0);
+		if (r <= 0) {
+			/* A lost datagram: RC retransmits it, UD may lose. */
+			rxe_count(qp->dev, RXE_CNT_SEND_ERR);
+			rxe_qp_dbg(qp, "sendmmsg: %s",
+				   r < 0 ? g_strerror(errno) : "nothing sent");
+			r = 1;
+		} else {
+			rxe_count_n(qp->dev, RXE_CNT_SENT_PKTS, (uint64_t)r);
+		}
+		for (i = 0; i < r; i++)
+			release_pkt(&pkts[sent + i]);
+		sent += r;
+	}
+	return sent;
+}
+
+/* ------------------------------------------------------------------ */
+/* Timers, scheduling                                                 */
+/* ------------------------------------------------------------------ */
+
+void rxe_timer_set(struct rxe_qp *qp, uint64_t usec)
+{
+	struct itimerspec its = { 0 };
+
+	if (qp->timer_fd < 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (!usec)
+			return;
+		qp->timer_fd = timerfd_create(CLOCK_MONOTONIC,
+					      TFD_NONBLOCK | TFD_CLOEXEC);
+		if (qp->timer_fd < 0) {
+			rxe_qp_warn(qp, "timerfd: %s", g_strerror(errno));
+			return;
+		}
+		ev.data.u64 = ev_data(RXE_EV_TIMER, qp->ibqp.qp_num);
+		if (epoll_ctl(qp->dev->epfd, EPOLL_CTL_ADD, qp->timer_fd,
+			      &ev) < 0)
+			rxe_qp_warn(qp, "epoll timer: %s", g_strerror(errno));
+	}
+	its.it_value.tv_sec = (time_t)(usec / 1000000);
+	its.it_value.tv_nsec = (long)(usec % 1000000) * 1000;
+	timerfd_settime(qp->timer_fd, 0, &its, NULL);
+}
+
+void rxe_dev_wake(struct rxe_dev *dev)
+{
+	uint64_t one = 1;
+
+	if (write(dev->wake_fd, &one, sizeof(one)) < 0)
+		return; /* counter saturated: the thread wakes anyway */
+}
+
+void rxe_schedule(struct rxe_qp *qp)
+{
+	struct rxe_dev *dev = qp->dev;
+
+	if (qp->resp.queued)
+		return;
+	qp->resp.queued = true;
+	pthread_mutex_lock(&dev->lock);
+	g_queue_push_tail(&dev->pending, GUINT_TO_POINTER(qp->ibqp.qp_num));
+	pthread_mutex_unlock(&dev->lock);
+	rxe_dev_wake(dev);
+}
+
+void rxe_queue_ack(struct rxe_qp *qp)
+{
+	struct rxe_dev *dev = qp->dev;
+
+	if (qp->resp.ack_queued)
+		return;
+	qp->resp.ack_queued = true;
+	pthread_mutex_lock(&dev->lock);
+	g_queue_push_tail(&dev->acks, GUINT_TO_POINTER(qp->ibqp.qp_num));
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Progress thread                                                    */
+/* ------------------------------------------------------------------ */
+
+struct rx_batch {
+	struct mmsghdr msgs[RXE_RX_BATCH];
+	struct iovec iov[RXE_RX_BATCH];
+	struct sockaddr_storage src[RXE_RX_BATCH];
+	uint8_t *buf;
+};
+
+/* xorshift32: the fault hook's dice; not for anything that matters. */
+static uint32_t fault_rand(uint32_t *s)
+{
+	uint32_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*s = x;
+	return x;
+}
+
+static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
+		     uint32_t *seed)
+{
+	int fd, round, i, n;
+
+	pthread_mutex_lock(&dev->lock);
+	fd = dev->gids[gid_index].rx_fd;
+	pthread_mutex_unlock(&dev->lock);
+	if (fd < 0)
+		return;
+	/* A few batches, then let timers and other sockets have a turn. */
+	for (round = 0; round < 4; round++) {
+		for (i = 0; i < RXE_RX_BATCH; i++) {
+			b->iov[i].iov_base = b->buf + (size_t)i * RXE_MAX_PKT;
+			b->iov[i].iov_len = RXE_MAX_PKT;
+			memset(&b->msgs[i].msg_hdr, 0, sizeof(struct msghdr));
+			b->msgs[i].msg_hdr.msg_iov = &b->iov[i];
+			b->msgs[i].msg_hdr.msg_iovlen = 1;
+			b->msgs[i].msg_hdr.msg_name = &b->src[i];
+			b->msgs[i].msg_hdr.msg_namelen = sizeof(b->src[i]);
+		}
+		n = recvmmsg(fd, b->msgs, RXE_RX_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			return;
+		rxe_count_n(dev, RXE_CNT_RCVD_PKTS, (uint64_t)n);
+		for (i = 0; i < n; i++) {
+			if (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+				rxe_count(dev, RXE_CNT_HDR_ERR);
+				continue;
+			}
+			if (dev->fault_drop_ppm &&
+			    fault_rand(seed) % 1000000u < dev->fault_drop_ppm) {
+				rxe_count(dev, RXE_CNT_FAULT_DROPS);
+				continue;
+			}
+			rxe_rcv(dev, b->buf + (size_t)i * RXE_MAX_PKT,
+				b->msgs[i].msg_len, &b->src[i], gid_index);
+		}
+		if (n < RXE_RX_BATCH)
+			return;
+	}
+}
+
+static void on_timer(struct rxe_dev *dev, uint32_t qpn)
+{
+	struct rxe_qp *qp = rxe_qp_lookup(dev, qpn);
+	uint64_t ticks;
+
+	if (!qp)
+		return;
+	rxe_qp_lock(qp);
+	if (qp->timer_fd >= 0 &&
+	    read(qp->timer_fd, &ticks, sizeof(ticks)) == sizeof(ticks))
+		rxe_comp_timer(qp);
+	rxe_qp_unlock(qp);
+	rxe_qp_put(qp);
+}
+
+/* Pop one QPN from @q under dev->lock; 0 when empty (QPN 0 is never
+ * ours: the SMI QP does not exist on RoCE). */
+static uint32_t pop_qpn(struct rxe_dev *dev, GQueue *q)
+{
+	uint32_t qpn;
+
+	pthread_mutex_lock(&dev->lock);
+	qpn = GPOINTER_TO_UINT(g_queue_pop_head(q));
+	pthread_mutex_unlock(&dev->lock);
+	return qpn;
+}
+
+static void flush_acks(struct rxe_dev *dev)
+{
+	uint32_t qpn;
+
+	while ((qpn = pop_qpn(dev, &dev->acks))) {
+		struct rxe_qp *qp = rxe_qp_lookup(dev, qpn);
+
+		if (!qp)
+			continue;
+		rxe_qp_lock(qp);
+		qp->resp.ack_queued = false;
+		rxe_resp_send_ack(qp);
+		rxe_qp_unlock(qp);
+		rxe_qp_put(qp);
+	}
+}
+
+/* One burst of transmit work for each QP that asked; returns whether
+ * some is left. */
+static bool run_pending(struct rxe_dev *dev)
+{
+	guint n, i;
+	bool more;
+
+	pthread_mutex_lock(&dev->lock);
+	n = g_queue_get_length(&dev->pending);
+	pthread_mutex_unlock(&dev->lock);
+	for (i = 0; i < n; i++) {
+		uint32_t qpn = pop_qpn(dev, &dev->pending);
+		struct rxe_qp *qp;
+
+		if (!qpn)
+			break;
+		qp = rxe_qp_lookup(dev, qpn);
+		if (!qp)
+			continue;
+		rxe_qp_lock(qp);
+		qp->resp.queued = false;
+		rxe_resp_continue(qp);
+		rxe_req_run(qp);
+		rxe_qp_unlock(qp);
+		rxe_qp_put(qp);
+	}
+	pthread_mutex_lock(&dev->lock);
+	more = !g_queue_is_empty(&dev->pending);
+	pthread_mutex_unlock(&dev->lock);
+	return more;
+}
+
+static void *progress_thread(void *arg)
+{
+	struct rxe_dev *dev = arg;
+	struct epoll_event evs[32];
+	struct rx_batch *b = g_new0(struct rx_batch, 1);
+	uint32_t seed = dev->fault_seed ? dev->fault_seed : 0x2545f491u;
+	bool more = false;
+
+	b->buf = g_malloc((size_t)RXE_RX_BATCH * RXE_MAX_PKT);
+	while (!atomic_load(&dev->stop)) {
+		int n = epoll_wait(dev->epfd, evs, G_N_ELEMENTS(evs),
+				   more ? 0 : -1);
+		int i;
+
+		for (i = 0; i < n; i++) {
+			uint64_t d = evs[i].data.u64;
+			uint32_t v = (uint32_t)d;
+			uint64_t cnt;
+
+			switch ((enum rxe_ev_kind)(d >> 32)) {
+			case RXE_EV_WAKE:
+				if (read(dev->wake_fd, &cnt, sizeof(cnt)) < 0)
+					break;
+				break;
+			case RXE_EV_RX:
+				rx_drain(dev, (int)v, b, &seed);
+				break;
+			case RXE_EV_TIMER:
+				on_timer(dev, v);
+				break;
+			}
+		}
+		flush_acks(dev);
+		more = run_pending(dev);
+		flush_acks(dev);
+	}
+	g_free(b->buf);
+	g_free(b);
+	return NULL;
+}
+
+int rxe_net_start(struct rxe_dev *dev)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int err;
+
+	dev->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (dev->epfd < 0)
+		return -errno;
+	dev->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (dev->wake_fd < 0) {
+		err = -errno;
+		goto err_ep;
+	}
+	ev.data.u64 = ev_data(RXE_EV_WAKE, 0);
+	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, dev->wake_fd, &ev) < 0) {
+		err = -errno;
+		goto err_wake;
+	}
+	atomic_store(&dev->stop, false);
+	err = -pthread_create(&dev->thread, NULL, progress_thread, dev);
+	if (err)
+		goto err_wake;
+	dev->thread_started = true;
+	return 0;
+
+err_wake:
+	close(dev->wake_fd);
+	dev->wake_fd = -1;
+err_ep:
+	close(dev->epfd);
+	dev->epfd = -1;
+	return err;
+}
+
+void rxe_net_stop(struct rxe_dev *dev)
+{
+	if (dev->thread_started) {
+		atomic_store(&dev->stop, true);
+		rxe_dev_wake(dev);
+		pthread_join(dev->thread, NULL);
+		dev->thread_started = false;
+	}
+	if (dev->wake_fd >= 0)
+		close(dev->wake_fd);
+	dev->wake_fd = -1;
+	/* The receive sockets are closed with their GIDs, after this. */
+	if (dev->epfd >= 0)
+		close(dev->epfd);
+	dev->epfd = -1;
+}
