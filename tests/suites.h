@@ -9,7 +9,8 @@
  * suite is called "name" (what `check-all NAME` selects). */
 #define HOSTRDMA_SUITES(X)                                                  \
 	X(suite_rnicpi_util, "rnicpi-util")                                  \
-	X(suite_rxe_wire, "rxe-wire")
+	X(suite_rxe_wire, "rxe-wire")                                        \
+	X(suite_rxe_loopback, "rxe-loopback")
 
 #define X(fn, name) Suite *fn(void);
 HOSTRDMA_SUITES(X)

@@ -13,14 +13,11 @@ vp_rxe_librxe_core_la_SOURCES = \
 vp_rxe_librxe_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DG_LOG_DOMAIN=\"hostrdma-rxe\"
 vp_rxe_librxe_core_la_LIBADD = rnicpi/librnicpi_util.la $(RXE_CRC_LIBS) \
 	$(GLIB_LIBS) $(PTHREAD_LIBS)
-if PROV_RXE_BUILTIN
-vp_rxe_librxe_core_la_CPPFLAGS += -DRNICPI_BUILTIN
-endif
 endif
 
 if PROV_RXE_DL
 providers_LTLIBRARIES += vp/rxe/rxe.la
-vp_rxe_rxe_la_SOURCES =
+vp_rxe_rxe_la_SOURCES = vp/rxe/rxe_entry.c
 vp_rxe_rxe_la_LIBADD = vp/rxe/librxe_core.la
 vp_rxe_rxe_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^rnicpi_provider_entry$$'
@@ -28,7 +25,8 @@ endif
 
 if PROV_RXE_BUILTIN
 noinst_LTLIBRARIES += vp/rxe/librxe_builtin.la
-vp_rxe_librxe_builtin_la_SOURCES =
+vp_rxe_librxe_builtin_la_SOURCES = vp/rxe/rxe_entry.c
+vp_rxe_librxe_builtin_la_CPPFLAGS = $(AM_CPPFLAGS) -DRNICPI_BUILTIN
 vp_rxe_librxe_builtin_la_LIBADD = vp/rxe/librxe_core.la
 endif
 

@@ -149,6 +149,9 @@ static inline void rxe_count_n(struct rxe_dev *dev, enum rxe_counter c,
 	atomic_fetch_add_explicit(&dev->counters[c], n, memory_order_relaxed);
 }
 
+/* The provider description (rxe_main.c); rxe_entry.c exports it. */
+extern const struct rnicpi_provider rxe_provider;
+
 /* Counter value, for tests and tools. */
 uint64_t rxe_dev_counter(struct rnicpi_device *dev, enum rxe_counter c);
 

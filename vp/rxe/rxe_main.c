@@ -517,7 +517,7 @@ static const struct rnicpi_device_ops rxe_device_ops = {
 	.destroy_ah = rxe_destroy_ah,
 };
 
-static const struct rnicpi_provider rxe_provider = {
+const struct rnicpi_provider rxe_provider = {
 	.abi_version = RNICPI_ABI_VERSION,
 	.size = sizeof(struct rnicpi_provider),
 	.name = "rxe",
@@ -526,5 +526,3 @@ static const struct rnicpi_provider rxe_provider = {
 	.netdev_supported = rxe_netdev_supported,
 	.device_create = rxe_device_create,
 };
-
-RNICPI_PROVIDER_DEFINE(rxe, &rxe_provider)
