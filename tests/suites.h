@@ -10,7 +10,8 @@
 #define HOSTRDMA_SUITES(X)                                                  \
 	X(suite_rnicpi_util, "rnicpi-util")                                  \
 	X(suite_rxe_wire, "rxe-wire")                                        \
-	X(suite_rxe_loopback, "rxe-loopback")
+	X(suite_rxe_loopback, "rxe-loopback")                                \
+	X(suite_rxe_faults, "rxe-faults")
 
 #define X(fn, name) Suite *fn(void);
 HOSTRDMA_SUITES(X)

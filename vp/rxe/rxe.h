@@ -68,7 +68,9 @@
 	X(NAKS_RCVD, "error_naks_rcvd")                                     \
 	X(OUT_OF_SEQ, "out_of_sequence_responses")                          \
 	X(SEND_ERR, "send_errors")             /* sendmmsg failed */        \
-	X(FAULT_DROPS, "fault_drops")          /* test fault hook */
+	X(FAULT_DROPS, "fault_drops")          /* test fault hooks */     \
+	X(FAULT_DUPS, "fault_dups")                                         \
+	X(FAULT_REORDERS, "fault_reorders")
 
 enum rxe_counter {
 #define X(id, name) RXE_CNT_##id,
@@ -127,7 +129,11 @@ struct rxe_dev {
 	uint32_t max_unacked;		/* packets in flight per QP */
 	uint32_t ack_every;		/* AckReq at least every N packets */
 	uint32_t tx_burst;		/* packets per progress-thread round */
-	uint32_t fault_drop_ppm;	/* test hook: drop received packets */
+	/* Test hooks, off by default: drop, duplicate or swap received
+	 * packets, in parts per million (hostrdma-rxe(7)). */
+	uint32_t fault_drop_ppm;
+	uint32_t fault_dup_ppm;
+	uint32_t fault_reorder_ppm;
 	uint32_t fault_seed;
 
 	atomic_uint_fast64_t counters[RXE_NUM_COUNTERS];
@@ -412,7 +418,8 @@ struct rxe_qp {
 		uint32_t retry_left;
 		uint32_t rnr_left;
 		enum rxe_timer_kind timer;
-		bool read_restart; /* a READ response went missing */
+		bool in_retry;	/* went back N; later out-of-order
+				 * responses are stale, not new losses */
 	} comp;
 
 	struct {

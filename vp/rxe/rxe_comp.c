@@ -147,6 +147,7 @@ static struct rxe_send_wqe *oldest_pending(struct rxe_qp *qp)
  */
 static bool ack_upto(struct rxe_qp *qp, uint32_t psn)
 {
+	bool lost = false;
 	uint32_t i;
 
 	for (i = qp->sq_head; i != qp->req.wqe; i++) {
@@ -154,22 +155,30 @@ static bool ack_upto(struct rxe_qp *qp, uint32_t psn)
 
 		if (w->opcode == RNICPI_WR_LOCAL_INV || w->state == WQE_DONE)
 			continue;
-		if (psn_diff(w->last_psn, psn) >= 0)
+		if (psn_diff(w->last_psn, psn) >= 0) {
+			/* Inside a READ, only its own responses move on. */
+			if (is_rd_atomic(w) && psn_diff(psn, w->first_psn) > 0)
+				psn = w->first_psn;
 			break;
+		}
 		if (is_rd_atomic(w)) {
 			rxe_qp_dbg(qp, "response for PSN %u lost before %u",
 				   w->first_psn, psn);
-			return false;
+			/* Acknowledged up to the READ / atomic only. */
+			psn = w->first_psn;
+			lost = true;
+			break;
 		}
 		w->state = WQE_DONE;
 	}
 	if (psn_diff(psn, qp->comp.psn) > 0) {
 		qp->comp.psn = psn;
+		qp->comp.in_retry = false;
 		/* Progress: the retry budget starts over (IBA 9.7.5.2.x). */
 		qp->comp.retry_left = qp->retry_cnt;
 		qp->comp.rnr_left = qp->rnr_retry;
 	}
-	return true;
+	return !lost;
 }
 
 static enum comp_state check_psn(struct rxe_qp *qp, struct rxe_pkt *pkt)
@@ -191,16 +200,18 @@ static enum comp_state check_psn(struct rxe_qp *qp, struct rxe_pkt *pkt)
 		return COMPST_CHECK_ACK;
 	/* READ responses and atomic ACKs come in PSN order; a gap means
 	 * one was lost (IBA 9.7.5.1.1). */
-	if (ahead > 0) {
-		if (!ack_upto(qp, pkt->psn)) {
-			rxe_count(qp->dev, RXE_CNT_OUT_OF_SEQ);
-			return COMPST_RETRY;
-		}
-		if (psn_diff(pkt->psn, qp->comp.psn) != 0) {
-			rxe_count(qp->dev, RXE_CNT_OUT_OF_SEQ);
-			return COMPST_RETRY;
-		}
+	/* A response ahead of comp.psn acknowledges the SENDs and WRITEs
+	 * before it (IBA 9.7.5.1.3); if it is still not the next one, a
+	 * response went missing. */
+	if (ahead > 0 && (!ack_upto(qp, pkt->psn) ||
+			  psn_diff(pkt->psn, qp->comp.psn) != 0)) {
+		rxe_count(qp->dev, RXE_CNT_OUT_OF_SEQ);
+		/* Once we went back, the rest of the old response stream
+		 * is expected to be out of order: wait for the resent one
+		 * (as Linux rxe does) instead of going back again. */
+		return qp->comp.in_retry ? COMPST_DONE : COMPST_RETRY;
 	}
+	qp->comp.in_retry = false;
 	return pkt->opcode == IB_OP_ATOMIC_ACK ? COMPST_ATOMIC : COMPST_READ;
 }
 
@@ -304,6 +315,9 @@ static enum comp_state do_read(struct rxe_qp *qp, struct rxe_pkt *pkt,
 			return COMPST_ERROR;
 		}
 	}
+	rxe_qp_dbg(qp, "%s PSN %u: packet %u of READ WQE %" PRIu64 " (PSN %u, "
+		   "%u bytes)", pkt->op->name, pkt->psn, idx, w->wr_id,
+		   w->first_psn, w->length);
 	want = w->length - offset < qp->mtu ? w->length - offset : qp->mtu;
 	if (pkt->paylen != want) {
 		*failed = w;
@@ -376,6 +390,7 @@ static enum comp_state do_retry(struct rxe_qp *qp,
 		return *failed ? COMPST_ERROR : COMPST_DONE;
 	}
 	qp->comp.retry_left--;
+	qp->comp.in_retry = true;
 	rxe_req_reset_to(qp, qp->comp.psn);
 	return COMPST_DONE;
 }

@@ -240,6 +240,8 @@ int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
 		return 0;
 	}
 	icrc_addr_tx(qp, av, fi, &a);
+	for (i = 0; i < n; i++)
+		finish_pkt(&pkts[i], &a);
 	while (sent < n) {
 		int batch = n - sent > RXE_TX_BATCH ? RXE_TX_BATCH : n - sent;
 		int r;
@@ -247,7 +249,6 @@ int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
 		for (i = 0; i < batch; i++) {
 			struct rxe_txpkt *p = &pkts[sent + i];
 
-			finish_pkt(p, &a);
 			memset(&msgs[i], 0, sizeof(msgs[i]));
 			msgs[i].msg_hdr.msg_name = (void *)&av->dst;
 			msgs[i].msg_hdr.msg_namelen = av->dst_len;
@@ -256,7 +257,8 @@ int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
 		}
 		r = sendmmsg(fd, msgs, (unsigned int)batch, 0);
 		if (r <= 0) {
-			/* A lost datagram: RC retransmits it, UD may lose. */
+			/* The first one was refused (a full queue, a firewall
+			 * saying EPERM): it is lost; RC retransmits it. */
 			rxe_count(qp->dev, RXE_CNT_SEND_ERR);
 			rxe_qp_dbg(qp, "sendmmsg: %s",
 				   r < 0 ? g_strerror(errno) : "nothing sent");
@@ -356,6 +358,13 @@ static uint32_t fault_rand(uint32_t *s)
 	return x;
 }
 
+static void rx_one(struct rxe_dev *dev, struct rx_batch *b, int i,
+		   int gid_index)
+{
+	rxe_rcv(dev, b->buf + (size_t)i * RXE_MAX_PKT, b->msgs[i].msg_len,
+		&b->src[i], gid_index);
+}
+
 static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
 		     uint32_t *seed)
 {
@@ -382,6 +391,8 @@ static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
 			return;
 		rxe_count_n(dev, RXE_CNT_RCVD_PKTS, (uint64_t)n);
 		for (i = 0; i < n; i++) {
+			int j = i;
+
 			if (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
 				rxe_count(dev, RXE_CNT_HDR_ERR);
 				continue;
@@ -391,8 +402,23 @@ static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
 				rxe_count(dev, RXE_CNT_FAULT_DROPS);
 				continue;
 			}
-			rxe_rcv(dev, b->buf + (size_t)i * RXE_MAX_PKT,
-				b->msgs[i].msg_len, &b->src[i], gid_index);
+			/* Swap with the next one: handle i + 1 first. */
+			if (dev->fault_reorder_ppm && i + 1 < n &&
+			    !(b->msgs[i + 1].msg_hdr.msg_flags & MSG_TRUNC) &&
+			    fault_rand(seed) % 1000000u <
+				    dev->fault_reorder_ppm) {
+				rxe_count(dev, RXE_CNT_FAULT_REORDERS);
+				rx_one(dev, b, i + 1, gid_index);
+				rx_one(dev, b, i, gid_index);
+				i++;
+				continue;
+			}
+			rx_one(dev, b, j, gid_index);
+			if (dev->fault_dup_ppm &&
+			    fault_rand(seed) % 1000000u < dev->fault_dup_ppm) {
+				rxe_count(dev, RXE_CNT_FAULT_DUPS);
+				rx_one(dev, b, j, gid_index);
+			}
 		}
 		if (n < RXE_RX_BATCH)
 			return;

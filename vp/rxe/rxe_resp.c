@@ -408,7 +408,6 @@ static enum resp_state execute(struct rxe_qp *qp, struct rxe_pkt *pkt)
 		r->length = len;
 		/* The READ uses one PSN per response packet (C9-?). */
 		qp->resp.psn = psn_add(pkt->psn, n);
-		qp->resp.ack_psn = psn_add(qp->resp.psn, IB_PSN_MASK);
 		start_read(qp, pkt->psn, r->va, r->rkey, len);
 		return RESPST_DONE;
 	} else if (f & IB_F_ATOMIC) {
@@ -442,7 +441,6 @@ static enum resp_state execute(struct rxe_qp *qp, struct rxe_pkt *pkt)
 		r->atomic_orig = orig;
 		r->msn = qp->resp.msn;
 		qp->resp.psn = psn_add(pkt->psn, 1);
-		qp->resp.ack_psn = pkt->psn;
 		send_atomic_ack(qp, AETH_TYPE_ACK | AETH_CREDIT_INVALID,
 				pkt->psn, orig, qp->resp.msn);
 		return RESPST_DONE;
