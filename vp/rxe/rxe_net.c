@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -69,9 +70,15 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 			     g_strerror(errno));
 		return err;
 	}
-	if (family == AF_INET6)
+	if (family == AF_INET6) {
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
 				 sizeof(one));
+		/* Linux rxe sends RoCEv2 over IPv6 with a zero UDP checksum
+		 * (the ICRC protects the packet, A17.4.1?); the stack drops
+		 * such datagrams unless told not to. */
+		(void)setsockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, &one,
+				 sizeof(one));
+	}
 	set_bufsize(fd, SO_RCVBUFFORCE, SO_RCVBUF);
 	if (bind(fd, (struct sockaddr *)&g->addr, len) < 0) {
 		err = -errno;
