@@ -15,6 +15,9 @@
  *   rxe-peer [-6 | -a LOCAL_IPV4] [-n ITERS] [-s SIZE] [-m MTU] [-p PORT]
  *            [-o key=value]... IFNAME [SERVER_IPV4]
  *
+ * With -P write|read|send it is instead a perftest client (ib_write_bw,
+ * ib_read_bw, ib_send_bw without -R, see rxe-perftest.c) of SERVER.
+ *
  * Without SERVER it listens. -6 uses the interface's IPv6 link-local GID
  * (the guest's GID index 0) instead of its IPv4 one (index 1). Exit 0 when
  * every message went both ways and every completion succeeded.
@@ -34,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vp/rxe/rxe.h"
+#include "tests/interop/rxe-peer.h"
 
 #define MSG_LEN 52 /* sizeof "0000:000000:000000:" + 32 hex digits */
 #define RECV_WRID 1
@@ -187,6 +190,7 @@ int main(int argc, char **argv)
 	unsigned int iters = 1000, size = 4096, n_opts = 0, port = 18515;
 	enum rnicpi_mtu mtu = RNICPI_MTU_1024;
 	bool v6 = false;
+	enum rxe_perf_test perf = RXE_PERF_NONE;
 	const char *local = NULL;
 	uint8_t *buf;
 	int c, err, sock, gid_index = -1;
@@ -194,10 +198,18 @@ int main(int argc, char **argv)
 	struct timespec t0, t1;
 	double secs;
 
-	while ((c = getopt(argc, argv, "6a:n:s:m:p:o:")) != -1) {
+	while ((c = getopt(argc, argv, "6a:n:s:m:p:o:P:")) != -1) {
 		switch (c) {
 		case 'a':
 			local = optarg;
+			break;
+		case 'P':
+			perf = !strcmp(optarg, "write") ? RXE_PERF_WRITE
+			       : !strcmp(optarg, "read") ? RXE_PERF_READ
+			       : !strcmp(optarg, "send") ? RXE_PERF_SEND
+			       : RXE_PERF_NONE;
+			if (perf == RXE_PERF_NONE)
+				die("-P write|read|send", EINVAL);
 			break;
 		case '6':
 			v6 = true;
@@ -273,7 +285,7 @@ int main(int argc, char **argv)
 	qa.qp_type = RNICPI_QPT_RC;
 	qa.send_cq = cq;
 	qa.recv_cq = cq;
-	qa.cap.max_send_wr = 1;
+	qa.cap.max_send_wr = perf ? 128 : 1;
 	qa.cap.max_recv_wr = RX_DEPTH;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
@@ -282,12 +294,16 @@ int main(int argc, char **argv)
 	buf = calloc(1, size ? size : 1);
 	memset(buf, 0x7b, size);
 	if ((err = ops->reg_mr(pd, buf, size ? size : 1, (uint64_t)(uintptr_t)buf,
-			       RNICPI_ACCESS_LOCAL_WRITE, &mr)))
+			       RNICPI_ACCESS_LOCAL_WRITE |
+			       RNICPI_ACCESS_REMOTE_WRITE |
+			       RNICPI_ACCESS_REMOTE_READ, &mr)))
 		die("reg_mr", err);
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = RNICPI_QPS_INIT;
 	a.port_num = 1;
+	a.qp_access_flags = RNICPI_ACCESS_LOCAL_WRITE |
+			    RNICPI_ACCESS_REMOTE_WRITE | RNICPI_ACCESS_REMOTE_READ;
 	if ((err = ops->modify_qp(qp, &a, RNICPI_QP_STATE | RNICPI_QP_PKEY_INDEX |
 				  RNICPI_QP_PORT | RNICPI_QP_ACCESS_FLAGS)))
 		die("INIT", err);
@@ -301,6 +317,35 @@ int main(int argc, char **argv)
 	}
 
 	srand48((long)time(NULL) ^ getpid());
+	if (perf) {
+		struct rxe_peer pp = {
+			.dev = dev, .pd = pd, .cq = cq, .qp = qp, .mr = mr,
+			.buf = buf, .gid_index = (uint8_t)gid_index,
+			.mtu = mtu,
+		};
+
+		if (!server)
+			die("-P needs SERVER", EINVAL);
+		ops->query_gid(dev, 1, (uint32_t)gid_index, &ge);
+		pp.gid = ge.gid;
+		err = rxe_perftest_client(&pp, server, perf, iters, size);
+		printf("counters: sent %" PRIu64 " rcvd %" PRIu64
+		       " retransmitted %" PRIu64 " timeouts %" PRIu64
+		       " icrc-errors %" PRIu64 "\n",
+		       rxe_dev_counter(dev, RXE_CNT_SENT_PKTS),
+		       rxe_dev_counter(dev, RXE_CNT_RCVD_PKTS),
+		       rxe_dev_counter(dev, RXE_CNT_RETRANSMITS),
+		       rxe_dev_counter(dev, RXE_CNT_TIMEOUTS),
+		       rxe_dev_counter(dev, RXE_CNT_ICRC_ERR));
+		usleep(200000);
+		ops->destroy_qp(qp);
+		ops->dereg_mr(mr);
+		ops->destroy_cq(cq);
+		ops->dealloc_pd(pd);
+		ops->device_destroy(dev);
+		free(buf);
+		return err ? 1 : 0;
+	}
 	me.lid = 0;
 	me.qpn = qp->qp_num;
 	me.psn = (uint32_t)lrand48() & 0xffffff;
@@ -473,7 +518,7 @@ int main(int argc, char **argv)
 	       rxe_dev_counter(dev, RXE_CNT_ICRC_ERR),
 	       rxe_dev_counter(dev, RXE_CNT_ICRC_ID_SOLVED));
 	close(sock);
-	/* Let the last ACK go out before the QP disappears. */
+	/* Let the last ACK go out before the QP goes away. */
 	usleep(200000);
 	ops->destroy_qp(qp);
 	ops->dereg_mr(mr);

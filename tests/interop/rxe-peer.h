@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* rxe-peer's pieces shared between its ping-pong and perftest modes. */
+#ifndef TESTS_INTEROP_RXE_PEER_H
+#define TESTS_INTEROP_RXE_PEER_H
+
+#include "vp/rxe/rxe.h"
+
+struct rxe_peer {
+	struct rnicpi_device *dev;
+	struct rnicpi_pd *pd;
+	struct rnicpi_cq *cq;
+	struct rnicpi_qp *qp;	/* RC, in INIT */
+	struct rnicpi_mr *mr;
+	uint8_t *buf;
+	union rnicpi_gid gid;
+	uint8_t gid_index;
+	enum rnicpi_mtu mtu;
+};
+
+enum rxe_perf_test {
+	RXE_PERF_NONE = 0,
+	RXE_PERF_WRITE,
+	RXE_PERF_READ,
+	RXE_PERF_SEND,
+};
+
+/* Run one perftest client against @server; 0 on success. */
+int rxe_perftest_client(struct rxe_peer *pp, const char *server,
+			enum rxe_perf_test test, unsigned int iters,
+			unsigned int size);
+
+#endif
