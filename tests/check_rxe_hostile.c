@@ -121,9 +121,13 @@ static void send_raw(struct hostile *h, uint8_t opcode, uint32_t qpn,
 	size_t n = IB_BTH_BYTES + ext_len + len;
 	unsigned int pad = (4 - (len & 3)) & 3;
 
+	const struct ib_opcode_info *op = ib_opcode(opcode);
+	/* AckReq where a requester sets it: on the last packet. */
+	bool ackreq = !op || (op->flags & IB_F_LAST);
+
 	ck_assert_uint_le(n + pad + 4, sizeof(pkt));
 	bth_init((struct ib_bth *)pkt, opcode, false, false, pad, 0xffff, qpn,
-		 true, psn);
+		 ackreq, psn);
 	memcpy(pkt + IB_BTH_BYTES, ext, ext_len);
 	memcpy(pkt + IB_BTH_BYTES + ext_len, payload, len);
 	memset(pkt + n, 0, pad);

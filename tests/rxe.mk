@@ -13,3 +13,10 @@ tests_interop_rxe_peer_SOURCES = tests/interop/rxe-peer.c \
 	tests/interop/rxe-perftest.c tests/interop/rxe-peer.h
 tests_interop_rxe_peer_LDADD = vp/rxe/librxe_core.la $(GLIB_LIBS) \
 	$(PTHREAD_LIBS)
+
+# The interop cases against the kernel's rdma_rxe in a qemu guest (root,
+# qemu and ../shared/interop needed; exit 77 = skipped).
+EXTRA_DIST += tests/interop/rxe.sh
+check-interop-rxe: tests/interop/rxe-peer$(EXEEXT)
+	BUILD_DIR=$(abs_top_builddir) $(srcdir)/tests/interop/rxe.sh
+.PHONY: check-interop-rxe
