@@ -454,6 +454,50 @@ START_TEST(test_rc_write_read_sizes)
 }
 END_TEST
 
+/* Every path MTU (IBA 9.7.2 segmentation): a 70000-byte SEND and READ. */
+START_TEST(test_rc_path_mtus)
+{
+	struct rxe_t_conn_opts o = { .mtu = (enum rnicpi_mtu)(RNICPI_MTU_256 + _i),
+				     .psn = { 0xfffffe, 0xfffff0 } };
+	struct tbuf src, dst, back;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_qp_attr qa;
+	struct pair p;
+
+	pair_open(&p, &o);
+	ck_assert_ok(p.t.ops->query_qp(p.a.qp, &qa, RNICPI_QP_PATH_MTU, NULL));
+	ck_assert_int_eq(qa.path_mtu, o.mtu);
+	tbuf_alloc(&p.t, &src, 70000, 0, all_access);
+	tbuf_pattern(&src, 7);
+	tbuf_alloc(&p.t, &dst, 70000, 0, all_access);
+	tbuf_alloc(&p.t, &back, 70000, 0, all_access);
+	post_recv_buf(&p, &p.b, &dst, 1);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_SEND;
+	post_one(&p.t, &p.a, &wr, &src);
+	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	expect_wc(&p.t, p.b.rcq, 1, RNICPI_WC_SUCCESS, NULL);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 2;
+	wr.opcode = RNICPI_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = tbuf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	post_one(&p.t, &p.a, &wr, &back);
+	expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + GUARD, back.mem + GUARD, 70000) == 0);
+	assert_guards(&dst);
+	assert_guards(&back);
+	/* ceil(70000 / MTU) packets each way plus the READ request. */
+	ck_assert_uint_ge(rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS),
+			  2 * ((70000 + (128u << o.mtu) - 1) / (128u << o.mtu)) + 1);
+	tbuf_free(&p.t, &src);
+	tbuf_free(&p.t, &dst);
+	tbuf_free(&p.t, &back);
+	pair_close(&p);
+}
+END_TEST
+
 START_TEST(test_rc_atomics)
 {
 	struct tbuf target, res;
@@ -955,6 +999,7 @@ Suite *suite_rxe_loopback(void)
 	tcase_add_loop_test(tc, test_rc_send_sizes, 0, G_N_ELEMENTS(sizes));
 	tcase_add_loop_test(tc, test_rc_write_read_sizes, 0,
 			    G_N_ELEMENTS(sizes));
+	tcase_add_loop_test(tc, test_rc_path_mtus, 0, 5);
 	tcase_add_test(tc, test_rc_atomics);
 	tcase_add_test(tc, test_rc_invalidate);
 	tcase_add_test(tc, test_rc_ipv6);

@@ -177,7 +177,7 @@ int main(int argc, char **argv)
 	struct rnicpi_netdev nd;
 	struct rnicpi_device *dev;
 	struct rnicpi_pd *pd;
-	struct rnicpi_cq *cq;
+	struct rnicpi_cq *cq = NULL;
 	struct rnicpi_qp *qp;
 	struct rnicpi_mr *mr;
 	struct rnicpi_cq_init_attr ca = { .cqe = RX_DEPTH + 1 };

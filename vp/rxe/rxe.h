@@ -6,10 +6,11 @@
  * Threads and locks. Each device runs one progress thread (rxe_net.c) that
  * receives packets, runs timers and continues long transmissions. Posting
  * from an application thread runs the requester directly. Lock order:
- * qp->lock, then the key table / CQ ring / SRQ locks (leaf locks); dev->lock
- * is only ever held alone (QP table, GID table). Upcalls to the core run
- * with no lock held: events raised under qp->lock are queued in the QP and
- * delivered by rxe_qp_unlock().
+ * qp->lock, then dev->lock (QP and GID tables, work queues) or one of the
+ * leaf locks (key table, CQ ring, SRQ); nothing is taken under dev->lock
+ * or a leaf lock. Upcalls to the core run with no lock held: events
+ * raised under qp->lock are queued in the QP and delivered by
+ * rxe_qp_unlock().
  */
 #ifndef VP_RXE_RXE_H
 #define VP_RXE_RXE_H
@@ -615,7 +616,7 @@ void rxe_rcv(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 
 /* rxe_req.c: transmit what the SQ holds (under qp->lock). */
 void rxe_req_run(struct rxe_qp *qp);
-/* Build the headers of one packet into @p. */
+/* Go back N: send again from @psn on (under qp->lock). */
 void rxe_req_reset_to(struct rxe_qp *qp, uint32_t psn);
 
 /* rxe_comp.c: a response for @qp (under qp->lock). */
