@@ -10,7 +10,8 @@ tests_check_all_LDADD += vp/rxe/librxe_core.la
 # (tests/interop/rxe.sh).
 noinst_PROGRAMS += tests/interop/rxe-peer
 tests_interop_rxe_peer_SOURCES = tests/interop/rxe-peer.c \
-	tests/interop/rxe-perftest.c tests/interop/rxe-peer.h
+	tests/interop/rxe-perftest.c tests/interop/rxe-gsi.c \
+	tests/interop/rxe-peer.h
 tests_interop_rxe_peer_LDADD = vp/rxe/librxe_core.la $(GLIB_LIBS) \
 	$(PTHREAD_LIBS)
 

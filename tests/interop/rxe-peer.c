@@ -15,6 +15,8 @@
  *   rxe-peer [-6 | -a LOCAL_IPV4] [-n ITERS] [-s SIZE] [-m MTU] [-p PORT]
  *            [-o key=value]... IFNAME [SERVER_IPV4]
  *
+ * With -G PEER_IP it sends a MAD from our GSI QP (QP1) to the peer's
+ * and checks the answer (rxe-gsi.c).
  * With -P write|read|send it is instead a perftest client (ib_write_bw,
  * ib_read_bw, ib_send_bw without -R, see rxe-perftest.c) of SERVER.
  *
@@ -191,6 +193,7 @@ int main(int argc, char **argv)
 	enum rnicpi_mtu mtu = RNICPI_MTU_1024;
 	bool v6 = false;
 	enum rxe_perf_test perf = RXE_PERF_NONE;
+	const char *gsi_peer = NULL;
 	const char *local = NULL;
 	uint8_t *buf;
 	int c, err, sock, gid_index = -1;
@@ -198,10 +201,13 @@ int main(int argc, char **argv)
 	struct timespec t0, t1;
 	double secs;
 
-	while ((c = getopt(argc, argv, "6a:n:s:m:p:o:P:")) != -1) {
+	while ((c = getopt(argc, argv, "6a:n:s:m:p:o:P:G:")) != -1) {
 		switch (c) {
 		case 'a':
 			local = optarg;
+			break;
+		case 'G':
+			gsi_peer = optarg;
 			break;
 		case 'P':
 			perf = !strcmp(optarg, "write") ? RXE_PERF_WRITE
@@ -278,6 +284,19 @@ int main(int argc, char **argv)
 	if (gid_index < 0)
 		die("no GID of the asked kind on the interface", ENOENT);
 
+	if (gsi_peer) {
+		union rnicpi_gid dgid;
+
+		memset(&dgid, 0, sizeof(dgid));
+		if (inet_pton(AF_INET6, gsi_peer, dgid.raw) != 1) {
+			dgid.raw[10] = dgid.raw[11] = 0xff;
+			if (inet_pton(AF_INET, gsi_peer, dgid.raw + 12) != 1)
+				die("-G address", EINVAL);
+		}
+		err = rxe_gsi_probe(dev, (uint8_t)gid_index, &dgid);
+		ops->device_destroy(dev);
+		return err ? 1 : 0;
+	}
 	if ((err = ops->alloc_pd(dev, &pd)) ||
 	    (err = ops->create_cq(dev, &ca, &cq)))
 		die("pd/cq", err);

@@ -29,4 +29,9 @@ int rxe_perftest_client(struct rxe_peer *pp, const char *server,
 			enum rxe_perf_test test, unsigned int iters,
 			unsigned int size);
 
+/* Send a PerfMgt Get(ClassPortInfo) from our QP1 to the peer's QP1 and
+ * check its GetResp; 0 on success. */
+int rxe_gsi_probe(struct rnicpi_device *dev, uint8_t gid_index,
+		  const union rnicpi_gid *dgid);
+
 #endif

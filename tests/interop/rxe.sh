@@ -6,7 +6,8 @@
 #
 #   tests/interop/rxe.sh            (root; BUILD_DIR=build by default)
 #
-# Cases: ibv_rc_pingpong both ways over IPv4 and IPv6, ib_write_bw /
+# Cases: a MAD from our GSI QP to the kernel's QP1 and its answer back
+# (IPv4, IPv6), ibv_rc_pingpong both ways over IPv4 and IPv6, ib_write_bw /
 # ib_read_bw / ib_send_bw (perftest's own exchange, no -R) against our
 # client over IPv4 and write over IPv6, the same with 3% loss both ways on
 # the bridge (nftables in the lab namespace); every RoCE frame captured is
@@ -112,6 +113,19 @@ if command -v tcpdump >/dev/null; then
 fi
 
 v4=(-a "$host_ip")
+guest_ll=$("$rp" run "ip -6 addr show dev eth1" |
+	sed -n 's/.*inet6 \(fe80[^/]*\).*/\1/p' | head -1)
+
+# Our GSI QP (QP1) to the kernel's: a MAD out, its GetResp back.
+st=0
+timeout 60 "$rp" ns "$peer" "${v4[@]}" -G "$guest_ip" rdmabr0 \
+	>"$work/gsi-v4.ours" 2>&1 || st=1
+result gsi-v4 $st
+st=0
+timeout 60 "$rp" ns "$peer" -6 -G "$guest_ll" rdmabr0 \
+	>"$work/gsi-v6.ours" 2>&1 || st=1
+result gsi-v6 $st
+
 guest_server pingpong-v4-guest-server "ibv_rc_pingpong -d rxe0 -g 1 -n 200" \
 	"200 iters" "${v4[@]}" -n 200 rdmabr0 "$guest_ip"
 guest_client pingpong-v4-guest-client \
