@@ -635,6 +635,155 @@ START_TEST(test_rc_invalidate)
 }
 END_TEST
 
+static void post_bind(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
+		      struct rnicpi_mw *mw, uint32_t rkey, struct tbuf *b,
+		      uint64_t off, uint64_t len, unsigned int access)
+{
+	struct rnicpi_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = RNICPI_WR_BIND_MW;
+	wr.wr.bind_mw.mw = mw;
+	wr.wr.bind_mw.rkey = rkey;
+	wr.wr.bind_mw.bind_info.mr = b->mr;
+	wr.wr.bind_mw.bind_info.addr = tbuf_va(b) + off;
+	wr.wr.bind_mw.bind_info.length = len;
+	wr.wr.bind_mw.bind_info.access = access;
+	post_one(&p->t, s, &wr, NULL);
+}
+
+static void post_rdma(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
+		      enum rnicpi_wr_opcode op, struct tbuf *local,
+		      uint64_t remote, uint32_t rkey)
+{
+	struct rnicpi_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.wr.rdma.remote_addr = remote;
+	wr.wr.rdma.rkey = rkey;
+	post_one(&p->t, s, &wr, local);
+}
+
+/* IBA 10.6.7: windows onto a region that itself grants no remote right. */
+START_TEST(test_memory_windows)
+{
+	struct tbuf win, src, dst;
+	struct rnicpi_mw *mw1, *mw2;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_wc wc;
+	struct pair p;
+	uint32_t key1;
+	size_t i;
+
+	pair_open(&p, NULL);
+	tbuf_alloc(&p.t, &win, 4096, 0, RNICPI_ACCESS_LOCAL_WRITE |
+		   RNICPI_ACCESS_MW_BIND);
+	tbuf_alloc(&p.t, &src, 100, 0x5a, all_access);
+	tbuf_alloc(&p.t, &dst, 100, 0, all_access);
+	ck_assert_ok(p.t.ops->alloc_mw(p.t.pd, RNICPI_MW_TYPE_1, &mw1));
+	ck_assert_ok(p.t.ops->alloc_mw(p.t.pd, RNICPI_MW_TYPE_2, &mw2));
+
+	/* Type 1 over bytes 1024..2047, remote write and read. */
+	key1 = mw1->rkey;
+	post_bind(&p, &p.b, 1, mw1, 0, &win, 1024, 1024,
+		  RNICPI_ACCESS_REMOTE_WRITE | RNICPI_ACCESS_REMOTE_READ);
+	expect_wc(&p.t, p.b.scq, 1, RNICPI_WC_SUCCESS, &wc);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_BIND_MW);
+	ck_assert_uint_ne(mw1->rkey, key1);
+	ck_assert_errno(p.t.ops->dereg_mr(win.mr), EBUSY);
+	post_rdma(&p, &p.a, 2, RNICPI_WR_RDMA_WRITE, &src,
+		  tbuf_va(&win) + 1024, mw1->rkey);
+	expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(win.mem + GUARD + 1024, src.mem + GUARD, 100) == 0);
+	post_rdma(&p, &p.a, 3, RNICPI_WR_RDMA_READ, &dst,
+		  tbuf_va(&win) + 1024, mw1->rkey);
+	expect_wc(&p.t, p.a.scq, 3, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(dst.mem + GUARD, src.mem + GUARD, 100) == 0);
+	/* 100 bytes from 1000 into the window run past its end. */
+	post_rdma(&p, &p.a, 4, RNICPI_WR_RDMA_WRITE, &src,
+		  tbuf_va(&win) + 2024, mw1->rkey);
+	expect_wc(&p.t, p.a.scq, 4, RNICPI_WC_REM_ACCESS_ERR, NULL);
+	for (i = 2048; i < 4096; i++)
+		ck_assert_uint_eq(win.mem[GUARD + i], 0);
+	assert_guards(&win);
+
+	/* The region's own key grants nothing remotely. */
+	pair_renew(&p, NULL);
+	post_rdma(&p, &p.a, 5, RNICPI_WR_RDMA_WRITE, &src,
+		  tbuf_va(&win) + 1024, win.mr->rkey);
+	expect_wc(&p.t, p.a.scq, 5, RNICPI_WC_REM_ACCESS_ERR, NULL);
+
+	/* Type 1 unbound (length 0): its key is dead. */
+	pair_renew(&p, NULL);
+	post_bind(&p, &p.b, 6, mw1, 0, &win, 0, 0, 0);
+	expect_wc(&p.t, p.b.scq, 6, RNICPI_WC_SUCCESS, NULL);
+	post_rdma(&p, &p.a, 7, RNICPI_WR_RDMA_READ, &dst,
+		  tbuf_va(&win) + 1024, mw1->rkey);
+	expect_wc(&p.t, p.a.scq, 7, RNICPI_WC_REM_ACCESS_ERR, NULL);
+
+	/* Type 2 bound to b's QP with our key byte 0x42; read through it,
+	 * then SEND_WITH_INV kills it. */
+	pair_renew(&p, NULL);
+	post_bind(&p, &p.b, 8, mw2, (mw2->rkey & ~0xffu) | 0x42, &win, 0, 4096,
+		  RNICPI_ACCESS_REMOTE_READ);
+	expect_wc(&p.t, p.b.scq, 8, RNICPI_WC_SUCCESS, NULL);
+	ck_assert_uint_eq(mw2->rkey & 0xff, 0x42);
+	post_rdma(&p, &p.a, 9, RNICPI_WR_RDMA_READ, &dst,
+		  tbuf_va(&win) + 1024, mw2->rkey);
+	expect_wc(&p.t, p.a.scq, 9, RNICPI_WC_SUCCESS, NULL);
+	/* Binding a bound type 2 window again is refused. */
+	post_bind(&p, &p.b, 10, mw2, (mw2->rkey & ~0xffu) | 0x43, &win, 0, 64,
+		  RNICPI_ACCESS_REMOTE_READ);
+	expect_wc(&p.t, p.b.scq, 10, RNICPI_WC_MW_BIND_ERR, NULL);
+	pair_renew(&p, NULL);
+	post_bind(&p, &p.b, 11, mw2, (mw2->rkey & ~0xffu) | 0x44, &win, 0,
+		  4096, RNICPI_ACCESS_REMOTE_READ);
+	expect_wc(&p.t, p.b.scq, 11, RNICPI_WC_MW_BIND_ERR, NULL);
+	pair_renew(&p, NULL);
+	post_recv_buf(&p, &p.b, &dst, 12);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 13;
+	wr.opcode = RNICPI_WR_SEND_WITH_INV;
+	wr.ex.invalidate_rkey = mw2->rkey;
+	post_one(&p.t, &p.a, &wr, &src);
+	/* The window is bound to the old b, not this one: refused. */
+	expect_wc(&p.t, p.a.scq, 13, RNICPI_WC_REM_INV_REQ_ERR, NULL);
+	pair_renew(&p, NULL);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 14;
+	wr.opcode = RNICPI_WR_LOCAL_INV;
+	wr.ex.invalidate_rkey = mw2->rkey;
+	post_one(&p.t, &p.b, &wr, NULL);
+	expect_wc(&p.t, p.b.scq, 14, RNICPI_WC_SUCCESS, NULL);
+	/* Bound to this b now: the peer's SEND_WITH_INV unbinds it. */
+	post_bind(&p, &p.b, 15, mw2, (mw2->rkey & ~0xffu) | 0x45, &win, 0,
+		  4096, RNICPI_ACCESS_REMOTE_READ);
+	expect_wc(&p.t, p.b.scq, 15, RNICPI_WC_SUCCESS, NULL);
+	post_recv_buf(&p, &p.b, &dst, 16);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 17;
+	wr.opcode = RNICPI_WR_SEND_WITH_INV;
+	wr.ex.invalidate_rkey = mw2->rkey;
+	post_one(&p.t, &p.a, &wr, &src);
+	expect_wc(&p.t, p.a.scq, 17, RNICPI_WC_SUCCESS, NULL);
+	expect_wc(&p.t, p.b.rcq, 16, RNICPI_WC_SUCCESS, &wc);
+	ck_assert(wc.wc_flags & RNICPI_WC_WITH_INV);
+	ck_assert_uint_eq(wc.invalidated_rkey, mw2->rkey);
+	post_rdma(&p, &p.a, 18, RNICPI_WR_RDMA_READ, &dst, tbuf_va(&win),
+		  mw2->rkey);
+	expect_wc(&p.t, p.a.scq, 18, RNICPI_WC_REM_ACCESS_ERR, NULL);
+	ck_assert_ok(p.t.ops->dealloc_mw(mw1));
+	ck_assert_ok(p.t.ops->dealloc_mw(mw2));
+	tbuf_free(&p.t, &win);
+	tbuf_free(&p.t, &src);
+	tbuf_free(&p.t, &dst);
+	pair_close(&p);
+}
+END_TEST
+
 START_TEST(test_rc_ipv6)
 {
 	struct rxe_t_conn_opts o = { .sgid_index = 1, .mtu = RNICPI_MTU_1024 };
@@ -1002,6 +1151,7 @@ Suite *suite_rxe_loopback(void)
 	tcase_add_loop_test(tc, test_rc_path_mtus, 0, 5);
 	tcase_add_test(tc, test_rc_atomics);
 	tcase_add_test(tc, test_rc_invalidate);
+	tcase_add_test(tc, test_memory_windows);
 	tcase_add_test(tc, test_rc_ipv6);
 	tcase_add_test(tc, test_rc_rnr);
 	tcase_add_test(tc, test_rc_many_in_flight);

@@ -182,14 +182,27 @@ static inline struct rxe_pd *to_rxe_pd(struct rnicpi_pd *p)
 	return container_of(p, struct rxe_pd, ibpd);
 }
 
-struct rxe_mr {
-	struct rnicpi_mr ibmr;
+/* What a key names: a memory region or a memory window. The key table
+ * holds a pointer to this header; lookups take a reference on it. */
+enum rxe_mem_kind {
+	RXE_MEM_MR = 1,
+	RXE_MEM_MW = 2,
+};
+
+struct rxe_mem_hdr {
+	enum rxe_mem_kind kind;
 	atomic_int ref;
+};
+
+struct rxe_mr {
+	struct rxe_mem_hdr hdr;
+	struct rnicpi_mr ibmr;
 	uint8_t *addr;
 	uint64_t length;
 	uint64_t iova;
 	unsigned int access;
 	atomic_bool invalid;	/* LOCAL_INV / SEND_WITH_INV (IBA 10.6.6) */
+	atomic_int n_binds;	/* memory windows bound to it */
 };
 
 static inline struct rxe_mr *to_rxe_mr(struct rnicpi_mr *m)
@@ -197,6 +210,26 @@ static inline struct rxe_mr *to_rxe_mr(struct rnicpi_mr *m)
 	return container_of(m, struct rxe_mr, ibmr);
 }
 
+/* A memory window (IBA 10.6.7, rxe_mw.c). */
+struct rxe_mw {
+	struct rxe_mem_hdr hdr;
+	struct rnicpi_mw ibmw;
+	pthread_mutex_t lock;	/* the binding below */
+	bool bound;
+	struct rxe_mr *mr;	/* referenced while bound */
+	uint64_t va;
+	uint64_t length;
+	unsigned int access;
+	uint32_t qpn;		/* type 2: the QP it is bound to */
+};
+
+static inline struct rxe_mw *to_rxe_mw(struct rnicpi_mw *m)
+{
+	return container_of(m, struct rxe_mw, ibmw);
+}
+
+void rxe_mem_get(struct rxe_mem_hdr *h);
+void rxe_mem_put(struct rxe_mem_hdr *h);
 void rxe_mr_get(struct rxe_mr *mr);
 void rxe_mr_put(struct rxe_mr *mr);
 
@@ -209,15 +242,21 @@ enum rxe_mem_err {
 	RXE_MEM_BAD_BOUNDS,
 };
 
+struct rxe_qp;
+
 /*
- * Resolve @key for @len bytes at @va with @access (RNICPI_ACCESS_* bits
- * needed; 0 for a local read) in @pd. On success *@mr holds a reference
- * and *@ptr the first byte; the caller puts the MR.
+ * Resolve @key (an lkey, or with @remote an rkey of an MR or a memory
+ * window) for @len bytes at @va with @access (RNICPI_ACCESS_* bits needed;
+ * 0 for a local read) on behalf of @qp. On success *@mr holds a reference
+ * on the region holding the bytes and *@ptr is the first byte; the caller
+ * puts the MR.
  */
-enum rxe_mem_err rxe_mem_resolve(struct rxe_dev *dev, struct rnicpi_pd *pd,
-				 uint32_t key, bool remote, uint64_t va,
-				 uint64_t len, unsigned int access,
+enum rxe_mem_err rxe_mem_resolve(struct rxe_qp *qp, uint32_t key, bool remote,
+				 uint64_t va, uint64_t len, unsigned int access,
 				 struct rxe_mr **mr, uint8_t **ptr);
+/* LOCAL_INV (@remote false) or SEND_WITH_INV (true) of @key for @qp:
+ * 0, or -EINVAL when the key names nothing @qp may invalidate. */
+int rxe_mem_invalidate(struct rxe_qp *qp, uint32_t key, bool remote);
 const char *rxe_mem_err_name(enum rxe_mem_err e);
 
 struct rxe_cq {
@@ -311,6 +350,9 @@ struct rxe_send_wqe {
 	uint32_t length;
 	struct rnicpi_sge sge[RXE_MAX_SGE];
 	uint8_t *inline_data;	/* per-slot buffer, RXE_SEND_INLINE */
+	struct rnicpi_mw *bind_mw;	/* BIND_MW */
+	uint32_t bind_rkey;
+	struct rnicpi_mw_bind_info bind;
 
 	/* progress */
 	enum rxe_wqe_state state;
@@ -587,6 +629,12 @@ int rxe_post_recv(struct rnicpi_qp *qp, const struct rnicpi_recv_wr *wr,
 int rxe_create_ah(struct rnicpi_pd *pd, const struct rnicpi_ah_attr *attr,
 		  struct rnicpi_ah **out);
 int rxe_destroy_ah(struct rnicpi_ah *ah);
+int rxe_alloc_mw(struct rnicpi_pd *pd, enum rnicpi_mw_type type,
+		 struct rnicpi_mw **out);
+int rxe_dealloc_mw(struct rnicpi_mw *mw);
+/* Execute a BIND_MW WQE (rxe_mw.c); a WC status. */
+enum rnicpi_wc_status rxe_mw_bind(struct rxe_qp *qp,
+				  const struct rxe_send_wqe *w);
 
 /* ------------------------------------------------------------------ */
 /* Roles and network                                                  */

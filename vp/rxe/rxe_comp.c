@@ -132,7 +132,8 @@ static struct rxe_send_wqe *oldest_pending(struct rxe_qp *qp)
 	for (i = qp->sq_head; i != qp->req.wqe + (qp->req.offset ? 1 : 0); i++) {
 		struct rxe_send_wqe *w = sq_wqe(qp, i);
 
-		if (w->opcode == RNICPI_WR_LOCAL_INV || w->state == WQE_DONE)
+		if (w->opcode == RNICPI_WR_LOCAL_INV ||
+		    w->opcode == RNICPI_WR_BIND_MW || w->state == WQE_DONE)
 			continue;
 		return w;
 	}
@@ -153,7 +154,8 @@ static bool ack_upto(struct rxe_qp *qp, uint32_t psn)
 	for (i = qp->sq_head; i != qp->req.wqe; i++) {
 		struct rxe_send_wqe *w = sq_wqe(qp, i);
 
-		if (w->opcode == RNICPI_WR_LOCAL_INV || w->state == WQE_DONE)
+		if (w->opcode == RNICPI_WR_LOCAL_INV ||
+		    w->opcode == RNICPI_WR_BIND_MW || w->state == WQE_DONE)
 			continue;
 		if (psn_diff(w->last_psn, psn) >= 0) {
 			/* Inside a READ, only its own responses move on. */

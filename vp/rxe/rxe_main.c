@@ -196,6 +196,7 @@ static int rxe_query_device(struct rnicpi_device *ibdev,
 	attr->max_cq = 16384;
 	attr->max_cqe = RXE_MAX_CQE;
 	attr->max_mr = RXE_MAX_MR;
+	attr->max_mw = RXE_MAX_MR;
 	attr->max_pd = 16384;
 	attr->max_ah = 16384;
 	attr->max_srq = 1024;
@@ -211,7 +212,8 @@ static int rxe_query_device(struct rnicpi_device *ibdev,
 		     RNICPI_DEV_CAP_SRQ | RNICPI_DEV_CAP_ATOMIC |
 		     RNICPI_DEV_CAP_IMM_DATA | RNICPI_DEV_CAP_SEND_INV |
 		     RNICPI_DEV_CAP_LOCAL_INV | RNICPI_DEV_CAP_ZERO_BASED |
-		     RNICPI_DEV_CAP_GSI | RNICPI_DEV_CAP_RESIZE_CQ;
+		     RNICPI_DEV_CAP_GSI | RNICPI_DEV_CAP_RESIZE_CQ |
+		     RNICPI_DEV_CAP_MW_TYPE_1 | RNICPI_DEV_CAP_MW_TYPE_2;
 	attr->phys_port_cnt = 1;
 	return 0;
 }
@@ -380,9 +382,9 @@ static void rxe_device_destroy(struct rnicpi_device *ibdev)
 	g_free(dev);
 }
 
-static void mr_get_cb(void *obj)
+static void mem_get_cb(void *obj)
 {
-	rxe_mr_get(obj);
+	rxe_mem_get(obj);
 }
 
 static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
@@ -439,7 +441,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 		memcpy(&dev->node_guid, g, 8);
 	}
 
-	err = rnicpi_key_table_init(&dev->keys, RXE_MAX_MR, mr_get_cb);
+	err = rnicpi_key_table_init(&dev->keys, RXE_MAX_MR, mem_get_cb);
 	if (err)
 		goto err_free;
 	err = apply_options(dev, options);
@@ -500,6 +502,8 @@ static const struct rnicpi_device_ops rxe_device_ops = {
 	.reg_mr = rxe_reg_mr,
 	.rereg_mr = rxe_rereg_mr,
 	.dereg_mr = rxe_dereg_mr,
+	.alloc_mw = rxe_alloc_mw,
+	.dealloc_mw = rxe_dealloc_mw,
 	.create_cq = rxe_create_cq,
 	.resize_cq = rxe_resize_cq,
 	.destroy_cq = rxe_destroy_cq,

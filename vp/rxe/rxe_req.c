@@ -58,8 +58,8 @@ static enum rxe_mem_err map_payload(struct rxe_qp *qp, struct rxe_send_wqe *w,
 			continue;
 		}
 		n = sge->length - offset < len ? sge->length - offset : len;
-		e = rxe_mem_resolve(qp->dev, qp->ibqp.pd, sge->lkey, false,
-				    sge->addr + offset, n, 0, &mr, &ptr);
+		e = rxe_mem_resolve(qp, sge->lkey, false, sge->addr + offset,
+				    n, 0, &mr, &ptr);
 		if (e) {
 			rxe_qp_warn(qp, "send WQE %" PRIu64 ": SGE %u lkey "
 				    "0x%x: %s", w->wr_id, i, sge->lkey,
@@ -256,22 +256,22 @@ static bool build_ud(struct rxe_qp *qp, struct rxe_send_wqe *w,
 	return true;
 }
 
-/* IBA 10.6.6.1: LOCAL_INV makes the key invalid until re-registered. */
-static void do_local_inv(struct rxe_qp *qp, struct rxe_send_wqe *w)
+/* Local operations complete in order with the rest (IBA 10.8.3):
+ * LOCAL_INV makes a key invalid until re-registered or re-bound
+ * (10.6.6.1), BIND_MW binds a window (10.6.7.2). */
+static void do_local(struct rxe_qp *qp, struct rxe_send_wqe *w)
 {
-	struct rxe_mr *mr = rnicpi_key_lookup(&qp->dev->keys, w->imm_or_inv);
+	enum rnicpi_wc_status st = RNICPI_WC_SUCCESS;
 
-	if (!mr || mr->ibmr.pd != qp->ibqp.pd) {
-		rxe_qp_warn(qp, "LOCAL_INV of key 0x%x: %s", w->imm_or_inv,
-			    mr ? "other PD" : "unknown key");
-		w->state = WQE_ERROR;
-		w->status = RNICPI_WC_MW_BIND_ERR;
-	} else {
-		atomic_store(&mr->invalid, true);
-		w->state = WQE_DONE;
+	if (w->opcode == RNICPI_WR_BIND_MW) {
+		st = rxe_mw_bind(qp, w);
+	} else if (rxe_mem_invalidate(qp, w->imm_or_inv, false)) {
+		rxe_qp_warn(qp, "LOCAL_INV of key 0x%x: nothing of this QP's "
+			    "PD to invalidate", w->imm_or_inv);
+		st = RNICPI_WC_MW_BIND_ERR;
 	}
-	if (mr)
-		rxe_mr_put(mr);
+	w->status = st;
+	w->state = st == RNICPI_WC_SUCCESS ? WQE_DONE : WQE_ERROR;
 }
 
 static enum req_step req_next(struct rxe_qp *qp)
@@ -286,7 +286,7 @@ static enum req_step req_next(struct rxe_qp *qp)
 	w = sq_wqe(qp, qp->req.wqe);
 	if (qp->type != RNICPI_QPT_RC)
 		return REQ_UD;
-	if (w->opcode == RNICPI_WR_LOCAL_INV)
+	if (w->opcode == RNICPI_WR_LOCAL_INV || w->opcode == RNICPI_WR_BIND_MW)
 		return REQ_LOCAL;
 	if (qp->comp.timer == RXE_TIMER_RNR)
 		return REQ_STALL;
@@ -320,7 +320,7 @@ void rxe_req_run(struct rxe_qp *qp)
 			step = req_next(qp);
 			break;
 		case REQ_LOCAL:
-			do_local_inv(qp, w);
+			do_local(qp, w);
 			qp->req.wqe++;
 			step = REQ_NEXT_WQE;
 			break;
@@ -391,7 +391,8 @@ void rxe_req_reset_to(struct rxe_qp *qp, uint32_t psn)
 	for (i = qp->sq_head; i != qp->req.wqe + (qp->req.offset ? 1 : 0); i++) {
 		struct rxe_send_wqe *w = sq_wqe(qp, i);
 
-		if (w->opcode == RNICPI_WR_LOCAL_INV || w->state == WQE_DONE ||
+		if (w->opcode == RNICPI_WR_LOCAL_INV ||
+		    w->opcode == RNICPI_WR_BIND_MW || w->state == WQE_DONE ||
 		    w->state == WQE_ERROR)
 			continue;
 		if (psn_diff(psn, w->first_psn) >= 0 &&

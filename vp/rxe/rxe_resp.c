@@ -130,7 +130,7 @@ static bool read_burst(struct rxe_qp *qp, uint32_t budget)
 
 			/* Checked when the request came; the key may have
 			 * been invalidated since (IBA 10.6.6). */
-			if (rxe_mem_resolve(qp->dev, qp->ibqp.pd, rd->rkey, true,
+			if (rxe_mem_resolve(qp, rd->rkey, true,
 					    rd->va, len,
 					    RNICPI_ACCESS_REMOTE_READ, &mr,
 					    &ptr)) {
@@ -325,7 +325,7 @@ static enum resp_state check_rkey(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	} else {
 		return RESPST_EXECUTE;
 	}
-	e = rxe_mem_resolve(qp->dev, qp->ibqp.pd, rkey, true, va, len, access,
+	e = rxe_mem_resolve(qp, rkey, true, va, len, access,
 			    &mr, &ptr);
 	if (e) {
 		rxe_qp_warn(qp, "%s rkey 0x%x VA 0x%" PRIx64 " len %" PRIu64
@@ -383,8 +383,7 @@ static enum resp_state execute(struct rxe_qp *qp, struct rxe_pkt *pkt)
 			struct rxe_mr *mr;
 			uint8_t *ptr;
 
-			if (rxe_mem_resolve(qp->dev, qp->ibqp.pd,
-					    qp->resp.write_rkey, true,
+			if (rxe_mem_resolve(qp, qp->resp.write_rkey, true,
 					    qp->resp.write_va, pkt->paylen,
 					    RNICPI_ACCESS_REMOTE_WRITE, &mr,
 					    &ptr))
@@ -416,7 +415,7 @@ static enum resp_state execute(struct rxe_qp *qp, struct rxe_pkt *pkt)
 		struct rxe_mr *mr;
 		uint64_t *p, orig;
 
-		if (rxe_mem_resolve(qp->dev, qp->ibqp.pd, atmeth_rkey(a), true,
+		if (rxe_mem_resolve(qp, atmeth_rkey(a), true,
 				    atmeth_va(a), 8,
 				    RNICPI_ACCESS_REMOTE_ATOMIC, &mr,
 				    (uint8_t **)&p))
@@ -447,20 +446,16 @@ static enum resp_state execute(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	}
 	if ((f & IB_F_IETH) && (f & IB_F_LAST)) {
 		uint32_t key = ieth_rkey(pkt_ieth(pkt));
-		struct rxe_mr *mr = rnicpi_key_lookup(&qp->dev->keys, key);
 
-		/* IBA 10.6.6.2: SEND with Invalidate frees the named key;
-		 * a key we do not know or of another PD is an error. */
-		if (!mr || mr->ibmr.pd != qp->ibqp.pd) {
-			rxe_qp_warn(qp, "SEND_WITH_INV of key 0x%x: %s", key,
-				    mr ? "other PD" : "unknown key");
-			if (mr)
-				rxe_mr_put(mr);
+		/* IBA 10.6.6.2: SEND with Invalidate frees the named key (a
+		 * region, or a type 2 window bound to this QP); anything
+		 * else is an invalid request. */
+		if (rxe_mem_invalidate(qp, key, true)) {
+			rxe_qp_warn(qp, "SEND_WITH_INV of key 0x%x: nothing "
+				    "this QP may invalidate", key);
 			qp->resp.rcv_status = RNICPI_WC_REM_INV_REQ_ERR;
 			return RESPST_ERR_INVALID_REQ;
 		}
-		atomic_store(&mr->invalid, true);
-		rxe_mr_put(mr);
 	}
 	return (f & IB_F_LAST) ? RESPST_COMPLETE : RESPST_ACKNOWLEDGE;
 }
@@ -554,8 +549,7 @@ static enum resp_state duplicate(struct rxe_qp *qp, struct rxe_pkt *pkt)
 			/* The restarted READ must stay inside the original. */
 			if (va < r->va || va - r->va > r->length ||
 			    len > r->length - (va - r->va) ||
-			    (len && rxe_mem_resolve(qp->dev, qp->ibqp.pd,
-						    reth_rkey(reth), true, va,
+			    (len && rxe_mem_resolve(qp, reth_rkey(reth), true, va,
 						    len,
 						    RNICPI_ACCESS_REMOTE_READ,
 						    &mr, &ptr)))

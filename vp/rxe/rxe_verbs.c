@@ -36,17 +36,6 @@ int rxe_dealloc_pd(struct rnicpi_pd *ibpd)
 /* Memory regions                                                     */
 /* ------------------------------------------------------------------ */
 
-void rxe_mr_get(struct rxe_mr *mr)
-{
-	atomic_fetch_add(&mr->ref, 1);
-}
-
-void rxe_mr_put(struct rxe_mr *mr)
-{
-	if (atomic_fetch_sub(&mr->ref, 1) == 1)
-		g_free(mr);
-}
-
 static int check_access(struct rxe_dev *dev, unsigned int access)
 {
 	unsigned int needs_lw = RNICPI_ACCESS_REMOTE_WRITE |
@@ -56,11 +45,6 @@ static int check_access(struct rxe_dev *dev, unsigned int access)
 		rxe_dev_warn(dev, "access 0x%x: remote write/atomic needs "
 			     "local write (IBA C10-?/11.2.8.2)", access);
 		return -EINVAL;
-	}
-	if (access & RNICPI_ACCESS_MW_BIND) {
-		rxe_dev_warn(dev, "access 0x%x: memory windows not supported",
-			     access);
-		return -EOPNOTSUPP;
 	}
 	return 0;
 }
@@ -84,13 +68,14 @@ int rxe_reg_mr(struct rnicpi_pd *pd, void *addr, uint64_t length,
 		return -EINVAL;
 	}
 	mr = g_new0(struct rxe_mr, 1);
-	atomic_init(&mr->ref, 1);
+	mr->hdr.kind = RXE_MEM_MR;
+	atomic_init(&mr->hdr.ref, 1);
 	mr->addr = addr;
 	mr->length = length;
 	mr->iova = iova;
 	mr->access = access;
 	mr->ibmr.pd = pd;
-	err = rnicpi_key_alloc(&dev->keys, mr, &key);
+	err = rnicpi_key_alloc(&dev->keys, &mr->hdr, &key);
 	if (err) {
 		rxe_dev_warn(dev, "reg_mr: no key left (%d)", err);
 		g_free(mr);
@@ -136,6 +121,11 @@ int rxe_dereg_mr(struct rnicpi_mr *ibmr)
 	struct rxe_dev *dev = to_rxe_dev(ibmr->pd->device);
 	int err;
 
+	if (atomic_load(&to_rxe_mr(ibmr)->n_binds) > 0) {
+		rxe_dev_warn(dev, "dereg_mr: key 0x%x has memory windows bound",
+			     ibmr->lkey);
+		return -EBUSY;
+	}
 	err = rnicpi_key_free(&dev->keys, ibmr->lkey);
 	if (err) {
 		rxe_dev_warn(dev, "dereg_mr: key 0x%x not current", ibmr->lkey);
@@ -158,38 +148,6 @@ const char *rxe_mem_err_name(enum rxe_mem_err e)
 	return e < G_N_ELEMENTS(names) ? names[e] : "?";
 }
 
-/* IBA 10.6.3.4 / C9-88 (responder R_Key checks, also C10-?? local keys):
- * key valid, same PD, rights, and [va, va+len) inside the region. */
-enum rxe_mem_err rxe_mem_resolve(struct rxe_dev *dev, struct rnicpi_pd *pd,
-				 uint32_t key, bool remote, uint64_t va,
-				 uint64_t len, unsigned int access,
-				 struct rxe_mr **out, uint8_t **ptr)
-{
-	struct rxe_mr *mr = rnicpi_key_lookup(&dev->keys, key);
-	enum rxe_mem_err e = RXE_MEM_OK;
-	uint64_t off;
-
-	if (!mr)
-		return RXE_MEM_BAD_KEY;
-	if (atomic_load(&mr->invalid) || (!remote && mr->ibmr.lkey != key) ||
-	    (remote && mr->ibmr.rkey != key))
-		e = RXE_MEM_BAD_KEY;
-	else if (mr->ibmr.pd != pd)
-		e = RXE_MEM_BAD_PD;
-	else if ((mr->access & access) != access)
-		e = RXE_MEM_BAD_ACCESS;
-	else if (va < mr->iova || (off = va - mr->iova) > mr->length ||
-		 len > mr->length - off)
-		e = RXE_MEM_BAD_BOUNDS;
-	if (e) {
-		rxe_mr_put(mr);
-		return e;
-	}
-	*out = mr;
-	*ptr = mr->addr + (va - mr->iova);
-	return RXE_MEM_OK;
-}
-
 enum rxe_mem_err rxe_sgl_copy(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 			      uint32_t num_sge, uint32_t offset,
 			      uint8_t *buf, uint32_t len, bool to_sgl)
@@ -209,7 +167,7 @@ enum rxe_mem_err rxe_sgl_copy(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 		n = sge[i].length - offset;
 		if (n > len)
 			n = len;
-		e = rxe_mem_resolve(qp->dev, qp->ibqp.pd, sge[i].lkey, false,
+		e = rxe_mem_resolve(qp, sge[i].lkey, false,
 				    sge[i].addr + offset, n,
 				    to_sgl ? RNICPI_ACCESS_LOCAL_WRITE : 0,
 				    &mr, &p);
@@ -566,6 +524,7 @@ static int check_send_wr(struct rxe_qp *qp, const struct rnicpi_send_wr *wr,
 	case RNICPI_WR_ATOMIC_FETCH_AND_ADD:
 	case RNICPI_WR_SEND_WITH_INV:
 	case RNICPI_WR_LOCAL_INV:
+	case RNICPI_WR_BIND_MW:
 		if (!rc)
 			goto bad_op;
 		break;
@@ -608,6 +567,13 @@ static int check_send_wr(struct rxe_qp *qp, const struct rnicpi_send_wr *wr,
 	if (!rc && len > qp->mtu) {
 		rxe_qp_warn(qp, "post_send: UD message of %" PRIu64 " bytes "
 			    "over the path MTU %u", len, qp->mtu);
+		return -EINVAL;
+	}
+	if (wr->opcode == RNICPI_WR_BIND_MW &&
+	    (!wr->wr.bind_mw.mw ||
+	     wr->wr.bind_mw.mw->pd != qp->ibqp.pd)) {
+		rxe_qp_warn(qp, "post_send: BIND_MW without a window of this "
+			    "QP's PD");
 		return -EINVAL;
 	}
 	if (!rc && !wr->wr.ud.ah) {
@@ -655,6 +621,12 @@ static int sq_post_one(struct rxe_qp *qp, const struct rnicpi_send_wr *wr)
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
+		break;
+	case RNICPI_WR_BIND_MW:
+		w->bind_mw = wr->wr.bind_mw.mw;
+		w->bind_rkey = wr->wr.bind_mw.rkey;
+		w->bind = wr->wr.bind_mw.bind_info;
+		w->length = 0;
 		break;
 	default:
 		w->remote_addr = wr->wr.rdma.remote_addr;
