@@ -350,12 +350,13 @@ int main(int argc, char **argv)
 		err = rxe_perftest_client(&pp, server, perf, iters, size);
 		printf("counters: sent %" PRIu64 " rcvd %" PRIu64
 		       " retransmitted %" PRIu64 " timeouts %" PRIu64
-		       " icrc-errors %" PRIu64 "\n",
+		       " icrc-errors %" PRIu64 " gso-sends %" PRIu64 "\n",
 		       rxe_dev_counter(dev, RXE_CNT_SENT_PKTS),
 		       rxe_dev_counter(dev, RXE_CNT_RCVD_PKTS),
 		       rxe_dev_counter(dev, RXE_CNT_RETRANSMITS),
 		       rxe_dev_counter(dev, RXE_CNT_TIMEOUTS),
-		       rxe_dev_counter(dev, RXE_CNT_ICRC_ERR));
+		       rxe_dev_counter(dev, RXE_CNT_ICRC_ERR),
+		       rxe_dev_counter(dev, RXE_CNT_GSO_SENDS));
 		usleep(200000);
 		ops->destroy_qp(qp);
 		ops->dereg_mr(mr);
@@ -527,7 +528,8 @@ int main(int argc, char **argv)
 	       secs * 1e6 / iters);
 	printf("counters: sent %" PRIu64 " rcvd %" PRIu64 " retransmitted %"
 	       PRIu64 " timeouts %" PRIu64 " seq-naks %" PRIu64 "/%" PRIu64
-	       " icrc-errors %" PRIu64 " ipv4-id-solved %" PRIu64 "\n",
+	       " icrc-errors %" PRIu64 " ipv4-id-solved %" PRIu64
+	       " gso-sends %" PRIu64 "\n",
 	       rxe_dev_counter(dev, RXE_CNT_SENT_PKTS),
 	       rxe_dev_counter(dev, RXE_CNT_RCVD_PKTS),
 	       rxe_dev_counter(dev, RXE_CNT_RETRANSMITS),
@@ -535,7 +537,8 @@ int main(int argc, char **argv)
 	       rxe_dev_counter(dev, RXE_CNT_SEQ_NAKS_SENT),
 	       rxe_dev_counter(dev, RXE_CNT_SEQ_NAKS_RCVD),
 	       rxe_dev_counter(dev, RXE_CNT_ICRC_ERR),
-	       rxe_dev_counter(dev, RXE_CNT_ICRC_ID_SOLVED));
+	       rxe_dev_counter(dev, RXE_CNT_ICRC_ID_SOLVED),
+	       rxe_dev_counter(dev, RXE_CNT_GSO_SENDS));
 	close(sock);
 	/* Let the last ACK go out before the QP goes away. */
 	usleep(200000);

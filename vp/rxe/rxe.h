@@ -42,7 +42,7 @@
 #define RXE_MAX_MSG_SIZE (1u << 31)
 #define RXE_MAX_PKT (4096 + 128)     /* largest RoCE UDP payload we take */
 #define RXE_RX_BATCH 32              /* recvmmsg batch */
-#define RXE_TX_BATCH 16              /* sendmmsg batch */
+#define RXE_TX_BATCH 32              /* packets per rxe_xmit */
 #define RXE_VENDOR_ID 0xffffff       /* no OUI: software device */
 
 /* ------------------------------------------------------------------ */
@@ -69,6 +69,7 @@
 	X(NAKS_RCVD, "error_naks_rcvd")                                     \
 	X(OUT_OF_SEQ, "out_of_sequence_responses")                          \
 	X(SEND_ERR, "send_errors")             /* sendmmsg failed */        \
+	X(GSO_SENDS, "gso_sends")              /* runs sent as one */       \
 	X(FAULT_DROPS, "fault_drops")          /* test fault hooks */     \
 	X(FAULT_DUPS, "fault_dups")                                         \
 	X(FAULT_REORDERS, "fault_reorders")
@@ -136,6 +137,7 @@ struct rxe_dev {
 	uint32_t fault_dup_ppm;
 	uint32_t fault_reorder_ppm;
 	uint32_t fault_seed;
+	atomic_bool gso;		/* option "gso": UDP GSO for runs */
 
 	atomic_uint_fast64_t counters[RXE_NUM_COUNTERS];
 };

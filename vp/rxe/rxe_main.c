@@ -335,11 +335,13 @@ static int apply_options(struct rxe_dev *dev,
 		  offsetof(struct rxe_dev, fault_reorder_ppm), 0, 1000000 },
 		{ "fault_seed", offsetof(struct rxe_dev, fault_seed), 0,
 		  UINT32_MAX },
+		{ "gso", 0, 0, 1 },
 		{ "max_unacked", offsetof(struct rxe_dev, max_unacked), 1,
 		  1u << 20 },
 		{ "tx_burst", offsetof(struct rxe_dev, tx_burst), 1, 4096 },
 	};
 	const struct rnicpi_option *o;
+	uint32_t flag;
 	size_t i;
 
 	for (o = options; o && o->key; o++) {
@@ -352,13 +354,17 @@ static int apply_options(struct rxe_dev *dev,
 		}
 		if (!o->value ||
 		    parse_u32(o->value, known[i].lo, known[i].hi,
-			      (uint32_t *)((char *)dev + known[i].off))) {
+			      known[i].off ? (uint32_t *)((char *)dev +
+							  known[i].off)
+					   : &flag)) {
 			rxe_dev_warn(dev, "option %s: bad value \"%s\" "
 				     "(expected %u..%u)", o->key,
 				     o->value ? o->value : "(null)",
 				     known[i].lo, known[i].hi);
 			return -EINVAL;
 		}
+		if (!known[i].off)
+			atomic_store(&dev->gso, flag != 0);
 	}
 	return 0;
 }
@@ -408,6 +414,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	dev->max_unacked = 64;
 	dev->ack_every = 16;
 	dev->tx_burst = 32;
+	atomic_init(&dev->gso, true);
 	dev->epfd = -1;
 	dev->wake_fd = -1;
 	for (i = 0; i < RXE_MAX_GID; i++)

@@ -233,50 +233,138 @@ static void release_pkt(struct rxe_txpkt *p)
 	p->n_mrs = 0;
 }
 
+/* Bytes @p will take on the wire (UDP payload) once finished. */
+static size_t pkt_wire_len(const struct rxe_txpkt *p)
+{
+	size_t len = p->hdr_len;
+	uint32_t i;
+
+	for (i = 1; i < p->niov; i++)
+		len += p->iov[i].iov_len;
+	return ((len + 3) & ~(size_t)3) + IB_ICRC_BYTES;
+}
+
+/* How many packets from @p on form a run UDP GSO can send as one
+ * datagram: the same length, at most 64 KiB and 64 segments in all. */
+static int gso_run(const struct rxe_txpkt *p, int n, size_t *seg)
+{
+	size_t len = pkt_wire_len(p);
+	uint32_t iovs = p->niov + 1;
+	int run = 1;
+
+	while (run < n && run < 64 && (size_t)(run + 1) * len <= 65000 &&
+	       pkt_wire_len(&p[run]) == len &&
+	       iovs + p[run].niov + 1 <= RXE_TX_BATCH * RXE_TX_IOV) {
+		iovs += p[run].niov + 1;
+		run++;
+	}
+	*seg = len;
+	return run;
+}
+
+/*
+ * Runs of equal-size packets (the middle of a long SEND, WRITE or READ
+ * response) go out as one UDP GSO datagram that the kernel cuts into
+ * packets at segment boundaries; the rest as single datagrams, all in
+ * order through one sendmmsg. With GSO the kernel numbers the IPv4 IDs of
+ * the segments 0, 1, 2, ... (DF set, unconnected socket), so each
+ * segment's ICRC is computed with its own ID.
+ */
 int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
 	     struct rxe_txpkt *pkts, int n)
 {
 	struct mmsghdr msgs[RXE_TX_BATCH];
+	struct iovec giov[RXE_TX_BATCH * RXE_TX_IOV];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} cm[RXE_TX_BATCH];
+	int segs[RXE_TX_BATCH];
+	struct rxe_dev *dev = qp->dev;
 	struct rxe_icrc_addr a;
-	int fd, fi, i, sent = 0;
+	int fd, fi, i, k, m = 0, done = 0, sent = 0;
+	uint32_t gi = 0;
 
+	if (n > RXE_TX_BATCH)
+		n = RXE_TX_BATCH; /* callers batch by RXE_TX_BATCH */
 	fd = rxe_qp_tx_fd(qp, av, &fi);
-	if (fd < 0) {
-		for (i = 0; i < n; i++)
-			release_pkt(&pkts[i]);
-		return 0;
-	}
+	if (fd < 0)
+		goto out;
 	icrc_addr_tx(qp, av, fi, &a);
-	for (i = 0; i < n; i++)
-		finish_pkt(&pkts[i], &a);
-	while (sent < n) {
-		int batch = n - sent > RXE_TX_BATCH ? RXE_TX_BATCH : n - sent;
-		int r;
+	for (i = 0; i < n; i += segs[m++]) {
+		size_t seg;
+		int run = atomic_load(&dev->gso) ? gso_run(&pkts[i], n - i, &seg)
+						  : 1;
 
-		for (i = 0; i < batch; i++) {
-			struct rxe_txpkt *p = &pkts[sent + i];
-
-			memset(&msgs[i], 0, sizeof(msgs[i]));
-			msgs[i].msg_hdr.msg_name = (void *)&av->dst;
-			msgs[i].msg_hdr.msg_namelen = av->dst_len;
-			msgs[i].msg_hdr.msg_iov = p->iov;
-			msgs[i].msg_hdr.msg_iovlen = p->niov;
+		memset(&msgs[m], 0, sizeof(msgs[m]));
+		msgs[m].msg_hdr.msg_name = (void *)&av->dst;
+		msgs[m].msg_hdr.msg_namelen = av->dst_len;
+		segs[m] = run;
+		if (run == 1) {
+			finish_pkt(&pkts[i], &a);
+			msgs[m].msg_hdr.msg_iov = pkts[i].iov;
+			msgs[m].msg_hdr.msg_iovlen = pkts[i].niov;
+			continue;
 		}
-		r = sendmmsg(fd, msgs, (unsigned int)batch, 0);
+		msgs[m].msg_hdr.msg_iov = &giov[gi];
+		for (k = 0; k < run; k++) {
+			struct rxe_txpkt *p = &pkts[i + k];
+
+			a.ip_id = fi == 0 ? (uint16_t)k : 0;
+			finish_pkt(p, &a);
+			memcpy(&giov[gi], p->iov, p->niov * sizeof(giov[0]));
+			gi += p->niov;
+		}
+		a.ip_id = 0;
+		msgs[m].msg_hdr.msg_iovlen = (size_t)(&giov[gi] -
+					     msgs[m].msg_hdr.msg_iov);
+		{
+			struct msghdr *mh = &msgs[m].msg_hdr;
+			struct cmsghdr *c;
+			uint16_t gso = (uint16_t)seg;
+
+			mh->msg_control = cm[m].buf;
+			mh->msg_controllen = sizeof(cm[m].buf);
+			c = CMSG_FIRSTHDR(mh);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(gso));
+			memcpy(CMSG_DATA(c), &gso, sizeof(gso));
+		}
+	}
+	while (done < m) {
+		int r = sendmmsg(fd, msgs + done, (unsigned int)(m - done), 0);
+
 		if (r <= 0) {
-			/* The first one was refused (a full queue, a firewall
-			 * saying EPERM): it is lost; RC retransmits it. */
-			rxe_count(qp->dev, RXE_CNT_SEND_ERR);
+			/* That datagram was refused (a full queue, a
+			 * firewall's EPERM): lost, RC sends it again. A
+			 * kernel without UDP GSO says so once. */
+			if (r < 0 && segs[done] > 1 &&
+			    (errno == EINVAL || errno == EIO ||
+			     errno == ENOPROTOOPT)) {
+				atomic_store(&dev->gso, false);
+				rxe_dev_warn(dev, "UDP GSO refused (%s), off",
+					     g_strerror(errno));
+			}
+			rxe_count(dev, RXE_CNT_SEND_ERR);
 			rxe_qp_dbg(qp, "sendmmsg: %s",
 				   r < 0 ? g_strerror(errno) : "nothing sent");
 			r = 1;
 		} else {
-			rxe_count_n(qp->dev, RXE_CNT_SENT_PKTS, (uint64_t)r);
+			for (k = 0; k < r; k++) {
+				rxe_count_n(dev, RXE_CNT_SENT_PKTS,
+					    (uint64_t)segs[done + k]);
+				if (segs[done + k] > 1)
+					rxe_count(dev, RXE_CNT_GSO_SENDS);
+			}
 		}
-		for (i = 0; i < r; i++)
-			release_pkt(&pkts[sent + i]);
-		sent += r;
+		for (k = 0; k < r; k++)
+			sent += segs[done + k];
+		done += r;
 	}
+out:
+	for (i = 0; i < n; i++)
+		release_pkt(&pkts[i]);
 	return sent;
 }
 

@@ -52,6 +52,8 @@ static bool icrc_ok(struct rxe_dev *dev, const struct rxe_icrc_addr *a,
 	if (a->family == AF_INET &&
 	    rxe_icrc_solve_ipv4_id(have, want, len, &id_xor, &df_xor)) {
 		rxe_count(dev, RXE_CNT_ICRC_ID_SOLVED);
+		rxe_dev_dbg(dev, "ICRC: peer's IPv4 ID 0x%04x, DF %s", id_xor,
+			    df_xor ? "clear" : "set");
 		return true;
 	}
 	return false;
