@@ -31,44 +31,6 @@
 #define N_MSGS 120
 #define MSG_MAX 9000
 
-/* Enter a fresh network namespace with lo up; returns the old one's fd,
- * or -errno (EPERM without CAP_SYS_ADMIN). */
-static int netns_enter(void)
-{
-	struct ifreq ifr;
-	int old, s;
-
-	old = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (old < 0)
-		return -errno;
-	if (unshare(CLONE_NEWNET) < 0) {
-		int err = -errno;
-
-		close(old);
-		return err;
-	}
-	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, "lo");
-	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
-		if (s >= 0)
-			close(s);
-		setns(old, CLONE_NEWNET);
-		close(old);
-		return -EIO;
-	}
-	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-	ioctl(s, SIOCSIFFLAGS, &ifr);
-	close(s);
-	return old;
-}
-
-static void netns_leave(int old)
-{
-	ck_assert_int_eq(setns(old, CLONE_NEWNET), 0);
-	close(old);
-}
-
 static bool have_nft(void)
 {
 	return system("nft --version >/dev/null 2>&1") == 0;
@@ -256,7 +218,7 @@ static void run_lossy(const struct rnicpi_option *options, bool nft_drop,
 	struct rxe_t_side a, b;
 	int ns;
 
-	ns = netns_enter();
+	ns = rxe_t_netns_enter();
 	if (ns == -EPERM) {
 		fprintf(stderr, "SKIP: no CAP_SYS_ADMIN for a network "
 			"namespace\n");
@@ -304,7 +266,7 @@ static void run_lossy(const struct rnicpi_option *options, bool nft_drop,
 	rxe_t_side_destroy(&t, &a);
 	rxe_t_side_destroy(&t, &b);
 	rxe_t_dev_close(&t);
-	netns_leave(ns);
+	rxe_t_netns_leave(ns);
 }
 
 START_TEST(test_nft_drop)

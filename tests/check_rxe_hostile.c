@@ -588,6 +588,7 @@ Suite *suite_rxe_hostile(void)
 	Suite *s = suite_create("rxe-hostile");
 	TCase *tc = tcase_create("raw");
 
+	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_write_ack_and_duplicate);
 	tcase_add_loop_test(tc, test_access_errors, 0, 6);

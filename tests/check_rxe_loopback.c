@@ -946,6 +946,73 @@ START_TEST(test_rc_many_in_flight)
 }
 END_TEST
 
+/* IBA 10.3.1.6: RTS -> SQD stops new WQEs, reports SQ_DRAINED once the
+ * outstanding ones are done; SQD -> RTS resumes. */
+START_TEST(test_rc_sq_drain)
+{
+	struct tbuf src, dst;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_qp_attr a;
+	struct rnicpi_wc wc;
+	struct pair p;
+
+	pair_open(&p, NULL);
+	tbuf_alloc(&p.t, &src, 64, 0x12, all_access);
+	tbuf_alloc(&p.t, &dst, 64, 0, all_access);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = RNICPI_QPS_SQD;
+	ck_assert_ok(p.t.ops->modify_qp(p.a.qp, &a, RNICPI_QP_STATE));
+	ck_assert(rxe_t_has_event(RNICPI_EVENT_SQ_DRAINED, p.a.qp));
+	/* Posted in SQD: held, not sent. */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = tbuf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	post_one(&p.t, &p.a, &wr, &src);
+	ck_assert_int_eq(p.t.ops->poll_cq(p.a.scq, 1, &wc), 0);
+	ck_assert_uint_eq(dst.mem[GUARD], 0);
+	/* SQD -> RTS: it goes. */
+	a.qp_state = RNICPI_QPS_RTS;
+	ck_assert_ok(p.t.ops->modify_qp(p.a.qp, &a, RNICPI_QP_STATE));
+	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + GUARD, dst.mem + GUARD, 64) == 0);
+	tbuf_free(&p.t, &src);
+	tbuf_free(&p.t, &dst);
+	pair_close(&p);
+}
+END_TEST
+
+/* Each QP sends from a UDP port of its own (flow entropy, A17.2.3). */
+START_TEST(test_per_qp_source_port)
+{
+	struct pair p;
+	struct tbuf src, dst;
+	struct rnicpi_send_wr wr;
+
+	pair_open(&p, NULL);
+	tbuf_alloc(&p.t, &src, 8, 1, all_access);
+	tbuf_alloc(&p.t, &dst, 8, 0, all_access);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = tbuf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	post_one(&p.t, &p.a, &wr, &src);
+	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	/* a sent the WRITE, b the ACK: both have a port, not the same,
+	 * and neither is 4791. */
+	ck_assert_uint_ne(to_rxe_qp(p.a.qp)->tx_port[0], 0);
+	ck_assert_uint_ne(to_rxe_qp(p.b.qp)->tx_port[0], 0);
+	ck_assert_uint_ne(to_rxe_qp(p.a.qp)->tx_port[0],
+			  to_rxe_qp(p.b.qp)->tx_port[0]);
+	ck_assert_uint_ne(to_rxe_qp(p.a.qp)->tx_port[0], ROCE_V2_UDP_PORT);
+	tbuf_free(&p.t, &src);
+	tbuf_free(&p.t, &dst);
+	pair_close(&p);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* UD and GSI                                                         */
 /* ------------------------------------------------------------------ */
@@ -1182,12 +1249,14 @@ Suite *suite_rxe_loopback(void)
 	Suite *s = suite_create("rxe-loopback");
 	TCase *tc = tcase_create("objects");
 
+	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
 	tcase_add_test(tc, test_device_queries);
 	tcase_add_test(tc, test_mr_keys);
 	tcase_add_test(tc, test_qp_state_machine);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("rc");
+	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_rc_send_sizes, 0, G_N_ELEMENTS(sizes));
 	tcase_add_loop_test(tc, test_rc_write_read_sizes, 0,
@@ -1201,9 +1270,12 @@ Suite *suite_rxe_loopback(void)
 	tcase_add_test(tc, test_rc_rnr);
 	tcase_add_test(tc, test_rc_many_in_flight);
 	tcase_add_test(tc, test_srq);
+	tcase_add_test(tc, test_rc_sq_drain);
+	tcase_add_test(tc, test_per_qp_source_port);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ud");
+	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_ud_ipv4);
 	tcase_add_test(tc, test_ud_ipv6);

@@ -4,13 +4,75 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "tests/rxe_testlib.h"
+
+int rxe_t_netns_enter(void)
+{
+	struct ifreq ifr;
+	int old, s;
+
+	old = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (old < 0)
+		return -errno;
+	if (unshare(CLONE_NEWNET) < 0) {
+		int err = -errno;
+
+		close(old);
+		return err;
+	}
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
+		if (s >= 0)
+			close(s);
+		if (setns(old, CLONE_NEWNET) < 0)
+			perror("setns");
+		close(old);
+		return -EIO;
+	}
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		perror("lo up");
+	close(s);
+	return old;
+}
+
+void rxe_t_netns_leave(int old)
+{
+	if (old < 0)
+		return;
+	if (setns(old, CLONE_NEWNET) < 0)
+		perror("setns");
+	close(old);
+}
+
+static int fixture_ns = -1;
+
+void rxe_t_netns_setup(void)
+{
+	fixture_ns = rxe_t_netns_enter();
+	if (fixture_ns == -EPERM)
+		fprintf(stderr, "rxe tests: no CAP_SYS_ADMIN, sharing the "
+			"machine's network namespace (UDP port 4791 on lo)\n");
+}
+
+void rxe_t_netns_teardown(void)
+{
+	rxe_t_netns_leave(fixture_ns);
+	fixture_ns = -1;
+}
 
 struct rnicpi_async_event rxe_t_events[RXE_T_MAX_EVENTS];
 unsigned int rxe_t_n_events;

@@ -40,6 +40,19 @@ struct rxe_t_conn_opts {
 	uint32_t max_recv_wr;	/* 0: 256 */
 };
 
+/*
+ * Move the calling thread into a new network namespace with lo up, so the
+ * test owns UDP port 4791 there (nothing else on the machine, not another
+ * test run nor the kernel's rdma_rxe, can collide with it). Returns the
+ * old namespace's fd for rxe_t_netns_leave(), or -errno (-EPERM without
+ * CAP_SYS_ADMIN: the test then shares the machine's namespace).
+ */
+int rxe_t_netns_enter(void);
+void rxe_t_netns_leave(int old_fd);
+/* Check checked-fixture pair doing the above around each test. */
+void rxe_t_netns_setup(void);
+void rxe_t_netns_teardown(void);
+
 /* Events the core would have received. */
 extern struct rnicpi_async_event rxe_t_events[RXE_T_MAX_EVENTS];
 extern unsigned int rxe_t_n_events;

@@ -323,6 +323,7 @@ int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
 			struct cmsghdr *c;
 			uint16_t gso = (uint16_t)seg;
 
+			memset(cm[m].buf, 0, sizeof(cm[m].buf));
 			mh->msg_control = cm[m].buf;
 			mh->msg_controllen = sizeof(cm[m].buf);
 			c = CMSG_FIRSTHDR(mh);
