@@ -15,7 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <check.h>
+#include <glib.h>
+#include <stdlib.h>
+
 #include "tests/rxe_testlib.h"
+#include "tests/testutil.h"
 
 int rxe_t_netns_enter(void)
 {
@@ -307,3 +312,163 @@ int rxe_t_wait_wc(struct rxe_t_dev *t, struct rnicpi_cq *cq,
 		usleep(50);
 	}
 }
+
+/* ------------------------------------------------------------------ */
+/* Guarded buffers, connected pairs, posting and waiting              */
+/* ------------------------------------------------------------------ */
+
+void tbuf_alloc(struct rxe_t_dev *t, struct tbuf *b, size_t size,
+		       uint8_t fill, unsigned int access)
+{
+	b->size = size;
+	b->mem = g_malloc(size + 2 * GUARD);
+	memset(b->mem, GUARD_BYTE, size + 2 * GUARD);
+	memset(b->mem + GUARD, fill, size);
+	ck_assert_ok(t->ops->reg_mr(t->pd, b->mem, size + 2 * GUARD,
+				    (uint64_t)(uintptr_t)b->mem, access,
+				    &b->mr));
+}
+
+void tbuf_pattern(struct tbuf *b, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < b->size; i++)
+		b->mem[GUARD + i] = (uint8_t)(i * 7 + seed + (i >> 8));
+}
+
+uint64_t tbuf_va(const struct tbuf *b)
+{
+	return (uint64_t)(uintptr_t)(b->mem + GUARD);
+}
+
+void tbuf_free(struct rxe_t_dev *t, struct tbuf *b)
+{
+	if (b->mr)
+		ck_assert_ok(t->ops->dereg_mr(b->mr));
+	g_free(b->mem);
+	memset(b, 0, sizeof(*b));
+}
+
+void assert_guards(const struct tbuf *b)
+{
+	size_t i;
+
+	for (i = 0; i < GUARD; i++) {
+		ck_assert_uint_eq(b->mem[i], GUARD_BYTE);
+		ck_assert_uint_eq(b->mem[GUARD + b->size + i], GUARD_BYTE);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+
+
+void pair_open_opts(struct pair *p, const struct rxe_t_conn_opts *o,
+			   const struct rnicpi_option *options)
+{
+	ck_assert_ok(rxe_t_dev_open(&p->t, options));
+	ck_assert_ok(rxe_t_side_create(&p->t, &p->a, RNICPI_QPT_RC, o));
+	ck_assert_ok(rxe_t_side_create(&p->t, &p->b, RNICPI_QPT_RC, o));
+	ck_assert_ok(rxe_t_connect(&p->t, &p->a, &p->b, o));
+}
+
+void pair_open(struct pair *p, const struct rxe_t_conn_opts *o)
+{
+	pair_open_opts(p, o, NULL);
+}
+
+/* New QPs on the same device (the old ones are in ERR). */
+void pair_renew(struct pair *p, const struct rxe_t_conn_opts *o)
+{
+	rxe_t_side_destroy(&p->t, &p->a);
+	rxe_t_side_destroy(&p->t, &p->b);
+	ck_assert_ok(rxe_t_side_create(&p->t, &p->a, RNICPI_QPT_RC, o));
+	ck_assert_ok(rxe_t_side_create(&p->t, &p->b, RNICPI_QPT_RC, o));
+	ck_assert_ok(rxe_t_connect(&p->t, &p->a, &p->b, o));
+}
+
+void pair_close(struct pair *p)
+{
+	rxe_t_side_destroy(&p->t, &p->a);
+	rxe_t_side_destroy(&p->t, &p->b);
+	rxe_t_dev_close(&p->t);
+}
+
+void post_recv_buf(struct pair *p, struct rxe_t_side *s,
+			  struct tbuf *b, uint64_t wr_id)
+{
+	struct rnicpi_sge sge = {
+		.addr = tbuf_va(b), .length = (uint32_t)b->size,
+		.lkey = b->mr->lkey,
+	};
+	struct rnicpi_recv_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+	};
+	const struct rnicpi_recv_wr *bad;
+
+	ck_assert_ok(p->t.ops->post_recv(s->qp, &wr, &bad));
+}
+
+void post_one(struct rxe_t_dev *t, struct rxe_t_side *s,
+		     struct rnicpi_send_wr *wr, struct tbuf *src)
+{
+	struct rnicpi_sge sge;
+	const struct rnicpi_send_wr *bad;
+
+	if (src) {
+		sge.addr = tbuf_va(src);
+		sge.length = (uint32_t)src->size;
+		sge.lkey = src->mr->lkey;
+		wr->sg_list = &sge;
+		wr->num_sge = 1;
+	}
+	wr->send_flags |= RNICPI_SEND_SIGNALED;
+	ck_assert_ok(t->ops->post_send(s->qp, wr, &bad));
+}
+
+void expect_wc(struct rxe_t_dev *t, struct rnicpi_cq *cq, uint64_t wr_id,
+		      enum rnicpi_wc_status status, struct rnicpi_wc *out)
+{
+	struct rnicpi_wc wc;
+
+	ck_assert_ok(rxe_t_wait_wc(t, cq, &wc));
+	ck_assert_msg(wc.wr_id == wr_id && wc.status == status,
+		      "completion wr_id %" PRIu64 " status %d, expected %"
+		      PRIu64 " status %d", wc.wr_id, wc.status, wr_id, status);
+	if (out)
+		*out = wc;
+}
+
+void post_bind(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
+		      struct rnicpi_mw *mw, uint32_t rkey, struct tbuf *b,
+		      uint64_t off, uint64_t len, unsigned int access)
+{
+	struct rnicpi_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = RNICPI_WR_BIND_MW;
+	wr.wr.bind_mw.mw = mw;
+	wr.wr.bind_mw.rkey = rkey;
+	wr.wr.bind_mw.bind_info.mr = b->mr;
+	wr.wr.bind_mw.bind_info.addr = tbuf_va(b) + off;
+	wr.wr.bind_mw.bind_info.length = len;
+	wr.wr.bind_mw.bind_info.access = access;
+	post_one(&p->t, s, &wr, NULL);
+}
+
+void post_rdma(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
+		      enum rnicpi_wr_opcode op, struct tbuf *local,
+		      uint64_t remote, uint32_t rkey)
+{
+	struct rnicpi_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.wr.rdma.remote_addr = remote;
+	wr.wr.rdma.rkey = rkey;
+	post_one(&p->t, s, &wr, local);
+}
+
+/* IBA 10.6.7: windows onto a region that itself grants no remote right. */

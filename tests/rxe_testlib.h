@@ -89,4 +89,57 @@ int rxe_t_wait_wc(struct rxe_t_dev *t, struct rnicpi_cq *cq,
 void rxe_t_gid_v4(union rnicpi_gid *gid, const char *ipv4);
 void rxe_t_gid_v6(union rnicpi_gid *gid, const char *ipv6);
 
+/* ------------------------------------------------------------------ */
+/* Guarded buffers, connected pairs, posting and waiting (ck_assert on  */
+/* every failure)                                                      */
+/* ------------------------------------------------------------------ */
+
+#define GUARD 64
+#define GUARD_BYTE 0xee
+
+/* A buffer with GUARD bytes before and after, registered whole. */
+struct tbuf {
+	uint8_t *mem;
+	size_t size;
+	struct rnicpi_mr *mr;
+};
+
+#define all_access (RNICPI_ACCESS_LOCAL_WRITE | RNICPI_ACCESS_REMOTE_WRITE | \
+		    RNICPI_ACCESS_REMOTE_READ | RNICPI_ACCESS_REMOTE_ATOMIC)
+
+void tbuf_alloc(struct rxe_t_dev *t, struct tbuf *b, size_t size,
+		uint8_t fill, unsigned int access);
+void tbuf_pattern(struct tbuf *b, uint32_t seed);
+uint64_t tbuf_va(const struct tbuf *b);
+void tbuf_free(struct rxe_t_dev *t, struct tbuf *b);
+/* The GUARD bytes on both sides are untouched. */
+void assert_guards(const struct tbuf *b);
+
+/* Two RC QPs on one device, connected to each other. */
+struct pair {
+	struct rxe_t_dev t;
+	struct rxe_t_side a, b;
+};
+
+void pair_open_opts(struct pair *p, const struct rxe_t_conn_opts *o,
+		    const struct rnicpi_option *options);
+void pair_open(struct pair *p, const struct rxe_t_conn_opts *o);
+/* New QPs on the same device (the old ones are in ERR). */
+void pair_renew(struct pair *p, const struct rxe_t_conn_opts *o);
+void pair_close(struct pair *p);
+void post_recv_buf(struct pair *p, struct rxe_t_side *s, struct tbuf *b,
+		   uint64_t wr_id);
+/* Post @wr signalled, with @src (if any) as its one SGE. */
+void post_one(struct rxe_t_dev *t, struct rxe_t_side *s,
+	      struct rnicpi_send_wr *wr, struct tbuf *src);
+/* The next completion on @cq is @wr_id with @status. */
+void expect_wc(struct rxe_t_dev *t, struct rnicpi_cq *cq, uint64_t wr_id,
+	       enum rnicpi_wc_status status, struct rnicpi_wc *out);
+void post_bind(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
+	       struct rnicpi_mw *mw, uint32_t rkey, struct tbuf *b,
+	       uint64_t off, uint64_t len, unsigned int access);
+void post_rdma(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
+	       enum rnicpi_wr_opcode op, struct tbuf *local, uint64_t remote,
+	       uint32_t rkey);
+
 #endif

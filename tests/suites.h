@@ -11,6 +11,8 @@
 	X(suite_rnicpi_util, "rnicpi-util")                                  \
 	X(suite_rxe_wire, "rxe-wire")                                        \
 	X(suite_rxe_loopback, "rxe-loopback")                                \
+	X(suite_rxe_memory, "rxe-memory")                                    \
+	X(suite_rxe_ud, "rxe-ud")                                            \
 	X(suite_rxe_faults, "rxe-faults")                                    \
 	X(suite_rxe_hostile, "rxe-hostile")
 
