@@ -107,14 +107,20 @@ void rxe_t_events_reset(void)
 bool rxe_t_has_event(enum rnicpi_event_type type, struct rnicpi_qp *qp)
 {
 	bool found = false;
-	unsigned int i;
+	unsigned int i, tries;
 
-	pthread_mutex_lock(&events_lock);
-	for (i = 0; i < rxe_t_n_events; i++)
-		if (rxe_t_events[i].type == type &&
-		    (!qp || rxe_t_events[i].element.qp == qp))
-			found = true;
-	pthread_mutex_unlock(&events_lock);
+	/* Events come from the progress thread after it let go of the QP,
+	 * possibly just after the packet or completion the test saw. */
+	for (tries = 0; !found && tries < 100000; tries++) {
+		pthread_mutex_lock(&events_lock);
+		for (i = 0; i < rxe_t_n_events; i++)
+			if (rxe_t_events[i].type == type &&
+			    (!qp || rxe_t_events[i].element.qp == qp))
+				found = true;
+		pthread_mutex_unlock(&events_lock);
+		if (!found)
+			usleep(100);
+	}
 	return found;
 }
 

@@ -58,7 +58,9 @@ extern struct rnicpi_async_event rxe_t_events[RXE_T_MAX_EVENTS];
 extern unsigned int rxe_t_n_events;
 extern const struct rnicpi_core_ops rxe_t_core_ops;
 void rxe_t_events_reset(void);
-/* Whether an event of @type arrived for @qp (NULL: any element). */
+/* Whether an event of @type arrived for @qp (NULL: any element), waiting
+ * for it up to 10 s (a safety net; events follow the packet that caused
+ * them by microseconds). */
 bool rxe_t_has_event(enum rnicpi_event_type type, struct rnicpi_qp *qp);
 
 /* Fill @nd for "lo" with 127.0.0.1 and ::1 (storage in @addrs[2]). */
