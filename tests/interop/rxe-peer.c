@@ -17,8 +17,9 @@
  *
  * With -G PEER_IP it sends a MAD from our GSI QP (QP1) to the peer's
  * and checks the answer (rxe-gsi.c).
- * With -P write|read|send it is instead a perftest client (ib_write_bw,
- * ib_read_bw, ib_send_bw without -R, see rxe-perftest.c) of SERVER.
+ * With -P write|read|send|atomic it is instead the other side of perftest
+ * (ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw without -R, see
+ * rxe-perftest.c): client of SERVER, or server without one.
  *
  * Without SERVER it listens. -6 uses the interface's IPv6 link-local GID
  * (the guest's GID index 0) instead of its IPv4 one (index 1). Exit 0 when
@@ -196,6 +197,7 @@ int main(int argc, char **argv)
 	const char *gsi_peer = NULL;
 	const char *local = NULL;
 	uint8_t *buf;
+	size_t buf_len;
 	int c, err, sock, gid_index = -1;
 	unsigned int i, rcnt = 0, scnt = 0, routs, pending;
 	struct timespec t0, t1;
@@ -213,9 +215,10 @@ int main(int argc, char **argv)
 			perf = !strcmp(optarg, "write") ? RXE_PERF_WRITE
 			       : !strcmp(optarg, "read") ? RXE_PERF_READ
 			       : !strcmp(optarg, "send") ? RXE_PERF_SEND
+			       : !strcmp(optarg, "atomic") ? RXE_PERF_ATOMIC
 			       : RXE_PERF_NONE;
 			if (perf == RXE_PERF_NONE)
-				die("-P write|read|send", EINVAL);
+				die("-P write|read|send|atomic", EINVAL);
 			break;
 		case '6':
 			v6 = true;
@@ -310,23 +313,28 @@ int main(int argc, char **argv)
 	qa.cap.max_recv_sge = 1;
 	if ((err = ops->create_qp(pd, &qa, &qp)))
 		die("create_qp", err);
-	buf = calloc(1, size ? size : 1);
-	memset(buf, 0x7b, size);
-	if ((err = ops->reg_mr(pd, buf, size ? size : 1, (uint64_t)(uintptr_t)buf,
+	/* perftest clients may walk their target address through a cycle
+	 * buffer of a few pages: give them room. */
+	buf_len = perf ? 2 * (size > 8192 ? size : 8192) : (size ? size : 1);
+	buf = aligned_alloc(4096, (buf_len + 4095) & ~(size_t)4095);
+	memset(buf, 0x7b, buf_len);
+	if ((err = ops->reg_mr(pd, buf, buf_len, (uint64_t)(uintptr_t)buf,
 			       RNICPI_ACCESS_LOCAL_WRITE |
 			       RNICPI_ACCESS_REMOTE_WRITE |
-			       RNICPI_ACCESS_REMOTE_READ, &mr)))
+			       RNICPI_ACCESS_REMOTE_READ |
+			       RNICPI_ACCESS_REMOTE_ATOMIC, &mr)))
 		die("reg_mr", err);
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = RNICPI_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = RNICPI_ACCESS_LOCAL_WRITE |
-			    RNICPI_ACCESS_REMOTE_WRITE | RNICPI_ACCESS_REMOTE_READ;
+			    RNICPI_ACCESS_REMOTE_WRITE | RNICPI_ACCESS_REMOTE_READ |
+			    RNICPI_ACCESS_REMOTE_ATOMIC;
 	if ((err = ops->modify_qp(qp, &a, RNICPI_QP_STATE | RNICPI_QP_PKEY_INDEX |
 				  RNICPI_QP_PORT | RNICPI_QP_ACCESS_FLAGS)))
 		die("INIT", err);
-	for (routs = 0; routs < RX_DEPTH; routs++) {
+	for (routs = 0; !perf && routs < RX_DEPTH; routs++) {
 		struct rnicpi_sge sge = { (uint64_t)(uintptr_t)buf, size, mr->lkey };
 		struct rnicpi_recv_wr rw = { NULL, RECV_WRID, &sge, 1 };
 		const struct rnicpi_recv_wr *bad;
@@ -343,11 +351,9 @@ int main(int argc, char **argv)
 			.mtu = mtu,
 		};
 
-		if (!server)
-			die("-P needs SERVER", EINVAL);
 		ops->query_gid(dev, 1, (uint32_t)gid_index, &ge);
 		pp.gid = ge.gid;
-		err = rxe_perftest_client(&pp, server, perf, iters, size);
+		err = rxe_perftest(&pp, server, perf, iters, size);
 		printf("counters: sent %" PRIu64 " rcvd %" PRIu64
 		       " retransmitted %" PRIu64 " timeouts %" PRIu64
 		       " icrc-errors %" PRIu64 " gso-sends %" PRIu64 "\n",

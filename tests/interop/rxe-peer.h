@@ -22,12 +22,13 @@ enum rxe_perf_test {
 	RXE_PERF_WRITE,
 	RXE_PERF_READ,
 	RXE_PERF_SEND,
+	RXE_PERF_ATOMIC, /* FETCH_AND_ADD, as ib_atomic_bw by default */
 };
 
-/* Run one perftest client against @server; 0 on success. */
-int rxe_perftest_client(struct rxe_peer *pp, const char *server,
-			enum rxe_perf_test test, unsigned int iters,
-			unsigned int size);
+/* Run one perftest test as client of @server, or as server when @server
+ * is NULL; 0 on success. */
+int rxe_perftest(struct rxe_peer *pp, const char *server,
+		 enum rxe_perf_test test, unsigned int iters, unsigned int size);
 
 /* Send a PerfMgt Get(ClassPortInfo) from our QP1 to the peer's QP1 and
  * check its GetResp; 0 on success. */

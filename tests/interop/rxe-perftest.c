@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rxe-peer's perftest client: the out-of-band exchange that perftest
- * (ib_write_bw / ib_read_bw / ib_send_bw without -R, version string
+ * rxe-peer's perftest side, client or server: the out-of-band exchange
+ * that perftest (ib_write_bw / ib_read_bw / ib_send_bw / ib_atomic_bw
+ * without -R, version string
  * "6.06" as Debian 12's perftest 4.5-0.17 sends) runs over TCP port 18515,
  * and the RC traffic of one half-duplex, fixed-iteration run. Facts from
  * perftest's src/perftest_communication.c and {write,read,send}_bw.c:
  *
- *   1. versions: 16 bytes each way (client writes first, always);
+ *   1. versions: 16 bytes each way (the client writes first, always);
  *   2. cycle buffer and cache line size, 4-byte big-endian ints;
  *   3. the path MTU as a 2-byte decimal string of the IBA MTU code;
  *   4. a 108-byte "hand shake" of the QP data with the GID,
  *      "%04x:%04x:%06x:%06x:%08x:%016llx:" (LID, outstanding reads, QPN,
  *      PSN, rkey, VA), 16 "%02x:" GID bytes, "%08x:" SRQN;
- *   5. hand shakes: WRITE/READ two more before the run, one after, then
+ *   5. hand shakes: WRITE/READ/atomic two more before the run, one after,
+ *      then
  *      the client's report (size and iterations as 8-byte big-endian,
  *      peak / average bandwidth and message rate as byte-swapped doubles);
  *      SEND three more before the run and none after;
@@ -60,9 +62,13 @@ static int xread(int fd, void *buf, size_t n)
 	return 0;
 }
 
-/* Client side of ctx_xchg_data: write ours, then read theirs. */
+/* ctx_xchg_data: the client writes first, the server reads first. */
+static bool is_server;
+
 static int xchg(int fd, const void *mine, void *theirs, size_t n)
 {
+	if (is_server)
+		return xread(fd, theirs, n) || xwrite(fd, mine, n) ? -1 : 0;
 	return xwrite(fd, mine, n) || xread(fd, theirs, n) ? -1 : 0;
 }
 
@@ -104,9 +110,58 @@ static uint64_t swap_double(double d)
 	return htobe64(v);
 }
 
-int rxe_perftest_client(struct rxe_peer *pp, const char *server,
-			enum rxe_perf_test test, unsigned int iters,
-			unsigned int size)
+static int post_recvs(struct rxe_peer *pp, unsigned int n, unsigned int size)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct rnicpi_sge sge = { (uint64_t)(uintptr_t)pp->buf, size,
+					  pp->mr->lkey };
+		struct rnicpi_recv_wr rw = { NULL, i, &sge, 1 };
+		const struct rnicpi_recv_wr *bad;
+
+		if (pp->dev->ops->post_recv(pp->qp, &rw, &bad))
+			return -1;
+	}
+	return 0;
+}
+
+/* Server of a SEND test: take @iters messages, keeping receives posted. */
+static int serve_sends(struct rxe_peer *pp, unsigned int iters,
+		       unsigned int size, unsigned int posted)
+{
+	unsigned int got = 0;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < iters) {
+		struct rnicpi_wc wc;
+
+		if (pp->dev->ops->poll_cq(pp->cq, 1, &wc) != 1) {
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (t1.tv_sec - t0.tv_sec > 300)
+				return -1;
+			usleep(20);
+			continue;
+		}
+		if (wc.status != RNICPI_WC_SUCCESS || wc.byte_len != size) {
+			fprintf(stderr, "rxe-peer: receive status %d, %u bytes\n",
+				wc.status, wc.byte_len);
+			return -1;
+		}
+		got++;
+		if (posted < iters) {
+			if (post_recvs(pp, 1, size))
+				return -1;
+			posted++;
+		}
+	}
+	printf("received %u messages of %u bytes\n", got, size);
+	return 0;
+}
+
+int rxe_perftest(struct rxe_peer *pp, const char *server,
+		 enum rxe_perf_test test, unsigned int iters, unsigned int size)
 {
 	const struct rnicpi_device_ops *ops = pp->dev->ops;
 	struct sockaddr_in sin = { .sin_family = AF_INET,
@@ -121,11 +176,29 @@ int rxe_perftest_client(struct rxe_peer *pp, const char *server,
 	double secs, bw;
 	int fd, err, mtu_code;
 
+	is_server = !server;
 	fd = socket(AF_INET, SOCK_STREAM, 0);
-	inet_pton(AF_INET, server, &sin.sin_addr);
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
-		perror("rxe-peer: connect");
-		return 1;
+	if (server) {
+		inet_pton(AF_INET, server, &sin.sin_addr);
+		if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+			perror("rxe-peer: connect");
+			return 1;
+		}
+	} else {
+		int one = 1, lfd = fd;
+
+		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+		    listen(lfd, 1) < 0) {
+			perror("rxe-peer: listen");
+			return 1;
+		}
+		printf("rxe-peer: perftest server on 18515\n");
+		fflush(stdout);
+		fd = accept(lfd, NULL, NULL);
+		close(lfd);
+		if (fd < 0)
+			return 1;
 	}
 	mtu_s[0] = (char)('0' + pp->mtu);
 	mtu_s[1] = 0;
@@ -147,6 +220,7 @@ int rxe_perftest_client(struct rxe_peer *pp, const char *server,
 	me.qpn = pp->qp->qp_num;
 	me.psn = (unsigned int)lrand48() & 0xffffff;
 	me.rkey = pp->mr->rkey;
+	/* perftest's server hands its buffer to the client as is. */
 	me.vaddr = (uint64_t)(uintptr_t)pp->buf;
 	me.gid = pp->gid;
 	if (hand_shake(fd, &me, &rem)) {
@@ -191,11 +265,38 @@ int rxe_perftest_client(struct rxe_peer *pp, const char *server,
 		return 1;
 	}
 	hs_before = test == RXE_PERF_SEND ? 3 : 2;
-	for (i = 0; i < hs_before; i++)
+	for (i = 0; i < hs_before; i++) {
+		/* The SEND server posts its receives before the last one. */
+		if (is_server && test == RXE_PERF_SEND && i == hs_before - 1 &&
+		    post_recvs(pp, iters < 256 ? iters : 256, size))
+			return 1;
 		if (hand_shake(fd, &me, &rem)) {
 			fprintf(stderr, "rxe-peer: hand shake %u failed\n", i + 2);
 			return 1;
 		}
+	}
+	if (is_server) {
+		uint64_t zero = 0, r8;
+
+		if (test == RXE_PERF_SEND) {
+			if (serve_sends(pp, iters, size,
+					iters < 256 ? iters : 256))
+				return 1;
+		} else {
+			/* The client works on our memory alone; then its
+			 * report comes. */
+			if (hand_shake(fd, &me, &rem))
+				return 1;
+			for (i = 0; i < 5; i++)
+				if (xchg(fd, &zero, &r8, 8))
+					return 1;
+			printf("client done, report exchanged\n");
+		}
+		if (hand_shake(fd, &me, &rem) || xwrite(fd, "done", 5))
+			return 1;
+		close(fd);
+		return 0;
+	}
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (done < iters) {
@@ -215,9 +316,18 @@ int rxe_perftest_client(struct rxe_peer *pp, const char *server,
 			wr.send_flags = RNICPI_SEND_SIGNALED;
 			wr.opcode = test == RXE_PERF_WRITE ? RNICPI_WR_RDMA_WRITE
 				    : test == RXE_PERF_READ ? RNICPI_WR_RDMA_READ
-				    : RNICPI_WR_SEND;
-			wr.wr.rdma.remote_addr = rem.vaddr;
-			wr.wr.rdma.rkey = rem.rkey;
+				    : test == RXE_PERF_ATOMIC
+					    ? RNICPI_WR_ATOMIC_FETCH_AND_ADD
+					    : RNICPI_WR_SEND;
+			if (test == RXE_PERF_ATOMIC) {
+				sge.length = 8;
+				wr.wr.atomic.remote_addr = rem.vaddr;
+				wr.wr.atomic.rkey = rem.rkey;
+				wr.wr.atomic.compare_add = 1;
+			} else {
+				wr.wr.rdma.remote_addr = rem.vaddr;
+				wr.wr.rdma.rkey = rem.rkey;
+			}
 			err = ops->post_send(pp->qp, &wr, &bad);
 			if (err) {
 				fprintf(stderr, "rxe-peer: post_send: %s\n",

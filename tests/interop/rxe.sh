@@ -8,9 +8,10 @@
 #
 # Cases: a MAD from our GSI QP to the kernel's QP1 and its answer back
 # (IPv4, IPv6), ibv_rc_pingpong both ways over IPv4 and IPv6, ib_write_bw /
-# ib_read_bw / ib_send_bw (perftest's own exchange, no -R) against our
-# client over IPv4 and write over IPv6, the same with 3% loss both ways on
-# the bridge (nftables in the lab namespace); every RoCE frame captured is
+# ib_read_bw / ib_send_bw / ib_atomic_bw (perftest's own exchange, no -R)
+# with the guest as server and as client over IPv4, write over IPv6, then
+# ping-pong, write and read with 3% loss both ways on the bridge
+# (nftables in the lab namespace); every RoCE frame captured is
 # decoded by tshark's InfiniBand dissector (no malformed frame) and its
 # ICRC checked by the interop README's probes/icrc_check.py.
 # Prints "ok NAME" / "FAIL NAME" per case and "N passed, N failed";
@@ -142,8 +143,19 @@ for t in write read send; do
 		"ib_${t}_bw -d rxe0 -x 1 -n 500 -s 65536 -m 1024" " 65536 *500 " \
 		"${v4[@]}" -P "$t" -n 500 -s 65536 rdmabr0 "$guest_ip"
 done
+guest_server ib_atomic_bw-v4 "ib_atomic_bw -d rxe0 -x 1 -n 500 -m 1024" \
+	" 8 *500 " "${v4[@]}" -P atomic -n 500 -s 8 rdmabr0 "$guest_ip"
 guest_server ib_write_bw-v6 "ib_write_bw -d rxe0 -x 0 -n 200 -s 4096 -m 1024" \
 	" 4096 *200 " -6 -P write -n 200 -s 4096 rdmabr0 "$guest_ip"
+# The kernel as requester, our responder serving its perftest client.
+for t in write read send; do
+	guest_client "ib_${t}_bw-v4-guest-client" \
+		"ib_${t}_bw -d rxe0 -x 1 -n 500 -s 65536 -m 1024 $host_ip" \
+		" 65536 *500 " "${v4[@]}" -P "$t" -n 500 -s 65536 rdmabr0
+done
+guest_client ib_atomic_bw-v4-guest-client \
+	"ib_atomic_bw -d rxe0 -x 1 -n 500 -m 1024 $host_ip" " 8 *500 " \
+	"${v4[@]}" -P atomic -n 500 -s 8 rdmabr0
 
 # 3% of the RoCE datagrams dropped in each direction on the bridge.
 "$rp" ns nft -f - <<'EOF'
@@ -161,6 +173,9 @@ guest_server lossy-ib_write_bw "ib_write_bw -d rxe0 -x 1 -n 300 -s 65536 -m 1024
 	" 65536 *300 " "${v4[@]}" -P write -n 300 -s 65536 rdmabr0 "$guest_ip"
 guest_server lossy-ib_read_bw "ib_read_bw -d rxe0 -x 1 -n 300 -s 65536 -m 1024" \
 	" 65536 *300 " "${v4[@]}" -P read -n 300 -s 65536 rdmabr0 "$guest_ip"
+guest_client lossy-ib_read_bw-guest-client \
+	"ib_read_bw -d rxe0 -x 1 -n 300 -s 65536 -m 1024 $host_ip" \
+	" 65536 *300 " "${v4[@]}" -P read -n 300 -s 65536 rdmabr0
 dropped=$("$rp" ns nft list table inet hrloss |
 	sed -n 's/.*counter packets \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
 retx=$(cat "$work"/lossy-*.ours 2>/dev/null |
