@@ -296,20 +296,29 @@ START_TEST(test_rc_write_read_sizes)
 }
 END_TEST
 
-/* Without GSO every datagram carries IPv4 ID 0 (DF, unconnected socket):
- * the receiver's first guess matches, nothing needs solving. With GSO the
- * kernel numbers the segments 0, 1, 2, ...: the ICRCs still match. */
+/*
+ * The IPv4 IDs our ICRCs assume: without GSO every datagram carries ID 0
+ * (DF, unconnected socket), the receiver's first guess, so nothing needs
+ * solving. With GSO the kernel numbers the segments 0, 1, 2, ...: received
+ * whole through UDP GRO, each segment's index is the receiver's guess and
+ * still nothing needs solving; received one by one (GRO off), segments
+ * after the first are found by the ID solver. No ICRC error either way.
+ */
 START_TEST(test_ipv4_id_assumption)
 {
-	static const struct rnicpi_option no_gso[] = {
+	static const struct rnicpi_option gso_off[] = {
 		{ "gso", "0" }, { NULL, NULL },
 	};
+	static const struct rnicpi_option gro_off[] = {
+		{ "gro", "0" }, { NULL, NULL },
+	};
+	const struct rnicpi_option *opts[] = { gso_off, NULL, gro_off };
 	struct tbuf src, dst;
 	struct rnicpi_send_wr wr;
 	struct pair p;
-	int gso = _i;
+	uint64_t gso, gro, solved;
 
-	pair_open_opts(&p, NULL, gso ? NULL : no_gso);
+	pair_open_opts(&p, NULL, opts[_i]);
 	tbuf_alloc(&p.t, &src, 1u << 20, 0x11, all_access);
 	tbuf_alloc(&p.t, &dst, 1u << 20, 0, all_access);
 	memset(&wr, 0, sizeof(wr));
@@ -321,12 +330,24 @@ START_TEST(test_ipv4_id_assumption)
 	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
 	ck_assert(memcmp(src.mem + GUARD, dst.mem + GUARD, 1u << 20) == 0);
 	ck_assert_uint_eq(rxe_dev_counter(p.t.dev, RXE_CNT_ICRC_ERR), 0);
-	if (gso) {
-		ck_assert_uint_gt(rxe_dev_counter(p.t.dev, RXE_CNT_GSO_SENDS), 0);
-	} else {
-		ck_assert_uint_eq(rxe_dev_counter(p.t.dev, RXE_CNT_GSO_SENDS), 0);
-		ck_assert_uint_eq(rxe_dev_counter(p.t.dev,
-						  RXE_CNT_ICRC_ID_SOLVED), 0);
+	gso = rxe_dev_counter(p.t.dev, RXE_CNT_GSO_SENDS);
+	gro = rxe_dev_counter(p.t.dev, RXE_CNT_GRO_BATCHES);
+	solved = rxe_dev_counter(p.t.dev, RXE_CNT_ICRC_ID_SOLVED);
+	switch (_i) {
+	case 0:
+		ck_assert_uint_eq(gso, 0);
+		ck_assert_uint_eq(solved, 0);
+		break;
+	case 1:
+		ck_assert_uint_gt(gso, 0);
+		ck_assert_uint_gt(gro, 0);
+		ck_assert_uint_eq(solved, 0);
+		break;
+	default:
+		ck_assert_uint_gt(gso, 0);
+		ck_assert_uint_eq(gro, 0);
+		ck_assert_uint_gt(solved, 0);
+		break;
 	}
 	tbuf_free(&p.t, &src);
 	tbuf_free(&p.t, &dst);
@@ -637,7 +658,7 @@ Suite *suite_rxe_loopback(void)
 	tcase_add_loop_test(tc, test_rc_write_read_sizes, 0,
 			    G_N_ELEMENTS(sizes));
 	tcase_add_loop_test(tc, test_rc_path_mtus, 0, 5);
-	tcase_add_loop_test(tc, test_ipv4_id_assumption, 0, 2);
+	tcase_add_loop_test(tc, test_ipv4_id_assumption, 0, 3);
 	tcase_add_test(tc, test_rc_ipv6);
 	tcase_add_test(tc, test_rc_rnr);
 	tcase_add_test(tc, test_rc_many_in_flight);

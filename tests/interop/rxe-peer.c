@@ -535,7 +535,7 @@ int main(int argc, char **argv)
 	printf("counters: sent %" PRIu64 " rcvd %" PRIu64 " retransmitted %"
 	       PRIu64 " timeouts %" PRIu64 " seq-naks %" PRIu64 "/%" PRIu64
 	       " icrc-errors %" PRIu64 " ipv4-id-solved %" PRIu64
-	       " gso-sends %" PRIu64 "\n",
+	       " gso-sends %" PRIu64 " gro-batches %" PRIu64 "\n",
 	       rxe_dev_counter(dev, RXE_CNT_SENT_PKTS),
 	       rxe_dev_counter(dev, RXE_CNT_RCVD_PKTS),
 	       rxe_dev_counter(dev, RXE_CNT_RETRANSMITS),
@@ -544,7 +544,8 @@ int main(int argc, char **argv)
 	       rxe_dev_counter(dev, RXE_CNT_SEQ_NAKS_RCVD),
 	       rxe_dev_counter(dev, RXE_CNT_ICRC_ERR),
 	       rxe_dev_counter(dev, RXE_CNT_ICRC_ID_SOLVED),
-	       rxe_dev_counter(dev, RXE_CNT_GSO_SENDS));
+	       rxe_dev_counter(dev, RXE_CNT_GSO_SENDS),
+	       rxe_dev_counter(dev, RXE_CNT_GRO_BATCHES));
 	close(sock);
 	/* Let the last ACK go out before the QP goes away. */
 	usleep(200000);

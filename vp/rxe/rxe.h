@@ -70,6 +70,7 @@
 	X(OUT_OF_SEQ, "out_of_sequence_responses")                          \
 	X(SEND_ERR, "send_errors")             /* sendmmsg failed */        \
 	X(GSO_SENDS, "gso_sends")              /* runs sent as one */       \
+	X(GRO_BATCHES, "gro_batches")          /* runs received as one */   \
 	X(FAULT_DROPS, "fault_drops")          /* test fault hooks */     \
 	X(FAULT_DUPS, "fault_dups")                                         \
 	X(FAULT_REORDERS, "fault_reorders")
@@ -138,6 +139,7 @@ struct rxe_dev {
 	uint32_t fault_reorder_ppm;
 	uint32_t fault_seed;
 	atomic_bool gso;		/* option "gso": UDP GSO for runs */
+	atomic_bool gro;		/* option "gro": UDP GRO on receive */
 
 	atomic_uint_fast64_t counters[RXE_NUM_COUNTERS];
 };
@@ -660,9 +662,11 @@ void rxe_queue_ack(struct rxe_qp *qp);
 void rxe_timer_set(struct rxe_qp *qp, uint64_t usec);
 void rxe_dev_wake(struct rxe_dev *dev);
 
-/* rxe_recv.c: check and dispatch one received packet. */
+/* rxe_recv.c: check and dispatch one received packet; @ip_id_hint is the
+ * IPv4 ID to try first for the ICRC (the segment's index in a GRO run). */
 void rxe_rcv(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
-	     const struct sockaddr_storage *src, int gid_index);
+	     const struct sockaddr_storage *src, int gid_index,
+	     uint16_t ip_id_hint);
 
 /* rxe_req.c: transmit what the SQ holds (under qp->lock). */
 void rxe_req_run(struct rxe_qp *qp);

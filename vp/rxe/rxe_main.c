@@ -325,6 +325,7 @@ static int apply_options(struct rxe_dev *dev,
 		const char *key;
 		size_t off;
 		uint32_t lo, hi;
+		bool flag;	/* an atomic_bool, 0 or 1 */
 	} known[] = {
 		{ "ack_every", offsetof(struct rxe_dev, ack_every), 1, 4096 },
 		{ "fault_drop_ppm", offsetof(struct rxe_dev, fault_drop_ppm),
@@ -335,13 +336,14 @@ static int apply_options(struct rxe_dev *dev,
 		  offsetof(struct rxe_dev, fault_reorder_ppm), 0, 1000000 },
 		{ "fault_seed", offsetof(struct rxe_dev, fault_seed), 0,
 		  UINT32_MAX },
-		{ "gso", 0, 0, 1 },
+		{ "gro", offsetof(struct rxe_dev, gro), 0, 1, true },
+		{ "gso", offsetof(struct rxe_dev, gso), 0, 1, true },
 		{ "max_unacked", offsetof(struct rxe_dev, max_unacked), 1,
 		  1u << 20 },
 		{ "tx_burst", offsetof(struct rxe_dev, tx_burst), 1, 4096 },
 	};
 	const struct rnicpi_option *o;
-	uint32_t flag;
+	uint32_t v;
 	size_t i;
 
 	for (o = options; o && o->key; o++) {
@@ -353,18 +355,18 @@ static int apply_options(struct rxe_dev *dev,
 			return -EINVAL;
 		}
 		if (!o->value ||
-		    parse_u32(o->value, known[i].lo, known[i].hi,
-			      known[i].off ? (uint32_t *)((char *)dev +
-							  known[i].off)
-					   : &flag)) {
+		    parse_u32(o->value, known[i].lo, known[i].hi, &v)) {
 			rxe_dev_warn(dev, "option %s: bad value \"%s\" "
 				     "(expected %u..%u)", o->key,
 				     o->value ? o->value : "(null)",
 				     known[i].lo, known[i].hi);
 			return -EINVAL;
 		}
-		if (!known[i].off)
-			atomic_store(&dev->gso, flag != 0);
+		if (known[i].flag)
+			atomic_store((atomic_bool *)((char *)dev + known[i].off),
+				     v != 0);
+		else
+			*(uint32_t *)((char *)dev + known[i].off) = v;
 	}
 	return 0;
 }
@@ -415,6 +417,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	dev->ack_every = 16;
 	dev->tx_burst = 32;
 	atomic_init(&dev->gso, true);
+	atomic_init(&dev->gro, true);
 	dev->epfd = -1;
 	dev->wake_fd = -1;
 	for (i = 0; i < RXE_MAX_GID; i++)

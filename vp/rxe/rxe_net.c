@@ -80,6 +80,11 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 				 sizeof(one));
 	}
 	set_bufsize(fd, SO_RCVBUFFORCE, SO_RCVBUF);
+	/* Runs of same-size packets may arrive coalesced (UDP GRO), one
+	 * receive for many; rx_one() cuts them apart. Kernels without it
+	 * just say no. */
+	if (atomic_load(&dev->gro))
+		(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&g->addr, len) < 0) {
 		err = -errno;
 		rxe_dev_warn(dev, "GID %d: bind %s port %u: %s", index, buf,
@@ -435,10 +440,17 @@ void rxe_queue_ack(struct rxe_qp *qp)
 /* Progress thread                                                    */
 /* ------------------------------------------------------------------ */
 
+/* With UDP GRO a receive slot holds up to 64 KiB of same-size packets. */
+#define RXE_RX_SLOT 65536
+
 struct rx_batch {
 	struct mmsghdr msgs[RXE_RX_BATCH];
 	struct iovec iov[RXE_RX_BATCH];
 	struct sockaddr_storage src[RXE_RX_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm[RXE_RX_BATCH];
 	uint8_t *buf;
 };
 
@@ -454,11 +466,45 @@ static uint32_t fault_rand(uint32_t *s)
 	return x;
 }
 
+/* The GRO segment size the kernel reports for message @i, 0 if none. */
+static uint32_t gro_size(struct rx_batch *b, int i)
+{
+	struct msghdr *mh = &b->msgs[i].msg_hdr;
+	struct cmsghdr *c;
+	int size;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			memcpy(&size, CMSG_DATA(c), sizeof(size));
+			return size > 0 ? (uint32_t)size : 0;
+		}
+	return 0;
+}
+
+/* Hand message @i to the receive path, packet by packet when the kernel
+ * coalesced a run of them (UDP GRO: every segment but the last has the
+ * reported size). Segment k of a run we sent with GSO carries IPv4 ID k:
+ * that is the receiver's first guess. */
 static void rx_one(struct rxe_dev *dev, struct rx_batch *b, int i,
 		   int gid_index)
 {
-	rxe_rcv(dev, b->buf + (size_t)i * RXE_MAX_PKT, b->msgs[i].msg_len,
-		&b->src[i], gid_index);
+	uint8_t *p = b->buf + (size_t)i * RXE_RX_SLOT;
+	uint32_t len = b->msgs[i].msg_len, seg = gro_size(b, i), k = 0;
+
+	if (!seg || seg >= len) {
+		rxe_count(dev, RXE_CNT_RCVD_PKTS);
+		rxe_rcv(dev, p, len, &b->src[i], gid_index, 0);
+		return;
+	}
+	rxe_count(dev, RXE_CNT_GRO_BATCHES);
+	while (len > 0) {
+		uint32_t n = len < seg ? len : seg;
+
+		rxe_count(dev, RXE_CNT_RCVD_PKTS);
+		rxe_rcv(dev, p, n, &b->src[i], gid_index, (uint16_t)k++);
+		p += n;
+		len -= n;
+	}
 }
 
 static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
@@ -474,18 +520,19 @@ static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
 	/* A few batches, then let timers and other sockets have a turn. */
 	for (round = 0; round < 4; round++) {
 		for (i = 0; i < RXE_RX_BATCH; i++) {
-			b->iov[i].iov_base = b->buf + (size_t)i * RXE_MAX_PKT;
-			b->iov[i].iov_len = RXE_MAX_PKT;
+			b->iov[i].iov_base = b->buf + (size_t)i * RXE_RX_SLOT;
+			b->iov[i].iov_len = RXE_RX_SLOT;
 			memset(&b->msgs[i].msg_hdr, 0, sizeof(struct msghdr));
 			b->msgs[i].msg_hdr.msg_iov = &b->iov[i];
 			b->msgs[i].msg_hdr.msg_iovlen = 1;
 			b->msgs[i].msg_hdr.msg_name = &b->src[i];
 			b->msgs[i].msg_hdr.msg_namelen = sizeof(b->src[i]);
+			b->msgs[i].msg_hdr.msg_control = b->cm[i].buf;
+			b->msgs[i].msg_hdr.msg_controllen = sizeof(b->cm[i].buf);
 		}
 		n = recvmmsg(fd, b->msgs, RXE_RX_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			return;
-		rxe_count_n(dev, RXE_CNT_RCVD_PKTS, (uint64_t)n);
 		for (i = 0; i < n; i++) {
 			int j = i;
 
@@ -605,7 +652,7 @@ static void *progress_thread(void *arg)
 	uint32_t seed = dev->fault_seed ? dev->fault_seed : 0x2545f491u;
 	bool more = false;
 
-	b->buf = g_malloc((size_t)RXE_RX_BATCH * RXE_MAX_PKT);
+	b->buf = g_malloc((size_t)RXE_RX_BATCH * RXE_RX_SLOT);
 	while (!atomic_load(&dev->stop)) {
 		int n = epoll_wait(dev->epfd, evs, G_N_ELEMENTS(evs),
 				   more ? 0 : -1);

@@ -52,8 +52,8 @@ static bool icrc_ok(struct rxe_dev *dev, const struct rxe_icrc_addr *a,
 	if (a->family == AF_INET &&
 	    rxe_icrc_solve_ipv4_id(have, want, len, &id_xor, &df_xor)) {
 		rxe_count(dev, RXE_CNT_ICRC_ID_SOLVED);
-		rxe_dev_dbg(dev, "ICRC: peer's IPv4 ID 0x%04x, DF %s", id_xor,
-			    df_xor ? "clear" : "set");
+		rxe_dev_dbg(dev, "ICRC: peer's IPv4 ID 0x%04x, DF %s",
+			    a->ip_id ^ id_xor, df_xor ? "clear" : "set");
 		return true;
 	}
 	return false;
@@ -116,7 +116,8 @@ static bool pkey_ok(uint16_t pkey)
 }
 
 void rxe_rcv(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
-	     const struct sockaddr_storage *src, int gid_index)
+	     const struct sockaddr_storage *src, int gid_index,
+	     uint16_t ip_id_hint)
 {
 	struct rxe_icrc_addr a;
 	struct rxe_pkt pkt;
@@ -137,6 +138,8 @@ void rxe_rcv(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 	}
 	icrc_addr_rx(dev, src, gid_index, &a);
 	pthread_mutex_unlock(&dev->lock);
+	if (a.family == AF_INET)
+		a.ip_id = ip_id_hint;
 	if (!icrc_ok(dev, &a, buf, len)) {
 		rxe_dev_dbg(dev, "drop: bad ICRC (opcode 0x%02x, %u bytes)",
 			    buf[0], len);
