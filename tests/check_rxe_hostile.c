@@ -243,7 +243,7 @@ START_TEST(test_write_ack_and_duplicate)
 }
 END_TEST
 
-/* Each bad R_Key case: NAK remote access error (C9-88), QP to ERR, an
+/* Each bad R_Key case: NAK remote access error, QP to ERR, an
  * access-error event, memory untouched. */
 static void check_access_nak(int which)
 {
@@ -342,7 +342,7 @@ START_TEST(test_bad_opcode_sequence)
 
 	hostile_open(&h);
 	memset(data, 0x5a, sizeof(data));
-	/* SEND_MIDDLE with no SEND_FIRST: invalid request (C9-?). */
+	/* SEND_MIDDLE with no SEND_FIRST: invalid request. */
 	send_raw(&h, IB_OP_SEND_MIDDLE, h.s.qp->qp_num, RQ_PSN, NULL, 0, data,
 		 1024, 0);
 	expect_nak(&h, RQ_PSN, AETH_TYPE_NAK | AETH_NAK_INVALID_REQ);
@@ -381,7 +381,7 @@ START_TEST(test_psn_out_of_window)
 	hostile_open(&h);
 	memset(data, 0x5a, sizeof(data));
 	/* Far ahead: PSN sequence error NAK naming the PSN we expect
-	 * (C9-110), once; the packet is not executed. */
+	 *, once; the packet is not executed. */
 	send_write(&h, IB_OP_WRITE_ONLY, RQ_PSN + 0x400000, va(&h, 0),
 		   h.mr->rkey, 64, data, 64);
 	expect_nak(&h, RQ_PSN, AETH_TYPE_NAK | AETH_NAK_PSN_SEQ_ERR);
@@ -466,7 +466,7 @@ START_TEST(test_read_and_atomic_replay)
 	ck_assert_uint_eq(r.opcode, IB_OP_ATOMIC_ACK);
 	ck_assert_uint_eq(r.atomic_orig, 0);
 	memcpy(&v, h.mem + GUARD, 8);
-	ck_assert_uint_eq(v, 5); /* executed once (C9-114) */
+	ck_assert_uint_eq(v, 5); /* executed once */
 	/* A misaligned atomic is an invalid request. */
 	atmeth_set(&atm, va(&h, 4), h.mr->rkey, 5, 0);
 	send_raw(&h, IB_OP_FETCH_ADD, h.s.qp->qp_num, RQ_PSN + 3, &atm,

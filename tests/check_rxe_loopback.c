@@ -191,36 +191,37 @@ START_TEST(test_rc_send_sizes)
 {
 	struct rxe_t_conn_opts o = { .psn = { 0xfffff0, 0x123 } };
 	uint32_t size = sizes[_i];
-	struct tbuf src, dst;
+	struct rxe_t_buf src, dst;
 	struct rnicpi_send_wr wr;
 	struct rnicpi_wc wc;
-	struct pair p;
+	struct rxe_t_pair p;
 
-	pair_open(&p, &o);
-	tbuf_alloc(&p.t, &src, size, 0, all_access);
-	tbuf_pattern(&src, 3);
-	tbuf_alloc(&p.t, &dst, size, 0x55, all_access);
-	post_recv_buf(&p, &p.b, &dst, 100);
+	rxe_t_pair_open(&p, &o);
+	rxe_t_buf_alloc(&p.t, &src, size, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 3);
+	rxe_t_buf_alloc(&p.t, &dst, size, 0x55, RXE_T_ALL_ACCESS);
+	rxe_t_post_recv(&p, &p.b, &dst, 100);
 
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 1;
 	wr.opcode = RNICPI_WR_SEND_WITH_IMM;
 	wr.ex.imm_data = 0xa1b2c3d4;
-	post_one(&p.t, &p.a, &wr, &src);
-	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, &wc);
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, &wc);
 	ck_assert_int_eq(wc.opcode, RNICPI_WC_SEND);
-	expect_wc(&p.t, p.b.rcq, 100, RNICPI_WC_SUCCESS, &wc);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 100, RNICPI_WC_SUCCESS, &wc);
 	ck_assert_int_eq(wc.opcode, RNICPI_WC_RECV);
 	ck_assert_uint_eq(wc.byte_len, size);
 	ck_assert(wc.wc_flags & RNICPI_WC_WITH_IMM);
 	ck_assert_uint_eq(wc.imm_data, 0xa1b2c3d4);
 	ck_assert_uint_eq(wc.src_qp, p.a.qp->qp_num);
-	ck_assert(memcmp(src.mem + GUARD, dst.mem + GUARD, size) == 0);
-	assert_guards(&dst);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, size) ==
+		  0);
+	rxe_t_assert_guards(&dst);
 
-	tbuf_free(&p.t, &src);
-	tbuf_free(&p.t, &dst);
-	pair_close(&p);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
 }
 END_TEST
 
@@ -228,71 +229,75 @@ START_TEST(test_rc_write_read_sizes)
 {
 	struct rxe_t_conn_opts o = { .psn = { 0x7ffff8, 0xfffffa } };
 	uint32_t size = sizes[_i];
-	struct tbuf src, dst, back, rbuf;
+	struct rxe_t_buf src, dst, back, rbuf;
 	struct rnicpi_send_wr wr;
 	struct rnicpi_wc wc;
-	struct pair p;
+	struct rxe_t_pair p;
 
-	pair_open(&p, &o);
-	tbuf_alloc(&p.t, &src, size, 0, all_access);
-	tbuf_pattern(&src, 11);
-	tbuf_alloc(&p.t, &dst, size, 0x55, all_access);
-	tbuf_alloc(&p.t, &back, size, 0x66, all_access);
-	tbuf_alloc(&p.t, &rbuf, 16, 0, all_access);
+	rxe_t_pair_open(&p, &o);
+	rxe_t_buf_alloc(&p.t, &src, size, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 11);
+	rxe_t_buf_alloc(&p.t, &dst, size, 0x55, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &back, size, 0x66, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &rbuf, 16, 0, RXE_T_ALL_ACCESS);
 
 	/* RDMA WRITE a -> b */
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 1;
 	wr.opcode = RNICPI_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = tbuf_va(&dst);
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
 	wr.wr.rdma.rkey = dst.mr->rkey;
-	post_one(&p.t, &p.a, &wr, &src);
-	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, &wc);
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, &wc);
 	ck_assert_int_eq(wc.opcode, RNICPI_WC_RDMA_WRITE);
-	ck_assert(memcmp(src.mem + GUARD, dst.mem + GUARD, size) == 0);
-	assert_guards(&dst);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, size) ==
+		  0);
+	rxe_t_assert_guards(&dst);
 
 	/* RDMA READ it back b -> a */
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 2;
 	wr.opcode = RNICPI_WR_RDMA_READ;
-	wr.wr.rdma.remote_addr = tbuf_va(&dst);
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
 	wr.wr.rdma.rkey = dst.mr->rkey;
-	post_one(&p.t, &p.a, &wr, &back);
-	expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, &wc);
+	rxe_t_post(&p.t, &p.a, &wr, &back);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, &wc);
 	ck_assert_int_eq(wc.opcode, RNICPI_WC_RDMA_READ);
 	ck_assert_uint_eq(wc.byte_len, size);
-	ck_assert(memcmp(src.mem + GUARD, back.mem + GUARD, size) == 0);
-	assert_guards(&back);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, back.mem + RXE_T_GUARD, size) ==
+		  0);
+	rxe_t_assert_guards(&back);
 
 	/* RDMA WRITE with immediate consumes a receive at b. */
-	memset(dst.mem + GUARD, 0, size);
-	post_recv_buf(&p, &p.b, &rbuf, 300);
+	memset(dst.mem + RXE_T_GUARD, 0, size);
+	rxe_t_post_recv(&p, &p.b, &rbuf, 300);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 3;
 	wr.opcode = RNICPI_WR_RDMA_WRITE_WITH_IMM;
 	wr.ex.imm_data = 0x01020304;
-	wr.wr.rdma.remote_addr = tbuf_va(&dst);
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
 	wr.wr.rdma.rkey = dst.mr->rkey;
-	post_one(&p.t, &p.a, &wr, &src);
-	expect_wc(&p.t, p.a.scq, 3, RNICPI_WC_SUCCESS, NULL);
-	expect_wc(&p.t, p.b.rcq, 300, RNICPI_WC_SUCCESS, &wc);
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 3, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 300, RNICPI_WC_SUCCESS, &wc);
 	ck_assert_int_eq(wc.opcode, RNICPI_WC_RECV_RDMA_WITH_IMM);
 	ck_assert_uint_eq(wc.imm_data, 0x01020304);
 	ck_assert_uint_eq(wc.byte_len, size);
-	ck_assert(memcmp(src.mem + GUARD, dst.mem + GUARD, size) == 0);
-	assert_guards(&dst);
-	assert_guards(&rbuf);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, size) ==
+		  0);
+	rxe_t_assert_guards(&dst);
+	rxe_t_assert_guards(&rbuf);
 	ck_assert_uint_eq(rxe_dev_counter(p.t.dev, RXE_CNT_ICRC_ERR), 0);
 	/* Runs of full-MTU packets went out as UDP GSO datagrams. */
 	if (size >= 4 * 4096)
-		ck_assert_uint_gt(rxe_dev_counter(p.t.dev, RXE_CNT_GSO_SENDS), 0);
+		ck_assert_uint_gt(rxe_dev_counter(p.t.dev, RXE_CNT_GSO_SENDS),
+				  0);
 
-	tbuf_free(&p.t, &src);
-	tbuf_free(&p.t, &dst);
-	tbuf_free(&p.t, &back);
-	tbuf_free(&p.t, &rbuf);
-	pair_close(&p);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_buf_free(&p.t, &back);
+	rxe_t_buf_free(&p.t, &rbuf);
+	rxe_t_pair_close(&p);
 }
 END_TEST
 
@@ -313,22 +318,23 @@ START_TEST(test_ipv4_id_assumption)
 		{ "gro", "0" }, { NULL, NULL },
 	};
 	const struct rnicpi_option *opts[] = { gso_off, NULL, gro_off };
-	struct tbuf src, dst;
+	struct rxe_t_buf src, dst;
 	struct rnicpi_send_wr wr;
-	struct pair p;
+	struct rxe_t_pair p;
 	uint64_t gso, gro, solved;
 
-	pair_open_opts(&p, NULL, opts[_i]);
-	tbuf_alloc(&p.t, &src, 1u << 20, 0x11, all_access);
-	tbuf_alloc(&p.t, &dst, 1u << 20, 0, all_access);
+	rxe_t_pair_open_opts(&p, NULL, opts[_i]);
+	rxe_t_buf_alloc(&p.t, &src, 1u << 20, 0x11, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 1u << 20, 0, RXE_T_ALL_ACCESS);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 1;
 	wr.opcode = RNICPI_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = tbuf_va(&dst);
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
 	wr.wr.rdma.rkey = dst.mr->rkey;
-	post_one(&p.t, &p.a, &wr, &src);
-	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
-	ck_assert(memcmp(src.mem + GUARD, dst.mem + GUARD, 1u << 20) == 0);
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD,
+			 1u << 20) == 0);
 	ck_assert_uint_eq(rxe_dev_counter(p.t.dev, RXE_CNT_ICRC_ERR), 0);
 	gso = rxe_dev_counter(p.t.dev, RXE_CNT_GSO_SENDS);
 	gro = rxe_dev_counter(p.t.dev, RXE_CNT_GRO_BATCHES);
@@ -349,117 +355,122 @@ START_TEST(test_ipv4_id_assumption)
 		ck_assert_uint_gt(solved, 0);
 		break;
 	}
-	tbuf_free(&p.t, &src);
-	tbuf_free(&p.t, &dst);
-	pair_close(&p);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
 }
 END_TEST
 
 /* Every path MTU (IBA 9.7.2 segmentation): a 70000-byte SEND and READ. */
 START_TEST(test_rc_path_mtus)
 {
-	struct rxe_t_conn_opts o = { .mtu = (enum rnicpi_mtu)(RNICPI_MTU_256 + _i),
+	struct rxe_t_conn_opts o = { .mtu = (enum rnicpi_mtu)(RNICPI_MTU_256 +
+							      _i),
 				     .psn = { 0xfffffe, 0xfffff0 } };
-	struct tbuf src, dst, back;
+	struct rxe_t_buf src, dst, back;
 	struct rnicpi_send_wr wr;
 	struct rnicpi_qp_attr qa;
-	struct pair p;
+	struct rxe_t_pair p;
 
-	pair_open(&p, &o);
+	rxe_t_pair_open(&p, &o);
 	ck_assert_ok(p.t.ops->query_qp(p.a.qp, &qa, RNICPI_QP_PATH_MTU, NULL));
 	ck_assert_int_eq(qa.path_mtu, o.mtu);
-	tbuf_alloc(&p.t, &src, 70000, 0, all_access);
-	tbuf_pattern(&src, 7);
-	tbuf_alloc(&p.t, &dst, 70000, 0, all_access);
-	tbuf_alloc(&p.t, &back, 70000, 0, all_access);
-	post_recv_buf(&p, &p.b, &dst, 1);
+	rxe_t_buf_alloc(&p.t, &src, 70000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 7);
+	rxe_t_buf_alloc(&p.t, &dst, 70000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &back, 70000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_post_recv(&p, &p.b, &dst, 1);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 1;
 	wr.opcode = RNICPI_WR_SEND;
-	post_one(&p.t, &p.a, &wr, &src);
-	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
-	expect_wc(&p.t, p.b.rcq, 1, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 1, RNICPI_WC_SUCCESS, NULL);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 2;
 	wr.opcode = RNICPI_WR_RDMA_READ;
-	wr.wr.rdma.remote_addr = tbuf_va(&dst);
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
 	wr.wr.rdma.rkey = dst.mr->rkey;
-	post_one(&p.t, &p.a, &wr, &back);
-	expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, NULL);
-	ck_assert(memcmp(src.mem + GUARD, back.mem + GUARD, 70000) == 0);
-	assert_guards(&dst);
-	assert_guards(&back);
+	rxe_t_post(&p.t, &p.a, &wr, &back);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, back.mem + RXE_T_GUARD,
+			 70000) == 0);
+	rxe_t_assert_guards(&dst);
+	rxe_t_assert_guards(&back);
 	/* ceil(70000 / MTU) packets each way plus the READ request. */
-	ck_assert_uint_ge(rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS),
-			  2 * ((70000 + (128u << o.mtu) - 1) / (128u << o.mtu)) + 1);
-	tbuf_free(&p.t, &src);
-	tbuf_free(&p.t, &dst);
-	tbuf_free(&p.t, &back);
-	pair_close(&p);
+	ck_assert_uint_ge(
+		rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS),
+		2 * ((70000 + (128u << o.mtu) - 1) / (128u << o.mtu)) + 1);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_buf_free(&p.t, &back);
+	rxe_t_pair_close(&p);
 }
 END_TEST
 
 START_TEST(test_rc_ipv6)
 {
 	struct rxe_t_conn_opts o = { .sgid_index = 1, .mtu = RNICPI_MTU_1024 };
-	struct tbuf src, dst;
+	struct rxe_t_buf src, dst;
 	struct rnicpi_send_wr wr;
-	struct pair p;
+	struct rxe_t_pair p;
 
-	pair_open(&p, &o);
-	tbuf_alloc(&p.t, &src, 100000, 0, all_access);
-	tbuf_pattern(&src, 5);
-	tbuf_alloc(&p.t, &dst, 100000, 0, all_access);
-	post_recv_buf(&p, &p.b, &dst, 9);
+	rxe_t_pair_open(&p, &o);
+	rxe_t_buf_alloc(&p.t, &src, 100000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 5);
+	rxe_t_buf_alloc(&p.t, &dst, 100000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_post_recv(&p, &p.b, &dst, 9);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 1;
 	wr.opcode = RNICPI_WR_SEND;
-	post_one(&p.t, &p.a, &wr, &src);
-	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
-	expect_wc(&p.t, p.b.rcq, 9, RNICPI_WC_SUCCESS, NULL);
-	ck_assert(memcmp(src.mem + GUARD, dst.mem + GUARD, 100000) == 0);
-	assert_guards(&dst);
-	tbuf_free(&p.t, &src);
-	tbuf_free(&p.t, &dst);
-	pair_close(&p);
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 9, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD,
+			 100000) == 0);
+	rxe_t_assert_guards(&dst);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
 }
 END_TEST
 
 START_TEST(test_rc_rnr)
 {
 	struct rxe_t_conn_opts o = { .min_rnr_timer = 12 /* 0.64 ms */ };
-	struct tbuf src, dst;
+	struct rxe_t_buf src, dst;
 	struct rnicpi_send_wr wr;
-	struct pair p;
+	struct rxe_t_pair p;
 
-	pair_open(&p, &o);
-	tbuf_alloc(&p.t, &src, 5000, 0x42, all_access);
-	tbuf_alloc(&p.t, &dst, 5000, 0, all_access);
+	rxe_t_pair_open(&p, &o);
+	rxe_t_buf_alloc(&p.t, &src, 5000, 0x42, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 5000, 0, RXE_T_ALL_ACCESS);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 1;
 	wr.opcode = RNICPI_WR_SEND;
-	post_one(&p.t, &p.a, &wr, &src);
+	rxe_t_post(&p.t, &p.a, &wr, &src);
 	/* No receive yet: the responder answers RNR NAK, the requester
 	 * waits and tries again (rnr_retry 7 = forever). */
 	while (rxe_dev_counter(p.t.dev, RXE_CNT_RNR_NAKS_RCVD) < 2)
 		usleep(100);
-	post_recv_buf(&p, &p.b, &dst, 5);
-	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
-	expect_wc(&p.t, p.b.rcq, 5, RNICPI_WC_SUCCESS, NULL);
-	ck_assert(memcmp(src.mem + GUARD, dst.mem + GUARD, 5000) == 0);
+	rxe_t_post_recv(&p, &p.b, &dst, 5);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 5, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, 5000) ==
+		  0);
 	ck_assert_uint_ge(rxe_dev_counter(p.t.dev, RXE_CNT_RNR_NAKS_SENT), 2);
 
 	/* rnr_retry 0: the first RNR NAK ends it. */
 	o.rnr_retry = 8;
-	pair_renew(&p, &o);
+	rxe_t_pair_renew(&p, &o);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 2;
 	wr.opcode = RNICPI_WR_SEND;
-	post_one(&p.t, &p.a, &wr, &src);
-	expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_RNR_RETRY_EXC_ERR, NULL);
-	tbuf_free(&p.t, &src);
-	tbuf_free(&p.t, &dst);
-	pair_close(&p);
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_RNR_RETRY_EXC_ERR, NULL);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
 }
 END_TEST
 
@@ -469,18 +480,18 @@ START_TEST(test_rc_many_in_flight)
 	 * in between: completions arrive in order. */
 	struct rxe_t_conn_opts o = { .mtu = RNICPI_MTU_1024, .max_send_wr = 512,
 				     .max_recv_wr = 512 };
-	struct tbuf src, dst, rd;
-	struct pair p;
+	struct rxe_t_buf src, dst, rd;
+	struct rxe_t_pair p;
 	struct rnicpi_wc wc;
 	unsigned int i;
 
-	pair_open(&p, &o);
-	tbuf_alloc(&p.t, &src, 3000, 0, all_access);
-	tbuf_pattern(&src, 1);
-	tbuf_alloc(&p.t, &dst, 200 * 3000, 0, all_access);
-	tbuf_alloc(&p.t, &rd, 3000, 0, all_access);
+	rxe_t_pair_open(&p, &o);
+	rxe_t_buf_alloc(&p.t, &src, 3000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 1);
+	rxe_t_buf_alloc(&p.t, &dst, 200 * 3000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &rd, 3000, 0, RXE_T_ALL_ACCESS);
 	for (i = 0; i < 200; i++) {
-		struct rnicpi_sge sge = { tbuf_va(&dst) + i * 3000, 3000,
+		struct rnicpi_sge sge = { rxe_t_buf_va(&dst) + i * 3000, 3000,
 					  dst.mr->lkey };
 		struct rnicpi_recv_wr rw = { NULL, 1000 + i, &sge, 1 };
 		const struct rnicpi_recv_wr *rbad;
@@ -494,26 +505,29 @@ START_TEST(test_rc_many_in_flight)
 		wr.wr_id = i;
 		if (i % 10 == 5) {
 			wr.opcode = RNICPI_WR_RDMA_READ;
-			wr.wr.rdma.remote_addr = tbuf_va(&src);
+			wr.wr.rdma.remote_addr = rxe_t_buf_va(&src);
 			wr.wr.rdma.rkey = src.mr->rkey;
-			post_one(&p.t, &p.a, &wr, &rd);
+			rxe_t_post(&p.t, &p.a, &wr, &rd);
 		} else {
 			wr.opcode = RNICPI_WR_SEND;
-			post_one(&p.t, &p.a, &wr, &src);
+			rxe_t_post(&p.t, &p.a, &wr, &src);
 		}
 	}
 	for (i = 0; i < 200; i++)
-		expect_wc(&p.t, p.a.scq, i, RNICPI_WC_SUCCESS, NULL);
+		rxe_t_expect_wc(&p.t, p.a.scq, i, RNICPI_WC_SUCCESS, NULL);
 	for (i = 0; i < 180; i++) {
-		expect_wc(&p.t, p.b.rcq, 1000 + i, RNICPI_WC_SUCCESS, &wc);
-		ck_assert(memcmp(src.mem + GUARD,
-				 dst.mem + GUARD + (size_t)i * 3000, 3000) == 0);
+		rxe_t_expect_wc(&p.t, p.b.rcq, 1000 + i, RNICPI_WC_SUCCESS,
+				&wc);
+		ck_assert(memcmp(src.mem + RXE_T_GUARD,
+				 dst.mem + RXE_T_GUARD + (size_t)i * 3000,
+				 3000) == 0);
 	}
-	ck_assert(memcmp(src.mem + GUARD, rd.mem + GUARD, 3000) == 0);
-	tbuf_free(&p.t, &src);
-	tbuf_free(&p.t, &dst);
-	tbuf_free(&p.t, &rd);
-	pair_close(&p);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, rd.mem + RXE_T_GUARD, 3000) ==
+		  0);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_buf_free(&p.t, &rd);
+	rxe_t_pair_close(&p);
 }
 END_TEST
 
@@ -521,15 +535,15 @@ END_TEST
  * outstanding ones are done; SQD -> RTS resumes. */
 START_TEST(test_rc_sq_drain)
 {
-	struct tbuf src, dst;
+	struct rxe_t_buf src, dst;
 	struct rnicpi_send_wr wr;
 	struct rnicpi_qp_attr a;
 	struct rnicpi_wc wc;
-	struct pair p;
+	struct rxe_t_pair p;
 
-	pair_open(&p, NULL);
-	tbuf_alloc(&p.t, &src, 64, 0x12, all_access);
-	tbuf_alloc(&p.t, &dst, 64, 0, all_access);
+	rxe_t_pair_open(&p, NULL);
+	rxe_t_buf_alloc(&p.t, &src, 64, 0x12, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 64, 0, RXE_T_ALL_ACCESS);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = RNICPI_QPS_SQD;
 	ck_assert_ok(p.t.ops->modify_qp(p.a.qp, &a, RNICPI_QP_STATE));
@@ -538,39 +552,40 @@ START_TEST(test_rc_sq_drain)
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 1;
 	wr.opcode = RNICPI_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = tbuf_va(&dst);
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
 	wr.wr.rdma.rkey = dst.mr->rkey;
-	post_one(&p.t, &p.a, &wr, &src);
+	rxe_t_post(&p.t, &p.a, &wr, &src);
 	ck_assert_int_eq(p.t.ops->poll_cq(p.a.scq, 1, &wc), 0);
-	ck_assert_uint_eq(dst.mem[GUARD], 0);
+	ck_assert_uint_eq(dst.mem[RXE_T_GUARD], 0);
 	/* SQD -> RTS: it goes. */
 	a.qp_state = RNICPI_QPS_RTS;
 	ck_assert_ok(p.t.ops->modify_qp(p.a.qp, &a, RNICPI_QP_STATE));
-	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
-	ck_assert(memcmp(src.mem + GUARD, dst.mem + GUARD, 64) == 0);
-	tbuf_free(&p.t, &src);
-	tbuf_free(&p.t, &dst);
-	pair_close(&p);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, 64) ==
+		  0);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
 }
 END_TEST
 
 /* Each QP sends from a UDP port of its own (flow entropy, A17.2.3). */
 START_TEST(test_per_qp_source_port)
 {
-	struct pair p;
-	struct tbuf src, dst;
+	struct rxe_t_pair p;
+	struct rxe_t_buf src, dst;
 	struct rnicpi_send_wr wr;
 
-	pair_open(&p, NULL);
-	tbuf_alloc(&p.t, &src, 8, 1, all_access);
-	tbuf_alloc(&p.t, &dst, 8, 0, all_access);
+	rxe_t_pair_open(&p, NULL);
+	rxe_t_buf_alloc(&p.t, &src, 8, 1, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 8, 0, RXE_T_ALL_ACCESS);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 1;
 	wr.opcode = RNICPI_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = tbuf_va(&dst);
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
 	wr.wr.rdma.rkey = dst.mr->rkey;
-	post_one(&p.t, &p.a, &wr, &src);
-	expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
 	/* a sent the WRITE, b the ACK: both have a port, not the same,
 	 * and neither is 4791. */
 	ck_assert_uint_ne(to_rxe_qp(p.a.qp)->tx_port[0], 0);
@@ -578,9 +593,9 @@ START_TEST(test_per_qp_source_port)
 	ck_assert_uint_ne(to_rxe_qp(p.a.qp)->tx_port[0],
 			  to_rxe_qp(p.b.qp)->tx_port[0]);
 	ck_assert_uint_ne(to_rxe_qp(p.a.qp)->tx_port[0], ROCE_V2_UDP_PORT);
-	tbuf_free(&p.t, &src);
-	tbuf_free(&p.t, &dst);
-	pair_close(&p);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
 }
 END_TEST
 
@@ -588,11 +603,13 @@ START_TEST(test_srq)
 {
 	struct rxe_t_dev t;
 	struct rxe_t_side a, b;
-	struct rnicpi_srq_attr sa = { .max_wr = 8, .max_sge = 1, .srq_limit = 2 };
+	struct rnicpi_srq_attr sa = { .max_wr = 8,
+				      .max_sge = 1,
+				      .srq_limit = 2 };
 	struct rnicpi_srq *srq;
 	struct rnicpi_cq_init_attr ca = { .cqe = 64 };
 	struct rnicpi_qp_init_attr qa;
-	struct tbuf src, dst;
+	struct rxe_t_buf src, dst;
 	struct rnicpi_send_wr wr;
 	unsigned int i;
 
@@ -612,10 +629,10 @@ START_TEST(test_srq)
 	ck_assert_ok(rxe_t_connect(&t, &a, &b, NULL));
 	ck_assert_errno(t.ops->destroy_srq(srq), EBUSY);
 
-	tbuf_alloc(&t, &src, 64, 0x77, all_access);
-	tbuf_alloc(&t, &dst, 4 * 64, 0, all_access);
+	rxe_t_buf_alloc(&t, &src, 64, 0x77, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&t, &dst, 4 * 64, 0, RXE_T_ALL_ACCESS);
 	for (i = 0; i < 4; i++) {
-		struct rnicpi_sge sge = { tbuf_va(&dst) + i * 64, 64,
+		struct rnicpi_sge sge = { rxe_t_buf_va(&dst) + i * 64, 64,
 					  dst.mr->lkey };
 		struct rnicpi_recv_wr rw = { NULL, 40 + i, &sge, 1 };
 		const struct rnicpi_recv_wr *rbad;
@@ -626,8 +643,8 @@ START_TEST(test_srq)
 		memset(&wr, 0, sizeof(wr));
 		wr.wr_id = i;
 		wr.opcode = RNICPI_WR_SEND;
-		post_one(&t, &a, &wr, &src);
-		expect_wc(&t, b.rcq, 40 + i, RNICPI_WC_SUCCESS,
+		rxe_t_post(&t, &a, &wr, &src);
+		rxe_t_expect_wc(&t, b.rcq, 40 + i, RNICPI_WC_SUCCESS,
 			  NULL);
 	}
 	/* 4 posted, 3 used: one left, under the limit of 2. */
@@ -635,8 +652,8 @@ START_TEST(test_srq)
 	rxe_t_side_destroy(&t, &a);
 	rxe_t_side_destroy(&t, &b);
 	ck_assert_ok(t.ops->destroy_srq(srq));
-	tbuf_free(&t, &src);
-	tbuf_free(&t, &dst);
+	rxe_t_buf_free(&t, &src);
+	rxe_t_buf_free(&t, &dst);
 	rxe_t_dev_close(&t);
 }
 END_TEST

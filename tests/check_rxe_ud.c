@@ -41,9 +41,9 @@ static void ud_ready(struct rxe_t_dev *t, struct rxe_t_side *s, uint32_t qkey)
 
 static void ud_send(struct rxe_t_dev *t, struct rxe_t_side *s,
 		    struct rnicpi_ah *ah, uint32_t dqpn, uint32_t qkey,
-		    struct tbuf *src, uint64_t wr_id)
+		    struct rxe_t_buf *src, uint64_t wr_id)
 {
-	struct rnicpi_sge sge = { tbuf_va(src), (uint32_t)src->size,
+	struct rnicpi_sge sge = { rxe_t_buf_va(src), (uint32_t)src->size,
 				  src->mr->lkey };
 	struct rnicpi_send_wr wr;
 	const struct rnicpi_send_wr *bad;
@@ -67,7 +67,7 @@ static void check_ud(enum rnicpi_qp_type type, int sgid_index)
 	struct rxe_t_side a, b;
 	struct rnicpi_ah_attr aa;
 	struct rnicpi_ah *ah;
-	struct tbuf src, dst;
+	struct rxe_t_buf src, dst;
 	struct rnicpi_wc wc;
 	uint32_t qkey = type == RNICPI_QPT_GSI ? IB_GSI_QKEY : 0x11111111;
 	struct rnicpi_recv_wr rw;
@@ -103,10 +103,10 @@ static void check_ud(enum rnicpi_qp_type type, int sgid_index)
 	aa.port_num = 1;
 	ck_assert_ok(t.ops->create_ah(t.pd, &aa, &ah));
 
-	tbuf_alloc(&t, &src, 256, 0, all_access);
-	tbuf_pattern(&src, 9);
-	tbuf_alloc(&t, &dst, IB_GRH_BYTES + 256, 0, all_access);
-	sge.addr = tbuf_va(&dst);
+	rxe_t_buf_alloc(&t, &src, 256, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 9);
+	rxe_t_buf_alloc(&t, &dst, IB_GRH_BYTES + 256, 0, RXE_T_ALL_ACCESS);
+	sge.addr = rxe_t_buf_va(&dst);
 	sge.length = (uint32_t)dst.size;
 	sge.lkey = dst.mr->lkey;
 	memset(&rw, 0, sizeof(rw));
@@ -117,40 +117,41 @@ static void check_ud(enum rnicpi_qp_type type, int sgid_index)
 
 	/* A wrong Q_Key is dropped and counted; the right one lands. */
 	ud_send(&t, &a, ah, b.qp->qp_num, 0x22222222, &src, 1);
-	expect_wc(&t, a.scq, 1, RNICPI_WC_SUCCESS, NULL);
-	for (rounds = 0; rxe_dev_counter(t.dev, RXE_CNT_QKEY_ERR) == 0; rounds++)
+	rxe_t_expect_wc(&t, a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	for (rounds = 0; rxe_dev_counter(t.dev, RXE_CNT_QKEY_ERR) == 0;
+	     rounds++)
 		usleep(100);
 	ud_send(&t, &a, ah, b.qp->qp_num, qkey, &src, 2);
-	expect_wc(&t, a.scq, 2, RNICPI_WC_SUCCESS, NULL);
-	expect_wc(&t, b.rcq, 50, RNICPI_WC_SUCCESS, &wc);
+	rxe_t_expect_wc(&t, a.scq, 2, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&t, b.rcq, 50, RNICPI_WC_SUCCESS, &wc);
 	ck_assert_uint_eq(wc.byte_len, IB_GRH_BYTES + 256);
 	ck_assert(wc.wc_flags & RNICPI_WC_GRH);
 	ck_assert(wc.wc_flags & RNICPI_WC_WITH_IMM);
 	ck_assert_uint_eq(wc.imm_data, 0x5a5a5a5a);
 	ck_assert_uint_eq(wc.src_qp, a.qp->qp_num);
-	ck_assert(memcmp(src.mem + GUARD, dst.mem + GUARD + IB_GRH_BYTES,
-			 256) == 0);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD,
+			 dst.mem + RXE_T_GUARD + IB_GRH_BYTES, 256) == 0);
 	if (sgid_index == 0) {
 		/* IPv4 header in the GRH's last 20 bytes, from 127.0.0.1. */
-		ck_assert_uint_eq(dst.mem[GUARD + 20], 0x45);
-		ck_assert_uint_eq(dst.mem[GUARD + 20 + 12], 127);
-		ck_assert_uint_eq(dst.mem[GUARD + 20 + 15], 1);
+		ck_assert_uint_eq(dst.mem[RXE_T_GUARD + 20], 0x45);
+		ck_assert_uint_eq(dst.mem[RXE_T_GUARD + 20 + 12], 127);
+		ck_assert_uint_eq(dst.mem[RXE_T_GUARD + 20 + 15], 1);
 	} else {
-		ck_assert_uint_eq(dst.mem[GUARD] >> 4, 6);
-		ck_assert_uint_eq(dst.mem[GUARD + 8 + 15], 1);
+		ck_assert_uint_eq(dst.mem[RXE_T_GUARD] >> 4, 6);
+		ck_assert_uint_eq(dst.mem[RXE_T_GUARD + 8 + 15], 1);
 	}
-	assert_guards(&dst);
+	rxe_t_assert_guards(&dst);
 	ck_assert_uint_eq(rxe_dev_counter(t.dev, RXE_CNT_QKEY_ERR), 1);
 
 	/* UD messages over the MTU are refused at post time. */
 	{
-		struct tbuf big;
+		struct rxe_t_buf big;
 		struct rnicpi_sge bs;
 		struct rnicpi_send_wr wr;
 		const struct rnicpi_send_wr *bad;
 
-		tbuf_alloc(&t, &big, 8192, 0, all_access);
-		bs.addr = tbuf_va(&big);
+		rxe_t_buf_alloc(&t, &big, 8192, 0, RXE_T_ALL_ACCESS);
+		bs.addr = rxe_t_buf_va(&big);
 		bs.length = 8192;
 		bs.lkey = big.mr->lkey;
 		memset(&wr, 0, sizeof(wr));
@@ -160,12 +161,12 @@ static void check_ud(enum rnicpi_qp_type type, int sgid_index)
 		wr.wr.ud.ah = ah;
 		wr.wr.ud.remote_qpn = b.qp->qp_num;
 		ck_assert_errno(t.ops->post_send(a.qp, &wr, &bad), EINVAL);
-		tbuf_free(&t, &big);
+		rxe_t_buf_free(&t, &big);
 	}
 
 	ck_assert_ok(t.ops->destroy_ah(ah));
-	tbuf_free(&t, &src);
-	tbuf_free(&t, &dst);
+	rxe_t_buf_free(&t, &src);
+	rxe_t_buf_free(&t, &dst);
 	if (b.qp != a.qp)
 		rxe_t_side_destroy(&t, &b);
 	rxe_t_side_destroy(&t, &a);

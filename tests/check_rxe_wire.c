@@ -50,7 +50,8 @@ START_TEST(test_opcode_table)
 	ck_assert_uint_eq(ib_opcode(IB_OP_READ_RESP_MIDDLE)->hdr_len, 12);
 	ck_assert_uint_eq(ib_opcode(IB_OP_READ_RESP_FIRST)->hdr_len, 16);
 	ck_assert_uint_eq(ib_opcode(IB_OP_READ_REQUEST)->hdr_len, 28);
-	ck_assert_uint_eq(ib_opcode(IB_OPC_UC | IB_OP_WRITE_FIRST)->hdr_len, 28);
+	ck_assert_uint_eq(ib_opcode(IB_OPC_UC | IB_OP_WRITE_FIRST)->hdr_len,
+			  28);
 
 	/* Reserved, RD, CNP and out-of-range opcodes are unknown. */
 	ck_assert_ptr_null(ib_opcode(0x15));

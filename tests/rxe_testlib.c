@@ -323,32 +323,32 @@ int rxe_t_wait_wc(struct rxe_t_dev *t, struct rnicpi_cq *cq,
 /* Guarded buffers, connected pairs, posting and waiting              */
 /* ------------------------------------------------------------------ */
 
-void tbuf_alloc(struct rxe_t_dev *t, struct tbuf *b, size_t size,
+void rxe_t_buf_alloc(struct rxe_t_dev *t, struct rxe_t_buf *b, size_t size,
 		       uint8_t fill, unsigned int access)
 {
 	b->size = size;
-	b->mem = g_malloc(size + 2 * GUARD);
-	memset(b->mem, GUARD_BYTE, size + 2 * GUARD);
-	memset(b->mem + GUARD, fill, size);
-	ck_assert_ok(t->ops->reg_mr(t->pd, b->mem, size + 2 * GUARD,
+	b->mem = g_malloc(size + 2 * RXE_T_GUARD);
+	memset(b->mem, RXE_T_GUARD_BYTE, size + 2 * RXE_T_GUARD);
+	memset(b->mem + RXE_T_GUARD, fill, size);
+	ck_assert_ok(t->ops->reg_mr(t->pd, b->mem, size + 2 * RXE_T_GUARD,
 				    (uint64_t)(uintptr_t)b->mem, access,
 				    &b->mr));
 }
 
-void tbuf_pattern(struct tbuf *b, uint32_t seed)
+void rxe_t_buf_pattern(struct rxe_t_buf *b, uint32_t seed)
 {
 	size_t i;
 
 	for (i = 0; i < b->size; i++)
-		b->mem[GUARD + i] = (uint8_t)(i * 7 + seed + (i >> 8));
+		b->mem[RXE_T_GUARD + i] = (uint8_t)(i * 7 + seed + (i >> 8));
 }
 
-uint64_t tbuf_va(const struct tbuf *b)
+uint64_t rxe_t_buf_va(const struct rxe_t_buf *b)
 {
-	return (uint64_t)(uintptr_t)(b->mem + GUARD);
+	return (uint64_t)(uintptr_t)(b->mem + RXE_T_GUARD);
 }
 
-void tbuf_free(struct rxe_t_dev *t, struct tbuf *b)
+void rxe_t_buf_free(struct rxe_t_dev *t, struct rxe_t_buf *b)
 {
 	if (b->mr)
 		ck_assert_ok(t->ops->dereg_mr(b->mr));
@@ -356,20 +356,21 @@ void tbuf_free(struct rxe_t_dev *t, struct tbuf *b)
 	memset(b, 0, sizeof(*b));
 }
 
-void assert_guards(const struct tbuf *b)
+void rxe_t_assert_guards(const struct rxe_t_buf *b)
 {
 	size_t i;
 
-	for (i = 0; i < GUARD; i++) {
-		ck_assert_uint_eq(b->mem[i], GUARD_BYTE);
-		ck_assert_uint_eq(b->mem[GUARD + b->size + i], GUARD_BYTE);
+	for (i = 0; i < RXE_T_GUARD; i++) {
+		ck_assert_uint_eq(b->mem[i], RXE_T_GUARD_BYTE);
+		ck_assert_uint_eq(b->mem[RXE_T_GUARD + b->size + i],
+				  RXE_T_GUARD_BYTE);
 	}
 }
 
 /* ------------------------------------------------------------------ */
 
 
-void pair_open_opts(struct pair *p, const struct rxe_t_conn_opts *o,
+void rxe_t_pair_open_opts(struct rxe_t_pair *p, const struct rxe_t_conn_opts *o,
 			   const struct rnicpi_option *options)
 {
 	ck_assert_ok(rxe_t_dev_open(&p->t, options));
@@ -378,13 +379,13 @@ void pair_open_opts(struct pair *p, const struct rxe_t_conn_opts *o,
 	ck_assert_ok(rxe_t_connect(&p->t, &p->a, &p->b, o));
 }
 
-void pair_open(struct pair *p, const struct rxe_t_conn_opts *o)
+void rxe_t_pair_open(struct rxe_t_pair *p, const struct rxe_t_conn_opts *o)
 {
-	pair_open_opts(p, o, NULL);
+	rxe_t_pair_open_opts(p, o, NULL);
 }
 
 /* New QPs on the same device (the old ones are in ERR). */
-void pair_renew(struct pair *p, const struct rxe_t_conn_opts *o)
+void rxe_t_pair_renew(struct rxe_t_pair *p, const struct rxe_t_conn_opts *o)
 {
 	rxe_t_side_destroy(&p->t, &p->a);
 	rxe_t_side_destroy(&p->t, &p->b);
@@ -393,18 +394,18 @@ void pair_renew(struct pair *p, const struct rxe_t_conn_opts *o)
 	ck_assert_ok(rxe_t_connect(&p->t, &p->a, &p->b, o));
 }
 
-void pair_close(struct pair *p)
+void rxe_t_pair_close(struct rxe_t_pair *p)
 {
 	rxe_t_side_destroy(&p->t, &p->a);
 	rxe_t_side_destroy(&p->t, &p->b);
 	rxe_t_dev_close(&p->t);
 }
 
-void post_recv_buf(struct pair *p, struct rxe_t_side *s,
-			  struct tbuf *b, uint64_t wr_id)
+void rxe_t_post_recv(struct rxe_t_pair *p, struct rxe_t_side *s,
+			  struct rxe_t_buf *b, uint64_t wr_id)
 {
 	struct rnicpi_sge sge = {
-		.addr = tbuf_va(b), .length = (uint32_t)b->size,
+		.addr = rxe_t_buf_va(b), .length = (uint32_t)b->size,
 		.lkey = b->mr->lkey,
 	};
 	struct rnicpi_recv_wr wr = {
@@ -415,14 +416,14 @@ void post_recv_buf(struct pair *p, struct rxe_t_side *s,
 	ck_assert_ok(p->t.ops->post_recv(s->qp, &wr, &bad));
 }
 
-void post_one(struct rxe_t_dev *t, struct rxe_t_side *s,
-		     struct rnicpi_send_wr *wr, struct tbuf *src)
+void rxe_t_post(struct rxe_t_dev *t, struct rxe_t_side *s,
+		     struct rnicpi_send_wr *wr, struct rxe_t_buf *src)
 {
 	struct rnicpi_sge sge;
 	const struct rnicpi_send_wr *bad;
 
 	if (src) {
-		sge.addr = tbuf_va(src);
+		sge.addr = rxe_t_buf_va(src);
 		sge.length = (uint32_t)src->size;
 		sge.lkey = src->mr->lkey;
 		wr->sg_list = &sge;
@@ -432,7 +433,7 @@ void post_one(struct rxe_t_dev *t, struct rxe_t_side *s,
 	ck_assert_ok(t->ops->post_send(s->qp, wr, &bad));
 }
 
-void expect_wc(struct rxe_t_dev *t, struct rnicpi_cq *cq, uint64_t wr_id,
+void rxe_t_expect_wc(struct rxe_t_dev *t, struct rnicpi_cq *cq, uint64_t wr_id,
 		      enum rnicpi_wc_status status, struct rnicpi_wc *out)
 {
 	struct rnicpi_wc wc;
@@ -445,8 +446,8 @@ void expect_wc(struct rxe_t_dev *t, struct rnicpi_cq *cq, uint64_t wr_id,
 		*out = wc;
 }
 
-void post_bind(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
-		      struct rnicpi_mw *mw, uint32_t rkey, struct tbuf *b,
+void rxe_t_post_bind(struct rxe_t_pair *p, struct rxe_t_side *s, uint64_t wr_id,
+		      struct rnicpi_mw *mw, uint32_t rkey, struct rxe_t_buf *b,
 		      uint64_t off, uint64_t len, unsigned int access)
 {
 	struct rnicpi_send_wr wr;
@@ -457,14 +458,14 @@ void post_bind(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
 	wr.wr.bind_mw.mw = mw;
 	wr.wr.bind_mw.rkey = rkey;
 	wr.wr.bind_mw.bind_info.mr = b->mr;
-	wr.wr.bind_mw.bind_info.addr = tbuf_va(b) + off;
+	wr.wr.bind_mw.bind_info.addr = rxe_t_buf_va(b) + off;
 	wr.wr.bind_mw.bind_info.length = len;
 	wr.wr.bind_mw.bind_info.access = access;
-	post_one(&p->t, s, &wr, NULL);
+	rxe_t_post(&p->t, s, &wr, NULL);
 }
 
-void post_rdma(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
-		      enum rnicpi_wr_opcode op, struct tbuf *local,
+void rxe_t_post_rdma(struct rxe_t_pair *p, struct rxe_t_side *s, uint64_t wr_id,
+		      enum rnicpi_wr_opcode op, struct rxe_t_buf *local,
 		      uint64_t remote, uint32_t rkey)
 {
 	struct rnicpi_send_wr wr;
@@ -474,7 +475,7 @@ void post_rdma(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
 	wr.opcode = op;
 	wr.wr.rdma.remote_addr = remote;
 	wr.wr.rdma.rkey = rkey;
-	post_one(&p->t, s, &wr, local);
+	rxe_t_post(&p->t, s, &wr, local);
 }
 
 /* IBA 10.6.7: windows onto a region that itself grants no remote right. */

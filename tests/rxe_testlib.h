@@ -96,52 +96,53 @@ void rxe_t_gid_v6(union rnicpi_gid *gid, const char *ipv6);
 /* every failure)                                                      */
 /* ------------------------------------------------------------------ */
 
-#define GUARD 64
-#define GUARD_BYTE 0xee
+#define RXE_T_GUARD 64
+#define RXE_T_GUARD_BYTE 0xee
 
-/* A buffer with GUARD bytes before and after, registered whole. */
-struct tbuf {
+/* A buffer with RXE_T_GUARD bytes before and after, registered whole. */
+struct rxe_t_buf {
 	uint8_t *mem;
 	size_t size;
 	struct rnicpi_mr *mr;
 };
 
-#define all_access (RNICPI_ACCESS_LOCAL_WRITE | RNICPI_ACCESS_REMOTE_WRITE | \
-		    RNICPI_ACCESS_REMOTE_READ | RNICPI_ACCESS_REMOTE_ATOMIC)
+#define RXE_T_ALL_ACCESS                                          \
+	(RNICPI_ACCESS_LOCAL_WRITE | RNICPI_ACCESS_REMOTE_WRITE | \
+	 RNICPI_ACCESS_REMOTE_READ | RNICPI_ACCESS_REMOTE_ATOMIC)
 
-void tbuf_alloc(struct rxe_t_dev *t, struct tbuf *b, size_t size,
+void rxe_t_buf_alloc(struct rxe_t_dev *t, struct rxe_t_buf *b, size_t size,
 		uint8_t fill, unsigned int access);
-void tbuf_pattern(struct tbuf *b, uint32_t seed);
-uint64_t tbuf_va(const struct tbuf *b);
-void tbuf_free(struct rxe_t_dev *t, struct tbuf *b);
-/* The GUARD bytes on both sides are untouched. */
-void assert_guards(const struct tbuf *b);
+void rxe_t_buf_pattern(struct rxe_t_buf *b, uint32_t seed);
+uint64_t rxe_t_buf_va(const struct rxe_t_buf *b);
+void rxe_t_buf_free(struct rxe_t_dev *t, struct rxe_t_buf *b);
+/* The RXE_T_GUARD bytes on both sides are untouched. */
+void rxe_t_assert_guards(const struct rxe_t_buf *b);
 
 /* Two RC QPs on one device, connected to each other. */
-struct pair {
+struct rxe_t_pair {
 	struct rxe_t_dev t;
 	struct rxe_t_side a, b;
 };
 
-void pair_open_opts(struct pair *p, const struct rxe_t_conn_opts *o,
+void rxe_t_pair_open_opts(struct rxe_t_pair *p, const struct rxe_t_conn_opts *o,
 		    const struct rnicpi_option *options);
-void pair_open(struct pair *p, const struct rxe_t_conn_opts *o);
+void rxe_t_pair_open(struct rxe_t_pair *p, const struct rxe_t_conn_opts *o);
 /* New QPs on the same device (the old ones are in ERR). */
-void pair_renew(struct pair *p, const struct rxe_t_conn_opts *o);
-void pair_close(struct pair *p);
-void post_recv_buf(struct pair *p, struct rxe_t_side *s, struct tbuf *b,
-		   uint64_t wr_id);
+void rxe_t_pair_renew(struct rxe_t_pair *p, const struct rxe_t_conn_opts *o);
+void rxe_t_pair_close(struct rxe_t_pair *p);
+void rxe_t_post_recv(struct rxe_t_pair *p, struct rxe_t_side *s,
+		     struct rxe_t_buf *b, uint64_t wr_id);
 /* Post @wr signalled, with @src (if any) as its one SGE. */
-void post_one(struct rxe_t_dev *t, struct rxe_t_side *s,
-	      struct rnicpi_send_wr *wr, struct tbuf *src);
+void rxe_t_post(struct rxe_t_dev *t, struct rxe_t_side *s,
+	      struct rnicpi_send_wr *wr, struct rxe_t_buf *src);
 /* The next completion on @cq is @wr_id with @status. */
-void expect_wc(struct rxe_t_dev *t, struct rnicpi_cq *cq, uint64_t wr_id,
+void rxe_t_expect_wc(struct rxe_t_dev *t, struct rnicpi_cq *cq, uint64_t wr_id,
 	       enum rnicpi_wc_status status, struct rnicpi_wc *out);
-void post_bind(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
-	       struct rnicpi_mw *mw, uint32_t rkey, struct tbuf *b,
+void rxe_t_post_bind(struct rxe_t_pair *p, struct rxe_t_side *s, uint64_t wr_id,
+	       struct rnicpi_mw *mw, uint32_t rkey, struct rxe_t_buf *b,
 	       uint64_t off, uint64_t len, unsigned int access);
-void post_rdma(struct pair *p, struct rxe_t_side *s, uint64_t wr_id,
-	       enum rnicpi_wr_opcode op, struct tbuf *local, uint64_t remote,
-	       uint32_t rkey);
+void rxe_t_post_rdma(struct rxe_t_pair *p, struct rxe_t_side *s, uint64_t wr_id,
+		     enum rnicpi_wr_opcode op, struct rxe_t_buf *local,
+		     uint64_t remote, uint32_t rkey);
 
 #endif

@@ -44,7 +44,8 @@ int rxe_gsi_probe(struct rnicpi_device *dev, uint8_t gid_index,
 	struct timespec t0, t1;
 	int err, got_recv = 0, rc = 1;
 
-	if ((err = ops->alloc_pd(dev, &pd)) || (err = ops->create_cq(dev, &ca, &cq)))
+	if ((err = ops->alloc_pd(dev, &pd)) ||
+	    (err = ops->create_cq(dev, &ca, &cq)))
 		return 1;
 	memset(&qa, 0, sizeof(qa));
 	qa.qp_type = RNICPI_QPT_GSI;
@@ -63,7 +64,8 @@ int rxe_gsi_probe(struct rnicpi_device *dev, uint8_t gid_index,
 	a.qp_state = RNICPI_QPS_RTR;
 	err = err ? err : ops->modify_qp(qp, &a, RNICPI_QP_STATE);
 	a.qp_state = RNICPI_QPS_RTS;
-	err = err ? err : ops->modify_qp(qp, &a, RNICPI_QP_STATE | RNICPI_QP_SQ_PSN);
+	err = err ? err
+		  : ops->modify_qp(qp, &a, RNICPI_QP_STATE | RNICPI_QP_SQ_PSN);
 	memset(&aa, 0, sizeof(aa));
 	aa.dgid = *dgid;
 	aa.sgid_index = gid_index;
@@ -121,7 +123,8 @@ int rxe_gsi_probe(struct rnicpi_device *dev, uint8_t gid_index,
 			continue;
 		}
 		if (wc.status != RNICPI_WC_SUCCESS) {
-			fprintf(stderr, "rxe-peer: GSI WR %" PRIu64 " status %d\n",
+			fprintf(stderr,
+				"rxe-peer: GSI WR %" PRIu64 " status %d\n",
 				wc.wr_id, wc.status);
 			break;
 		}
@@ -133,9 +136,9 @@ int rxe_gsi_probe(struct rnicpi_device *dev, uint8_t gid_index,
 
 			printf("GSI: %u bytes from QP %u: MAD class 0x%02x method "
 			       "0x%02x status 0x%04x TID %s\n",
-			       wc.byte_len - IB_GRH_BYTES, wc.src_qp, m[1], m[3],
-			       ib_get16(m + 4), ib_get64(m + 8) == TID ? "ok"
-								: "MISMATCH");
+			       wc.byte_len - IB_GRH_BYTES, wc.src_qp, m[1],
+			       m[3], ib_get16(m + 4),
+			       ib_get64(m + 8) == TID ? "ok" : "MISMATCH");
 			rc = !(wc.src_qp == IB_GSI_QPN &&
 			       (wc.wc_flags & RNICPI_WC_GRH) && m[1] == 0x04 &&
 			       m[3] == 0x81 && ib_get64(m + 8) == TID &&

@@ -49,7 +49,8 @@
 
 static void die(const char *what, int err)
 {
-	fprintf(stderr, "rxe-peer: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	fprintf(stderr, "rxe-peer: %s: %s\n", what,
+		strerror(err < 0 ? -err : err));
 	exit(1);
 }
 
@@ -152,7 +153,8 @@ static int msg_to_dest(const char msg[MSG_LEN], struct dest *d)
 {
 	char wgid[33] = { 0 };
 
-	if (sscanf(msg, "%x:%x:%x:%32s", &d->lid, &d->qpn, &d->psn, wgid) != 4 ||
+	if (sscanf(msg, "%x:%x:%x:%32s", &d->lid, &d->qpn, &d->psn, wgid) !=
+		    4 ||
 	    strlen(wgid) != 32)
 		return -1;
 	return wire_to_gid(wgid, &d->gid);
@@ -243,7 +245,8 @@ int main(int argc, char **argv)
 			port = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
 		case 'o':
-			if (n_opts + 1 < G_N_ELEMENTS(opts) && strchr(optarg, '=')) {
+			if (n_opts + 1 < G_N_ELEMENTS(opts) &&
+			    strchr(optarg, '=')) {
 				char *eq = strchr(optarg, '=');
 
 				*eq = 0;
@@ -253,7 +256,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: rxe-peer [-6 | -a ip] [-n iters] [-s size] "
+			fprintf(stderr,
+				"usage: rxe-peer [-6 | -a ip] [-n iters] [-s size] "
 				"[-m mtu] [-p port] [-o key=value] IFNAME "
 				"[SERVER]\n");
 			return 2;
@@ -265,7 +269,8 @@ int main(int argc, char **argv)
 		server = argv[optind + 1];
 
 	fill_netdev(argv[optind], &nd, addrs, G_N_ELEMENTS(addrs));
-	err = rxe_provider.device_create(&nd, "rxe_peer", opts, &core_ops, &dev);
+	err = rxe_provider.device_create(&nd, "rxe_peer", opts, &core_ops,
+					 &dev);
 	if (err)
 		die("device_create", err);
 	ops = dev->ops;
@@ -273,13 +278,16 @@ int main(int argc, char **argv)
 		if (ops->query_gid(dev, 1, i, &ge))
 			continue;
 		if (local && !v6) {
-			union rnicpi_gid want = { .raw = { [10] = 0xff, [11] = 0xff } };
+			union rnicpi_gid want = {
+				.raw = { [10] = 0xff, [11] = 0xff }
+			};
 
 			inet_pton(AF_INET, local, want.raw + 12);
 			if (memcmp(want.raw, ge.gid.raw, 16))
 				continue;
 		}
-		if (v6 == (ge.gid.raw[0] == 0xfe && (ge.gid.raw[1] & 0xc0) == 0x80)) {
+		if (v6 ==
+		    (ge.gid.raw[0] == 0xfe && (ge.gid.raw[1] & 0xc0) == 0x80)) {
 			gid_index = (int)i;
 			break;
 		}
@@ -328,14 +336,17 @@ int main(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = RNICPI_QPS_INIT;
 	a.port_num = 1;
-	a.qp_access_flags = RNICPI_ACCESS_LOCAL_WRITE |
-			    RNICPI_ACCESS_REMOTE_WRITE | RNICPI_ACCESS_REMOTE_READ |
-			    RNICPI_ACCESS_REMOTE_ATOMIC;
-	if ((err = ops->modify_qp(qp, &a, RNICPI_QP_STATE | RNICPI_QP_PKEY_INDEX |
-				  RNICPI_QP_PORT | RNICPI_QP_ACCESS_FLAGS)))
+	a.qp_access_flags =
+		RNICPI_ACCESS_LOCAL_WRITE | RNICPI_ACCESS_REMOTE_WRITE |
+		RNICPI_ACCESS_REMOTE_READ | RNICPI_ACCESS_REMOTE_ATOMIC;
+	if ((err = ops->modify_qp(qp, &a,
+				  RNICPI_QP_STATE | RNICPI_QP_PKEY_INDEX |
+					  RNICPI_QP_PORT |
+					  RNICPI_QP_ACCESS_FLAGS)))
 		die("INIT", err);
 	for (routs = 0; !perf && routs < RX_DEPTH; routs++) {
-		struct rnicpi_sge sge = { (uint64_t)(uintptr_t)buf, size, mr->lkey };
+		struct rnicpi_sge sge = { (uint64_t)(uintptr_t)buf, size,
+					  mr->lkey };
 		struct rnicpi_recv_wr rw = { NULL, RECV_WRID, &sge, 1 };
 		const struct rnicpi_recv_wr *bad;
 
@@ -410,8 +421,8 @@ int main(int argc, char **argv)
 	}
 	printf("  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x\n", me.lid,
 	       me.qpn, me.psn);
-	printf("  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x\n", rem.lid,
-	       rem.qpn, rem.psn);
+	printf("  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x\n",
+	       rem.lid, rem.qpn, rem.psn);
 
 	/* pp_connect_ctx: RTR then RTS with rc_pingpong's values. */
 	memset(&a, 0, sizeof(a));
@@ -426,10 +437,12 @@ int main(int argc, char **argv)
 	a.ah_attr.hop_limit = 1;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.port_num = 1;
-	if ((err = ops->modify_qp(qp, &a, RNICPI_QP_STATE | RNICPI_QP_AV |
-				  RNICPI_QP_PATH_MTU | RNICPI_QP_DEST_QPN |
-				  RNICPI_QP_RQ_PSN | RNICPI_QP_MAX_DEST_RD_ATOMIC |
-				  RNICPI_QP_MIN_RNR_TIMER)))
+	if ((err = ops->modify_qp(
+		     qp, &a,
+		     RNICPI_QP_STATE | RNICPI_QP_AV | RNICPI_QP_PATH_MTU |
+			     RNICPI_QP_DEST_QPN | RNICPI_QP_RQ_PSN |
+			     RNICPI_QP_MAX_DEST_RD_ATOMIC |
+			     RNICPI_QP_MIN_RNR_TIMER)))
 		die("RTR", err);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = RNICPI_QPS_RTS;
@@ -438,9 +451,11 @@ int main(int argc, char **argv)
 	a.rnr_retry = 7;
 	a.sq_psn = me.psn;
 	a.max_rd_atomic = 1;
-	if ((err = ops->modify_qp(qp, &a, RNICPI_QP_STATE | RNICPI_QP_TIMEOUT |
-				  RNICPI_QP_RETRY_CNT | RNICPI_QP_RNR_RETRY |
-				  RNICPI_QP_SQ_PSN | RNICPI_QP_MAX_QP_RD_ATOMIC)))
+	if ((err = ops->modify_qp(
+		     qp, &a,
+		     RNICPI_QP_STATE | RNICPI_QP_TIMEOUT | RNICPI_QP_RETRY_CNT |
+			     RNICPI_QP_RNR_RETRY | RNICPI_QP_SQ_PSN |
+			     RNICPI_QP_MAX_QP_RD_ATOMIC)))
 		die("RTS", err);
 	if (server) {
 		if (write(sock, "done", 5) != 5)
@@ -457,11 +472,14 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pending = RECV_WRID;
 	if (server) {
-		struct rnicpi_sge sge = { (uint64_t)(uintptr_t)buf, size, mr->lkey };
-		struct rnicpi_send_wr wr = { .wr_id = SEND_WRID, .sg_list = &sge,
+		struct rnicpi_sge sge = { (uint64_t)(uintptr_t)buf, size,
+					  mr->lkey };
+		struct rnicpi_send_wr wr = { .wr_id = SEND_WRID,
+					     .sg_list = &sge,
 					     .num_sge = 1,
 					     .opcode = RNICPI_WR_SEND,
-					     .send_flags = RNICPI_SEND_SIGNALED };
+					     .send_flags =
+						     RNICPI_SEND_SIGNALED };
 		const struct rnicpi_send_wr *bad;
 
 		if ((err = ops->post_send(qp, &wr, &bad)))
@@ -475,13 +493,15 @@ int main(int argc, char **argv)
 		if (n == 0) {
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			if (t1.tv_sec - t0.tv_sec > 120)
-				die("timed out waiting for completions", ETIMEDOUT);
+				die("timed out waiting for completions",
+				    ETIMEDOUT);
 			usleep(20);
 			continue;
 		}
 		for (k = 0; k < n; k++) {
 			if (wc[k].status != RNICPI_WC_SUCCESS) {
-				fprintf(stderr, "rxe-peer: completion wr_id %" PRIu64
+				fprintf(stderr,
+					"rxe-peer: completion wr_id %" PRIu64
 					" status %d after %u sends, %u receives\n",
 					wc[k].wr_id, wc[k].status, scnt, rcnt);
 				return 1;
@@ -501,19 +521,24 @@ int main(int argc, char **argv)
 			pending &= ~(unsigned int)wc[k].wr_id;
 			if (routs <= 1) {
 				for (; routs < RX_DEPTH; routs++) {
-					struct rnicpi_sge sge = { (uint64_t)(uintptr_t)buf,
-								  size, mr->lkey };
-					struct rnicpi_recv_wr rw = { NULL, RECV_WRID,
+					struct rnicpi_sge sge = {
+						(uint64_t)(uintptr_t)buf, size,
+						mr->lkey
+					};
+					struct rnicpi_recv_wr rw = { NULL,
+								     RECV_WRID,
 								     &sge, 1 };
 					const struct rnicpi_recv_wr *bad;
 
-					if ((err = ops->post_recv(qp, &rw, &bad)))
+					if ((err = ops->post_recv(qp, &rw,
+								  &bad)))
 						die("post_recv", err);
 				}
 			}
 			if (scnt < iters && !pending) {
-				struct rnicpi_sge sge = { (uint64_t)(uintptr_t)buf,
-							  size, mr->lkey };
+				struct rnicpi_sge sge = {
+					(uint64_t)(uintptr_t)buf, size, mr->lkey
+				};
 				struct rnicpi_send_wr wr = {
 					.wr_id = SEND_WRID, .sg_list = &sge,
 					.num_sge = 1, .opcode = RNICPI_WR_SEND,
@@ -527,7 +552,8 @@ int main(int argc, char **argv)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	secs = (double)(t1.tv_sec - t0.tv_sec) +
+	       (t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("%u bytes in %.2f seconds = %.2f Mbit/sec\n",
 	       2u * iters * size, secs, 2.0 * iters * size * 8 / secs / 1e6);
 	printf("%u iters in %.2f seconds = %.2f usec/iter\n", iters, secs,

@@ -28,7 +28,8 @@ enum rxe_perf_test {
 /* Run one perftest test as client of @server, or as server when @server
  * is NULL; 0 on success. */
 int rxe_perftest(struct rxe_peer *pp, const char *server,
-		 enum rxe_perf_test test, unsigned int iters, unsigned int size);
+		 enum rxe_perf_test test, unsigned int iters,
+		 unsigned int size);
 
 /* Send a PerfMgt Get(ClassPortInfo) from our QP1 to the peer's QP1 and
  * check its GetResp; 0 on success. */

@@ -145,7 +145,8 @@ static int serve_sends(struct rxe_peer *pp, unsigned int iters,
 			continue;
 		}
 		if (wc.status != RNICPI_WC_SUCCESS || wc.byte_len != size) {
-			fprintf(stderr, "rxe-peer: receive status %d, %u bytes\n",
+			fprintf(stderr,
+				"rxe-peer: receive status %d, %u bytes\n",
 				wc.status, wc.byte_len);
 			return -1;
 		}
@@ -271,7 +272,8 @@ int rxe_perftest(struct rxe_peer *pp, const char *server,
 		    post_recvs(pp, iters < 256 ? iters : 256, size))
 			return 1;
 		if (hand_shake(fd, &me, &rem)) {
-			fprintf(stderr, "rxe-peer: hand shake %u failed\n", i + 2);
+			fprintf(stderr, "rxe-peer: hand shake %u failed\n",
+				i + 2);
 			return 1;
 		}
 	}
@@ -304,8 +306,8 @@ int rxe_perftest(struct rxe_peer *pp, const char *server,
 		int n, k;
 
 		while (posted < iters && posted - done < PERF_DEPTH) {
-			struct rnicpi_sge sge = { (uint64_t)(uintptr_t)pp->buf, size,
-						  pp->mr->lkey };
+			struct rnicpi_sge sge = { (uint64_t)(uintptr_t)pp->buf,
+						  size, pp->mr->lkey };
 			struct rnicpi_send_wr wr;
 			const struct rnicpi_send_wr *bad;
 
@@ -314,11 +316,12 @@ int rxe_perftest(struct rxe_peer *pp, const char *server,
 			wr.sg_list = &sge;
 			wr.num_sge = 1;
 			wr.send_flags = RNICPI_SEND_SIGNALED;
-			wr.opcode = test == RXE_PERF_WRITE ? RNICPI_WR_RDMA_WRITE
-				    : test == RXE_PERF_READ ? RNICPI_WR_RDMA_READ
-				    : test == RXE_PERF_ATOMIC
-					    ? RNICPI_WR_ATOMIC_FETCH_AND_ADD
-					    : RNICPI_WR_SEND;
+			wr.opcode =
+				test == RXE_PERF_WRITE	? RNICPI_WR_RDMA_WRITE
+				: test == RXE_PERF_READ ? RNICPI_WR_RDMA_READ
+				: test == RXE_PERF_ATOMIC
+					? RNICPI_WR_ATOMIC_FETCH_AND_ADD
+					: RNICPI_WR_SEND;
 			if (test == RXE_PERF_ATOMIC) {
 				sge.length = 8;
 				wr.wr.atomic.remote_addr = rem.vaddr;
@@ -356,7 +359,8 @@ int rxe_perftest(struct rxe_peer *pp, const char *server,
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	secs = (double)(t1.tv_sec - t0.tv_sec) +
+	       (t1.tv_nsec - t0.tv_nsec) / 1e9;
 	bw = (double)iters * size / secs / 1048576.0;
 	printf(" #bytes  #iterations  BW average[MB/sec]  MsgRate[Mpps]\n"
 	       " %-7u %-12u %-19.2f %.6f\n", size, iters, bw,

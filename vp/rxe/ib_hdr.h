@@ -103,9 +103,21 @@ _Static_assert(sizeof(struct ib_bth) == 12, "BTH is 12 bytes (IBA 9.2)");
 #define IB_BTH_TVER_MASK 0x0fu
 #define IB_BTH_ACKREQ 0x80u
 
-static inline uint8_t bth_opcode(const struct ib_bth *h) { return h->b[0]; }
-static inline bool bth_se(const struct ib_bth *h) { return h->b[1] & IB_BTH_SE; }
-static inline bool bth_mig(const struct ib_bth *h) { return h->b[1] & IB_BTH_MIG; }
+static inline uint8_t bth_opcode(const struct ib_bth *h)
+{
+	return h->b[0];
+}
+
+static inline bool bth_se(const struct ib_bth *h)
+{
+	return h->b[1] & IB_BTH_SE;
+}
+
+static inline bool bth_mig(const struct ib_bth *h)
+{
+	return h->b[1] & IB_BTH_MIG;
+}
+
 static inline unsigned int bth_pad(const struct ib_bth *h)
 {
 	return (h->b[1] & IB_BTH_PAD_MASK) >> IB_BTH_PAD_SHIFT;
@@ -114,10 +126,25 @@ static inline unsigned int bth_tver(const struct ib_bth *h)
 {
 	return h->b[1] & IB_BTH_TVER_MASK;
 }
-static inline uint16_t bth_pkey(const struct ib_bth *h) { return ib_get16(h->b + 2); }
-static inline uint32_t bth_qpn(const struct ib_bth *h) { return ib_get24(h->b + 5); }
-static inline bool bth_ackreq(const struct ib_bth *h) { return h->b[8] & IB_BTH_ACKREQ; }
-static inline uint32_t bth_psn(const struct ib_bth *h) { return ib_get24(h->b + 9); }
+static inline uint16_t bth_pkey(const struct ib_bth *h)
+{
+	return ib_get16(h->b + 2);
+}
+
+static inline uint32_t bth_qpn(const struct ib_bth *h)
+{
+	return ib_get24(h->b + 5);
+}
+
+static inline bool bth_ackreq(const struct ib_bth *h)
+{
+	return h->b[8] & IB_BTH_ACKREQ;
+}
+
+static inline uint32_t bth_psn(const struct ib_bth *h)
+{
+	return ib_get24(h->b + 9);
+}
 
 /* Fill a BTH; reserved fields zero, TVer 0 (IBA 9.2.5). */
 static inline void bth_init(struct ib_bth *h, uint8_t opcode, bool se,
@@ -145,9 +172,21 @@ struct ib_reth {
 };
 _Static_assert(sizeof(struct ib_reth) == 16, "RETH is 16 bytes (IBA 9.3.3)");
 
-static inline uint64_t reth_va(const struct ib_reth *h) { return ib_get64(h->b); }
-static inline uint32_t reth_rkey(const struct ib_reth *h) { return ib_get32(h->b + 8); }
-static inline uint32_t reth_len(const struct ib_reth *h) { return ib_get32(h->b + 12); }
+static inline uint64_t reth_va(const struct ib_reth *h)
+{
+	return ib_get64(h->b);
+}
+
+static inline uint32_t reth_rkey(const struct ib_reth *h)
+{
+	return ib_get32(h->b + 8);
+}
+
+static inline uint32_t reth_len(const struct ib_reth *h)
+{
+	return ib_get32(h->b + 12);
+}
+
 static inline void reth_set(struct ib_reth *h, uint64_t va, uint32_t rkey,
 			    uint32_t len)
 {
@@ -165,12 +204,29 @@ static inline void reth_set(struct ib_reth *h, uint64_t va, uint32_t rkey,
 struct ib_atmeth {
 	uint8_t b[IB_ATMETH_BYTES];
 };
-_Static_assert(sizeof(struct ib_atmeth) == 28, "AtomicETH is 28 bytes (IBA 9.3.4)");
+_Static_assert(sizeof(struct ib_atmeth) == 28,
+	       "AtomicETH is 28 bytes (IBA 9.3.4)");
 
-static inline uint64_t atmeth_va(const struct ib_atmeth *h) { return ib_get64(h->b); }
-static inline uint32_t atmeth_rkey(const struct ib_atmeth *h) { return ib_get32(h->b + 8); }
-static inline uint64_t atmeth_swap_add(const struct ib_atmeth *h) { return ib_get64(h->b + 12); }
-static inline uint64_t atmeth_compare(const struct ib_atmeth *h) { return ib_get64(h->b + 20); }
+static inline uint64_t atmeth_va(const struct ib_atmeth *h)
+{
+	return ib_get64(h->b);
+}
+
+static inline uint32_t atmeth_rkey(const struct ib_atmeth *h)
+{
+	return ib_get32(h->b + 8);
+}
+
+static inline uint64_t atmeth_swap_add(const struct ib_atmeth *h)
+{
+	return ib_get64(h->b + 12);
+}
+
+static inline uint64_t atmeth_compare(const struct ib_atmeth *h)
+{
+	return ib_get64(h->b + 20);
+}
+
 static inline void atmeth_set(struct ib_atmeth *h, uint64_t va, uint32_t rkey,
 			      uint64_t swap_add, uint64_t compare)
 {
@@ -209,7 +265,11 @@ enum ib_nak_code {
 	AETH_NAK_INVALID_RD_REQ = 4,
 };
 
-static inline uint8_t aeth_syndrome(const struct ib_aeth *h) { return h->b[0]; }
+static inline uint8_t aeth_syndrome(const struct ib_aeth *h)
+{
+	return h->b[0];
+}
+
 static inline unsigned int aeth_type(const struct ib_aeth *h)
 {
 	return h->b[0] & AETH_TYPE_MASK;
@@ -218,7 +278,11 @@ static inline unsigned int aeth_value(const struct ib_aeth *h)
 {
 	return h->b[0] & AETH_VALUE_MASK;
 }
-static inline uint32_t aeth_msn(const struct ib_aeth *h) { return ib_get24(h->b + 1); }
+static inline uint32_t aeth_msn(const struct ib_aeth *h)
+{
+	return ib_get24(h->b + 1);
+}
+
 static inline void aeth_set(struct ib_aeth *h, uint8_t syndrome, uint32_t msn)
 {
 	h->b[0] = syndrome;
@@ -233,10 +297,18 @@ static inline void aeth_set(struct ib_aeth *h, uint8_t syndrome, uint32_t msn)
 struct ib_atmack {
 	uint8_t b[IB_ATMACK_BYTES];
 };
-_Static_assert(sizeof(struct ib_atmack) == 8, "AtomicAckETH is 8 bytes (IBA 9.5.3)");
+_Static_assert(sizeof(struct ib_atmack) == 8,
+	       "AtomicAckETH is 8 bytes (IBA 9.5.3)");
 
-static inline uint64_t atmack_orig(const struct ib_atmack *h) { return ib_get64(h->b); }
-static inline void atmack_set(struct ib_atmack *h, uint64_t v) { ib_put64(h->b, v); }
+static inline uint64_t atmack_orig(const struct ib_atmack *h)
+{
+	return ib_get64(h->b);
+}
+
+static inline void atmack_set(struct ib_atmack *h, uint64_t v)
+{
+	ib_put64(h->b, v);
+}
 
 /* ---------------------------------------------------------------- */
 /* ImmDt (IBA 9.3.7) and IETH (IBA 9.3.8), 4 bytes each             */
@@ -261,9 +333,20 @@ static inline uint32_t immdt_get(const struct ib_immdt *h)
 	memcpy(&v, h->b, 4);
 	return v;
 }
-static inline void immdt_set(struct ib_immdt *h, uint32_t v) { memcpy(h->b, &v, 4); }
-static inline uint32_t ieth_rkey(const struct ib_ieth *h) { return ib_get32(h->b); }
-static inline void ieth_set(struct ib_ieth *h, uint32_t rkey) { ib_put32(h->b, rkey); }
+static inline void immdt_set(struct ib_immdt *h, uint32_t v)
+{
+	memcpy(h->b, &v, 4);
+}
+
+static inline uint32_t ieth_rkey(const struct ib_ieth *h)
+{
+	return ib_get32(h->b);
+}
+
+static inline void ieth_set(struct ib_ieth *h, uint32_t rkey)
+{
+	ib_put32(h->b, rkey);
+}
 
 /* ---------------------------------------------------------------- */
 /* DETH, Datagram Extended Transport Header (IBA 9.3.2), 8 bytes:    */
@@ -276,8 +359,16 @@ struct ib_deth {
 };
 _Static_assert(sizeof(struct ib_deth) == 8, "DETH is 8 bytes (IBA 9.3.2)");
 
-static inline uint32_t deth_qkey(const struct ib_deth *h) { return ib_get32(h->b); }
-static inline uint32_t deth_sqpn(const struct ib_deth *h) { return ib_get24(h->b + 5); }
+static inline uint32_t deth_qkey(const struct ib_deth *h)
+{
+	return ib_get32(h->b);
+}
+
+static inline uint32_t deth_sqpn(const struct ib_deth *h)
+{
+	return ib_get24(h->b + 5);
+}
+
 static inline void deth_set(struct ib_deth *h, uint32_t qkey, uint32_t sqpn)
 {
 	ib_put32(h->b, qkey);

@@ -117,10 +117,10 @@ struct rxe_dev {
 	enum rnicpi_mtu active_mtu;
 	GHashTable *qps;		/* qpn -> struct rxe_qp * */
 	uint32_t next_qpn;
-	GQueue pending;			/* QPNs with transmit work left */
-	GQueue acks;			/* QPNs with a coalesced ACK to send */
+	GQueue pending; /* QPNs with transmit work left */
+	GQueue acks;	/* QPNs with a coalesced ACK to send */
 
-	struct rnicpi_key_table keys;	/* lkeys / rkeys -> struct rxe_mr */
+	struct rnicpi_key_table keys; /* lkeys / rkeys -> struct rxe_mr */
 
 	int epfd;
 	int wake_fd;			/* eventfd: stop, pending work */
@@ -131,7 +131,7 @@ struct rxe_dev {
 	/* Options (rxe_main.c) */
 	uint32_t max_unacked;		/* packets in flight per QP */
 	uint32_t ack_every;		/* AckReq at least every N packets */
-	uint32_t tx_burst;		/* packets per progress-thread round */
+	uint32_t tx_burst;		/* packets per progress round */
 	/* Test hooks, off by default: drop, duplicate or swap received
 	 * packets, in parts per million (hostrdma-rxe(7)). */
 	uint32_t fault_drop_ppm;
@@ -333,7 +333,7 @@ int rxe_av_from_attr(struct rxe_dev *dev, const struct rnicpi_ah_attr *attr,
 
 enum rxe_wqe_state {
 	WQE_POSTED = 0,		/* not (fully) transmitted yet */
-	WQE_PENDING,		/* all packets sent, waiting for a response */
+	WQE_PENDING,		/* all sent, waiting for a response */
 	WQE_DONE,		/* completed; completer may pop it */
 	WQE_ERROR,		/* completes with an error status */
 };
@@ -367,7 +367,7 @@ struct rxe_send_wqe {
 	uint64_t atomic_orig;
 };
 
-/* One remembered READ or atomic, for duplicates (IBA 9.7.5.1.1, C9-114).*/
+/* One remembered READ or atomic, for duplicates (IBA 9.7.5.1.1). */
 struct rxe_rd_res {
 	bool valid;
 	bool atomic;
@@ -472,7 +472,7 @@ struct rxe_qp {
 	struct {
 		uint32_t psn;	/* expected PSN */
 		uint32_t msn;
-		uint8_t last_opcode; /* of the previous packet, for C9-? order */
+		uint8_t last_opcode; /* of the previous packet */
 		bool in_msg;	/* inside a multi-packet SEND or WRITE */
 		bool nak_sent;	/* PSN sequence NAK sent for psn */
 		bool ack_pending;

@@ -71,7 +71,8 @@ void rxe_comp_drain(struct rxe_qp *qp)
 
 		if (w->state != WQE_DONE && w->state != WQE_ERROR)
 			break;
-		if (w->state == WQE_ERROR || (w->flags & RNICPI_SEND_SIGNALED)) {
+		if (w->state == WQE_ERROR ||
+		    (w->flags & RNICPI_SEND_SIGNALED)) {
 			memset(&wc, 0, sizeof(wc));
 			wc.wr_id = w->wr_id;
 			wc.status = w->state == WQE_ERROR ? w->status
@@ -129,7 +130,8 @@ static struct rxe_send_wqe *oldest_pending(struct rxe_qp *qp)
 {
 	uint32_t i;
 
-	for (i = qp->sq_head; i != qp->req.wqe + (qp->req.offset ? 1 : 0); i++) {
+	for (i = qp->sq_head; i != qp->req.wqe + (qp->req.offset ? 1 : 0);
+	     i++) {
 		struct rxe_send_wqe *w = sq_wqe(qp, i);
 
 		if (w->opcode == RNICPI_WR_LOCAL_INV ||
@@ -176,7 +178,7 @@ static bool ack_upto(struct rxe_qp *qp, uint32_t psn)
 	if (psn_diff(psn, qp->comp.psn) > 0) {
 		qp->comp.psn = psn;
 		qp->comp.in_retry = false;
-		/* Progress: the retry budget starts over (IBA 9.7.5.2.x). */
+		/* Progress: the retry budget starts over (IBA 9.7.5.2). */
 		qp->comp.retry_left = qp->retry_cnt;
 		qp->comp.rnr_left = qp->rnr_retry;
 	}
@@ -298,7 +300,7 @@ static enum comp_state do_read(struct rxe_qp *qp, struct rxe_pkt *pkt,
 	}
 	idx = (uint32_t)psn_diff(pkt->psn, w->first_psn);
 	offset = idx * qp->mtu;
-	/* First, middle, last or only must match the place (C9-?). */
+	/* First, middle, last or only must match the place. */
 	pos = (idx == 0 ? IB_F_FIRST : 0) |
 	      (idx == w->npkts - 1 ? IB_F_LAST : 0);
 	if (!pos)
@@ -379,7 +381,7 @@ static enum comp_state do_atomic(struct rxe_qp *qp, struct rxe_pkt *pkt,
 	return COMPST_DONE;
 }
 
-/* Go back N (IBA 9.7.5.2.2); the retry count bounds it (C9-135). */
+/* Go back N (IBA 9.7.5.2.2); the retry count bounds it. */
 static enum comp_state do_retry(struct rxe_qp *qp,
 				struct rxe_send_wqe **failed,
 				enum rnicpi_wc_status *status)
@@ -468,7 +470,7 @@ void rxe_comp_rcv(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	rxe_comp_drain(qp);
 	if (qp->state == RNICPI_QPS_ERR)
 		return;
-	/* Progress restarts the transport timer (C9-139); the RNR timer
+	/* Progress restarts the transport timer; the RNR timer
 	 * keeps running. */
 	if (qp->comp.timer != RXE_TIMER_RNR &&
 	    (qp->comp.psn != old_psn || qp->comp.timer == RXE_TIMER_NONE))

@@ -54,7 +54,7 @@ size_t rxe_icrc_phdr(uint8_t *out, const struct rxe_icrc_addr *a,
 		ib_put16(ip + 6, a->df ? 0x4000 : 0);
 		ip[8] = 0xff;			/* TTL: masked */
 		ip[9] = 17;			/* UDP */
-		ip[10] = ip[11] = 0xff;		/* header checksum: masked */
+		ip[10] = ip[11] = 0xff;	/* header checksum: masked */
 		memcpy(ip + 12, a->saddr, 4);
 		memcpy(ip + 16, a->daddr, 4);
 		udp = ip + 20;
@@ -72,7 +72,7 @@ size_t rxe_icrc_phdr(uint8_t *out, const struct rxe_icrc_addr *a,
 	ib_put16(udp, a->sport);
 	ib_put16(udp + 2, a->dport);
 	ib_put16(udp + 4, (uint16_t)udp_len);
-	udp[6] = udp[7] = 0xff;			/* UDP checksum: masked */
+	udp[6] = udp[7] = 0xff; /* UDP checksum: masked */
 	return (size_t)(udp + 8 - out);
 }
 
@@ -190,7 +190,7 @@ static void solver_init(void)
 				nb.combo ^= solver.basis[j].combo;
 			}
 		if (!nb.vec)
-			continue; /* cannot happen: CRC-32 spots 24-bit bursts */
+			continue; /* cannot happen: 24-bit bursts show */
 		nb.pivot = 1u << (31 - __builtin_clz(nb.vec));
 		for (j = 0; j < solver.n_basis; j++)
 			if (solver.basis[j].vec & nb.pivot) {

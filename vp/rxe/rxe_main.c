@@ -105,7 +105,8 @@ static bool gid_add(struct rxe_dev *dev, const struct sockaddr_storage *ss,
 	g->addr = *ss;
 	g->rx_fd = -1;
 	if (ss->ss_family == AF_INET) {
-		((struct sockaddr_in *)&g->addr)->sin_port = htons(ROCE_V2_UDP_PORT);
+		((struct sockaddr_in *)&g->addr)->sin_port =
+			htons(ROCE_V2_UDP_PORT);
 	} else {
 		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&g->addr;
 
@@ -154,7 +155,8 @@ static bool gid_sync(struct rxe_dev *dev, const struct rnicpi_netdev *nd)
 			const struct sockaddr_storage *ss = &nd->addrs[j];
 			bool ll = ss->ss_family == AF_INET6 &&
 				  IN6_IS_ADDR_LINKLOCAL(
-					  &((const struct sockaddr_in6 *)ss)->sin6_addr);
+					  &((const struct sockaddr_in6 *)ss)
+						   ->sin6_addr);
 
 			if ((pass == 0) != ll)
 				continue;
@@ -363,8 +365,9 @@ static int apply_options(struct rxe_dev *dev,
 			return -EINVAL;
 		}
 		if (known[i].flag)
-			atomic_store((atomic_bool *)((char *)dev + known[i].off),
-				     v != 0);
+			atomic_store(
+				(atomic_bool *)((char *)dev + known[i].off),
+				v != 0);
 		else
 			*(uint32_t *)((char *)dev + known[i].off) = v;
 	}

@@ -6,7 +6,7 @@
  *
  * Type 1 windows are PD-wide; a bind gives them a new key byte. Type 2
  * windows are bound to one QP with a key byte the consumer chooses, and
- * are unbound by LOCAL_INV or SEND_WITH_INV (IBA 10.6.7.2.x).
+ * are unbound by LOCAL_INV or SEND_WITH_INV (IBA 10.6.7.2).
  */
 #include "config.h"
 
@@ -66,7 +66,7 @@ static enum rxe_mem_err mr_check(struct rxe_qp *qp, struct rxe_mr *mr,
 	return RXE_MEM_OK;
 }
 
-/* C10-?: a window is checked against its own binding, then the bytes
+/* IBA 10.6.7: a window is checked against its own binding, then the bytes
  * are found in the region it opens onto. */
 static enum rxe_mem_err mw_check(struct rxe_qp *qp, struct rxe_mw *mw,
 				 uint32_t key, uint64_t va, uint64_t len,

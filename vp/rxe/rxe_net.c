@@ -74,7 +74,7 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
 				 sizeof(one));
 		/* Linux rxe sends RoCEv2 over IPv6 with a zero UDP checksum
-		 * (the ICRC protects the packet, A17.4.1?); the stack drops
+		 * (the ICRC protects the packet, annex A17); the stack drops
 		 * such datagrams unless told not to. */
 		(void)setsockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, &one,
 				 sizeof(one));
@@ -163,7 +163,8 @@ int rxe_qp_tx_fd(struct rxe_qp *qp, const struct rxe_av *av, int *family_idx)
 				 sizeof(val));
 	}
 	set_bufsize(fd, SO_SNDBUFFORCE, SO_SNDBUF);
-	len = fi == 0 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	len = fi == 0 ? sizeof(struct sockaddr_in)
+		      : sizeof(struct sockaddr_in6);
 	if (bind(fd, (struct sockaddr *)&src, len) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&src, &len) < 0) {
 		int err = -errno;
@@ -195,11 +196,15 @@ static void icrc_addr_tx(struct rxe_qp *qp, const struct rxe_av *av, int fi,
 	a->ip_id = 0;
 	a->df = true;
 	if (fi == 0) {
-		memcpy(a->saddr, &((const struct sockaddr_in *)src)->sin_addr, 4);
-		memcpy(a->daddr, &((const struct sockaddr_in *)&av->dst)->sin_addr, 4);
+		memcpy(a->saddr, &((const struct sockaddr_in *)src)->sin_addr,
+		       4);
+		memcpy(a->daddr,
+		       &((const struct sockaddr_in *)&av->dst)->sin_addr, 4);
 	} else {
-		memcpy(a->saddr, &((const struct sockaddr_in6 *)src)->sin6_addr, 16);
-		memcpy(a->daddr, &((const struct sockaddr_in6 *)&av->dst)->sin6_addr, 16);
+		memcpy(a->saddr, &((const struct sockaddr_in6 *)src)->sin6_addr,
+		       16);
+		memcpy(a->daddr,
+		       &((const struct sockaddr_in6 *)&av->dst)->sin6_addr, 16);
 	}
 }
 
@@ -298,8 +303,9 @@ int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
 	icrc_addr_tx(qp, av, fi, &a);
 	for (i = 0; i < n; i += segs[m++]) {
 		size_t seg;
-		int run = atomic_load(&dev->gso) ? gso_run(&pkts[i], n - i, &seg)
-						  : 1;
+		int run = atomic_load(&dev->gso)
+				  ? gso_run(&pkts[i], n - i, &seg)
+				  : 1;
 
 		memset(&msgs[m], 0, sizeof(msgs[m]));
 		msgs[m].msg_hdr.msg_name = (void *)&av->dst;
@@ -528,7 +534,8 @@ static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
 			b->msgs[i].msg_hdr.msg_name = &b->src[i];
 			b->msgs[i].msg_hdr.msg_namelen = sizeof(b->src[i]);
 			b->msgs[i].msg_hdr.msg_control = b->cm[i].buf;
-			b->msgs[i].msg_hdr.msg_controllen = sizeof(b->cm[i].buf);
+			b->msgs[i].msg_hdr.msg_controllen =
+				sizeof(b->cm[i].buf);
 		}
 		n = recvmmsg(fd, b->msgs, RXE_RX_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)

@@ -122,8 +122,9 @@ static void flush_send(struct rxe_qp *qp)
 		struct rxe_send_wqe *w = sq_wqe(qp, qp->sq_head);
 		struct rnicpi_wc wc = {
 			.wr_id = w->wr_id,
-			.status = w->state == WQE_ERROR ? w->status
-							: RNICPI_WC_WR_FLUSH_ERR,
+			.status = w->state == WQE_ERROR
+					  ? w->status
+					  : RNICPI_WC_WR_FLUSH_ERR,
 			.qp_num = qp->ibqp.qp_num,
 		};
 
@@ -280,7 +281,8 @@ int rxe_create_qp(struct rnicpi_pd *pd, struct rnicpi_qp_init_attr *attr,
 			dev->next_qpn = (dev->next_qpn + 1) & IB_QPN_MASK;
 			if (dev->next_qpn < 0x11)
 				dev->next_qpn = 0x11;
-		} while (g_hash_table_contains(dev->qps, GUINT_TO_POINTER(qpn)));
+		} while (
+			g_hash_table_contains(dev->qps, GUINT_TO_POINTER(qpn)));
 	}
 	qp->ibqp.qp_num = qpn;
 	g_hash_table_insert(dev->qps, GUINT_TO_POINTER(qpn), qp);
@@ -432,7 +434,9 @@ static const struct transition transitions[NQPS][NQPS] = {
 
 static int qp_class(const struct rxe_qp *qp)
 {
-	return qp->type == RNICPI_QPT_RC ? 0 : qp->type == RNICPI_QPT_UD ? 1 : 2;
+	return qp->type == RNICPI_QPT_RC   ? 0
+	       : qp->type == RNICPI_QPT_UD ? 1
+					   : 2;
 }
 
 /* Like the kernel's ib_modify_qp_is_ok: legal transition, required
@@ -522,8 +526,8 @@ int rxe_modify_qp(struct rnicpi_qp *ibqp, struct rnicpi_qp_attr *attr,
 		err = -EINVAL;
 		goto out;
 	}
-	if ((mask & M(PATH_MTU)) &&
-	    (attr->path_mtu < RNICPI_MTU_256 || attr->path_mtu > RNICPI_MTU_4096)) {
+	if ((mask & M(PATH_MTU)) && (attr->path_mtu < RNICPI_MTU_256 ||
+				     attr->path_mtu > RNICPI_MTU_4096)) {
 		rxe_qp_warn(qp, "modify_qp: path MTU code %d", attr->path_mtu);
 		err = -EINVAL;
 		goto out;

@@ -13,8 +13,9 @@
 
 #include "vp/rxe/rxe.h"
 
-static void icrc_addr_rx(struct rxe_dev *dev, const struct sockaddr_storage *src,
-			 int gid_index, struct rxe_icrc_addr *a)
+static void icrc_addr_rx(struct rxe_dev *dev,
+			 const struct sockaddr_storage *src, int gid_index,
+			 struct rxe_icrc_addr *a)
 {
 	const struct sockaddr_storage *dst = &dev->gids[gid_index].addr;
 
@@ -27,13 +28,15 @@ static void icrc_addr_rx(struct rxe_dev *dev, const struct sockaddr_storage *src
 		const struct sockaddr_in *s = (const void *)src;
 
 		memcpy(a->saddr, &s->sin_addr, 4);
-		memcpy(a->daddr, &((const struct sockaddr_in *)dst)->sin_addr, 4);
+		memcpy(a->daddr, &((const struct sockaddr_in *)dst)->sin_addr,
+		       4);
 		a->sport = ntohs(s->sin_port);
 	} else {
 		const struct sockaddr_in6 *s = (const void *)src;
 
 		memcpy(a->saddr, &s->sin6_addr, 16);
-		memcpy(a->daddr, &((const struct sockaddr_in6 *)dst)->sin6_addr, 16);
+		memcpy(a->daddr, &((const struct sockaddr_in6 *)dst)->sin6_addr,
+		       16);
 		a->sport = ntohs(s->sin6_port);
 	}
 }
@@ -108,7 +111,7 @@ static bool same_addr(const struct sockaddr_storage *a,
 		      &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
 }
 
-/* IBA 10.9.3 / C10-?: P_Key match on the low 15 bits, and at least one
+/* IBA 10.9: P_Key match on the low 15 bits, and at least one
  * side a full member. Our table holds the default full-member key. */
 static bool pkey_ok(uint16_t pkey)
 {

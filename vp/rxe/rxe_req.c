@@ -3,7 +3,7 @@
  * Soft-RoCE requester: turns send WQEs into request packets (IBA 9.7.1
  * PSN sequencing, 9.7.2 segmentation at the path MTU, 9.7.6 ACK
  * requests), keeps at most max_unacked packets and ORD READs/atomics in
- * flight, and rewinds for go-back-N retransmission (IBA 9.7.5.2.x).
+ * flight, and rewinds for go-back-N retransmission (IBA 9.7.5.2).
  *
  * Each WQE goes through: POSTED -> (packets sent) -> PENDING -> DONE or
  * ERROR, the latter two set by the completer (rxe_comp.c).
@@ -95,8 +95,10 @@ static uint8_t rc_opcode(const struct rxe_send_wqe *w, uint32_t idx,
 
 	switch (w->opcode) {
 	case RNICPI_WR_SEND:
-		return first && last ? IB_OP_SEND_ONLY : first ? IB_OP_SEND_FIRST
-			: last ? IB_OP_SEND_LAST : IB_OP_SEND_MIDDLE;
+		return first && last ? IB_OP_SEND_ONLY
+		       : first	     ? IB_OP_SEND_FIRST
+		       : last	     ? IB_OP_SEND_LAST
+				     : IB_OP_SEND_MIDDLE;
 	case RNICPI_WR_SEND_WITH_IMM:
 		return first && last ? IB_OP_SEND_ONLY_IMM
 			: first ? IB_OP_SEND_FIRST
@@ -164,7 +166,7 @@ static bool build_rc(struct rxe_qp *qp, struct rxe_send_wqe *w,
 		last = true;
 		build_headers(qp, p, opcode, false, true, qp->req.psn,
 			      qp->dest_qpn);
-		/* A restarted READ asks for the rest only (IBA 9.7.5.2.x). */
+		/* A restarted READ asks for the rest only (IBA 9.7.5.2). */
 		reth_set((struct ib_reth *)(p->hdr + op->reth_off),
 			 w->remote_addr + qp->req.offset, w->rkey,
 			 w->length - qp->req.offset);
@@ -231,7 +233,7 @@ static bool build_ud(struct rxe_qp *qp, struct rxe_send_wqe *w,
 	uint8_t opcode = IB_OPC_UD | (w->opcode == RNICPI_WR_SEND_WITH_IMM
 				      ? IB_OP_SEND_ONLY_IMM : IB_OP_SEND_ONLY);
 	const struct ib_opcode_info *op = ib_opcode(opcode);
-	/* IBA 10.2.5 (C10-15): a WR Q_Key with the high bit set means "use
+	/* IBA 10.2.5: a WR Q_Key with the high bit set means "use
 	 * the QP's own Q_Key". */
 	uint32_t qkey = (w->remote_qkey & 0x80000000u) ? qp->qkey
 						       : w->remote_qkey;
@@ -290,7 +292,8 @@ static enum req_step req_next(struct rxe_qp *qp)
 		return REQ_LOCAL;
 	if (qp->comp.timer == RXE_TIMER_RNR)
 		return REQ_STALL;
-	if (psn_diff(qp->req.psn, qp->comp.psn) >= (int32_t)qp->dev->max_unacked)
+	if (psn_diff(qp->req.psn, qp->comp.psn) >=
+	    (int32_t)qp->dev->max_unacked)
 		return REQ_STALL;
 	/* IBA 10.8.3.3: a fenced WQE waits for earlier READs/atomics. */
 	if ((w->flags & RNICPI_SEND_FENCE) && qp->req.offset == 0 &&
@@ -388,7 +391,8 @@ void rxe_req_reset_to(struct rxe_qp *qp, uint32_t psn)
 
 	if (resend <= 0)
 		return;
-	for (i = qp->sq_head; i != qp->req.wqe + (qp->req.offset ? 1 : 0); i++) {
+	for (i = qp->sq_head; i != qp->req.wqe + (qp->req.offset ? 1 : 0);
+	     i++) {
 		struct rxe_send_wqe *w = sq_wqe(qp, i);
 
 		if (w->opcode == RNICPI_WR_LOCAL_INV ||

@@ -23,12 +23,12 @@ enum resp_state {
 	RESPST_COMPLETE,
 	RESPST_ACKNOWLEDGE,
 	RESPST_DUPLICATE,
-	RESPST_ERR_PSN_OUT_OF_SEQ,	/* NAK PSN sequence error (C9-110) */
-	RESPST_ERR_INVALID_REQ,		/* NAK invalid request, QP to ERR */
+	RESPST_ERR_PSN_OUT_OF_SEQ,	/* NAK PSN sequence error */
+	RESPST_ERR_INVALID_REQ,		/* NAK invalid request, to ERR */
 	RESPST_ERR_RNR,			/* RNR NAK, no receive WQE */
 	RESPST_ERR_RKEY,		/* NAK remote access error */
 	RESPST_ERR_REM_OP,		/* NAK remote operational error */
-	RESPST_ERR_LOCAL_LEN,		/* message longer than the buffer */
+	RESPST_ERR_LOCAL_LEN,		/* message over the buffer */
 	RESPST_DONE,
 };
 
@@ -187,7 +187,7 @@ static enum resp_state check_psn(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	return RESPST_CHECK_OP_SEQ;
 }
 
-/* IBA 9.7.4.1.3 (C9-112..): FIRST opens a message, MIDDLE and LAST
+/* IBA 9.7.4.1.3: FIRST opens a message, MIDDLE and LAST
  * continue the same kind, ONLY stands alone. */
 static enum resp_state check_op_seq(struct rxe_qp *qp, struct rxe_pkt *pkt)
 {
@@ -211,7 +211,7 @@ static enum resp_state check_op_seq(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	return RESPST_CHECK_OP_VALID;
 }
 
-/* C9-?: operations the QP was not enabled for are invalid requests. */
+/* Operations the QP was not enabled for are invalid requests. */
 static enum resp_state check_op_valid(struct rxe_qp *qp, struct rxe_pkt *pkt)
 {
 	uint32_t f = pkt->op->flags;
@@ -248,7 +248,7 @@ static enum resp_state check_resource(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	return RESPST_CHECK_LENGTH;
 }
 
-/* IBA 9.7.4.1.6 (C9-95..): FIRST and MIDDLE carry a full MTU, LAST and
+/* IBA 9.7.4.1.6: FIRST and MIDDLE carry a full MTU, LAST and
  * ONLY at most one; a WRITE carries exactly the DMA length. */
 static enum resp_state check_length(struct rxe_qp *qp, struct rxe_pkt *pkt)
 {
@@ -286,7 +286,7 @@ static enum resp_state check_length(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	return RESPST_CHECK_RKEY;
 }
 
-/* IBA 9.7.4.1.4 / C9-88: R_Key, PD, rights and bounds, before a byte is
+/* IBA 9.7.4.1.4: R_Key, PD, rights and bounds, before a byte is
  * written or read. */
 static enum resp_state check_rkey(struct rxe_qp *qp, struct rxe_pkt *pkt)
 {
@@ -304,7 +304,8 @@ static enum resp_state check_rkey(struct rxe_qp *qp, struct rxe_pkt *pkt)
 		len = 8;
 		access = RNICPI_ACCESS_REMOTE_ATOMIC;
 		if (va & 7) {
-			rxe_qp_warn(qp, "atomic at unaligned VA 0x%" PRIx64, va);
+			rxe_qp_warn(qp, "atomic at unaligned VA 0x%" PRIx64,
+				    va);
 			return RESPST_ERR_INVALID_REQ;
 		}
 	} else if ((f & IB_F_RETH) && (f & (IB_F_READ | IB_F_WRITE))) {
@@ -319,7 +320,7 @@ static enum resp_state check_rkey(struct rxe_qp *qp, struct rxe_pkt *pkt)
 			qp->resp.write_resid = (uint32_t)len;
 		}
 		/* A zero-length transfer touches no memory: its R_Key is
-		 * not checked (C9-88 note). */
+		 * not checked. */
 		if (len == 0)
 			return RESPST_EXECUTE;
 	} else {
@@ -405,7 +406,7 @@ static enum resp_state execute(struct rxe_qp *qp, struct rxe_pkt *pkt)
 		r->va = reth_va(reth);
 		r->rkey = reth_rkey(reth);
 		r->length = len;
-		/* The READ uses one PSN per response packet (C9-?). */
+		/* The READ uses one PSN per response packet. */
 		qp->resp.psn = psn_add(pkt->psn, n);
 		start_read(qp, pkt->psn, r->va, r->rkey, len);
 		return RESPST_DONE;
@@ -512,7 +513,7 @@ static enum resp_state acknowledge(struct rxe_qp *qp, struct rxe_pkt *pkt)
 
 /* IBA 9.7.5.1.1: a duplicate SEND/WRITE is acknowledged again, a READ is
  * executed again from the duplicate's PSN, an atomic's saved result is
- * sent again (never executed twice, C9-114). */
+ * sent again (never executed twice). */
 static enum resp_state duplicate(struct rxe_qp *qp, struct rxe_pkt *pkt)
 {
 	uint32_t f = pkt->op->flags;
@@ -549,10 +550,10 @@ static enum resp_state duplicate(struct rxe_qp *qp, struct rxe_pkt *pkt)
 			/* The restarted READ must stay inside the original. */
 			if (va < r->va || va - r->va > r->length ||
 			    len > r->length - (va - r->va) ||
-			    (len && rxe_mem_resolve(qp, reth_rkey(reth), true, va,
-						    len,
-						    RNICPI_ACCESS_REMOTE_READ,
-						    &mr, &ptr)))
+			    (len &&
+			     rxe_mem_resolve(qp, reth_rkey(reth), true, va, len,
+					     RNICPI_ACCESS_REMOTE_READ, &mr,
+					     &ptr)))
 				return RESPST_DONE;
 			if (len)
 				rxe_mr_put(mr);
@@ -634,18 +635,19 @@ void rxe_resp_rcv(struct rxe_qp *qp, struct rxe_pkt *pkt)
 			state = duplicate(qp, pkt);
 			break;
 		case RESPST_ERR_PSN_OUT_OF_SEQ:
-			/* C9-110: one NAK per gap, then silence until the
+			/* One NAK per gap, then silence until the
 			 * expected PSN shows up. */
 			if (!qp->resp.nak_sent) {
 				qp->resp.nak_sent = true;
 				rxe_count(qp->dev, RXE_CNT_SEQ_NAKS_SENT);
-				send_ack(qp, AETH_TYPE_NAK | AETH_NAK_PSN_SEQ_ERR,
+				send_ack(qp,
+					 AETH_TYPE_NAK | AETH_NAK_PSN_SEQ_ERR,
 					 qp->resp.psn);
 			}
 			state = RESPST_DONE;
 			break;
 		case RESPST_ERR_RNR:
-			/* C9-?: RNR NAK with our minimum RNR timer; the
+			/* RNR NAK with our minimum RNR timer; the
 			 * PSN is not consumed. */
 			rxe_count(qp->dev, RXE_CNT_RNR_NAKS_SENT);
 			send_ack(qp, AETH_TYPE_RNR | qp->min_rnr_timer,
@@ -702,8 +704,8 @@ void rxe_resp_ud(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	struct rxe_recv_wqe rwqe;
 	struct rnicpi_wc wc;
 
-	/* C10-? / C9-?: the Q_Key must match, else the datagram is dropped
-	 * silently (and counted, IBA 16.1.? Q_Key violations). */
+	/* The Q_Key must match, else the datagram is dropped
+	 * silently (and counted as a Q_Key violation). */
 	if (qkey != want) {
 		rxe_qp_dbg(qp, "drop UD: Q_Key 0x%08x, ours 0x%08x", qkey,
 			   want);

@@ -43,7 +43,7 @@ static int check_access(struct rxe_dev *dev, unsigned int access)
 
 	if ((access & needs_lw) && !(access & RNICPI_ACCESS_LOCAL_WRITE)) {
 		rxe_dev_warn(dev, "access 0x%x: remote write/atomic needs "
-			     "local write (IBA C10-?/11.2.8.2)", access);
+			     "local write (IBA 10.6)", access);
 		return -EINVAL;
 	}
 	return 0;
