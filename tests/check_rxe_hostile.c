@@ -525,6 +525,81 @@ START_TEST(test_garbage_dropped)
 }
 END_TEST
 
+/* The peer as a hostile responder to our requester: answers that do not
+ * fit what we asked are errors for the WQE (BAD_RESP_ERR) and never land
+ * outside the local buffer; answers for PSNs we never sent are ignored. */
+static void post_local_read(struct hostile *h, uint64_t wr_id)
+{
+	struct rnicpi_sge sge = { va(h, 100), 100, h->mr->lkey };
+	struct rnicpi_send_wr wr;
+	const struct rnicpi_send_wr *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = RNICPI_WR_RDMA_READ;
+	wr.send_flags = RNICPI_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = 0x10000;
+	wr.wr.rdma.rkey = 0x1234;
+	ck_assert_ok(h->t.ops->post_send(h->s.qp, &wr, &bad));
+}
+
+START_TEST(test_hostile_responses)
+{
+	struct hostile h;
+	struct resp r;
+	struct rnicpi_wc wc;
+	uint8_t data[200], aeth[4] = { 0x1f, 0, 0, 1 };
+
+	memset(data, 0x5a, sizeof(data));
+	/* A READ response longer than the READ. */
+	hostile_open(&h);
+	post_local_read(&h, 1);
+	recv_resp(&h, &r);
+	ck_assert_uint_eq(r.opcode, IB_OP_READ_REQUEST);
+	ck_assert_uint_eq(r.psn, 5000);
+	send_raw(&h, IB_OP_READ_RESP_ONLY, h.s.qp->qp_num, 5000, aeth, 4,
+		 data, 200, 0);
+	ck_assert_ok(rxe_t_wait_wc(&h.t, h.s.scq, &wc));
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_int_eq(wc.status, RNICPI_WC_BAD_RESP_ERR);
+	assert_untouched(&h, 0, MEM);
+	ck_assert_int_eq(qp_state(&h), RNICPI_QPS_ERR);
+	hostile_close(&h);
+
+	/* An ACK and an atomic ACK for PSNs never sent are ignored; then
+	 * the right response lands where it should. */
+	hostile_open(&h);
+	post_local_read(&h, 2);
+	recv_resp(&h, &r);
+	send_raw(&h, IB_OP_ACK, h.s.qp->qp_num, 9000, aeth, 4, NULL, 0, 0);
+	send_raw(&h, IB_OP_READ_RESP_ONLY, h.s.qp->qp_num, 5001, aeth, 4,
+		 data, 100, 0);
+	send_raw(&h, IB_OP_READ_RESP_ONLY, h.s.qp->qp_num, 5000, aeth, 4,
+		 data, 100, 0);
+	ck_assert_ok(rxe_t_wait_wc(&h.t, h.s.scq, &wc));
+	ck_assert_uint_eq(wc.wr_id, 2);
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert(memcmp(h.mem + GUARD + 100, data, 100) == 0);
+	assert_untouched(&h, 0, 100);
+	assert_untouched(&h, 200, MEM);
+	hostile_close(&h);
+
+	/* A NAK remote access error: the WQE fails with REM_ACCESS_ERR. */
+	hostile_open(&h);
+	post_local_read(&h, 3);
+	recv_resp(&h, &r);
+	aeth[0] = AETH_TYPE_NAK | AETH_NAK_REM_ACCESS_ERR;
+	send_raw(&h, IB_OP_ACK, h.s.qp->qp_num, 5000, aeth, 4, NULL, 0, 0);
+	ck_assert_ok(rxe_t_wait_wc(&h.t, h.s.scq, &wc));
+	ck_assert_uint_eq(wc.wr_id, 3);
+	ck_assert_int_eq(wc.status, RNICPI_WC_REM_ACCESS_ERR);
+	assert_untouched(&h, 0, MEM);
+	hostile_close(&h);
+}
+END_TEST
+
 /* Our own requester meeting a bad R_Key: an error completion on its side,
  * an async event on the responder's, the QPs in ERR. */
 START_TEST(test_requester_error_completion)
@@ -600,6 +675,7 @@ Suite *suite_rxe_hostile(void)
 	tcase_add_test(tc, test_read_and_atomic_replay);
 	tcase_add_test(tc, test_garbage_dropped);
 	tcase_add_test(tc, test_requester_error_completion);
+	tcase_add_test(tc, test_hostile_responses);
 	suite_add_tcase(s, tc);
 	return s;
 }

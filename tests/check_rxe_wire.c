@@ -137,6 +137,16 @@ START_TEST(test_headers_byte_exact)
 	atmack_set(&ack, 0x0102030405060708ull);
 	ck_assert_uint_eq(ack.b[0], 1);
 	ck_assert_uint_eq(ack.b[7], 8);
+	{
+		struct ib_immdt imm;
+		uint32_t v = 0;
+
+		/* Immediate data is opaque: the bytes go as the WR has them. */
+		memcpy(&v, "\x01\x02\x03\x04", 4);
+		immdt_set(&imm, v);
+		ck_assert_mem_eq(imm.b, "\x01\x02\x03\x04", 4);
+		ck_assert_uint_eq(immdt_get(&imm), v);
+	}
 	ieth_set(&ieth, 0x00001201);
 	ck_assert_uint_eq(ieth.b[2], 0x12);
 	ck_assert_uint_eq(ieth_rkey(&ieth), 0x1201);
