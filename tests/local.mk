@@ -36,3 +36,4 @@ check-valgrind: $(check_PROGRAMS) $(check_LTLIBRARIES)
 
 include tests/provider/local.mk
 include tests/siw.mk
+include tests/rxe.mk

@@ -16,7 +16,13 @@
 	X(suite_ual_events, "ual-events")                                   \
 	X(suite_siw_wire, "siw-wire")                                       \
 	X(suite_siw_loopback, "siw-loopback")                               \
-	X(suite_siw_hostile, "siw-hostile")
+	X(suite_siw_hostile, "siw-hostile")                                 \
+	X(suite_rxe_wire, "rxe-wire")                                       \
+	X(suite_rxe_loopback, "rxe-loopback")                               \
+	X(suite_rxe_memory, "rxe-memory")                                   \
+	X(suite_rxe_ud, "rxe-ud")                                           \
+	X(suite_rxe_faults, "rxe-faults")                                   \
+	X(suite_rxe_hostile, "rxe-hostile")
 
 #define X(fn, name) Suite *fn(void);
 HOSTRDMA_SUITES(X)

@@ -1,0 +1,687 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rxe-loopback: a soft-RoCE device on lo, two QPs talking over 127.0.0.1
+ * or ::1 through the provider's ops: SEND, WRITE (with immediate) and READ
+ * from 0 B to 16 MiB with guard bytes around every target, every path
+ * MTU, the QP state machine and flushing, RNR, many WQEs in flight, SQ
+ * drain, SRQ. Memory (keys, atomics, invalidation, windows) is in
+ * rxe-memory, datagrams in rxe-ud.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <glib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/rxe_testlib.h"
+#include "tests/suites.h"
+#include "tests/testutil.h"
+
+static const uint32_t sizes[] = {
+	0, 1, 255, 256, 4095, 4096, 65536, 1u << 20, 16u << 20,
+};
+
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_device_queries)
+{
+	struct rxe_t_dev t;
+	struct rnicpi_device_attr da;
+	struct rnicpi_port_attr pa;
+	struct rnicpi_gid_entry ge;
+	union rnicpi_gid want;
+	static const struct rnicpi_option bad[] = {
+		{ "max_unacked", "0" }, { NULL, NULL },
+	};
+	static const struct rnicpi_option unknown[] = {
+		{ "no_such_thing", "1" }, { NULL, NULL },
+	};
+	struct sockaddr_storage addrs[2];
+	struct rnicpi_netdev nd;
+	struct rnicpi_device *d;
+
+	rxe_t_lo_netdev(&nd, addrs);
+	ck_assert_errno(rxe_provider.device_create(&nd, "rxe_lo", bad,
+						   &rxe_t_core_ops, &d),
+			EINVAL);
+	ck_assert_errno(rxe_provider.device_create(&nd, "rxe_lo", unknown,
+						   &rxe_t_core_ops, &d),
+			EINVAL);
+	ck_assert_ok(rxe_provider.netdev_supported(&nd));
+	nd.n_addrs = 0;
+	ck_assert_errno(rxe_provider.netdev_supported(&nd), EADDRNOTAVAIL);
+
+	ck_assert_ok(rxe_t_dev_open(&t, NULL));
+	ck_assert_str_eq(t.dev->name, "rxe_lo");
+	ck_assert_ok(t.ops->query_device(t.dev, &da));
+	ck_assert_int_eq(da.transport, RNICPI_TRANSPORT_ROCE);
+	ck_assert(da.caps & RNICPI_DEV_CAP_GSI);
+	ck_assert(da.caps & RNICPI_DEV_CAP_ATOMIC);
+	ck_assert_ok(t.ops->query_port(t.dev, 1, &pa));
+	ck_assert_int_eq(pa.state, RNICPI_PORT_ACTIVE);
+	ck_assert_int_eq(pa.active_mtu, RNICPI_MTU_4096);
+	ck_assert_int_eq(pa.link_layer, RNICPI_LINK_LAYER_ETHERNET);
+	ck_assert_errno(t.ops->query_port(t.dev, 2, &pa), EINVAL);
+
+	ck_assert_ok(t.ops->query_gid(t.dev, 1, 0, &ge));
+	rxe_t_gid_v4(&want, "127.0.0.1");
+	ck_assert_mem_eq(ge.gid.raw, want.raw, 16);
+	ck_assert_int_eq(ge.type, RNICPI_GID_TYPE_ROCE_V2);
+	ck_assert_ok(t.ops->query_gid(t.dev, 1, 1, &ge));
+	rxe_t_gid_v6(&want, "::1");
+	ck_assert_mem_eq(ge.gid.raw, want.raw, 16);
+	ck_assert_errno(t.ops->query_gid(t.dev, 1, 2, &ge), ENOENT);
+	ck_assert_errno(t.ops->query_gid(t.dev, 1, 99, &ge), EINVAL);
+
+	/* Interface events: MTU and carrier change the port, addresses
+	 * the GID table; each raises its event. */
+	rxe_t_lo_netdev(&nd, addrs);
+	nd.mtu = 1500;
+	nd.flags &= ~RNICPI_NETDEV_RUNNING;
+	nd.n_addrs = 1;
+	t.ops->netdev_event(t.dev, &nd, RNICPI_NETDEV_CHANGE);
+	ck_assert_ok(t.ops->query_port(t.dev, 1, &pa));
+	ck_assert_int_eq(pa.state, RNICPI_PORT_DOWN);
+	ck_assert_int_eq(pa.active_mtu, RNICPI_MTU_1024);
+	ck_assert(rxe_t_has_event(RNICPI_EVENT_PORT_ERR, NULL));
+	ck_assert(rxe_t_has_event(RNICPI_EVENT_GID_CHANGE, NULL));
+	ck_assert_errno(t.ops->query_gid(t.dev, 1, 1, &ge), ENOENT);
+	rxe_t_events_reset();
+	rxe_t_lo_netdev(&nd, addrs);
+	t.ops->netdev_event(t.dev, &nd, RNICPI_NETDEV_ADDR_ADD);
+	ck_assert(rxe_t_has_event(RNICPI_EVENT_PORT_ACTIVE, NULL));
+	ck_assert_ok(t.ops->query_gid(t.dev, 1, 1, &ge));
+	rxe_t_dev_close(&t);
+}
+END_TEST
+
+START_TEST(test_qp_state_machine)
+{
+	struct rxe_t_dev t;
+	struct rxe_t_side s;
+	struct rnicpi_qp_attr a;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_recv_wr rwr;
+	const struct rnicpi_send_wr *bad;
+	const struct rnicpi_recv_wr *rbad;
+	struct rnicpi_wc wc;
+	struct rnicpi_qp_init_attr ia;
+	union rnicpi_gid gid;
+
+	ck_assert_ok(rxe_t_dev_open(&t, NULL));
+	ck_assert_ok(rxe_t_side_create(&t, &s, RNICPI_QPT_RC, NULL));
+	ck_assert_uint_ge(s.qp->qp_num, 2);
+
+	memset(&a, 0, sizeof(a));
+	memset(&wr, 0, sizeof(wr));
+	/* Posting before RTS is refused. */
+	wr.opcode = RNICPI_WR_SEND;
+	ck_assert_errno(t.ops->post_send(s.qp, &wr, &bad), EINVAL);
+	ck_assert_ptr_eq(bad, &wr);
+	/* RESET -> RTR skips INIT (IBA 10.3.1). */
+	a.qp_state = RNICPI_QPS_RTR;
+	ck_assert_errno(t.ops->modify_qp(s.qp, &a, RNICPI_QP_STATE), EINVAL);
+	/* RESET -> INIT needs P_Key index, port and access. */
+	a.qp_state = RNICPI_QPS_INIT;
+	ck_assert_errno(t.ops->modify_qp(s.qp, &a, RNICPI_QP_STATE |
+					 RNICPI_QP_PKEY_INDEX), EINVAL);
+	/* ... and cannot set the SQ PSN. */
+	a.port_num = 1;
+	ck_assert_errno(t.ops->modify_qp(s.qp, &a, RNICPI_QP_STATE |
+					 RNICPI_QP_PKEY_INDEX | RNICPI_QP_PORT |
+					 RNICPI_QP_ACCESS_FLAGS |
+					 RNICPI_QP_SQ_PSN), EINVAL);
+	a.port_num = 2;
+	ck_assert_errno(t.ops->modify_qp(s.qp, &a, RNICPI_QP_STATE |
+					 RNICPI_QP_PKEY_INDEX | RNICPI_QP_PORT |
+					 RNICPI_QP_ACCESS_FLAGS), EINVAL);
+	a.port_num = 1;
+	ck_assert_ok(t.ops->modify_qp(s.qp, &a, RNICPI_QP_STATE |
+				      RNICPI_QP_PKEY_INDEX | RNICPI_QP_PORT |
+				      RNICPI_QP_ACCESS_FLAGS));
+	ck_assert_ok(t.ops->query_qp(s.qp, &a, 0, &ia));
+	ck_assert_int_eq(a.qp_state, RNICPI_QPS_INIT);
+	ck_assert_int_eq(ia.qp_type, RNICPI_QPT_RC);
+	ck_assert_uint_ge(ia.cap.max_send_wr, 256);
+
+	/* INIT -> RTR without the AV. */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = RNICPI_QPS_RTR;
+	a.path_mtu = RNICPI_MTU_1024;
+	ck_assert_errno(t.ops->modify_qp(s.qp, &a, RNICPI_QP_STATE |
+					 RNICPI_QP_PATH_MTU), EINVAL);
+	/* An AV with an empty source GID slot. */
+	rxe_t_gid_v4(&gid, "127.0.0.1");
+	a.ah_attr.dgid = gid;
+	a.ah_attr.sgid_index = 5;
+	ck_assert_errno(t.ops->modify_qp(s.qp, &a, RNICPI_QP_STATE |
+					 RNICPI_QP_AV | RNICPI_QP_PATH_MTU |
+					 RNICPI_QP_DEST_QPN | RNICPI_QP_RQ_PSN |
+					 RNICPI_QP_MAX_DEST_RD_ATOMIC |
+					 RNICPI_QP_MIN_RNR_TIMER), EINVAL);
+
+	/* Receives posted in INIT are flushed by ERR. */
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.wr_id = 77;
+	ck_assert_ok(t.ops->post_recv(s.qp, &rwr, &rbad));
+	a.qp_state = RNICPI_QPS_ERR;
+	ck_assert_ok(t.ops->modify_qp(s.qp, &a, RNICPI_QP_STATE));
+	ck_assert_int_eq(t.ops->poll_cq(s.rcq, 1, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, 77);
+	ck_assert_int_eq(wc.status, RNICPI_WC_WR_FLUSH_ERR);
+	/* In ERR, posts complete at once with flush errors. */
+	wr.wr_id = 78;
+	wr.send_flags = RNICPI_SEND_SIGNALED;
+	ck_assert_ok(t.ops->post_send(s.qp, &wr, &bad));
+	ck_assert_int_eq(t.ops->poll_cq(s.scq, 1, &wc), 1);
+	ck_assert_uint_eq(wc.wr_id, 78);
+	ck_assert_int_eq(wc.status, RNICPI_WC_WR_FLUSH_ERR);
+	/* ERR -> RESET -> INIT again. */
+	a.qp_state = RNICPI_QPS_RESET;
+	ck_assert_ok(t.ops->modify_qp(s.qp, &a, RNICPI_QP_STATE));
+	rxe_t_side_destroy(&t, &s);
+	rxe_t_dev_close(&t);
+}
+END_TEST
+
+
+START_TEST(test_rc_send_sizes)
+{
+	struct rxe_t_conn_opts o = { .psn = { 0xfffff0, 0x123 } };
+	uint32_t size = sizes[_i];
+	struct rxe_t_buf src, dst;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_wc wc;
+	struct rxe_t_pair p;
+
+	rxe_t_pair_open(&p, &o);
+	rxe_t_buf_alloc(&p.t, &src, size, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 3);
+	rxe_t_buf_alloc(&p.t, &dst, size, 0x55, RXE_T_ALL_ACCESS);
+	rxe_t_post_recv(&p, &p.b, &dst, 100);
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_SEND_WITH_IMM;
+	wr.ex.imm_data = 0xa1b2c3d4;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, &wc);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_SEND);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 100, RNICPI_WC_SUCCESS, &wc);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_RECV);
+	ck_assert_uint_eq(wc.byte_len, size);
+	ck_assert(wc.wc_flags & RNICPI_WC_WITH_IMM);
+	ck_assert_uint_eq(wc.imm_data, 0xa1b2c3d4);
+	ck_assert_uint_eq(wc.src_qp, p.a.qp->qp_num);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, size) ==
+		  0);
+	rxe_t_assert_guards(&dst);
+
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_rc_write_read_sizes)
+{
+	struct rxe_t_conn_opts o = { .psn = { 0x7ffff8, 0xfffffa } };
+	uint32_t size = sizes[_i];
+	struct rxe_t_buf src, dst, back, rbuf;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_wc wc;
+	struct rxe_t_pair p;
+
+	rxe_t_pair_open(&p, &o);
+	rxe_t_buf_alloc(&p.t, &src, size, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 11);
+	rxe_t_buf_alloc(&p.t, &dst, size, 0x55, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &back, size, 0x66, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &rbuf, 16, 0, RXE_T_ALL_ACCESS);
+
+	/* RDMA WRITE a -> b */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, &wc);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_RDMA_WRITE);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, size) ==
+		  0);
+	rxe_t_assert_guards(&dst);
+
+	/* RDMA READ it back b -> a */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 2;
+	wr.opcode = RNICPI_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &back);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, &wc);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.byte_len, size);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, back.mem + RXE_T_GUARD, size) ==
+		  0);
+	rxe_t_assert_guards(&back);
+
+	/* RDMA WRITE with immediate consumes a receive at b. */
+	memset(dst.mem + RXE_T_GUARD, 0, size);
+	rxe_t_post_recv(&p, &p.b, &rbuf, 300);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 3;
+	wr.opcode = RNICPI_WR_RDMA_WRITE_WITH_IMM;
+	wr.ex.imm_data = 0x01020304;
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 3, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 300, RNICPI_WC_SUCCESS, &wc);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(wc.imm_data, 0x01020304);
+	ck_assert_uint_eq(wc.byte_len, size);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, size) ==
+		  0);
+	rxe_t_assert_guards(&dst);
+	rxe_t_assert_guards(&rbuf);
+	ck_assert_uint_eq(rxe_dev_counter(p.t.dev, RXE_CNT_ICRC_ERR), 0);
+	/* Runs of full-MTU packets went out as UDP GSO datagrams. */
+	if (size >= 4 * 4096)
+		ck_assert_uint_gt(rxe_dev_counter(p.t.dev, RXE_CNT_GSO_SENDS),
+				  0);
+
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_buf_free(&p.t, &back);
+	rxe_t_buf_free(&p.t, &rbuf);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+/*
+ * The IPv4 IDs our ICRCs assume: without GSO every datagram carries ID 0
+ * (DF, unconnected socket), the receiver's first guess, so nothing needs
+ * solving. With GSO the kernel numbers the segments 0, 1, 2, ...: received
+ * whole through UDP GRO, each segment's index is the receiver's guess and
+ * still nothing needs solving; received one by one (GRO off), segments
+ * after the first are found by the ID solver. No ICRC error either way.
+ */
+START_TEST(test_ipv4_id_assumption)
+{
+	static const struct rnicpi_option gso_off[] = {
+		{ "gso", "0" }, { NULL, NULL },
+	};
+	static const struct rnicpi_option gro_off[] = {
+		{ "gro", "0" }, { NULL, NULL },
+	};
+	const struct rnicpi_option *opts[] = { gso_off, NULL, gro_off };
+	struct rxe_t_buf src, dst;
+	struct rnicpi_send_wr wr;
+	struct rxe_t_pair p;
+	uint64_t gso, gro, solved;
+
+	rxe_t_pair_open_opts(&p, NULL, opts[_i]);
+	rxe_t_buf_alloc(&p.t, &src, 1u << 20, 0x11, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 1u << 20, 0, RXE_T_ALL_ACCESS);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD,
+			 1u << 20) == 0);
+	ck_assert_uint_eq(rxe_dev_counter(p.t.dev, RXE_CNT_ICRC_ERR), 0);
+	gso = rxe_dev_counter(p.t.dev, RXE_CNT_GSO_SENDS);
+	gro = rxe_dev_counter(p.t.dev, RXE_CNT_GRO_BATCHES);
+	solved = rxe_dev_counter(p.t.dev, RXE_CNT_ICRC_ID_SOLVED);
+	switch (_i) {
+	case 0:
+		ck_assert_uint_eq(gso, 0);
+		ck_assert_uint_eq(solved, 0);
+		break;
+	case 1:
+		ck_assert_uint_gt(gso, 0);
+		ck_assert_uint_gt(gro, 0);
+		ck_assert_uint_eq(solved, 0);
+		break;
+	default:
+		ck_assert_uint_gt(gso, 0);
+		ck_assert_uint_eq(gro, 0);
+		ck_assert_uint_gt(solved, 0);
+		break;
+	}
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+/* Every path MTU (IBA 9.7.2 segmentation): a 70000-byte SEND and READ. */
+START_TEST(test_rc_path_mtus)
+{
+	struct rxe_t_conn_opts o = { .mtu = (enum rnicpi_mtu)(RNICPI_MTU_256 +
+							      _i),
+				     .psn = { 0xfffffe, 0xfffff0 } };
+	struct rxe_t_buf src, dst, back;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_qp_attr qa;
+	struct rxe_t_pair p;
+
+	rxe_t_pair_open(&p, &o);
+	ck_assert_ok(p.t.ops->query_qp(p.a.qp, &qa, RNICPI_QP_PATH_MTU, NULL));
+	ck_assert_int_eq(qa.path_mtu, o.mtu);
+	rxe_t_buf_alloc(&p.t, &src, 70000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 7);
+	rxe_t_buf_alloc(&p.t, &dst, 70000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &back, 70000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_post_recv(&p, &p.b, &dst, 1);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_SEND;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 1, RNICPI_WC_SUCCESS, NULL);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 2;
+	wr.opcode = RNICPI_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &back);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, back.mem + RXE_T_GUARD,
+			 70000) == 0);
+	rxe_t_assert_guards(&dst);
+	rxe_t_assert_guards(&back);
+	/* ceil(70000 / MTU) packets each way plus the READ request. */
+	ck_assert_uint_ge(
+		rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS),
+		2 * ((70000 + (128u << o.mtu) - 1) / (128u << o.mtu)) + 1);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_buf_free(&p.t, &back);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_rc_ipv6)
+{
+	struct rxe_t_conn_opts o = { .sgid_index = 1, .mtu = RNICPI_MTU_1024 };
+	struct rxe_t_buf src, dst;
+	struct rnicpi_send_wr wr;
+	struct rxe_t_pair p;
+
+	rxe_t_pair_open(&p, &o);
+	rxe_t_buf_alloc(&p.t, &src, 100000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 5);
+	rxe_t_buf_alloc(&p.t, &dst, 100000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_post_recv(&p, &p.b, &dst, 9);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_SEND;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 9, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD,
+			 100000) == 0);
+	rxe_t_assert_guards(&dst);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_rc_rnr)
+{
+	struct rxe_t_conn_opts o = { .min_rnr_timer = 12 /* 0.64 ms */ };
+	struct rxe_t_buf src, dst;
+	struct rnicpi_send_wr wr;
+	struct rxe_t_pair p;
+
+	rxe_t_pair_open(&p, &o);
+	rxe_t_buf_alloc(&p.t, &src, 5000, 0x42, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 5000, 0, RXE_T_ALL_ACCESS);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_SEND;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	/* No receive yet: the responder answers RNR NAK, the requester
+	 * waits and tries again (rnr_retry 7 = forever). */
+	while (rxe_dev_counter(p.t.dev, RXE_CNT_RNR_NAKS_RCVD) < 2)
+		usleep(100);
+	rxe_t_post_recv(&p, &p.b, &dst, 5);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 5, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, 5000) ==
+		  0);
+	ck_assert_uint_ge(rxe_dev_counter(p.t.dev, RXE_CNT_RNR_NAKS_SENT), 2);
+
+	/* rnr_retry 0: the first RNR NAK ends it. */
+	o.rnr_retry = 8;
+	rxe_t_pair_renew(&p, &o);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 2;
+	wr.opcode = RNICPI_WR_SEND;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_RNR_RETRY_EXC_ERR, NULL);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_rc_many_in_flight)
+{
+	/* 200 SENDs of 3000 bytes in a row, MTU 1024, ORD-limited READs
+	 * in between: completions arrive in order. */
+	struct rxe_t_conn_opts o = { .mtu = RNICPI_MTU_1024, .max_send_wr = 512,
+				     .max_recv_wr = 512 };
+	struct rxe_t_buf src, dst, rd;
+	struct rxe_t_pair p;
+	struct rnicpi_wc wc;
+	unsigned int i;
+
+	rxe_t_pair_open(&p, &o);
+	rxe_t_buf_alloc(&p.t, &src, 3000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 1);
+	rxe_t_buf_alloc(&p.t, &dst, 200 * 3000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &rd, 3000, 0, RXE_T_ALL_ACCESS);
+	for (i = 0; i < 200; i++) {
+		struct rnicpi_sge sge = { rxe_t_buf_va(&dst) + i * 3000, 3000,
+					  dst.mr->lkey };
+		struct rnicpi_recv_wr rw = { NULL, 1000 + i, &sge, 1 };
+		const struct rnicpi_recv_wr *rbad;
+
+		ck_assert_ok(p.t.ops->post_recv(p.b.qp, &rw, &rbad));
+	}
+	for (i = 0; i < 200; i++) {
+		struct rnicpi_send_wr wr;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = i;
+		if (i % 10 == 5) {
+			wr.opcode = RNICPI_WR_RDMA_READ;
+			wr.wr.rdma.remote_addr = rxe_t_buf_va(&src);
+			wr.wr.rdma.rkey = src.mr->rkey;
+			rxe_t_post(&p.t, &p.a, &wr, &rd);
+		} else {
+			wr.opcode = RNICPI_WR_SEND;
+			rxe_t_post(&p.t, &p.a, &wr, &src);
+		}
+	}
+	for (i = 0; i < 200; i++)
+		rxe_t_expect_wc(&p.t, p.a.scq, i, RNICPI_WC_SUCCESS, NULL);
+	for (i = 0; i < 180; i++) {
+		rxe_t_expect_wc(&p.t, p.b.rcq, 1000 + i, RNICPI_WC_SUCCESS,
+				&wc);
+		ck_assert(memcmp(src.mem + RXE_T_GUARD,
+				 dst.mem + RXE_T_GUARD + (size_t)i * 3000,
+				 3000) == 0);
+	}
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, rd.mem + RXE_T_GUARD, 3000) ==
+		  0);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_buf_free(&p.t, &rd);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+/* IBA 10.3.1.6: RTS -> SQD stops new WQEs, reports SQ_DRAINED once the
+ * outstanding ones are done; SQD -> RTS resumes. */
+START_TEST(test_rc_sq_drain)
+{
+	struct rxe_t_buf src, dst;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_qp_attr a;
+	struct rnicpi_wc wc;
+	struct rxe_t_pair p;
+
+	rxe_t_pair_open(&p, NULL);
+	rxe_t_buf_alloc(&p.t, &src, 64, 0x12, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 64, 0, RXE_T_ALL_ACCESS);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = RNICPI_QPS_SQD;
+	ck_assert_ok(p.t.ops->modify_qp(p.a.qp, &a, RNICPI_QP_STATE));
+	ck_assert(rxe_t_has_event(RNICPI_EVENT_SQ_DRAINED, p.a.qp));
+	/* Posted in SQD: held, not sent. */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	ck_assert_int_eq(p.t.ops->poll_cq(p.a.scq, 1, &wc), 0);
+	ck_assert_uint_eq(dst.mem[RXE_T_GUARD], 0);
+	/* SQD -> RTS: it goes. */
+	a.qp_state = RNICPI_QPS_RTS;
+	ck_assert_ok(p.t.ops->modify_qp(p.a.qp, &a, RNICPI_QP_STATE));
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, 64) ==
+		  0);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+/* Each QP sends from a UDP port of its own (flow entropy, A17.2.3). */
+START_TEST(test_per_qp_source_port)
+{
+	struct rxe_t_pair p;
+	struct rxe_t_buf src, dst;
+	struct rnicpi_send_wr wr;
+
+	rxe_t_pair_open(&p, NULL);
+	rxe_t_buf_alloc(&p.t, &src, 8, 1, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 8, 0, RXE_T_ALL_ACCESS);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	/* a sent the WRITE, b the ACK: both have a port, not the same,
+	 * and neither is 4791. */
+	ck_assert_uint_ne(to_rxe_qp(p.a.qp)->tx_port[0], 0);
+	ck_assert_uint_ne(to_rxe_qp(p.b.qp)->tx_port[0], 0);
+	ck_assert_uint_ne(to_rxe_qp(p.a.qp)->tx_port[0],
+			  to_rxe_qp(p.b.qp)->tx_port[0]);
+	ck_assert_uint_ne(to_rxe_qp(p.a.qp)->tx_port[0], ROCE_V2_UDP_PORT);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_srq)
+{
+	struct rxe_t_dev t;
+	struct rxe_t_side a, b;
+	struct rnicpi_srq_attr sa = { .max_wr = 8,
+				      .max_sge = 1,
+				      .srq_limit = 2 };
+	struct rnicpi_srq *srq;
+	struct rnicpi_cq_init_attr ca = { .cqe = 64 };
+	struct rnicpi_qp_init_attr qa;
+	struct rxe_t_buf src, dst;
+	struct rnicpi_send_wr wr;
+	unsigned int i;
+
+	ck_assert_ok(rxe_t_dev_open(&t, NULL));
+	ck_assert_ok(t.ops->create_srq(t.pd, &sa, &srq));
+	ck_assert_ok(rxe_t_side_create(&t, &a, RNICPI_QPT_RC, NULL));
+	memset(&b, 0, sizeof(b));
+	ck_assert_ok(t.ops->create_cq(t.dev, &ca, &b.scq));
+	ck_assert_ok(t.ops->create_cq(t.dev, &ca, &b.rcq));
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = RNICPI_QPT_RC;
+	qa.send_cq = b.scq;
+	qa.recv_cq = b.rcq;
+	qa.srq = srq;
+	qa.cap.max_send_wr = 8;
+	ck_assert_ok(t.ops->create_qp(t.pd, &qa, &b.qp));
+	ck_assert_ok(rxe_t_connect(&t, &a, &b, NULL));
+	ck_assert_errno(t.ops->destroy_srq(srq), EBUSY);
+
+	rxe_t_buf_alloc(&t, &src, 64, 0x77, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&t, &dst, 4 * 64, 0, RXE_T_ALL_ACCESS);
+	for (i = 0; i < 4; i++) {
+		struct rnicpi_sge sge = { rxe_t_buf_va(&dst) + i * 64, 64,
+					  dst.mr->lkey };
+		struct rnicpi_recv_wr rw = { NULL, 40 + i, &sge, 1 };
+		const struct rnicpi_recv_wr *rbad;
+
+		ck_assert_ok(t.ops->post_srq_recv(srq, &rw, &rbad));
+	}
+	for (i = 0; i < 3; i++) {
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = i;
+		wr.opcode = RNICPI_WR_SEND;
+		rxe_t_post(&t, &a, &wr, &src);
+		rxe_t_expect_wc(&t, b.rcq, 40 + i, RNICPI_WC_SUCCESS,
+			  NULL);
+	}
+	/* 4 posted, 3 used: one left, under the limit of 2. */
+	ck_assert(rxe_t_has_event(RNICPI_EVENT_SRQ_LIMIT_REACHED, NULL));
+	rxe_t_side_destroy(&t, &a);
+	rxe_t_side_destroy(&t, &b);
+	ck_assert_ok(t.ops->destroy_srq(srq));
+	rxe_t_buf_free(&t, &src);
+	rxe_t_buf_free(&t, &dst);
+	rxe_t_dev_close(&t);
+}
+END_TEST
+
+Suite *suite_rxe_loopback(void)
+{
+	Suite *s = suite_create("rxe-loopback");
+	TCase *tc = tcase_create("objects");
+
+	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
+	tcase_add_test(tc, test_device_queries);
+	tcase_add_test(tc, test_qp_state_machine);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("rc");
+	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_rc_send_sizes, 0, G_N_ELEMENTS(sizes));
+	tcase_add_loop_test(tc, test_rc_write_read_sizes, 0,
+			    G_N_ELEMENTS(sizes));
+	tcase_add_loop_test(tc, test_rc_path_mtus, 0, 5);
+	tcase_add_loop_test(tc, test_ipv4_id_assumption, 0, 3);
+	tcase_add_test(tc, test_rc_ipv6);
+	tcase_add_test(tc, test_rc_rnr);
+	tcase_add_test(tc, test_rc_many_in_flight);
+	tcase_add_test(tc, test_srq);
+	tcase_add_test(tc, test_rc_sq_drain);
+	tcase_add_test(tc, test_per_qp_source_port);
+	suite_add_tcase(s, tc);
+	return s;
+}

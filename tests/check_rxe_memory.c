@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rxe-memory: keys and what they open, over a soft-RoCE device on lo: MR
+ * keys and re-registration, atomics, SEND_WITH_INV and LOCAL_INV, memory
+ * windows of type 1 and 2 (IBA 10.6), with guard bytes around targets.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <glib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/rxe_testlib.h"
+#include "tests/suites.h"
+#include "tests/testutil.h"
+
+START_TEST(test_mr_keys)
+{
+	struct rxe_t_dev t;
+	struct rnicpi_mr *mr;
+	uint8_t buf[256];
+	uint32_t old;
+
+	ck_assert_ok(rxe_t_dev_open(&t, NULL));
+	ck_assert_errno(t.ops->reg_mr(t.pd, buf, sizeof(buf), 0,
+				      RNICPI_ACCESS_REMOTE_WRITE, &mr), EINVAL);
+	ck_assert_errno(t.ops->reg_mr(t.pd, buf, sizeof(buf), 0,
+				      RNICPI_ACCESS_REMOTE_ATOMIC, &mr),
+			EINVAL);
+	ck_assert_ok(t.ops->reg_mr(t.pd, buf, sizeof(buf),
+				   (uint64_t)(uintptr_t)buf, RXE_T_ALL_ACCESS,
+				   &mr));
+	ck_assert_uint_eq(mr->lkey, mr->rkey);
+	ck_assert_uint_ne(mr->lkey >> 8, 0);
+	old = mr->lkey;
+	ck_assert_ok(t.ops->rereg_mr(mr, RNICPI_REREG_ACCESS, NULL, NULL, 0, 0,
+				     RNICPI_ACCESS_LOCAL_WRITE));
+	/* Same slot, new key byte: the old key is stale. */
+	ck_assert_uint_eq(mr->lkey >> 8, old >> 8);
+	ck_assert_uint_ne(mr->lkey, old);
+	ck_assert_ok(t.ops->dereg_mr(mr));
+	rxe_t_dev_close(&t);
+}
+END_TEST
+
+START_TEST(test_rc_atomics)
+{
+	struct rxe_t_buf target, res;
+	struct rnicpi_send_wr wr;
+	struct rxe_t_pair p;
+	uint64_t v;
+
+	rxe_t_pair_open(&p, NULL);
+	rxe_t_buf_alloc(&p.t, &target, 16, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &res, 8, 0, RXE_T_ALL_ACCESS);
+	v = 1000;
+	memcpy(target.mem + RXE_T_GUARD, &v, 8);
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.remote_addr = rxe_t_buf_va(&target);
+	wr.wr.atomic.rkey = target.mr->rkey;
+	wr.wr.atomic.compare_add = 5;
+	rxe_t_post(&p.t, &p.a, &wr, &res);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	memcpy(&v, res.mem + RXE_T_GUARD, 8);
+	ck_assert_uint_eq(v, 1000);
+	memcpy(&v, target.mem + RXE_T_GUARD, 8);
+	ck_assert_uint_eq(v, 1005);
+
+	/* CAS that fails: compare 7 != 1005, memory stays. */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 2;
+	wr.opcode = RNICPI_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.remote_addr = rxe_t_buf_va(&target);
+	wr.wr.atomic.rkey = target.mr->rkey;
+	wr.wr.atomic.compare_add = 7;
+	wr.wr.atomic.swap = 42;
+	rxe_t_post(&p.t, &p.a, &wr, &res);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, NULL);
+	memcpy(&v, res.mem + RXE_T_GUARD, 8);
+	ck_assert_uint_eq(v, 1005);
+	memcpy(&v, target.mem + RXE_T_GUARD, 8);
+	ck_assert_uint_eq(v, 1005);
+
+	/* CAS that succeeds, on the second word. */
+	v = 9;
+	memcpy(target.mem + RXE_T_GUARD + 8, &v, 8);
+	wr.wr_id = 3;
+	wr.send_flags = 0;
+	wr.wr.atomic.remote_addr = rxe_t_buf_va(&target) + 8;
+	wr.wr.atomic.compare_add = 9;
+	wr.wr.atomic.swap = 0x1122334455667788ull;
+	rxe_t_post(&p.t, &p.a, &wr, &res);
+	rxe_t_expect_wc(&p.t, p.a.scq, 3, RNICPI_WC_SUCCESS, NULL);
+	memcpy(&v, res.mem + RXE_T_GUARD, 8);
+	ck_assert_uint_eq(v, 9);
+	memcpy(&v, target.mem + RXE_T_GUARD + 8, 8);
+	ck_assert_uint_eq(v, 0x1122334455667788ull);
+	memcpy(&v, target.mem + RXE_T_GUARD, 8);
+	ck_assert_uint_eq(v, 1005);
+	rxe_t_assert_guards(&target);
+
+	/* Misaligned atomics are refused at post time. */
+	{
+		const struct rnicpi_send_wr *bad;
+		struct rnicpi_sge sge = { rxe_t_buf_va(&res), 8, res.mr->lkey };
+
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.wr.atomic.remote_addr = rxe_t_buf_va(&target) + 3;
+		ck_assert_errno(p.t.ops->post_send(p.a.qp, &wr, &bad), EINVAL);
+	}
+	rxe_t_buf_free(&p.t, &target);
+	rxe_t_buf_free(&p.t, &res);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_rc_invalidate)
+{
+	struct rxe_t_buf src, dst, victim, mine;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_wc wc;
+	struct rxe_t_pair p;
+
+	rxe_t_pair_open(&p, NULL);
+	rxe_t_buf_alloc(&p.t, &src, 100, 0x11, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 100, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &victim, 100, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &mine, 100, 0x22, RXE_T_ALL_ACCESS);
+
+	/* SEND with Invalidate: b's victim key dies. */
+	rxe_t_post_recv(&p, &p.b, &dst, 10);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_SEND_WITH_INV;
+	wr.ex.invalidate_rkey = victim.mr->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 10, RNICPI_WC_SUCCESS, &wc);
+	ck_assert(wc.wc_flags & RNICPI_WC_WITH_INV);
+	ck_assert_uint_eq(wc.invalidated_rkey, victim.mr->rkey);
+
+	/* A WRITE with the dead key: remote access error. */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 2;
+	wr.opcode = RNICPI_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&victim);
+	wr.wr.rdma.rkey = victim.mr->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_REM_ACCESS_ERR, NULL);
+	ck_assert_uint_eq(victim.mem[RXE_T_GUARD], 0);
+	rxe_t_assert_guards(&victim);
+
+	/* LOCAL_INV of our own key, then a send from it fails locally. */
+	rxe_t_pair_renew(&p, NULL);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 3;
+	wr.opcode = RNICPI_WR_LOCAL_INV;
+	wr.ex.invalidate_rkey = mine.mr->lkey;
+	rxe_t_post(&p.t, &p.a, &wr, NULL);
+	rxe_t_expect_wc(&p.t, p.a.scq, 3, RNICPI_WC_SUCCESS, &wc);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_LOCAL_INV);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 4;
+	wr.opcode = RNICPI_WR_SEND;
+	rxe_t_post(&p.t, &p.a, &wr, &mine);
+	rxe_t_expect_wc(&p.t, p.a.scq, 4, RNICPI_WC_LOC_PROT_ERR, NULL);
+	/* Re-registering makes it usable again. */
+	ck_assert_ok(p.t.ops->rereg_mr(mine.mr, RNICPI_REREG_ACCESS, NULL,
+				       NULL, 0, 0, RXE_T_ALL_ACCESS));
+
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_buf_free(&p.t, &victim);
+	rxe_t_buf_free(&p.t, &mine);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_memory_windows)
+{
+	struct rxe_t_buf win, src, dst;
+	struct rnicpi_mw *mw1, *mw2;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_wc wc;
+	struct rxe_t_pair p;
+	uint32_t key1;
+	size_t i;
+
+	rxe_t_pair_open(&p, NULL);
+	rxe_t_buf_alloc(&p.t, &win, 4096, 0, RNICPI_ACCESS_LOCAL_WRITE |
+		   RNICPI_ACCESS_MW_BIND);
+	rxe_t_buf_alloc(&p.t, &src, 100, 0x5a, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 100, 0, RXE_T_ALL_ACCESS);
+	ck_assert_ok(p.t.ops->alloc_mw(p.t.pd, RNICPI_MW_TYPE_1, &mw1));
+	ck_assert_ok(p.t.ops->alloc_mw(p.t.pd, RNICPI_MW_TYPE_2, &mw2));
+
+	/* Type 1 over bytes 1024..2047, remote write and read. */
+	key1 = mw1->rkey;
+	rxe_t_post_bind(&p, &p.b, 1, mw1, 0, &win, 1024, 1024,
+		  RNICPI_ACCESS_REMOTE_WRITE | RNICPI_ACCESS_REMOTE_READ);
+	rxe_t_expect_wc(&p.t, p.b.scq, 1, RNICPI_WC_SUCCESS, &wc);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_BIND_MW);
+	ck_assert_uint_ne(mw1->rkey, key1);
+	ck_assert_errno(p.t.ops->dereg_mr(win.mr), EBUSY);
+	rxe_t_post_rdma(&p, &p.a, 2, RNICPI_WR_RDMA_WRITE, &src,
+		  rxe_t_buf_va(&win) + 1024, mw1->rkey);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(win.mem + RXE_T_GUARD + 1024, src.mem + RXE_T_GUARD,
+			 100) == 0);
+	rxe_t_post_rdma(&p, &p.a, 3, RNICPI_WR_RDMA_READ, &dst,
+		  rxe_t_buf_va(&win) + 1024, mw1->rkey);
+	rxe_t_expect_wc(&p.t, p.a.scq, 3, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(dst.mem + RXE_T_GUARD, src.mem + RXE_T_GUARD, 100) ==
+		  0);
+	/* 100 bytes from 1000 into the window run past its end. */
+	rxe_t_post_rdma(&p, &p.a, 4, RNICPI_WR_RDMA_WRITE, &src,
+		  rxe_t_buf_va(&win) + 2024, mw1->rkey);
+	rxe_t_expect_wc(&p.t, p.a.scq, 4, RNICPI_WC_REM_ACCESS_ERR, NULL);
+	for (i = 2048; i < 4096; i++)
+		ck_assert_uint_eq(win.mem[RXE_T_GUARD + i], 0);
+	rxe_t_assert_guards(&win);
+
+	/* The region's own key grants nothing remotely. */
+	rxe_t_pair_renew(&p, NULL);
+	rxe_t_post_rdma(&p, &p.a, 5, RNICPI_WR_RDMA_WRITE, &src,
+		  rxe_t_buf_va(&win) + 1024, win.mr->rkey);
+	rxe_t_expect_wc(&p.t, p.a.scq, 5, RNICPI_WC_REM_ACCESS_ERR, NULL);
+
+	/* Type 1 unbound (length 0): its key is dead. */
+	rxe_t_pair_renew(&p, NULL);
+	rxe_t_post_bind(&p, &p.b, 6, mw1, 0, &win, 0, 0, 0);
+	rxe_t_expect_wc(&p.t, p.b.scq, 6, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_post_rdma(&p, &p.a, 7, RNICPI_WR_RDMA_READ, &dst,
+		  rxe_t_buf_va(&win) + 1024, mw1->rkey);
+	rxe_t_expect_wc(&p.t, p.a.scq, 7, RNICPI_WC_REM_ACCESS_ERR, NULL);
+
+	/* Type 2 bound to b's QP with our key byte 0x42; read through it,
+	 * then SEND_WITH_INV kills it. */
+	rxe_t_pair_renew(&p, NULL);
+	rxe_t_post_bind(&p, &p.b, 8, mw2, (mw2->rkey & ~0xffu) | 0x42, &win, 0,
+			4096, RNICPI_ACCESS_REMOTE_READ);
+	rxe_t_expect_wc(&p.t, p.b.scq, 8, RNICPI_WC_SUCCESS, NULL);
+	ck_assert_uint_eq(mw2->rkey & 0xff, 0x42);
+	rxe_t_post_rdma(&p, &p.a, 9, RNICPI_WR_RDMA_READ, &dst,
+		  rxe_t_buf_va(&win) + 1024, mw2->rkey);
+	rxe_t_expect_wc(&p.t, p.a.scq, 9, RNICPI_WC_SUCCESS, NULL);
+	/* Binding a bound type 2 window again is refused. */
+	rxe_t_post_bind(&p, &p.b, 10, mw2, (mw2->rkey & ~0xffu) | 0x43, &win, 0,
+			64, RNICPI_ACCESS_REMOTE_READ);
+	rxe_t_expect_wc(&p.t, p.b.scq, 10, RNICPI_WC_MW_BIND_ERR, NULL);
+	rxe_t_pair_renew(&p, NULL);
+	rxe_t_post_bind(&p, &p.b, 11, mw2, (mw2->rkey & ~0xffu) | 0x44, &win, 0,
+		  4096, RNICPI_ACCESS_REMOTE_READ);
+	rxe_t_expect_wc(&p.t, p.b.scq, 11, RNICPI_WC_MW_BIND_ERR, NULL);
+	rxe_t_pair_renew(&p, NULL);
+	rxe_t_post_recv(&p, &p.b, &dst, 12);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 13;
+	wr.opcode = RNICPI_WR_SEND_WITH_INV;
+	wr.ex.invalidate_rkey = mw2->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	/* The window is bound to the old b, not this one: refused. */
+	rxe_t_expect_wc(&p.t, p.a.scq, 13, RNICPI_WC_REM_INV_REQ_ERR, NULL);
+	rxe_t_pair_renew(&p, NULL);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 14;
+	wr.opcode = RNICPI_WR_LOCAL_INV;
+	wr.ex.invalidate_rkey = mw2->rkey;
+	rxe_t_post(&p.t, &p.b, &wr, NULL);
+	rxe_t_expect_wc(&p.t, p.b.scq, 14, RNICPI_WC_SUCCESS, NULL);
+	/* Bound to this b now: the peer's SEND_WITH_INV unbinds it. */
+	rxe_t_post_bind(&p, &p.b, 15, mw2, (mw2->rkey & ~0xffu) | 0x45, &win, 0,
+		  4096, RNICPI_ACCESS_REMOTE_READ);
+	rxe_t_expect_wc(&p.t, p.b.scq, 15, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_post_recv(&p, &p.b, &dst, 16);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 17;
+	wr.opcode = RNICPI_WR_SEND_WITH_INV;
+	wr.ex.invalidate_rkey = mw2->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 17, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.b.rcq, 16, RNICPI_WC_SUCCESS, &wc);
+	ck_assert(wc.wc_flags & RNICPI_WC_WITH_INV);
+	ck_assert_uint_eq(wc.invalidated_rkey, mw2->rkey);
+	rxe_t_post_rdma(&p, &p.a, 18, RNICPI_WR_RDMA_READ, &dst,
+			rxe_t_buf_va(&win), mw2->rkey);
+	rxe_t_expect_wc(&p.t, p.a.scq, 18, RNICPI_WC_REM_ACCESS_ERR, NULL);
+	ck_assert_ok(p.t.ops->dealloc_mw(mw1));
+	ck_assert_ok(p.t.ops->dealloc_mw(mw2));
+	rxe_t_buf_free(&p.t, &win);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+Suite *suite_rxe_memory(void)
+{
+	Suite *s = suite_create("rxe-memory");
+	TCase *tc = tcase_create("keys");
+
+	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_mr_keys);
+	tcase_add_test(tc, test_rc_atomics);
+	tcase_add_test(tc, test_rc_invalidate);
+	tcase_add_test(tc, test_memory_windows);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,228 @@
+#!/bin/bash
+# tests/interop/rxe.sh: hostrdma's soft-RoCE provider against the Linux
+# kernel's rdma_rxe in a qemu guest (../shared/interop/rdmapeer), on the
+# lab's rxe network (198.51.100.0/24 and IPv6 link-local), in a network
+# namespace of its own (RDMAPEER_NS, default hrinterop-rxe).
+#
+#   tests/interop/rxe.sh            (root; BUILD_DIR=build by default)
+#
+# Cases: a MAD from our GSI QP to the kernel's QP1 and its answer back
+# (IPv4, IPv6), ibv_rc_pingpong both ways over IPv4 and IPv6, ib_write_bw /
+# ib_read_bw / ib_send_bw / ib_atomic_bw (perftest's own exchange, no -R)
+# with the guest as server and as client over IPv4, write over IPv6, then
+# ping-pong, write and read with 3% loss both ways on the bridge
+# (nftables in the lab namespace); every RoCE frame captured is
+# decoded by tshark's InfiniBand dissector (no malformed frame) and its
+# ICRC checked by the interop README's probes/icrc_check.py.
+# Prints "ok NAME" / "FAIL NAME" per case and "N passed, N failed";
+# exit 0 when all passed, 1 on a failure, 77 (loud SKIP) when qemu, the
+# interop kit, root or the build is missing.
+set -u
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD_DIR:-$top/build}
+interop=${INTEROP_DIR:-$(cd "$top/.." && pwd)/shared/interop}
+[ -d "$interop" ] || interop=/work/shared/interop
+peer=$build/tests/interop/rxe-peer
+export RDMAPEER_NS=${RDMAPEER_NS:-hrinterop-rxe}
+rp=$interop/rdmapeer
+work=$(mktemp -d /tmp/rxe-interop.XXXXXX)
+pass=0
+fail=0
+
+skip() {
+	echo "SKIP: tests/interop/rxe.sh: $*" >&2
+	exit 77
+}
+
+[ -x "$rp" ] || skip "no rdmapeer at $interop (set INTEROP_DIR)"
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing"
+[ "$(id -u)" -eq 0 ] || skip "needs root (namespaces, taps)"
+[ -x "$peer" ] || skip "$peer not built (make -C $build)"
+
+tcpdump_pid=
+cleanup() {
+	[ -n "$tcpdump_pid" ] && kill "$tcpdump_pid" 2>/dev/null
+	"$rp" down >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+result() { # name, status
+	if [ "$2" -eq 0 ]; then
+		echo "ok $1"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $1 (logs: $work/$1.*)"
+		fail=$((fail + 1))
+		keep=1
+	fi
+}
+
+guest_kill() {
+	"$rp" run 'killall ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw' \
+		>/dev/null 2>&1
+}
+
+# Guest runs the server (bg); ours is the client. $1 name, $2 guest command,
+# $3 success pattern in the guest log, rest: rxe-peer arguments.
+guest_server() {
+	local name=$1 gcmd=$2 pat=$3 st=0 bgout pid log
+	shift 3
+	guest_kill
+	bgout=$("$rp" bg "$gcmd") || st=1
+	pid=${bgout%% *}
+	log=${bgout##* }
+	"$rp" run wait-listen 18515 20 >/dev/null || st=1
+	timeout 300 "$rp" ns "$peer" "$@" >"$work/$name.ours" 2>&1 || st=1
+	"$rp" run -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+		>"$work/$name.guest" 2>&1 || st=1
+	grep -q "$pat" "$work/$name.guest" || st=1
+	grep -qi "fail\|couldn't\|error" "$work/$name.guest" && st=1
+	result "$name" $st
+}
+
+# Ours listens; the guest's client connects. $1 name, $2 guest command,
+# $3 success pattern, rest: rxe-peer arguments.
+guest_client() {
+	local name=$1 gcmd=$2 pat=$3 st=0 ours i
+	shift 3
+	guest_kill
+	timeout 300 "$rp" ns "$peer" "$@" >"$work/$name.ours" 2>&1 &
+	ours=$!
+	for i in $(seq 100); do
+		"$rp" ns ss -ltn 2>/dev/null | grep -q ':18515 ' && break
+		sleep 0.1
+	done
+	"$rp" run -t 300 "$gcmd" >"$work/$name.guest" 2>&1 || st=1
+	wait "$ours" || st=1
+	grep -q "$pat" "$work/$name.guest" || st=1
+	result "$name" $st
+}
+
+echo "== starting the lab ($RDMAPEER_NS)"
+"$rp" up >"$work/up.log" 2>&1 || { cat "$work/up.log"; exit 1; }
+host_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_RXE_IP=//p')
+guest_ip=$("$rp" env | sed -n 's/^RDMAPEER_GUEST1_RXE_IP=//p')
+"$rp" ns ip link set rdmabr0 up
+cap=$work/rxe.pcap
+if command -v tcpdump >/dev/null; then
+	"$rp" ns tcpdump -i rdmabr0 -s 0 -U -w "$cap" 'udp port 4791' \
+		>/dev/null 2>&1 &
+	tcpdump_pid=$!
+	sleep 1
+fi
+
+v4=(-a "$host_ip")
+guest_ll=$("$rp" run "ip -6 addr show dev eth1" |
+	sed -n 's/.*inet6 \(fe80[^/]*\).*/\1/p' | head -1)
+
+# Our GSI QP (QP1) to the kernel's: a MAD out, its GetResp back.
+st=0
+timeout 60 "$rp" ns "$peer" "${v4[@]}" -G "$guest_ip" rdmabr0 \
+	>"$work/gsi-v4.ours" 2>&1 || st=1
+result gsi-v4 $st
+st=0
+timeout 60 "$rp" ns "$peer" -6 -G "$guest_ll" rdmabr0 \
+	>"$work/gsi-v6.ours" 2>&1 || st=1
+result gsi-v6 $st
+
+guest_server pingpong-v4-guest-server "ibv_rc_pingpong -d rxe0 -g 1 -n 200" \
+	"200 iters" "${v4[@]}" -n 200 rdmabr0 "$guest_ip"
+guest_client pingpong-v4-guest-client \
+	"ibv_rc_pingpong -d rxe0 -g 1 -n 200 $host_ip" "200 iters" \
+	"${v4[@]}" -n 200 rdmabr0
+guest_server pingpong-v6-guest-server \
+	"ibv_rc_pingpong -d rxe0 -g 0 -n 200 -s 8192" "200 iters" \
+	-6 -n 200 -s 8192 rdmabr0 "$guest_ip"
+guest_client pingpong-v6-guest-client \
+	"ibv_rc_pingpong -d rxe0 -g 0 -n 200 $host_ip" "200 iters" \
+	-6 -n 200 rdmabr0
+for t in write read send; do
+	guest_server "ib_${t}_bw-v4" \
+		"ib_${t}_bw -d rxe0 -x 1 -n 500 -s 65536 -m 1024" " 65536 *500 " \
+		"${v4[@]}" -P "$t" -n 500 -s 65536 rdmabr0 "$guest_ip"
+done
+guest_server ib_atomic_bw-v4 "ib_atomic_bw -d rxe0 -x 1 -n 500 -m 1024" \
+	" 8 *500 " "${v4[@]}" -P atomic -n 500 -s 8 rdmabr0 "$guest_ip"
+guest_server ib_write_bw-v6 "ib_write_bw -d rxe0 -x 0 -n 200 -s 4096 -m 1024" \
+	" 4096 *200 " -6 -P write -n 200 -s 4096 rdmabr0 "$guest_ip"
+# The kernel as requester, our responder serving its perftest client.
+for t in write read send; do
+	guest_client "ib_${t}_bw-v4-guest-client" \
+		"ib_${t}_bw -d rxe0 -x 1 -n 500 -s 65536 -m 1024 $host_ip" \
+		" 65536 *500 " "${v4[@]}" -P "$t" -n 500 -s 65536 rdmabr0
+done
+guest_client ib_atomic_bw-v4-guest-client \
+	"ib_atomic_bw -d rxe0 -x 1 -n 500 -m 1024 $host_ip" " 8 *500 " \
+	"${v4[@]}" -P atomic -n 500 -s 8 rdmabr0
+
+# 3% of the RoCE datagrams dropped in each direction on the bridge.
+"$rp" ns nft -f - <<'EOF'
+table inet hrloss {
+	chain in { type filter hook input priority 0; udp dport 4791 numgen random mod 100 lt 3 counter drop; }
+	chain out { type filter hook output priority 0; udp dport 4791 numgen random mod 100 lt 3 counter drop; }
+}
+EOF
+guest_server lossy-pingpong-v4 "ibv_rc_pingpong -d rxe0 -g 1 -n 300 -s 8192" \
+	"300 iters" "${v4[@]}" -n 300 -s 8192 rdmabr0 "$guest_ip"
+guest_client lossy-pingpong-v6-guest-client \
+	"ibv_rc_pingpong -d rxe0 -g 0 -n 300 $host_ip" "300 iters" \
+	-6 -n 300 rdmabr0
+guest_server lossy-ib_write_bw "ib_write_bw -d rxe0 -x 1 -n 300 -s 65536 -m 1024" \
+	" 65536 *300 " "${v4[@]}" -P write -n 300 -s 65536 rdmabr0 "$guest_ip"
+guest_server lossy-ib_read_bw "ib_read_bw -d rxe0 -x 1 -n 300 -s 65536 -m 1024" \
+	" 65536 *300 " "${v4[@]}" -P read -n 300 -s 65536 rdmabr0 "$guest_ip"
+guest_client lossy-ib_read_bw-guest-client \
+	"ib_read_bw -d rxe0 -x 1 -n 300 -s 65536 -m 1024 $host_ip" \
+	" 65536 *300 " "${v4[@]}" -P read -n 300 -s 65536 rdmabr0
+dropped=$("$rp" ns nft list table inet hrloss |
+	sed -n 's/.*counter packets \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+retx=$(cat "$work"/lossy-*.ours 2>/dev/null |
+	sed -n 's/.*retransmitted \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+echo "   loss: $dropped datagrams dropped on the bridge, we retransmitted $retx packets"
+st=0
+[ "$dropped" -gt 0 ] && [ "$retx" -gt 0 ] || st=1
+result lossy-retransmissions $st
+"$rp" ns nft delete table inet hrloss
+
+if [ -n "$tcpdump_pid" ]; then
+	sleep 1
+	kill "$tcpdump_pid"
+	wait "$tcpdump_pid" 2>/dev/null
+	tcpdump_pid=
+	if command -v tshark >/dev/null; then
+		frames=$(tshark -r "$cap" --disable-heuristic rpcrdma_infiniband \
+			-Y infiniband 2>/dev/null | wc -l)
+		# Linux rxe sends UDP/IPv6 with a zero checksum, which
+		# Wireshark flags; that is the kernel's, not a decoding
+		# problem, and counted apart.
+		zero6=$(tshark -r "$cap" --disable-heuristic rpcrdma_infiniband \
+			-Y 'infiniband && ipv6 && udp.checksum == 0' \
+			2>/dev/null | wc -l)
+		bad=$(tshark -r "$cap" --disable-heuristic rpcrdma_infiniband \
+			-Y '(_ws.malformed || _ws.expert.severity >= error) &&
+			    !(ipv6 && udp.checksum == 0)' 2>/dev/null | wc -l)
+		echo "   tshark: $frames InfiniBand frames decoded, $bad malformed" \
+			"or in error ($zero6 IPv6 frames from the kernel with" \
+			"a zero UDP checksum not counted)"
+		st=0
+		[ "$frames" -gt 0 ] && [ "$bad" -eq 0 ] || st=1
+		result tshark-decode $st
+	fi
+	if command -v python3 >/dev/null; then
+		out=$(python3 "$interop/probes/icrc_check.py" "$cap")
+		st=$?
+		echo "   icrc_check.py: ${out##*$'\n'}"
+		result icrc-check $st
+	fi
+fi
+
+echo "$pass passed, $fail failed"
+if [ "${keep:-0}" -eq 1 ]; then
+	trap - EXIT
+	[ -n "$tcpdump_pid" ] && kill "$tcpdump_pid" 2>/dev/null
+	"$rp" down >/dev/null 2>&1
+	echo "logs kept in $work"
+fi
+[ "$fail" -eq 0 ]

@@ -1,0 +1,25 @@
+# tests/rxe.mk: the soft-RoCE provider's suites (rxe-wire, rxe-loopback,
+# rxe-memory, rxe-ud, rxe-faults, rxe-hostile), driven through its rnicpi
+# ops like the core.
+tests_check_all_SOURCES += tests/check_rxe_wire.c \
+	tests/data/rxe_kernel_frames.h tests/rxe_testlib.c tests/rxe_testlib.h \
+	tests/check_rxe_loopback.c tests/check_rxe_memory.c \
+	tests/check_rxe_ud.c tests/check_rxe_faults.c \
+	tests/check_rxe_hostile.c
+tests_check_all_LDADD += vp/rxe/librxe_core.la
+
+# Our side of the interop tests against the kernel's rdma_rxe
+# (tests/interop/rxe.sh).
+noinst_PROGRAMS += tests/interop/rxe-peer
+tests_interop_rxe_peer_SOURCES = tests/interop/rxe-peer.c \
+	tests/interop/rxe-perftest.c tests/interop/rxe-gsi.c \
+	tests/interop/rxe-peer.h
+tests_interop_rxe_peer_LDADD = vp/rxe/librxe_core.la $(GLIB_LIBS) \
+	$(PTHREAD_LIBS)
+
+# The interop cases against the kernel's rdma_rxe in a qemu guest (root,
+# qemu and ../shared/interop needed; exit 77 = skipped).
+EXTRA_DIST += tests/interop/rxe.sh
+check-interop-rxe: tests/interop/rxe-peer$(EXEEXT)
+	BUILD_DIR=$(abs_top_builddir) $(srcdir)/tests/interop/rxe.sh
+.PHONY: check-interop-rxe

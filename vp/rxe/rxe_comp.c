@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Soft-RoCE completer: matches responses (ACK, NAK, RNR NAK, READ
+ * responses, atomic ACKs) to send WQEs in PSN order (IBA 9.7.5.1), runs
+ * the transport timer and RNR timer with their retry counts (IBA 9.7.5.2),
+ * and posts send completions in order.
+ *
+ * A response goes through the states below; each step returns the next.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "vp/rxe/rxe.h"
+
+enum comp_state {
+	COMPST_CHECK_PSN,
+	COMPST_CHECK_ACK,	/* AETH: ACK, RNR NAK or NAK */
+	COMPST_ACK_UPTO,	/* WQEs before the PSN are acknowledged */
+	COMPST_READ,		/* READ response payload */
+	COMPST_ATOMIC,		/* atomic ACK */
+	COMPST_RETRY,		/* go back N to comp.psn */
+	COMPST_RNR,		/* RNR NAK: wait, then go back */
+	COMPST_ERROR,		/* complete the WQE in error, QP to ERR */
+	COMPST_DONE,
+};
+
+static const char *const comp_state_names[] = {
+	[COMPST_CHECK_PSN] = "CHECK_PSN", [COMPST_CHECK_ACK] = "CHECK_ACK",
+	[COMPST_ACK_UPTO] = "ACK_UPTO",	  [COMPST_READ] = "READ",
+	[COMPST_ATOMIC] = "ATOMIC",	  [COMPST_RETRY] = "RETRY",
+	[COMPST_RNR] = "RNR",		  [COMPST_ERROR] = "ERROR",
+	[COMPST_DONE] = "DONE",
+};
+
+static enum rnicpi_wc_opcode wc_opcode(enum rnicpi_wr_opcode op)
+{
+	switch (op) {
+	case RNICPI_WR_RDMA_WRITE:
+	case RNICPI_WR_RDMA_WRITE_WITH_IMM:
+		return RNICPI_WC_RDMA_WRITE;
+	case RNICPI_WR_RDMA_READ:
+		return RNICPI_WC_RDMA_READ;
+	case RNICPI_WR_ATOMIC_CMP_AND_SWP:
+		return RNICPI_WC_COMP_SWAP;
+	case RNICPI_WR_ATOMIC_FETCH_AND_ADD:
+		return RNICPI_WC_FETCH_ADD;
+	case RNICPI_WR_LOCAL_INV:
+		return RNICPI_WC_LOCAL_INV;
+	case RNICPI_WR_BIND_MW:
+		return RNICPI_WC_BIND_MW;
+	default:
+		return RNICPI_WC_SEND;
+	}
+}
+
+static bool is_rd_atomic(const struct rxe_send_wqe *w)
+{
+	return w->opcode == RNICPI_WR_RDMA_READ ||
+	       w->opcode == RNICPI_WR_ATOMIC_CMP_AND_SWP ||
+	       w->opcode == RNICPI_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+void rxe_comp_drain(struct rxe_qp *qp)
+{
+	bool err = false;
+
+	while (qp->sq_head != qp->req.wqe) {
+		struct rxe_send_wqe *w = sq_wqe(qp, qp->sq_head);
+		struct rnicpi_wc wc;
+
+		if (w->state != WQE_DONE && w->state != WQE_ERROR)
+			break;
+		if (w->state == WQE_ERROR ||
+		    (w->flags & RNICPI_SEND_SIGNALED)) {
+			memset(&wc, 0, sizeof(wc));
+			wc.wr_id = w->wr_id;
+			wc.status = w->state == WQE_ERROR ? w->status
+							  : RNICPI_WC_SUCCESS;
+			wc.opcode = wc_opcode(w->opcode);
+			wc.qp_num = qp->ibqp.qp_num;
+			wc.byte_len = w->length;
+			rxe_cq_post(qp, qp->scq, &wc, false);
+		}
+		if (w->state == WQE_ERROR)
+			err = true;
+		qp->sq_head++;
+		if (err)
+			break;
+	}
+	if (err && qp->state != RNICPI_QPS_ERR)
+		rxe_qp_error(qp);
+	if (qp->state == RNICPI_QPS_SQD && qp->sq_draining &&
+	    qp->sq_head == qp->req.wqe) {
+		qp->sq_draining = false;
+		rxe_qp_event(qp, RNICPI_EVENT_SQ_DRAINED, 0);
+	}
+}
+
+/* IBA 9.7.6.1.3: Local ACK Timeout = 4.096 us * 2^timeout; 0 disables. */
+void rxe_comp_arm_timer(struct rxe_qp *qp)
+{
+	uint64_t usec;
+
+	if (psn_diff(qp->req.psn, qp->comp.psn) <= 0 || !qp->timeout) {
+		rxe_timer_set(qp, 0);
+		qp->comp.timer = RXE_TIMER_NONE;
+		return;
+	}
+	usec = (4096ull << qp->timeout) / 1000;
+	qp->comp.timer = RXE_TIMER_RETRANSMIT;
+	rxe_timer_set(qp, usec ? usec : 1);
+}
+
+static void wqe_fail(struct rxe_qp *qp, struct rxe_send_wqe *w,
+		     enum rnicpi_wc_status status)
+{
+	w->state = WQE_ERROR;
+	w->status = status;
+	/* The failed WQE is the oldest pending one; let the completer reach
+	 * it even when it is the one being sent. */
+	if (qp->req.offset) {
+		qp->req.wqe++;
+		qp->req.offset = 0;
+	}
+}
+
+/* The oldest WQE still waiting for a response, or NULL. */
+static struct rxe_send_wqe *oldest_pending(struct rxe_qp *qp)
+{
+	uint32_t i;
+
+	for (i = qp->sq_head; i != qp->req.wqe + (qp->req.offset ? 1 : 0);
+	     i++) {
+		struct rxe_send_wqe *w = sq_wqe(qp, i);
+
+		if (w->opcode == RNICPI_WR_LOCAL_INV ||
+		    w->opcode == RNICPI_WR_BIND_MW || w->state == WQE_DONE)
+			continue;
+		return w;
+	}
+	return NULL;
+}
+
+/*
+ * Everything before @psn is acknowledged (an ACK, a NAK's implied ACK, or
+ * a later response, IBA 9.7.5.1.3). SEND and WRITE WQEs ending before it
+ * are done. A READ or atomic it passes without its response means that
+ * response was lost: go back to it (returns false).
+ */
+static bool ack_upto(struct rxe_qp *qp, uint32_t psn)
+{
+	bool lost = false;
+	uint32_t i;
+
+	for (i = qp->sq_head; i != qp->req.wqe; i++) {
+		struct rxe_send_wqe *w = sq_wqe(qp, i);
+
+		if (w->opcode == RNICPI_WR_LOCAL_INV ||
+		    w->opcode == RNICPI_WR_BIND_MW || w->state == WQE_DONE)
+			continue;
+		if (psn_diff(w->last_psn, psn) >= 0) {
+			/* Inside a READ, only its own responses move on. */
+			if (is_rd_atomic(w) && psn_diff(psn, w->first_psn) > 0)
+				psn = w->first_psn;
+			break;
+		}
+		if (is_rd_atomic(w)) {
+			rxe_qp_dbg(qp, "response for PSN %u lost before %u",
+				   w->first_psn, psn);
+			/* Acknowledged up to the READ / atomic only. */
+			psn = w->first_psn;
+			lost = true;
+			break;
+		}
+		w->state = WQE_DONE;
+	}
+	if (psn_diff(psn, qp->comp.psn) > 0) {
+		qp->comp.psn = psn;
+		qp->comp.in_retry = false;
+		/* Progress: the retry budget starts over (IBA 9.7.5.2). */
+		qp->comp.retry_left = qp->retry_cnt;
+		qp->comp.rnr_left = qp->rnr_retry;
+	}
+	return !lost;
+}
+
+static enum comp_state check_psn(struct rxe_qp *qp, struct rxe_pkt *pkt)
+{
+	int32_t ahead = psn_diff(pkt->psn, qp->comp.psn);
+
+	/* A response for a PSN never sent is bogus. */
+	if (psn_diff(pkt->psn, qp->req.psn) >= 0) {
+		rxe_qp_dbg(qp, "drop %s PSN %u: not sent yet (next %u)",
+			   pkt->op->name, pkt->psn, qp->req.psn);
+		return COMPST_DONE;
+	}
+	if (ahead < 0) {
+		/* Old: a duplicate or coalesced earlier response. An ACK
+		 * still tells nothing new. */
+		return COMPST_DONE;
+	}
+	if (pkt->opcode == IB_OP_ACK)
+		return COMPST_CHECK_ACK;
+	/* READ responses and atomic ACKs come in PSN order; a gap means
+	 * one was lost (IBA 9.7.5.1.1). */
+	/* A response ahead of comp.psn acknowledges the SENDs and WRITEs
+	 * before it (IBA 9.7.5.1.3); if it is still not the next one, a
+	 * response went missing. */
+	if (ahead > 0 && (!ack_upto(qp, pkt->psn) ||
+			  psn_diff(pkt->psn, qp->comp.psn) != 0)) {
+		rxe_count(qp->dev, RXE_CNT_OUT_OF_SEQ);
+		/* Once we went back, the rest of the old response stream
+		 * is expected to be out of order: wait for the resent one
+		 * (as Linux rxe does) instead of going back again. */
+		return qp->comp.in_retry ? COMPST_DONE : COMPST_RETRY;
+	}
+	qp->comp.in_retry = false;
+	return pkt->opcode == IB_OP_ATOMIC_ACK ? COMPST_ATOMIC : COMPST_READ;
+}
+
+static enum comp_state check_ack(struct rxe_qp *qp, struct rxe_pkt *pkt,
+				 struct rxe_send_wqe **failed,
+				 enum rnicpi_wc_status *status)
+{
+	const struct ib_aeth *aeth = pkt_aeth(pkt);
+
+	switch (aeth_type(aeth)) {
+	case AETH_TYPE_ACK:
+		if (!ack_upto(qp, psn_add(pkt->psn, 1)))
+			return COMPST_RETRY;
+		return COMPST_DONE;
+	case AETH_TYPE_RNR:
+		rxe_count(qp->dev, RXE_CNT_RNR_NAKS_RCVD);
+		if (!ack_upto(qp, pkt->psn))
+			return COMPST_RETRY;
+		return COMPST_RNR;
+	case AETH_TYPE_NAK:
+		if (!ack_upto(qp, pkt->psn))
+			return COMPST_RETRY;
+		switch (aeth_value(aeth)) {
+		case AETH_NAK_PSN_SEQ_ERR:
+			rxe_count(qp->dev, RXE_CNT_SEQ_NAKS_RCVD);
+			return COMPST_RETRY;
+		case AETH_NAK_INVALID_REQ:
+			*status = RNICPI_WC_REM_INV_REQ_ERR;
+			break;
+		case AETH_NAK_REM_ACCESS_ERR:
+			*status = RNICPI_WC_REM_ACCESS_ERR;
+			break;
+		case AETH_NAK_REM_OP_ERR:
+			*status = RNICPI_WC_REM_OP_ERR;
+			break;
+		case AETH_NAK_INVALID_RD_REQ:
+			*status = RNICPI_WC_REM_INV_RD_REQ_ERR;
+			break;
+		default:
+			*status = RNICPI_WC_BAD_RESP_ERR;
+			break;
+		}
+		rxe_count(qp->dev, RXE_CNT_NAKS_RCVD);
+		*failed = oldest_pending(qp);
+		rxe_qp_warn(qp, "NAK syndrome 0x%02x for PSN %u",
+			    aeth_syndrome(aeth), pkt->psn);
+		return *failed ? COMPST_ERROR : COMPST_DONE;
+	default:
+		rxe_qp_warn(qp, "ACK with reserved syndrome 0x%02x",
+			    aeth_syndrome(aeth));
+		*failed = oldest_pending(qp);
+		*status = RNICPI_WC_BAD_RESP_ERR;
+		return *failed ? COMPST_ERROR : COMPST_DONE;
+	}
+}
+
+/* The WQE holding @psn, which must be a @opcode WQE. */
+static struct rxe_send_wqe *wqe_for_psn(struct rxe_qp *qp, uint32_t psn)
+{
+	struct rxe_send_wqe *w = oldest_pending(qp);
+
+	if (!w || psn_diff(psn, w->first_psn) < 0 ||
+	    psn_diff(psn, w->last_psn) > 0 || w->state == WQE_POSTED)
+		return NULL;
+	return w;
+}
+
+static enum comp_state do_read(struct rxe_qp *qp, struct rxe_pkt *pkt,
+			       struct rxe_send_wqe **failed,
+			       enum rnicpi_wc_status *status)
+{
+	struct rxe_send_wqe *w = wqe_for_psn(qp, pkt->psn);
+	uint32_t idx, offset, want;
+	unsigned int pos;
+
+	if (!w || w->opcode != RNICPI_WR_RDMA_READ) {
+		*failed = w ? w : oldest_pending(qp);
+		*status = RNICPI_WC_BAD_RESP_ERR;
+		rxe_qp_warn(qp, "%s PSN %u matches no READ", pkt->op->name,
+			    pkt->psn);
+		return *failed ? COMPST_ERROR : COMPST_DONE;
+	}
+	idx = (uint32_t)psn_diff(pkt->psn, w->first_psn);
+	offset = idx * qp->mtu;
+	/* First, middle, last or only must match the place. */
+	pos = (idx == 0 ? IB_F_FIRST : 0) |
+	      (idx == w->npkts - 1 ? IB_F_LAST : 0);
+	if (!pos)
+		pos = IB_F_MIDDLE;
+	if ((pkt->op->flags & (IB_F_FIRST | IB_F_MIDDLE | IB_F_LAST)) != pos) {
+		/* A restarted READ's responses begin with FIRST/ONLY at any
+		 * index: accept FIRST where MIDDLE was due, ONLY for LAST. */
+		bool restart = (pkt->op->flags & IB_F_FIRST) && idx > 0 &&
+			       (pos & (IB_F_MIDDLE | IB_F_LAST));
+
+		if (!restart) {
+			*failed = w;
+			*status = RNICPI_WC_BAD_RESP_ERR;
+			rxe_qp_warn(qp, "%s at packet %u of %u", pkt->op->name,
+				    idx, w->npkts);
+			return COMPST_ERROR;
+		}
+	}
+	rxe_qp_dbg(qp, "%s PSN %u: packet %u of READ WQE %" PRIu64 " (PSN %u, "
+		   "%u bytes)", pkt->op->name, pkt->psn, idx, w->wr_id,
+		   w->first_psn, w->length);
+	want = w->length - offset < qp->mtu ? w->length - offset : qp->mtu;
+	if (pkt->paylen != want) {
+		*failed = w;
+		*status = RNICPI_WC_BAD_RESP_ERR;
+		rxe_qp_warn(qp, "%s carries %u bytes, expected %u",
+			    pkt->op->name, pkt->paylen, want);
+		return COMPST_ERROR;
+	}
+	if (rxe_sgl_copy(qp, w->sge, w->num_sge, offset, pkt->payload,
+			 pkt->paylen, true)) {
+		*failed = w;
+		*status = RNICPI_WC_LOC_PROT_ERR;
+		return COMPST_ERROR;
+	}
+	qp->comp.psn = psn_add(pkt->psn, 1);
+	qp->comp.retry_left = qp->retry_cnt;
+	qp->comp.rnr_left = qp->rnr_retry;
+	if (idx == w->npkts - 1) {
+		w->state = WQE_DONE;
+		if (qp->req.rd_atomic)
+			qp->req.rd_atomic--;
+	}
+	return COMPST_DONE;
+}
+
+static enum comp_state do_atomic(struct rxe_qp *qp, struct rxe_pkt *pkt,
+				 struct rxe_send_wqe **failed,
+				 enum rnicpi_wc_status *status)
+{
+	struct rxe_send_wqe *w = wqe_for_psn(qp, pkt->psn);
+	uint64_t orig;
+
+	if (!w || (w->opcode != RNICPI_WR_ATOMIC_CMP_AND_SWP &&
+		   w->opcode != RNICPI_WR_ATOMIC_FETCH_AND_ADD)) {
+		*failed = w ? w : oldest_pending(qp);
+		*status = RNICPI_WC_BAD_RESP_ERR;
+		rxe_qp_warn(qp, "atomic ACK PSN %u matches no atomic",
+			    pkt->psn);
+		return *failed ? COMPST_ERROR : COMPST_DONE;
+	}
+	orig = atmack_orig(pkt_atmack(pkt));
+	w->atomic_orig = orig;
+	/* The original value lands in the local buffer in host order, as
+	 * the verbs define it. */
+	if (rxe_sgl_copy(qp, w->sge, w->num_sge, 0, (uint8_t *)&orig, 8,
+			 true)) {
+		*failed = w;
+		*status = RNICPI_WC_LOC_PROT_ERR;
+		return COMPST_ERROR;
+	}
+	w->state = WQE_DONE;
+	if (qp->req.rd_atomic)
+		qp->req.rd_atomic--;
+	qp->comp.psn = psn_add(pkt->psn, 1);
+	qp->comp.retry_left = qp->retry_cnt;
+	qp->comp.rnr_left = qp->rnr_retry;
+	return COMPST_DONE;
+}
+
+/* Go back N (IBA 9.7.5.2.2); the retry count bounds it. */
+static enum comp_state do_retry(struct rxe_qp *qp,
+				struct rxe_send_wqe **failed,
+				enum rnicpi_wc_status *status)
+{
+	if (qp->comp.retry_left == 0) {
+		*failed = oldest_pending(qp);
+		*status = RNICPI_WC_RETRY_EXC_ERR;
+		rxe_qp_warn(qp, "retry count %u exhausted at PSN %u",
+			    qp->retry_cnt, qp->comp.psn);
+		return *failed ? COMPST_ERROR : COMPST_DONE;
+	}
+	qp->comp.retry_left--;
+	qp->comp.in_retry = true;
+	rxe_req_reset_to(qp, qp->comp.psn);
+	return COMPST_DONE;
+}
+
+/* IBA 9.7.5.2.8: wait the timer the RNR NAK names, then send again; RNR
+ * retry 7 means without limit. */
+static enum comp_state do_rnr(struct rxe_qp *qp, struct rxe_pkt *pkt,
+			      struct rxe_send_wqe **failed,
+			      enum rnicpi_wc_status *status)
+{
+	if (qp->rnr_retry != 7) {
+		if (qp->comp.rnr_left == 0) {
+			*failed = oldest_pending(qp);
+			*status = RNICPI_WC_RNR_RETRY_EXC_ERR;
+			rxe_qp_warn(qp, "RNR retry count %u exhausted",
+				    qp->rnr_retry);
+			return *failed ? COMPST_ERROR : COMPST_DONE;
+		}
+		qp->comp.rnr_left--;
+	}
+	rxe_req_reset_to(qp, pkt->psn);
+	qp->comp.timer = RXE_TIMER_RNR;
+	rxe_timer_set(qp, rxe_rnr_timer_usec(aeth_value(pkt_aeth(pkt))));
+	return COMPST_DONE;
+}
+
+void rxe_comp_rcv(struct rxe_qp *qp, struct rxe_pkt *pkt)
+{
+	enum comp_state state = COMPST_CHECK_PSN;
+	enum rnicpi_wc_status status = RNICPI_WC_GENERAL_ERR;
+	struct rxe_send_wqe *failed = NULL;
+	uint32_t old_psn = qp->comp.psn;
+
+	if (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_SQD &&
+	    qp->state != RNICPI_QPS_SQE)
+		return;
+	while (state != COMPST_DONE) {
+		enum comp_state prev = state;
+
+		switch (state) {
+		case COMPST_CHECK_PSN:
+			state = check_psn(qp, pkt);
+			break;
+		case COMPST_CHECK_ACK:
+			state = check_ack(qp, pkt, &failed, &status);
+			break;
+		case COMPST_READ:
+			state = do_read(qp, pkt, &failed, &status);
+			break;
+		case COMPST_ATOMIC:
+			state = do_atomic(qp, pkt, &failed, &status);
+			break;
+		case COMPST_RETRY:
+			state = do_retry(qp, &failed, &status);
+			break;
+		case COMPST_RNR:
+			state = do_rnr(qp, pkt, &failed, &status);
+			break;
+		case COMPST_ERROR:
+			wqe_fail(qp, failed, status);
+			rxe_comp_drain(qp);
+			rxe_qp_error(qp);
+			return;
+		default:
+			state = COMPST_DONE;
+			break;
+		}
+		if (state != COMPST_DONE)
+			rxe_qp_dbg(qp, "comp %s -> %s (PSN %u)",
+				   comp_state_names[prev],
+				   comp_state_names[state], pkt->psn);
+	}
+	rxe_comp_drain(qp);
+	if (qp->state == RNICPI_QPS_ERR)
+		return;
+	/* Progress restarts the transport timer; the RNR timer
+	 * keeps running. */
+	if (qp->comp.timer != RXE_TIMER_RNR &&
+	    (qp->comp.psn != old_psn || qp->comp.timer == RXE_TIMER_NONE))
+		rxe_comp_arm_timer(qp);
+	rxe_req_run(qp);
+}
+
+void rxe_comp_timer(struct rxe_qp *qp)
+{
+	enum rnicpi_wc_status status = RNICPI_WC_GENERAL_ERR;
+	struct rxe_send_wqe *failed = NULL;
+	enum rxe_timer_kind kind = qp->comp.timer;
+
+	qp->comp.timer = RXE_TIMER_NONE;
+	if (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_SQD)
+		return;
+	if (kind == RXE_TIMER_RETRANSMIT &&
+	    psn_diff(qp->req.psn, qp->comp.psn) > 0) {
+		rxe_count(qp->dev, RXE_CNT_TIMEOUTS);
+		rxe_qp_dbg(qp, "transport timer expired at PSN %u",
+			   qp->comp.psn);
+		if (do_retry(qp, &failed, &status) == COMPST_ERROR) {
+			wqe_fail(qp, failed, status);
+			rxe_comp_drain(qp);
+			rxe_qp_error(qp);
+			return;
+		}
+	}
+	rxe_req_run(qp);
+	if (qp->state != RNICPI_QPS_ERR && qp->comp.timer == RXE_TIMER_NONE)
+		rxe_comp_arm_timer(qp);
+}

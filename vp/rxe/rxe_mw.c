@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Soft-RoCE memory windows (IBA 10.6.7) and the key checks shared by
+ * regions and windows: what an lkey or rkey names, whether a QP may use
+ * it for these bytes with these rights, invalidation.
+ *
+ * Type 1 windows are PD-wide; a bind gives them a new key byte. Type 2
+ * windows are bound to one QP with a key byte the consumer chooses, and
+ * are unbound by LOCAL_INV or SEND_WITH_INV (IBA 10.6.7.2).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "vp/rxe/rxe.h"
+
+void rxe_mem_get(struct rxe_mem_hdr *h)
+{
+	atomic_fetch_add(&h->ref, 1);
+}
+
+void rxe_mem_put(struct rxe_mem_hdr *h)
+{
+	if (atomic_fetch_sub(&h->ref, 1) != 1)
+		return;
+	if (h->kind == RXE_MEM_MW) {
+		struct rxe_mw *mw = container_of(h, struct rxe_mw, hdr);
+
+		pthread_mutex_destroy(&mw->lock);
+		g_free(mw);
+	} else {
+		g_free(container_of(h, struct rxe_mr, hdr));
+	}
+}
+
+void rxe_mr_get(struct rxe_mr *mr)
+{
+	rxe_mem_get(&mr->hdr);
+}
+
+void rxe_mr_put(struct rxe_mr *mr)
+{
+	rxe_mem_put(&mr->hdr);
+}
+
+/* [va, va + len) inside [start, start + size)? Without overflow. */
+static bool in_range(uint64_t va, uint64_t len, uint64_t start, uint64_t size)
+{
+	return va >= start && va - start <= size && len <= size - (va - start);
+}
+
+static enum rxe_mem_err mr_check(struct rxe_qp *qp, struct rxe_mr *mr,
+				 uint32_t key, bool remote, uint64_t va,
+				 uint64_t len, unsigned int access)
+{
+	if (atomic_load(&mr->invalid) ||
+	    (remote ? mr->ibmr.rkey : mr->ibmr.lkey) != key)
+		return RXE_MEM_BAD_KEY;
+	if (mr->ibmr.pd != qp->ibqp.pd)
+		return RXE_MEM_BAD_PD;
+	if ((mr->access & access) != access)
+		return RXE_MEM_BAD_ACCESS;
+	if (!in_range(va, len, mr->iova, mr->length))
+		return RXE_MEM_BAD_BOUNDS;
+	return RXE_MEM_OK;
+}
+
+/* IBA 10.6.7: a window is checked against its own binding, then the bytes
+ * are found in the region it opens onto. */
+static enum rxe_mem_err mw_check(struct rxe_qp *qp, struct rxe_mw *mw,
+				 uint32_t key, uint64_t va, uint64_t len,
+				 unsigned int access, struct rxe_mr **mr)
+{
+	enum rxe_mem_err e = RXE_MEM_OK;
+
+	pthread_mutex_lock(&mw->lock);
+	if (!mw->bound || mw->ibmw.rkey != key)
+		e = RXE_MEM_BAD_KEY;
+	else if (mw->ibmw.pd != qp->ibqp.pd ||
+		 (mw->ibmw.type == RNICPI_MW_TYPE_2 &&
+		  mw->qpn != qp->ibqp.qp_num))
+		e = RXE_MEM_BAD_PD;
+	else if ((mw->access & access) != access)
+		e = RXE_MEM_BAD_ACCESS;
+	else if (!in_range(va, len, mw->va, mw->length))
+		e = RXE_MEM_BAD_BOUNDS;
+	else if (atomic_load(&mw->mr->invalid))
+		e = RXE_MEM_BAD_KEY;
+	if (!e) {
+		*mr = mw->mr;
+		rxe_mr_get(*mr);
+	}
+	pthread_mutex_unlock(&mw->lock);
+	return e;
+}
+
+enum rxe_mem_err rxe_mem_resolve(struct rxe_qp *qp, uint32_t key, bool remote,
+				 uint64_t va, uint64_t len, unsigned int access,
+				 struct rxe_mr **out, uint8_t **ptr)
+{
+	struct rxe_mem_hdr *h = rnicpi_key_lookup(&qp->dev->keys, key);
+	struct rxe_mr *mr = NULL;
+	enum rxe_mem_err e;
+
+	if (!h)
+		return RXE_MEM_BAD_KEY;
+	if (h->kind == RXE_MEM_MR) {
+		mr = container_of(h, struct rxe_mr, hdr);
+		e = mr_check(qp, mr, key, remote, va, len, access);
+		if (!e)
+			rxe_mr_get(mr);
+	} else if (remote) {
+		e = mw_check(qp, container_of(h, struct rxe_mw, hdr), key, va,
+			     len, access, &mr);
+	} else {
+		e = RXE_MEM_BAD_KEY; /* a window is no lkey */
+	}
+	rxe_mem_put(h);
+	if (e)
+		return e;
+	*out = mr;
+	*ptr = mr->addr + (va - mr->iova);
+	return RXE_MEM_OK;
+}
+
+static void mw_unbind_locked(struct rxe_mw *mw)
+{
+	if (!mw->bound)
+		return;
+	mw->bound = false;
+	atomic_fetch_sub(&mw->mr->n_binds, 1);
+	rxe_mr_put(mw->mr);
+	mw->mr = NULL;
+}
+
+int rxe_mem_invalidate(struct rxe_qp *qp, uint32_t key, bool remote)
+{
+	struct rxe_mem_hdr *h = rnicpi_key_lookup(&qp->dev->keys, key);
+	int err = 0;
+
+	if (!h)
+		return -EINVAL;
+	if (h->kind == RXE_MEM_MR) {
+		struct rxe_mr *mr = container_of(h, struct rxe_mr, hdr);
+
+		if (mr->ibmr.pd != qp->ibqp.pd || mr->ibmr.rkey != key)
+			err = -EINVAL;
+		else
+			atomic_store(&mr->invalid, true);
+	} else {
+		struct rxe_mw *mw = container_of(h, struct rxe_mw, hdr);
+
+		/* IBA 10.6.7.2.4: only type 2 windows are invalidated, by a
+		 * QP of their PD (and remotely only by the QP they are bound
+		 * to). */
+		pthread_mutex_lock(&mw->lock);
+		if (mw->ibmw.type != RNICPI_MW_TYPE_2 || !mw->bound ||
+		    mw->ibmw.rkey != key || mw->ibmw.pd != qp->ibqp.pd ||
+		    (remote && mw->qpn != qp->ibqp.qp_num))
+			err = -EINVAL;
+		else
+			mw_unbind_locked(mw);
+		pthread_mutex_unlock(&mw->lock);
+	}
+	rxe_mem_put(h);
+	return err;
+}
+
+int rxe_alloc_mw(struct rnicpi_pd *pd, enum rnicpi_mw_type type,
+		 struct rnicpi_mw **out)
+{
+	struct rxe_dev *dev = to_rxe_dev(pd->device);
+	struct rxe_mw *mw;
+	uint32_t key;
+	int err;
+
+	if (type != RNICPI_MW_TYPE_1 && type != RNICPI_MW_TYPE_2) {
+		rxe_dev_warn(dev, "alloc_mw: type %d", type);
+		return -EINVAL;
+	}
+	mw = g_new0(struct rxe_mw, 1);
+	mw->hdr.kind = RXE_MEM_MW;
+	atomic_init(&mw->hdr.ref, 1);
+	pthread_mutex_init(&mw->lock, NULL);
+	mw->ibmw.pd = pd;
+	mw->ibmw.type = type;
+	err = rnicpi_key_alloc(&dev->keys, &mw->hdr, &key);
+	if (err) {
+		pthread_mutex_destroy(&mw->lock);
+		g_free(mw);
+		return err;
+	}
+	mw->ibmw.rkey = key;
+	*out = &mw->ibmw;
+	return 0;
+}
+
+int rxe_dealloc_mw(struct rnicpi_mw *ibmw)
+{
+	struct rxe_mw *mw = to_rxe_mw(ibmw);
+	struct rxe_dev *dev = to_rxe_dev(ibmw->pd->device);
+
+	pthread_mutex_lock(&mw->lock);
+	mw_unbind_locked(mw);
+	pthread_mutex_unlock(&mw->lock);
+	rnicpi_key_free(&dev->keys, ibmw->rkey);
+	rxe_mem_put(&mw->hdr);
+	return 0;
+}
+
+/* IBA 10.6.7.2: bind (or with length 0 unbind) a window onto a region. */
+enum rnicpi_wc_status rxe_mw_bind(struct rxe_qp *qp,
+				  const struct rxe_send_wqe *w)
+{
+	struct rxe_mw *mw = to_rxe_mw(w->bind_mw);
+	const struct rnicpi_mw_bind_info *b = &w->bind;
+	struct rxe_dev *dev = qp->dev;
+	struct rxe_mr *mr = b->mr ? to_rxe_mr(b->mr) : NULL;
+	unsigned int remote = RNICPI_ACCESS_REMOTE_WRITE |
+			      RNICPI_ACCESS_REMOTE_READ |
+			      RNICPI_ACCESS_REMOTE_ATOMIC;
+	uint32_t key = mw->ibmw.rkey;
+	int err;
+
+	pthread_mutex_lock(&mw->lock);
+	if (mw->ibmw.pd != qp->ibqp.pd)
+		goto bad;
+	if (b->length == 0) {
+		if (mw->ibmw.type == RNICPI_MW_TYPE_2)
+			goto bad; /* type 2 is unbound by invalidation */
+		mw_unbind_locked(mw);
+		pthread_mutex_unlock(&mw->lock);
+		return RNICPI_WC_SUCCESS;
+	}
+	if (!mr || mr->ibmr.pd != qp->ibqp.pd || atomic_load(&mr->invalid) ||
+	    !(mr->access & RNICPI_ACCESS_MW_BIND) ||
+	    (b->access & ~remote) ||
+	    ((b->access & (RNICPI_ACCESS_REMOTE_WRITE |
+			   RNICPI_ACCESS_REMOTE_ATOMIC)) &&
+	     !(mr->access & RNICPI_ACCESS_LOCAL_WRITE)) ||
+	    !in_range(b->addr, b->length, mr->iova, mr->length) ||
+	    (mw->ibmw.type == RNICPI_MW_TYPE_2 && mw->bound))
+		goto bad;
+	/* A new key for the new binding: the old one stops working. */
+	if (mw->ibmw.type == RNICPI_MW_TYPE_2)
+		err = rnicpi_key_set_byte(&dev->keys, mw->ibmw.rkey,
+					  (uint8_t)w->bind_rkey, &key);
+	else
+		err = rnicpi_key_rekey(&dev->keys, mw->ibmw.rkey, &key);
+	if (err)
+		goto bad;
+	mw_unbind_locked(mw);
+	rxe_mr_get(mr);
+	atomic_fetch_add(&mr->n_binds, 1);
+	mw->mr = mr;
+	mw->va = b->addr;
+	mw->length = b->length;
+	mw->access = b->access;
+	mw->qpn = qp->ibqp.qp_num;
+	mw->bound = true;
+	mw->ibmw.rkey = key;
+	pthread_mutex_unlock(&mw->lock);
+	return RNICPI_WC_SUCCESS;
+bad:
+	pthread_mutex_unlock(&mw->lock);
+	rxe_qp_warn(qp, "BIND_MW of window 0x%x (type %d) onto [0x%" PRIx64
+		    ", +%" PRIu64 ") access 0x%x refused", mw->ibmw.rkey,
+		    mw->ibmw.type, b->addr, b->length, b->access);
+	return RNICPI_WC_MW_BIND_ERR;
+}

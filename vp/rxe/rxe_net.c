@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Soft-RoCE network layer: UDP sockets (one bound to port 4791 per device
+ * address for receiving, one per QP and IP family for sending from a port
+ * of its own), the ICRC on transmit, recvmmsg/sendmmsg batching, and the
+ * device's progress thread (epoll) with the QP timers.
+ *
+ * IPv4 Identification: the ICRC covers it (A17.3.3), so a sender must know
+ * the ID its kernel writes. An unconnected UDP socket with DF set
+ * (IP_PMTUDISC_DO) gets ID 0 from Linux; every transmit socket here is
+ * unconnected and uses sendmsg with a destination. On receive the peer's ID
+ * is unknown (the kernel's rxe uses a hashed, varying one); rxe_recv.c
+ * solves for it.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "vp/rxe/rxe.h"
+
+#define RXE_SOCKBUF (8u << 20)
+
+static uint64_t ev_data(enum rxe_ev_kind kind, uint32_t value)
+{
+	return (uint64_t)kind << 32 | value;
+}
+
+static void set_bufsize(int fd, int opt_force, int opt)
+{
+	int size = RXE_SOCKBUF;
+
+	/* Root may go past net.core.[rw]mem_max; everyone else gets what
+	 * the limit allows. A deep receive queue keeps bursts from a peer
+	 * (or our own QPs on loopback) from being dropped. */
+	if (setsockopt(fd, SOL_SOCKET, opt_force, &size, sizeof(size)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, opt, &size, sizeof(size));
+}
+
+/* ------------------------------------------------------------------ */
+/* Receive sockets, one per GID                                       */
+/* ------------------------------------------------------------------ */
+
+int rxe_gid_open(struct rxe_dev *dev, int index)
+{
+	struct rxe_gid *g = &dev->gids[index];
+	int family = g->addr.ss_family;
+	socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in)
+					  : sizeof(struct sockaddr_in6);
+	struct epoll_event ev = { .events = EPOLLIN };
+	char buf[INET6_ADDRSTRLEN] = "?";
+	int fd, one = 1, err;
+
+	inet_ntop(family, family == AF_INET
+		  ? (void *)&((struct sockaddr_in *)&g->addr)->sin_addr
+		  : (void *)&((struct sockaddr_in6 *)&g->addr)->sin6_addr,
+		  buf, sizeof(buf));
+	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = -errno;
+		rxe_dev_warn(dev, "GID %d %s: socket: %s", index, buf,
+			     g_strerror(errno));
+		return err;
+	}
+	if (family == AF_INET6) {
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+				 sizeof(one));
+		/* Linux rxe sends RoCEv2 over IPv6 with a zero UDP checksum
+		 * (the ICRC protects the packet, annex A17); the stack drops
+		 * such datagrams unless told not to. */
+		(void)setsockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, &one,
+				 sizeof(one));
+	}
+	set_bufsize(fd, SO_RCVBUFFORCE, SO_RCVBUF);
+	/* Runs of same-size packets may arrive coalesced (UDP GRO), one
+	 * receive for many; rx_one() cuts them apart. Kernels without it
+	 * just say no. */
+	if (atomic_load(&dev->gro))
+		(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&g->addr, len) < 0) {
+		err = -errno;
+		rxe_dev_warn(dev, "GID %d: bind %s port %u: %s", index, buf,
+			     ROCE_V2_UDP_PORT, g_strerror(errno));
+		close(fd);
+		return err;
+	}
+	ev.data.u64 = ev_data(RXE_EV_RX, (uint32_t)index);
+	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	g->rx_fd = fd;
+	rxe_dev_dbg(dev, "GID %d: %s, UDP port %u", index, buf,
+		    ROCE_V2_UDP_PORT);
+	return 0;
+}
+
+void rxe_gid_close(struct rxe_dev *dev, int index)
+{
+	struct rxe_gid *g = &dev->gids[index];
+
+	if (g->rx_fd < 0)
+		return;
+	epoll_ctl(dev->epfd, EPOLL_CTL_DEL, g->rx_fd, NULL);
+	close(g->rx_fd);
+	g->rx_fd = -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Transmit                                                           */
+/* ------------------------------------------------------------------ */
+
+int rxe_qp_tx_fd(struct rxe_qp *qp, const struct rxe_av *av, int *family_idx)
+{
+	struct rxe_dev *dev = qp->dev;
+	int fi = av->dst.ss_family == AF_INET ? 0 : 1;
+	struct sockaddr_storage src;
+	socklen_t len;
+	int fd, val;
+
+	*family_idx = fi;
+	if (qp->tx_fd[fi] >= 0 && qp->tx_gid[fi] == av->sgid_index)
+		return qp->tx_fd[fi];
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->gids[av->sgid_index].valid ||
+	    dev->gids[av->sgid_index].addr.ss_family != av->dst.ss_family) {
+		pthread_mutex_unlock(&dev->lock);
+		rxe_qp_warn(qp, "source GID %u gone or of another family",
+			    av->sgid_index);
+		return -EADDRNOTAVAIL;
+	}
+	src = dev->gids[av->sgid_index].addr;
+	pthread_mutex_unlock(&dev->lock);
+	if (fi == 0)
+		((struct sockaddr_in *)&src)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&src)->sin6_port = 0;
+
+	fd = socket(av->dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (fi == 0) {
+		/* DF set, and on an unconnected socket Linux then writes IP
+		 * ID 0, which the ICRC we compute assumes. */
+		val = IP_PMTUDISC_DO;
+		(void)setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &val,
+				 sizeof(val));
+	} else {
+		val = IPV6_PMTUDISC_DO;
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &val,
+				 sizeof(val));
+		val = 1;
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &val,
+				 sizeof(val));
+	}
+	set_bufsize(fd, SO_SNDBUFFORCE, SO_SNDBUF);
+	len = fi == 0 ? sizeof(struct sockaddr_in)
+		      : sizeof(struct sockaddr_in6);
+	if (bind(fd, (struct sockaddr *)&src, len) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&src, &len) < 0) {
+		int err = -errno;
+
+		rxe_qp_warn(qp, "transmit socket: %s", g_strerror(errno));
+		close(fd);
+		return err;
+	}
+	if (qp->tx_fd[fi] >= 0)
+		close(qp->tx_fd[fi]);
+	qp->tx_fd[fi] = fd;
+	qp->tx_gid[fi] = av->sgid_index;
+	qp->tx_src[fi] = src;
+	qp->tx_port[fi] = ntohs(fi == 0 ? ((struct sockaddr_in *)&src)->sin_port
+				: ((struct sockaddr_in6 *)&src)->sin6_port);
+	rxe_qp_dbg(qp, "sending from UDP port %u", qp->tx_port[fi]);
+	return fd;
+}
+
+static void icrc_addr_tx(struct rxe_qp *qp, const struct rxe_av *av, int fi,
+			 struct rxe_icrc_addr *a)
+{
+	const struct sockaddr_storage *src = &qp->tx_src[fi];
+
+	memset(a, 0, sizeof(*a));
+	a->family = av->dst.ss_family;
+	a->sport = qp->tx_port[fi];
+	a->dport = ROCE_V2_UDP_PORT;
+	a->ip_id = 0;
+	a->df = true;
+	if (fi == 0) {
+		memcpy(a->saddr, &((const struct sockaddr_in *)src)->sin_addr,
+		       4);
+		memcpy(a->daddr,
+		       &((const struct sockaddr_in *)&av->dst)->sin_addr, 4);
+	} else {
+		memcpy(a->saddr, &((const struct sockaddr_in6 *)src)->sin6_addr,
+		       16);
+		memcpy(a->daddr,
+		       &((const struct sockaddr_in6 *)&av->dst)->sin6_addr, 16);
+	}
+}
+
+/* Pad to 4 bytes (IBA 9.2.4, PadCnt in the BTH) and append the ICRC. */
+static void finish_pkt(struct rxe_txpkt *p, const struct rxe_icrc_addr *a)
+{
+	uint32_t paylen = 0, pad, i;
+	uint32_t crc;
+
+	for (i = 1; i < p->niov; i++)
+		paylen += (uint32_t)p->iov[i].iov_len;
+	pad = (4 - (paylen & 3)) & 3;
+	p->hdr[1] = (uint8_t)((p->hdr[1] & ~IB_BTH_PAD_MASK) |
+			      (pad << IB_BTH_PAD_SHIFT));
+	crc = rxe_icrc_begin(a, p->hdr_len + paylen + pad + IB_ICRC_BYTES,
+			     (const struct ib_bth *)p->hdr);
+	crc = rxe_crc32(crc, p->hdr + IB_BTH_BYTES, p->hdr_len - IB_BTH_BYTES);
+	for (i = 1; i < p->niov; i++)
+		crc = rxe_crc32(crc, p->iov[i].iov_base, p->iov[i].iov_len);
+	memset(p->trailer, 0, pad);
+	crc = rxe_crc32(crc, p->trailer, pad);
+	rxe_icrc_put(p->trailer + pad, crc);
+	p->iov[0].iov_base = p->hdr;
+	p->iov[0].iov_len = p->hdr_len;
+	p->iov[p->niov].iov_base = p->trailer;
+	p->iov[p->niov].iov_len = pad + IB_ICRC_BYTES;
+	p->niov++;
+}
+
+static void release_pkt(struct rxe_txpkt *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->n_mrs; i++)
+		rxe_mr_put(p->mrs[i]);
+	p->n_mrs = 0;
+}
+
+/* Bytes @p will take on the wire (UDP payload) once finished. */
+static size_t pkt_wire_len(const struct rxe_txpkt *p)
+{
+	size_t len = p->hdr_len;
+	uint32_t i;
+
+	for (i = 1; i < p->niov; i++)
+		len += p->iov[i].iov_len;
+	return ((len + 3) & ~(size_t)3) + IB_ICRC_BYTES;
+}
+
+/* How many packets from @p on form a run UDP GSO can send as one
+ * datagram: the same length, at most 64 KiB and 64 segments in all. */
+static int gso_run(const struct rxe_txpkt *p, int n, size_t *seg)
+{
+	size_t len = pkt_wire_len(p);
+	uint32_t iovs = p->niov + 1;
+	int run = 1;
+
+	while (run < n && run < 64 && (size_t)(run + 1) * len <= 65000 &&
+	       pkt_wire_len(&p[run]) == len &&
+	       iovs + p[run].niov + 1 <= RXE_TX_BATCH * RXE_TX_IOV) {
+		iovs += p[run].niov + 1;
+		run++;
+	}
+	*seg = len;
+	return run;
+}
+
+/*
+ * Runs of equal-size packets (the middle of a long SEND, WRITE or READ
+ * response) go out as one UDP GSO datagram that the kernel cuts into
+ * packets at segment boundaries; the rest as single datagrams, all in
+ * order through one sendmmsg. With GSO the kernel numbers the IPv4 IDs of
+ * the segments 0, 1, 2, ... (DF set, unconnected socket), so each
+ * segment's ICRC is computed with its own ID.
+ */
+int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
+	     struct rxe_txpkt *pkts, int n)
+{
+	struct mmsghdr msgs[RXE_TX_BATCH];
+	struct iovec giov[RXE_TX_BATCH * RXE_TX_IOV];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} cm[RXE_TX_BATCH];
+	int segs[RXE_TX_BATCH];
+	struct rxe_dev *dev = qp->dev;
+	struct rxe_icrc_addr a;
+	int fd, fi, i, k, m = 0, done = 0, sent = 0;
+	uint32_t gi = 0;
+
+	if (n > RXE_TX_BATCH)
+		n = RXE_TX_BATCH; /* callers batch by RXE_TX_BATCH */
+	fd = rxe_qp_tx_fd(qp, av, &fi);
+	if (fd < 0)
+		goto out;
+	icrc_addr_tx(qp, av, fi, &a);
+	for (i = 0; i < n; i += segs[m++]) {
+		size_t seg;
+		int run = atomic_load(&dev->gso)
+				  ? gso_run(&pkts[i], n - i, &seg)
+				  : 1;
+
+		memset(&msgs[m], 0, sizeof(msgs[m]));
+		msgs[m].msg_hdr.msg_name = (void *)&av->dst;
+		msgs[m].msg_hdr.msg_namelen = av->dst_len;
+		segs[m] = run;
+		if (run == 1) {
+			finish_pkt(&pkts[i], &a);
+			msgs[m].msg_hdr.msg_iov = pkts[i].iov;
+			msgs[m].msg_hdr.msg_iovlen = pkts[i].niov;
+			continue;
+		}
+		msgs[m].msg_hdr.msg_iov = &giov[gi];
+		for (k = 0; k < run; k++) {
+			struct rxe_txpkt *p = &pkts[i + k];
+
+			a.ip_id = fi == 0 ? (uint16_t)k : 0;
+			finish_pkt(p, &a);
+			memcpy(&giov[gi], p->iov, p->niov * sizeof(giov[0]));
+			gi += p->niov;
+		}
+		a.ip_id = 0;
+		msgs[m].msg_hdr.msg_iovlen = (size_t)(&giov[gi] -
+					     msgs[m].msg_hdr.msg_iov);
+		{
+			struct msghdr *mh = &msgs[m].msg_hdr;
+			struct cmsghdr *c;
+			uint16_t gso = (uint16_t)seg;
+
+			memset(cm[m].buf, 0, sizeof(cm[m].buf));
+			mh->msg_control = cm[m].buf;
+			mh->msg_controllen = sizeof(cm[m].buf);
+			c = CMSG_FIRSTHDR(mh);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(gso));
+			memcpy(CMSG_DATA(c), &gso, sizeof(gso));
+		}
+	}
+	while (done < m) {
+		int r = sendmmsg(fd, msgs + done, (unsigned int)(m - done), 0);
+
+		if (r <= 0) {
+			/* That datagram was refused (a full queue, a
+			 * firewall's EPERM): lost, RC sends it again. A
+			 * kernel without UDP GSO says so once. */
+			if (r < 0 && segs[done] > 1 &&
+			    (errno == EINVAL || errno == EIO ||
+			     errno == ENOPROTOOPT)) {
+				atomic_store(&dev->gso, false);
+				rxe_dev_warn(dev, "UDP GSO refused (%s), off",
+					     g_strerror(errno));
+			}
+			rxe_count(dev, RXE_CNT_SEND_ERR);
+			rxe_qp_dbg(qp, "sendmmsg: %s",
+				   r < 0 ? g_strerror(errno) : "nothing sent");
+			r = 1;
+		} else {
+			for (k = 0; k < r; k++) {
+				rxe_count_n(dev, RXE_CNT_SENT_PKTS,
+					    (uint64_t)segs[done + k]);
+				if (segs[done + k] > 1)
+					rxe_count(dev, RXE_CNT_GSO_SENDS);
+			}
+		}
+		for (k = 0; k < r; k++)
+			sent += segs[done + k];
+		done += r;
+	}
+out:
+	for (i = 0; i < n; i++)
+		release_pkt(&pkts[i]);
+	return sent;
+}
+
+/* ------------------------------------------------------------------ */
+/* Timers, scheduling                                                 */
+/* ------------------------------------------------------------------ */
+
+void rxe_timer_set(struct rxe_qp *qp, uint64_t usec)
+{
+	struct itimerspec its = { 0 };
+
+	if (qp->timer_fd < 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (!usec)
+			return;
+		qp->timer_fd = timerfd_create(CLOCK_MONOTONIC,
+					      TFD_NONBLOCK | TFD_CLOEXEC);
+		if (qp->timer_fd < 0) {
+			rxe_qp_warn(qp, "timerfd: %s", g_strerror(errno));
+			return;
+		}
+		ev.data.u64 = ev_data(RXE_EV_TIMER, qp->ibqp.qp_num);
+		if (epoll_ctl(qp->dev->epfd, EPOLL_CTL_ADD, qp->timer_fd,
+			      &ev) < 0)
+			rxe_qp_warn(qp, "epoll timer: %s", g_strerror(errno));
+	}
+	its.it_value.tv_sec = (time_t)(usec / 1000000);
+	its.it_value.tv_nsec = (long)(usec % 1000000) * 1000;
+	timerfd_settime(qp->timer_fd, 0, &its, NULL);
+}
+
+void rxe_dev_wake(struct rxe_dev *dev)
+{
+	uint64_t one = 1;
+
+	if (write(dev->wake_fd, &one, sizeof(one)) < 0)
+		return; /* counter saturated: the thread wakes anyway */
+}
+
+void rxe_schedule(struct rxe_qp *qp)
+{
+	struct rxe_dev *dev = qp->dev;
+
+	if (qp->resp.queued)
+		return;
+	qp->resp.queued = true;
+	pthread_mutex_lock(&dev->lock);
+	g_queue_push_tail(&dev->pending, GUINT_TO_POINTER(qp->ibqp.qp_num));
+	pthread_mutex_unlock(&dev->lock);
+	rxe_dev_wake(dev);
+}
+
+void rxe_queue_ack(struct rxe_qp *qp)
+{
+	struct rxe_dev *dev = qp->dev;
+
+	if (qp->resp.ack_queued)
+		return;
+	qp->resp.ack_queued = true;
+	pthread_mutex_lock(&dev->lock);
+	g_queue_push_tail(&dev->acks, GUINT_TO_POINTER(qp->ibqp.qp_num));
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Progress thread                                                    */
+/* ------------------------------------------------------------------ */
+
+/* With UDP GRO a receive slot holds up to 64 KiB of same-size packets. */
+#define RXE_RX_SLOT 65536
+
+struct rx_batch {
+	struct mmsghdr msgs[RXE_RX_BATCH];
+	struct iovec iov[RXE_RX_BATCH];
+	struct sockaddr_storage src[RXE_RX_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm[RXE_RX_BATCH];
+	uint8_t *buf;
+};
+
+/* xorshift32: the fault hook's dice; not for anything that matters. */
+static uint32_t fault_rand(uint32_t *s)
+{
+	uint32_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*s = x;
+	return x;
+}
+
+/* The GRO segment size the kernel reports for message @i, 0 if none. */
+static uint32_t gro_size(struct rx_batch *b, int i)
+{
+	struct msghdr *mh = &b->msgs[i].msg_hdr;
+	struct cmsghdr *c;
+	int size;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			memcpy(&size, CMSG_DATA(c), sizeof(size));
+			return size > 0 ? (uint32_t)size : 0;
+		}
+	return 0;
+}
+
+/* Hand message @i to the receive path, packet by packet when the kernel
+ * coalesced a run of them (UDP GRO: every segment but the last has the
+ * reported size). Segment k of a run we sent with GSO carries IPv4 ID k:
+ * that is the receiver's first guess. */
+static void rx_one(struct rxe_dev *dev, struct rx_batch *b, int i,
+		   int gid_index)
+{
+	uint8_t *p = b->buf + (size_t)i * RXE_RX_SLOT;
+	uint32_t len = b->msgs[i].msg_len, seg = gro_size(b, i), k = 0;
+
+	if (!seg || seg >= len) {
+		rxe_count(dev, RXE_CNT_RCVD_PKTS);
+		rxe_rcv(dev, p, len, &b->src[i], gid_index, 0);
+		return;
+	}
+	rxe_count(dev, RXE_CNT_GRO_BATCHES);
+	while (len > 0) {
+		uint32_t n = len < seg ? len : seg;
+
+		rxe_count(dev, RXE_CNT_RCVD_PKTS);
+		rxe_rcv(dev, p, n, &b->src[i], gid_index, (uint16_t)k++);
+		p += n;
+		len -= n;
+	}
+}
+
+static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
+		     uint32_t *seed)
+{
+	int fd, round, i, n;
+
+	pthread_mutex_lock(&dev->lock);
+	fd = dev->gids[gid_index].rx_fd;
+	pthread_mutex_unlock(&dev->lock);
+	if (fd < 0)
+		return;
+	/* A few batches, then let timers and other sockets have a turn. */
+	for (round = 0; round < 4; round++) {
+		for (i = 0; i < RXE_RX_BATCH; i++) {
+			b->iov[i].iov_base = b->buf + (size_t)i * RXE_RX_SLOT;
+			b->iov[i].iov_len = RXE_RX_SLOT;
+			memset(&b->msgs[i].msg_hdr, 0, sizeof(struct msghdr));
+			b->msgs[i].msg_hdr.msg_iov = &b->iov[i];
+			b->msgs[i].msg_hdr.msg_iovlen = 1;
+			b->msgs[i].msg_hdr.msg_name = &b->src[i];
+			b->msgs[i].msg_hdr.msg_namelen = sizeof(b->src[i]);
+			b->msgs[i].msg_hdr.msg_control = b->cm[i].buf;
+			b->msgs[i].msg_hdr.msg_controllen =
+				sizeof(b->cm[i].buf);
+		}
+		n = recvmmsg(fd, b->msgs, RXE_RX_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			return;
+		for (i = 0; i < n; i++) {
+			int j = i;
+
+			if (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+				rxe_count(dev, RXE_CNT_HDR_ERR);
+				continue;
+			}
+			if (dev->fault_drop_ppm &&
+			    fault_rand(seed) % 1000000u < dev->fault_drop_ppm) {
+				rxe_count(dev, RXE_CNT_FAULT_DROPS);
+				continue;
+			}
+			/* Swap with the next one: handle i + 1 first. */
+			if (dev->fault_reorder_ppm && i + 1 < n &&
+			    !(b->msgs[i + 1].msg_hdr.msg_flags & MSG_TRUNC) &&
+			    fault_rand(seed) % 1000000u <
+				    dev->fault_reorder_ppm) {
+				rxe_count(dev, RXE_CNT_FAULT_REORDERS);
+				rx_one(dev, b, i + 1, gid_index);
+				rx_one(dev, b, i, gid_index);
+				i++;
+				continue;
+			}
+			rx_one(dev, b, j, gid_index);
+			if (dev->fault_dup_ppm &&
+			    fault_rand(seed) % 1000000u < dev->fault_dup_ppm) {
+				rxe_count(dev, RXE_CNT_FAULT_DUPS);
+				rx_one(dev, b, j, gid_index);
+			}
+		}
+		if (n < RXE_RX_BATCH)
+			return;
+	}
+}
+
+static void on_timer(struct rxe_dev *dev, uint32_t qpn)
+{
+	struct rxe_qp *qp = rxe_qp_lookup(dev, qpn);
+	uint64_t ticks;
+
+	if (!qp)
+		return;
+	rxe_qp_lock(qp);
+	if (qp->timer_fd >= 0 &&
+	    read(qp->timer_fd, &ticks, sizeof(ticks)) == sizeof(ticks))
+		rxe_comp_timer(qp);
+	rxe_qp_unlock(qp);
+	rxe_qp_put(qp);
+}
+
+/* Pop one QPN from @q under dev->lock; 0 when empty (QPN 0 is never
+ * ours: the SMI QP does not exist on RoCE). */
+static uint32_t pop_qpn(struct rxe_dev *dev, GQueue *q)
+{
+	uint32_t qpn;
+
+	pthread_mutex_lock(&dev->lock);
+	qpn = GPOINTER_TO_UINT(g_queue_pop_head(q));
+	pthread_mutex_unlock(&dev->lock);
+	return qpn;
+}
+
+static void flush_acks(struct rxe_dev *dev)
+{
+	uint32_t qpn;
+
+	while ((qpn = pop_qpn(dev, &dev->acks))) {
+		struct rxe_qp *qp = rxe_qp_lookup(dev, qpn);
+
+		if (!qp)
+			continue;
+		rxe_qp_lock(qp);
+		qp->resp.ack_queued = false;
+		rxe_resp_send_ack(qp);
+		rxe_qp_unlock(qp);
+		rxe_qp_put(qp);
+	}
+}
+
+/* One burst of transmit work for each QP that asked; returns whether
+ * some is left. */
+static bool run_pending(struct rxe_dev *dev)
+{
+	guint n, i;
+	bool more;
+
+	pthread_mutex_lock(&dev->lock);
+	n = g_queue_get_length(&dev->pending);
+	pthread_mutex_unlock(&dev->lock);
+	for (i = 0; i < n; i++) {
+		uint32_t qpn = pop_qpn(dev, &dev->pending);
+		struct rxe_qp *qp;
+
+		if (!qpn)
+			break;
+		qp = rxe_qp_lookup(dev, qpn);
+		if (!qp)
+			continue;
+		rxe_qp_lock(qp);
+		qp->resp.queued = false;
+		rxe_resp_continue(qp);
+		rxe_req_run(qp);
+		rxe_qp_unlock(qp);
+		rxe_qp_put(qp);
+	}
+	pthread_mutex_lock(&dev->lock);
+	more = !g_queue_is_empty(&dev->pending);
+	pthread_mutex_unlock(&dev->lock);
+	return more;
+}
+
+static void *progress_thread(void *arg)
+{
+	struct rxe_dev *dev = arg;
+	struct epoll_event evs[32];
+	struct rx_batch *b = g_new0(struct rx_batch, 1);
+	uint32_t seed = dev->fault_seed ? dev->fault_seed : 0x2545f491u;
+	bool more = false;
+
+	b->buf = g_malloc((size_t)RXE_RX_BATCH * RXE_RX_SLOT);
+	while (!atomic_load(&dev->stop)) {
+		int n = epoll_wait(dev->epfd, evs, G_N_ELEMENTS(evs),
+				   more ? 0 : -1);
+		int i;
+
+		for (i = 0; i < n; i++) {
+			uint64_t d = evs[i].data.u64;
+			uint32_t v = (uint32_t)d;
+			uint64_t cnt;
+
+			switch ((enum rxe_ev_kind)(d >> 32)) {
+			case RXE_EV_WAKE:
+				if (read(dev->wake_fd, &cnt, sizeof(cnt)) < 0)
+					break;
+				break;
+			case RXE_EV_RX:
+				rx_drain(dev, (int)v, b, &seed);
+				break;
+			case RXE_EV_TIMER:
+				on_timer(dev, v);
+				break;
+			}
+		}
+		flush_acks(dev);
+		more = run_pending(dev);
+		flush_acks(dev);
+	}
+	g_free(b->buf);
+	g_free(b);
+	return NULL;
+}
+
+int rxe_net_start(struct rxe_dev *dev)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int err;
+
+	dev->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (dev->epfd < 0)
+		return -errno;
+	dev->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (dev->wake_fd < 0) {
+		err = -errno;
+		goto err_ep;
+	}
+	ev.data.u64 = ev_data(RXE_EV_WAKE, 0);
+	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, dev->wake_fd, &ev) < 0) {
+		err = -errno;
+		goto err_wake;
+	}
+	atomic_store(&dev->stop, false);
+	err = -pthread_create(&dev->thread, NULL, progress_thread, dev);
+	if (err)
+		goto err_wake;
+	dev->thread_started = true;
+	return 0;
+
+err_wake:
+	close(dev->wake_fd);
+	dev->wake_fd = -1;
+err_ep:
+	close(dev->epfd);
+	dev->epfd = -1;
+	return err;
+}
+
+void rxe_net_stop(struct rxe_dev *dev)
+{
+	if (dev->thread_started) {
+		atomic_store(&dev->stop, true);
+		rxe_dev_wake(dev);
+		pthread_join(dev->thread, NULL);
+		dev->thread_started = false;
+	}
+	if (dev->wake_fd >= 0)
+		close(dev->wake_fd);
+	dev->wake_fd = -1;
+	/* The receive sockets are closed with their GIDs, after this. */
+	if (dev->epfd >= 0)
+		close(dev->epfd);
+	dev->epfd = -1;
+}
