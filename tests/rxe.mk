@@ -21,5 +21,6 @@ tests_interop_rxe_peer_LDADD = vp/rxe/librxe_core.la $(GLIB_LIBS) \
 # qemu and ../shared/interop needed; exit 77 = skipped).
 EXTRA_DIST += tests/interop/rxe.sh
 check-interop-rxe: tests/interop/rxe-peer$(EXEEXT)
-	BUILD_DIR=$(abs_top_builddir) $(srcdir)/tests/interop/rxe.sh
+	HOSTRDMA_BUILDDIR=$(abs_top_builddir) HOSTRDMA_SRCDIR=$(abs_top_srcdir) \
+	$(SHELL) $(srcdir)/tests/interop/rxe.sh
 .PHONY: check-interop-rxe

@@ -19,10 +19,9 @@
 # interop kit, root or the build is missing.
 set -u
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-build=${BUILD_DIR:-$top/build}
-interop=${INTEROP_DIR:-$(cd "$top/.." && pwd)/shared/interop}
-[ -d "$interop" ] || interop=/work/shared/interop
+top=${HOSTRDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${HOSTRDMA_BUILDDIR:-${BUILD_DIR:-$top/build}}
+interop=${HOSTRDMA_INTEROP_DIR:-$top/../shared/interop}
 peer=$build/tests/interop/rxe-peer
 export RDMAPEER_NS=${RDMAPEER_NS:-hrinterop-rxe}
 rp=$interop/rdmapeer
@@ -35,7 +34,7 @@ skip() {
 	exit 77
 }
 
-[ -x "$rp" ] || skip "no rdmapeer at $interop (set INTEROP_DIR)"
+[ -x "$rp" ] || skip "no rdmapeer at $interop (set HOSTRDMA_INTEROP_DIR)"
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing"
 [ "$(id -u)" -eq 0 ] || skip "needs root (namespaces, taps)"
 [ -x "$peer" ] || skip "$peer not built (make -C $build)"
@@ -56,6 +55,13 @@ result() { # name, status
 		echo "FAIL $1 (logs: $work/$1.*)"
 		fail=$((fail + 1))
 		keep=1
+		# CI sees only this output: show the evidence here too.
+		for f in "$work/$1".*; do
+			[ -f "$f" ] && case $f in *.pcap) ;; *)
+				echo "   --- ${f##*/}"
+				tail -n 25 "$f" | sed 's/^/   | /' ;;
+			esac
+		done
 	fi
 }
 
