@@ -22,6 +22,8 @@ AC_DEFUN([HOSTRDMA_PROVIDER], [
 		[AC_MSG_ERROR([--enable-$1=$enable_$1: expected dl, builtin or no])])
 	AS_IF([test "x$enable_$1" = xbuiltin],
 		[hostrdma_builtin_list="$hostrdma_builtin_list X($1)"])
+	AS_IF([test "x$enable_$1" != xno],
+		[AC_DEFINE(m4_toupper([HAVE_PROV_$1]), [1], [the $1 provider is built])])
 	hostrdma_provider_summary="$hostrdma_provider_summary $1=$enable_$1"
 	AM_CONDITIONAL(m4_toupper([PROV_$1_DL]), [test "x$enable_$1" = xdl])
 	AM_CONDITIONAL(m4_toupper([PROV_$1_BUILTIN]), [test "x$enable_$1" = xbuiltin])

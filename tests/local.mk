@@ -35,5 +35,9 @@ check-valgrind: $(check_PROGRAMS) $(check_LTLIBRARIES)
 .PHONY: check-valgrind
 
 include tests/provider/local.mk
+if PROV_SIW
 include tests/siw.mk
+endif
+if PROV_RXE
 include tests/rxe.mk
+endif

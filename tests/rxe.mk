@@ -16,6 +16,8 @@ tests_interop_rxe_peer_SOURCES = tests/interop/rxe-peer.c \
 	tests/interop/rxe-peer.h
 tests_interop_rxe_peer_LDADD = vp/rxe/librxe_core.la $(GLIB_LIBS) \
 	$(PTHREAD_LIBS)
+interop_programs += tests/interop/rxe-peer$(EXEEXT)
+interop_scripts += rxe.sh
 
 # The interop cases against the kernel's rdma_rxe in a qemu guest (root,
 # qemu and ../shared/interop needed; exit 77 = skipped).
@@ -23,4 +25,3 @@ EXTRA_DIST += tests/interop/rxe.sh
 check-interop-rxe: tests/interop/rxe-peer$(EXEEXT)
 	HOSTRDMA_BUILDDIR=$(abs_top_builddir) HOSTRDMA_SRCDIR=$(abs_top_srcdir) \
 	$(SHELL) $(srcdir)/tests/interop/rxe.sh
-.PHONY: check-interop-rxe

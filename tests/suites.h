@@ -5,8 +5,32 @@
 
 #include <check.h>
 
-/* X(fn, "name"): a function `Suite *fn(void)` in tests/check_*.c whose
- * suite is called "name" (what `check-all NAME` selects). */
+/*
+ * X(fn, "name"): a function `Suite *fn(void)` in tests/check_*.c whose
+ * suite is called "name" (what `check-all NAME` selects). A provider's
+ * suites exist only when configure builds that provider.
+ */
+#ifdef HAVE_PROV_SIW
+#define HOSTRDMA_SUITES_SIW(X)                                              \
+	X(suite_siw_wire, "siw-wire")                                       \
+	X(suite_siw_loopback, "siw-loopback")                               \
+	X(suite_siw_hostile, "siw-hostile")
+#else
+#define HOSTRDMA_SUITES_SIW(X)
+#endif
+
+#ifdef HAVE_PROV_RXE
+#define HOSTRDMA_SUITES_RXE(X)                                              \
+	X(suite_rxe_wire, "rxe-wire")                                       \
+	X(suite_rxe_loopback, "rxe-loopback")                               \
+	X(suite_rxe_memory, "rxe-memory")                                   \
+	X(suite_rxe_ud, "rxe-ud")                                           \
+	X(suite_rxe_faults, "rxe-faults")                                   \
+	X(suite_rxe_hostile, "rxe-hostile")
+#else
+#define HOSTRDMA_SUITES_RXE(X)
+#endif
+
 #define HOSTRDMA_SUITES(X)                                                  \
 	X(suite_rnicpi_util, "rnicpi-util")                                 \
 	X(suite_kal_pin, "kal-pin")                                         \
@@ -14,15 +38,8 @@
 	X(suite_ual_loader, "ual-loader")                                   \
 	X(suite_ual_objects, "ual-objects")                                 \
 	X(suite_ual_events, "ual-events")                                   \
-	X(suite_siw_wire, "siw-wire")                                       \
-	X(suite_siw_loopback, "siw-loopback")                               \
-	X(suite_siw_hostile, "siw-hostile")                                 \
-	X(suite_rxe_wire, "rxe-wire")                                       \
-	X(suite_rxe_loopback, "rxe-loopback")                               \
-	X(suite_rxe_memory, "rxe-memory")                                   \
-	X(suite_rxe_ud, "rxe-ud")                                           \
-	X(suite_rxe_faults, "rxe-faults")                                   \
-	X(suite_rxe_hostile, "rxe-hostile")
+	HOSTRDMA_SUITES_SIW(X)                                              \
+	HOSTRDMA_SUITES_RXE(X)
 
 #define X(fn, name) Suite *fn(void);
 HOSTRDMA_SUITES(X)

@@ -34,7 +34,7 @@ void ut_teardown(void)
 
 	for (i = 0; i < G_N_ELEMENTS(env_vars); i++)
 		g_unsetenv(env_vars[i]);
-	ual_test_set_builtins(NULL, 0);
+	ual_test_reset_builtins();
 }
 
 struct ual *ut_open(void)

@@ -36,20 +36,26 @@ static const rnicpi_provider_entry_fn configured_builtins[] = {
 #undef UAL_BUILTIN_ENTRY
 
 static GMutex test_builtins_lock;
-static GArray *test_builtins; /* rnicpi_provider_entry_fn */
+/* rnicpi_provider_entry_fn; NULL: configure's built-ins apply. */
+static GArray *test_builtins;
 
 void ual_test_set_builtins(const rnicpi_provider_entry_fn *entries, size_t n)
 {
 	g_mutex_lock(&test_builtins_lock);
-	if (test_builtins) {
+	if (test_builtins)
 		g_array_unref(test_builtins);
-		test_builtins = NULL;
-	}
-	if (n) {
-		test_builtins = g_array_sized_new(FALSE, FALSE,
-						  sizeof(*entries), n);
+	test_builtins = g_array_sized_new(FALSE, FALSE, sizeof(*entries), n);
+	if (n)
 		g_array_append_vals(test_builtins, entries, n);
-	}
+	g_mutex_unlock(&test_builtins_lock);
+}
+
+void ual_test_reset_builtins(void)
+{
+	g_mutex_lock(&test_builtins_lock);
+	if (test_builtins)
+		g_array_unref(test_builtins);
+	test_builtins = NULL;
 	g_mutex_unlock(&test_builtins_lock);
 }
 
@@ -303,15 +309,18 @@ void ual_load_providers(struct ual *u)
 	const char *path = g_getenv(UAL_ENV_PROVIDER_PATH);
 	size_t i;
 
-	for (i = 0; configured_builtins[i]; i++)
-		register_provider(u, configured_builtins[i](), NULL,
-				  "built-in");
 	g_mutex_lock(&test_builtins_lock);
-	for (i = 0; test_builtins && i < test_builtins->len; i++)
-		register_provider(u,
-				  g_array_index(test_builtins,
-						rnicpi_provider_entry_fn, i)(),
-				  NULL, "built-in");
+	if (test_builtins) {
+		for (i = 0; i < test_builtins->len; i++)
+			register_provider(u,
+				g_array_index(test_builtins,
+					      rnicpi_provider_entry_fn, i)(),
+				NULL, "built-in");
+	} else {
+		for (i = 0; configured_builtins[i]; i++)
+			register_provider(u, configured_builtins[i](), NULL,
+					  "built-in");
+	}
 	g_mutex_unlock(&test_builtins_lock);
 
 	if (path) {

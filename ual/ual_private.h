@@ -128,12 +128,15 @@ void ual_provider_put(struct ual_provider *p);
 void ual_load_providers(struct ual *u);
 
 /*
- * For tests: entry functions registered as built-in providers by every
- * later first ual_open, after configure's built-ins (NULL, 0 clears). Lets
- * a test link a provider compiled with -DRNICPI_BUILTIN and prove the
- * built-in path without a special configure.
+ * For tests: every later first ual_open registers exactly these entry
+ * functions as built-in providers, instead of configure's built-ins (n may
+ * be 0: none), so a suite sees only the providers it chose whatever the
+ * build links in, and can prove the built-in path with a provider compiled
+ * with -DRNICPI_BUILTIN. ual_test_reset_builtins() goes back to
+ * configure's list.
  */
 void ual_test_set_builtins(const rnicpi_provider_entry_fn *entries, size_t n);
+void ual_test_reset_builtins(void);
 
 /* ------------------------------------------------------------------ */
 /* Configuration                                                       */

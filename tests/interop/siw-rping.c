@@ -33,10 +33,12 @@
 
 #include "rnicpi/rnicpi.h"
 
+/* The provider, linked in from vp/siw (its module entry point is not). */
+extern const struct rnicpi_provider siw_provider;
+
 #define WAIT_MS 30000
 #define MSG_FMT "rdma-ping-%d: "
 
-const struct rnicpi_provider *rnicpi_provider_entry(void);
 
 struct advert {
 	uint64_t buf_be;
@@ -242,7 +244,7 @@ static void fill_pattern(uint8_t *buf, uint32_t size, int ping)
 static int setup(struct ctx *c, const struct rnicpi_option *opts,
 		 const char *local)
 {
-	const struct rnicpi_provider *p = rnicpi_provider_entry();
+	const struct rnicpi_provider *p = &siw_provider;
 	struct rnicpi_netdev nd = { 0 };
 	struct sockaddr_storage addr = { 0 };
 	struct sockaddr_in *sin = (struct sockaddr_in *)&addr;

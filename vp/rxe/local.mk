@@ -28,6 +28,8 @@ noinst_LTLIBRARIES += vp/rxe/librxe_builtin.la
 vp_rxe_librxe_builtin_la_SOURCES = vp/rxe/rxe_entry.c
 vp_rxe_librxe_builtin_la_CPPFLAGS = $(AM_CPPFLAGS) -DRNICPI_BUILTIN
 vp_rxe_librxe_builtin_la_LIBADD = vp/rxe/librxe_core.la
+# Linked into the core, which calls rnicpi_builtin_rxe() (see ual_loader.c).
+ual_libual_la_LIBADD += vp/rxe/librxe_builtin.la
 endif
 
 man_MANS += man/hostrdma-rxe.7

@@ -678,4 +678,7 @@ int siw_socket_setup(struct siw_device *dev, int fd);
 /* Largest ULPDU this QP's stream sends (MSS, max_fpdu, large FPDUs). */
 uint32_t siw_stream_ulpdu_max(struct siw_qp *qp, bool large);
 
+/* The provider description (siw_main.c); siw_entry.c hands it out. */
+extern const struct rnicpi_provider siw_provider;
+
 #endif /* SIW_H */

@@ -584,7 +584,7 @@ err_free:
 	return rc;
 }
 
-static const struct rnicpi_provider siw_provider = {
+const struct rnicpi_provider siw_provider = {
 	.abi_version = RNICPI_ABI_VERSION,
 	.size = sizeof(struct rnicpi_provider),
 	.name = "siw",
@@ -593,5 +593,3 @@ static const struct rnicpi_provider siw_provider = {
 	.netdev_supported = siw_netdev_supported,
 	.device_create = siw_device_create,
 };
-
-RNICPI_PROVIDER_DEFINE(siw, &siw_provider)
