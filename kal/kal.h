@@ -38,13 +38,19 @@ struct kal_pin;
  *
  * Returns 0 and a pin the caller owns (release with kal_unpin), or
  * -EINVAL (len 0, range wraps), -ENOMEM (over RLIMIT_MEMLOCK: the log line
- * names the limit, what is pinned already and the request), or the errno
- * of mlock/madvise (-EFAULT unmapped memory, ...).
+ * names the limit, what is pinned already and the request; or mlock itself
+ * could not lock), -EFAULT (part of the range is not mapped), or another
+ * errno of mlock/madvise. On failure nothing new stays pinned.
  */
 int kal_pin(const void *addr, size_t len, struct kal_pin **out);
 
 /* Release a pin; pages no other pin covers are unlocked and may fork
- * again. NULL is accepted. */
+ * again. NULL is accepted. Thread-safe, like kal_pin.
+ *
+ * A fork()ed child starts with nothing pinned (locks are not inherited and
+ * the pinned pages are not mapped in it); pins it inherited are stale and
+ * kal_unpin only frees them. At process exit kal unlocks whatever is still
+ * pinned; pins released after that are only freed. */
 void kal_unpin(struct kal_pin *pin);
 
 /* Bytes of distinct pages this process has pinned through kal now. */
@@ -90,6 +96,8 @@ struct kal_link {
 };
 
 void kal_link_free(struct kal_link *link);
+/* g_autoptr(kal_link) needs a type name */
+typedef struct kal_link kal_link;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(kal_link, kal_link_free)
 
 /* Every interface now, ordered by ifindex; free with g_ptr_array_unref

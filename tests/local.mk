@@ -1,9 +1,11 @@
 # tests/: Check suites run by one runner, the test provider, header checks.
 check_PROGRAMS += tests/check-all
 tests_check_all_SOURCES = tests/check-all.c tests/suites.h tests/testutil.h \
-	tests/check_rnicpi_util.c
+	tests/testutil.c \
+	tests/check_rnicpi_util.c \
+	tests/check_kal_pin.c
 tests_check_all_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_check_all_LDADD = rnicpi/librnicpi_util.la \
+tests_check_all_LDADD = rnicpi/librnicpi_util.la kal/libkal.la \
 	$(CHECK_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
 
 # Every public header compiles on its own, in C and in C++.

@@ -8,7 +8,8 @@
 /* X(fn, "name"): a function `Suite *fn(void)` in tests/check_*.c whose
  * suite is called "name" (what `check-all NAME` selects). */
 #define HOSTRDMA_SUITES(X)                                                  \
-	X(suite_rnicpi_util, "rnicpi-util")
+	X(suite_rnicpi_util, "rnicpi-util")                                 \
+	X(suite_kal_pin, "kal-pin")
 
 #define X(fn, name) Suite *fn(void);
 HOSTRDMA_SUITES(X)

@@ -5,7 +5,10 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
+
+#include <glib.h>
 
 /* ck_assert on a 0-or-negative-errno call, printing the errno name. */
 #define ck_assert_ok(expr)                                                  \
@@ -23,6 +26,97 @@
 			      "%s returned %d (%s), expected %d (%s)", #expr, \
 			      ck_err_rc_, strerror(-ck_err_rc_), -(err),    \
 			      strerror(err));                               \
+	} while (0)
+
+/* ------------------------------------------------------------------ */
+/* Log capture                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Capture GLib log messages so a test can assert what a failure logged.
+ * The runner installs one GLib log writer for the whole process (GLib
+ * allows only one g_log_set_writer_func() per process, so suites must use
+ * this instead of their own); while a capture is active, messages of its
+ * domain are recorded at every level, debug included, and not printed
+ * (set TU_LOG_ECHO=1 to print them as well). Other messages go to GLib's
+ * default writer. Captures nest; each records independently.
+ */
+struct tu_log_capture;
+
+/* Start capturing @domain ("hostrdma-kal"), or every domain if NULL.
+ * Free with tu_log_capture_end(). */
+struct tu_log_capture *tu_log_capture_begin(const char *domain);
+
+/* Stop capturing and free. NULL is accepted. */
+void tu_log_capture_end(struct tu_log_capture *cap);
+
+/* Number of messages captured so far at any of @levels (G_LOG_LEVEL_MASK
+ * for all) whose text contains @substring (NULL: any text). */
+unsigned int tu_log_count(struct tu_log_capture *cap, GLogLevelFlags levels,
+			  const char *substring);
+
+/* Everything captured so far, one "LEVEL: message" line each, for
+ * assertion messages; the caller frees it. */
+char *tu_log_text(struct tu_log_capture *cap);
+
+typedef struct tu_log_capture tu_log_capture;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(tu_log_capture, tu_log_capture_end)
+
+/* ------------------------------------------------------------------ */
+/* Forked children                                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Run @fn(@arg) in a fork()ed child, e.g. to enter a private network
+ * namespace (unshare) without touching the runner's, or to watch a crash.
+ * Check's ck_assert must not be used in the child: with CK_FORK=no it
+ * would longjmp into the runner's copy and run the remaining tests twice.
+ * The child asserts with tu_child_assert*(), which report the message to
+ * the parent through a pipe and _exit(1). Returning from @fn is success
+ * (_exit(0)).
+ *
+ * tu_fork_child() returns the child's wait status and, in *@msg, what it
+ * reported (the caller frees it; "" if nothing). tu_run_child() asserts,
+ * in the parent, that the child exited 0 and fails with its message.
+ */
+typedef void (*tu_child_fn)(void *arg);
+
+int tu_fork_child(tu_child_fn fn, void *arg, char **msg);
+void tu_run_child(tu_child_fn fn, void *arg);
+
+G_GNUC_NORETURN G_GNUC_PRINTF(3, 4)
+void tu_child_fail(const char *file, int line, const char *fmt, ...);
+
+/* Describe a wait status ("exited with 1", "killed by SIGSEGV"); the
+ * caller frees it. */
+char *tu_wait_status_str(int status);
+
+#define tu_child_assert(cond, ...)                                          \
+	do {                                                                \
+		if (!(cond))                                                \
+			tu_child_fail(__FILE__, __LINE__,                   \
+				      "assertion '" #cond "' failed: "      \
+				      __VA_ARGS__);                         \
+	} while (0)
+
+#define tu_child_assert_ok(expr)                                            \
+	do {                                                                \
+		int tu_ok_rc_ = (expr);                                     \
+		if (tu_ok_rc_ != 0)                                         \
+			tu_child_fail(__FILE__, __LINE__,                   \
+				      "%s returned %d (%s)", #expr,          \
+				      tu_ok_rc_, strerror(-tu_ok_rc_));      \
+	} while (0)
+
+#define tu_child_assert_errno(expr, err)                                    \
+	do {                                                                \
+		int tu_err_rc_ = (expr);                                    \
+		if (tu_err_rc_ != -(err))                                   \
+			tu_child_fail(__FILE__, __LINE__,                   \
+				      "%s returned %d (%s), expected %d (%s)", \
+				      #expr, tu_err_rc_,                    \
+				      strerror(-tu_err_rc_), -(err),        \
+				      strerror(err));                       \
 	} while (0)
 
 #endif

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the Check suites: log capture, forked children. */
+#include "config.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+/* ------------------------------------------------------------------ */
+/* Log capture                                                         */
+/* ------------------------------------------------------------------ */
+
+struct tu_log_entry {
+	GLogLevelFlags level;
+	char *message;
+};
+
+struct tu_log_capture {
+	char *domain; /* NULL: all */
+	GArray *entries; /* struct tu_log_entry */
+};
+
+static GMutex capture_lock;
+static GSList *captures; /* active struct tu_log_capture */
+
+static void log_entry_clear(gpointer p)
+{
+	struct tu_log_entry *e = p;
+
+	g_free(e->message);
+}
+
+static const char *level_name(GLogLevelFlags level)
+{
+	if (level & G_LOG_LEVEL_ERROR)
+		return "ERROR";
+	if (level & G_LOG_LEVEL_CRITICAL)
+		return "CRITICAL";
+	if (level & G_LOG_LEVEL_WARNING)
+		return "WARNING";
+	if (level & G_LOG_LEVEL_MESSAGE)
+		return "MESSAGE";
+	if (level & G_LOG_LEVEL_INFO)
+		return "INFO";
+	return "DEBUG";
+}
+
+static GLogWriterOutput capture_writer(GLogLevelFlags level,
+				       const GLogField *fields, gsize n_fields,
+				       gpointer unused)
+{
+	const char *domain = NULL, *message = NULL;
+	bool captured = false;
+	GSList *l;
+	gsize i;
+
+	for (i = 0; i < n_fields; i++) {
+		if (g_strcmp0(fields[i].key, "GLIB_DOMAIN") == 0)
+			domain = fields[i].value;
+		else if (g_strcmp0(fields[i].key, "MESSAGE") == 0)
+			message = fields[i].value;
+	}
+
+	g_mutex_lock(&capture_lock);
+	for (l = captures; l; l = l->next) {
+		struct tu_log_capture *cap = l->data;
+		struct tu_log_entry e;
+
+		if (cap->domain && g_strcmp0(cap->domain, domain) != 0)
+			continue;
+		e.level = level & G_LOG_LEVEL_MASK;
+		e.message = g_strdup(message ? message : "");
+		g_array_append_val(cap->entries, e);
+		captured = true;
+	}
+	g_mutex_unlock(&capture_lock);
+
+	/* Fatal levels must still reach the default writer (it aborts). */
+	if (captured && !(level & G_LOG_FLAG_FATAL) &&
+	    !g_getenv("TU_LOG_ECHO"))
+		return G_LOG_WRITER_HANDLED;
+	return g_log_writer_default(level, fields, n_fields, NULL);
+}
+
+static void capture_install(void)
+{
+	static gsize installed;
+
+	if (g_once_init_enter(&installed)) {
+		g_log_set_writer_func(capture_writer, NULL, NULL);
+		g_once_init_leave(&installed, 1);
+	}
+}
+
+struct tu_log_capture *tu_log_capture_begin(const char *domain)
+{
+	struct tu_log_capture *cap = g_new0(struct tu_log_capture, 1);
+
+	capture_install();
+	cap->domain = g_strdup(domain);
+	cap->entries = g_array_new(FALSE, FALSE, sizeof(struct tu_log_entry));
+	g_array_set_clear_func(cap->entries, log_entry_clear);
+	g_mutex_lock(&capture_lock);
+	captures = g_slist_prepend(captures, cap);
+	g_mutex_unlock(&capture_lock);
+	return cap;
+}
+
+void tu_log_capture_end(struct tu_log_capture *cap)
+{
+	if (!cap)
+		return;
+	g_mutex_lock(&capture_lock);
+	captures = g_slist_remove(captures, cap);
+	g_mutex_unlock(&capture_lock);
+	g_array_unref(cap->entries);
+	g_free(cap->domain);
+	g_free(cap);
+}
+
+unsigned int tu_log_count(struct tu_log_capture *cap, GLogLevelFlags levels,
+			  const char *substring)
+{
+	unsigned int n = 0;
+	guint i;
+
+	g_mutex_lock(&capture_lock);
+	for (i = 0; i < cap->entries->len; i++) {
+		struct tu_log_entry *e =
+			&g_array_index(cap->entries, struct tu_log_entry, i);
+
+		if (!(e->level & levels))
+			continue;
+		if (substring && !strstr(e->message, substring))
+			continue;
+		n++;
+	}
+	g_mutex_unlock(&capture_lock);
+	return n;
+}
+
+char *tu_log_text(struct tu_log_capture *cap)
+{
+	GString *s = g_string_new(NULL);
+	guint i;
+
+	g_mutex_lock(&capture_lock);
+	for (i = 0; i < cap->entries->len; i++) {
+		struct tu_log_entry *e =
+			&g_array_index(cap->entries, struct tu_log_entry, i);
+
+		g_string_append_printf(s, "%s: %s\n", level_name(e->level),
+				       e->message);
+	}
+	g_mutex_unlock(&capture_lock);
+	return g_string_free(s, FALSE);
+}
+
+/* ------------------------------------------------------------------ */
+/* Forked children                                                     */
+/* ------------------------------------------------------------------ */
+
+/* In a child: where tu_child_fail() reports. */
+static int child_report_fd = -1;
+
+void tu_child_fail(const char *file, int line, const char *fmt, ...)
+{
+	char buf[2048];
+	int n;
+	va_list ap;
+
+	n = snprintf(buf, sizeof(buf), "%s:%d: ", file, line);
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (child_report_fd >= 0) {
+		/* best effort: the exit status fails the test anyway */
+		if (write(child_report_fd, buf, strlen(buf)) < 0)
+			fputs(buf, stderr);
+	} else {
+		fprintf(stderr, "%s\n", buf);
+	}
+	_exit(1);
+}
+
+char *tu_wait_status_str(int status)
+{
+	if (WIFEXITED(status))
+		return g_strdup_printf("exited with %d", WEXITSTATUS(status));
+	if (WIFSIGNALED(status))
+		return g_strdup_printf("killed by signal %d (%s)",
+				       WTERMSIG(status),
+				       strsignal(WTERMSIG(status)));
+	return g_strdup_printf("wait status %#x", status);
+}
+
+int tu_fork_child(tu_child_fn fn, void *arg, char **msg)
+{
+	GString *report;
+	int fds[2], status = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	/* don't let the child flush the parent's buffered output twice */
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(fds[0]);
+		child_report_fd = fds[1];
+		fn(arg);
+		close(fds[1]);
+		_exit(0);
+	}
+	close(fds[1]);
+	/* allocated after fork(): the child would leak it at _exit() */
+	report = g_string_new(NULL);
+	for (;;) {
+		char buf[512];
+		ssize_t n = read(fds[0], buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		g_string_append_len(report, buf, n);
+	}
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		ck_assert_int_eq(errno, EINTR);
+	*msg = g_string_free(report, FALSE);
+	return status;
+}
+
+void tu_run_child(tu_child_fn fn, void *arg)
+{
+	g_autofree char *msg = NULL;
+	g_autofree char *how = NULL;
+	int status = tu_fork_child(fn, arg, &msg);
+
+	how = tu_wait_status_str(status);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child %s: %s", how, msg[0] ? msg : "(no message)");
+}
