@@ -14,3 +14,4 @@ tests_header_c_SOURCES = tests/header_c.c tests/header_c_it_api.c
 tests_header_cxx_SOURCES = tests/header_cxx.cc tests/header_cxx_it_api.cc
 
 TESTS += tests/check-all tests/header-c tests/header-cxx
+include tests/provider/local.mk

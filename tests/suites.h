@@ -9,7 +9,10 @@
  * suite is called "name" (what `check-all NAME` selects). */
 #define HOSTRDMA_SUITES(X)                                                  \
 	X(suite_rnicpi_util, "rnicpi-util")                                 \
-	X(suite_kal_pin, "kal-pin")
+	X(suite_kal_pin, "kal-pin")                                         \
+	X(suite_ual_loader, "ual-loader")                                   \
+	X(suite_ual_objects, "ual-objects")                                 \
+	X(suite_ual_events, "ual-events")
 
 #define X(fn, name) Suite *fn(void);
 HOSTRDMA_SUITES(X)

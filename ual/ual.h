@@ -70,6 +70,9 @@ int ual_close(struct ual *u);
 /* Providers that loaded, and the reasons others did not. */
 GPtrArray *ual_provider_list(struct ual *u);	 /* struct ual_provider *, borrowed */
 const GPtrArray *ual_load_errors(struct ual *u); /* char *, one line each */
+/* Devices that were selected but could not be created, one line each
+ * naming the device and the provider's reason. A copy: g_ptr_array_unref. */
+GPtrArray *ual_device_errors(struct ual *u);
 const char *ual_provider_name(const struct ual_provider *p);
 const char *ual_provider_description(const struct ual_provider *p);
 enum rnicpi_transport ual_provider_transport(const struct ual_provider *p);
@@ -85,6 +88,7 @@ struct ual_device *ual_device_by_ifindex(struct ual *u, int ifindex,
 					 enum rnicpi_transport transport);
 struct ual_device *ual_device_get(struct ual_device *d);
 void ual_device_put(struct ual_device *d);
+typedef struct ual_device ual_device;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ual_device, ual_device_put)
 
 const char *ual_device_name(const struct ual_device *d);
