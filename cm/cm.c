@@ -673,6 +673,13 @@ int cm_connect(struct cm *cm, struct ual_qp *qp, const struct sockaddr *dst,
 		return -EOPNOTSUPP;
 	if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)
 		return -EAFNOSUPPORT;
+	if (param && param->private_data_len >
+			     tp->max_private_data(d, UAL_CM_PDATA_CONNECT)) {
+		g_info("%s: connect with %u bytes of private data; the transport carries %u",
+		       ual_device_name(d), param->private_data_len,
+		       tp->max_private_data(d, UAL_CM_PDATA_CONNECT));
+		return -EMSGSIZE;
+	}
 	id = cm_id_new(cm, tp, qp, true, param, fn, user_data);
 	memcpy(&id->remote_addr, dst,
 	       dst->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
@@ -731,6 +738,14 @@ int cm_accept(struct cm *cm, uint64_t req_id, struct ual_qp *qp,
 			ual_device_name(d), ual_device_name(req->dev));
 		return -EXDEV;
 	}
+	if (param && param->private_data_len >
+			     cm_transport_of(d)->max_private_data(
+				     d, UAL_CM_PDATA_ACCEPT)) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "accept with %u bytes of private data: too many",
+			param->private_data_len);
+		return -EMSGSIZE;
+	}
 	id = cm_id_new(cm, cm_transport_of(d), qp, false, param, fn,
 		       user_data);
 	if (g_hash_table_contains(cm->ids, id->rqp)) {
@@ -781,6 +796,13 @@ int cm_reject(struct cm *cm, uint64_t req_id, const void *private_data,
 		g_mutex_unlock(&cm->lock);
 		g_info("cm: reject: no pending request %" PRIu64, req_id);
 		return -ENOENT;
+	}
+	if (private_data_len > cm_transport_of(req->dev)->max_private_data(
+				       req->dev, UAL_CM_PDATA_REJECT)) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "reject with %u bytes of private data: too many",
+			private_data_len);
+		return -EMSGSIZE;
 	}
 	req->state = CM_REQ_ANSWERED;
 	g_hash_table_steal(cm->reqs, &req_id);
@@ -1079,9 +1101,10 @@ static void cm_req_report(struct cm_req *req, struct cm_listen *l)
 	cm_reject(req->cm, req->id, NULL, 0);
 }
 
-int cm_handoff(struct cm *cm, uint64_t req_id, struct ual_device *d,
-	       uint8_t port_num, uint16_t port)
+int cm_handoff(struct cm *cm, uint64_t req_id, uint8_t port_num,
+	       uint16_t port)
 {
+	struct rnicpi_device_attr attr;
 	struct cm_listen *l, *old;
 	struct cm_req *req;
 
@@ -1092,13 +1115,14 @@ int cm_handoff(struct cm *cm, uint64_t req_id, struct ual_device *d,
 		g_info("cm: handoff: no pending request %" PRIu64, req_id);
 		return -ENOENT;
 	}
-	if (req->dev != d) {
+	if (ual_device_query(req->dev, &attr) == 0 &&
+	    (port_num < 1 || port_num > MAX(attr.phys_port_cnt, 1))) {
 		g_mutex_unlock(&cm->lock);
-		cm_info(req, "handoff to %s: the request came to %s",
-			ual_device_name(d), ual_device_name(req->dev));
-		return -EXDEV;
+		cm_info(req, "handoff to port %u: the device has %u", port_num,
+			MAX(attr.phys_port_cnt, 1));
+		return -ERANGE;
 	}
-	l = cm_listen_find_locked(cm, d, port_num, port);
+	l = cm_listen_find_locked(cm, req->dev, port_num, port);
 	if (!l) {
 		g_mutex_unlock(&cm->lock);
 		cm_info(req, "handoff: no listener on port %u", port);

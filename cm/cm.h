@@ -263,8 +263,8 @@ int cm_accept(struct cm *cm, uint64_t req_id, struct ual_qp *qp,
 	      void *user_data, struct cm_id **out);
 int cm_reject(struct cm *cm, uint64_t req_id, const void *private_data,
 	      uint32_t private_data_len);
-int cm_handoff(struct cm *cm, uint64_t req_id, struct ual_device *d,
-	       uint8_t port_num, uint16_t port);
+int cm_handoff(struct cm *cm, uint64_t req_id, uint8_t port_num,
+	       uint16_t port);
 int cm_disconnect(struct cm_id *id, bool abortive);
 void cm_id_destroy(struct cm_id *id);
 int cm_socket_convert(struct cm *cm, struct ual_qp *qp, int sockfd,

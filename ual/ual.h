@@ -391,6 +391,7 @@ void ual_cm_listen_destroy(struct ual_cm_listen *l);
  * Connect @qp (IDLE/INIT, RC) to @dst's connection qualifier @port (host
  * order), from @src if not NULL (its port, if not 0, is the local port).
  * Returns at once; ESTABLISHED, REJECTED or UNREACHABLE follows.
+ * -EMSGSIZE for more private data than the transport carries.
  */
 int ual_cm_connect(struct ual_qp *qp, const struct sockaddr *dst,
 		   uint16_t port, const struct sockaddr *src,
@@ -403,14 +404,15 @@ int ual_cm_connect(struct ual_qp *qp, const struct sockaddr *dst,
 int ual_cm_accept(uint64_t req_id, struct ual_qp *qp,
 		  const struct ual_cm_param *param, ual_cm_event_fn fn,
 		  void *user_data, struct ual_cm_id **out);
-/* Refuse request @req_id, sending @private_data to the peer. -ENOENT. */
+/* Refuse request @req_id, sending @private_data to the peer. -ENOENT;
+ * -EMSGSIZE (request kept) past the transport's reject limit. */
 int ual_cm_reject(uint64_t req_id, const void *private_data,
 		  uint32_t private_data_len);
-/* Hand request @req_id to the listener on (@d, @port_num, @port), which
- * reports it as a new REQUEST. -ENOENT unknown request, -ESRCH no such
+/* Hand request @req_id to the listener on port @port_num, qualifier
+ * @port of the device the request came to, which reports it as a new
+ * REQUEST. -ENOENT unknown request, -ERANGE no such port, -ESRCH no such
  * listener. */
-int ual_cm_handoff(uint64_t req_id, struct ual_device *d, uint8_t port_num,
-		   uint16_t port);
+int ual_cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port);
 
 /* Close the connection: in order (the peer sees DISCONNECTED) or, with
  * @abortive, at once (the peer sees BROKEN). A set-up in progress is

@@ -110,12 +110,11 @@ int ual_cm_reject(uint64_t req_id, const void *private_data,
 		    -ENOTCONN;
 }
 
-int ual_cm_handoff(uint64_t req_id, struct ual_device *d, uint8_t port_num,
-		   uint16_t port)
+int ual_cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port)
 {
 	struct cm *cm = cm_or_log(__func__);
 
-	return cm ? cm_handoff(cm, req_id, d, port_num, port) : -ENOTCONN;
+	return cm ? cm_handoff(cm, req_id, port_num, port) : -ENOTCONN;
 }
 
 int ual_cm_disconnect(struct ual_cm_id *id, bool abortive)
