@@ -71,10 +71,16 @@ struct kal_nl;
  * current by a cache manager, and a monitor thread that applies changes
  * and reports them to subscribers. The caller owns the context.
  * -errno (translated from NLE_*) when netlink is unavailable.
+ *
+ * All functions taking a context are thread-safe. Use it from threads of
+ * the namespace it was opened in (kal_route_resolve opens sockets in the
+ * calling thread's namespace to start neighbour resolution).
  */
 int kal_nl_open(struct kal_nl **out);
 
-/* Stop the monitor thread, free the caches. NULL is accepted. */
+/* Stop the monitor thread, free the caches and the subscriptions still
+ * registered. NULL is accepted. Not from a kal_event_fn (it would wait for
+ * its own thread). */
 void kal_nl_close(struct kal_nl *nl);
 
 enum kal_link_flags {
@@ -92,7 +98,10 @@ struct kal_link {
 	uint8_t hwaddr[KAL_MAX_HWADDR];
 	uint32_t hwaddr_len;
 	unsigned int arptype;	 /* ARPHRD_* */
-	GArray *addrs;		 /* struct sockaddr_storage, AF_INET/AF_INET6 */
+	/* struct sockaddr_storage, AF_INET/AF_INET6: the addresses usable
+	 * now (IPv6 ones once duplicate address detection passed);
+	 * link-local IPv6 ones carry the ifindex as sin6_scope_id. */
+	GArray *addrs;
 };
 
 void kal_link_free(struct kal_link *link);
@@ -133,34 +142,52 @@ struct kal_route {
 };
 
 /*
- * Resolve @dst (AF_INET or AF_INET6; the port is ignored) the way the
- * kernel routes it, asking the kernel (RTM_GETROUTE) so policy routing and
- * VRFs are honoured; @src, if not NULL, is the source address to route
- * from. When the next hop's link-layer address is not known yet and
- * @timeout_ms > 0, kal starts neighbour resolution (a datagram to the next
- * hop's discard port) and waits up to @timeout_ms for the neighbour cache.
+ * Resolve @dst (AF_INET or AF_INET6; the port is ignored; a link-local
+ * IPv6 address needs its interface as sin6_scope_id) the way the kernel
+ * routes it, asking the kernel (RTM_GETROUTE) so policy routing and VRFs
+ * are honoured; @src, if not NULL, is the source address to route from.
  *
- * Returns 0 with *@out filled, or -ENETUNREACH / -EHOSTUNREACH (no
- * route, unreachable or prohibit route), -EADDRNOTAVAIL (@src is not
- * ours), -EAFNOSUPPORT, -ETIMEDOUT (route found, next hop did not answer
- * in time; *@out is filled except nh_hwaddr). The log names the address.
+ * The next hop's link-layer address comes from the neighbour cache, else
+ * from the kernel's neighbour table. When neither knows it: with
+ * @timeout_ms == 0 kal returns 0 with nh_hwaddr_len 0 and sends nothing;
+ * with @timeout_ms > 0 it starts neighbour resolution (an empty UDP
+ * datagram to the next hop's discard port, from the route's source out of
+ * its interface) and waits up to @timeout_ms for the kernel to learn it.
+ *
+ * Returns 0 with *@out filled, or
+ *   -ENETUNREACH   no route, or a blackhole route
+ *   -EHOSTUNREACH  an unreachable or prohibit route, or a destination that
+ *                  is not a host (broadcast, multicast, anycast)
+ *   -EADDRNOTAVAIL @src is not one of our addresses
+ *   -EAFNOSUPPORT  not AF_INET/AF_INET6, or @src of another family
+ *   -EINVAL        link-local IPv6 @dst or @src without a scope id
+ *   -ETIMEDOUT     route found, the next hop did not answer in time
+ *                  (*@out is filled except nh_hwaddr)
+ * Every failure is logged with the address ("route to 10.9.0.1: ...").
  */
 int kal_route_resolve(struct kal_nl *nl, const struct sockaddr *dst,
 		      const struct sockaddr *src, unsigned int timeout_ms,
 		      struct kal_route *out);
 
-/* Format an AF_INET/AF_INET6 address (without port) into @buf, which
- * must hold INET6_ADDRSTRLEN bytes; returns @buf. For log lines. */
+/* Format an AF_INET/AF_INET6 address (without port; "%<scope id>" after
+ * a scoped IPv6 one) into @buf of @len bytes, truncating if need be;
+ * INET6_ADDRSTRLEN + 12 always suffices. Returns @buf. For log lines. */
 const char *kal_addr_str(const struct sockaddr *addr, char *buf, size_t len);
 
+/*
+ * Changes after kal_nl_open (the state at open is not reported; read it
+ * with kal_nl_links). A link that appears already UP and RUNNING gives
+ * LINK_NEW then LINK_UP; one that goes while UP and RUNNING gives
+ * LINK_DOWN then LINK_DEL.
+ */
 enum kal_event_type {
 	KAL_EVENT_LINK_NEW = 1,	 /* an interface appeared */
 	KAL_EVENT_LINK_DEL,	 /* an interface went away */
 	KAL_EVENT_LINK_UP,	 /* now UP and RUNNING */
 	KAL_EVENT_LINK_DOWN,	 /* no longer both UP and RUNNING */
-	KAL_EVENT_LINK_CHANGE,	 /* MTU or hardware address changed */
-	KAL_EVENT_ADDR_ADD,
-	KAL_EVENT_ADDR_DEL,
+	KAL_EVENT_LINK_CHANGE,	 /* MTU, hardware address or name changed */
+	KAL_EVENT_ADDR_ADD,	 /* usable now (IPv6: after DAD) */
+	KAL_EVENT_ADDR_DEL,	 /* removed, or failed DAD */
 };
 
 struct kal_event {
@@ -175,14 +202,19 @@ struct kal_event {
 
 const char *kal_event_type_name(enum kal_event_type type);
 
-/* Called on kal's monitor thread; may call any kal_nl_* function except
- * kal_nl_close and kal_nl_unsubscribe of itself. */
+/* Called on kal's monitor thread, one event and one subscriber at a time,
+ * in subscription order; the caches reflect the event already (and maybe
+ * later changes). May call any kal function taking the context except
+ * kal_nl_close. */
 typedef void (*kal_event_fn)(const struct kal_event *event, void *user_data);
 
 /* Start reporting changes to @fn. Returns an id > 0. */
 guint kal_nl_subscribe(struct kal_nl *nl, kal_event_fn fn, void *user_data);
 
-/* Stop; when it returns, @fn is not running and will not run again. */
+/* Stop; when it returns, @fn is not running and will not run again.
+ * From inside a kal_event_fn (its own id or another's) it does not wait:
+ * only the caller's callback can be running then, and it returns by
+ * itself. Unknown ids are ignored. */
 void kal_nl_unsubscribe(struct kal_nl *nl, guint id);
 
 #endif /* KAL_H */

@@ -43,20 +43,19 @@ struct pin_seg {
 /* Process-wide state. Statically initialised so that pinning works from
  * constructors and needs no init call. */
 static struct {
-	GMutex lock;
+	pthread_mutex_t lock;
 	GTree *segs; /* start -> struct pin_seg, disjoint */
 	uint64_t pinned;
 	unsigned int generation;
 	bool atfork_done;
-} pins;
+} pins = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
 static size_t page_size(void)
 {
-	static size_t size;
-
-	if (!size)
-		size = (size_t)sysconf(_SC_PAGESIZE);
-	return size;
+	/* glibc answers from a value it keeps; no need to cache it here */
+	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
 static gint seg_cmp(gconstpointer a, gconstpointer b, gpointer unused)
@@ -104,9 +103,9 @@ uint64_t kal_pinned_bytes(void)
 {
 	uint64_t bytes;
 
-	g_mutex_lock(&pins.lock);
+	pthread_mutex_lock(&pins.lock);
 	bytes = pins.pinned;
-	g_mutex_unlock(&pins.lock);
+	pthread_mutex_unlock(&pins.lock);
 	return bytes;
 }
 
@@ -118,12 +117,12 @@ uint64_t kal_pinned_bytes(void)
  */
 static void pin_atfork_prepare(void)
 {
-	g_mutex_lock(&pins.lock);
+	pthread_mutex_lock(&pins.lock);
 }
 
 static void pin_atfork_parent(void)
 {
-	g_mutex_unlock(&pins.lock);
+	pthread_mutex_unlock(&pins.lock);
 }
 
 static void pin_atfork_child(void)
@@ -134,7 +133,8 @@ static void pin_atfork_child(void)
 	}
 	pins.pinned = 0;
 	pins.generation++;
-	g_mutex_unlock(&pins.lock);
+	/* the child's only thread holds the lock (prepare took it) */
+	pthread_mutex_unlock(&pins.lock);
 }
 
 /* Called with the lock held. */
@@ -314,7 +314,7 @@ int kal_pin(const void *addr, size_t len, struct kal_pin **out)
 	start = first & ~(uintptr_t)(page_size() - 1);
 	end = (first + len + page_size() - 1) & ~(uintptr_t)(page_size() - 1);
 
-	g_mutex_lock(&pins.lock);
+	pthread_mutex_lock(&pins.lock);
 	pin_map_init();
 	gaps = pin_gaps(start, end, &new_bytes);
 
@@ -368,7 +368,7 @@ int kal_pin(const void *addr, size_t len, struct kal_pin **out)
 	pin->start = start;
 	pin->end = end;
 	pin->generation = pins.generation;
-	g_mutex_unlock(&pins.lock);
+	pthread_mutex_unlock(&pins.lock);
 	g_array_unref(gaps);
 	g_debug("pinned %p+%zu (pages %#" PRIxPTR "-%#" PRIxPTR ", %" PRIu64
 		" bytes new)", addr, len, start, end, new_bytes);
@@ -382,7 +382,7 @@ err_unpin_gaps:
 		pages_unpin(gap->start, gap->end);
 	}
 err_unlock:
-	g_mutex_unlock(&pins.lock);
+	pthread_mutex_unlock(&pins.lock);
 	g_array_unref(gaps);
 	return err;
 }
@@ -394,7 +394,7 @@ void kal_unpin(struct kal_pin *pin)
 
 	if (!pin)
 		return;
-	g_mutex_lock(&pins.lock);
+	pthread_mutex_lock(&pins.lock);
 	if (pin->generation != pins.generation || !pins.segs)
 		goto out;
 
@@ -424,7 +424,7 @@ void kal_unpin(struct kal_pin *pin)
 		pages_unpin(run_start, run_end);
 	seg_merge_around(pin->start, pin->end);
 out:
-	g_mutex_unlock(&pins.lock);
+	pthread_mutex_unlock(&pins.lock);
 	g_free(pin);
 }
 
@@ -443,7 +443,7 @@ static gboolean seg_release(gpointer key, gpointer value, gpointer unused)
  */
 __attribute__((destructor)) static void kal_pin_fini(void)
 {
-	g_mutex_lock(&pins.lock);
+	pthread_mutex_lock(&pins.lock);
 	if (pins.segs) {
 		g_tree_foreach(pins.segs, seg_release, NULL);
 		g_tree_destroy(pins.segs);
@@ -451,5 +451,5 @@ __attribute__((destructor)) static void kal_pin_fini(void)
 	}
 	pins.pinned = 0;
 	pins.generation++;
-	g_mutex_unlock(&pins.lock);
+	pthread_mutex_unlock(&pins.lock);
 }

@@ -115,7 +115,9 @@ struct rnicpi_option {
  * keeps the pointer for as long as the provider is loaded.
  */
 struct rnicpi_provider {
-	/* RNICPI_ABI_VERSION as the provider was compiled. Checked first. */
+	/* RNICPI_ABI_VERSION as the provider was compiled. Checked first.
+	 * abi_version, size and name keep their place in every ABI version,
+	 * so that the core can name the provider it refuses. */
 	uint32_t abi_version;
 	/* sizeof(struct rnicpi_provider) as the provider was compiled. */
 	uint32_t size;

@@ -463,6 +463,7 @@ END_TEST
 static void link_events_child(void *arg)
 {
 	const char *options = arg;
+	struct ual_async_event first;
 	struct rnicpi_port_attr port;
 	struct ual_device *d;
 	struct ut_events ev;
@@ -495,15 +496,58 @@ static void link_events_child(void *arg)
 	tu_child_assert_ok(ut_link_set("lo", true));
 	tu_child_assert(ut_events_wait(&ev, RNICPI_EVENT_PORT_ACTIVE, 1),
 			"no PORT_ACTIVE after lo came up");
-	tu_child_assert(g_array_index(ev.events, struct ual_async_event, 0)
-					.device == d,
-			"event for another device");
+	/* The monitor thread may still be appending (GID changes): look
+	 * under the recorder's lock. */
+	g_mutex_lock(&ev.lock);
+	first = g_array_index(ev.events, struct ual_async_event, 0);
+	g_mutex_unlock(&ev.lock);
+	tu_child_assert(first.device == d, "event for another device");
 
 	ual_async_unsubscribe(cu, id);
 	ut_events_clear(&ev);
 	ual_device_put(d);
 	tu_child_assert_ok(ual_close(cu));
 }
+
+/* Poll for a device that a hot-plug event is expected to create. */
+static struct ual_device *wait_device(struct ual *cu, const char *name)
+{
+	gint64 deadline = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+	struct ual_device *d;
+
+	while (!(d = ual_device_lookup(cu, name)) &&
+	       g_get_monotonic_time() < deadline)
+		g_usleep(10000);
+	return d;
+}
+
+static void hotplug_child(void *arg)
+{
+	struct rnicpi_port_attr port;
+	struct ual_device *d;
+	struct ual *cu = NULL;
+
+	tu_child_assert(unshare(CLONE_NEWNET) == 0, "unshare: %s",
+			g_strerror(errno));
+	/* lo is down and has no address: the default selection skips it. */
+	tu_child_assert_ok(ual_open(&cu));
+	tu_child_assert(ut_device_count(cu) == 0, "a device on a down lo");
+	/* Up with its addresses: the interface events create test_lo. */
+	tu_child_assert_ok(ut_link_set("lo", true));
+	d = wait_device(cu, "test_lo");
+	tu_child_assert(d != NULL, "no test_lo after lo came up");
+	tu_child_assert_ok(ual_device_query_port(d, 1, &port));
+	tu_child_assert(port.state == RNICPI_PORT_ACTIVE, "port state %d",
+			port.state);
+	ual_device_put(d);
+	tu_child_assert_ok(ual_close(cu));
+}
+
+START_TEST(test_hotplug_device)
+{
+	tu_run_child(hotplug_child, NULL);
+}
+END_TEST
 
 START_TEST(test_link_events_provider)
 {
@@ -544,6 +588,7 @@ Suite *suite_ual_events(void)
 	tcase_add_checked_fixture(tc, ut_setup, ut_teardown);
 	tcase_add_test(tc, test_link_events_provider);
 	tcase_add_test(tc, test_link_events_synthesized);
+	tcase_add_test(tc, test_hotplug_device);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

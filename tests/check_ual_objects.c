@@ -250,6 +250,66 @@ START_TEST(test_lookup_survives_destroy)
 }
 END_TEST
 
+struct lookup_race {
+	uint32_t qpn;
+	gint stop;
+	gint found;	/* lookups that returned the QP */
+	gint missed;	/* lookups after the destroy */
+	gint bad_rc;	/* post results other than 0 and -ENODEV */
+	struct ual_mr *mr;
+	char *buf;
+};
+
+static gpointer lookup_loop(gpointer data)
+{
+	struct lookup_race *r = data;
+
+	while (!g_atomic_int_get(&r->stop)) {
+		struct ual_qp *q = ual_qp_lookup(dev, r->qpn);
+		int rc;
+
+		if (!q) {
+			g_atomic_int_inc(&r->missed);
+			continue;
+		}
+		g_atomic_int_inc(&r->found);
+		rc = ut_post_send(q, 1, r->mr, r->buf, 8, 0);
+		if (rc != 0 && rc != -ENODEV)
+			g_atomic_int_inc(&r->bad_rc);
+		ual_qp_put(q);
+	}
+	return NULL;
+}
+
+START_TEST(test_lookup_races_destroy)
+{
+	struct lookup_race r = { 0 };
+	struct rnicpi_wc wc[16];
+	struct ual_qp *qp = ut_qp(pd, cq_a, cq_b, NULL);
+	GThread *t;
+
+	r.buf = pages(1);
+	ck_assert_ok(ual_mr_reg(pd, r.buf, 64, 0, &r.mr));
+	ut_qp_rts(qp, 0);
+	r.qpn = ual_qp_num(qp);
+	t = g_thread_new("lookup", lookup_loop, &r);
+	/* Destroy while another thread looks the QP up and posts on it. */
+	while (g_atomic_int_get(&r.found) < 100)
+		g_thread_yield();
+	ck_assert_ok(ual_qp_destroy(qp));
+	while (g_atomic_int_get(&r.missed) == 0)
+		g_thread_yield();
+	g_atomic_int_set(&r.stop, 1);
+	g_thread_join(t);
+	ck_assert_int_eq(r.bad_rc, 0);
+	ck_assert_ptr_null(ual_qp_lookup(dev, r.qpn));
+	while (ual_cq_poll(cq_a, 16, wc) > 0)
+		;
+	ck_assert_ok(ual_mr_dereg(r.mr));
+	unmap_pages(r.buf, 1);
+}
+END_TEST
+
 START_TEST(test_pd_lookup_reference)
 {
 	struct ual_pd *other;
@@ -598,6 +658,7 @@ Suite *suite_ual_objects(void)
 	tcase_add_test(tc, test_close_busy);
 	tcase_add_test(tc, test_device_outlives_close);
 	tcase_add_test(tc, test_lookup_survives_destroy);
+	tcase_add_test(tc, test_lookup_races_destroy);
 	tcase_add_test(tc, test_pd_lookup_reference);
 	suite_add_tcase(s, tc);
 

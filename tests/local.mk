@@ -1,12 +1,13 @@
 # tests/: Check suites run by one runner, the test provider, header checks.
 check_PROGRAMS += tests/check-all
 tests_check_all_SOURCES = tests/check-all.c tests/suites.h tests/testutil.h \
-	tests/testutil.c \
+	tests/testutil.c tests/nsutil.h tests/nsutil.c \
 	tests/check_rnicpi_util.c \
-	tests/check_kal_pin.c
-tests_check_all_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+	tests/check_kal_pin.c tests/kalnet.h tests/kalnet.c \
+	tests/check_kal_nl.c tests/check_kal_route.c
+tests_check_all_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBNL_CFLAGS)
 tests_check_all_LDADD = rnicpi/librnicpi_util.la kal/libkal.la \
-	$(CHECK_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
+	$(CHECK_LIBS) $(LIBNL_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
 
 # Every public header compiles on its own, in C and in C++.
 check_PROGRAMS += tests/header-c tests/header-cxx
@@ -14,4 +15,5 @@ tests_header_c_SOURCES = tests/header_c.c tests/header_c_it_api.c
 tests_header_cxx_SOURCES = tests/header_cxx.cc tests/header_cxx_it_api.cc
 
 TESTS += tests/check-all tests/header-c tests/header-cxx
+EXTRA_DIST += tests/valgrind.supp
 include tests/provider/local.mk

@@ -10,6 +10,7 @@
 #define HOSTRDMA_SUITES(X)                                                  \
 	X(suite_rnicpi_util, "rnicpi-util")                                 \
 	X(suite_kal_pin, "kal-pin")                                         \
+	X(suite_kal_netlink, "kal-netlink")                                 \
 	X(suite_ual_loader, "ual-loader")                                   \
 	X(suite_ual_objects, "ual-objects")                                 \
 	X(suite_ual_events, "ual-events")

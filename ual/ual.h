@@ -32,10 +32,17 @@
  *  HOSTRDMA_PROVIDER_PATH  colon-separated directories searched for
  *                          provider modules instead of the installed one
  *  HOSTRDMA_DEVICES        comma-separated device names or glob patterns
- *                          ("siw_lo,rxe_*"); overrides the config file
+ *                          ("siw_lo,rxe_*"), "!pattern" excludes; replaces
+ *                          the config file's [devices] section
  *  HOSTRDMA_CONF           configuration file instead of
- *                          $(sysconfdir)/hostrdma/hostrdma.conf
- *  HOSTRDMA_OPTIONS        provider options "siw.mpa_crc=required,..."
+ *                          $(sysconfdir)/hostrdma/hostrdma.conf; empty:
+ *                          none. [devices] include= / exclude= patterns,
+ *                          [provider NAME] key=value options.
+ *  HOSTRDMA_OPTIONS        provider options "siw.mpa_crc=required,...",
+ *                          over the file's
+ * Without an include list a device is made for every provider and
+ * interface that is UP, RUNNING and has an address, if the provider
+ * agrees (see ual/ual_device.c).
  */
 #define UAL_ENV_PROVIDER_PATH "HOSTRDMA_PROVIDER_PATH"
 #define UAL_ENV_DEVICES "HOSTRDMA_DEVICES"
@@ -64,7 +71,10 @@ struct ual_ah;
  */
 int ual_open(struct ual **out);
 /* Drop a reference from ual_open; the last one destroys the devices.
- * -EBUSY (nothing changed) if objects are still alive on a device. */
+ * -EBUSY (nothing changed) if, at the last one, PDs or CQs are still open
+ * on a device. A device reference still held afterwards keeps that device
+ * (and its provider) in memory, but it takes no new objects (-ENODEV).
+ * Not from inside an event callback. */
 int ual_close(struct ual *u);
 
 /* Providers that loaded, and the reasons others did not. */
@@ -167,6 +177,9 @@ int ual_cq_ack(struct ual_cq *cq);
  * The callback is a ual_cq_source_fn given through g_source_set_callback
  * (cast with G_SOURCE_FUNC); it usually polls, re-arms, and polls again.
  * The source holds a reference on the CQ; the caller owns the source.
+ * NULL (logged) if the CQ has no notification fd. ual_cq_destroy does
+ * not wait for sources: it destroys them (g_source_destroy), the owner
+ * still unrefs them.
  */
 typedef gboolean (*ual_cq_source_fn)(struct ual_cq *cq, gpointer user_data);
 GSource *ual_cq_source_new(struct ual_cq *cq);
@@ -251,7 +264,8 @@ typedef void (*ual_async_fn)(const struct ual_async_event *event,
 /* Receive the async events of @d (NULL: of every device). Id > 0. */
 guint ual_async_subscribe(struct ual *u, struct ual_device *d,
 			  ual_async_fn fn, void *user_data);
-/* When it returns, @fn is not running and will not run again. */
+/* When it returns, @fn is not running and will not run again; called from
+ * inside @fn itself it returns at once and only later calls are stopped. */
 void ual_async_unsubscribe(struct ual *u, guint id);
 
 /*

@@ -17,9 +17,9 @@
  * for LINK_UP / LINK_DOWN / LINK_CHANGE and for LINK_DEL (flags 0, the
  * interface is gone), ADDR_ADD / ADDR_DEL for addresses. When the
  * provider has no netdev_event, ual raises the port events itself:
- * PORT_ACTIVE on LINK_UP, PORT_ERR on LINK_DOWN and LINK_DEL, GID_CHANGE
- * on an address change, so subscribers see link changes on every
- * provider. A device stays when its interface goes (objects may live on
+ * PORT_ACTIVE on LINK_UP, PORT_ERR on LINK_DOWN (kal sends one before the
+ * LINK_DEL of an interface that was up), GID_CHANGE on an address change,
+ * so subscribers see link changes on every provider. A device stays when its interface goes (objects may live on
  * it); its port is simply down.
  *
  * Hot plug. On LINK_NEW, LINK_UP and ADDR_ADD the interface is offered
@@ -275,8 +275,11 @@ static void on_kal_event(const struct kal_event *ev, void *user_data)
 		hotplug = true;
 		break;
 	case KAL_EVENT_LINK_DOWN:
-	case KAL_EVENT_LINK_DEL:
 		synth = RNICPI_EVENT_PORT_ERR;
+		break;
+	case KAL_EVENT_LINK_DEL:
+		/* kal reported LINK_DOWN first if it was up. */
+		has_synth = false;
 		break;
 	case KAL_EVENT_LINK_CHANGE:
 		has_synth = false;

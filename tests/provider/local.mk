@@ -6,20 +6,23 @@ TP_MODULE_LDFLAGS = -module -avoid-version -rpath /nowhere \
 	-export-symbols-regex '^rnicpi_provider_entry$$'
 
 check_LTLIBRARIES += tests/provider/testprov.la
-tests_provider_testprov_la_SOURCES = tests/provider/testprov.c
+TP_SOURCES = tests/provider/testprov.c tests/provider/testprov.h \
+	tests/provider/testprov_mem.c tests/provider/testprov_qp.c
+
+tests_provider_testprov_la_SOURCES = $(TP_SOURCES)
 tests_provider_testprov_la_LDFLAGS = $(AM_LDFLAGS) $(TP_MODULE_LDFLAGS)
 tests_provider_testprov_la_LIBADD = rnicpi/librnicpi_util.la $(PTHREAD_LIBS)
 
 # The same provider under the name of an existing one: a duplicate.
 check_LTLIBRARIES += tests/provider/bad/testprov_dup.la
-tests_provider_bad_testprov_dup_la_SOURCES = tests/provider/testprov.c
+tests_provider_bad_testprov_dup_la_SOURCES = $(TP_SOURCES)
 tests_provider_bad_testprov_dup_la_LDFLAGS = $(AM_LDFLAGS) $(TP_MODULE_LDFLAGS)
 tests_provider_bad_testprov_dup_la_LIBADD = rnicpi/librnicpi_util.la \
 	$(PTHREAD_LIBS)
 
 # A second good provider, "test2", for tests that need two devices.
 check_LTLIBRARIES += tests/provider/extra/testprov2.la
-tests_provider_extra_testprov2_la_SOURCES = tests/provider/testprov.c
+tests_provider_extra_testprov2_la_SOURCES = $(TP_SOURCES)
 tests_provider_extra_testprov2_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DTP_PROVIDER_NAME=\"test2\"
 tests_provider_extra_testprov2_la_LDFLAGS = $(AM_LDFLAGS) $(TP_MODULE_LDFLAGS)
@@ -52,7 +55,7 @@ tests_provider_bad_testprov_noentry_la_LDFLAGS = $(AM_LDFLAGS) \
 # The provider compiled as a built-in (rnicpi_builtin_test()), linked into
 # the runner to prove ual's built-in registration path.
 check_LTLIBRARIES += tests/provider/libtestprov_builtin.la
-tests_provider_libtestprov_builtin_la_SOURCES = tests/provider/testprov.c
+tests_provider_libtestprov_builtin_la_SOURCES = $(TP_SOURCES)
 tests_provider_libtestprov_builtin_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DRNICPI_BUILTIN
 

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* The test network of the kal-netlink suite (see kalnet.h). */
+#include "config.h"
+
+#include <arpa/inet.h>
+
+#include <linux/rtnetlink.h>
+
+#include "tests/kalnet.h"
+
+void kalnet_setup(struct kalnet *e)
+{
+	static const struct {
+		const char *dst;
+		int type;
+		const char *gateway;
+		uint32_t mtu;
+	} routes[] = {
+		{ "10.88.0.0/24", RTN_UNICAST, "10.77.0.2", 0 },
+		{ "fd00:88::/64", RTN_UNICAST, "fd00:77::2", 0 },
+		{ "10.88.1.0/24", RTN_UNICAST, "10.77.0.2", 1280 },
+		{ "10.99.1.0/24", RTN_UNREACHABLE, NULL, 0 },
+		{ "fd00:99:1::/48", RTN_UNREACHABLE, NULL, 0 },
+		{ "10.99.2.0/24", RTN_PROHIBIT, NULL, 0 },
+		{ "fd00:99:2::/48", RTN_PROHIBIT, NULL, 0 },
+		{ "10.99.3.0/24", RTN_BLACKHOLE, NULL, 0 },
+		{ "fd00:99:3::/48", RTN_BLACKHOLE, NULL, 0 },
+	};
+	struct tu_ns *ns = &e->ns;
+	unsigned int i;
+
+	tu_ns_setup(ns, "kal0", "kalp0");
+	ns_ok(tu_ns_addr_add(ns->sk, ns->ifindex, "10.77.0.1/24"));
+	ns_ok(tu_ns_addr_add(ns->sk, ns->ifindex, "fd00:77::1/64"));
+	ns_ok(tu_ns_addr_add(ns->peer_sk, ns->peer_ifindex, "10.77.0.2/24"));
+	ns_ok(tu_ns_addr_add(ns->peer_sk, ns->peer_ifindex, "fd00:77::2/64"));
+	for (i = 0; i < G_N_ELEMENTS(routes); i++)
+		ns_ok(tu_ns_route_add(ns->sk, routes[i].dst, routes[i].type,
+				      routes[i].gateway,
+				      routes[i].gateway ? ns->ifindex : 0,
+				      routes[i].mtu));
+	e->log = tu_log_capture_begin("hostrdma-kal");
+	tu_child_assert_ok(kal_nl_open(&e->nl));
+}
+
+void kalnet_teardown(struct kalnet *e)
+{
+	kal_nl_close(e->nl);
+	tu_log_capture_end(e->log);
+	tu_ns_teardown(&e->ns);
+}
