@@ -4,9 +4,13 @@ tests_check_all_SOURCES = tests/check-all.c tests/suites.h tests/testutil.h \
 	tests/testutil.c tests/nsutil.h tests/nsutil.c \
 	tests/check_rnicpi_util.c \
 	tests/check_kal_pin.c tests/kalnet.h tests/kalnet.c \
-	tests/check_kal_nl.c tests/check_kal_route.c
+	tests/check_kal_nl.c tests/check_kal_route.c \
+	tests/siw_harness.c tests/siw_harness.h tests/siw_rawpeer.c \
+	tests/siw_rawpeer.h tests/check_siw_wire.c tests/check_siw_loopback.c \
+	tests/check_siw_hostile.c
 tests_check_all_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBNL_CFLAGS)
-tests_check_all_LDADD = rnicpi/librnicpi_util.la kal/libkal.la \
+tests_check_all_LDADD = vp/siw/libsiw_test.la rnicpi/librnicpi_util.la \
+	kal/libkal.la $(ISAL_LIBS) \
 	$(CHECK_LIBS) $(LIBNL_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
 
 # Every public header compiles on its own, in C and in C++.

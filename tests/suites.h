@@ -13,7 +13,10 @@
 	X(suite_kal_netlink, "kal-netlink")                                 \
 	X(suite_ual_loader, "ual-loader")                                   \
 	X(suite_ual_objects, "ual-objects")                                 \
-	X(suite_ual_events, "ual-events")
+	X(suite_ual_events, "ual-events")                                   \
+	X(suite_siw_wire, "siw-wire")                                       \
+	X(suite_siw_loopback, "siw-loopback")                               \
+	X(suite_siw_hostile, "siw-hostile")
 
 #define X(fn, name) Suite *fn(void);
 HOSTRDMA_SUITES(X)

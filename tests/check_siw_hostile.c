@@ -1,0 +1,551 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * siw-hostile: a raw peer does the MPA handshake by hand, then lies.
+ * For each lie: the exact Terminate (checked byte by byte), the async
+ * event at the provider's QP, and not one byte changed outside the
+ * target region (nor inside one the peer had no right to).
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/siw_harness.h"
+#include "tests/siw_rawpeer.h"
+#include "tests/suites.h"
+#include "tests/testutil.h"
+
+#define GUARD 256
+#define LEN 4096
+
+struct target {
+	struct h_dev *d;
+	struct h_side s;
+	struct rnicpi_pd *pd2;
+	struct h_buf rw, ro, other, rbuf;
+	struct rawpeer r;
+};
+
+static void target_up(struct target *t, const struct rnicpi_option *opts)
+{
+	memset(t, 0, sizeof(*t));
+	t->d = h_dev_create(opts, NULL);
+	ck_assert_ptr_nonnull(t->d);
+	h_side_init(&t->s, t->d, 0);
+	ck_assert_ok(t->d->ops->alloc_pd(t->d->dev, &t->pd2));
+	h_buf_alloc(&t->rw, LEN, GUARD);
+	h_buf_alloc(&t->ro, LEN, GUARD);
+	h_buf_alloc(&t->other, LEN, GUARD);
+	h_buf_alloc(&t->rbuf, 100, GUARD);
+	h_buf_reg(&t->rw, &t->s, RNICPI_ACCESS_LOCAL_WRITE |
+				      RNICPI_ACCESS_REMOTE_WRITE |
+				      RNICPI_ACCESS_REMOTE_READ);
+	h_buf_reg(&t->ro, &t->s, RNICPI_ACCESS_LOCAL_WRITE |
+				      RNICPI_ACCESS_REMOTE_READ);
+	h_buf_reg(&t->rbuf, &t->s, RNICPI_ACCESS_LOCAL_WRITE);
+	ck_assert_ok(t->d->ops->reg_mr(t->pd2, t->other.p, LEN,
+				       (uint64_t)(uintptr_t)t->other.p,
+				       RNICPI_ACCESS_LOCAL_WRITE |
+					       RNICPI_ACCESS_REMOTE_WRITE |
+					       RNICPI_ACCESS_REMOTE_READ,
+				       &t->other.mr));
+	h_post_recv(&t->s, &t->rbuf, 0, 100, 777);
+}
+
+static bool untouched(const struct h_buf *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->len; i++)
+		if (b->p[i])
+			return false;
+	return h_buf_guards_ok(b);
+}
+
+static void target_down(struct target *t)
+{
+	const struct rnicpi_device_ops *ops = t->d->ops;
+
+	raw_close(&t->r);
+	ck_assert_ok(ops->dereg_mr(t->rw.mr));
+	ck_assert_ok(ops->dereg_mr(t->ro.mr));
+	ck_assert_ok(ops->dereg_mr(t->other.mr));
+	ck_assert_ok(ops->dereg_mr(t->rbuf.mr));
+	h_side_fini(&t->s);
+	ck_assert_ok(ops->dealloc_pd(t->pd2));
+	h_dev_destroy(t->d);
+	h_buf_free(&t->rw);
+	h_buf_free(&t->ro);
+	h_buf_free(&t->other);
+	h_buf_free(&t->rbuf);
+}
+
+static void connect_raw(struct target *t, uint8_t flags)
+{
+	struct mpa_v2_data v2;
+
+	mpa_v2_set(&v2, 4, 4, false, 0);
+	ck_assert_ok(raw_connect(&t->r, &t->s, MPA_REV2,
+				 MPA_FLAG_ENHANCED | flags, &v2, true));
+	ck_assert(mpa_rr_is_reply(&t->r.reply));
+	ck_assert(h_wait_conn(t->d, RNICPI_CONN_ESTABLISHED, t->s.qp, NULL,
+			      H_WAIT_MS));
+}
+
+/*
+ * Read the Terminate and check it byte by byte: untagged, last, DDP and
+ * RDMAP version 1, opcode 7, QN 2, MSN 1, MO 0, the control word, and
+ * (when @hdr) the offending FPDU's length and DDP header (+ RDMAP header
+ * for a Read Request) copied back (RFC 5040 §4.8).
+ */
+static void expect_terminate(struct target *t, uint8_t layer, uint8_t etype,
+			     uint8_t ecode, const uint8_t *hdr, size_t ddp_len,
+			     bool rreq, enum rnicpi_event_type event)
+{
+	uint8_t buf[256];
+	uint8_t want[20 + 4 + 2 + 18 + 28];
+	size_t n = 0;
+	uint16_t flags = 0;
+	struct rnicpi_async_event ae;
+	int ulpdu;
+
+	memcpy(want + 2, "\x41\x47\0\0\0\0\0\0\0\x02\0\0\0\x01\0\0\0\0", 18);
+	n = 20;
+	if (hdr) {
+		flags = TERM_FLAG_M | TERM_FLAG_D | (rreq ? TERM_FLAG_R : 0);
+		rdmap_term_set((struct rdmap_term *)(want + n), layer, etype,
+			       ecode, flags);
+		n += 4;
+		memcpy(want + n, hdr, 2 + ddp_len + (rreq ? 28 : 0));
+		n += 2 + ddp_len + (rreq ? 28 : 0);
+	} else {
+		rdmap_term_set((struct rdmap_term *)(want + n), layer, etype,
+			       ecode, 0);
+		n += 4;
+	}
+	want[0] = (uint8_t)((n - 2) >> 8);
+	want[1] = (uint8_t)(n - 2);
+	ulpdu = raw_recv_fpdu(&t->r, buf, sizeof(buf), H_WAIT_MS);
+	ck_assert_int_eq(ulpdu, (int)(n - 2));
+	ck_assert_mem_eq(buf, want, n);
+	ck_assert(raw_wait_close(&t->r, H_WAIT_MS));
+	ck_assert(h_wait_async(t->d, event, t->s.qp, &ae, H_WAIT_MS));
+	ck_assert_uint_eq(ae.term_layer, layer);
+	ck_assert_uint_eq(ae.term_etype, etype);
+	ck_assert_uint_eq(ae.term_ecode, ecode);
+	ck_assert_uint_eq(ae.term_remote, 0);
+}
+
+static void tagged_hdr(struct iwarp_tagged_hdr *h, uint8_t opcode,
+		       uint32_t stag, uint64_t to)
+{
+	memset(h, 0, sizeof(*h));
+	iwarp_ctrl_init(&h->ctrl, opcode, true);
+	h->stag_be = htobe32(stag);
+	h->to_be = htobe64(to);
+}
+
+static void send_hdr(struct iwarp_untagged_hdr *h, uint8_t opcode,
+		     uint32_t qn, uint32_t msn, uint32_t mo, bool last)
+{
+	memset(h, 0, sizeof(*h));
+	iwarp_ctrl_init(&h->ctrl, opcode, last);
+	h->qn_be = htobe32(qn);
+	h->msn_be = htobe32(msn);
+	h->mo_be = htobe32(mo);
+}
+
+static uint8_t payload[LEN];
+
+/* Write to @stag at @to: Terminate, nothing changed anywhere. */
+static void bad_write(const char *what, uint32_t (*stag_of)(struct target *),
+		      int64_t to_off, size_t len, uint8_t layer, uint8_t etype,
+		      uint8_t ecode)
+{
+	struct target t;
+	struct iwarp_tagged_hdr h;
+	uint8_t copy[16];
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	memset(payload, 0x77, sizeof(payload));
+	tagged_hdr(&h, RDMAP_RDMA_WRITE, stag_of(&t),
+		   (uint64_t)((int64_t)(uintptr_t)t.rw.p + to_off));
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, len, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, layer, etype, ecode, copy, 14, false,
+			 RNICPI_EVENT_QP_ACCESS_ERR);
+	ck_assert_msg(untouched(&t.rw) && untouched(&t.ro) &&
+			      untouched(&t.other) && untouched(&t.rbuf),
+		      "%s: memory changed", what);
+	/* The posted receive was flushed. */
+	{
+		struct rnicpi_wc wc;
+
+		ck_assert(h_poll(&t.s, t.s.rcq, &wc, H_WAIT_MS));
+		ck_assert_uint_eq(wc.wr_id, 777);
+		ck_assert_int_eq(wc.status, RNICPI_WC_WR_FLUSH_ERR);
+	}
+	target_down(&t);
+}
+
+static uint32_t stag_unknown(struct target *t)
+{
+	return (t->rw.mr->rkey + 0x100000) ^ 0x55;
+}
+
+static uint32_t stag_rw(struct target *t)
+{
+	return t->rw.mr->rkey;
+}
+
+static uint32_t stag_ro(struct target *t)
+{
+	return t->ro.mr->rkey;
+}
+
+static uint32_t stag_other(struct target *t)
+{
+	return t->other.mr->rkey;
+}
+
+static uint32_t stag_stale(struct target *t)
+{
+	uint32_t old = t->rw.mr->rkey;
+
+	ck_assert_ok(t->d->ops->rereg_mr(t->rw.mr, RNICPI_REREG_ACCESS, NULL,
+					 NULL, 0, 0,
+					 RNICPI_ACCESS_LOCAL_WRITE |
+						 RNICPI_ACCESS_REMOTE_WRITE));
+	return old;
+}
+
+START_TEST(test_write_unknown_stag)
+{
+	bad_write("unknown", stag_unknown, 0, 100, TERM_LAYER_DDP,
+		  DDP_ETYPE_TAGGED, DDP_ECODE_T_INVALID_STAG);
+	bad_write("stale", stag_stale, 0, 100, TERM_LAYER_DDP,
+		  DDP_ETYPE_TAGGED, DDP_ECODE_T_INVALID_STAG);
+}
+END_TEST
+
+START_TEST(test_write_out_of_bounds)
+{
+	bad_write("past end", stag_rw, LEN - 50, 100, TERM_LAYER_DDP,
+		  DDP_ETYPE_TAGGED, DDP_ECODE_T_BASE_BOUNDS);
+	bad_write("before start", stag_rw, -1, 10, TERM_LAYER_DDP,
+		  DDP_ETYPE_TAGGED, DDP_ECODE_T_BASE_BOUNDS);
+}
+END_TEST
+
+START_TEST(test_write_no_right)
+{
+	bad_write("read-only", stag_ro, 0, 100, TERM_LAYER_RDMAP,
+		  RDMAP_ETYPE_REMOTE_PROT, RDMAP_ECODE_ACCESS_RIGHTS);
+}
+END_TEST
+
+START_TEST(test_write_wrong_pd)
+{
+	bad_write("other PD", stag_other, 0, 100, TERM_LAYER_DDP,
+		  DDP_ETYPE_TAGGED, DDP_ECODE_T_STAG_NOT_ASSOC);
+}
+END_TEST
+
+START_TEST(test_bad_crc)
+{
+	const struct rnicpi_option crc[] = { { "mpa_crc", "on" }, { NULL } };
+	struct target t;
+	struct iwarp_tagged_hdr h;
+
+	target_up(&t, crc);
+	connect_raw(&t, MPA_FLAG_CRC);
+	ck_assert(t.r.crc);
+	/* A good Write first: placed. */
+	memset(payload, 0x33, 64);
+	tagged_hdr(&h, RDMAP_RDMA_WRITE, t.rw.mr->rkey,
+		   (uint64_t)(uintptr_t)t.rw.p);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 64, 0, false);
+	/* Then one with a bad CRC: RFC 5044 §8, LLP layer, code 2. */
+	tagged_hdr(&h, RDMAP_RDMA_WRITE, t.rw.mr->rkey,
+		   (uint64_t)(uintptr_t)t.rw.p + 64);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 64, 0, true);
+	expect_terminate(&t, TERM_LAYER_LLP, 0, MPA_ECODE_CRC, NULL, 0, false,
+			 RNICPI_EVENT_QP_FATAL);
+	ck_assert_uint_eq(t.rw.p[0], 0x33);
+	ck_assert_uint_eq(t.rw.p[63], 0x33);
+	ck_assert(h_buf_guards_ok(&t.rw));
+	ck_assert(untouched(&t.ro) && untouched(&t.other));
+	target_down(&t);
+}
+END_TEST
+
+START_TEST(test_bad_ddp_version)
+{
+	struct target t;
+	struct iwarp_tagged_hdr h;
+	uint8_t copy[16];
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	tagged_hdr(&h, RDMAP_RDMA_WRITE, t.rw.mr->rkey,
+		   (uint64_t)(uintptr_t)t.rw.p);
+	h.ctrl.ddp = (uint8_t)((h.ctrl.ddp & ~DDP_MASK_VERSION) | 2);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 32, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			 DDP_ECODE_T_VERSION, copy, 14, false,
+			 RNICPI_EVENT_QP_REQ_ERR);
+	ck_assert(untouched(&t.rw));
+	target_down(&t);
+}
+END_TEST
+
+START_TEST(test_truncated_fpdu)
+{
+	struct target t;
+	struct iwarp_tagged_hdr h;
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	tagged_hdr(&h, RDMAP_RDMA_WRITE, t.rw.mr->rkey,
+		   (uint64_t)(uintptr_t)t.rw.p);
+	/* MPA says 6 bytes of ULPDU: less than the 14-byte tagged header. */
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 16, 6, false);
+	/* Only the first 4 bytes were read: no DDP header to copy back. */
+	expect_terminate(&t, TERM_LAYER_DDP, DDP_ETYPE_CATASTROPHIC,
+			 DDP_ECODE_CATASTROPHIC, NULL, 0, false,
+			 RNICPI_EVENT_QP_FATAL);
+	ck_assert(untouched(&t.rw));
+	target_down(&t);
+}
+END_TEST
+
+START_TEST(test_send_too_long)
+{
+	struct target t;
+	struct iwarp_untagged_hdr h;
+	uint8_t copy[20];
+	struct rnicpi_wc wc;
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	send_hdr(&h, RDMAP_SEND, 0, 1, 0, true);
+	memset(payload, 0x44, 200);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 200, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			 DDP_ECODE_UT_TOO_LONG, copy, 18, false,
+			 RNICPI_EVENT_QP_REQ_ERR);
+	ck_assert(untouched(&t.rbuf));
+	ck_assert(h_poll(&t.s, t.s.rcq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 777);
+	ck_assert_int_eq(wc.status, RNICPI_WC_WR_FLUSH_ERR);
+	target_down(&t);
+}
+END_TEST
+
+START_TEST(test_send_bad_msn_qn)
+{
+	struct target t;
+	struct iwarp_untagged_hdr h;
+	uint8_t copy[20];
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	send_hdr(&h, RDMAP_SEND, 0, 5, 0, true);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 10, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			 DDP_ECODE_UT_MSN_RANGE, copy, 18, false,
+			 RNICPI_EVENT_QP_REQ_ERR);
+	target_down(&t);
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	send_hdr(&h, RDMAP_SEND, 3, 1, 0, true);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 10, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			 DDP_ECODE_UT_INVALID_QN, copy, 18, false,
+			 RNICPI_EVENT_QP_REQ_ERR);
+	ck_assert(untouched(&t.rbuf));
+	target_down(&t);
+}
+END_TEST
+
+START_TEST(test_read_request_bad_stag)
+{
+	struct target t;
+	struct iwarp_read_req_hdr h;
+	uint8_t copy[48];
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	memset(&h, 0, sizeof(h));
+	iwarp_ctrl_init(&h.u.ctrl, RDMAP_RDMA_READ_REQ, true);
+	h.u.qn_be = htobe32(1);
+	h.u.msn_be = htobe32(1);
+	h.rreq.sink_stag_be = htobe32(0x1234);
+	h.rreq.size_be = htobe32(64);
+	h.rreq.src_stag_be = htobe32(stag_unknown(&t));
+	h.rreq.src_to_be = htobe64((uint64_t)(uintptr_t)t.rw.p);
+	raw_send_fpdu(&t.r, &h, sizeof(h), NULL, 0, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			 RDMAP_ECODE_INVALID_STAG, copy, 18, true,
+			 RNICPI_EVENT_QP_ACCESS_ERR);
+	target_down(&t);
+}
+END_TEST
+
+START_TEST(test_unexpected_opcodes)
+{
+	struct target t;
+	struct iwarp_tagged_hdr h;
+	uint8_t copy[16];
+
+	/* A Read Response nobody asked for. */
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	tagged_hdr(&h, RDMAP_RDMA_READ_RESP, t.rw.mr->rkey,
+		   (uint64_t)(uintptr_t)t.rw.p);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 16, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			 RDMAP_ECODE_OPCODE, copy, 14, false,
+			 RNICPI_EVENT_QP_REQ_ERR);
+	ck_assert(untouched(&t.rw));
+	target_down(&t);
+
+	/* Opcode 12 (undefined). */
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	tagged_hdr(&h, RDMAP_RDMA_WRITE, t.rw.mr->rkey,
+		   (uint64_t)(uintptr_t)t.rw.p);
+	h.ctrl.rdmap = (uint8_t)((h.ctrl.rdmap & ~RDMAP_MASK_OPCODE) | 12);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 16, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			 RDMAP_ECODE_OPCODE, copy, 14, false,
+			 RNICPI_EVENT_QP_REQ_ERR);
+	ck_assert(untouched(&t.rw));
+	target_down(&t);
+}
+END_TEST
+
+/* RFC 5044 §7.1 markers: refused with an MPA Reject. */
+START_TEST(test_markers_refused)
+{
+	struct target t;
+	struct mpa_v2_data v2;
+	struct h_conn_ev ev;
+
+	target_up(&t, NULL);
+	mpa_v2_set(&v2, 4, 4, false, 0);
+	ck_assert_ok(raw_connect(&t.r, &t.s, MPA_REV2,
+				 MPA_FLAG_ENHANCED | MPA_FLAG_MARKERS, &v2,
+				 false));
+	ck_assert(mpa_rr_is_reply(&t.r.reply));
+	ck_assert(t.r.reply.flags & MPA_FLAG_REJECT);
+	ck_assert(!(t.r.reply.flags & MPA_FLAG_MARKERS));
+	ck_assert(raw_wait_close(&t.r, H_WAIT_MS));
+	ck_assert(h_wait_conn(t.d, RNICPI_CONN_ERROR, t.r.conn, &ev,
+			      H_WAIT_MS));
+	ck_assert_int_eq(ev.ev.status, -EOPNOTSUPP);
+	target_down(&t);
+}
+END_TEST
+
+/* RFC 6581 §9.2: a responder in peer-to-peer mode echoes P2P, picks the
+ * Write RTR, and refuses a first FPDU that is not that RTR. */
+START_TEST(test_p2p_rtr)
+{
+	struct target t;
+	struct mpa_v2_data v2;
+	struct iwarp_tagged_hdr h;
+	struct iwarp_untagged_hdr u;
+
+	target_up(&t, NULL);
+	mpa_v2_set(&v2, 4, 4, true, MPA_V2_WRITE_RTR | MPA_V2_READ_RTR);
+	ck_assert_ok(raw_connect(&t.r, &t.s, MPA_REV2, MPA_FLAG_ENHANCED, &v2,
+				 true));
+	ck_assert(mpa_v2_p2p(&t.r.reply_v2));
+	ck_assert_uint_eq(mpa_v2_rtr(&t.r.reply_v2), MPA_V2_WRITE_RTR);
+	/* Not established before the RTR. */
+	ck_assert(!h_wait_conn(t.d, RNICPI_CONN_ESTABLISHED, t.s.qp, NULL,
+			       50));
+	tagged_hdr(&h, RDMAP_RDMA_WRITE, 1, 0);
+	raw_send_fpdu(&t.r, &h, sizeof(h), NULL, 0, 0, false);
+	ck_assert(h_wait_conn(t.d, RNICPI_CONN_ESTABLISHED, t.s.qp, NULL,
+			      H_WAIT_MS));
+	target_down(&t);
+
+	target_up(&t, NULL);
+	ck_assert_ok(raw_connect(&t.r, &t.s, MPA_REV2, MPA_FLAG_ENHANCED, &v2,
+				 true));
+	send_hdr(&u, RDMAP_SEND, 0, 1, 0, true);
+	raw_send_fpdu(&t.r, &u, sizeof(u), payload, 4, 0, false);
+	expect_terminate(&t, TERM_LAYER_LLP, 0, MPA_ECODE_NO_MATCHING_RTR,
+			 NULL, 0, false, RNICPI_EVENT_QP_REQ_ERR);
+	ck_assert(h_wait_conn(t.d, RNICPI_CONN_ERROR, t.s.qp, NULL,
+			      H_WAIT_MS));
+	ck_assert(untouched(&t.rbuf));
+	target_down(&t);
+}
+END_TEST
+
+/* The peer dies in the middle of a Send: the receive flushes, the
+ * connection reports the loss, nothing hangs. */
+START_TEST(test_peer_dies_mid_message)
+{
+	struct target t;
+	struct iwarp_untagged_hdr h;
+	struct rnicpi_wc wc;
+	struct h_conn_ev ev;
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	send_hdr(&h, RDMAP_SEND, 0, 1, 0, true);
+	iwarp_set_mpa_len(&h.ctrl, 18 + 90);
+	raw_send_bytes(&t.r, &h, sizeof(h));
+	raw_send_bytes(&t.r, payload, 30);
+	raw_close(&t.r);
+	ck_assert(h_poll(&t.s, t.s.rcq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 777);
+	ck_assert_int_eq(wc.status, RNICPI_WC_WR_FLUSH_ERR);
+	ck_assert(h_wait_conn(t.d, RNICPI_CONN_DISCONNECTED, t.s.qp, &ev,
+			      H_WAIT_MS));
+	ck_assert_int_eq(ev.ev.status, -ECONNRESET);
+	ck_assert(h_wait_async(t.d, RNICPI_EVENT_QP_FATAL, t.s.qp, NULL,
+			       H_WAIT_MS));
+	ck_assert(h_buf_guards_ok(&t.rbuf));
+	target_down(&t);
+}
+END_TEST
+
+Suite *suite_siw_hostile(void)
+{
+	Suite *s = suite_create("siw-hostile");
+	TCase *tc = tcase_create("hostile");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_write_unknown_stag);
+	tcase_add_test(tc, test_write_out_of_bounds);
+	tcase_add_test(tc, test_write_no_right);
+	tcase_add_test(tc, test_write_wrong_pd);
+	tcase_add_test(tc, test_bad_crc);
+	tcase_add_test(tc, test_bad_ddp_version);
+	tcase_add_test(tc, test_truncated_fpdu);
+	tcase_add_test(tc, test_send_too_long);
+	tcase_add_test(tc, test_send_bad_msn_qn);
+	tcase_add_test(tc, test_read_request_bad_stag);
+	tcase_add_test(tc, test_unexpected_opcodes);
+	tcase_add_test(tc, test_markers_refused);
+	tcase_add_test(tc, test_p2p_rtr);
+	tcase_add_test(tc, test_peer_dies_mid_message);
+	suite_add_tcase(s, tc);
+	return s;
+}

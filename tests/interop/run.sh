@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# run.sh - `make check-interop`: hostrdma against the Linux kernel's RDMA
+# stack in a VM on a private network namespace (../shared/interop,
+# rdmapeer). Every case prints "ok" or "FAIL"; a summary line follows;
+# the exit status is non-zero on any failure, 77 (skip) when the lab
+# cannot be had (no ../shared/interop, not root, no qemu).
+#
+# Environment:
+#   HOSTRDMA_INTEROP_DIR  the interop kit (default: ../shared/interop next
+#                         to the source tree)
+#   HOSTRDMA_BUILDDIR     the build tree (set by make)
+#   RDMAPEER_NS           namespace (default hrinterop: never a developer's
+#                         own lab)
+#   INTEROP_CASES         space-separated case names to run (default all)
+#   INTEROP_COUNT         rping rounds per case (default 10)
+#   KEEP=1                leave the lab up afterwards
+#
+# Cases are functions named case_<area>_<name>; later issues add theirs
+# (IT-API, soft-RoCE) below the siw ones.
+set -uo pipefail
+
+srcdir=${HOSTRDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+builddir=${HOSTRDMA_BUILDDIR:-$srcdir}
+interop=${HOSTRDMA_INTEROP_DIR:-$srcdir/../shared/interop}
+export RDMAPEER_NS=${RDMAPEER_NS:-hrinterop}
+COUNT=${INTEROP_COUNT:-10}
+PORT_BASE=7200
+SIW_PEER=192.0.2.2
+SIW_HOST=192.0.2.1
+results=()
+passed=0
+failed=0
+work=$(mktemp -d /tmp/hostrdma-interop.XXXXXX)
+
+skip() {
+	echo "######################################################"
+	echo "# SKIP: check-interop: $*"
+	echo "######################################################"
+	rm -rf "$work"
+	exit 77
+}
+
+[ -x "$interop/rdmapeer" ] || skip "no interop kit at $interop (set HOSTRDMA_INTEROP_DIR)"
+[ "$(id -u)" = 0 ] || skip "needs root (namespaces, tap devices, apt)"
+command -v tshark >/dev/null || apt-get install -y -qq tshark tcpdump >/dev/null 2>&1 ||
+	skip "tshark cannot be installed"
+command -v tcpdump >/dev/null || apt-get install -y -qq tcpdump >/dev/null 2>&1 ||
+	skip "tcpdump cannot be installed"
+RPING=$builddir/tests/interop/siw-rping
+[ -x "$RPING" ] || { echo "FAIL: $RPING not built"; exit 1; }
+
+peer() { "$interop/rdmapeer" "$@"; }
+
+cleanup() {
+	local rc=$?
+	[ -n "${tcpdump_pid:-}" ] && kill "$tcpdump_pid" 2>/dev/null
+	if [ "${KEEP:-0}" != 1 ]; then
+		peer down >/dev/null 2>&1
+	fi
+	rm -rf "$work"
+	exit $rc
+}
+trap cleanup EXIT INT TERM
+
+echo "check-interop: bringing up the lab (namespace $RDMAPEER_NS)"
+if [ "${KEEP:-0}" = 1 ] && ip netns list | grep -qw "$RDMAPEER_NS"; then
+	echo "check-interop: reusing the running lab (KEEP=1)"
+elif ! peer up >"$work/up.log" 2>&1; then
+	if grep -qiE "qemu|kvm|apt" "$work/up.log" && ! command -v qemu-system-x86_64 >/dev/null; then
+		cat "$work/up.log"
+		skip "qemu cannot be had"
+	fi
+	cat "$work/up.log"
+	echo "FAIL: rdmapeer up"
+	exit 1
+fi
+
+# --- capture -----------------------------------------------------------
+
+start_capture() { # $1 = case name
+	pcap=$work/$1.pcap
+	peer ns tcpdump -i rdmabr0 -s 0 -U -w "$pcap" \
+		"tcp and not port ${RDMAPEER_CTL_PORT:-5555}" >/dev/null 2>&1 &
+	tcpdump_pid=$!
+	for _ in $(seq 50); do [ -s "$pcap" ] && break; sleep 0.1; done
+	sleep 0.5
+}
+
+stop_capture() {
+	sleep 0.5
+	kill "$tcpdump_pid" 2>/dev/null
+	wait "$tcpdump_pid" 2>/dev/null
+	tcpdump_pid=
+}
+
+# Decode with tshark's iWARP dissectors: every FPDU decoded, none
+# malformed, no bad CRC; at least $2 DDP/RDMAP frames. Prints counts.
+check_capture() { # $1 = pcap, $2 = minimum FPDUs, $3 = expect CRC (0/1)
+	local ts="tshark -r $1 --disable-heuristic rpcrdma_iwarp"
+	local fpdus malformed bad good
+	fpdus=$($ts -Y iwarp_ddp_rdmap 2>/dev/null | wc -l)
+	malformed=$($ts -Y '_ws.malformed' 2>/dev/null | wc -l)
+	bad=$($ts -V 2>/dev/null | grep -c 'Bad CRC')
+	good=$($ts -V 2>/dev/null | grep -c '(Good CRC32)')
+	capinfo="FPDUs $fpdus, malformed $malformed, CRC good $good bad $bad"
+	[ "$fpdus" -ge "$2" ] || return 1
+	[ "$malformed" -eq 0 ] && [ "$bad" -eq 0 ] || return 1
+	if [ "$3" = 1 ]; then [ "$good" -ge "$2" ] || return 1; fi
+	return 0
+}
+
+record() { # $1 = name, $2 = rc, $3 = detail
+	if [ "$2" = 0 ]; then
+		printf 'ok    %-28s %s\n' "$1" "$3"
+		passed=$((passed + 1))
+	else
+		printf 'FAIL  %-28s %s\n' "$1" "$3"
+		failed=$((failed + 1))
+		[ -f "$work/$1.log" ] && sed 's/^/      | /' "$work/$1.log" | tail -25
+	fi
+	results+=("$1=$2")
+}
+
+# Switch the guest's siw build only when it changes (a switch re-creates
+# siw0), then wait until the device is back and settled.
+siw_mode() {
+	local cur
+	cur=$(peer run siw-mode 2>/dev/null | tr -d '\r\n ')
+	[ "$cur" = "$1" ] && return 0
+	peer run siw-mode "$1" >/dev/null 2>&1 || return 1
+	for _ in $(seq 40); do
+		peer run 'rdma link show siw0/1' 2>/dev/null | grep -q ACTIVE && break
+		sleep 0.25
+	done
+	sleep 2
+}
+
+# hostrdma client against `rping -s` in the guest. $3 = min FPDUs.
+siw_client_case() { # $1 name, $2 extra siw-rping args, $3 size, $4 crc
+	local name=$1 port=$((PORT_BASE + ${#results[@]})) rc=0 out bg pid
+	start_capture "$name"
+	out=$(peer bg "rping -s -a $SIW_PEER -p $port -C $COUNT -S $3 -V -v")
+	pid=${out%% *}
+	peer run wait-listen "$port" 20 >/dev/null 2>&1
+	# shellcheck disable=SC2086
+	peer ns timeout 120 "$RPING" -c -a "$SIW_PEER" -p "$port" -C "$COUNT" \
+		-S "$3" $2 >"$work/$name.log" 2>&1 || rc=1
+	sleep 1
+	bg=$(peer run cat "/tmp/bg/$pid.log" 2>/dev/null)
+	echo "--- guest rping -s:" >>"$work/$name.log"
+	echo "$bg" | tail -5 >>"$work/$name.log"
+	echo "$bg" | grep -qiE 'error|fail|mismatch|bogus' && rc=1
+	echo "$bg" | grep -q "server ping data: rdma-ping-$((COUNT - 1))" || rc=1
+	peer run "kill $pid 2>/dev/null" >/dev/null 2>&1
+	stop_capture
+	check_capture "$pcap" $((COUNT * 4)) "$4" || rc=1
+	record "$name" "$rc" "$capinfo"
+}
+
+# The guest's `rping -c` against the hostrdma server.
+siw_server_case() { # $1 name, $2 extra args, $3 size, $4 crc
+	local name=$1 port=$((PORT_BASE + ${#results[@]})) rc=0 out spid
+	start_capture "$name"
+	# shellcheck disable=SC2086
+	peer ns timeout 120 "$RPING" -s -a "$SIW_HOST" -p "$port" \
+		-C "$COUNT" -S "$3" $2 >"$work/$name.log" 2>&1 &
+	spid=$!
+	for _ in $(seq 50); do
+		grep -q listening "$work/$name.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	out=$(peer run -t 120 "rping -c -a $SIW_HOST -p $port -C $COUNT -S $3 -V -v" 2>&1) || rc=1
+	echo "--- guest rping -c:" >>"$work/$name.log"
+	echo "$out" | tail -5 >>"$work/$name.log"
+	echo "$out" | grep -qiE 'error|fail|mismatch|bogus' && rc=1
+	echo "$out" | grep -q "ping data: rdma-ping-$((COUNT - 1))" || rc=1
+	wait "$spid" || rc=1
+	stop_capture
+	check_capture "$pcap" $((COUNT * 4)) "$4" || rc=1
+	record "$name" "$rc" "$capinfo"
+}
+
+# --- siw cases -----------------------------------------------------------
+
+case_siw_client_default() { siw_mode default; siw_client_case siw_client_default "" 64 0; }
+case_siw_server_default() { siw_mode default; siw_server_case siw_server_default "" 64 0; }
+case_siw_client_large() { siw_mode default; siw_client_case siw_client_large "" 60000 0; }
+case_siw_server_large() { siw_mode default; siw_server_case siw_server_large "" 60000 0; }
+# MPA revision 1 carries no IRD/ORD: Linux siw then reports IRD 0 for the
+# request and librdmacm's rdma_accept() caps `rping -s`'s initiator depth
+# to it, so the guest server cannot issue its RDMA Read (post send error).
+# Kept for manual runs (INTEROP_CASES=siw_client_rev1); not in the default
+# set. Loopback tests cover revision 1 both ways.
+manual_siw_client_rev1() { siw_mode default; siw_client_case siw_client_rev1 "--rev1" 64 0; }
+case_siw_client_crc() { siw_mode crc; siw_client_case siw_client_crc "--crc" 4000 1; }
+case_siw_server_crc() { siw_mode crc; siw_server_case siw_server_crc "" 4000 1; }
+case_siw_client_p2p_write() { siw_mode default; siw_client_case siw_client_p2p_write "--p2p=write" 64 0; }
+case_siw_client_p2p_read() { siw_mode default; siw_client_case siw_client_p2p_read "--p2p=read" 64 0; }
+case_siw_client_p2p_crc() { siw_mode crc; siw_client_case siw_client_p2p_crc "--p2p=read --crc" 64 1; }
+
+all_cases=$(declare -F | awk '{print $3}' | grep '^case_' | sed 's/^case_//')
+for c in ${INTEROP_CASES:-$all_cases}; do
+	if declare -F "case_$c" >/dev/null; then
+		"case_$c"
+	else
+		"manual_$c"
+	fi
+done
+siw_mode default
+
+echo "check-interop: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

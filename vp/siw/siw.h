@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * siw.h - internal structures of the soft-iWARP provider.
+ *
+ * Locking: each QP has one mutex (qp->lock) that covers its queues, its
+ * transmit and receive state machines and its connection state. The
+ * device's progress thread takes it to receive and to resume a blocked
+ * transmit; an application thread takes it to post (and then transmits
+ * directly when the send queue was idle). CQ rings, SRQs and the key table
+ * have their own locks, always taken inside qp->lock. dev->lock guards the
+ * device's lists and the upcall queue and is a leaf lock.
+ *
+ * Upcalls (async and connection events) are never made with a lock held:
+ * code under a lock queues them with siw_dev_queue_*(), and
+ * siw_dev_deliver() hands them to the core once the locks are dropped.
+ */
+#ifndef SIW_H
+#define SIW_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <glib.h>
+
+#include "rnicpi/rnicpi.h"
+#include "rnicpi/rnicpi_util.h"
+#include "vp/siw/iwarp.h"
+
+/* ------------------------------------------------------------------ */
+/* Limits                                                              */
+/* ------------------------------------------------------------------ */
+
+#define SIW_MAX_QP 1024
+#define SIW_MAX_QP_WR 4096
+#define SIW_MAX_SGE 16
+#define SIW_MAX_INLINE 256
+#define SIW_MAX_CQ 1024
+#define SIW_MAX_CQE 65536
+#define SIW_MAX_MR 65536
+#define SIW_MAX_PD 1024
+#define SIW_MAX_SRQ 256
+#define SIW_MAX_SRQ_WR 4096
+#define SIW_MAX_IRD 128
+#define SIW_MAX_ORD 128
+#define SIW_DEFAULT_IRD 16
+#define SIW_DEFAULT_ORD 16
+/* Private data the consumer may send: the MPA limit less the 4 bytes of
+ * IRD/ORD an enhanced (revision 2) frame carries. */
+#define SIW_MAX_PRIVATE_DATA (MPA_MAX_PRIVATE_DATA - sizeof(struct mpa_v2_data))
+#define SIW_DEFAULT_MPA_TIMEOUT_MS 10000
+/* How long a closed stream waits for the peer's FIN after our last
+ * frame before it is reset. */
+#define SIW_LINGER_MS 2000
+/* FPDUs one receive pass handles before letting other QPs run. */
+#define SIW_RX_BUDGET 64
+
+/* ------------------------------------------------------------------ */
+/* Logging: "QP[17] siw_lo: ..." with GLib, silent by default           */
+/* ------------------------------------------------------------------ */
+
+#define siw_dbg(dev, fmt, ...) \
+	g_debug("%s: " fmt, (dev)->base.name, ##__VA_ARGS__)
+#define siw_info(dev, fmt, ...) \
+	g_info("%s: " fmt, (dev)->base.name, ##__VA_ARGS__)
+#define siw_qp_dbg(qp, fmt, ...)                                            \
+	g_debug("QP[%u] %s: " fmt, (qp)->base.qp_num, (qp)->dev->base.name, \
+		##__VA_ARGS__)
+#define siw_qp_info(qp, fmt, ...)                                          \
+	g_info("QP[%u] %s: " fmt, (qp)->base.qp_num, (qp)->dev->base.name, \
+	       ##__VA_ARGS__)
+
+/* ------------------------------------------------------------------ */
+/* Small intrusive list                                                */
+/* ------------------------------------------------------------------ */
+
+struct siw_list {
+	struct siw_list *next, *prev;
+};
+
+static inline void siw_list_init(struct siw_list *l)
+{
+	l->next = l->prev = l;
+}
+
+static inline bool siw_list_empty(const struct siw_list *l)
+{
+	return l->next == l;
+}
+
+static inline void siw_list_add_tail(struct siw_list *head,
+				     struct siw_list *n)
+{
+	n->prev = head->prev;
+	n->next = head;
+	head->prev->next = n;
+	head->prev = n;
+}
+
+static inline void siw_list_del(struct siw_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	siw_list_init(n);
+}
+
+/* ------------------------------------------------------------------ */
+/* Device options                                                      */
+/* ------------------------------------------------------------------ */
+
+enum siw_crc_mode {
+	SIW_CRC_OFF = 0,      /* use CRC only when the peer asks */
+	SIW_CRC_ON = 1,	      /* ask for it */
+	SIW_CRC_REQUIRED = 2, /* ask for it, refuse a peer that will not */
+};
+
+enum siw_p2p_mode {
+	SIW_P2P_NONE = 0,
+	SIW_P2P_WRITE = 1, /* offer a zero-length RDMA Write as RTR */
+	SIW_P2P_READ = 2,  /* offer a zero-length RDMA Read as RTR */
+};
+
+struct siw_options {
+	uint8_t mpa_rev;	  /* 1 or 2 */
+	enum siw_crc_mode mpa_crc;
+	bool mpa_crc_strict;	  /* refuse CRC when mpa_crc=off */
+	enum siw_p2p_mode p2p;
+	bool large_fpdu;	  /* offer/accept FPDUs beyond the MSS */
+	uint32_t mpa_timeout_ms;
+	uint32_t ird;		  /* defaults when conn_param says 0 */
+	uint32_t ord;
+	bool nodelay;		  /* TCP_NODELAY on connected sockets */
+	uint32_t max_fpdu;	  /* cap on transmitted FPDU bytes, 0 = MSS */
+};
+
+int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
+		      const char *devname);
+
+/* ------------------------------------------------------------------ */
+/* CRC32c (siw_crc.c)                                                  */
+/* ------------------------------------------------------------------ */
+
+/* CRC32c of @buf continuing @crc (0 to start), zlib style. */
+uint32_t siw_crc32c(uint32_t crc, const void *buf, size_t len);
+/* "isa-l", "sse4.2" or "table". */
+const char *siw_crc32c_impl(void);
+
+enum siw_crc_path {
+	SIW_CRC_PATH_TABLE,
+	SIW_CRC_PATH_SSE42,
+	SIW_CRC_PATH_ISAL,
+};
+/* One named path (falls back to the selected one when not built). */
+uint32_t siw_crc32c_path(enum siw_crc_path path, uint32_t crc,
+			 const void *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Objects                                                             */
+/* ------------------------------------------------------------------ */
+
+/* What the progress thread's epoll returns: a socket owner. */
+enum siw_item_type {
+	SIW_ITEM_WAKE,
+	SIW_ITEM_QP,
+	SIW_ITEM_CONN,
+};
+
+struct siw_item {
+	enum siw_item_type type;
+	struct siw_item *zombie_next; /* on dev->zombies once destroyed */
+};
+
+/* An entry on the device's deadline list. */
+struct siw_timed {
+	struct siw_list link;
+	uint64_t deadline_ms;
+	struct siw_item *item;
+	bool on;
+};
+
+struct siw_device {
+	struct rnicpi_device base;
+	struct siw_options opts;
+	char ifname[RNICPI_IFNAMSIZ];
+	uint32_t mtu;
+	unsigned int nd_flags;
+
+	struct rnicpi_key_table mr_keys;
+	atomic_uint next_qpn;
+	atomic_uint n_qp, n_cq, n_pd, n_srq;
+
+	pthread_mutex_t lock;
+	struct siw_list events;	   /* queued upcalls */
+	bool delivering;
+	pthread_t delivering_thread;
+	struct siw_list timed;	   /* QPs and conns with a deadline */
+	struct siw_item *zombies;  /* freed by the progress thread */
+	uint64_t batch_gen;	   /* progress loops completed */
+	pthread_cond_t batch_cond;
+
+	int epfd;
+	int wake_fd;
+	struct siw_item wake_item;
+	pthread_t thread;
+	bool thread_running;
+	atomic_bool stop;
+};
+
+struct siw_pd {
+	struct rnicpi_pd base;
+	struct siw_device *dev;
+};
+
+struct siw_mr {
+	struct rnicpi_mr base;
+	struct siw_device *dev;
+	atomic_int ref;
+	uint8_t *addr;
+	uint64_t length;
+	uint64_t iova;
+	unsigned int access;
+	atomic_bool valid;	/* false once invalidated */
+	uint32_t stag;
+};
+
+struct siw_cq {
+	struct rnicpi_cq base;
+	struct siw_device *dev;
+	struct rnicpi_cq_ring ring;
+	atomic_bool err_reported;
+};
+
+/* A posted receive. */
+struct siw_rqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct rnicpi_sge sge[SIW_MAX_SGE];
+};
+
+struct siw_srq {
+	struct rnicpi_srq base;
+	struct siw_device *dev;
+	pthread_mutex_t lock;
+	struct siw_rqe *ring;
+	uint32_t capacity, head, count;
+	uint32_t max_sge;
+	uint32_t limit;		/* SRQ_LIMIT_REACHED when count drops below */
+	atomic_uint users;	/* QPs attached */
+};
+
+enum siw_wqe_state {
+	SIW_WQE_QUEUED = 0,
+	SIW_WQE_WAIT_READ,	/* Read Request sent, response pending */
+	SIW_WQE_DONE,
+};
+
+/* A posted send WR, copied. */
+struct siw_wqe {
+	uint64_t wr_id;
+	enum rnicpi_wr_opcode opcode;
+	unsigned int flags;	/* RNICPI_SEND_*, SIGNALED resolved */
+	uint32_t num_sge;
+	struct rnicpi_sge sge[SIW_MAX_SGE];
+	uint64_t total_len;
+	uint32_t rkey;
+	uint64_t raddr;
+	uint32_t inv_stag;
+	uint8_t *inline_data;	/* slot in qp->inline_buf, or NULL */
+	enum siw_wqe_state state;
+};
+
+/* An outstanding Read Request we sent (RFC 5040 §6.3, ORD). */
+struct siw_orqe {
+	int32_t sq_idx;		/* SQ slot, -1 for the p2p RTR read */
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t size;
+	uint32_t got;		/* response bytes placed */
+	uint32_t n_seg;
+	struct iovec seg[SIW_MAX_SGE]; /* resolved sink memory */
+	struct siw_mr *mr[SIW_MAX_SGE];
+};
+
+/* A Read Request from the peer we owe a response to (IRD). */
+struct siw_irqe {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t size;
+	uint32_t src_stag;
+	uint64_t src_to;
+	struct siw_mr *mr;	/* source region, checked, referenced */
+	uint8_t *src;
+};
+
+/* QP connection phases beyond the verbs state. */
+enum siw_llp_state {
+	SIW_LLP_NONE = 0,	/* no socket */
+	SIW_LLP_AWAIT_REPLY,	/* initiator: MPA Request sent */
+	SIW_LLP_AWAIT_RTR,	/* responder: Reply sent, RTR pending */
+	SIW_LLP_RDMA,		/* FPDUs flow */
+	SIW_LLP_DRAIN,		/* our FIN sent, discarding until the peer's */
+	SIW_LLP_CLOSED,
+};
+
+enum siw_tx_kind {
+	SIW_TX_IDLE = 0,
+	SIW_TX_SQ,
+	SIW_TX_RRESP,
+	SIW_TX_TERM,
+	SIW_TX_RTR_WRITE,
+	SIW_TX_RTR_READ,
+};
+
+struct siw_tx {
+	enum siw_tx_kind kind;
+	int32_t sq_idx;
+	uint8_t opcode;
+	uint64_t msg_len;
+	uint64_t msg_off;	/* payload bytes in FPDUs already sent */
+	uint32_t msn;		/* of the current untagged message */
+	/* source memory of the message */
+	uint32_t n_src;
+	struct iovec src[SIW_MAX_SGE];
+	struct siw_mr *src_mr[SIW_MAX_SGE];
+	/* the FPDU on its way */
+	bool fpdu_ready;
+	uint8_t hdr[IWARP_MAX_HDR];
+	uint32_t hdr_len;
+	uint32_t fpdu_payload;
+	uint8_t trailer[8];
+	uint32_t trailer_len;
+	uint32_t fpdu_total;
+	uint32_t fpdu_sent;
+	bool want_out;		/* EPOLLOUT armed */
+};
+
+enum siw_rx_state {
+	SIW_RX_CTRL = 0,	/* first 4 bytes of an FPDU */
+	SIW_RX_HDR,		/* rest of the header */
+	SIW_RX_PAYLOAD,
+	SIW_RX_TRAILER,		/* pad and CRC */
+	SIW_RX_STOP,		/* after an error: read nothing more */
+	SIW_RX_DISCARD,		/* after our Terminate/FIN: drop bytes */
+	SIW_RX_STATE_COUNT,
+};
+
+struct siw_rx {
+	enum siw_rx_state state;
+	uint8_t hdr[IWARP_MAX_HDR];
+	uint32_t hdr_len, hdr_got;
+	uint32_t ulpdu_len, payload_len, payload_got;
+	uint32_t pad_len, trailer_got;
+	uint8_t trailer[8];
+	uint32_t crc;
+	uint8_t opcode;
+	/* where the payload goes */
+	uint32_t n_dst;
+	struct iovec dst[SIW_MAX_SGE];
+	uint64_t dst_off;	/* offset of this FPDU in the dst list */
+	struct siw_mr *wmr;	/* tagged Write target, referenced */
+	uint8_t term_body[TERM_MAX_BODY];
+	/* the untagged Send in progress */
+	bool send_active;
+	bool send_from_srq;
+	struct siw_rqe rqe;
+	struct siw_mr *rqe_mr[SIW_MAX_SGE];
+	struct iovec rqe_seg[SIW_MAX_SGE];
+	uint32_t rqe_nseg;
+	uint64_t rqe_len;
+	uint32_t send_msn;
+	uint64_t send_got;
+	/* expected MSN per untagged queue */
+	uint32_t msn[DDP_QN_COUNT];
+	bool first_fpdu_seen;
+};
+
+/* A Terminate to send (or received) (RFC 5040 §4.8). */
+struct siw_term {
+	bool valid;
+	uint8_t layer, etype, ecode;
+	uint32_t body_len;
+	uint8_t body[TERM_MAX_BODY];
+};
+
+struct siw_qp {
+	struct rnicpi_qp base;
+	struct siw_item item;
+	struct siw_device *dev;
+	struct siw_pd *pd;
+	struct siw_cq *scq, *rcq;
+	struct siw_srq *srq;
+	pthread_mutex_t lock;
+
+	enum rnicpi_qp_state state;
+	unsigned int access;	/* RNICPI_ACCESS_REMOTE_* the QP allows */
+	bool sq_sig_all;
+	struct rnicpi_qp_cap cap;
+	bool destroyed;
+
+	/* send queue: head = oldest not freed, tx = next to start */
+	struct siw_wqe *sq;
+	uint32_t sq_size, sq_head, sq_tx, sq_count;
+	uint8_t *inline_buf;
+
+	/* receive queue (no SRQ) */
+	struct siw_rqe *rq;
+	uint32_t rq_size, rq_head, rq_count;
+
+	/* reads: ORQ = ours outstanding (ORD), IRQ = the peer's (IRD) */
+	struct siw_orqe orq[SIW_MAX_ORD];
+	uint32_t orq_head, orq_count, ord;
+	struct siw_irqe irq[SIW_MAX_IRD];
+	uint32_t irq_head, irq_count, ird;
+
+	/* connection */
+	int fd;
+	enum siw_llp_state llp;
+	bool crc;		/* MPA CRC in use on this stream */
+	bool initiator;
+	uint32_t mss_payload;	/* max ULPDU we send */
+	uint16_t rtr;		/* MPA_V2_*_RTR negotiated, 0 none */
+	bool rtr_pending;	/* initiator: RTR not sent yet */
+	bool closing;		/* graceful close asked */
+	bool connected;		/* ESTABLISHED was reported */
+	bool disc_reported;
+	struct siw_timed timed;
+	/* MPA Reply being read (initiator) */
+	struct mpa_rr mpa_hdr;
+	uint8_t mpa_pdata[MPA_MAX_PRIVATE_DATA];
+	uint32_t mpa_got;
+	uint8_t mpa_req_flags;	/* what our Request asked for */
+	uint8_t mpa_req_rev;
+	bool mpa_req_p2p;
+	uint16_t mpa_req_rtr;
+	bool large_fpdu_offered;
+
+	uint32_t tx_msn[DDP_QN_COUNT];
+	struct siw_tx tx;
+	struct siw_rx rx;
+	struct siw_term term;	/* ours, queued or sent */
+	bool term_sent;
+	bool term_received;
+};
+
+/* Responder connection before the QP is chosen (iw_take_request). */
+enum siw_conn_state {
+	SIW_CONN_AWAIT_REQ = 0,
+	SIW_CONN_REQ_DONE,
+	SIW_CONN_DEAD,
+};
+
+struct siw_conn {
+	struct rnicpi_conn base;
+	struct siw_item item;
+	struct siw_device *dev;
+	pthread_mutex_t lock;
+	int fd;
+	enum siw_conn_state state;
+	struct mpa_rr hdr;
+	uint8_t pdata[MPA_MAX_PRIVATE_DATA];
+	uint32_t got;
+	struct siw_timed timed;
+	/* the peer's Request, parsed */
+	uint8_t rev;
+	uint8_t flags;
+	bool enhanced;
+	uint16_t peer_ird, peer_ord;
+	bool p2p;
+	uint16_t rtr_offered;
+};
+
+static inline struct siw_device *to_siw_dev(struct rnicpi_device *d)
+{
+	return container_of(d, struct siw_device, base);
+}
+
+static inline struct siw_pd *to_siw_pd(struct rnicpi_pd *p)
+{
+	return container_of(p, struct siw_pd, base);
+}
+
+static inline struct siw_mr *to_siw_mr(struct rnicpi_mr *m)
+{
+	return container_of(m, struct siw_mr, base);
+}
+
+static inline struct siw_cq *to_siw_cq(struct rnicpi_cq *c)
+{
+	return container_of(c, struct siw_cq, base);
+}
+
+static inline struct siw_srq *to_siw_srq(struct rnicpi_srq *s)
+{
+	return container_of(s, struct siw_srq, base);
+}
+
+static inline struct siw_qp *to_siw_qp(struct rnicpi_qp *q)
+{
+	return container_of(q, struct siw_qp, base);
+}
+
+static inline struct siw_conn *to_siw_conn(struct rnicpi_conn *c)
+{
+	return container_of(c, struct siw_conn, base);
+}
+
+/* ------------------------------------------------------------------ */
+/* siw_main.c: device, progress thread, upcall queue                   */
+/* ------------------------------------------------------------------ */
+
+uint64_t siw_now_ms(void);
+void siw_dev_wake(struct siw_device *dev);
+/* Register @fd for @item with @events (EPOLLIN ...); 0 or -errno. */
+int siw_dev_poll_add(struct siw_device *dev, int fd, struct siw_item *item,
+		     uint32_t events);
+int siw_dev_poll_mod(struct siw_device *dev, int fd, struct siw_item *item,
+		     uint32_t events);
+void siw_dev_poll_del(struct siw_device *dev, int fd);
+/* Hand @item to the progress thread to free once no epoll event can
+ * name it any more. */
+void siw_dev_defer_free(struct siw_device *dev, struct siw_item *item);
+/* Wait until no other thread is in the middle of an upcall. */
+void siw_dev_quiesce(struct siw_device *dev);
+bool siw_dev_on_progress_thread(struct siw_device *dev);
+/* Deadline list (MPA time-outs, lingering closes): the progress thread
+ * calls siw_qp_timeout / siw_conn_timeout once @ms have passed. */
+void siw_dev_timed_add(struct siw_device *dev, struct siw_timed *t,
+		       uint32_t ms);
+void siw_dev_timed_del(struct siw_device *dev, struct siw_timed *t);
+void siw_device_destroy(struct rnicpi_device *d);
+
+void siw_dev_queue_async(struct siw_device *dev,
+			 const struct rnicpi_async_event *ev);
+void siw_dev_queue_conn(struct siw_device *dev,
+			const struct rnicpi_conn_event *ev);
+/* Drop queued events that name @qp / @conn (they are being destroyed). */
+void siw_dev_purge_events(struct siw_device *dev, const void *obj);
+/* Make the queued upcalls; call with no lock held. */
+void siw_dev_deliver(struct siw_device *dev);
+
+/* ------------------------------------------------------------------ */
+/* siw_verbs.c                                                         */
+/* ------------------------------------------------------------------ */
+
+extern const struct rnicpi_device_ops siw_device_ops;
+
+void siw_mr_get(struct siw_mr *mr);
+void siw_mr_put(struct siw_mr *mr);
+/* Resolve a local SGE against its MR: PD, @access, bounds. On success
+ * *@mr holds a reference and *@ptr the first byte. Returns 0 or
+ * RNICPI_WC_LOC_PROT_ERR-style -EACCES/-EINVAL/-ENOENT. */
+int siw_sge_resolve(struct siw_device *dev, struct siw_pd *pd,
+		    const struct rnicpi_sge *sge, unsigned int access,
+		    struct siw_mr **mr, uint8_t **ptr);
+/* Take one RQE from @srq; false when empty. Queues SRQ_LIMIT events. */
+bool siw_srq_take(struct siw_srq *srq, struct siw_rqe *out);
+void siw_cq_push(struct siw_cq *cq, const struct rnicpi_wc *wc,
+		 bool solicited);
+
+int siw_create_qp(struct rnicpi_pd *pd, struct rnicpi_qp_init_attr *attr,
+		  struct rnicpi_qp **out);
+int siw_modify_qp(struct rnicpi_qp *qp, struct rnicpi_qp_attr *attr,
+		  unsigned int mask);
+int siw_query_qp(struct rnicpi_qp *qp, struct rnicpi_qp_attr *attr,
+		 unsigned int mask, struct rnicpi_qp_init_attr *init_attr);
+int siw_destroy_qp(struct rnicpi_qp *qp);
+int siw_post_send(struct rnicpi_qp *qp, const struct rnicpi_send_wr *wr,
+		  const struct rnicpi_send_wr **bad);
+int siw_post_recv(struct rnicpi_qp *qp, const struct rnicpi_recv_wr *wr,
+		  const struct rnicpi_recv_wr **bad);
+
+/* ------------------------------------------------------------------ */
+/* siw_qp.c: states, completions, flush, Terminate, close              */
+/* ------------------------------------------------------------------ */
+
+extern const char *const siw_qp_state_names[];
+const char *siw_qp_state_name(enum rnicpi_qp_state s);
+
+/* Complete SQ slot @idx with @status (signalled or error). */
+void siw_sq_complete(struct siw_qp *qp, uint32_t idx,
+		     enum rnicpi_wc_status status, uint32_t vendor_err);
+/* Free finished slots at the head of the SQ. */
+void siw_sq_reap(struct siw_qp *qp);
+/* Move to ERR: flush every outstanding WR. Under qp->lock. */
+void siw_qp_to_error(struct siw_qp *qp);
+/*
+ * Protocol violation found at @layer/@etype/@ecode (RFC 5040 §7.4):
+ * queue our Terminate (copying the offending header from rx when
+ * @with_hdr), move to TERMINATE, report @event to the core.
+ */
+void siw_qp_terminate(struct siw_qp *qp, uint8_t layer, uint8_t etype,
+		      uint8_t ecode, bool with_hdr,
+		      enum rnicpi_event_type event);
+/* A Terminate arrived: act on it. */
+void siw_qp_term_received(struct siw_qp *qp);
+/* The stream ended: @status 0 orderly, else -errno. Flushes, closes. */
+void siw_qp_llp_closed(struct siw_qp *qp, int status);
+/* Close the socket now (with RST when @abort). */
+void siw_qp_socket_close(struct siw_qp *qp, bool abort);
+/* Our side is done sending: FIN and wait (bounded) for the peer's. */
+void siw_qp_llp_shutdown(struct siw_qp *qp);
+void siw_qp_handle(struct siw_qp *qp, uint32_t events);
+void siw_qp_timeout(struct siw_qp *qp);
+void siw_qp_unlock(struct siw_qp *qp);
+
+/* ------------------------------------------------------------------ */
+/* siw_tx.c / siw_rx.c                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Send what can be sent without blocking. Under qp->lock. */
+void siw_qp_tx(struct siw_qp *qp);
+/* Is there anything for the transmitter to do? */
+bool siw_qp_tx_pending(struct siw_qp *qp);
+void siw_tx_release(struct siw_qp *qp);
+/* Receive and process FPDUs until the socket would block. */
+void siw_qp_rx(struct siw_qp *qp);
+void siw_rx_release(struct siw_qp *qp);
+extern const char *const siw_rx_state_names[];
+
+/* Largest ULPDU to send for an MSS of @mss bytes. */
+uint32_t siw_ulpdu_max(uint32_t mss, bool large);
+
+/* ------------------------------------------------------------------ */
+/* siw_cm.c: MPA                                                       */
+/* ------------------------------------------------------------------ */
+
+int siw_iw_connect(struct rnicpi_qp *qp, int sockfd,
+		   const struct rnicpi_conn_param *param);
+int siw_iw_take_request(struct rnicpi_device *dev, int sockfd,
+			void *core_ctx, struct rnicpi_conn **out);
+int siw_conn_accept(struct rnicpi_conn *conn, struct rnicpi_qp *qp,
+		    const struct rnicpi_conn_param *param);
+int siw_conn_reject(struct rnicpi_conn *conn, const void *private_data,
+		    uint32_t private_data_len);
+void siw_conn_handle(struct siw_conn *conn, uint32_t events);
+void siw_conn_timeout(struct siw_conn *conn);
+void siw_conn_free(struct siw_conn *conn);
+/* Initiator: bytes of the MPA Reply arrived. Under qp->lock. */
+void siw_qp_mpa_reply_rx(struct siw_qp *qp);
+/* Fill an event with the socket's addresses. */
+void siw_conn_event_addrs(int fd, struct rnicpi_conn_event *ev);
+
+#endif /* SIW_H */

@@ -1,0 +1,593 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * siw_main.c - the soft-iWARP provider: registration, device options,
+ * device create/destroy, the per-device progress thread and the upcall
+ * queue.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vp/siw/siw.h"
+
+/* ------------------------------------------------------------------ */
+/* Options                                                             */
+/* ------------------------------------------------------------------ */
+
+static int parse_bool(const char *v, bool *out)
+{
+	if (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "yes") ||
+	    !strcmp(v, "true")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no") ||
+	    !strcmp(v, "false")) {
+		*out = false;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_u32(const char *v, uint32_t min, uint32_t max,
+		     uint32_t *out)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!*v || *v == '-')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || *end || x < min || x > max)
+		return -EINVAL;
+	*out = (uint32_t)x;
+	return 0;
+}
+
+int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
+		      const char *devname)
+{
+	memset(o, 0, sizeof(*o));
+	o->mpa_rev = MPA_REV2;
+	o->mpa_crc = SIW_CRC_OFF;
+	o->p2p = SIW_P2P_NONE;
+	o->mpa_timeout_ms = SIW_DEFAULT_MPA_TIMEOUT_MS;
+	o->ird = SIW_DEFAULT_IRD;
+	o->ord = SIW_DEFAULT_ORD;
+	o->nodelay = true;
+
+	for (; opt && opt->key; opt++) {
+		const char *k = opt->key, *v = opt->value ? opt->value : "";
+		uint32_t u;
+		int rc = 0;
+
+		if (!strcmp(k, "mpa_rev")) {
+			rc = parse_u32(v, 1, 2, &u);
+			o->mpa_rev = (uint8_t)u;
+		} else if (!strcmp(k, "mpa_crc")) {
+			if (!strcmp(v, "off"))
+				o->mpa_crc = SIW_CRC_OFF;
+			else if (!strcmp(v, "on"))
+				o->mpa_crc = SIW_CRC_ON;
+			else if (!strcmp(v, "required"))
+				o->mpa_crc = SIW_CRC_REQUIRED;
+			else
+				rc = -EINVAL;
+		} else if (!strcmp(k, "mpa_crc_strict")) {
+			rc = parse_bool(v, &o->mpa_crc_strict);
+		} else if (!strcmp(k, "p2p")) {
+			if (!strcmp(v, "none"))
+				o->p2p = SIW_P2P_NONE;
+			else if (!strcmp(v, "write"))
+				o->p2p = SIW_P2P_WRITE;
+			else if (!strcmp(v, "read"))
+				o->p2p = SIW_P2P_READ;
+			else
+				rc = -EINVAL;
+		} else if (!strcmp(k, "large_fpdu")) {
+			rc = parse_bool(v, &o->large_fpdu);
+		} else if (!strcmp(k, "mpa_timeout_ms")) {
+			rc = parse_u32(v, 1, 600000, &o->mpa_timeout_ms);
+		} else if (!strcmp(k, "ird")) {
+			rc = parse_u32(v, 1, SIW_MAX_IRD, &o->ird);
+		} else if (!strcmp(k, "ord")) {
+			rc = parse_u32(v, 1, SIW_MAX_ORD, &o->ord);
+		} else if (!strcmp(k, "nodelay")) {
+			rc = parse_bool(v, &o->nodelay);
+		} else if (!strcmp(k, "max_fpdu")) {
+			rc = parse_u32(v, 64, 65536, &o->max_fpdu);
+		} else {
+			g_info("%s: unknown option \"%s\"", devname, k);
+			return -EINVAL;
+		}
+		if (rc) {
+			g_info("%s: bad value \"%s\" for option \"%s\"",
+			       devname, v, k);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Upcall queue                                                        */
+/* ------------------------------------------------------------------ */
+
+struct siw_event {
+	struct siw_list link;
+	bool is_conn;
+	const void *obj;	/* the QP or conn it names */
+	struct rnicpi_async_event async;
+	struct rnicpi_conn_event conn;
+	uint8_t pdata[MPA_MAX_PRIVATE_DATA];
+};
+
+void siw_dev_queue_async(struct siw_device *dev,
+			 const struct rnicpi_async_event *ev)
+{
+	struct siw_event *e = calloc(1, sizeof(*e));
+
+	if (!e) {
+		siw_info(dev, "out of memory queueing async event %d",
+			 ev->type);
+		return;
+	}
+	e->async = *ev;
+	e->obj = ev->element.qp;
+	pthread_mutex_lock(&dev->lock);
+	siw_list_add_tail(&dev->events, &e->link);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void siw_dev_queue_conn(struct siw_device *dev,
+			const struct rnicpi_conn_event *ev)
+{
+	struct siw_event *e = calloc(1, sizeof(*e));
+
+	if (!e) {
+		siw_info(dev, "out of memory queueing connection event %d",
+			 ev->type);
+		return;
+	}
+	e->is_conn = true;
+	e->conn = *ev;
+	e->obj = ev->qp ? (const void *)ev->qp : (const void *)ev->conn;
+	if (ev->private_data_len) {
+		uint32_t n = ev->private_data_len;
+
+		if (n > sizeof(e->pdata))
+			n = sizeof(e->pdata);
+		memcpy(e->pdata, ev->private_data, n);
+		e->conn.private_data = e->pdata;
+		e->conn.private_data_len = n;
+	} else {
+		e->conn.private_data = NULL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	siw_list_add_tail(&dev->events, &e->link);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void siw_dev_purge_events(struct siw_device *dev, const void *obj)
+{
+	struct siw_list *l, *next;
+
+	pthread_mutex_lock(&dev->lock);
+	for (l = dev->events.next; l != &dev->events; l = next) {
+		struct siw_event *e = container_of(l, struct siw_event, link);
+
+		next = l->next;
+		if (e->obj == obj) {
+			siw_list_del(l);
+			free(e);
+		}
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void siw_dev_deliver(struct siw_device *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+	/* One thread at a time keeps events in order. */
+	if (dev->delivering) {
+		pthread_mutex_unlock(&dev->lock);
+		return;
+	}
+	dev->delivering = true;
+	dev->delivering_thread = pthread_self();
+	while (!siw_list_empty(&dev->events)) {
+		struct siw_event *e = container_of(dev->events.next,
+						   struct siw_event, link);
+
+		siw_list_del(&e->link);
+		pthread_mutex_unlock(&dev->lock);
+		if (e->is_conn) {
+			if (dev->base.core && dev->base.core->conn_event)
+				dev->base.core->conn_event(&dev->base,
+							   &e->conn);
+		} else {
+			if (dev->base.core && dev->base.core->async_event)
+				dev->base.core->async_event(&dev->base,
+							    &e->async);
+		}
+		free(e);
+		pthread_mutex_lock(&dev->lock);
+	}
+	dev->delivering = false;
+	pthread_cond_broadcast(&dev->batch_cond);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Progress thread                                                     */
+/* ------------------------------------------------------------------ */
+
+uint64_t siw_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void siw_dev_wake(struct siw_device *dev)
+{
+	uint64_t one = 1;
+
+	if (write(dev->wake_fd, &one, sizeof(one)) < 0)
+		return; /* counter saturated: already readable */
+}
+
+int siw_dev_poll_add(struct siw_device *dev, int fd, struct siw_item *item,
+		     uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = item };
+
+	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		int err = -errno;
+
+		siw_info(dev, "epoll add fd %d: %s", fd, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int siw_dev_poll_mod(struct siw_device *dev, int fd, struct siw_item *item,
+		     uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = item };
+
+	if (epoll_ctl(dev->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+void siw_dev_poll_del(struct siw_device *dev, int fd)
+{
+	/* ENOENT (never added) and EBADF are fine here. */
+	epoll_ctl(dev->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+bool siw_dev_on_progress_thread(struct siw_device *dev)
+{
+	return dev->thread_running && pthread_equal(pthread_self(),
+						    dev->thread);
+}
+
+void siw_dev_timed_add(struct siw_device *dev, struct siw_timed *t,
+		       uint32_t ms)
+{
+	pthread_mutex_lock(&dev->lock);
+	t->deadline_ms = siw_now_ms() + ms;
+	if (!t->on) {
+		siw_list_add_tail(&dev->timed, &t->link);
+		t->on = true;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	siw_dev_wake(dev);
+}
+
+void siw_dev_timed_del(struct siw_device *dev, struct siw_timed *t)
+{
+	pthread_mutex_lock(&dev->lock);
+	if (t->on) {
+		siw_list_del(&t->link);
+		t->on = false;
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+static void free_item(struct siw_item *item)
+{
+	if (item->type == SIW_ITEM_QP) {
+		struct siw_qp *qp = container_of(item, struct siw_qp, item);
+
+		pthread_mutex_destroy(&qp->lock);
+		free(qp->sq);
+		free(qp->rq);
+		free(qp->inline_buf);
+		free(qp);
+	} else if (item->type == SIW_ITEM_CONN) {
+		siw_conn_free(container_of(item, struct siw_conn, item));
+	}
+}
+
+static void free_zombies(struct siw_device *dev)
+{
+	struct siw_item *z;
+
+	pthread_mutex_lock(&dev->lock);
+	z = dev->zombies;
+	dev->zombies = NULL;
+	pthread_mutex_unlock(&dev->lock);
+	while (z) {
+		struct siw_item *next = z->zombie_next;
+
+		free_item(z);
+		z = next;
+	}
+}
+
+void siw_dev_defer_free(struct siw_device *dev, struct siw_item *item)
+{
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->thread_running) {
+		pthread_mutex_unlock(&dev->lock);
+		free_item(item);
+		return;
+	}
+	/* The progress thread may hold an event for @item from its current
+	 * epoll batch; it frees zombies only between batches. */
+	item->zombie_next = dev->zombies;
+	dev->zombies = item;
+	pthread_mutex_unlock(&dev->lock);
+	siw_dev_wake(dev);
+}
+
+void siw_dev_quiesce(struct siw_device *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+	while (dev->delivering &&
+	       !pthread_equal(dev->delivering_thread, pthread_self()))
+		pthread_cond_wait(&dev->batch_cond, &dev->lock);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+static int next_timeout(struct siw_device *dev)
+{
+	struct siw_list *l;
+	uint64_t now = siw_now_ms(), min = 0;
+
+	pthread_mutex_lock(&dev->lock);
+	for (l = dev->timed.next; l != &dev->timed; l = l->next) {
+		struct siw_timed *t = container_of(l, struct siw_timed, link);
+
+		if (!min || t->deadline_ms < min)
+			min = t->deadline_ms;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (!min)
+		return -1;
+	return min <= now ? 0 : (int)(min - now);
+}
+
+/* Take expired entries one at a time and act on them with no lock held. */
+static void run_timeouts(struct siw_device *dev)
+{
+	uint64_t now = siw_now_ms();
+
+	for (;;) {
+		struct siw_list *l;
+		struct siw_item *hit = NULL;
+
+		pthread_mutex_lock(&dev->lock);
+		for (l = dev->timed.next; l != &dev->timed; l = l->next) {
+			struct siw_timed *t = container_of(l, struct siw_timed,
+							   link);
+
+			if (t->deadline_ms <= now) {
+				hit = t->item;
+				siw_list_del(l);
+				t->on = false;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&dev->lock);
+		if (!hit)
+			return;
+		if (hit->type == SIW_ITEM_QP)
+			siw_qp_timeout(container_of(hit, struct siw_qp, item));
+		else
+			siw_conn_timeout(container_of(hit, struct siw_conn,
+						      item));
+	}
+}
+
+static void *progress_main(void *arg)
+{
+	struct siw_device *dev = arg;
+	struct epoll_event evs[64];
+
+	while (!atomic_load(&dev->stop)) {
+		int n, i;
+
+		n = epoll_wait(dev->epfd, evs, 64, next_timeout(dev));
+		if (n < 0 && errno != EINTR) {
+			siw_info(dev, "epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			struct siw_item *item = evs[i].data.ptr;
+
+			switch (item->type) {
+			case SIW_ITEM_WAKE: {
+				uint64_t v;
+
+				if (read(dev->wake_fd, &v, sizeof(v)) < 0)
+					break; /* EAGAIN: raced, fine */
+				break;
+			}
+			case SIW_ITEM_QP:
+				siw_qp_handle(container_of(item, struct siw_qp,
+							   item),
+					      evs[i].events);
+				break;
+			case SIW_ITEM_CONN:
+				siw_conn_handle(container_of(item,
+							     struct siw_conn,
+							     item),
+						evs[i].events);
+				break;
+			}
+		}
+		run_timeouts(dev);
+		siw_dev_deliver(dev);
+		free_zombies(dev);
+		pthread_mutex_lock(&dev->lock);
+		dev->batch_gen++;
+		pthread_cond_broadcast(&dev->batch_cond);
+		pthread_mutex_unlock(&dev->lock);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Device                                                              */
+/* ------------------------------------------------------------------ */
+
+static int siw_netdev_supported(const struct rnicpi_netdev *nd)
+{
+	size_t i;
+
+	/* iWARP runs over TCP: it needs an IP address. */
+	for (i = 0; i < nd->n_addrs; i++)
+		if (nd->addrs[i].ss_family == AF_INET ||
+		    nd->addrs[i].ss_family == AF_INET6)
+			return 0;
+	return -EADDRNOTAVAIL;
+}
+
+void siw_device_destroy(struct rnicpi_device *d)
+{
+	struct siw_device *dev = to_siw_dev(d);
+
+	if (dev->thread_running) {
+		atomic_store(&dev->stop, true);
+		siw_dev_wake(dev);
+		pthread_join(dev->thread, NULL);
+		pthread_mutex_lock(&dev->lock);
+		dev->thread_running = false;
+		pthread_cond_broadcast(&dev->batch_cond);
+		pthread_mutex_unlock(&dev->lock);
+	}
+	free_zombies(dev);
+	siw_dev_deliver(dev);
+	siw_dev_purge_events(dev, NULL);
+	while (!siw_list_empty(&dev->events)) {
+		struct siw_list *l = dev->events.next;
+
+		siw_list_del(l);
+		free(container_of(l, struct siw_event, link));
+	}
+	close(dev->epfd);
+	close(dev->wake_fd);
+	rnicpi_key_table_fini(&dev->mr_keys);
+	pthread_cond_destroy(&dev->batch_cond);
+	pthread_mutex_destroy(&dev->lock);
+	siw_dbg(dev, "destroyed");
+	free(dev);
+}
+
+static void mr_get_cb(void *obj)
+{
+	siw_mr_get(obj);
+}
+
+static int siw_device_create(const struct rnicpi_netdev *nd,
+			     const char *name,
+			     const struct rnicpi_option *options,
+			     const struct rnicpi_core_ops *core,
+			     struct rnicpi_device **out)
+{
+	struct siw_device *dev;
+	int rc;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	g_strlcpy(dev->base.name, name ? name : "siw", sizeof(dev->base.name));
+	rc = siw_options_parse(&dev->opts, options, dev->base.name);
+	if (rc)
+		goto err_free;
+	dev->base.ops = &siw_device_ops;
+	dev->base.core = core;
+	dev->base.ifindex = nd ? nd->ifindex : 0;
+	if (nd) {
+		g_strlcpy(dev->ifname, nd->ifname, sizeof(dev->ifname));
+		dev->mtu = nd->mtu;
+		dev->nd_flags = nd->flags;
+	}
+	pthread_mutex_init(&dev->lock, NULL);
+	pthread_cond_init(&dev->batch_cond, NULL);
+	siw_list_init(&dev->events);
+	siw_list_init(&dev->timed);
+	atomic_init(&dev->next_qpn, 2); /* QPN 1 is the GSI QP elsewhere */
+	rc = rnicpi_key_table_init(&dev->mr_keys, SIW_MAX_MR, mr_get_cb);
+	if (rc)
+		goto err_lock;
+	dev->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (dev->epfd < 0) {
+		rc = -errno;
+		goto err_keys;
+	}
+	dev->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (dev->wake_fd < 0) {
+		rc = -errno;
+		goto err_ep;
+	}
+	dev->wake_item.type = SIW_ITEM_WAKE;
+	rc = siw_dev_poll_add(dev, dev->wake_fd, &dev->wake_item, EPOLLIN);
+	if (rc)
+		goto err_wake;
+	rc = -pthread_create(&dev->thread, NULL, progress_main, dev);
+	if (rc)
+		goto err_wake;
+	dev->thread_running = true;
+	siw_dbg(dev, "created on %s (ifindex %d), MPA rev %u, crc %d, p2p %d, "
+		"CRC32c %s", dev->ifname, dev->base.ifindex, dev->opts.mpa_rev,
+		dev->opts.mpa_crc, dev->opts.p2p, siw_crc32c_impl());
+	*out = &dev->base;
+	return 0;
+
+err_wake:
+	close(dev->wake_fd);
+err_ep:
+	close(dev->epfd);
+err_keys:
+	rnicpi_key_table_fini(&dev->mr_keys);
+err_lock:
+	pthread_cond_destroy(&dev->batch_cond);
+	pthread_mutex_destroy(&dev->lock);
+err_free:
+	free(dev);
+	return rc;
+}
+
+static const struct rnicpi_provider siw_provider = {
+	.abi_version = RNICPI_ABI_VERSION,
+	.size = sizeof(struct rnicpi_provider),
+	.name = "siw",
+	.description = "soft-iWARP (RDMAP/DDP/MPA over TCP)",
+	.transport = RNICPI_TRANSPORT_IWARP,
+	.netdev_supported = siw_netdev_supported,
+	.device_create = siw_device_create,
+};
+
+RNICPI_PROVIDER_DEFINE(siw, &siw_provider)

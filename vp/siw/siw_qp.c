@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * siw_qp.c - QP states (RNIC verbs: IDLE RTS CLOSING TERMINATE ERROR),
+ * completions and flushing, the Terminate message (RFC 5040 §4.8, §7)
+ * and closing the LLP stream.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "vp/siw/siw.h"
+
+const char *siw_qp_state_name(enum rnicpi_qp_state s)
+{
+	switch (s) {
+	case RNICPI_QPS_IDLE:
+		return "IDLE";
+	case RNICPI_QPS_RTS:
+		return "RTS";
+	case RNICPI_QPS_CLOSING:
+		return "CLOSING";
+	case RNICPI_QPS_TERMINATE:
+		return "TERMINATE";
+	case RNICPI_QPS_ERR:
+		return "ERROR";
+	case RNICPI_QPS_RESET:
+		return "RESET";
+	case RNICPI_QPS_INIT:
+		return "INIT";
+	case RNICPI_QPS_RTR:
+		return "RTR";
+	case RNICPI_QPS_SQD:
+		return "SQD";
+	case RNICPI_QPS_SQE:
+		return "SQE";
+	}
+	return "?";
+}
+
+void siw_qp_unlock(struct siw_qp *qp)
+{
+	struct siw_device *dev = qp->dev;
+
+	pthread_mutex_unlock(&qp->lock);
+	siw_dev_deliver(dev);
+}
+
+/* ------------------------------------------------------------------ */
+/* Completions                                                         */
+/* ------------------------------------------------------------------ */
+
+static enum rnicpi_wc_opcode wc_opcode(enum rnicpi_wr_opcode op)
+{
+	switch (op) {
+	case RNICPI_WR_RDMA_WRITE:
+		return RNICPI_WC_RDMA_WRITE;
+	case RNICPI_WR_RDMA_READ:
+		return RNICPI_WC_RDMA_READ;
+	case RNICPI_WR_LOCAL_INV:
+		return RNICPI_WC_LOCAL_INV;
+	default:
+		return RNICPI_WC_SEND;
+	}
+}
+
+void siw_sq_complete(struct siw_qp *qp, uint32_t idx,
+		     enum rnicpi_wc_status status, uint32_t vendor_err)
+{
+	struct siw_wqe *w = &qp->sq[idx];
+
+	if (w->state == SIW_WQE_DONE)
+		return;
+	if (status != RNICPI_WC_SUCCESS || (w->flags & RNICPI_SEND_SIGNALED)) {
+		struct rnicpi_wc wc = {
+			.wr_id = w->wr_id,
+			.status = status,
+			.opcode = wc_opcode(w->opcode),
+			.vendor_err = vendor_err,
+			.qp_num = qp->base.qp_num,
+		};
+
+		if (status == RNICPI_WC_SUCCESS &&
+		    w->opcode != RNICPI_WR_LOCAL_INV)
+			wc.byte_len = (uint32_t)w->total_len;
+		siw_cq_push(qp->scq, &wc, false);
+	}
+	w->state = SIW_WQE_DONE;
+	siw_sq_reap(qp);
+}
+
+void siw_sq_reap(struct siw_qp *qp)
+{
+	while (qp->sq_count && qp->sq[qp->sq_head].state == SIW_WQE_DONE &&
+	       qp->sq_head != qp->sq_tx) {
+		qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
+		qp->sq_count--;
+	}
+}
+
+static void orqe_release(struct siw_orqe *o)
+{
+	uint32_t i;
+
+	for (i = 0; i < o->n_seg; i++) {
+		siw_mr_put(o->mr[i]);
+		o->mr[i] = NULL;
+	}
+	o->n_seg = 0;
+}
+
+/* Every WR still posted completes with WR_FLUSH_ERR (RDMA verbs: leaving
+ * RTS flushes both queues). */
+static void flush_all(struct siw_qp *qp)
+{
+	uint32_t i;
+
+	siw_tx_release(qp);
+	while (qp->orq_count) {
+		orqe_release(&qp->orq[qp->orq_head]);
+		qp->orq_head = (qp->orq_head + 1) % SIW_MAX_ORD;
+		qp->orq_count--;
+	}
+	while (qp->irq_count) {
+		siw_mr_put(qp->irq[qp->irq_head].mr);
+		qp->irq[qp->irq_head].mr = NULL;
+		qp->irq_head = (qp->irq_head + 1) % SIW_MAX_IRD;
+		qp->irq_count--;
+	}
+	/* SQ: everything not yet done, oldest first. */
+	qp->sq_tx = (qp->sq_head + qp->sq_count) % qp->sq_size;
+	for (i = 0; i < qp->sq_count; i++) {
+		uint32_t idx = (qp->sq_head + i) % qp->sq_size;
+
+		if (qp->sq[idx].state != SIW_WQE_DONE) {
+			struct siw_wqe *w = &qp->sq[idx];
+			struct rnicpi_wc wc = {
+				.wr_id = w->wr_id,
+				.status = RNICPI_WC_WR_FLUSH_ERR,
+				.opcode = wc_opcode(w->opcode),
+				.qp_num = qp->base.qp_num,
+			};
+
+			siw_cq_push(qp->scq, &wc, false);
+			w->state = SIW_WQE_DONE;
+		}
+	}
+	qp->sq_head = qp->sq_tx;
+	qp->sq_count = 0;
+	/* The receive in progress, then the RQ. */
+	if (qp->rx.send_active) {
+		struct rnicpi_wc wc = {
+			.wr_id = qp->rx.rqe.wr_id,
+			.status = RNICPI_WC_WR_FLUSH_ERR,
+			.opcode = RNICPI_WC_RECV,
+			.qp_num = qp->base.qp_num,
+		};
+
+		siw_cq_push(qp->rcq, &wc, false);
+	}
+	siw_rx_release(qp);
+	while (qp->rq_count) {
+		struct rnicpi_wc wc = {
+			.wr_id = qp->rq[qp->rq_head].wr_id,
+			.status = RNICPI_WC_WR_FLUSH_ERR,
+			.opcode = RNICPI_WC_RECV,
+			.qp_num = qp->base.qp_num,
+		};
+
+		siw_cq_push(qp->rcq, &wc, false);
+		qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
+		qp->rq_count--;
+	}
+}
+
+void siw_qp_to_error(struct siw_qp *qp)
+{
+	enum rnicpi_qp_state old = qp->state;
+
+	qp->state = RNICPI_QPS_ERR;
+	flush_all(qp);
+	if (qp->srq && old != RNICPI_QPS_ERR) {
+		struct rnicpi_async_event ev = {
+			.type = RNICPI_EVENT_QP_LAST_WQE_REACHED,
+		};
+
+		ev.element.qp = &qp->base;
+		siw_dev_queue_async(qp->dev, &ev);
+	}
+	if (old != RNICPI_QPS_ERR)
+		siw_qp_dbg(qp, "%s -> ERROR", siw_qp_state_name(old));
+}
+
+/* ------------------------------------------------------------------ */
+/* The LLP stream                                                      */
+/* ------------------------------------------------------------------ */
+
+static void report_disconnect(struct siw_qp *qp, int status)
+{
+	struct rnicpi_conn_event ev = {
+		.type = RNICPI_CONN_DISCONNECTED,
+		.status = status,
+		.qp = &qp->base,
+	};
+
+	if (!qp->connected || qp->disc_reported || qp->destroyed)
+		return;
+	qp->disc_reported = true;
+	siw_dev_queue_conn(qp->dev, &ev);
+}
+
+static void report_conn_error(struct siw_qp *qp, int status)
+{
+	struct rnicpi_conn_event ev = {
+		.type = RNICPI_CONN_ERROR,
+		.status = status,
+		.qp = &qp->base,
+	};
+
+	if (qp->destroyed)
+		return;
+	siw_dev_queue_conn(qp->dev, &ev);
+}
+
+void siw_qp_socket_close(struct siw_qp *qp, bool abort)
+{
+	if (qp->fd < 0)
+		return;
+	siw_dev_poll_del(qp->dev, qp->fd);
+	if (abort) {
+		struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+		/* RST instead of FIN: RFC 5040 §5.3 abortive close. */
+		setsockopt(qp->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	}
+	close(qp->fd);
+	qp->fd = -1;
+	qp->llp = SIW_LLP_CLOSED;
+	qp->tx.want_out = false;
+	if (qp->timed.on)
+		siw_dev_timed_del(qp->dev, &qp->timed);
+	siw_qp_dbg(qp, "stream closed%s", abort ? " (reset)" : "");
+}
+
+void siw_qp_llp_shutdown(struct siw_qp *qp)
+{
+	if (qp->fd < 0 || qp->llp == SIW_LLP_DRAIN)
+		return;
+	shutdown(qp->fd, SHUT_WR);
+	qp->llp = SIW_LLP_DRAIN;
+	if (qp->rx.state != SIW_RX_DISCARD && qp->rx.state != SIW_RX_STOP &&
+	    (qp->state == RNICPI_QPS_ERR || qp->state == RNICPI_QPS_TERMINATE))
+		qp->rx.state = SIW_RX_DISCARD;
+	siw_dev_timed_add(qp->dev, &qp->timed, SIW_LINGER_MS);
+	siw_qp_dbg(qp, "FIN sent, waiting for the peer's");
+}
+
+void siw_qp_llp_closed(struct siw_qp *qp, int status)
+{
+	enum siw_llp_state llp = qp->llp;
+
+	switch (llp) {
+	case SIW_LLP_AWAIT_REPLY:
+	case SIW_LLP_AWAIT_RTR:
+		siw_qp_info(qp, "stream lost during MPA set-up (%d)", status);
+		siw_qp_socket_close(qp, status != 0);
+		siw_qp_to_error(qp);
+		report_conn_error(qp, status ? status : -ECONNRESET);
+		return;
+	case SIW_LLP_DRAIN:
+		/* We closed first and the peer answered (or time ran out). */
+		siw_qp_socket_close(qp, status != 0);
+		if (qp->state != RNICPI_QPS_ERR)
+			siw_qp_to_error(qp);
+		report_disconnect(qp, qp->term.valid || qp->term_received ?
+					      -ECONNABORTED : 0);
+		return;
+	case SIW_LLP_RDMA:
+		break;
+	default:
+		siw_qp_socket_close(qp, true);
+		return;
+	}
+	/* The peer closed (status 0 at an FPDU boundary) or broke. */
+	if (status) {
+		struct rnicpi_async_event ev = { .type = RNICPI_EVENT_QP_FATAL };
+
+		siw_qp_info(qp, "stream broke in state %s: %s",
+			    siw_qp_state_name(qp->state), strerror(-status));
+		ev.element.qp = &qp->base;
+		ev.status = status;
+		if (!qp->destroyed && qp->state != RNICPI_QPS_ERR)
+			siw_dev_queue_async(qp->dev, &ev);
+		siw_qp_socket_close(qp, true);
+	} else {
+		siw_qp_dbg(qp, "peer closed the stream");
+		shutdown(qp->fd, SHUT_WR);
+		siw_qp_socket_close(qp, false);
+	}
+	if (qp->state != RNICPI_QPS_ERR)
+		siw_qp_to_error(qp);
+	report_disconnect(qp, status);
+}
+
+/* ------------------------------------------------------------------ */
+/* Terminate (RFC 5040 §4.8, §7.4)                                     */
+/* ------------------------------------------------------------------ */
+
+void siw_qp_terminate(struct siw_qp *qp, uint8_t layer, uint8_t etype,
+		      uint8_t ecode, bool with_hdr,
+		      enum rnicpi_event_type event)
+{
+	struct siw_term *t = &qp->term;
+	struct rdmap_term *ctrl = (struct rdmap_term *)t->body;
+	uint16_t flags = 0;
+	uint32_t len = sizeof(*ctrl);
+	struct rnicpi_async_event ev = { .type = event };
+
+	if (t->valid || qp->term_received || qp->state == RNICPI_QPS_ERR) {
+		qp->rx.state = SIW_RX_DISCARD;
+		return;
+	}
+	memset(t, 0, sizeof(*t));
+	/* RFC 5040 §4.8: for DDP and RDMAP errors the Terminate carries
+	 * the offending FPDU's DDP (and for a Read Request its RDMAP)
+	 * header, so the peer can tell which message failed. */
+	if (with_hdr && qp->rx.hdr_got >= sizeof(struct iwarp_ctrl)) {
+		struct iwarp_ctrl *c = (struct iwarp_ctrl *)qp->rx.hdr;
+		uint32_t ddp = ddp_tagged(c) ? TERM_DDP_TAGGED_LEN
+					     : TERM_DDP_UNTAGGED_LEN;
+
+		if (qp->rx.hdr_got >= MPA_HDR_SIZE + ddp) {
+			flags |= TERM_FLAG_M | TERM_FLAG_D;
+			memcpy(t->body + len, qp->rx.hdr, MPA_HDR_SIZE + ddp);
+			len += MPA_HDR_SIZE + ddp;
+			if (!ddp_tagged(c) &&
+			    rdmap_opcode(c) == RDMAP_RDMA_READ_REQ &&
+			    qp->rx.hdr_got >= sizeof(struct iwarp_read_req_hdr)) {
+				flags |= TERM_FLAG_R;
+				memcpy(t->body + len,
+				       qp->rx.hdr + MPA_HDR_SIZE + ddp,
+				       sizeof(struct rdmap_read_req));
+				len += sizeof(struct rdmap_read_req);
+			}
+		}
+	}
+	rdmap_term_set(ctrl, layer, etype, ecode, flags);
+	t->layer = layer;
+	t->etype = etype;
+	t->ecode = ecode;
+	t->body_len = len;
+	t->valid = true;
+	siw_qp_info(qp, "protocol error: sending Terminate layer %u etype %u "
+		    "ecode 0x%02x", layer, etype, ecode);
+	qp->rx.state = SIW_RX_DISCARD;
+	/* Leave RTS: flush what is posted, then send the Terminate. */
+	siw_qp_to_error(qp);
+	qp->state = RNICPI_QPS_TERMINATE;
+	if (!qp->destroyed) {
+		ev.element.qp = &qp->base;
+		ev.term_layer = layer;
+		ev.term_etype = etype;
+		ev.term_ecode = ecode;
+		ev.term_remote = 0;
+		ev.status = -EPROTO;
+		siw_dev_queue_async(qp->dev, &ev);
+	}
+	if (qp->llp == SIW_LLP_AWAIT_REPLY || qp->llp == SIW_LLP_AWAIT_RTR) {
+		report_conn_error(qp, -EPROTO);
+		qp->llp = SIW_LLP_RDMA;
+	}
+	siw_qp_tx(qp);
+}
+
+/* Status a requester's WR gets for the Terminate it received. */
+static enum rnicpi_wc_status term_wc_status(uint8_t layer, uint8_t etype,
+					    uint8_t ecode)
+{
+	switch (layer) {
+	case TERM_LAYER_RDMAP:
+		if (etype == RDMAP_ETYPE_REMOTE_PROT)
+			return RNICPI_WC_REM_ACCESS_ERR;
+		return RNICPI_WC_REM_OP_ERR;
+	case TERM_LAYER_DDP:
+		if (etype == DDP_ETYPE_TAGGED)
+			return RNICPI_WC_REM_ACCESS_ERR;
+		if (etype == DDP_ETYPE_UNTAGGED)
+			return ecode == DDP_ECODE_UT_NO_BUFFER
+				       ? RNICPI_WC_REM_OP_ERR
+				       : RNICPI_WC_REM_INV_REQ_ERR;
+		return RNICPI_WC_REM_OP_ERR;
+	default:
+		return RNICPI_WC_FATAL_ERR;
+	}
+}
+
+static enum rnicpi_event_type term_event(uint8_t layer, uint8_t etype)
+{
+	if ((layer == TERM_LAYER_RDMAP && etype == RDMAP_ETYPE_REMOTE_PROT) ||
+	    (layer == TERM_LAYER_DDP && etype == DDP_ETYPE_TAGGED))
+		return RNICPI_EVENT_QP_ACCESS_ERR;
+	if ((layer == TERM_LAYER_RDMAP && etype == RDMAP_ETYPE_REMOTE_OP) ||
+	    (layer == TERM_LAYER_DDP && etype == DDP_ETYPE_UNTAGGED))
+		return RNICPI_EVENT_QP_REQ_ERR;
+	return RNICPI_EVENT_QP_FATAL;
+}
+
+/* Which of our WRs the Terminate names: the oldest outstanding Read for
+ * a terminated Read Request, else the oldest WR not complete yet (a Write
+ * or Send completes once it is on the wire, so the error lands on the
+ * next WR the application sees, as an IB requester's would). */
+static int term_victim(struct siw_qp *qp, const struct rdmap_term *ctrl,
+		       uint32_t body_len)
+{
+	bool want_read = false;
+	uint32_t i;
+
+	if ((rdmap_term_flags(ctrl) & TERM_FLAG_D) &&
+	    body_len >= sizeof(*ctrl) + sizeof(struct iwarp_ctrl)) {
+		const struct iwarp_ctrl *c =
+			(const struct iwarp_ctrl *)((const uint8_t *)ctrl +
+						    sizeof(*ctrl));
+
+		want_read = !ddp_tagged(c) &&
+			    rdmap_opcode(c) == RDMAP_RDMA_READ_REQ;
+	}
+	if (want_read && qp->orq_count && qp->orq[qp->orq_head].sq_idx >= 0)
+		return qp->orq[qp->orq_head].sq_idx;
+	for (i = 0; i < qp->sq_count; i++) {
+		uint32_t idx = (qp->sq_head + i) % qp->sq_size;
+
+		if (qp->sq[idx].state != SIW_WQE_DONE)
+			return (int)idx;
+	}
+	return -1;
+}
+
+void siw_qp_term_received(struct siw_qp *qp)
+{
+	const struct rdmap_term *ctrl = (const struct rdmap_term *)
+						qp->rx.term_body;
+	uint32_t n = qp->rx.payload_len;
+	uint8_t layer = 0, etype = 0, ecode = 0;
+	struct rnicpi_async_event ev = { 0 };
+	int victim;
+
+	if (n > sizeof(qp->rx.term_body))
+		n = sizeof(qp->rx.term_body);
+	if (n >= sizeof(*ctrl)) {
+		layer = rdmap_term_layer(ctrl);
+		etype = rdmap_term_etype(ctrl);
+		ecode = rdmap_term_ecode(ctrl);
+	}
+	qp->term_received = true;
+	siw_qp_info(qp, "Terminate received: layer %u etype %u ecode 0x%02x",
+		    layer, etype, ecode);
+	victim = n >= sizeof(*ctrl) ? term_victim(qp, ctrl, n) : -1;
+	if (victim >= 0)
+		siw_sq_complete(qp, (uint32_t)victim,
+				term_wc_status(layer, etype, ecode),
+				(uint32_t)layer << 12 | (uint32_t)etype << 8 |
+					ecode);
+	siw_qp_to_error(qp);
+	qp->state = RNICPI_QPS_TERMINATE;
+	qp->rx.state = SIW_RX_DISCARD;
+	if (!qp->destroyed) {
+		ev.type = term_event(layer, etype);
+		ev.element.qp = &qp->base;
+		ev.term_layer = layer;
+		ev.term_etype = etype;
+		ev.term_ecode = ecode;
+		ev.term_remote = 1;
+		ev.status = -ECONNABORTED;
+		siw_dev_queue_async(qp->dev, &ev);
+	}
+	qp->state = RNICPI_QPS_ERR;
+	siw_qp_llp_shutdown(qp);
+}
+
+/* ------------------------------------------------------------------ */
+/* Progress thread entry points                                        */
+/* ------------------------------------------------------------------ */
+
+void siw_qp_handle(struct siw_qp *qp, uint32_t events)
+{
+	pthread_mutex_lock(&qp->lock);
+	if (qp->destroyed || qp->fd < 0) {
+		pthread_mutex_unlock(&qp->lock);
+		return;
+	}
+	if (qp->llp == SIW_LLP_AWAIT_REPLY) {
+		siw_qp_mpa_reply_rx(qp);
+	} else {
+		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+			siw_qp_rx(qp);
+		if (qp->fd >= 0 && ((events & EPOLLOUT) ||
+				    siw_qp_tx_pending(qp)))
+			siw_qp_tx(qp);
+	}
+	siw_qp_unlock(qp);
+}
+
+void siw_qp_timeout(struct siw_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	if (qp->destroyed || qp->fd < 0) {
+		pthread_mutex_unlock(&qp->lock);
+		return;
+	}
+	switch (qp->llp) {
+	case SIW_LLP_AWAIT_REPLY:
+	case SIW_LLP_AWAIT_RTR:
+		siw_qp_info(qp, "MPA %s timed out after %u ms",
+			    qp->llp == SIW_LLP_AWAIT_REPLY ? "Reply" : "RTR",
+			    qp->dev->opts.mpa_timeout_ms);
+		siw_qp_llp_closed(qp, -ETIMEDOUT);
+		break;
+	case SIW_LLP_DRAIN:
+		siw_qp_dbg(qp, "peer did not close in %u ms: reset",
+			   SIW_LINGER_MS);
+		siw_qp_llp_closed(qp, -ETIMEDOUT);
+		break;
+	default:
+		break;
+	}
+	siw_qp_unlock(qp);
+}

@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * siw_qp_verbs.c - QP verbs: create, modify (states, graceful and
+ * abortive close), query, destroy, and posting send and receive WRs.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vp/siw/siw.h"
+
+int siw_create_qp(struct rnicpi_pd *p, struct rnicpi_qp_init_attr *attr,
+		  struct rnicpi_qp **out)
+{
+	struct siw_pd *pd = to_siw_pd(p);
+	struct siw_device *dev = pd->dev;
+	struct rnicpi_qp_cap *cap = &attr->cap;
+	struct siw_qp *qp;
+	int i;
+
+	if (attr->qp_type != RNICPI_QPT_RC) {
+		siw_info(dev, "create_qp: type %d; iWARP has RC QPs only",
+			 attr->qp_type);
+		return -EOPNOTSUPP;
+	}
+	if (!attr->send_cq || !attr->recv_cq) {
+		siw_info(dev, "create_qp: send and receive CQ are required");
+		return -EINVAL;
+	}
+	if (!cap->max_send_wr || cap->max_send_wr > SIW_MAX_QP_WR ||
+	    cap->max_recv_wr > SIW_MAX_QP_WR ||
+	    (!attr->srq && !cap->max_recv_wr) ||
+	    cap->max_send_sge > SIW_MAX_SGE ||
+	    cap->max_recv_sge > SIW_MAX_SGE ||
+	    cap->max_inline_data > SIW_MAX_INLINE) {
+		siw_info(dev, "create_qp: caps over limit: send_wr %u recv_wr %u "
+			 "(1..%u), send_sge %u recv_sge %u (..%u), inline %u "
+			 "(..%u)", cap->max_send_wr, cap->max_recv_wr,
+			 SIW_MAX_QP_WR, cap->max_send_sge, cap->max_recv_sge,
+			 SIW_MAX_SGE, cap->max_inline_data, SIW_MAX_INLINE);
+		return -EINVAL;
+	}
+	if (atomic_fetch_add(&dev->n_qp, 1) >= SIW_MAX_QP) {
+		atomic_fetch_sub(&dev->n_qp, 1);
+		siw_info(dev, "create_qp: limit of %u QPs", SIW_MAX_QP);
+		return -ENOMEM;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		goto err_count;
+	qp->sq_size = cap->max_send_wr;
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	if (!qp->sq)
+		goto err_free;
+	if (!attr->srq) {
+		qp->rq_size = cap->max_recv_wr;
+		qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+		if (!qp->rq)
+			goto err_free;
+	}
+	if (cap->max_send_sge == 0)
+		cap->max_send_sge = 1;
+	if (!attr->srq && cap->max_recv_sge == 0)
+		cap->max_recv_sge = 1;
+	if (cap->max_inline_data) {
+		cap->max_inline_data = SIW_MAX_INLINE;
+		qp->inline_buf = malloc((size_t)qp->sq_size * SIW_MAX_INLINE);
+		if (!qp->inline_buf)
+			goto err_free;
+	}
+	pthread_mutex_init(&qp->lock, NULL);
+	qp->item.type = SIW_ITEM_QP;
+	qp->timed.item = &qp->item;
+	qp->dev = dev;
+	qp->pd = pd;
+	qp->scq = to_siw_cq(attr->send_cq);
+	qp->rcq = to_siw_cq(attr->recv_cq);
+	if (attr->srq) {
+		qp->srq = to_siw_srq(attr->srq);
+		atomic_fetch_add(&qp->srq->users, 1);
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = qp->srq->max_sge;
+	}
+	qp->sq_sig_all = attr->sq_sig_all;
+	qp->cap = *cap;
+	qp->state = RNICPI_QPS_IDLE;
+	qp->access = RNICPI_ACCESS_REMOTE_WRITE | RNICPI_ACCESS_REMOTE_READ;
+	qp->fd = -1;
+	qp->ird = dev->opts.ird;
+	qp->ord = dev->opts.ord;
+	for (i = 0; i < DDP_QN_COUNT; i++)
+		qp->tx_msn[i] = qp->rx.msn[i] = 1;
+	qp->base.pd = p;
+	qp->base.qp_num = atomic_fetch_add(&dev->next_qpn, 1);
+	siw_qp_dbg(qp, "created: sq %u rq %u%s", qp->sq_size, qp->rq_size,
+		   qp->srq ? " (SRQ)" : "");
+	*out = &qp->base;
+	return 0;
+
+err_free:
+	free(qp->sq);
+	free(qp->rq);
+	free(qp);
+err_count:
+	atomic_fetch_sub(&dev->n_qp, 1);
+	return -ENOMEM;
+}
+
+static void qp_reset(struct siw_qp *qp)
+{
+	int i;
+
+	qp->sq_head = qp->sq_tx = qp->sq_count = 0;
+	qp->rq_head = qp->rq_count = 0;
+	memset(&qp->tx, 0, sizeof(qp->tx));
+	memset(&qp->rx, 0, sizeof(qp->rx));
+	memset(&qp->term, 0, sizeof(qp->term));
+	qp->term_sent = qp->term_received = false;
+	qp->closing = qp->connected = qp->disc_reported = false;
+	qp->rtr = 0;
+	qp->llp = SIW_LLP_NONE;
+	for (i = 0; i < DDP_QN_COUNT; i++)
+		qp->tx_msn[i] = qp->rx.msn[i] = 1;
+}
+
+int siw_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
+		  unsigned int mask)
+{
+	struct siw_qp *qp = to_siw_qp(q);
+	int rc = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	if (mask & RNICPI_QP_ACCESS_FLAGS)
+		qp->access = attr->qp_access_flags &
+			     (RNICPI_ACCESS_REMOTE_WRITE |
+			      RNICPI_ACCESS_REMOTE_READ);
+	if (mask & (RNICPI_QP_MAX_QP_RD_ATOMIC |
+		    RNICPI_QP_MAX_DEST_RD_ATOMIC)) {
+		if (qp->state != RNICPI_QPS_IDLE) {
+			siw_qp_info(qp, "modify_qp: IRD/ORD only in IDLE, "
+				    "state is %s", siw_qp_state_name(qp->state));
+			rc = -EINVAL;
+			goto out;
+		}
+		if ((mask & RNICPI_QP_MAX_QP_RD_ATOMIC) &&
+		    (!attr->max_rd_atomic ||
+		     attr->max_rd_atomic > SIW_MAX_ORD)) {
+			siw_qp_info(qp, "modify_qp: ORD %u (1..%u)",
+				    attr->max_rd_atomic, SIW_MAX_ORD);
+			rc = -EINVAL;
+			goto out;
+		}
+		if ((mask & RNICPI_QP_MAX_DEST_RD_ATOMIC) &&
+		    (!attr->max_dest_rd_atomic ||
+		     attr->max_dest_rd_atomic > SIW_MAX_IRD)) {
+			siw_qp_info(qp, "modify_qp: IRD %u (1..%u)",
+				    attr->max_dest_rd_atomic, SIW_MAX_IRD);
+			rc = -EINVAL;
+			goto out;
+		}
+		if (mask & RNICPI_QP_MAX_QP_RD_ATOMIC)
+			qp->ord = attr->max_rd_atomic;
+		if (mask & RNICPI_QP_MAX_DEST_RD_ATOMIC)
+			qp->ird = attr->max_dest_rd_atomic;
+	}
+	if (!(mask & RNICPI_QP_STATE))
+		goto out;
+
+	switch (attr->qp_state) {
+	case RNICPI_QPS_ERR:
+		if (qp->state == RNICPI_QPS_ERR && qp->fd < 0)
+			break;
+		/* Abortive close: flush, reset the stream. */
+		if (qp->fd >= 0) {
+			bool was_connected = qp->connected;
+
+			siw_qp_to_error(qp);
+			siw_qp_socket_close(qp, true);
+			if (was_connected && !qp->disc_reported) {
+				struct rnicpi_conn_event ev = {
+					.type = RNICPI_CONN_DISCONNECTED,
+					.status = -ECONNABORTED,
+					.qp = &qp->base,
+				};
+
+				qp->disc_reported = true;
+				siw_dev_queue_conn(qp->dev, &ev);
+			}
+		} else {
+			siw_qp_to_error(qp);
+		}
+		break;
+	case RNICPI_QPS_CLOSING:
+		if (qp->state == RNICPI_QPS_CLOSING)
+			break;
+		if (qp->state != RNICPI_QPS_RTS) {
+			siw_qp_info(qp, "modify_qp: %s -> CLOSING not allowed",
+				    siw_qp_state_name(qp->state));
+			rc = -EINVAL;
+			break;
+		}
+		qp->state = RNICPI_QPS_CLOSING;
+		qp->closing = true;
+		/* Finish what is queued, then FIN (siw_qp_tx). */
+		siw_qp_tx(qp);
+		break;
+	case RNICPI_QPS_IDLE:
+		if (qp->state == RNICPI_QPS_IDLE)
+			break;
+		if (qp->state != RNICPI_QPS_ERR || qp->fd >= 0) {
+			siw_qp_info(qp, "modify_qp: %s -> IDLE not allowed%s",
+				    siw_qp_state_name(qp->state),
+				    qp->fd >= 0 ? " (stream still open)" : "");
+			rc = -EINVAL;
+			break;
+		}
+		qp_reset(qp);
+		qp->state = RNICPI_QPS_IDLE;
+		break;
+	default:
+		if (attr->qp_state == qp->state)
+			break;
+		siw_qp_info(qp, "modify_qp: %s -> %s not allowed (iWARP enters "
+			    "RTS through the connection hooks)",
+			    siw_qp_state_name(qp->state),
+			    siw_qp_state_name(attr->qp_state));
+		rc = -EINVAL;
+		break;
+	}
+out:
+	siw_qp_unlock(qp);
+	return rc;
+}
+
+int siw_query_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
+		 unsigned int mask, struct rnicpi_qp_init_attr *init)
+{
+	struct siw_qp *qp = to_siw_qp(q);
+
+	pthread_mutex_lock(&qp->lock);
+	if (attr) {
+		memset(attr, 0, sizeof(*attr));
+		attr->qp_state = attr->cur_qp_state = qp->state;
+		attr->qp_access_flags = qp->access;
+		attr->cap = qp->cap;
+		attr->max_rd_atomic = (uint8_t)qp->ord;
+		attr->max_dest_rd_atomic = (uint8_t)qp->ird;
+		attr->port_num = 1;
+	}
+	if (init) {
+		memset(init, 0, sizeof(*init));
+		init->qp_type = RNICPI_QPT_RC;
+		init->send_cq = &qp->scq->base;
+		init->recv_cq = &qp->rcq->base;
+		init->srq = qp->srq ? &qp->srq->base : NULL;
+		init->cap = qp->cap;
+		init->sq_sig_all = qp->sq_sig_all;
+		init->port_num = 1;
+	}
+	pthread_mutex_unlock(&qp->lock);
+	return 0;
+}
+
+int siw_destroy_qp(struct rnicpi_qp *q)
+{
+	struct siw_qp *qp = to_siw_qp(q);
+	struct siw_device *dev = qp->dev;
+
+	pthread_mutex_lock(&qp->lock);
+	qp->destroyed = true;
+	if (qp->fd >= 0)
+		siw_qp_socket_close(qp, true);
+	if (qp->state != RNICPI_QPS_ERR)
+		siw_qp_to_error(qp);
+	siw_tx_release(qp);
+	siw_rx_release(qp);
+	pthread_mutex_unlock(&qp->lock);
+	siw_dev_timed_del(dev, &qp->timed);
+	/* Deliver what was queued before (completions-related CQ events
+	 * and so on), then make sure nothing left names this QP. */
+	siw_dev_purge_events(dev, qp);
+	siw_dev_deliver(dev);
+	siw_dev_quiesce(dev);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->users, 1);
+	atomic_fetch_sub(&dev->n_qp, 1);
+	siw_qp_dbg(qp, "destroyed");
+	siw_dev_defer_free(dev, &qp->item);
+	return 0;
+}
+
+static bool opcode_supported(enum rnicpi_wr_opcode op)
+{
+	switch (op) {
+	case RNICPI_WR_RDMA_WRITE:
+	case RNICPI_WR_SEND:
+	case RNICPI_WR_SEND_WITH_INV:
+	case RNICPI_WR_RDMA_READ:
+	case RNICPI_WR_LOCAL_INV:
+		return true;
+	default:
+		return false;
+	}
+}
+
+int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
+		  const struct rnicpi_send_wr **bad)
+{
+	struct siw_qp *qp = to_siw_qp(q);
+	int rc = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	if (qp->state != RNICPI_QPS_RTS) {
+		siw_qp_dbg(qp, "post_send in state %s",
+			   siw_qp_state_name(qp->state));
+		rc = qp->state == RNICPI_QPS_IDLE ? -ENOTCONN : -EINVAL;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		uint32_t idx;
+		struct siw_wqe *w;
+		uint64_t total = 0;
+		uint32_t i;
+
+		if (!opcode_supported(wr->opcode)) {
+			siw_qp_info(qp, "post_send: opcode %d not supported "
+				    "by iWARP", wr->opcode);
+			rc = -EINVAL;
+			break;
+		}
+		if (wr->num_sge > qp->cap.max_send_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			siw_qp_info(qp, "post_send: %u SGEs (max %u)",
+				    wr->num_sge, qp->cap.max_send_sge);
+			rc = -EINVAL;
+			break;
+		}
+		for (i = 0; i < wr->num_sge; i++)
+			total += wr->sg_list[i].length;
+		if (total > (1u << 31)) {
+			siw_qp_info(qp, "post_send: %llu bytes (max 2 GiB)",
+				    (unsigned long long)total);
+			rc = -EINVAL;
+			break;
+		}
+		if ((wr->send_flags & RNICPI_SEND_INLINE) &&
+		    (total > qp->cap.max_inline_data ||
+		     (wr->opcode != RNICPI_WR_SEND &&
+		      wr->opcode != RNICPI_WR_SEND_WITH_INV &&
+		      wr->opcode != RNICPI_WR_RDMA_WRITE))) {
+			siw_qp_info(qp, "post_send: inline %llu bytes (max %u) "
+				    "opcode %d",
+				    (unsigned long long)total,
+				    qp->cap.max_inline_data, wr->opcode);
+			rc = -EINVAL;
+			break;
+		}
+		if (qp->sq_count == qp->sq_size) {
+			rc = -ENOMEM;
+			break;
+		}
+		idx = (qp->sq_head + qp->sq_count) % qp->sq_size;
+		w = &qp->sq[idx];
+		memset(w, 0, offsetof(struct siw_wqe, sge));
+		w->wr_id = wr->wr_id;
+		w->opcode = wr->opcode;
+		w->flags = wr->send_flags;
+		if (qp->sq_sig_all)
+			w->flags |= RNICPI_SEND_SIGNALED;
+		w->num_sge = wr->num_sge;
+		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(w->sge[0]));
+		w->total_len = total;
+		w->rkey = wr->wr.rdma.rkey;
+		w->raddr = wr->wr.rdma.remote_addr;
+		w->inv_stag = wr->ex.invalidate_rkey;
+		w->inline_data = NULL;
+		w->state = SIW_WQE_QUEUED;
+		if (wr->send_flags & RNICPI_SEND_INLINE) {
+			uint8_t *p = qp->inline_buf +
+				     (size_t)idx * SIW_MAX_INLINE;
+
+			w->inline_data = p;
+			for (i = 0; i < wr->num_sge; i++) {
+				memcpy(p, (void *)(uintptr_t)
+				       wr->sg_list[i].addr,
+				       wr->sg_list[i].length);
+				p += wr->sg_list[i].length;
+			}
+		}
+		qp->sq_count++;
+	}
+	/* The send queue was idle: transmit from this thread. */
+	if (qp->tx.kind == SIW_TX_IDLE && !qp->tx.want_out)
+		siw_qp_tx(qp);
+out:
+	siw_qp_unlock(qp);
+	if (rc && bad)
+		*bad = wr;
+	return rc;
+}
+
+static void flush_rqe(struct siw_qp *qp, uint64_t wr_id)
+{
+	struct rnicpi_wc wc = {
+		.wr_id = wr_id,
+		.status = RNICPI_WC_WR_FLUSH_ERR,
+		.opcode = RNICPI_WC_RECV,
+		.qp_num = qp->base.qp_num,
+	};
+
+	siw_cq_push(qp->rcq, &wc, false);
+}
+
+int siw_post_recv(struct rnicpi_qp *q, const struct rnicpi_recv_wr *wr,
+		  const struct rnicpi_recv_wr **bad)
+{
+	struct siw_qp *qp = to_siw_qp(q);
+	int rc = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	if (qp->srq) {
+		siw_qp_info(qp, "post_recv on a QP with an SRQ");
+		rc = -EINVAL;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		struct siw_rqe *r;
+
+		if (wr->num_sge > qp->cap.max_recv_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			siw_qp_info(qp, "post_recv: %u SGEs (max %u)",
+				    wr->num_sge, qp->cap.max_recv_sge);
+			rc = -EINVAL;
+			break;
+		}
+		/* Like IBA 10.8.1.1: WRs posted to a QP in error flush. */
+		if (qp->state == RNICPI_QPS_ERR ||
+		    qp->state == RNICPI_QPS_TERMINATE) {
+			flush_rqe(qp, wr->wr_id);
+			continue;
+		}
+		if (qp->rq_count == qp->rq_size) {
+			rc = -ENOMEM;
+			break;
+		}
+		r = &qp->rq[(qp->rq_head + qp->rq_count) % qp->rq_size];
+		r->wr_id = wr->wr_id;
+		r->num_sge = wr->num_sge;
+		memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(r->sge[0]));
+		qp->rq_count++;
+	}
+out:
+	siw_qp_unlock(qp);
+	if (rc && bad)
+		*bad = wr;
+	return rc;
+}

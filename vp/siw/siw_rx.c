@@ -1,0 +1,844 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * siw_rx.c - the receive side: an explicit state machine per QP that
+ * reads each FPDU's header first, checks every field against the QP, the
+ * STag's region, PD and rights, then reads the payload straight into its
+ * target (the tagged region or the posted receive buffer), then the pad
+ * and CRC (RFC 5044 §4), computed over the bytes as they were placed.
+ *
+ * The peer is not trusted: no byte is placed before the header passed
+ * every check, and every violation ends in the Terminate that RFC 5040
+ * §7.4 / RFC 5041 §7.2 / RFC 5044 §8 name for it (siw_qp_terminate()).
+ *
+ * Each step returns the next state, or SIW_RX_WAIT when the socket has no
+ * more bytes for now.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "vp/siw/siw.h"
+
+#define SIW_RX_WAIT (-1)
+
+const char *const siw_rx_state_names[SIW_RX_STATE_COUNT] = {
+	[SIW_RX_CTRL] = "CTRL",
+	[SIW_RX_HDR] = "HDR",
+	[SIW_RX_PAYLOAD] = "PAYLOAD",
+	[SIW_RX_TRAILER] = "TRAILER",
+	[SIW_RX_STOP] = "STOP",
+	[SIW_RX_DISCARD] = "DISCARD",
+};
+
+void siw_rx_release(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	uint32_t i;
+
+	siw_mr_put(rx->wmr);
+	rx->wmr = NULL;
+	for (i = 0; i < rx->rqe_nseg; i++) {
+		siw_mr_put(rx->rqe_mr[i]);
+		rx->rqe_mr[i] = NULL;
+	}
+	rx->rqe_nseg = 0;
+	rx->send_active = false;
+}
+
+/* recv() into @iov: >0 bytes, SIW_RX_WAIT, or the state after EOF/error
+ * (which already closed the stream). */
+static int rx_read(struct siw_qp *qp, struct iovec *iov, int n,
+		   ssize_t *got)
+{
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+	ssize_t rc;
+
+	do
+		rc = recvmsg(qp->fd, &msg, MSG_DONTWAIT);
+	while (rc < 0 && errno == EINTR);
+	if (rc > 0) {
+		*got = rc;
+		return 0;
+	}
+	if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return SIW_RX_WAIT;
+	/* EOF at an FPDU boundary is an orderly close; inside one the
+	 * stream broke (RFC 5044 §8 "TCP connection closed"). */
+	if (rc == 0 && qp->rx.state == SIW_RX_CTRL && qp->rx.hdr_got == 0)
+		siw_qp_llp_closed(qp, 0);
+	else
+		siw_qp_llp_closed(qp, rc == 0 ? -ECONNRESET : -errno);
+	return SIW_RX_STOP;
+}
+
+static int rx_read_buf(struct siw_qp *qp, void *buf, size_t len,
+		       ssize_t *got)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return rx_read(qp, &iov, 1, got);
+}
+
+/* Terminate and stop reading FPDUs. */
+static int rx_fail(struct siw_qp *qp, uint8_t layer, uint8_t etype,
+		   uint8_t ecode, enum rnicpi_event_type event)
+{
+	/* RFC 5040 §4.8: DDP and RDMAP errors carry the offending headers
+	 * back; an MPA (LLP) error says nothing about them. */
+	siw_qp_terminate(qp, layer, etype, ecode, layer != TERM_LAYER_LLP,
+			 event);
+	return SIW_RX_DISCARD;
+}
+
+/* ------------------------------------------------------------------ */
+/* Header checks, one per opcode                                       */
+/* ------------------------------------------------------------------ */
+
+/* RFC 5041 §7.2 / RFC 5040 §7.4: tagged buffer checks for an inbound
+ * RDMA Write, in the order STag, PD, rights, wrap, bounds. */
+static int check_write(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_tagged_hdr *h = (const void *)rx->hdr;
+	uint32_t stag = be32toh(h->stag_be);
+	uint64_t to = be64toh(h->to_be);
+	struct siw_mr *mr;
+
+	if (!(qp->access & RNICPI_ACCESS_REMOTE_WRITE)) {
+		siw_qp_info(qp, "RDMA Write refused: QP has no remote write");
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       RDMAP_ECODE_ACCESS_RIGHTS,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	/* A zero-length Write carries nothing to place; its STag need not
+	 * be valid (RFC 6581 RTR uses one). */
+	if (!rx->payload_len)
+		return SIW_RX_TRAILER;
+	mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
+	if (!mr || !atomic_load(&mr->valid)) {
+		siw_qp_info(qp, "RDMA Write to invalid STag 0x%08x", stag);
+		siw_mr_put(mr);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			       DDP_ECODE_T_INVALID_STAG,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	rx->wmr = mr;
+	if (mr->base.pd != &qp->pd->base) {
+		siw_qp_info(qp, "RDMA Write: STag 0x%08x of another PD", stag);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			       DDP_ECODE_T_STAG_NOT_ASSOC,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	if (!(mr->access & RNICPI_ACCESS_REMOTE_WRITE)) {
+		siw_qp_info(qp, "RDMA Write: STag 0x%08x lacks remote write",
+			    stag);
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       RDMAP_ECODE_ACCESS_RIGHTS,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	if (to + rx->payload_len < to) {
+		siw_qp_info(qp, "RDMA Write: TO 0x%llx + %u wraps",
+			    (unsigned long long)to, rx->payload_len);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			       DDP_ECODE_T_TO_WRAP,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	if (to < mr->iova || to - mr->iova > mr->length ||
+	    rx->payload_len > mr->length - (to - mr->iova)) {
+		siw_qp_info(qp, "RDMA Write: TO 0x%llx len %u outside STag "
+			    "0x%08x [0x%llx, +%llu)", (unsigned long long)to,
+			    rx->payload_len, stag,
+			    (unsigned long long)mr->iova,
+			    (unsigned long long)mr->length);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			       DDP_ECODE_T_BASE_BOUNDS,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	rx->dst[0].iov_base = mr->addr + (to - mr->iova);
+	rx->dst[0].iov_len = rx->payload_len;
+	rx->n_dst = 1;
+	rx->dst_off = 0;
+	return SIW_RX_PAYLOAD;
+}
+
+/* A Read Response lands in the oldest outstanding Read's sink SGEs. */
+static int check_read_resp(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_tagged_hdr *h = (const void *)rx->hdr;
+	uint32_t stag = be32toh(h->stag_be);
+	uint64_t to = be64toh(h->to_be), off;
+	struct siw_orqe *o;
+
+	if (!qp->orq_count) {
+		siw_qp_info(qp, "Read Response with no Read outstanding");
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	o = &qp->orq[qp->orq_head];
+	if (!rx->payload_len)
+		return SIW_RX_TRAILER;
+	if (stag != o->sink_stag) {
+		siw_qp_info(qp, "Read Response to STag 0x%08x, expected 0x%08x",
+			    stag, o->sink_stag);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			       DDP_ECODE_T_INVALID_STAG,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	if (to < o->sink_to || to + rx->payload_len < to) {
+		siw_qp_info(qp, "Read Response TO 0x%llx below sink 0x%llx",
+			    (unsigned long long)to,
+			    (unsigned long long)o->sink_to);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			       DDP_ECODE_T_BASE_BOUNDS,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	off = to - o->sink_to;
+	if (off > o->size || rx->payload_len > o->size - off) {
+		siw_qp_info(qp, "Read Response [%llu, +%u) beyond the %u bytes "
+			    "asked for", (unsigned long long)off,
+			    rx->payload_len, o->size);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			       DDP_ECODE_T_BASE_BOUNDS,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	memcpy(rx->dst, o->seg, o->n_seg * sizeof(o->seg[0]));
+	rx->n_dst = o->n_seg;
+	rx->dst_off = off;
+	return SIW_RX_PAYLOAD;
+}
+
+/* Take the next receive WR and resolve its SGEs for local write. */
+static int take_rqe(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	uint32_t i;
+
+	if (qp->srq) {
+		if (!siw_srq_take(qp->srq, &rx->rqe))
+			return -ENOBUFS;
+		rx->send_from_srq = true;
+	} else {
+		if (!qp->rq_count)
+			return -ENOBUFS;
+		rx->rqe = qp->rq[qp->rq_head];
+		qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
+		qp->rq_count--;
+		rx->send_from_srq = false;
+	}
+	rx->send_active = true;
+	rx->rqe_nseg = 0;
+	rx->rqe_len = 0;
+	for (i = 0; i < rx->rqe.num_sge; i++) {
+		uint8_t *ptr;
+		int rc;
+
+		if (!rx->rqe.sge[i].length)
+			continue;
+		rc = siw_sge_resolve(qp->dev, qp->pd, &rx->rqe.sge[i],
+				     RNICPI_ACCESS_LOCAL_WRITE,
+				     &rx->rqe_mr[rx->rqe_nseg], &ptr);
+		if (rc) {
+			siw_qp_info(qp, "receive WR 0x%llx SGE %u (lkey 0x%08x):"
+				    " %s", (unsigned long long)rx->rqe.wr_id, i,
+				    rx->rqe.sge[i].lkey, strerror(-rc));
+			return rc;
+		}
+		rx->rqe_seg[rx->rqe_nseg].iov_base = ptr;
+		rx->rqe_seg[rx->rqe_nseg].iov_len = rx->rqe.sge[i].length;
+		rx->rqe_len += rx->rqe.sge[i].length;
+		rx->rqe_nseg++;
+	}
+	return 0;
+}
+
+static void complete_rqe(struct siw_qp *qp, enum rnicpi_wc_status status,
+			 bool with_inv, uint32_t inv_stag, bool solicited)
+{
+	struct siw_rx *rx = &qp->rx;
+	struct rnicpi_wc wc = {
+		.wr_id = rx->rqe.wr_id,
+		.status = status,
+		.opcode = RNICPI_WC_RECV,
+		.qp_num = qp->base.qp_num,
+	};
+
+	if (status == RNICPI_WC_SUCCESS) {
+		wc.byte_len = (uint32_t)rx->send_got;
+		if (with_inv) {
+			wc.wc_flags |= RNICPI_WC_WITH_INV;
+			wc.invalidated_rkey = inv_stag;
+		}
+		if (solicited)
+			wc.wc_flags |= RNICPI_WC_SOLICITED;
+	}
+	siw_cq_push(qp->rcq, &wc, solicited);
+	siw_rx_release(qp);
+}
+
+/* Untagged Send segments (RFC 5041 §5.3): QN 0, MSN, MO in order. */
+static int check_send(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_untagged_hdr *h = (const void *)rx->hdr;
+	uint32_t qn = be32toh(h->qn_be), msn = be32toh(h->msn_be);
+	uint32_t mo = be32toh(h->mo_be);
+
+	if (qn != DDP_QN_SEND) {
+		siw_qp_info(qp, "Send on DDP queue %u", qn);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_INVALID_QN, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (!rx->send_active) {
+		int rc;
+
+		if (msn != rx->msn[DDP_QN_SEND]) {
+			siw_qp_info(qp, "Send MSN %u, expected %u", msn,
+				    rx->msn[DDP_QN_SEND]);
+			return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				       DDP_ECODE_UT_MSN_RANGE,
+				       RNICPI_EVENT_QP_REQ_ERR);
+		}
+		if (mo != 0) {
+			siw_qp_info(qp, "Send starts at MO %u", mo);
+			return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				       DDP_ECODE_UT_INVALID_MO,
+				       RNICPI_EVENT_QP_REQ_ERR);
+		}
+		rc = take_rqe(qp);
+		if (rc == -ENOBUFS) {
+			siw_qp_info(qp, "Send MSN %u: no receive posted", msn);
+			return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+				       DDP_ECODE_UT_NO_BUFFER,
+				       RNICPI_EVENT_QP_REQ_ERR);
+		}
+		if (rc) {
+			complete_rqe(qp, RNICPI_WC_LOC_PROT_ERR, false, 0,
+				     false);
+			return rx_fail(qp, TERM_LAYER_DDP,
+				       DDP_ETYPE_CATASTROPHIC,
+				       DDP_ECODE_CATASTROPHIC,
+				       RNICPI_EVENT_QP_FATAL);
+		}
+		rx->send_msn = msn;
+		rx->send_got = 0;
+	} else if (msn != rx->send_msn) {
+		siw_qp_info(qp, "Send segment MSN %u inside message %u", msn,
+			    rx->send_msn);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_MSN_RANGE, RNICPI_EVENT_QP_REQ_ERR);
+	} else if (mo != rx->send_got) {
+		siw_qp_info(qp, "Send segment MO %u, expected %llu", mo,
+			    (unsigned long long)rx->send_got);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_INVALID_MO, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (rx->payload_len > rx->rqe_len - rx->send_got) {
+		siw_qp_info(qp, "Send of at least %llu bytes into a %llu-byte "
+			    "receive", (unsigned long long)(rx->send_got +
+							    rx->payload_len),
+			    (unsigned long long)rx->rqe_len);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_TOO_LONG, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	memcpy(rx->dst, rx->rqe_seg, rx->rqe_nseg * sizeof(rx->dst[0]));
+	rx->n_dst = rx->rqe_nseg;
+	rx->dst_off = rx->send_got;
+	return rx->payload_len ? SIW_RX_PAYLOAD : SIW_RX_TRAILER;
+}
+
+/* RFC 5040 §4.4, §6.5: an RDMA Read Request, checked at the Data Source
+ * before its response is queued. */
+static int check_read_req(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_read_req_hdr *h = (const void *)rx->hdr;
+	uint32_t qn = be32toh(h->u.qn_be), msn = be32toh(h->u.msn_be);
+	uint32_t size = be32toh(h->rreq.size_be);
+	uint32_t stag = be32toh(h->rreq.src_stag_be);
+	uint64_t to = be64toh(h->rreq.src_to_be);
+	struct siw_mr *mr;
+
+	if (qn != DDP_QN_READ_REQ) {
+		siw_qp_info(qp, "Read Request on DDP queue %u", qn);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_INVALID_QN, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (msn != rx->msn[DDP_QN_READ_REQ]) {
+		siw_qp_info(qp, "Read Request MSN %u, expected %u", msn,
+			    rx->msn[DDP_QN_READ_REQ]);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_MSN_RANGE, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (be32toh(h->u.mo_be) != 0 ||
+	    !ddp_last((const struct iwarp_ctrl *)rx->hdr)) {
+		siw_qp_info(qp, "Read Request not one whole segment");
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_INVALID_MO, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (rx->payload_len) {
+		siw_qp_info(qp, "Read Request with %u bytes of payload",
+			    rx->payload_len);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_TOO_LONG, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (!(qp->access & RNICPI_ACCESS_REMOTE_READ)) {
+		siw_qp_info(qp, "RDMA Read refused: QP has no remote read");
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       RDMAP_ECODE_ACCESS_RIGHTS,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	/* RFC 5040 §6.3: more Reads in flight than our IRD. */
+	if (qp->irq_count >= qp->ird) {
+		siw_qp_info(qp, "Read Request beyond IRD %u", qp->ird);
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_CATASTROPHIC_STREAM,
+			       RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (!size)
+		return SIW_RX_TRAILER;
+	mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
+	if (!mr || !atomic_load(&mr->valid)) {
+		siw_qp_info(qp, "Read Request from invalid STag 0x%08x", stag);
+		siw_mr_put(mr);
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       RDMAP_ECODE_INVALID_STAG,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	rx->wmr = mr;
+	if (mr->base.pd != &qp->pd->base) {
+		siw_qp_info(qp, "Read Request: STag 0x%08x of another PD",
+			    stag);
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       RDMAP_ECODE_STAG_NOT_ASSOC,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	if (!(mr->access & RNICPI_ACCESS_REMOTE_READ)) {
+		siw_qp_info(qp, "Read Request: STag 0x%08x lacks remote read",
+			    stag);
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       RDMAP_ECODE_ACCESS_RIGHTS,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	if (to + size < to) {
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       RDMAP_ECODE_TO_WRAP, RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	if (to < mr->iova || to - mr->iova > mr->length ||
+	    size > mr->length - (to - mr->iova)) {
+		siw_qp_info(qp, "Read Request TO 0x%llx size %u outside STag "
+			    "0x%08x", (unsigned long long)to, size, stag);
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
+			       RDMAP_ECODE_BASE_BOUNDS,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	return SIW_RX_TRAILER;
+}
+
+static int check_terminate(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_untagged_hdr *h = (const void *)rx->hdr;
+
+	if (be32toh(h->qn_be) != DDP_QN_TERMINATE) {
+		siw_qp_info(qp, "Terminate on DDP queue %u",
+			    be32toh(h->qn_be));
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
+			       DDP_ECODE_UT_INVALID_QN, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	/* The body we keep is bounded; extra bytes are read and dropped. */
+	rx->dst[0].iov_base = rx->term_body;
+	rx->dst[0].iov_len = rx->payload_len < sizeof(rx->term_body)
+				     ? rx->payload_len
+				     : sizeof(rx->term_body);
+	rx->n_dst = 1;
+	rx->dst_off = 0;
+	return rx->payload_len ? SIW_RX_PAYLOAD : SIW_RX_TRAILER;
+}
+
+/* RFC 6581 §9.2: in peer-to-peer mode the responder's first FPDU must be
+ * the negotiated zero-length RTR. */
+static bool is_matching_rtr(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+
+	if (qp->rtr == MPA_V2_WRITE_RTR)
+		return rx->opcode == RDMAP_RDMA_WRITE && !rx->payload_len;
+	if (qp->rtr == MPA_V2_READ_RTR) {
+		const struct iwarp_read_req_hdr *h = (const void *)rx->hdr;
+
+		return rx->opcode == RDMAP_RDMA_READ_REQ &&
+		       !be32toh(h->rreq.size_be);
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* Steps                                                               */
+/* ------------------------------------------------------------------ */
+
+static int rx_step_ctrl(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_ctrl *c = (const void *)rx->hdr;
+	uint8_t op;
+	ssize_t got;
+	int rc;
+
+	rc = rx_read_buf(qp, rx->hdr + rx->hdr_got,
+			 sizeof(*c) - rx->hdr_got, &got);
+	if (rc)
+		return rc;
+	rx->hdr_got += (uint32_t)got;
+	if (rx->hdr_got < sizeof(*c))
+		return SIW_RX_CTRL;
+
+	rx->ulpdu_len = iwarp_mpa_len(c);
+	op = rdmap_opcode(c);
+	rx->opcode = op;
+	rx->hdr_len = ddp_tagged(c) ? sizeof(struct iwarp_tagged_hdr)
+		      : op == RDMAP_RDMA_READ_REQ
+			      ? sizeof(struct iwarp_read_req_hdr)
+			      : sizeof(struct iwarp_untagged_hdr);
+	/* The ULPDU must hold at least the header it announces. */
+	if (rx->ulpdu_len < rx->hdr_len - MPA_HDR_SIZE) {
+		siw_qp_info(qp, "ULPDU length %u shorter than the %u-byte "
+			    "header of opcode %u", rx->ulpdu_len,
+			    rx->hdr_len - MPA_HDR_SIZE, op);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_CATASTROPHIC,
+			       DDP_ECODE_CATASTROPHIC, RNICPI_EVENT_QP_FATAL);
+	}
+	return SIW_RX_HDR;
+}
+
+static int rx_step_hdr(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_ctrl *c = (const void *)rx->hdr;
+	uint8_t op = rx->opcode;
+	ssize_t got;
+	int rc;
+
+	if (rx->hdr_got < rx->hdr_len) {
+		rc = rx_read_buf(qp, rx->hdr + rx->hdr_got,
+				 rx->hdr_len - rx->hdr_got, &got);
+		if (rc)
+			return rc;
+		rx->hdr_got += (uint32_t)got;
+		if (rx->hdr_got < rx->hdr_len)
+			return SIW_RX_HDR;
+	}
+	/* Versions and opcode, checked with the whole header in hand so
+	 * that the Terminate can carry it back. */
+	if (ddp_version(c) != DDP_VERSION) {
+		siw_qp_info(qp, "DDP version %u", ddp_version(c));
+		return rx_fail(qp, TERM_LAYER_DDP,
+			       ddp_tagged(c) ? DDP_ETYPE_TAGGED
+					     : DDP_ETYPE_UNTAGGED,
+			       ddp_tagged(c) ? DDP_ECODE_T_VERSION
+					     : DDP_ECODE_UT_VERSION,
+			       RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (rdmap_version(c) != RDMAP_VERSION) {
+		siw_qp_info(qp, "RDMAP version %u", rdmap_version(c));
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_VERSION, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (op >= RDMAP_OPCODE_COUNT ||
+	    ddp_tagged(c) != (op == RDMAP_RDMA_WRITE ||
+			      op == RDMAP_RDMA_READ_RESP)) {
+		siw_qp_info(qp, "RDMAP opcode %u with tagged flag %d", op,
+			    ddp_tagged(c));
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_OPCODE, RNICPI_EVENT_QP_REQ_ERR);
+	}
+	rx->payload_len = rx->ulpdu_len - (rx->hdr_len - MPA_HDR_SIZE);
+	rx->payload_got = 0;
+	rx->pad_len = mpa_pad_len(rx->ulpdu_len);
+	rx->trailer_got = 0;
+	rx->n_dst = 0;
+	rx->crc = qp->crc ? siw_crc32c(0, rx->hdr, rx->hdr_len) : 0;
+
+	if (qp->llp == SIW_LLP_AWAIT_RTR && !is_matching_rtr(qp)) {
+		siw_qp_info(qp, "first FPDU (opcode %u, %u bytes) is not the "
+			    "negotiated %s RTR", rx->opcode, rx->payload_len,
+			    qp->rtr == MPA_V2_READ_RTR ? "Read" : "Write");
+		return rx_fail(qp, TERM_LAYER_LLP, 0,
+			       MPA_ECODE_NO_MATCHING_RTR,
+			       RNICPI_EVENT_QP_REQ_ERR);
+	}
+	switch (rx->opcode) {
+	case RDMAP_RDMA_WRITE:
+		return check_write(qp);
+	case RDMAP_RDMA_READ_RESP:
+		return check_read_resp(qp);
+	case RDMAP_RDMA_READ_REQ:
+		return check_read_req(qp);
+	case RDMAP_SEND:
+	case RDMAP_SEND_INV:
+	case RDMAP_SEND_SE:
+	case RDMAP_SEND_SE_INV:
+		return check_send(qp);
+	case RDMAP_TERMINATE:
+		return check_terminate(qp);
+	}
+	return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+		       RDMAP_ECODE_OPCODE, RNICPI_EVENT_QP_REQ_ERR);
+}
+
+static int rx_step_payload(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	struct iovec iov[SIW_MAX_SGE + 1];
+	uint8_t scratch[256];
+	uint32_t want = rx->payload_len - rx->payload_got;
+	uint64_t off = rx->dst_off + rx->payload_got;
+	uint32_t n = 0, i, placed = 0;
+	ssize_t got, left;
+	int rc;
+
+	for (i = 0; i < rx->n_dst && placed < want; i++) {
+		size_t take;
+
+		if (off >= rx->dst[i].iov_len) {
+			off -= rx->dst[i].iov_len;
+			continue;
+		}
+		take = rx->dst[i].iov_len - off;
+		if (take > want - placed)
+			take = want - placed;
+		iov[n].iov_base = (uint8_t *)rx->dst[i].iov_base + off;
+		iov[n].iov_len = take;
+		placed += (uint32_t)take;
+		n++;
+		off = 0;
+	}
+	/* Only a Terminate body longer than we keep gets here: drop. */
+	if (placed < want) {
+		iov[n].iov_base = scratch;
+		iov[n].iov_len = want - placed < sizeof(scratch)
+					 ? want - placed : sizeof(scratch);
+		n++;
+	}
+	rc = rx_read(qp, iov, (int)n, &got);
+	if (rc)
+		return rc;
+	if (qp->crc) {
+		left = got;
+		for (i = 0; i < n && left; i++) {
+			size_t k = (size_t)left < iov[i].iov_len
+					   ? (size_t)left : iov[i].iov_len;
+
+			rx->crc = siw_crc32c(rx->crc, iov[i].iov_base, k);
+			left -= (ssize_t)k;
+		}
+	}
+	rx->payload_got += (uint32_t)got;
+	return rx->payload_got < rx->payload_len ? SIW_RX_PAYLOAD
+						 : SIW_RX_TRAILER;
+}
+
+/* The FPDU passed its CRC: act on it. */
+static int fpdu_done(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_ctrl *c = (const void *)rx->hdr;
+	bool last = ddp_last(c);
+
+	if (qp->llp == SIW_LLP_AWAIT_RTR) {
+		struct rnicpi_conn_event ev = {
+			.type = RNICPI_CONN_ESTABLISHED,
+			.qp = &qp->base,
+			.ird = qp->ird,
+			.ord = qp->ord,
+			.flags = RNICPI_CONN_P2P |
+				 (qp->crc ? RNICPI_CONN_MPA_CRC : 0),
+		};
+
+		/* RFC 6581 §9.2: the RTR arrived, the responder is in RTS. */
+		qp->llp = SIW_LLP_RDMA;
+		qp->state = RNICPI_QPS_RTS;
+		qp->connected = true;
+		siw_dev_timed_del(qp->dev, &qp->timed);
+		siw_conn_event_addrs(qp->fd, &ev);
+		siw_dev_queue_conn(qp->dev, &ev);
+		siw_qp_dbg(qp, "RTR received: RTS");
+	}
+	switch (rx->opcode) {
+	case RDMAP_RDMA_WRITE:
+		siw_mr_put(rx->wmr);
+		rx->wmr = NULL;
+		break;
+	case RDMAP_RDMA_READ_RESP: {
+		struct siw_orqe *o = &qp->orq[qp->orq_head];
+
+		o->got += rx->payload_len;
+		if (!last)
+			break;
+		if (o->sq_idx >= 0) {
+			qp->sq[o->sq_idx].total_len = o->got;
+			siw_sq_complete(qp, (uint32_t)o->sq_idx,
+					RNICPI_WC_SUCCESS, 0);
+		}
+		for (uint32_t i = 0; i < o->n_seg; i++) {
+			siw_mr_put(o->mr[i]);
+			o->mr[i] = NULL;
+		}
+		o->n_seg = 0;
+		qp->orq_head = (qp->orq_head + 1) % SIW_MAX_ORD;
+		qp->orq_count--;
+		break;
+	}
+	case RDMAP_RDMA_READ_REQ: {
+		const struct iwarp_read_req_hdr *h = (const void *)rx->hdr;
+		struct siw_irqe *r = &qp->irq[(qp->irq_head + qp->irq_count) %
+					      SIW_MAX_IRD];
+
+		rx->msn[DDP_QN_READ_REQ]++;
+		r->sink_stag = be32toh(h->rreq.sink_stag_be);
+		r->sink_to = be64toh(h->rreq.sink_to_be);
+		r->size = be32toh(h->rreq.size_be);
+		r->src_stag = be32toh(h->rreq.src_stag_be);
+		r->src_to = be64toh(h->rreq.src_to_be);
+		r->mr = rx->wmr;
+		r->src = r->mr ? r->mr->addr + (r->src_to - r->mr->iova)
+			       : NULL;
+		rx->wmr = NULL;
+		qp->irq_count++;
+		break;
+	}
+	case RDMAP_SEND:
+	case RDMAP_SEND_INV:
+	case RDMAP_SEND_SE:
+	case RDMAP_SEND_SE_INV: {
+		const struct iwarp_untagged_hdr *h = (const void *)rx->hdr;
+		bool inv = rx->opcode == RDMAP_SEND_INV ||
+			   rx->opcode == RDMAP_SEND_SE_INV;
+		bool se = rx->opcode == RDMAP_SEND_SE ||
+			  rx->opcode == RDMAP_SEND_SE_INV;
+		uint32_t stag = be32toh(h->inval_stag_be);
+
+		rx->send_got += rx->payload_len;
+		if (!last)
+			break;
+		rx->msn[DDP_QN_SEND]++;
+		if (inv) {
+			/* RFC 5040 §6.10: invalidate only an STag of this
+			 * QP's PD; otherwise "STag cannot be invalidated". */
+			struct siw_mr *mr = rnicpi_key_lookup(
+				&qp->dev->mr_keys, stag);
+			bool ok = mr && mr->base.pd == &qp->pd->base;
+
+			if (ok)
+				atomic_store(&mr->valid, false);
+			siw_mr_put(mr);
+			if (!ok) {
+				siw_qp_info(qp, "Send with Invalidate of STag "
+					    "0x%08x: %s", stag,
+					    mr ? "another PD" : "unknown");
+				complete_rqe(qp, RNICPI_WC_REM_INV_REQ_ERR,
+					     false, 0, false);
+				return rx_fail(qp, TERM_LAYER_RDMAP,
+					       RDMAP_ETYPE_REMOTE_OP,
+					       RDMAP_ECODE_CANNOT_INVALIDATE,
+					       RNICPI_EVENT_QP_ACCESS_ERR);
+			}
+		}
+		complete_rqe(qp, RNICPI_WC_SUCCESS, inv, stag, se);
+		break;
+	}
+	case RDMAP_TERMINATE:
+		rx->msn[DDP_QN_TERMINATE]++;
+		siw_qp_term_received(qp);
+		return SIW_RX_DISCARD;
+	}
+	rx->hdr_got = 0;
+	return SIW_RX_CTRL;
+}
+
+static int rx_step_trailer(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	uint32_t len = rx->pad_len + MPA_CRC_SIZE;
+	ssize_t got;
+	int rc;
+
+	rc = rx_read_buf(qp, rx->trailer + rx->trailer_got,
+			 len - rx->trailer_got, &got);
+	if (rc)
+		return rc;
+	rx->trailer_got += (uint32_t)got;
+	if (rx->trailer_got < len)
+		return SIW_RX_TRAILER;
+	if (qp->crc) {
+		uint32_t crc = siw_crc32c(rx->crc, rx->trailer, rx->pad_len);
+		uint32_t wire = mpa_crc_get(rx->trailer + rx->pad_len);
+
+		/* RFC 5044 §8: a CRC error is fatal to the stream. */
+		if (crc != wire) {
+			siw_qp_info(qp, "MPA CRC 0x%08x, computed 0x%08x "
+				    "(opcode %u, %u bytes)", wire, crc,
+				    rx->opcode, rx->ulpdu_len);
+			return rx_fail(qp, TERM_LAYER_LLP, 0, MPA_ECODE_CRC,
+				       RNICPI_EVENT_QP_FATAL);
+		}
+	}
+	return fpdu_done(qp);
+}
+
+/* Our Terminate or FIN is out: read and drop until the peer closes. */
+static int rx_step_discard(struct siw_qp *qp)
+{
+	uint8_t buf[4096];
+	ssize_t got;
+	int rc;
+
+	rc = rx_read_buf(qp, buf, sizeof(buf), &got);
+	if (rc)
+		return rc;
+	return SIW_RX_DISCARD;
+}
+
+static int rx_step_stop(struct siw_qp *qp)
+{
+	return SIW_RX_WAIT;
+}
+
+typedef int (*rx_step_fn)(struct siw_qp *qp);
+
+static const rx_step_fn rx_steps[SIW_RX_STATE_COUNT] = {
+	[SIW_RX_CTRL] = rx_step_ctrl,
+	[SIW_RX_HDR] = rx_step_hdr,
+	[SIW_RX_PAYLOAD] = rx_step_payload,
+	[SIW_RX_TRAILER] = rx_step_trailer,
+	[SIW_RX_STOP] = rx_step_stop,
+	[SIW_RX_DISCARD] = rx_step_discard,
+};
+
+void siw_qp_rx(struct siw_qp *qp)
+{
+	int budget = SIW_RX_BUDGET * 4;
+
+	while (qp->fd >= 0 && budget-- > 0) {
+		enum siw_rx_state s = qp->rx.state;
+		int next;
+
+		if ((unsigned int)s >= SIW_RX_STATE_COUNT) {
+			siw_qp_info(qp, "bad receive state %d", s);
+			qp->rx.state = SIW_RX_STOP;
+			return;
+		}
+		next = rx_steps[s](qp);
+		if (next == SIW_RX_WAIT)
+			return;
+		qp->rx.state = (enum siw_rx_state)next;
+		if (qp->rx.state == SIW_RX_STOP)
+			return;
+		/* A Read Request or Read Response may let tx go on. */
+		if (qp->rx.state == SIW_RX_CTRL && siw_qp_tx_pending(qp))
+			siw_qp_tx(qp);
+	}
+}

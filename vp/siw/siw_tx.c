@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * siw_tx.c - the transmit side: picks the next message (Terminate, RTR,
+ * Read Response, then the send queue), cuts it into FPDUs that fit the
+ * TCP MSS (RFC 5044 §4.1 "MULPDU"), and writes each FPDU with one
+ * sendmsg() over an iovec of header, user memory and trailer: no copy of
+ * the payload in user space.
+ *
+ * Every step runs under qp->lock, from the posting thread when the queue
+ * was idle or from the progress thread when the socket has room again.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "vp/siw/siw.h"
+
+uint32_t siw_ulpdu_max(uint32_t mss, bool large)
+{
+	uint32_t u;
+
+	if (large || mss > 65535 + MPA_HDR_SIZE + MPA_CRC_SIZE)
+		mss = 65535 + MPA_HDR_SIZE + MPA_CRC_SIZE;
+	if (mss < 128)
+		mss = 128;
+	u = mss - MPA_HDR_SIZE - MPA_CRC_SIZE;
+	/* No pad needed at the maximum: header + ULPDU a multiple of 4. */
+	u -= (u + MPA_HDR_SIZE) & 3;
+	return u;
+}
+
+void siw_tx_release(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+	uint32_t i;
+
+	for (i = 0; i < tx->n_src; i++) {
+		siw_mr_put(tx->src_mr[i]);
+		tx->src_mr[i] = NULL;
+	}
+	tx->n_src = 0;
+	tx->kind = SIW_TX_IDLE;
+	tx->fpdu_ready = false;
+	tx->sq_idx = -1;
+}
+
+bool siw_qp_tx_pending(struct siw_qp *qp)
+{
+	if (qp->fd < 0 || qp->tx.want_out)
+		return false;
+	if (qp->tx.kind != SIW_TX_IDLE)
+		return true;
+	if (qp->term.valid && !qp->term_sent)
+		return true;
+	if (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_CLOSING)
+		return false;
+	return qp->irq_count || qp->sq_tx != (qp->sq_head + qp->sq_count) %
+					   qp->sq_size ||
+	       (qp->rtr_pending && qp->llp == SIW_LLP_RDMA);
+}
+
+static uint8_t sq_rdmap_opcode(const struct siw_wqe *w)
+{
+	bool se = w->flags & RNICPI_SEND_SOLICITED;
+
+	switch (w->opcode) {
+	case RNICPI_WR_RDMA_WRITE:
+		return RDMAP_RDMA_WRITE;
+	case RNICPI_WR_RDMA_READ:
+		return RDMAP_RDMA_READ_REQ;
+	case RNICPI_WR_SEND_WITH_INV:
+		return se ? RDMAP_SEND_SE_INV : RDMAP_SEND_INV;
+	default:
+		return se ? RDMAP_SEND_SE : RDMAP_SEND;
+	}
+}
+
+/* Local invalidate (RDMA verbs): the STag stops working at once. */
+static enum rnicpi_wc_status local_invalidate(struct siw_qp *qp,
+					      uint32_t stag)
+{
+	struct siw_mr *mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
+	enum rnicpi_wc_status st = RNICPI_WC_SUCCESS;
+
+	if (!mr) {
+		siw_qp_info(qp, "local invalidate: unknown STag 0x%08x", stag);
+		return RNICPI_WC_LOC_PROT_ERR;
+	}
+	if (mr->base.pd != &qp->pd->base) {
+		siw_qp_info(qp, "local invalidate: STag 0x%08x of another PD",
+			    stag);
+		st = RNICPI_WC_LOC_PROT_ERR;
+	} else {
+		atomic_store(&mr->valid, false);
+	}
+	siw_mr_put(mr);
+	return st;
+}
+
+/* Resolve the WR's SGEs into tx->src / an ORQ entry. */
+static int resolve_sges(struct siw_qp *qp, const struct siw_wqe *w,
+			unsigned int access, struct iovec *seg,
+			struct siw_mr **mrs, uint32_t *n)
+{
+	uint32_t i;
+
+	*n = 0;
+	for (i = 0; i < w->num_sge; i++) {
+		uint8_t *ptr;
+		int rc;
+
+		if (!w->sge[i].length)
+			continue;
+		rc = siw_sge_resolve(qp->dev, qp->pd, &w->sge[i], access,
+				     &mrs[*n], &ptr);
+		if (rc) {
+			siw_qp_info(qp, "WR 0x%llx SGE %u (lkey 0x%08x addr "
+				    "0x%llx len %u): %s",
+				    (unsigned long long)w->wr_id, i,
+				    w->sge[i].lkey,
+				    (unsigned long long)w->sge[i].addr,
+				    w->sge[i].length, strerror(-rc));
+			while (*n)
+				siw_mr_put(mrs[--*n]);
+			return rc;
+		}
+		seg[*n].iov_base = ptr;
+		seg[*n].iov_len = w->sge[i].length;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Start the WR at sq_tx. Returns false when it must wait (fence, ORD). */
+static bool start_sq(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+	uint32_t idx = qp->sq_tx;
+	struct siw_wqe *w = &qp->sq[idx];
+	int rc;
+
+	/* RFC 5040 §5.1 / verbs: a fenced WR waits for earlier Reads. */
+	if ((w->flags & (RNICPI_SEND_FENCE | RNICPI_SEND_LOCAL_FENCE)) &&
+	    qp->orq_count)
+		return false;
+	if (w->opcode == RNICPI_WR_RDMA_READ && qp->orq_count >= qp->ord)
+		return false;
+
+	qp->sq_tx = (qp->sq_tx + 1) % qp->sq_size;
+	if (w->opcode == RNICPI_WR_LOCAL_INV) {
+		enum rnicpi_wc_status st = local_invalidate(qp, w->inv_stag);
+
+		siw_sq_complete(qp, idx, st, 0);
+		if (st != RNICPI_WC_SUCCESS)
+			siw_qp_terminate(qp, TERM_LAYER_RDMAP,
+					 RDMAP_ETYPE_CATASTROPHIC, 0, false,
+					 RNICPI_EVENT_QP_FATAL);
+		return true;
+	}
+
+	memset(tx, 0, offsetof(struct siw_tx, want_out));
+	tx->sq_idx = (int32_t)idx;
+	tx->opcode = sq_rdmap_opcode(w);
+	if (w->opcode == RNICPI_WR_RDMA_READ) {
+		struct siw_orqe *o = &qp->orq[(qp->orq_head + qp->orq_count) %
+					      SIW_MAX_ORD];
+
+		memset(o, 0, sizeof(*o));
+		rc = resolve_sges(qp, w, RNICPI_ACCESS_LOCAL_WRITE, o->seg,
+				  o->mr, &o->n_seg);
+		if (rc)
+			goto err_local;
+		o->sq_idx = (int32_t)idx;
+		/* The response is tagged with the first SGE's STag and
+		 * address; we place it by offset into the SGE list. STag 0
+		 * is never sent: some RNICs treat it specially. */
+		o->sink_stag = w->num_sge ? w->sge[0].lkey : 1;
+		o->sink_to = w->num_sge ? w->sge[0].addr : 0;
+		o->size = (uint32_t)w->total_len;
+		qp->orq_count++;
+		w->state = SIW_WQE_WAIT_READ;
+		tx->kind = SIW_TX_SQ;
+		tx->msg_len = 0;
+		tx->msn = qp->tx_msn[DDP_QN_READ_REQ]++;
+		return true;
+	}
+	if (w->inline_data) {
+		tx->src[0].iov_base = w->inline_data;
+		tx->src[0].iov_len = (size_t)w->total_len;
+		tx->n_src = w->total_len ? 1 : 0;
+	} else {
+		rc = resolve_sges(qp, w, 0, tx->src, tx->src_mr, &tx->n_src);
+		if (rc)
+			goto err_local;
+	}
+	tx->kind = SIW_TX_SQ;
+	tx->msg_len = w->total_len;
+	if (tx->opcode != RDMAP_RDMA_WRITE)
+		tx->msn = qp->tx_msn[DDP_QN_SEND]++;
+	return true;
+
+err_local:
+	/* A bad local SGE: the WR fails with a protection error and the QP
+	 * goes to ERROR (verbs); the peer learns through a Terminate. */
+	tx->kind = SIW_TX_IDLE;
+	siw_sq_complete(qp, idx, RNICPI_WC_LOC_PROT_ERR, 0);
+	siw_qp_terminate(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_CATASTROPHIC, 0,
+			 false, RNICPI_EVENT_QP_FATAL);
+	return true;
+}
+
+static bool start_rresp(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+	struct siw_irqe *r = &qp->irq[qp->irq_head];
+
+	memset(tx, 0, offsetof(struct siw_tx, want_out));
+	tx->kind = SIW_TX_RRESP;
+	tx->sq_idx = -1;
+	tx->opcode = RDMAP_RDMA_READ_RESP;
+	tx->msg_len = r->size;
+	if (r->size) {
+		tx->src[0].iov_base = r->src;
+		tx->src[0].iov_len = r->size;
+		tx->n_src = 1;
+	}
+	return true;
+}
+
+/* Pick the next message; false if there is none or it must wait. */
+static bool next_message(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+
+	if (qp->term.valid && !qp->term_sent) {
+		memset(tx, 0, offsetof(struct siw_tx, want_out));
+		tx->kind = SIW_TX_TERM;
+		tx->sq_idx = -1;
+		tx->opcode = RDMAP_TERMINATE;
+		tx->msg_len = qp->term.body_len;
+		tx->src[0].iov_base = qp->term.body;
+		tx->src[0].iov_len = qp->term.body_len;
+		tx->n_src = 1;
+		tx->msn = qp->tx_msn[DDP_QN_TERMINATE]++;
+		return true;
+	}
+	if (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_CLOSING)
+		return false;
+	if (qp->llp != SIW_LLP_RDMA)
+		return false;
+	/* RFC 6581 §9.2: the initiator's RTR is its first FPDU. */
+	if (qp->rtr_pending) {
+		memset(tx, 0, offsetof(struct siw_tx, want_out));
+		tx->sq_idx = -1;
+		if (qp->rtr == MPA_V2_READ_RTR) {
+			struct siw_orqe *o =
+				&qp->orq[(qp->orq_head + qp->orq_count) %
+					 SIW_MAX_ORD];
+
+			memset(o, 0, sizeof(*o));
+			o->sq_idx = -1;
+			o->sink_stag = 1;
+			qp->orq_count++;
+			tx->kind = SIW_TX_RTR_READ;
+			tx->opcode = RDMAP_RDMA_READ_REQ;
+			tx->msn = qp->tx_msn[DDP_QN_READ_REQ]++;
+		} else {
+			tx->kind = SIW_TX_RTR_WRITE;
+			tx->opcode = RDMAP_RDMA_WRITE;
+		}
+		return true;
+	}
+	if (qp->irq_count)
+		return start_rresp(qp);
+	while (qp->sq_tx != (qp->sq_head + qp->sq_count) % qp->sq_size) {
+		if (!start_sq(qp))
+			return false;
+		if (tx->kind != SIW_TX_IDLE)
+			return true;
+		if (qp->state != RNICPI_QPS_RTS &&
+		    qp->state != RNICPI_QPS_CLOSING)
+			return next_message(qp);
+	}
+	return false;
+}
+
+/* Fill up to @max iovecs with @len bytes of the source at @off. */
+static uint32_t gather(const struct iovec *src, uint32_t n_src, uint64_t off,
+		       uint32_t len, struct iovec *out, uint32_t max)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < n_src && len && n < max; i++) {
+		size_t take;
+
+		if (off >= src[i].iov_len) {
+			off -= src[i].iov_len;
+			continue;
+		}
+		take = src[i].iov_len - off;
+		if (take > len)
+			take = len;
+		out[n].iov_base = (uint8_t *)src[i].iov_base + off;
+		out[n].iov_len = take;
+		n++;
+		len -= (uint32_t)take;
+		off = 0;
+	}
+	return n;
+}
+
+/* Build the header and trailer of the next FPDU of the message. */
+static void build_fpdu(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+	struct iwarp_ctrl *c = (struct iwarp_ctrl *)tx->hdr;
+	uint64_t left = tx->msg_len - tx->msg_off;
+	uint32_t max, payload, ulpdu, pad;
+	bool last;
+
+	tx->hdr_len = iwarp_hdr_len(tx->opcode);
+	max = qp->mss_payload - (tx->hdr_len - MPA_HDR_SIZE);
+	payload = left > max ? max : (uint32_t)left;
+	last = tx->msg_off + payload == tx->msg_len;
+	iwarp_ctrl_init(c, tx->opcode, last);
+
+	switch (tx->opcode) {
+	case RDMAP_RDMA_WRITE:
+	case RDMAP_RDMA_READ_RESP: {
+		struct iwarp_tagged_hdr *h = (struct iwarp_tagged_hdr *)tx->hdr;
+		uint32_t stag;
+		uint64_t to;
+
+		if (tx->kind == SIW_TX_RRESP) {
+			stag = qp->irq[qp->irq_head].sink_stag;
+			to = qp->irq[qp->irq_head].sink_to;
+		} else if (tx->kind == SIW_TX_RTR_WRITE) {
+			stag = 1; /* non-zero, see start of next_message() */
+			to = 0;
+		} else {
+			stag = qp->sq[tx->sq_idx].rkey;
+			to = qp->sq[tx->sq_idx].raddr;
+		}
+		h->stag_be = htobe32(stag);
+		h->to_be = htobe64(to + tx->msg_off);
+		break;
+	}
+	case RDMAP_RDMA_READ_REQ: {
+		struct iwarp_read_req_hdr *h =
+			(struct iwarp_read_req_hdr *)tx->hdr;
+
+		h->u.inval_stag_be = 0;
+		h->u.qn_be = htobe32(DDP_QN_READ_REQ);
+		h->u.msn_be = htobe32(tx->msn);
+		h->u.mo_be = 0;
+		if (tx->kind == SIW_TX_RTR_READ) {
+			h->rreq.sink_stag_be = htobe32(1);
+			h->rreq.sink_to_be = 0;
+			h->rreq.size_be = 0;
+			h->rreq.src_stag_be = htobe32(1);
+			h->rreq.src_to_be = 0;
+		} else {
+			const struct siw_wqe *w = &qp->sq[tx->sq_idx];
+			const struct siw_orqe *o =
+				&qp->orq[(qp->orq_head + qp->orq_count - 1) %
+					 SIW_MAX_ORD];
+
+			h->rreq.sink_stag_be = htobe32(o->sink_stag);
+			h->rreq.sink_to_be = htobe64(o->sink_to);
+			h->rreq.size_be = htobe32(o->size);
+			h->rreq.src_stag_be = htobe32(w->rkey);
+			h->rreq.src_to_be = htobe64(w->raddr);
+		}
+		break;
+	}
+	default: {
+		struct iwarp_untagged_hdr *h =
+			(struct iwarp_untagged_hdr *)tx->hdr;
+		uint32_t inval = 0;
+
+		if (tx->opcode == RDMAP_SEND_INV ||
+		    tx->opcode == RDMAP_SEND_SE_INV)
+			inval = qp->sq[tx->sq_idx].inv_stag;
+		h->inval_stag_be = htobe32(inval);
+		h->qn_be = htobe32(tx->opcode == RDMAP_TERMINATE
+					   ? DDP_QN_TERMINATE
+					   : DDP_QN_SEND);
+		h->msn_be = htobe32(tx->msn);
+		h->mo_be = htobe32((uint32_t)tx->msg_off);
+		break;
+	}
+	}
+	ulpdu = tx->hdr_len - MPA_HDR_SIZE + payload;
+	iwarp_set_mpa_len(c, (uint16_t)ulpdu);
+	pad = mpa_pad_len(ulpdu);
+	memset(tx->trailer, 0, sizeof(tx->trailer));
+	if (qp->crc) {
+		struct iovec iov[SIW_MAX_SGE];
+		uint32_t n, i, crc;
+
+		crc = siw_crc32c(0, tx->hdr, tx->hdr_len);
+		n = gather(tx->src, tx->n_src, tx->msg_off, payload, iov,
+			   SIW_MAX_SGE);
+		for (i = 0; i < n; i++)
+			crc = siw_crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+		crc = siw_crc32c(crc, tx->trailer, pad);
+		mpa_crc_put(tx->trailer + pad, crc);
+	}
+	tx->fpdu_payload = payload;
+	tx->trailer_len = pad + MPA_CRC_SIZE;
+	tx->fpdu_total = tx->hdr_len + payload + tx->trailer_len;
+	tx->fpdu_sent = 0;
+	tx->fpdu_ready = true;
+}
+
+/* Write the rest of the current FPDU: 0 when all of it is out, -EAGAIN,
+ * or -errno for a broken stream. */
+static int send_fpdu(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+	struct iovec iov[SIW_MAX_SGE + 2];
+	struct msghdr msg = { .msg_iov = iov };
+	uint32_t n = 0, skip = tx->fpdu_sent;
+	ssize_t rc;
+
+	while (tx->fpdu_sent < tx->fpdu_total) {
+		uint32_t hdr_left, pay_left;
+
+		n = 0;
+		skip = tx->fpdu_sent;
+		if (skip < tx->hdr_len) {
+			iov[n].iov_base = tx->hdr + skip;
+			iov[n].iov_len = tx->hdr_len - skip;
+			n++;
+			skip = 0;
+		} else {
+			skip -= tx->hdr_len;
+		}
+		hdr_left = skip;
+		if (hdr_left < tx->fpdu_payload) {
+			pay_left = tx->fpdu_payload - hdr_left;
+			n += gather(tx->src, tx->n_src,
+				    tx->msg_off + hdr_left, pay_left, iov + n,
+				    SIW_MAX_SGE);
+			skip = 0;
+		} else {
+			skip -= tx->fpdu_payload;
+		}
+		iov[n].iov_base = tx->trailer + skip;
+		iov[n].iov_len = tx->trailer_len - skip;
+		n++;
+		msg.msg_iovlen = n;
+		rc = sendmsg(qp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return -EAGAIN;
+			return -errno;
+		}
+		tx->fpdu_sent += (uint32_t)rc;
+	}
+	return 0;
+}
+
+/* The message in tx is fully on the wire. */
+static void message_done(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+	enum siw_tx_kind kind = tx->kind;
+	int32_t idx = tx->sq_idx;
+
+	siw_tx_release(qp);
+	switch (kind) {
+	case SIW_TX_SQ: {
+		struct siw_wqe *w = &qp->sq[idx];
+
+		/* A Read completes with its response (siw_rx.c). */
+		if (w->opcode != RNICPI_WR_RDMA_READ)
+			siw_sq_complete(qp, (uint32_t)idx, RNICPI_WC_SUCCESS,
+					0);
+		break;
+	}
+	case SIW_TX_RRESP:
+		siw_mr_put(qp->irq[qp->irq_head].mr);
+		qp->irq[qp->irq_head].mr = NULL;
+		qp->irq_head = (qp->irq_head + 1) % SIW_MAX_IRD;
+		qp->irq_count--;
+		break;
+	case SIW_TX_TERM:
+		qp->term_sent = true;
+		qp->state = RNICPI_QPS_ERR;
+		siw_qp_llp_shutdown(qp);
+		break;
+	case SIW_TX_RTR_WRITE:
+	case SIW_TX_RTR_READ:
+		qp->rtr_pending = false;
+		break;
+	default:
+		break;
+	}
+}
+
+static void set_want_out(struct siw_qp *qp, bool want)
+{
+	if (qp->tx.want_out == want || qp->fd < 0)
+		return;
+	qp->tx.want_out = want;
+	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item,
+			 EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0));
+}
+
+void siw_qp_tx(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+
+	while (qp->fd >= 0 && qp->llp != SIW_LLP_DRAIN &&
+	       qp->llp != SIW_LLP_CLOSED) {
+		int rc;
+
+		if (!tx->fpdu_ready) {
+			/* A Terminate goes out at the next FPDU boundary. */
+			if (qp->term.valid && !qp->term_sent &&
+			    tx->kind != SIW_TX_TERM && tx->kind != SIW_TX_IDLE)
+				siw_tx_release(qp);
+			if (tx->kind == SIW_TX_IDLE && !next_message(qp))
+				break;
+			if (qp->fd < 0 || tx->kind == SIW_TX_IDLE)
+				continue;
+			build_fpdu(qp);
+		}
+		rc = send_fpdu(qp);
+		if (rc == -EAGAIN) {
+			set_want_out(qp, true);
+			return;
+		}
+		if (rc) {
+			siw_qp_info(qp, "send: %s", strerror(-rc));
+			siw_qp_llp_closed(qp, rc);
+			return;
+		}
+		tx->fpdu_ready = false;
+		tx->msg_off += tx->fpdu_payload;
+		if (tx->msg_off >= tx->msg_len)
+			message_done(qp);
+	}
+	set_want_out(qp, false);
+	/* Graceful close: once everything queued went out and no Read is
+	 * outstanding, send our FIN (RFC 5040 §5.3 / verbs CLOSING). */
+	if (qp->closing && qp->state == RNICPI_QPS_CLOSING &&
+	    tx->kind == SIW_TX_IDLE && !qp->orq_count && !qp->irq_count &&
+	    qp->sq_tx == (qp->sq_head + qp->sq_count) % qp->sq_size &&
+	    qp->llp == SIW_LLP_RDMA)
+		siw_qp_llp_shutdown(qp);
+}

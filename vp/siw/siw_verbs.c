@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * siw_verbs.c - verbs objects of the soft-iWARP provider: device and port
+ * queries, PDs, MRs (STags), CQs, SRQs, and the ops table.
+ * QPs and posting are in siw_qp_verbs.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vp/siw/siw.h"
+
+/* ------------------------------------------------------------------ */
+/* Device and port                                                     */
+/* ------------------------------------------------------------------ */
+
+static int siw_query_device(struct rnicpi_device *d,
+			    struct rnicpi_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->transport = RNICPI_TRANSPORT_IWARP;
+	g_strlcpy(a->fw_ver, "hostrdma-siw 1", sizeof(a->fw_ver));
+	a->vendor_id = 0x626d74; /* "bmt", as Linux siw reports */
+	a->vendor_part_id = 0;
+	a->max_mr_size = (uint64_t)1 << 40;
+	a->page_size_cap = 4096;
+	a->max_msg_size = (uint64_t)1 << 31;
+	a->max_qp = SIW_MAX_QP;
+	a->max_qp_wr = SIW_MAX_QP_WR;
+	a->max_sge = SIW_MAX_SGE;
+	a->max_sge_rd = SIW_MAX_SGE;
+	a->max_inline_data = SIW_MAX_INLINE;
+	a->max_cq = SIW_MAX_CQ;
+	a->max_cqe = SIW_MAX_CQE;
+	a->max_mr = SIW_MAX_MR;
+	a->max_pd = SIW_MAX_PD;
+	a->max_srq = SIW_MAX_SRQ;
+	a->max_srq_wr = SIW_MAX_SRQ_WR;
+	a->max_srq_sge = SIW_MAX_SGE;
+	a->max_qp_rd_atom = SIW_MAX_IRD;
+	a->max_qp_init_rd_atom = SIW_MAX_ORD;
+	a->max_res_rd_atom = SIW_MAX_IRD * SIW_MAX_QP;
+	a->max_private_data = SIW_MAX_PRIVATE_DATA;
+	a->atomic_cap = RNICPI_ATOMIC_NONE;
+	a->caps = RNICPI_DEV_CAP_RC | RNICPI_DEV_CAP_SRQ |
+		  RNICPI_DEV_CAP_SEND_INV | RNICPI_DEV_CAP_LOCAL_INV |
+		  RNICPI_DEV_CAP_ZERO_BASED | RNICPI_DEV_CAP_IWARP_CM |
+		  RNICPI_DEV_CAP_RESIZE_CQ;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+static enum rnicpi_mtu mtu_code(uint32_t mtu)
+{
+	if (mtu >= 4096)
+		return RNICPI_MTU_4096;
+	if (mtu >= 2048)
+		return RNICPI_MTU_2048;
+	if (mtu >= 1024)
+		return RNICPI_MTU_1024;
+	if (mtu >= 512)
+		return RNICPI_MTU_512;
+	return RNICPI_MTU_256;
+}
+
+static int siw_query_port(struct rnicpi_device *d, uint8_t port,
+			  struct rnicpi_port_attr *a)
+{
+	struct siw_device *dev = to_siw_dev(d);
+
+	if (port != 1) {
+		siw_info(dev, "query_port: no port %u", port);
+		return -EINVAL;
+	}
+	memset(a, 0, sizeof(*a));
+	a->state = (dev->nd_flags & RNICPI_NETDEV_UP) ? RNICPI_PORT_ACTIVE
+						       : RNICPI_PORT_DOWN;
+	a->max_mtu = RNICPI_MTU_4096;
+	a->active_mtu = mtu_code(dev->mtu);
+	a->link_layer = RNICPI_LINK_LAYER_ETHERNET;
+	a->max_msg_sz = 1u << 31;
+	return 0;
+}
+
+static void siw_netdev_event(struct rnicpi_device *d,
+			     const struct rnicpi_netdev *nd,
+			     enum rnicpi_netdev_event event)
+{
+	struct siw_device *dev = to_siw_dev(d);
+	bool was_up = dev->nd_flags & RNICPI_NETDEV_UP;
+	bool up = nd->flags & RNICPI_NETDEV_UP;
+	struct rnicpi_async_event ev = { 0 };
+
+	dev->mtu = nd->mtu;
+	dev->nd_flags = nd->flags;
+	if (was_up == up)
+		return;
+	ev.type = up ? RNICPI_EVENT_PORT_ACTIVE : RNICPI_EVENT_PORT_ERR;
+	ev.element.port_num = 1;
+	siw_dev_queue_async(dev, &ev);
+	siw_dev_deliver(dev);
+}
+
+/* ------------------------------------------------------------------ */
+/* Protection domains                                                  */
+/* ------------------------------------------------------------------ */
+
+static int siw_alloc_pd(struct rnicpi_device *d, struct rnicpi_pd **out)
+{
+	struct siw_device *dev = to_siw_dev(d);
+	struct siw_pd *pd;
+
+	if (atomic_fetch_add(&dev->n_pd, 1) >= SIW_MAX_PD) {
+		atomic_fetch_sub(&dev->n_pd, 1);
+		siw_info(dev, "alloc_pd: limit of %u PDs reached", SIW_MAX_PD);
+		return -ENOMEM;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		atomic_fetch_sub(&dev->n_pd, 1);
+		return -ENOMEM;
+	}
+	pd->base.device = d;
+	pd->dev = dev;
+	*out = &pd->base;
+	return 0;
+}
+
+static int siw_dealloc_pd(struct rnicpi_pd *p)
+{
+	struct siw_pd *pd = to_siw_pd(p);
+
+	atomic_fetch_sub(&pd->dev->n_pd, 1);
+	free(pd);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Memory regions                                                      */
+/* ------------------------------------------------------------------ */
+
+void siw_mr_get(struct siw_mr *mr)
+{
+	atomic_fetch_add(&mr->ref, 1);
+}
+
+void siw_mr_put(struct siw_mr *mr)
+{
+	if (mr && atomic_fetch_sub(&mr->ref, 1) == 1)
+		free(mr);
+}
+
+static int check_access(struct siw_device *dev, unsigned int access)
+{
+	if ((access & (RNICPI_ACCESS_REMOTE_WRITE |
+		       RNICPI_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & RNICPI_ACCESS_LOCAL_WRITE)) {
+		siw_info(dev, "reg_mr: access 0x%x has remote write/atomic "
+			 "without local write", access);
+		return -EINVAL;
+	}
+	if (access & RNICPI_ACCESS_REMOTE_ATOMIC) {
+		siw_info(dev, "reg_mr: iWARP has no atomics (access 0x%x)",
+			 access);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int siw_reg_mr(struct rnicpi_pd *p, void *addr, uint64_t length,
+		      uint64_t iova, unsigned int access,
+		      struct rnicpi_mr **out)
+{
+	struct siw_pd *pd = to_siw_pd(p);
+	struct siw_device *dev = pd->dev;
+	struct siw_mr *mr;
+	int rc;
+
+	rc = check_access(dev, access);
+	if (rc)
+		return rc;
+	if (!addr && length) {
+		siw_info(dev, "reg_mr: NULL address for %llu bytes",
+			 (unsigned long long)length);
+		return -EINVAL;
+	}
+	if (iova + length < iova) {
+		siw_info(dev, "reg_mr: iova 0x%llx + %llu wraps",
+			 (unsigned long long)iova,
+			 (unsigned long long)length);
+		return -EINVAL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	atomic_init(&mr->ref, 1);
+	mr->dev = dev;
+	mr->addr = addr;
+	mr->length = length;
+	mr->iova = (access & RNICPI_ACCESS_ZERO_BASED) ? 0 : iova;
+	mr->access = access;
+	mr->base.pd = p;
+	rc = rnicpi_key_alloc(&dev->mr_keys, mr, &mr->stag);
+	if (rc) {
+		siw_info(dev, "reg_mr: no free STag (%d)", rc);
+		free(mr);
+		return rc;
+	}
+	atomic_init(&mr->valid, true);
+	mr->base.lkey = mr->base.rkey = mr->stag;
+	siw_dbg(dev, "MR stag 0x%08x addr %p len %llu iova 0x%llx access 0x%x",
+		mr->stag, addr, (unsigned long long)length,
+		(unsigned long long)mr->iova, access);
+	*out = &mr->base;
+	return 0;
+}
+
+static int siw_rereg_mr(struct rnicpi_mr *m, unsigned int flags,
+			struct rnicpi_pd *pd, void *addr, uint64_t length,
+			uint64_t iova, unsigned int access)
+{
+	struct siw_mr *mr = to_siw_mr(m);
+	struct siw_device *dev = mr->dev;
+	uint32_t stag;
+	int rc;
+
+	if (flags & ~(RNICPI_REREG_TRANSLATION | RNICPI_REREG_PD |
+		      RNICPI_REREG_ACCESS)) {
+		siw_info(dev, "rereg_mr: unknown flags 0x%x", flags);
+		return -EINVAL;
+	}
+	if (flags & RNICPI_REREG_ACCESS) {
+		rc = check_access(dev, access);
+		if (rc)
+			return rc;
+	}
+	if ((flags & RNICPI_REREG_TRANSLATION) &&
+	    ((!addr && length) || iova + length < iova)) {
+		siw_info(dev, "rereg_mr: bad translation %p/%llu", addr,
+			 (unsigned long long)length);
+		return -EINVAL;
+	}
+	/* New key first: from here on the old STag is refused. */
+	rc = rnicpi_key_rekey(&dev->mr_keys, mr->stag, &stag);
+	if (rc)
+		return rc;
+	if (flags & RNICPI_REREG_PD)
+		mr->base.pd = pd;
+	if (flags & RNICPI_REREG_ACCESS)
+		mr->access = access;
+	if (flags & RNICPI_REREG_TRANSLATION) {
+		mr->addr = addr;
+		mr->length = length;
+		mr->iova = (mr->access & RNICPI_ACCESS_ZERO_BASED) ? 0 : iova;
+	}
+	mr->stag = stag;
+	mr->base.lkey = mr->base.rkey = stag;
+	atomic_store(&mr->valid, true);
+	return 0;
+}
+
+static int siw_dereg_mr(struct rnicpi_mr *m)
+{
+	struct siw_mr *mr = to_siw_mr(m);
+	int rc;
+
+	rc = rnicpi_key_free(&mr->dev->mr_keys, mr->stag);
+	if (rc)
+		siw_info(mr->dev, "dereg_mr: stag 0x%08x not current (%d)",
+			 mr->stag, rc);
+	atomic_store(&mr->valid, false);
+	/* WRs in flight hold references; the last one frees. */
+	siw_mr_put(mr);
+	return 0;
+}
+
+int siw_sge_resolve(struct siw_device *dev, struct siw_pd *pd,
+		    const struct rnicpi_sge *sge, unsigned int access,
+		    struct siw_mr **out, uint8_t **ptr)
+{
+	struct siw_mr *mr;
+	uint64_t off;
+
+	mr = rnicpi_key_lookup(&dev->mr_keys, sge->lkey);
+	if (!mr)
+		return -ENOENT;
+	if (!atomic_load(&mr->valid) || mr->base.pd != &pd->base) {
+		siw_mr_put(mr);
+		return -EPERM;
+	}
+	if ((mr->access & access) != access) {
+		siw_mr_put(mr);
+		return -EACCES;
+	}
+	if (sge->addr < mr->iova) {
+		siw_mr_put(mr);
+		return -ERANGE;
+	}
+	off = sge->addr - mr->iova;
+	if (off > mr->length || sge->length > mr->length - off) {
+		siw_mr_put(mr);
+		return -ERANGE;
+	}
+	*out = mr;
+	*ptr = mr->addr + off;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Completion queues                                                   */
+/* ------------------------------------------------------------------ */
+
+void siw_cq_push(struct siw_cq *cq, const struct rnicpi_wc *wc,
+		 bool solicited)
+{
+	if (rnicpi_cq_ring_push(&cq->ring, wc, solicited) == -ENOSPC &&
+	    !atomic_exchange(&cq->err_reported, true)) {
+		struct rnicpi_async_event ev = { .type = RNICPI_EVENT_CQ_ERR };
+
+		siw_info(cq->dev, "CQ of %u entries overflowed", cq->base.cqe);
+		ev.element.cq = &cq->base;
+		ev.status = -ENOSPC;
+		siw_dev_queue_async(cq->dev, &ev);
+	}
+}
+
+static int siw_create_cq(struct rnicpi_device *d,
+			 const struct rnicpi_cq_init_attr *attr,
+			 struct rnicpi_cq **out)
+{
+	struct siw_device *dev = to_siw_dev(d);
+	struct siw_cq *cq;
+	int rc;
+
+	if (!attr->cqe || attr->cqe > SIW_MAX_CQE) {
+		siw_info(dev, "create_cq: %u entries (1..%u)", attr->cqe,
+			 SIW_MAX_CQE);
+		return -EINVAL;
+	}
+	if (atomic_fetch_add(&dev->n_cq, 1) >= SIW_MAX_CQ) {
+		atomic_fetch_sub(&dev->n_cq, 1);
+		siw_info(dev, "create_cq: limit of %u CQs", SIW_MAX_CQ);
+		return -ENOMEM;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		rc = -ENOMEM;
+		goto err_count;
+	}
+	rc = rnicpi_cq_ring_init(&cq->ring, attr->cqe);
+	if (rc)
+		goto err_free;
+	cq->dev = dev;
+	cq->base.device = d;
+	cq->base.cqe = attr->cqe;
+	cq->base.notify_fd = cq->ring.efd;
+	*out = &cq->base;
+	return 0;
+
+err_free:
+	free(cq);
+err_count:
+	atomic_fetch_sub(&dev->n_cq, 1);
+	return rc;
+}
+
+static int siw_resize_cq(struct rnicpi_cq *c, uint32_t cqe)
+{
+	struct siw_cq *cq = to_siw_cq(c);
+	int rc;
+
+	if (!cqe || cqe > SIW_MAX_CQE) {
+		siw_info(cq->dev, "resize_cq: %u entries (1..%u)", cqe,
+			 SIW_MAX_CQE);
+		return -EINVAL;
+	}
+	rc = rnicpi_cq_ring_resize(&cq->ring, cqe);
+	if (rc) {
+		siw_info(cq->dev, "resize_cq to %u: %d", cqe, rc);
+		return rc;
+	}
+	cq->base.cqe = cqe;
+	return 0;
+}
+
+static int siw_destroy_cq(struct rnicpi_cq *c)
+{
+	struct siw_cq *cq = to_siw_cq(c);
+
+	rnicpi_cq_ring_fini(&cq->ring);
+	atomic_fetch_sub(&cq->dev->n_cq, 1);
+	siw_dev_purge_events(cq->dev, cq);
+	free(cq);
+	return 0;
+}
+
+static int siw_poll_cq(struct rnicpi_cq *c, int n, struct rnicpi_wc *wc)
+{
+	return rnicpi_cq_ring_poll(&to_siw_cq(c)->ring, n, wc);
+}
+
+static int siw_req_notify_cq(struct rnicpi_cq *c, int solicited_only)
+{
+	return rnicpi_cq_ring_arm(&to_siw_cq(c)->ring, solicited_only);
+}
+
+static int siw_ack_cq_event(struct rnicpi_cq *c)
+{
+	return rnicpi_cq_ring_ack(&to_siw_cq(c)->ring);
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared receive queues                                               */
+/* ------------------------------------------------------------------ */
+
+static int siw_create_srq(struct rnicpi_pd *p, struct rnicpi_srq_attr *attr,
+			  struct rnicpi_srq **out)
+{
+	struct siw_pd *pd = to_siw_pd(p);
+	struct siw_device *dev = pd->dev;
+	struct siw_srq *srq;
+
+	if (!attr->max_wr || attr->max_wr > SIW_MAX_SRQ_WR ||
+	    attr->max_sge > SIW_MAX_SGE) {
+		siw_info(dev, "create_srq: max_wr %u (1..%u) max_sge %u (..%u)",
+			 attr->max_wr, SIW_MAX_SRQ_WR, attr->max_sge,
+			 SIW_MAX_SGE);
+		return -EINVAL;
+	}
+	if (atomic_fetch_add(&dev->n_srq, 1) >= SIW_MAX_SRQ) {
+		atomic_fetch_sub(&dev->n_srq, 1);
+		return -ENOMEM;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (srq)
+		srq->ring = calloc(attr->max_wr, sizeof(*srq->ring));
+	if (!srq || !srq->ring) {
+		free(srq);
+		atomic_fetch_sub(&dev->n_srq, 1);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&srq->lock, NULL);
+	srq->dev = dev;
+	srq->capacity = attr->max_wr;
+	srq->max_sge = attr->max_sge ? attr->max_sge : 1;
+	srq->limit = attr->srq_limit;
+	srq->base.pd = p;
+	attr->max_sge = srq->max_sge;
+	*out = &srq->base;
+	return 0;
+}
+
+static int siw_modify_srq(struct rnicpi_srq *s, struct rnicpi_srq_attr *attr,
+			  unsigned int mask)
+{
+	struct siw_srq *srq = to_siw_srq(s);
+	int rc = 0;
+
+	if (mask & ~(RNICPI_SRQ_MAX_WR | RNICPI_SRQ_LIMIT))
+		return -EINVAL;
+	pthread_mutex_lock(&srq->lock);
+	if (mask & RNICPI_SRQ_MAX_WR) {
+		struct siw_rqe *ring;
+		uint32_t i;
+
+		if (!attr->max_wr || attr->max_wr > SIW_MAX_SRQ_WR ||
+		    attr->max_wr < srq->count) {
+			siw_info(srq->dev, "modify_srq: max_wr %u (holds %u)",
+				 attr->max_wr, srq->count);
+			rc = -EINVAL;
+			goto out;
+		}
+		ring = calloc(attr->max_wr, sizeof(*ring));
+		if (!ring) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < srq->count; i++)
+			ring[i] = srq->ring[(srq->head + i) % srq->capacity];
+		free(srq->ring);
+		srq->ring = ring;
+		srq->head = 0;
+		srq->capacity = attr->max_wr;
+	}
+	if (mask & RNICPI_SRQ_LIMIT) {
+		if (attr->srq_limit > srq->capacity) {
+			rc = -EINVAL;
+			goto out;
+		}
+		srq->limit = attr->srq_limit;
+	}
+out:
+	pthread_mutex_unlock(&srq->lock);
+	return rc;
+}
+
+static int siw_query_srq(struct rnicpi_srq *s, struct rnicpi_srq_attr *attr)
+{
+	struct siw_srq *srq = to_siw_srq(s);
+
+	pthread_mutex_lock(&srq->lock);
+	attr->max_wr = srq->capacity;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = srq->limit;
+	pthread_mutex_unlock(&srq->lock);
+	return 0;
+}
+
+static int siw_destroy_srq(struct rnicpi_srq *s)
+{
+	struct siw_srq *srq = to_siw_srq(s);
+
+	if (atomic_load(&srq->users)) {
+		siw_info(srq->dev, "destroy_srq: %u QPs still use it",
+			 atomic_load(&srq->users));
+		return -EBUSY;
+	}
+	atomic_fetch_sub(&srq->dev->n_srq, 1);
+	siw_dev_purge_events(srq->dev, srq);
+	pthread_mutex_destroy(&srq->lock);
+	free(srq->ring);
+	free(srq);
+	return 0;
+}
+
+static int siw_post_srq_recv(struct rnicpi_srq *s,
+			     const struct rnicpi_recv_wr *wr,
+			     const struct rnicpi_recv_wr **bad)
+{
+	struct siw_srq *srq = to_siw_srq(s);
+	int rc = 0;
+
+	pthread_mutex_lock(&srq->lock);
+	for (; wr; wr = wr->next) {
+		struct siw_rqe *r;
+
+		if (wr->num_sge > srq->max_sge || (wr->num_sge && !wr->sg_list)) {
+			siw_info(srq->dev, "post_srq_recv: %u SGEs (max %u)",
+				 wr->num_sge, srq->max_sge);
+			rc = -EINVAL;
+			break;
+		}
+		if (srq->count == srq->capacity) {
+			rc = -ENOMEM;
+			break;
+		}
+		r = &srq->ring[(srq->head + srq->count) % srq->capacity];
+		r->wr_id = wr->wr_id;
+		r->num_sge = wr->num_sge;
+		memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(r->sge[0]));
+		srq->count++;
+	}
+	pthread_mutex_unlock(&srq->lock);
+	if (rc && bad)
+		*bad = wr;
+	return rc;
+}
+
+bool siw_srq_take(struct siw_srq *srq, struct siw_rqe *out)
+{
+	bool limit = false;
+
+	pthread_mutex_lock(&srq->lock);
+	if (!srq->count) {
+		pthread_mutex_unlock(&srq->lock);
+		return false;
+	}
+	*out = srq->ring[srq->head];
+	srq->head = (srq->head + 1) % srq->capacity;
+	srq->count--;
+	/* IBA 11.5.2.4: the limit event fires once, then disarms. */
+	if (srq->limit && srq->count < srq->limit) {
+		srq->limit = 0;
+		limit = true;
+	}
+	pthread_mutex_unlock(&srq->lock);
+	if (limit) {
+		struct rnicpi_async_event ev = {
+			.type = RNICPI_EVENT_SRQ_LIMIT_REACHED,
+		};
+
+		ev.element.srq = &srq->base;
+		siw_dev_queue_async(srq->dev, &ev);
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* The ops table                                                       */
+/* ------------------------------------------------------------------ */
+
+const struct rnicpi_device_ops siw_device_ops = {
+	.size = sizeof(struct rnicpi_device_ops),
+	.device_destroy = siw_device_destroy,
+	.query_device = siw_query_device,
+	.query_port = siw_query_port,
+	.netdev_event = siw_netdev_event,
+	.alloc_pd = siw_alloc_pd,
+	.dealloc_pd = siw_dealloc_pd,
+	.reg_mr = siw_reg_mr,
+	.rereg_mr = siw_rereg_mr,
+	.dereg_mr = siw_dereg_mr,
+	.create_cq = siw_create_cq,
+	.resize_cq = siw_resize_cq,
+	.destroy_cq = siw_destroy_cq,
+	.poll_cq = siw_poll_cq,
+	.req_notify_cq = siw_req_notify_cq,
+	.ack_cq_event = siw_ack_cq_event,
+	.create_srq = siw_create_srq,
+	.modify_srq = siw_modify_srq,
+	.query_srq = siw_query_srq,
+	.destroy_srq = siw_destroy_srq,
+	.post_srq_recv = siw_post_srq_recv,
+	.create_qp = siw_create_qp,
+	.modify_qp = siw_modify_qp,
+	.query_qp = siw_query_qp,
+	.destroy_qp = siw_destroy_qp,
+	.post_send = siw_post_send,
+	.post_recv = siw_post_recv,
+	.conn_accept = siw_conn_accept,
+	.conn_reject = siw_conn_reject,
+	.iw_connect = siw_iw_connect,
+	.iw_take_request = siw_iw_take_request,
+};
