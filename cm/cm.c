@@ -1016,8 +1016,8 @@ struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
 	snprintf(req->prefix, sizeof(req->prefix), "REQ[%" PRIu64 "] %s:",
 		 req->id, ual_device_name(dev));
 	g_hash_table_insert(cm->reqs, &req->id, cm_req_ref(req));
-	req->timer = cm_timeout_add(cm, cm->timeout_ms, cm_req_timeout,
-				    cm_req_ref(req),
+	req->timer = cm_timeout_add(cm, cm->timeout_ms + CM_REQ_GRACE_MS,
+				    cm_req_timeout, cm_req_ref(req),
 				    (GDestroyNotify)cm_req_unref);
 	g_mutex_unlock(&cm->lock);
 	cm_debug(req, "from %s",
@@ -1037,16 +1037,26 @@ static bool req_unlink_locked(struct cm *cm, struct cm_req *req)
 void cm_req_abandon(struct cm_req *req, int status)
 {
 	struct cm *cm = req->cm;
-	struct rnicpi_conn *conn;
-	bool linked;
+	struct rnicpi_conn *conn = NULL;
+	bool linked = false;
 
 	g_mutex_lock(&cm->lock);
-	linked = req_unlink_locked(cm, req);
-	conn = req->state == CM_REQ_READING || req->state == CM_REQ_REPORTED ?
-		       req->conn :
-		       NULL;
-	req->state = CM_REQ_FAILED;
 	source_drop(&req->timer);
+	if (req->state == CM_REQ_REPORTED) {
+		/* The provider told us of the request: refusing it is an
+		 * answer, and the conn is consumed. */
+		linked = req_unlink_locked(cm, req);
+		conn = req->conn;
+	} else if (req->state == CM_REQ_READING && req->conn) {
+		/* The provider still reads the peer's request and owns the
+		 * conn (RNICPI has no way to take it back): it answers with
+		 * REQUEST or ERROR, which then finds the request failed. */
+		cm_debug(req, "left to the provider until it reports");
+	} else {
+		/* Never handed over, or already reported back: forget it. */
+		linked = req_unlink_locked(cm, req);
+	}
+	req->state = CM_REQ_FAILED;
 	g_mutex_unlock(&cm->lock);
 	cm_info(req, "abandoned: %s", g_strerror(-status));
 	if (conn)
@@ -1057,6 +1067,13 @@ void cm_req_abandon(struct cm_req *req, int status)
 		cm_req_unref(req);
 }
 
+/*
+ * The provider reads the peer's request with its own time-out (siw:
+ * mpa_timeout_ms) and reports ERROR when it expires, which ends the
+ * request; this timer is the manager's bound on that, for a provider
+ * that would never answer: the request is failed here, the peer learns
+ * when the provider finally reports (a late REQUEST is refused).
+ */
 static gboolean cm_req_timeout(gpointer data)
 {
 	struct cm_req *req = data;
@@ -1066,7 +1083,7 @@ static gboolean cm_req_timeout(gpointer data)
 	reading = req->state == CM_REQ_READING;
 	g_mutex_unlock(&req->cm->lock);
 	if (reading) {
-		cm_info(req, "the peer sent no complete connection request in %u ms",
+		cm_info(req, "no complete connection request from the peer in %u ms",
 			req->cm->timeout_ms);
 		cm_req_abandon(req, -ETIMEDOUT);
 	}
@@ -1163,12 +1180,31 @@ static void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev)
 	bool ok;
 
 	g_mutex_lock(&cm->lock);
-	ok = req && g_hash_table_lookup(cm->reqs, &req->id) == req &&
-	     req->state == CM_REQ_READING;
+	ok = req && g_hash_table_lookup(cm->reqs, &req->id) == req;
 	if (!ok) {
 		g_mutex_unlock(&cm->lock);
-		g_debug("cm: %s event for a request no longer waited for",
-			ev->type == RNICPI_CONN_REQUEST ? "REQUEST" : "ERROR");
+		g_info("cm: %s event for a request this manager does not know; dropped",
+		       ev->type == RNICPI_CONN_REQUEST ? "REQUEST" : "ERROR");
+		return;
+	}
+	if (req->state == CM_REQ_FAILED) {
+		/* Timed out here while the provider read: end it now. */
+		req_unlink_locked(cm, req);
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "the provider reported %s after the time-out; %s",
+			ev->type == RNICPI_CONN_REQUEST ? "the request" :
+							  "a failure",
+			ev->type == RNICPI_CONN_REQUEST ? "refusing it" :
+							  "forgotten");
+		if (ev->type == RNICPI_CONN_REQUEST)
+			provider_conn_reject(req->dev, ev->conn, NULL, 0);
+		cm_req_unref(req);	/* the table's */
+		return;
+	}
+	if (req->state != CM_REQ_READING) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "provider event %d in request state %d; dropped",
+			ev->type, req->state);
 		return;
 	}
 	cm_req_ref(req);

@@ -39,6 +39,8 @@
 
 #define CM_PREFIX_MAX 64
 #define CM_DEFAULT_TIMEOUT_MS 10000u
+/* The provider's own request time-out should fire first. */
+#define CM_REQ_GRACE_MS 2000u
 #define CM_ENV_TIMEOUT "HOSTRDMA_CM_TIMEOUT_MS"
 
 struct cm;
@@ -220,7 +222,9 @@ struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
 			  struct ual_device *dev,
 			  const struct sockaddr_storage *local,
 			  const struct sockaddr_storage *remote);
-/* The provider did not take the request: forget it. */
+/* Give up on @req: refused if the consumer had it, left to the provider
+ * if it still reads it (it reports back, and the request is ended then),
+ * forgotten if it never reached the provider. */
 void cm_req_abandon(struct cm_req *req, int status);
 
 /* The listener for (@dev, @port_num, @port), new reference, or NULL.

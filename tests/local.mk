@@ -18,6 +18,14 @@ check_PROGRAMS += tests/header-c tests/header-cxx
 tests_header_c_SOURCES = tests/header_c.c tests/header_c_it_api.c
 tests_header_cxx_SOURCES = tests/header_cxx.cc tests/header_cxx_it_api.cc
 
+# The IT-API suites: the library's convenience parts linked in (the suites
+# reach into itapi/ internals for the test provider's "connected" QPs).
+tests_check_all_SOURCES += tests/itapi_testutil.c tests/itapi_testutil.h \
+	tests/check_itapi_cm.c
+tests_check_all_CFLAGS += \
+	-DSIW_PROVIDER_DIR=\"$(abs_top_builddir)/vp/siw/.libs\"
+tests_check_all_LDADD += itapi/libitapi.la cm/libcm.la ual/libual.la
+
 TESTS += tests/check-all tests/header-c tests/header-cxx
 EXTRA_DIST += tests/valgrind.supp
 include tests/provider/local.mk

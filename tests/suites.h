@@ -16,7 +16,8 @@
 	X(suite_ual_events, "ual-events")                                   \
 	X(suite_siw_wire, "siw-wire")                                       \
 	X(suite_siw_loopback, "siw-loopback")                               \
-	X(suite_siw_hostile, "siw-hostile")
+	X(suite_siw_hostile, "siw-hostile")                                 \
+	X(suite_itapi_cm, "itapi-cm")
 
 #define X(fn, name) Suite *fn(void);
 HOSTRDMA_SUITES(X)
