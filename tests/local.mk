@@ -21,8 +21,9 @@ tests_header_cxx_SOURCES = tests/header_cxx.cc tests/header_cxx_it_api.cc
 # The IT-API suites: the library's convenience parts linked in (the suites
 # reach into itapi/ internals for the test provider's "connected" QPs).
 tests_check_all_SOURCES += tests/itapi_testutil.c tests/itapi_testutil.h \
-	tests/check_itapi_ia.c tests/check_itapi_evd.c tests/check_itapi_cm.c
-tests_check_all_CFLAGS += \
+	tests/check_itapi_ia.c tests/check_itapi_evd.c tests/check_itapi_cm.c \
+	tests/check_itapi_mem.c tests/check_itapi_ep.c tests/check_itapi_post.c
+tests_check_all_CFLAGS += -DITAPI_ENABLE_V21_BINDINGS \
 	-DSIW_PROVIDER_DIR=\"$(abs_top_builddir)/vp/siw/.libs\"
 tests_check_all_LDADD += itapi/libitapi.la cm/libcm.la ual/libual.la
 

@@ -19,6 +19,9 @@
 	X(suite_siw_hostile, "siw-hostile")                                 \
 	X(suite_itapi_ia, "itapi-ia")                                       \
 	X(suite_itapi_evd, "itapi-evd")                                     \
+	X(suite_itapi_mem, "itapi-mem")                                     \
+	X(suite_itapi_ep, "itapi-ep")                                       \
+	X(suite_itapi_post, "itapi-post")                                   \
 	X(suite_itapi_cm, "itapi-cm")
 
 #define X(fn, name) Suite *fn(void);
