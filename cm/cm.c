@@ -285,6 +285,22 @@ void cm_close(void)
 /* Addresses and routes                                                */
 /* ------------------------------------------------------------------ */
 
+void cm_sockaddr_unmap(struct sockaddr_storage *ss)
+{
+	struct sockaddr_in6 in6;
+	struct sockaddr_in *in = (void *)ss;
+
+	if (ss->ss_family != AF_INET6)
+		return;
+	memcpy(&in6, ss, sizeof(in6));
+	if (!IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr))
+		return;
+	memset(ss, 0, sizeof(*ss));
+	in->sin_family = AF_INET;
+	in->sin_port = in6.sin6_port;
+	memcpy(&in->sin_addr, &in6.sin6_addr.s6_addr[12], 4);
+}
+
 static bool addr_is_loopback(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET) {
@@ -549,7 +565,8 @@ void cm_id_deliver(struct cm_id *id, struct ual_cm_event *ev)
 	if (ev->remote_addr.ss_family == AF_UNSPEC)
 		ev->remote_addr = id->remote_addr;
 	g_mutex_lock(&id->cm->lock);
-	if (id->converting && !(id->convert_done && id->convert_err == 0)) {
+	if (id->converting && ev->type != UAL_CM_EV_ESTABLISHED &&
+	    !(id->convert_done && id->convert_err == 0)) {
 		g_mutex_unlock(&id->cm->lock);
 		cm_debug(id, "%s (status %d) goes to the converting caller",
 			 ual_cm_event_name(ev->type), ev->status);
@@ -1165,10 +1182,14 @@ static void copy_peer_addrs(struct sockaddr_storage *local,
 			    struct sockaddr_storage *remote,
 			    const struct rnicpi_conn_event *ev)
 {
-	if (ev->local_addr.ss_family != AF_UNSPEC)
+	if (ev->local_addr.ss_family != AF_UNSPEC) {
 		*local = ev->local_addr;
-	if (ev->remote_addr.ss_family != AF_UNSPEC)
+		cm_sockaddr_unmap(local);
+	}
+	if (ev->remote_addr.ss_family != AF_UNSPEC) {
 		*remote = ev->remote_addr;
+		cm_sockaddr_unmap(remote);
+	}
 }
 
 /* The provider read a peer's request (or failed to) on a conn of ours. */
@@ -1348,11 +1369,16 @@ void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 	out.private_data_len = ev->private_data_len;
 	out.ird = ev->ird;
 	out.ord = ev->ord;
-	if (out.type == UAL_CM_EV_ESTABLISHED)
+	if (out.type == UAL_CM_EV_ESTABLISHED) {
+		/* Delivered before a converting caller returns, so that
+		 * its endpoint is connected when it_socket_convert is. */
+		cm_id_deliver(id, &out);
 		cm_id_convert_done(id, 0);
-	else if (out.type != UAL_CM_EV_DISCONNECTED)
-		cm_id_convert_done(id, out.status);
-	cm_id_deliver(id, &out);
+	} else {
+		if (out.type != UAL_CM_EV_DISCONNECTED)
+			cm_id_convert_done(id, out.status);
+		cm_id_deliver(id, &out);
+	}
 	cm_id_unref(id);
 	return;
 

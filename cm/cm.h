@@ -236,6 +236,10 @@ struct cm_listen *cm_listen_find_locked(struct cm *cm, struct ual_device *dev,
 void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 		   void *user_data);
 
+/* A v4-mapped IPv6 address (what a dual-stack socket reports for IPv4
+ * peers) becomes the plain IPv4 address; others are left alone. */
+void cm_sockaddr_unmap(struct sockaddr_storage *ss);
+
 /* Format "1.2.3.4:5" / "[::1]:5" into @buf of at least 64 bytes. */
 const char *cm_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
 

@@ -83,24 +83,6 @@ void cm_iwarp_fini(struct cm *cm)
 	cm->iwarp = NULL;
 }
 
-/* A v4-mapped IPv6 address (what a dual-stack socket reports for IPv4
- * peers) becomes the plain IPv4 address. */
-static void sockaddr_unmap(struct sockaddr_storage *ss)
-{
-	struct sockaddr_in6 in6;
-	struct sockaddr_in *in = (void *)ss;
-
-	if (ss->ss_family != AF_INET6)
-		return;
-	memcpy(&in6, ss, sizeof(in6));
-	if (!IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr))
-		return;
-	memset(ss, 0, sizeof(*ss));
-	in->sin_family = AF_INET;
-	in->sin_port = in6.sin6_port;
-	memcpy(&in->sin_addr, &in6.sin6_addr.s6_addr[12], 4);
-}
-
 static socklen_t sockaddr_len(const struct sockaddr_storage *ss)
 {
 	return ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) :
@@ -162,8 +144,8 @@ static void iw_take_one(struct iw_port *p, int fd)
 		close(fd);
 		return;
 	}
-	sockaddr_unmap(&local);
-	sockaddr_unmap(&remote);
+	cm_sockaddr_unmap(&local);
+	cm_sockaddr_unmap(&remote);
 	cm_sockaddr_str((void *)&local, lbuf, sizeof(lbuf));
 	cm_sockaddr_str((void *)&remote, rbuf, sizeof(rbuf));
 	ifindex = cm_ifindex_of_local(cm, (void *)&local);
@@ -407,7 +389,7 @@ static gboolean iw_connect_ready(gint fd, GIOCondition cond, gpointer data)
 
 		len = sizeof(local);
 		if (getsockname(sock, (void *)&local, &len) == 0) {
-			sockaddr_unmap(&local);
+			cm_sockaddr_unmap(&local);
 			id->local_addr = local;
 		}
 	}
@@ -583,8 +565,8 @@ static int iw_socket_convert(struct cm *cm, struct cm_id *id, int sockfd)
 			g_strerror(-err));
 		return err;
 	}
-	sockaddr_unmap(&local);
-	sockaddr_unmap(&remote);
+	cm_sockaddr_unmap(&local);
+	cm_sockaddr_unmap(&remote);
 	id->local_addr = local;
 	id->remote_addr = remote;
 	id->port = sockaddr_port(&remote);
