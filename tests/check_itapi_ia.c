@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
 
 #include "itapi/itapi_priv.h"
 #include "tests/itapi_testutil.h"
@@ -88,7 +89,7 @@ START_TEST(ia_free_takes_children)
 	ck_assert_it(it_get_handle_type(lmr, &t), IT_ERR_INVALID_HANDLE);
 	ck_assert_it(it_get_handle_type(f.dto, &t), IT_ERR_INVALID_HANDLE);
 	ck_assert_it(it_pz_free(f.pz), IT_ERR_INVALID_PZ);
-	g_free(b.mem);
+	free(b.mem);
 }
 END_TEST
 

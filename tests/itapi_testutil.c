@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "itapi/itapi_priv.h"
 #include "tests/itapi_testutil.h"
@@ -183,8 +184,16 @@ void it_testprov_pair(it_ep_handle_t a, it_ep_handle_t b)
 void it_buf_new(struct it_fix *f, struct it_buf *b, size_t len,
 		it_mem_priv_t privs)
 {
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t whole = (len + page - 1) / page * page;
+	void *mem = NULL;
+
+	/* Whole pages of its own: registration marks the pages it covers
+	 * MADV_DONTFORK, and a fork()ed child (itapi-mp starts peers so)
+	 * would fault on anything else living on them. */
 	memset(b, 0, sizeof(*b));
-	b->mem = g_malloc0(len);
+	ck_assert_int_eq(posix_memalign(&mem, page, whole ? whole : page), 0);
+	b->mem = memset(mem, 0, whole ? whole : page);
 	b->len = len;
 	ck_assert_it_ok(it_lmr_create21(f->pz, b->mem, NULL, len,
 					IT_ADDR_MODE_ABSOLUTE, privs,
@@ -196,7 +205,7 @@ void it_buf_free(struct it_buf *b)
 {
 	if (b->lmr)
 		ck_assert_it_ok(it_lmr_free(b->lmr));
-	g_free(b->mem);
+	free(b->mem);
 	memset(b, 0, sizeof(*b));
 }
 

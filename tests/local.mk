@@ -22,10 +22,18 @@ tests_header_cxx_SOURCES = tests/header_cxx.cc tests/header_cxx_it_api.cc
 # reach into itapi/ internals for the test provider's "connected" QPs).
 tests_check_all_SOURCES += tests/itapi_testutil.c tests/itapi_testutil.h \
 	tests/check_itapi_ia.c tests/check_itapi_evd.c tests/check_itapi_cm.c \
-	tests/check_itapi_mem.c tests/check_itapi_ep.c tests/check_itapi_post.c
+	tests/check_itapi_mem.c tests/check_itapi_ep.c tests/check_itapi_post.c \
+	tests/check_itapi_mp.c
 tests_check_all_CFLAGS += -DITAPI_ENABLE_V21_BINDINGS \
-	-DSIW_PROVIDER_DIR=\"$(abs_top_builddir)/vp/siw/.libs\"
+	-DSIW_PROVIDER_DIR=\"$(abs_top_builddir)/vp/siw/.libs\" \
+	-DITAPI_PEER=\"$(abs_top_builddir)/tests/itapi-peer\" \
+	-DEXAMPLES_DIR=\"$(abs_top_builddir)/examples\"
 tests_check_all_LDADD += itapi/libitapi.la cm/libcm.la ual/libual.la
+
+# The other process of the itapi-mp suite: only it_api.h and libhostrdma.
+check_PROGRAMS += tests/itapi-peer
+tests_itapi_peer_SOURCES = tests/itapi_peer.c
+tests_itapi_peer_LDADD = libhostrdma.la
 
 TESTS += tests/check-all tests/header-c tests/header-cxx
 EXTRA_DIST += tests/valgrind.supp

@@ -22,6 +22,7 @@
 	X(suite_itapi_mem, "itapi-mem")                                     \
 	X(suite_itapi_ep, "itapi-ep")                                       \
 	X(suite_itapi_post, "itapi-post")                                   \
+	X(suite_itapi_mp, "itapi-mp")                                       \
 	X(suite_itapi_cm, "itapi-cm")
 
 #define X(fn, name) Suite *fn(void);
