@@ -41,10 +41,8 @@ struct peer {
 	size_t len;
 };
 
-static void peer_start(struct peer *p, const char *prog, const char *a1,
-		       const char *a2, const char *a3)
+static void peer_start_argv(struct peer *p, const char *const *argv)
 {
-	const char *argv[] = { prog, a1, a2, a3, NULL };
 	int fds[2];
 
 	memset(p, 0, sizeof(*p));
@@ -54,11 +52,19 @@ static void peer_start(struct peer *p, const char *prog, const char *a1,
 	if (p->pid == 0) {
 		/* Only async-signal-safe calls until exec. */
 		dup2(fds[1], STDOUT_FILENO);
-		execv(prog, (char *const *)argv);
+		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
 	close(fds[1]);
 	p->out = fds[0];
+}
+
+static void peer_start(struct peer *p, const char *prog, const char *a1,
+		       const char *a2, const char *a3)
+{
+	const char *argv[] = { prog, a1, a2, a3, NULL };
+
+	peer_start_argv(p, argv);
 }
 
 /* The next line the peer printed (without '\n'); fails on silence. */
@@ -663,6 +669,33 @@ START_TEST(examples_client_server)
 }
 END_TEST
 
+/* The interop program over lo, both roles, before it meets Linux. */
+START_TEST(it_rping_loopback)
+{
+	struct peer srv, cli;
+	char line[512], want[128], port_s[8];
+	uint16_t port;
+	const char *sargv[] = { IT_RPING, "-s", "-a", "127.0.0.1", "-p",
+				port_s, "-C", "5", "-S", "4000", NULL };
+	const char *cargv[] = { IT_RPING, "-c", "-a", "127.0.0.1", "-p",
+				port_s, "-C", "5", "-S", "4000", NULL };
+
+	close(tcp_listen(&port));	/* a free port */
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	peer_start_argv(&srv, sargv);
+	snprintf(want, sizeof(want),
+		 "it-rping server: listening on 127.0.0.1:%s", port_s);
+	ck_assert_str_eq(peer_line(&srv, line, sizeof(line)), want);
+	peer_start_argv(&cli, cargv);
+	ck_assert_str_eq(peer_line(&cli, line, sizeof(line)),
+			 "it-rping client: 5 rounds of 4000 bytes verified");
+	ck_assert_int_eq(peer_end(&cli), 0);
+	ck_assert_str_eq(peer_line(&srv, line, sizeof(line)),
+			 "it-rping server: 5 rounds of 4000 bytes verified");
+	ck_assert_int_eq(peer_end(&srv), 0);
+}
+END_TEST
+
 Suite *suite_itapi_mp(void)
 {
 	Suite *s = suite_create("itapi-mp");
@@ -681,6 +714,7 @@ Suite *suite_itapi_mp(void)
 	tcase_add_test(tc, socket_convert_both_processes);
 	tcase_add_test(tc, socket_convert_one_process_only);
 	tcase_add_test(tc, examples_client_server);
+	tcase_add_test(tc, it_rping_loopback);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -27,7 +27,8 @@ tests_check_all_SOURCES += tests/itapi_testutil.c tests/itapi_testutil.h \
 tests_check_all_CFLAGS += -DITAPI_ENABLE_V21_BINDINGS \
 	-DSIW_PROVIDER_DIR=\"$(abs_top_builddir)/vp/siw/.libs\" \
 	-DITAPI_PEER=\"$(abs_top_builddir)/tests/itapi-peer\" \
-	-DEXAMPLES_DIR=\"$(abs_top_builddir)/examples\"
+	-DEXAMPLES_DIR=\"$(abs_top_builddir)/examples\" \
+	-DIT_RPING=\"$(abs_top_builddir)/tests/interop/it-rping\"
 tests_check_all_LDADD += itapi/libitapi.la cm/libcm.la ual/libual.la
 
 # The other process of the itapi-mp suite: only it_api.h and libhostrdma.
