@@ -18,6 +18,10 @@
  * Byte order: an IANA port in it_conn_qual_t and an InfiniBand service ID
  * are in network byte order, as the standard specifies.
  *
+ * Connection events carry private_data and private_data_present after
+ * their other members (a derivative header moved them to the front; we do
+ * not follow it).
+ *
  * Deviation: the standard declares a few members of InfiniBand structures
  * as bit-fields of uint8_t/uint16_t (it_ib_net_endpoint_t,
  * it_ib_conn_attributes_t, it_vendor_ib_t). ISO C allows bit-fields only of

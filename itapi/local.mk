@@ -16,13 +16,20 @@ lib_LTLIBRARIES += libhostrdma.la
 libhostrdma_la_SOURCES =
 # An empty C source list: make automake link with the C compiler.
 nodist_EXTRA_libhostrdma_la_SOURCES = itapi/dummy.c
+# ual/libual.la carries kal/libkal.la already (a convenience library).
 libhostrdma_la_LIBADD = itapi/libitapi.la cm/libcm.la ual/libual.la \
-	kal/libkal.la \
 	$(GLIB_LIBS) $(LIBNL_LIBS) $(PTHREAD_LIBS) $(LIBS)
 libhostrdma_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
 	-Wl,--version-script=$(srcdir)/itapi/libhostrdma.map
 EXTRA_libhostrdma_la_DEPENDENCIES = itapi/libhostrdma.map
+# Providers configured as built-ins go into the library.
+if PROV_SIW_BUILTIN
+libhostrdma_la_LIBADD += vp/siw/libsiw_builtin.la $(ISAL_LIBS)
+endif
 EXTRA_DIST += itapi/libhostrdma.map
+
+man_MANS += man/it_api.3
+EXTRA_DIST += man/it_api.3 docs/IT-API.md
 
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = hostrdma.pc
