@@ -16,6 +16,7 @@
 #include "tests/siw_rawpeer.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
+#include "vp/siw/siw.h"
 
 #define GUARD 256
 #define LEN 4096
@@ -436,6 +437,148 @@ START_TEST(test_unexpected_opcodes)
 }
 END_TEST
 
+/* RFC 5040 §6.3 / §7.4: more Read Requests in flight than our IRD. The
+ * raw peer does not read, so responses pile up in the IRQ; the request
+ * past IRD 16 gets RDMAP, Remote Operation Error, catastrophic for the
+ * stream, with the terminated Read Request's headers (M, D, R). */
+START_TEST(test_read_requests_beyond_ird)
+{
+	struct target t;
+	struct h_buf big;
+	struct iwarp_read_req_hdr h;
+	uint8_t *buf = malloc(70000);
+	struct rnicpi_async_event ae;
+	int i, ulpdu, skipped = 0;
+	const uint32_t size = 4 << 20;
+
+	ck_assert_ptr_nonnull(buf);
+	target_up(&t, NULL);
+	h_buf_alloc(&big, size, 0);
+	h_buf_reg(&big, &t.s, RNICPI_ACCESS_LOCAL_WRITE |
+				      RNICPI_ACCESS_REMOTE_READ);
+	connect_raw(&t, 0);
+	for (i = 0; i < 40; i++) {
+		memset(&h, 0, sizeof(h));
+		iwarp_ctrl_init(&h.u.ctrl, RDMAP_RDMA_READ_REQ, true);
+		h.u.qn_be = htobe32(1);
+		h.u.msn_be = htobe32((uint32_t)i + 1);
+		h.rreq.sink_stag_be = htobe32(0x1234);
+		h.rreq.size_be = htobe32(size);
+		h.rreq.src_stag_be = htobe32(big.mr->rkey);
+		h.rreq.src_to_be = htobe64((uint64_t)(uintptr_t)big.p);
+		raw_send_fpdu(&t.r, &h, sizeof(h), NULL, 0, 0, false);
+	}
+	/* Read Responses first (whole FPDUs, never a cut one), then the
+	 * Terminate. */
+	for (;;) {
+		struct iwarp_ctrl *c = (struct iwarp_ctrl *)buf;
+
+		ulpdu = raw_recv_fpdu(&t.r, buf, 70000, H_WAIT_MS);
+		ck_assert_int_gt(ulpdu, 0);
+		if (rdmap_opcode(c) != RDMAP_RDMA_READ_RESP)
+			break;
+		skipped++;
+	}
+	ck_assert_int_gt(skipped, 0);
+	ck_assert_uint_eq(rdmap_opcode((struct iwarp_ctrl *)buf),
+			  RDMAP_TERMINATE);
+	{
+		const struct rdmap_term *term = (const void *)(buf + 20);
+		const struct iwarp_ctrl *copy = (const void *)(buf + 24 + 2);
+
+		ck_assert_uint_eq(rdmap_term_layer(term), TERM_LAYER_RDMAP);
+		ck_assert_uint_eq(rdmap_term_etype(term), RDMAP_ETYPE_REMOTE_OP);
+		ck_assert_uint_eq(rdmap_term_ecode(term),
+				  RDMAP_ECODE_CATASTROPHIC_STREAM);
+		ck_assert_uint_eq(rdmap_term_flags(term),
+				  TERM_FLAG_M | TERM_FLAG_D | TERM_FLAG_R);
+		ck_assert_int_eq(ulpdu, 18 + 4 + 2 + 18 + 28);
+		/* the copied header: ctrl bytes start after its length */
+		ck_assert_uint_eq(((const uint8_t *)copy)[1] & 0x0f,
+				  RDMAP_RDMA_READ_REQ);
+	}
+	ck_assert(raw_wait_close(&t.r, H_WAIT_MS));
+	ck_assert(h_wait_async(t.d, RNICPI_EVENT_QP_REQ_ERR, t.s.qp, &ae,
+			       H_WAIT_MS));
+	ck_assert_uint_eq(ae.term_ecode, RDMAP_ECODE_CATASTROPHIC_STREAM);
+	ck_assert_ok(t.d->ops->dereg_mr(big.mr));
+	h_buf_free(&big);
+	free(buf);
+	target_down(&t);
+}
+END_TEST
+
+/* The requester's side: a Read Response that reaches past what the Read
+ * asked for. The Read fails with BAD_RESP_ERR, the Terminate is DDP
+ * tagged base/bounds, and the sink stays untouched. */
+START_TEST(test_read_response_out_of_bounds)
+{
+	struct target t;
+	struct iwarp_tagged_hdr h;
+	uint8_t buf[256], copy[16];
+	const struct iwarp_read_req_hdr *rq = (const void *)buf;
+	struct rnicpi_wc wc;
+	int ulpdu;
+
+	target_up(&t, NULL);
+	ck_assert_ok(raw_accept(&t.r, &t.s));
+	ck_assert_ok(h_post_send(&t.s, RNICPI_WR_RDMA_READ, &t.rw, 0, 100,
+				 55, RNICPI_SEND_SIGNALED, 0x10000, 0x4242));
+	ulpdu = raw_recv_fpdu(&t.r, buf, sizeof(buf), H_WAIT_MS);
+	ck_assert_int_eq(ulpdu, 46);
+	ck_assert_uint_eq(rdmap_opcode(&rq->u.ctrl), RDMAP_RDMA_READ_REQ);
+	ck_assert_uint_eq(be32toh(rq->rreq.size_be), 100);
+	ck_assert_uint_eq(be32toh(rq->rreq.src_stag_be), 0x4242);
+	ck_assert_uint_eq(be64toh(rq->rreq.src_to_be), 0x10000);
+	ck_assert_uint_ne(be32toh(rq->rreq.sink_stag_be), 0);
+	/* 60 bytes at offset 50 of a 100-byte Read. */
+	memset(payload, 0x66, 60);
+	tagged_hdr(&h, RDMAP_RDMA_READ_RESP, be32toh(rq->rreq.sink_stag_be),
+		   be64toh(rq->rreq.sink_to_be) + 50);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 60, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	ck_assert(h_poll(&t.s, t.s.scq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 55);
+	ck_assert_int_eq(wc.status, RNICPI_WC_BAD_RESP_ERR);
+	expect_terminate(&t, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			 DDP_ECODE_T_BASE_BOUNDS, copy, 14, false,
+			 RNICPI_EVENT_QP_ACCESS_ERR);
+	ck_assert(untouched(&t.rw));
+	target_down(&t);
+}
+END_TEST
+
+/* RFC 5040 §6.10: Send with Invalidate naming another PD's STag. The
+ * receive fails, the Terminate is RDMAP Remote Operation "STag cannot be
+ * invalidated", and that STag still works. */
+START_TEST(test_invalidate_wrong_pd)
+{
+	struct target t;
+	struct iwarp_untagged_hdr h;
+	uint8_t copy[20];
+	struct rnicpi_wc wc;
+	struct rnicpi_mr *mr;
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	send_hdr(&h, RDMAP_SEND_INV, 0, 1, 0, true);
+	h.inval_stag_be = htobe32(t.other.mr->rkey);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 8, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			 RDMAP_ECODE_CANNOT_INVALIDATE, copy, 18, false,
+			 RNICPI_EVENT_QP_ACCESS_ERR);
+	ck_assert(h_poll(&t.s, t.s.rcq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 777);
+	ck_assert_int_ne(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert(!(wc.wc_flags & RNICPI_WC_WITH_INV));
+	/* The other PD's region was not invalidated (provider internals). */
+	mr = t.other.mr;
+	ck_assert(atomic_load(&to_siw_mr(mr)->valid));
+	target_down(&t);
+}
+END_TEST
+
 /* RFC 5044 §7.1 markers: refused with an MPA Reject. */
 START_TEST(test_markers_refused)
 {
@@ -543,6 +686,9 @@ Suite *suite_siw_hostile(void)
 	tcase_add_test(tc, test_send_bad_msn_qn);
 	tcase_add_test(tc, test_read_request_bad_stag);
 	tcase_add_test(tc, test_unexpected_opcodes);
+	tcase_add_test(tc, test_read_requests_beyond_ird);
+	tcase_add_test(tc, test_read_response_out_of_bounds);
+	tcase_add_test(tc, test_invalidate_wrong_pd);
 	tcase_add_test(tc, test_markers_refused);
 	tcase_add_test(tc, test_p2p_rtr);
 	tcase_add_test(tc, test_peer_dies_mid_message);

@@ -18,7 +18,7 @@
 #include "tests/siw_harness.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
-#include "vp/siw/iwarp.h"
+#include "vp/siw/siw.h"
 
 #define GUARD 64
 #define RW (RNICPI_ACCESS_LOCAL_WRITE | RNICPI_ACCESS_REMOTE_WRITE | \
@@ -75,8 +75,17 @@ static void expect_wc(struct h_side *s, struct rnicpi_cq *cq,
 static const size_t sizes[] = { 0, 1, 4095, 4096, 65536, 1 << 20, 16 << 20 };
 
 /* Send, Write and Read of each size, one connection per option set. */
+static void all_opcodes_zc(const struct rnicpi_option *oa,
+			   const struct rnicpi_option *ob, bool zc);
+
 static void all_opcodes(const struct rnicpi_option *oa,
 			const struct rnicpi_option *ob)
+{
+	all_opcodes_zc(oa, ob, false);
+}
+
+static void all_opcodes_zc(const struct rnicpi_option *oa,
+			   const struct rnicpi_option *ob, bool zc)
 {
 	struct pair p;
 	size_t i;
@@ -139,6 +148,17 @@ static void all_opcodes(const struct rnicpi_option *oa,
 		h_buf_free(&src);
 		h_buf_free(&dst);
 	}
+	if (zc) {
+		/* Provider internals: zero-copy sends were made on both
+		 * sides, and every one was reported back by the kernel
+		 * before its WR completed (nothing left pending). */
+		struct siw_qp *qa = to_siw_qp(p.a.qp), *qb = to_siw_qp(p.b.qp);
+
+		ck_assert(qa->zc_enabled && qb->zc_enabled);
+		ck_assert_uint_gt(qa->zc_next, 0);
+		ck_assert_uint_gt(qb->zc_next, 0);
+		ck_assert_uint_eq(qa->zc_count, 0);
+	}
 	pair_down(&p);
 }
 
@@ -166,6 +186,17 @@ START_TEST(test_opcodes_rev1_small_fpdu)
 					   { NULL } };
 
 	all_opcodes(o, r);
+}
+END_TEST
+
+/* MSG_ZEROCOPY from 4 KiB: Send and Write WRs complete only after the
+ * kernel's notification, Read Responses keep their region until then. */
+START_TEST(test_opcodes_zerocopy)
+{
+	const struct rnicpi_option o[] = { { "zcopy_min", "4096" },
+					   { NULL } };
+
+	all_opcodes_zc(o, o, true);
 }
 END_TEST
 
@@ -245,6 +276,8 @@ START_TEST(test_negotiation)
 	const struct rnicpi_option rev1[] = { { "mpa_rev", "1" }, { NULL } };
 	const struct rnicpi_option p2pw[] = { { "p2p", "write" }, { NULL } };
 	const struct rnicpi_option p2pr[] = { { "p2p", "read" }, { NULL } };
+	const struct rnicpi_option hold[] = { { "rts_delay_ms", "30" },
+					      { "p2p", "write" }, { NULL } };
 
 	negotiate(NULL, NULL, 0, 0, 0);
 	negotiate(crc_on, NULL, 0, RNICPI_CONN_MPA_CRC, 0);
@@ -258,6 +291,7 @@ START_TEST(test_negotiation)
 	negotiate(p2pr, NULL, 0, RNICPI_CONN_P2P, 0);
 	negotiate(NULL, NULL, RNICPI_CONN_P2P, RNICPI_CONN_P2P, 0);
 	negotiate(p2pr, crc_req, 0, RNICPI_CONN_P2P | RNICPI_CONN_MPA_CRC, 0);
+	negotiate(hold, NULL, 0, RNICPI_CONN_P2P, 0);
 	/* Refusals: MPA Reject to the initiator, ERROR at the responder. */
 	negotiate(NULL, crc_req, 0, RNICPI_CONN_MPA_CRC, 0);
 	negotiate(crc_on, strict, 0, 0, -ECONNREFUSED);
@@ -498,7 +532,7 @@ static bool fd_readable(int fd, int ms)
 START_TEST(test_solicited_and_invalidate)
 {
 	struct pair p;
-	struct h_buf s, d, t;
+	struct h_buf s, d, t, u;
 	struct rnicpi_wc wc;
 	struct h_conn_ev ev;
 	struct rnicpi_async_event ae;
@@ -508,9 +542,11 @@ START_TEST(test_solicited_and_invalidate)
 	h_buf_alloc(&s, 64, GUARD);
 	h_buf_alloc(&d, 64, GUARD);
 	h_buf_alloc(&t, 4096, GUARD);
+	h_buf_alloc(&u, 64, GUARD);
 	h_buf_reg(&s, &p.a, RW);
 	h_buf_reg(&d, &p.b, RW);
 	h_buf_reg(&t, &p.b, RW);
+	h_buf_reg(&u, &p.b, RW);
 
 	/* Armed for solicited only: a plain Send does not wake, SE does. */
 	ck_assert_ok(p.db->ops->req_notify_cq(p.b.rcq, 1));
@@ -532,12 +568,25 @@ START_TEST(test_solicited_and_invalidate)
 	/* Send with Invalidate of t's STag: the receive reports it, and a
 	 * later Write to it is refused with a Terminate. */
 	h_post_recv(&p.b, &d, 0, 64, 3);
+	/* Plain Send with Invalidate (RDMAP opcode 4) of u's STag. */
+	h_post_recv(&p.b, &d, 0, 64, 4);
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND_WITH_INV, &s, 0, 4, 14,
+				 RNICPI_SEND_SIGNALED, 0, u.mr->rkey));
+	expect_wc(&p.a, p.a.scq, 14, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 4);
+	ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 3); /* receives complete in order */
+	ck_assert(wc.wc_flags & RNICPI_WC_WITH_INV);
+	ck_assert(!(wc.wc_flags & RNICPI_WC_SOLICITED));
+	ck_assert_uint_eq(wc.invalidated_rkey, u.mr->rkey);
+	/* With SE too: RDMAP opcode 6, Send with SE and Invalidate. */
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND_WITH_INV, &s, 0, 4, 12,
-				 RNICPI_SEND_SIGNALED, 0, t.mr->rkey));
+				 RNICPI_SEND_SIGNALED | RNICPI_SEND_SOLICITED,
+				 0, t.mr->rkey));
 	expect_wc(&p.a, p.a.scq, 12, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 4);
 	ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
-	ck_assert_uint_eq(wc.wr_id, 3);
+	ck_assert_uint_eq(wc.wr_id, 4);
 	ck_assert(wc.wc_flags & RNICPI_WC_WITH_INV);
+	ck_assert(wc.wc_flags & RNICPI_WC_SOLICITED);
 	ck_assert_uint_eq(wc.invalidated_rkey, t.mr->rkey);
 	h_buf_fill(&s, 3);
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_RDMA_READ, &s, 0, 64, 13,
@@ -562,9 +611,11 @@ START_TEST(test_solicited_and_invalidate)
 	ck_assert_ok(p.da->ops->dereg_mr(s.mr));
 	ck_assert_ok(p.db->ops->dereg_mr(d.mr));
 	ck_assert_ok(p.db->ops->dereg_mr(t.mr));
+	ck_assert_ok(p.db->ops->dereg_mr(u.mr));
 	h_buf_free(&s);
 	h_buf_free(&d);
 	h_buf_free(&t);
+	h_buf_free(&u);
 	pair_down(&p);
 }
 END_TEST
@@ -799,6 +850,7 @@ Suite *suite_siw_loopback(void)
 	tcase_add_test(tc, test_opcodes_crc);
 	tcase_add_test(tc, test_opcodes_rev1_small_fpdu);
 	tcase_add_test(tc, test_opcodes_large_fpdu);
+	tcase_add_test(tc, test_opcodes_zerocopy);
 	tcase_add_test(tc, test_negotiation);
 	tcase_add_test(tc, test_private_data_and_reject);
 	tcase_add_test(tc, test_sge_lists_inline_srq);

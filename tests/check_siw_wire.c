@@ -217,7 +217,8 @@ START_TEST(test_options)
 		{ "mpa_crc_strict", "on" }, { "p2p", "read" },
 		{ "large_fpdu", "yes" }, { "mpa_timeout_ms", "500" },
 		{ "ird", "4" }, { "ord", "2" }, { "nodelay", "off" },
-		{ "max_fpdu", "1024" }, { NULL, NULL },
+		{ "max_fpdu", "1024" }, { "zcopy_min", "65536" },
+		{ "rts_delay_ms", "5" }, { NULL, NULL },
 	};
 	const struct rnicpi_option unknown[] = { { "mpa_markers", "on" },
 						 { NULL, NULL } };
@@ -245,6 +246,8 @@ START_TEST(test_options)
 	ck_assert_uint_eq(o.ord, 2);
 	ck_assert(!o.nodelay);
 	ck_assert_uint_eq(o.max_fpdu, 1024);
+	ck_assert_uint_eq(o.zcopy_min, 65536);
+	ck_assert_uint_eq(o.rts_delay_ms, 5);
 	ck_assert_errno(siw_options_parse(&o, unknown, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad1, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad2, "t"), EINVAL);

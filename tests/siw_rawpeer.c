@@ -86,6 +86,39 @@ int raw_connect(struct rawpeer *r, struct h_side *s, uint8_t rev,
 	return 0;
 }
 
+int raw_accept(struct rawpeer *r, struct h_side *s)
+{
+	struct rnicpi_conn_param cp = { .ird = 4, .ord = 4 };
+	struct mpa_rr req, rep;
+	struct mpa_v2_data v2;
+	uint8_t pd[MPA_MAX_PRIVATE_DATA];
+	int cfd, sfd, rc;
+
+	memset(r, 0, sizeof(*r));
+	h_tcp_pair(&cfd, &sfd);
+	r->fd = sfd;
+	ck_assert_ok(s->d->ops->iw_connect(s->qp, cfd, &cp));
+	rc = read_exact(sfd, &req, sizeof(req), H_WAIT_MS);
+	if (rc)
+		return rc;
+	ck_assert(mpa_rr_is_request(&req));
+	ck_assert_uint_le(mpa_rr_pd_len(&req), sizeof(pd));
+	rc = read_exact(sfd, pd, mpa_rr_pd_len(&req), H_WAIT_MS);
+	if (rc)
+		return rc;
+	r->crc = req.flags & MPA_FLAG_CRC;
+	mpa_rr_init(&rep, false, MPA_REV2,
+		    MPA_FLAG_ENHANCED | (req.flags & MPA_FLAG_CRC),
+		    sizeof(v2));
+	mpa_v2_set(&v2, 4, 4, false, 0);
+	raw_send_bytes(r, &rep, sizeof(rep));
+	raw_send_bytes(r, &v2, sizeof(v2));
+	if (!h_wait_conn(s->d, RNICPI_CONN_ESTABLISHED, s->qp, NULL,
+			 H_WAIT_MS))
+		return -ETIMEDOUT;
+	return 0;
+}
+
 void raw_send_fpdu(struct rawpeer *r, void *hdr, size_t hdr_len,
 		   const void *payload, size_t len, uint16_t mpa_len,
 		   bool bad_crc)

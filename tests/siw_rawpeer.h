@@ -27,6 +27,10 @@ struct rawpeer {
  * provider accept when @accept, read the Reply. 0 or -errno. */
 int raw_connect(struct rawpeer *r, struct h_side *s, uint8_t rev,
 		uint8_t flags, const struct mpa_v2_data *v2, bool accept);
+/* The mirror image: @s's QP connects (iw_connect, IRD/ORD 4) to a raw
+ * responder that reads the Request and answers with an enhanced Reply,
+ * CRC as the Request asked. 0 or -errno. */
+int raw_accept(struct rawpeer *r, struct h_side *s);
 /* Send one FPDU: @hdr (its MPA length is filled in unless @mpa_len is
  * non-zero), then @payload, pad, CRC (corrupted when @bad_crc). */
 void raw_send_fpdu(struct rawpeer *r, void *hdr, size_t hdr_len,

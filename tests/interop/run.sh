@@ -33,6 +33,7 @@ results=()
 passed=0
 failed=0
 work=$(mktemp -d /tmp/hostrdma-interop.XXXXXX)
+logdir=${INTEROP_LOGDIR:-$builddir/tests/interop/failed}
 
 skip() {
 	echo "######################################################"
@@ -83,17 +84,24 @@ fi
 
 start_capture() { # $1 = case name
 	pcap=$work/$1.pcap
-	peer ns tcpdump -i rdmabr0 -s 0 -U -w "$pcap" \
-		"tcp and not port ${RDMAPEER_CTL_PORT:-5555}" >/dev/null 2>&1 &
+	# ip netns exec execs tcpdump: $! is tcpdump itself, so stopping it
+	# leaves nothing behind (through the peer wrapper it would).
+	# --immediate-mode: without it libpcap hands packets over a ring block
+	# at a time (up to a second late), and a short case ends before then.
+	ip netns exec "$RDMAPEER_NS" tcpdump -i rdmabr0 -s 0 -U \
+		--immediate-mode -w "$pcap" \
+		"tcp and not port ${RDMAPEER_CTL_PORT:-5555}" \
+		>"$work/$1.tcpdump" 2>&1 &
 	tcpdump_pid=$!
 	for _ in $(seq 50); do [ -s "$pcap" ] && break; sleep 0.1; done
 	sleep 0.5
 }
 
 stop_capture() {
-	sleep 0.5
-	kill "$tcpdump_pid" 2>/dev/null
+	sleep 1
+	kill "$tcpdump_pid" 2>/dev/null || echo "tcpdump had died" >>"$pcap.log"
 	wait "$tcpdump_pid" 2>/dev/null
+	echo "tcpdump exit $?" >>"${pcap%.pcap}.tcpdump"
 	tcpdump_pid=
 }
 
@@ -121,6 +129,11 @@ record() { # $1 = name, $2 = rc, $3 = detail
 		printf 'FAIL  %-28s %s\n' "$1" "$3"
 		failed=$((failed + 1))
 		[ -f "$work/$1.log" ] && sed 's/^/      | /' "$work/$1.log" | tail -25
+		# Keep the evidence: log and capture of every failed case.
+		mkdir -p "$logdir" &&
+			cp "$work/$1.log" "$work/$1.pcap" "$work/$1.tcpdump" \
+				"$logdir/" 2>/dev/null &&
+			echo "      (log and capture kept in $logdir)"
 	fi
 	results+=("$1=$2")
 }
@@ -139,31 +152,51 @@ siw_mode() {
 	sleep 2
 }
 
-# hostrdma client against `rping -s` in the guest. $3 = min FPDUs.
+# A case failed for this reason (the first one is kept). Output is
+# searched with here-strings: under pipefail `echo | grep -q` fails when
+# grep quits early and echo dies of SIGPIPE.
+why() {
+	rc=1
+	reason=${reason:-$1}
+}
+
+# hostrdma client against `rping -s` in the guest.
 siw_client_case() { # $1 name, $2 extra siw-rping args, $3 size, $4 crc
 	local name=$1 port=$((PORT_BASE + ${#results[@]})) rc=0 out bg pid
+	reason=
 	start_capture "$name"
 	out=$(peer bg "rping -s -a $SIW_PEER -p $port -C $COUNT -S $3 -V -v")
 	pid=${out%% *}
 	peer run wait-listen "$port" 20 >/dev/null 2>&1
+	# --rts-delay: Linux siw 6.1 reads nothing that arrives between its
+	# MPA Reply and the hand-over of the socket to its QP (see
+	# hostrdma-siw(7), rts_delay_ms).
 	# shellcheck disable=SC2086
 	peer ns timeout 120 "$RPING" -c -a "$SIW_PEER" -p "$port" -C "$COUNT" \
-		-S "$3" $2 >"$work/$name.log" 2>&1 || rc=1
-	sleep 1
-	bg=$(peer run cat "/tmp/bg/$pid.log" 2>/dev/null)
+		-S "$3" --rts-delay=100 $2 >"$work/$name.log" 2>&1 ||
+		why "our client failed"
+	# The guest's output trails under TCG: wait for its last round.
+	for _ in $(seq 20); do
+		bg=$(peer run cat "/tmp/bg/$pid.log" 2>/dev/null)
+		grep -q "server ping data: rdma-ping-$((COUNT - 1)):" <<<"$bg" && break
+		sleep 0.5
+	done
 	echo "--- guest rping -s:" >>"$work/$name.log"
-	echo "$bg" | tail -5 >>"$work/$name.log"
-	echo "$bg" | grep -qiE 'error|fail|mismatch|bogus' && rc=1
-	echo "$bg" | grep -q "server ping data: rdma-ping-$((COUNT - 1))" || rc=1
+	echo "$bg" | tail -5 | cut -c1-160 >>"$work/$name.log"
+	grep -iE 'error|fail|mismatch|bogus' <<<"$bg" >>"$work/$name.log" &&
+		why "guest rping -s reported an error"
+	grep -q "server ping data: rdma-ping-$((COUNT - 1)):" <<<"$bg" ||
+		why "guest rping -s did not finish its rounds"
 	peer run "kill $pid 2>/dev/null" >/dev/null 2>&1
 	stop_capture
-	check_capture "$pcap" $((COUNT * 4)) "$4" || rc=1
-	record "$name" "$rc" "$capinfo"
+	check_capture "$pcap" $((COUNT * 4)) "$4" || why "capture check"
+	record "$name" "$rc" "$capinfo${reason:+ ($reason)}"
 }
 
 # The guest's `rping -c` against the hostrdma server.
 siw_server_case() { # $1 name, $2 extra args, $3 size, $4 crc
 	local name=$1 port=$((PORT_BASE + ${#results[@]})) rc=0 out spid
+	reason=
 	start_capture "$name"
 	# shellcheck disable=SC2086
 	peer ns timeout 120 "$RPING" -s -a "$SIW_HOST" -p "$port" \
@@ -173,15 +206,18 @@ siw_server_case() { # $1 name, $2 extra args, $3 size, $4 crc
 		grep -q listening "$work/$name.log" 2>/dev/null && break
 		sleep 0.1
 	done
-	out=$(peer run -t 120 "rping -c -a $SIW_HOST -p $port -C $COUNT -S $3 -V -v" 2>&1) || rc=1
+	out=$(peer run -t 120 "rping -c -a $SIW_HOST -p $port -C $COUNT -S $3 -V -v" 2>&1) ||
+		why "guest rping -c failed"
 	echo "--- guest rping -c:" >>"$work/$name.log"
-	echo "$out" | tail -5 >>"$work/$name.log"
-	echo "$out" | grep -qiE 'error|fail|mismatch|bogus' && rc=1
-	echo "$out" | grep -q "ping data: rdma-ping-$((COUNT - 1))" || rc=1
-	wait "$spid" || rc=1
+	echo "$out" | tail -5 | cut -c1-160 >>"$work/$name.log"
+	grep -iE 'error|fail|mismatch|bogus' <<<"$out" >>"$work/$name.log" &&
+		why "guest rping -c reported an error"
+	grep -q "ping data: rdma-ping-$((COUNT - 1))" <<<"$out" ||
+		why "guest rping -c did not finish its rounds"
+	wait "$spid" || why "our server failed"
 	stop_capture
-	check_capture "$pcap" $((COUNT * 4)) "$4" || rc=1
-	record "$name" "$rc" "$capinfo"
+	check_capture "$pcap" $((COUNT * 4)) "$4" || why "capture check"
+	record "$name" "$rc" "$capinfo${reason:+ ($reason)}"
 }
 
 # --- siw cases -----------------------------------------------------------

@@ -12,7 +12,7 @@
  * checks every byte it read against rping's pattern.
  *
  *   siw-rping -s|-c -a ADDR -p PORT [-C COUNT] [-S SIZE] [--crc]
- *             [--rev1] [--p2p=write|read] [-v]
+ *             [--rev1] [--p2p=write|read] [--rts-delay=MS] [-v]
  * Exit status 0 only when every round's data matched.
  */
 #include "config.h"
@@ -490,6 +490,7 @@ int main(int argc, char **argv)
 		{ "crc", no_argument, NULL, 'r' },
 		{ "rev1", no_argument, NULL, '1' },
 		{ "p2p", required_argument, NULL, 'P' },
+		{ "rts-delay", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rnicpi_option opts[8] = { { NULL, NULL } };
@@ -532,6 +533,10 @@ int main(int argc, char **argv)
 		case 'P':
 			opts[n++] = (struct rnicpi_option){ "p2p", optarg };
 			break;
+		case 'D':
+			opts[n++] = (struct rnicpi_option){ "rts_delay_ms",
+							    optarg };
+			break;
 		default:
 			return 2;
 		}
@@ -540,7 +545,7 @@ int main(int argc, char **argv)
 	    c.size > 65535) {
 		fprintf(stderr, "usage: siw-rping -s|-c -a ADDR [-p PORT] "
 			"[-C COUNT] [-S SIZE 24..65535] [--crc] [--rev1] "
-			"[--p2p=write|read] [-v]\n");
+			"[--p2p=write|read] [--rts-delay=MS] [-v]\n");
 		return 2;
 	}
 	/* The device address: ours for a server, the route's for a client

@@ -5,7 +5,7 @@
 # a builtin library for the core, as configure chose.
 siw_sources = vp/siw/iwarp.h vp/siw/siw.h vp/siw/siw_main.c \
 	vp/siw/siw_verbs.c vp/siw/siw_qp_verbs.c vp/siw/siw_qp.c \
-	vp/siw/siw_cm.c vp/siw/siw_tx.c vp/siw/siw_rx.c vp/siw/siw_crc.c
+	vp/siw/siw_cm.c vp/siw/siw_cm_resp.c vp/siw/siw_tx.c vp/siw/siw_rx.c vp/siw/siw_crc.c
 siw_cppflags = $(AM_CPPFLAGS) -DG_LOG_DOMAIN=\"hostrdma-siw\"
 
 noinst_LTLIBRARIES += vp/siw/libsiw_test.la

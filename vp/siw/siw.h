@@ -133,6 +133,8 @@ struct siw_options {
 	uint32_t ord;
 	bool nodelay;		  /* TCP_NODELAY on connected sockets */
 	uint32_t max_fpdu;	  /* cap on transmitted FPDU bytes, 0 = MSS */
+	uint32_t rts_delay_ms;	  /* initiator: hold the first FPDU this long */
+	uint32_t zcopy_min;	  /* MSG_ZEROCOPY from this message size, 0 off */
 };
 
 int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
@@ -333,7 +335,19 @@ struct siw_tx {
 	uint32_t trailer_len;
 	uint32_t fpdu_total;
 	uint32_t fpdu_sent;
+	bool zc;		/* this message goes with MSG_ZEROCOPY */
+	bool zc_used;		/* ... and at least one call went so */
 	bool want_out;		/* EPOLLOUT armed */
+};
+
+/* A message sent with MSG_ZEROCOPY whose pages the kernel may still read:
+ * its WR completes (or its Read Response's region is let go) once the
+ * error queue reports send call @last_id done. */
+#define SIW_ZC_PENDING 64
+struct siw_zc_pending {
+	uint32_t last_id;
+	int32_t sq_idx;		/* -1: a Read Response */
+	struct siw_mr *mr;	/* Read Response source, referenced */
 };
 
 enum siw_rx_state {
@@ -422,6 +436,12 @@ struct siw_qp {
 	uint32_t mss_payload;	/* max ULPDU we send */
 	uint16_t rtr;		/* MPA_V2_*_RTR negotiated, 0 none */
 	bool rtr_pending;	/* initiator: RTR not sent yet */
+	bool tx_hold;		/* initiator: rts_delay_ms not over yet */
+	/* MSG_ZEROCOPY: send calls made and reported done (kernel ids) */
+	bool zc_enabled;
+	uint32_t zc_next, zc_done;
+	struct siw_zc_pending zc_pend[SIW_ZC_PENDING];
+	uint32_t zc_head, zc_count;
 	bool closing;		/* graceful close asked */
 	bool connected;		/* ESTABLISHED was reported */
 	bool disc_reported;
@@ -609,6 +629,13 @@ void siw_qp_unlock(struct siw_qp *qp);
 /* siw_tx.c / siw_rx.c                                                 */
 /* ------------------------------------------------------------------ */
 
+/* Turn SO_ZEROCOPY on when the device asks for it (zcopy_min). */
+void siw_tx_zc_setup(struct siw_qp *qp);
+/* Read MSG_ZEROCOPY notifications from the error queue; complete what
+ * they release. Under qp->lock. */
+void siw_tx_zc_reap(struct siw_qp *qp);
+/* Drop every pending zero-copy record (flush, close). */
+void siw_tx_zc_flush(struct siw_qp *qp);
 /* Send what can be sent without blocking. Under qp->lock. */
 void siw_qp_tx(struct siw_qp *qp);
 /* Is there anything for the transmitter to do? */
@@ -641,5 +668,14 @@ void siw_conn_free(struct siw_conn *conn);
 void siw_qp_mpa_reply_rx(struct siw_qp *qp);
 /* Fill an event with the socket's addresses. */
 void siw_conn_event_addrs(int fd, struct rnicpi_conn_event *ev);
+/* Send an MPA Request (@request) or Reply: header, the IRD/ORD word when
+ * @v2, then private data; waits up to @timeout_ms for room. */
+int siw_mpa_send_rr(int fd, bool request, uint8_t rev, uint8_t flags,
+		    const struct mpa_v2_data *v2, const void *pdata,
+		    uint32_t pd_len, uint32_t timeout_ms);
+/* Non-blocking and TCP_NODELAY as the device says. */
+int siw_socket_setup(struct siw_device *dev, int fd);
+/* Largest ULPDU this QP's stream sends (MSS, max_fpdu, large FPDUs). */
+uint32_t siw_stream_ulpdu_max(struct siw_qp *qp, bool large);
 
 #endif /* SIW_H */

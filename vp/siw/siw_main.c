@@ -101,6 +101,10 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 			rc = parse_u32(v, 1, SIW_MAX_ORD, &o->ord);
 		} else if (!strcmp(k, "nodelay")) {
 			rc = parse_bool(v, &o->nodelay);
+		} else if (!strcmp(k, "zcopy_min")) {
+			rc = parse_u32(v, 0, 1u << 31, &o->zcopy_min);
+		} else if (!strcmp(k, "rts_delay_ms")) {
+			rc = parse_u32(v, 0, 10000, &o->rts_delay_ms);
 		} else if (!strcmp(k, "max_fpdu")) {
 			rc = parse_u32(v, 64, 65536, &o->max_fpdu);
 		} else {

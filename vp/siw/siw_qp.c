@@ -120,7 +120,12 @@ static void flush_all(struct siw_qp *qp)
 {
 	uint32_t i;
 
-	siw_tx_release(qp);
+	/* An FPDU half on the wire must be finished first (siw_qp_tx does,
+	 * then drops the message): anything else would corrupt the stream
+	 * our Terminate still has to travel on. */
+	if (!(qp->tx.fpdu_ready && qp->tx.fpdu_sent && qp->fd >= 0))
+		siw_tx_release(qp);
+	siw_tx_zc_flush(qp);
 	while (qp->orq_count) {
 		orqe_release(&qp->orq[qp->orq_head]);
 		qp->orq_head = (qp->orq_head + 1) % SIW_MAX_ORD;
@@ -496,6 +501,8 @@ void siw_qp_handle(struct siw_qp *qp, uint32_t events)
 	if (qp->llp == SIW_LLP_AWAIT_REPLY) {
 		siw_qp_mpa_reply_rx(qp);
 	} else {
+		if ((events & EPOLLERR) && qp->zc_enabled)
+			siw_tx_zc_reap(qp);
 		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
 			siw_qp_rx(qp);
 		if (qp->fd >= 0 && ((events & EPOLLOUT) ||
@@ -519,6 +526,12 @@ void siw_qp_timeout(struct siw_qp *qp)
 			    qp->llp == SIW_LLP_AWAIT_REPLY ? "Reply" : "RTR",
 			    qp->dev->opts.mpa_timeout_ms);
 		siw_qp_llp_closed(qp, -ETIMEDOUT);
+		break;
+	case SIW_LLP_RDMA:
+		if (qp->tx_hold) {
+			qp->tx_hold = false;
+			siw_qp_tx(qp);
+		}
 		break;
 	case SIW_LLP_DRAIN:
 		siw_qp_dbg(qp, "peer did not close in %u ms: reset",

@@ -275,6 +275,7 @@ int siw_destroy_qp(struct rnicpi_qp *q)
 	if (qp->state != RNICPI_QPS_ERR)
 		siw_qp_to_error(qp);
 	siw_tx_release(qp);
+	siw_tx_zc_flush(qp);
 	siw_rx_release(qp);
 	pthread_mutex_unlock(&qp->lock);
 	siw_dev_timed_del(dev, &qp->timed);

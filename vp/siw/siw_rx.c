@@ -164,6 +164,20 @@ static int check_write(struct siw_qp *qp)
 	return SIW_RX_PAYLOAD;
 }
 
+/* A Read Response that breaks the rules: the Read it answers fails with
+ * a bad-response status (the QP flushes the rest), then Terminate. */
+static int read_resp_fail(struct siw_qp *qp, struct siw_orqe *o,
+			  uint8_t ecode)
+{
+	if (o->sq_idx >= 0)
+		siw_sq_complete(qp, (uint32_t)o->sq_idx,
+				RNICPI_WC_BAD_RESP_ERR,
+				(uint32_t)TERM_LAYER_DDP << 12 |
+					(uint32_t)DDP_ETYPE_TAGGED << 8 | ecode);
+	return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED, ecode,
+		       RNICPI_EVENT_QP_ACCESS_ERR);
+}
+
 /* A Read Response lands in the oldest outstanding Read's sink SGEs. */
 static int check_read_resp(struct siw_qp *qp)
 {
@@ -184,26 +198,20 @@ static int check_read_resp(struct siw_qp *qp)
 	if (stag != o->sink_stag) {
 		siw_qp_info(qp, "Read Response to STag 0x%08x, expected 0x%08x",
 			    stag, o->sink_stag);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
-			       DDP_ECODE_T_INVALID_STAG,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
+		return read_resp_fail(qp, o, DDP_ECODE_T_INVALID_STAG);
 	}
 	if (to < o->sink_to || to + rx->payload_len < to) {
 		siw_qp_info(qp, "Read Response TO 0x%llx below sink 0x%llx",
 			    (unsigned long long)to,
 			    (unsigned long long)o->sink_to);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
-			       DDP_ECODE_T_BASE_BOUNDS,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
+		return read_resp_fail(qp, o, DDP_ECODE_T_BASE_BOUNDS);
 	}
 	off = to - o->sink_to;
 	if (off > o->size || rx->payload_len > o->size - off) {
 		siw_qp_info(qp, "Read Response [%llu, +%u) beyond the %u bytes "
 			    "asked for", (unsigned long long)off,
 			    rx->payload_len, o->size);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
-			       DDP_ECODE_T_BASE_BOUNDS,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
+		return read_resp_fail(qp, o, DDP_ECODE_T_BASE_BOUNDS);
 	}
 	memcpy(rx->dst, o->seg, o->n_seg * sizeof(o->seg[0]));
 	rx->n_dst = o->n_seg;

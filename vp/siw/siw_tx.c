@@ -12,6 +12,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <time.h> /* before linux/errqueue.h, which needs timespec */
+#include <linux/errqueue.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -46,6 +49,89 @@ void siw_tx_release(struct siw_qp *qp)
 	tx->kind = SIW_TX_IDLE;
 	tx->fpdu_ready = false;
 	tx->sq_idx = -1;
+	tx->zc = tx->zc_used = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* MSG_ZEROCOPY (Linux msg_zerocopy.rst): the kernel sends from our pages */
+/* and tells on the error queue when it no longer needs them.           */
+/* ------------------------------------------------------------------ */
+
+void siw_tx_zc_setup(struct siw_qp *qp)
+{
+	int one = 1;
+
+	qp->zc_enabled = false;
+	qp->zc_next = qp->zc_done = 0;
+	qp->zc_head = qp->zc_count = 0;
+	if (!qp->dev->opts.zcopy_min || qp->fd < 0)
+		return;
+	if (setsockopt(qp->fd, SOL_SOCKET, SO_ZEROCOPY, &one,
+		       sizeof(one)) < 0) {
+		siw_qp_info(qp, "SO_ZEROCOPY: %s; sending with copies",
+			    strerror(errno));
+		return;
+	}
+	qp->zc_enabled = true;
+}
+
+/* What a finished zero-copy message was waiting for. */
+static void zc_release(struct siw_qp *qp, struct siw_zc_pending *z)
+{
+	if (z->sq_idx >= 0)
+		siw_sq_complete(qp, (uint32_t)z->sq_idx, RNICPI_WC_SUCCESS, 0);
+	siw_mr_put(z->mr);
+	z->mr = NULL;
+}
+
+void siw_tx_zc_flush(struct siw_qp *qp)
+{
+	while (qp->zc_count) {
+		struct siw_zc_pending *z = &qp->zc_pend[qp->zc_head];
+
+		siw_mr_put(z->mr);
+		z->mr = NULL;
+		qp->zc_head = (qp->zc_head + 1) % SIW_ZC_PENDING;
+		qp->zc_count--;
+	}
+}
+
+void siw_tx_zc_reap(struct siw_qp *qp)
+{
+	char control[256];
+
+	if (!qp->zc_enabled || qp->fd < 0)
+		return;
+	for (;;) {
+		struct msghdr msg = { .msg_control = control,
+				      .msg_controllen = sizeof(control) };
+		struct cmsghdr *cm;
+
+		if (recvmsg(qp->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			break;
+		for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+			const struct sock_extended_err *e;
+
+			if (!((cm->cmsg_level == SOL_IP &&
+			       cm->cmsg_type == IP_RECVERR) ||
+			      (cm->cmsg_level == SOL_IPV6 &&
+			       cm->cmsg_type == IPV6_RECVERR)))
+				continue;
+			e = (const void *)CMSG_DATA(cm);
+			if (e->ee_errno || e->ee_origin != SO_EE_ORIGIN_ZEROCOPY)
+				continue;
+			/* TCP releases in order: [ee_info, ee_data] follows
+			 * what was reported before. */
+			if (e->ee_data + 1 > qp->zc_done)
+				qp->zc_done = e->ee_data + 1;
+		}
+	}
+	while (qp->zc_count &&
+	       qp->zc_pend[qp->zc_head].last_id < qp->zc_done) {
+		zc_release(qp, &qp->zc_pend[qp->zc_head]);
+		qp->zc_head = (qp->zc_head + 1) % SIW_ZC_PENDING;
+		qp->zc_count--;
+	}
 }
 
 bool siw_qp_tx_pending(struct siw_qp *qp)
@@ -57,6 +143,8 @@ bool siw_qp_tx_pending(struct siw_qp *qp)
 	if (qp->term.valid && !qp->term_sent)
 		return true;
 	if (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_CLOSING)
+		return false;
+	if (qp->tx_hold)
 		return false;
 	return qp->irq_count || qp->sq_tx != (qp->sq_head + qp->sq_count) %
 					   qp->sq_size ||
@@ -199,6 +287,9 @@ static bool start_sq(struct siw_qp *qp)
 	}
 	tx->kind = SIW_TX_SQ;
 	tx->msg_len = w->total_len;
+	tx->zc = qp->zc_enabled && !w->inline_data &&
+		 w->total_len >= qp->dev->opts.zcopy_min &&
+		 qp->zc_count < SIW_ZC_PENDING;
 	if (tx->opcode != RDMAP_RDMA_WRITE)
 		tx->msn = qp->tx_msn[DDP_QN_SEND]++;
 	return true;
@@ -223,6 +314,8 @@ static bool start_rresp(struct siw_qp *qp)
 	tx->sq_idx = -1;
 	tx->opcode = RDMAP_RDMA_READ_RESP;
 	tx->msg_len = r->size;
+	tx->zc = qp->zc_enabled && r->size >= qp->dev->opts.zcopy_min &&
+		 qp->zc_count < SIW_ZC_PENDING;
 	if (r->size) {
 		tx->src[0].iov_base = r->src;
 		tx->src[0].iov_len = r->size;
@@ -250,7 +343,7 @@ static bool next_message(struct siw_qp *qp)
 	}
 	if (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_CLOSING)
 		return false;
-	if (qp->llp != SIW_LLP_RDMA)
+	if (qp->llp != SIW_LLP_RDMA || qp->tx_hold)
 		return false;
 	/* RFC 6581 §9.2: the initiator's RTR is its first FPDU. */
 	if (qp->rtr_pending) {
@@ -418,49 +511,74 @@ static void build_fpdu(struct siw_qp *qp)
 }
 
 /* Write the rest of the current FPDU: 0 when all of it is out, -EAGAIN,
- * or -errno for a broken stream. */
+ * or -errno for a broken stream.
+ *
+ * Zero-copy messages send the payload alone with MSG_ZEROCOPY: the kernel
+ * may read those pages long after sendmsg() returned, which is fine for
+ * the WR's memory (the WR completes only after the notification) but not
+ * for our header and trailer buffers, which the next FPDU rewrites; those
+ * go in their own calls, copied, with MSG_MORE to keep segments full. */
 static int send_fpdu(struct siw_qp *qp)
 {
 	struct siw_tx *tx = &qp->tx;
 	struct iovec iov[SIW_MAX_SGE + 2];
 	struct msghdr msg = { .msg_iov = iov };
-	uint32_t n = 0, skip = tx->fpdu_sent;
 	ssize_t rc;
 
 	while (tx->fpdu_sent < tx->fpdu_total) {
-		uint32_t hdr_left, pay_left;
+		uint32_t n = 0, skip = tx->fpdu_sent;
+		int flags = MSG_DONTWAIT | MSG_NOSIGNAL;
+		bool zc_call = false, more = false;
 
-		n = 0;
-		skip = tx->fpdu_sent;
 		if (skip < tx->hdr_len) {
 			iov[n].iov_base = tx->hdr + skip;
 			iov[n].iov_len = tx->hdr_len - skip;
 			n++;
 			skip = 0;
+			if (tx->zc) {
+				more = true;
+				goto send; /* header alone */
+			}
 		} else {
 			skip -= tx->hdr_len;
 		}
-		hdr_left = skip;
-		if (hdr_left < tx->fpdu_payload) {
-			pay_left = tx->fpdu_payload - hdr_left;
-			n += gather(tx->src, tx->n_src,
-				    tx->msg_off + hdr_left, pay_left, iov + n,
+		if (skip < tx->fpdu_payload) {
+			n += gather(tx->src, tx->n_src, tx->msg_off + skip,
+				    tx->fpdu_payload - skip, iov + n,
 				    SIW_MAX_SGE);
 			skip = 0;
+			if (tx->zc) {
+				zc_call = true;
+				goto send; /* payload alone, zero-copy */
+			}
 		} else {
 			skip -= tx->fpdu_payload;
 		}
 		iov[n].iov_base = tx->trailer + skip;
 		iov[n].iov_len = tx->trailer_len - skip;
 		n++;
+send:
 		msg.msg_iovlen = n;
-		rc = sendmsg(qp->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (more)
+			flags |= MSG_MORE;
+		if (zc_call)
+			flags |= MSG_ZEROCOPY | MSG_MORE;
+		rc = sendmsg(qp->fd, &msg, flags);
 		if (rc < 0) {
 			if (errno == EINTR)
 				continue;
+			/* Out of optmem for notifications: copy instead. */
+			if (errno == ENOBUFS && zc_call) {
+				tx->zc = false;
+				continue;
+			}
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return -EAGAIN;
 			return -errno;
+		}
+		if (zc_call) {
+			qp->zc_next++;
+			tx->zc_used = true;
 		}
 		tx->fpdu_sent += (uint32_t)rc;
 	}
@@ -473,20 +591,52 @@ static void message_done(struct siw_qp *qp)
 	struct siw_tx *tx = &qp->tx;
 	enum siw_tx_kind kind = tx->kind;
 	int32_t idx = tx->sq_idx;
+	bool zc = tx->zc_used;
 
 	siw_tx_release(qp);
 	switch (kind) {
 	case SIW_TX_SQ: {
 		struct siw_wqe *w = &qp->sq[idx];
 
-		/* A Read completes with its response (siw_rx.c). */
-		if (w->opcode != RNICPI_WR_RDMA_READ)
+		/* A Read completes with its response (siw_rx.c); a flushed
+		 * WR is complete already; a zero-copy one once the kernel
+		 * let go of its pages. */
+		if (zc && w->opcode != RNICPI_WR_RDMA_READ &&
+		    qp->state == RNICPI_QPS_RTS) {
+			struct siw_zc_pending *z =
+				&qp->zc_pend[(qp->zc_head + qp->zc_count) %
+					     SIW_ZC_PENDING];
+
+			z->last_id = qp->zc_next - 1;
+			z->sq_idx = idx;
+			z->mr = NULL;
+			qp->zc_count++;
+			break;
+		}
+		if (w->opcode != RNICPI_WR_RDMA_READ &&
+		    qp->state != RNICPI_QPS_ERR &&
+		    qp->state != RNICPI_QPS_TERMINATE)
 			siw_sq_complete(qp, (uint32_t)idx, RNICPI_WC_SUCCESS,
 					0);
 		break;
 	}
 	case SIW_TX_RRESP:
-		siw_mr_put(qp->irq[qp->irq_head].mr);
+		if (!qp->irq_count)
+			break; /* flushed while its last FPDU went out */
+		if (zc) {
+			struct siw_zc_pending *z =
+				&qp->zc_pend[(qp->zc_head + qp->zc_count) %
+					     SIW_ZC_PENDING];
+
+			/* The region stays referenced until the kernel is
+			 * done with its pages. */
+			z->last_id = qp->zc_next - 1;
+			z->sq_idx = -1;
+			z->mr = qp->irq[qp->irq_head].mr;
+			qp->zc_count++;
+		} else {
+			siw_mr_put(qp->irq[qp->irq_head].mr);
+		}
 		qp->irq[qp->irq_head].mr = NULL;
 		qp->irq_head = (qp->irq_head + 1) % SIW_MAX_IRD;
 		qp->irq_count--;
