@@ -509,7 +509,6 @@ static it_status_t post_srq_recv(struct itapi_srq *srq,
 	const struct rnicpi_recv_wr *bad = NULL;
 	struct itapi_srq_slot *slot;
 	uint32_t idx;
-	uint64_t total;
 	int err;
 
 	if ((unsigned int)flags & ~(unsigned int)RECV_OK_FLAGS)
@@ -523,7 +522,6 @@ static it_status_t post_srq_recv(struct itapi_srq *srq,
 	if (n && !segs)
 		return IT_FAIL(&srq->obj, IT_ERR_FAULT,
 			       "local_segments is NULL");
-	total = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct itapi_lmr *lmr = ITAPI_LOOKUP(segs[i].lmr,
 						     struct itapi_lmr,
@@ -541,7 +539,6 @@ static it_status_t post_srq_recv(struct itapi_srq *srq,
 				      (uint64_t)(uintptr_t)segs[i].addr.abs;
 		sge[i].length = (uint32_t)segs[i].length;
 		sge[i].lkey = ual_mr_lkey(lmr->mr);
-		total += segs[i].length;
 	}
 	g_mutex_lock(&srq->lock);
 	if (!srq->free_head) {

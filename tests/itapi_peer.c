@@ -41,7 +41,7 @@ static it_evd_handle_t dto, creq, cmsg, aevd;
 static int dto_fd = -1, creq_fd = -1, cmsg_fd = -1;
 static enum { MODE_SEVD, MODE_AEVD, MODE_FD } mode;
 
-static void say(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
 	va_list ap;
 
