@@ -9,8 +9,11 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include <sched.h>
+
 #include "itapi/itapi_priv.h"
 #include "tests/itapi_testutil.h"
+#include "tests/ual_testutil.h"
 #include "tests/suites.h"
 
 /* ------------------------------------------------------------------ */
@@ -403,6 +406,63 @@ START_TEST(status_tables)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Unaffiliated async events: the spigot going down and up              */
+/* ------------------------------------------------------------------ */
+
+static bool wait_unaff(it_evd_handle_t evd, it_event_t *ev)
+{
+	size_t nmore;
+
+	return it_evd_wait(evd, IT_WAIT_US, ev, &nmore) == IT_SUCCESS;
+}
+
+static void spigot_child(void *arg)
+{
+	it_ia_handle_t ia = NULL;
+	it_evd_handle_t unaff = NULL;
+	it_ia_info_t *info = NULL;
+	it_event_t ev;
+
+	(void)arg;
+	tu_child_assert(unshare(CLONE_NEWNET) == 0, "unshare: %s",
+			g_strerror(errno));
+	/* A new namespace's lo is down; up it gets 127.0.0.1 and ::1. */
+	tu_child_assert_ok(ut_link_set("lo", true));
+	tu_child_assert(it_ia_create("test_lo", 2, 1, &ia) == IT_SUCCESS,
+			"no test_lo in the new namespace");
+	tu_child_assert(it_evd_create(ia, IT_ASYNC_UNAFF_EVENT_STREAM, 0, 16,
+				      0, NULL, &unaff, NULL) == IT_SUCCESS,
+			"unaffiliated EVD");
+	tu_child_assert_ok(ut_link_set("lo", false));
+	tu_child_assert(wait_unaff(unaff, &ev), "no event after lo went down");
+	tu_child_assert(ev.event_number == IT_ASYNC_UNAFF_SPIGOT_OFFLINE,
+			"event 0x%x", ev.event_number);
+	tu_child_assert(ev.unaff_async.ia == ia && ev.unaff_async.evd == unaff &&
+				ev.unaff_async.spigot_id == 0,
+			"event fields");
+	tu_child_assert(it_ia_query(ia, &info) == IT_SUCCESS, "query");
+	tu_child_assert(!info->spigot_info[0].spigot_online, "still online");
+	tu_child_assert(info->unaffiliated_err_evd == unaff, "the EVD");
+	it_ia_info_free(info);
+	tu_child_assert_ok(ut_link_set("lo", true));
+	/* Other events (addresses) may come first. */
+	do {
+		tu_child_assert(wait_unaff(unaff, &ev),
+				"no event after lo came up");
+	} while (ev.event_number != IT_ASYNC_UNAFF_SPIGOT_ONLINE);
+	tu_child_assert(it_ia_query(ia, &info) == IT_SUCCESS, "query");
+	tu_child_assert(info->spigot_info[0].spigot_online, "not online");
+	it_ia_info_free(info);
+	tu_child_assert(it_ia_free(ia) == IT_SUCCESS, "it_ia_free");
+}
+
+START_TEST(spigot_events)
+{
+	tu_run_child(spigot_child, NULL);
+}
+END_TEST
+
 Suite *suite_itapi_ia(void)
 {
 	Suite *s = suite_create("itapi-ia");
@@ -417,6 +477,7 @@ Suite *suite_itapi_ia(void)
 	tcase_add_test(tc, ia_query_testprov);
 	tcase_add_test(tc, pz_lifecycle);
 	tcase_add_test(tc, handles);
+	tcase_add_test(tc, spigot_events);
 	suite_add_tcase(s, tc);
 
 	tcase_add_checked_fixture(siw, it_setup_siw, it_teardown);

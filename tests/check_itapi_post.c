@@ -323,6 +323,14 @@ START_TEST(rdma_read)
 	it_wait_event(F.msg, &ev);
 	ck_assert(ev.event_number == IT_CM_MSG_CONN_BROKEN_EVENT ||
 		  ev.event_number == IT_CM_MSG_CONN_DISCONNECT_EVENT);
+	/* ...and the affiliated async EVD names an endpoint and why. */
+	it_wait_event(F.aff, &ev);
+	ck_assert_msg((ev.event_number & IT_EVENT_STREAM_MASK) ==
+				      IT_ASYNC_AFF_EVENT_STREAM &&
+			      ev.event_number != IT_ASYNC_AFF_SEVD_ENQUEUE_FAILURE,
+		      "event %s", itapi_event_name(ev.event_number));
+	ck_assert(ev.aff_async.cause.ep == A || ev.aff_async.cause.ep == B);
+	ck_assert_ptr_eq(ev.aff_async.evd, F.aff);
 	it_buf_free(&sink);
 }
 END_TEST
