@@ -232,6 +232,29 @@ void cm_req_abandon(struct cm_req *req, int status);
 struct cm_listen *cm_listen_find_locked(struct cm *cm, struct ual_device *dev,
 					uint8_t port_num, uint16_t port);
 
+/* Provider op @op of @rdev, NULL when the provider's table (checked for
+ * its size) lacks it. */
+#define CM_RDEV_OP(rdev, op)                                                \
+	((rdev)->ops->size >= offsetof(struct rnicpi_device_ops, op) +      \
+				      sizeof((rdev)->ops->op) &&            \
+			 (rdev)->ops->op ?                                  \
+		 (rdev)->ops->op :                                          \
+		 NULL)
+
+/* cm.c helpers shared by the files of cm/. */
+void cm_source_drop(GSource **s);
+void cm_to_rnicpi_param(const struct ual_cm_param *p,
+			struct rnicpi_conn_param *rp);
+/* Refuse @c (the provider consumes it); failures are logged. */
+void cm_provider_conn_reject(struct ual_device *d, struct rnicpi_conn *c,
+			     const void *pdata, uint32_t len);
+/* The addresses a provider event names, unmapped, over @local/@remote. */
+void cm_copy_peer_addrs(struct sockaddr_storage *local,
+			struct sockaddr_storage *remote,
+			const struct rnicpi_conn_event *ev);
+/* cm_req.c: a REQUEST or ERROR of a conn the transport handed over. */
+void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev);
+
 /* Provider connection events (ual's connection handler). */
 void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 		   void *user_data);

@@ -13,7 +13,7 @@
  *
  * DTO flags map as follows:
  *   IT_COMPLETION_FLAG      RNICPI_SEND_SIGNALED (receives always complete)
- *   IT_NOTIFY_FLAG          the completion may wake waiters (itapi_evd.c)
+ *   IT_NOTIFY_FLAG          the completion may wake waiters (itapi_evq.c)
  *   IT_SOLICITED_WAIT_FLAG  RNICPI_SEND_SOLICITED on sends: the peer's
  *                           receive completion notifies
  *   IT_BARRIER_FENCE_FLAG   RNICPI_SEND_FENCE: wait for earlier RDMA Reads

@@ -317,7 +317,7 @@ struct itapi_ep *itapi_ia_ep_by_qpn(struct itapi_ia *ia, uint32_t qpn);
 /* Spigot id -> port number; false if the IA has no such spigot. */
 bool itapi_ia_spigot_ok(struct itapi_ia *ia, size_t spigot_id);
 
-/* evd.c */
+/* evq.c, evd.c */
 struct itapi_evd *itapi_evd_ref(struct itapi_evd *evd);
 void itapi_evd_unref(struct itapi_evd *evd);
 /*
@@ -332,6 +332,24 @@ it_status_t itapi_evd_post(struct itapi_evd *evd, it_event_t *ev,
 void itapi_evd_destroy(struct itapi_evd *evd);
 /* Move what the CQ of a DTO SEVD holds into its queue. */
 void itapi_evd_pump(struct itapi_evd *evd);
+
+/* evq.c: the machinery behind EVDs (EVD lock held unless said). */
+size_t itapi_evq_threshold(const struct itapi_evd *evd);
+bool itapi_evq_signalled(const struct itapi_evd *evd);
+/* Make the eventfd readable exactly while the EVD is signalled. */
+void itapi_evq_sync(struct itapi_evd *evd);
+bool itapi_evq_push(struct itapi_evd *evd, const it_event_t *ev,
+		    bool notify);
+void itapi_evq_pop(struct itapi_evd *evd, it_event_t *out);
+/* SEVD: tell its AEVD it became signalled (once until dequeued). */
+void itapi_evq_notify_aevd(struct itapi_evd *sevd);
+/* SEVD: withdraw its notification waiting on the AEVD. */
+void itapi_evq_withdraw(struct itapi_evd *sevd);
+/* Bookkeeping after @ev was dequeued from @evd. */
+void itapi_evq_after_dequeue(struct itapi_evd *evd, const it_event_t *ev);
+/* Watch / stop watching a DTO SEVD's CQ on the pump thread (unlocked). */
+int itapi_evq_pump_register(struct itapi_evd *evd);
+void itapi_evq_pump_unregister(struct itapi_evd *evd);
 
 /* Affiliated / unaffiliated async events for the IA's async EVDs. */
 void itapi_post_affiliated(struct itapi_ia *ia, it_event_type_t type,
@@ -353,7 +371,7 @@ it_status_t itapi_post_recv_ep(struct itapi_ep *ep,
 			       const it_lmr_triplet_t *segs, size_t n,
 			       it_dto_cookie_t cookie, it_dto_flags_t flags,
 			       const char *op);
-/* mem.c: a link / unlink completed (from the EVD pump). */
+/* rmr.c: a link / unlink completed (from the EVD pump). */
 void itapi_rmr_link_done(struct itapi_wr_slot *slot, bool ok);
 void itapi_wq_fini(struct itapi_wq *wq);
 /* Number of posted but not completed WRs. */
