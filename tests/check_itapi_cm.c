@@ -303,6 +303,22 @@ START_TEST(disconnect_graceful)
 }
 END_TEST
 
+/* Freeing a connected endpoint closes abortively: the peer sees the
+ * connection break, not an orderly close. */
+START_TEST(disconnect_abortive)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_event_t ev;
+
+	n_stash = 0;
+	it_connect_pair(&F, a, b);
+	ck_assert_it_ok(it_ep_free(a));
+	conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	ck_assert_int_eq(ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+}
+END_TEST
+
 START_TEST(disconnect_pending)
 {
 	it_ep_handle_t a = it_ep_new(&F);
@@ -871,6 +887,7 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, reject_with_private_data);
 	tcase_add_test(tc, private_data_limits);
 	tcase_add_test(tc, disconnect_graceful);
+	tcase_add_test(tc, disconnect_abortive);
 	tcase_add_test(tc, disconnect_pending);
 	tcase_add_test(tc, nonpeer_rejects);
 	tcase_add_test(tc, silent_peer_blocks_nobody);
