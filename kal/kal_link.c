@@ -116,10 +116,16 @@ void kal_link_state_of(struct rtnl_link *link, struct kal_link_state *st)
 }
 
 /* The link cache also holds per-family link objects (AF_BRIDGE,
- * AF_INET6 notifications); the interface itself is the AF_UNSPEC one. */
+ * AF_INET6 notifications); the interface itself is the AF_UNSPEC one.
+ * A bridge master is the exception: libnl keeps one object for it, the
+ * AF_BRIDGE one (seen with libnl 3.7: br0 listed as family 7 only), so it
+ * counts as the interface when it is enslaved to nothing. */
 bool kal_link_is_interface(struct rtnl_link *link)
 {
-	return rtnl_link_get_family(link) == AF_UNSPEC;
+	int family = rtnl_link_get_family(link);
+
+	return family == AF_UNSPEC ||
+	       (family == AF_BRIDGE && rtnl_link_get_master(link) == 0);
 }
 
 
@@ -196,7 +202,9 @@ GPtrArray *kal_nl_links(struct kal_nl *nl)
 		struct rtnl_link *rl = (struct rtnl_link *)obj;
 		struct kal_link *link;
 
-		if (!kal_link_is_interface(rl))
+		if (!kal_link_is_interface(rl) ||
+		    g_hash_table_contains(by_index, GINT_TO_POINTER(
+					rtnl_link_get_ifindex(rl))))
 			continue;
 		link = link_snapshot(nl, rl);
 		g_ptr_array_add(links, link);

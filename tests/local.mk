@@ -11,8 +11,8 @@ tests_check_all_LDADD = rnicpi/librnicpi_util.la kal/libkal.la \
 
 # Every public header compiles on its own, in C and in C++.
 check_PROGRAMS += tests/header-c tests/header-cxx
-tests_header_c_SOURCES = tests/header_c.c
-tests_header_cxx_SOURCES = tests/header_cxx.cc
+tests_header_c_SOURCES = tests/header_c.c tests/header_c_it_api.c
+tests_header_cxx_SOURCES = tests/header_cxx.cc tests/header_cxx_it_api.cc
 
 TESTS += tests/check-all tests/header-c tests/header-cxx
 
@@ -37,6 +37,7 @@ check-valgrind: $(check_PROGRAMS) $(check_LTLIBRARIES)
 include tests/provider/local.mk
 if PROV_SIW
 include tests/siw.mk
+include tests/itapi.mk
 endif
 if PROV_RXE
 include tests/rxe.mk

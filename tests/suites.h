@@ -8,13 +8,21 @@
 /*
  * X(fn, "name"): a function `Suite *fn(void)` in tests/check_*.c whose
  * suite is called "name" (what `check-all NAME` selects). A provider's
- * suites exist only when configure builds that provider.
+ * suites exist only when configure builds that provider; the IT-API suites
+ * run over soft-iWARP and come with it.
  */
 #ifdef HAVE_PROV_SIW
 #define HOSTRDMA_SUITES_SIW(X)                                              \
 	X(suite_siw_wire, "siw-wire")                                       \
 	X(suite_siw_loopback, "siw-loopback")                               \
-	X(suite_siw_hostile, "siw-hostile")
+	X(suite_siw_hostile, "siw-hostile")                                 \
+	X(suite_itapi_ia, "itapi-ia")                                       \
+	X(suite_itapi_evd, "itapi-evd")                                     \
+	X(suite_itapi_mem, "itapi-mem")                                     \
+	X(suite_itapi_ep, "itapi-ep")                                       \
+	X(suite_itapi_post, "itapi-post")                                   \
+	X(suite_itapi_cm, "itapi-cm")                                       \
+	X(suite_itapi_mp, "itapi-mp")
 #else
 #define HOSTRDMA_SUITES_SIW(X)
 #endif

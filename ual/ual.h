@@ -277,4 +277,177 @@ typedef void (*ual_conn_fn)(struct ual_device *d,
 			    void *user_data);
 void ual_set_conn_handler(struct ual *u, ual_conn_fn fn, void *user_data);
 
+/* ------------------------------------------------------------------ */
+/* Connection management (ual_conn.c forwards to cm/)                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The transport-neutral connection manager, for the layer above (itapi).
+ * ual_conn.c forwards each call to cm/, which resolves addresses and
+ * routes through kal/ and drives the provider's connection hooks; the
+ * provider's connection events reach cm/ through ual_set_conn_handler.
+ *
+ * Events are delivered to the ual_cm_event_fn given when the object was
+ * made, from cm's thread or a provider thread, with no cm lock held; the
+ * callback may call any ual_cm_* function except destroying the object
+ * the event is about. After ual_cm_listen_destroy / ual_cm_id_destroy
+ * return, their callback is not running and will not run again.
+ */
+struct ual_cm_listen;	/* a listener on a connection qualifier */
+struct ual_cm_id;	/* the connection of one QP */
+
+/* Take / drop a reference on the process's connection manager (its thread
+ * runs while one is held). Every other ual_cm_* call needs one. */
+int ual_cm_open(struct ual *u);
+void ual_cm_close(struct ual *u);
+
+enum ual_cm_event_type {
+	/* Listener: a peer asks to connect. req_id names the request for
+	 * ual_cm_accept / ual_cm_reject / ual_cm_handoff; private data,
+	 * ird and ord are the peer's. */
+	UAL_CM_EV_REQUEST = 1,
+	/* Connected, the QP is in RTS. Active side: private data is the
+	 * peer's reply. */
+	UAL_CM_EV_ESTABLISHED,
+	/* Active side: the peer refused; private data is the peer's. */
+	UAL_CM_EV_REJECTED,
+	/* Active side: no peer answered. status: -ETIMEDOUT (no answer in
+	 * time), -ECONNREFUSED (nothing listens), -EHOSTUNREACH /
+	 * -ENETUNREACH (no path), -ECONNRESET / -EPROTO (the peer closed or
+	 * spoke something else). */
+	UAL_CM_EV_UNREACHABLE,
+	/* An established connection ended in order (either side closed). */
+	UAL_CM_EV_DISCONNECTED,
+	/* An accepted or established connection broke; status says why. */
+	UAL_CM_EV_BROKEN,
+};
+
+const char *ual_cm_event_name(enum ual_cm_event_type type);
+
+struct ual_cm_event {
+	enum ual_cm_event_type type;
+	int status;			/* 0 or a negative errno */
+	uint64_t req_id;		/* REQUEST; else the id's request or 0 */
+	const void *private_data;	/* valid during the callback */
+	uint32_t private_data_len;
+	uint32_t ird, ord;		/* the peer's (REQUEST), else agreed */
+	struct sockaddr_storage local_addr;
+	struct sockaddr_storage remote_addr;
+	struct ual_device *device;	/* borrowed */
+	uint8_t port_num;
+	uint16_t port;			/* REQUEST: the listener's, host order */
+};
+
+typedef void (*ual_cm_event_fn)(const struct ual_cm_event *event,
+				void *user_data);
+
+struct ual_cm_param {
+	const void *private_data;
+	uint32_t private_data_len;
+	uint32_t ird;		/* incoming RDMA Reads we accept at once */
+	uint32_t ord;		/* outgoing RDMA Reads we issue at once */
+	uint32_t timeout_ms;	/* whole set-up; 0 = the cm default */
+};
+
+enum ual_cm_pdata_op {
+	UAL_CM_PDATA_CONNECT,
+	UAL_CM_PDATA_ACCEPT,
+	UAL_CM_PDATA_REJECT,
+	UAL_CM_PDATA_DISCONNECT,
+};
+
+/* Bytes of private data @d's transport carries for @op (0: none). */
+uint32_t ual_cm_max_private_data(struct ual_device *d,
+				 enum ual_cm_pdata_op op);
+
+/* The default set-up time-out in ms (HOSTRDMA_CM_TIMEOUT_MS or 10000). */
+uint32_t ual_cm_default_timeout_ms(void);
+
+/* What reaches a destination. */
+struct ual_cm_route {
+	struct sockaddr_storage src;	/* source address to use */
+	int ifindex;			/* interface the traffic belongs to */
+	char ifname[RNICPI_IFNAMSIZ];
+	uint32_t mtu;
+	/* A device of the asked transport on that interface (new
+	 * reference), or NULL when the interface has none. */
+	struct ual_device *device;
+};
+
+/*
+ * Resolve @dst (from @src if not NULL): the source address, the interface
+ * (for a local destination, the one that owns the address), and a device
+ * of @transport (0 = any) on it. 0 with *@out filled (device may be NULL:
+ * the log names the interface that has no RDMA device), or
+ * -ENETUNREACH / -EHOSTUNREACH, -EADDRNOTAVAIL (@src is not ours),
+ * -EAFNOSUPPORT.
+ */
+int ual_cm_resolve(struct ual *u, const struct sockaddr *dst,
+		   const struct sockaddr *src, enum rnicpi_transport transport,
+		   struct ual_cm_route *out);
+
+/* The AF_INET/AF_INET6 addresses of the interface @d is bound to, as
+ * struct sockaddr_storage (port 0). The caller frees it. */
+GArray *ual_cm_device_addrs(struct ual_device *d);
+
+/*
+ * Listen on @d's port @port_num for connection qualifier *@port (host
+ * order; 0 picks a free one, written back). -EADDRINUSE when another
+ * listener has it, -EOPNOTSUPP when @d's transport has no CM here.
+ */
+int ual_cm_listen(struct ual_device *d, uint8_t port_num, uint16_t *port,
+		  ual_cm_event_fn fn, void *user_data,
+		  struct ual_cm_listen **out);
+/* Stop listening. Requests already reported stay valid. */
+void ual_cm_listen_destroy(struct ual_cm_listen *l);
+
+/*
+ * Connect @qp (IDLE/INIT, RC) to @dst's connection qualifier @port (host
+ * order), from @src if not NULL (its port, if not 0, is the local port).
+ * Returns at once; ESTABLISHED, REJECTED or UNREACHABLE follows.
+ * -EMSGSIZE for more private data than the transport carries.
+ */
+int ual_cm_connect(struct ual_qp *qp, const struct sockaddr *dst,
+		   uint16_t port, const struct sockaddr *src,
+		   const struct ual_cm_param *param, ual_cm_event_fn fn,
+		   void *user_data, struct ual_cm_id **out);
+
+/* Accept request @req_id with @qp; ESTABLISHED or BROKEN follows.
+ * -ENOENT for an unknown or already answered request, -EXDEV when @qp is
+ * on another device than the request. */
+int ual_cm_accept(uint64_t req_id, struct ual_qp *qp,
+		  const struct ual_cm_param *param, ual_cm_event_fn fn,
+		  void *user_data, struct ual_cm_id **out);
+/* Refuse request @req_id, sending @private_data to the peer. -ENOENT;
+ * -EMSGSIZE (request kept) past the transport's reject limit. */
+int ual_cm_reject(uint64_t req_id, const void *private_data,
+		  uint32_t private_data_len);
+/* Hand request @req_id to the listener on port @port_num, qualifier
+ * @port of the device the request came to, which reports it as a new
+ * REQUEST. -ENOENT unknown request, -ERANGE no such port, -ESRCH no such
+ * listener. */
+int ual_cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port);
+
+/* Close the connection: in order (the peer sees DISCONNECTED) or, with
+ * @abortive, at once (the peer sees BROKEN). A set-up in progress is
+ * abandoned. -ENOTCONN when there is nothing to close. */
+int ual_cm_disconnect(struct ual_cm_id *id, bool abortive);
+/* Forget @id (closing abortively what is still open). */
+void ual_cm_id_destroy(struct ual_cm_id *id);
+
+/*
+ * Turn the connected stream socket @sockfd into @qp's connection (iWARP):
+ * the side whose (address, port) is lower starts MPA as initiator, the
+ * other answers. Waits until the connection is established (ESTABLISHED is
+ * also reported to @fn) or has failed. The caller's @sockfd stays open and
+ * its own whatever the result: the provider works on a duplicate.
+ * -ETIMEDOUT when the peer did not take part in time, -EPROTO when it
+ * spoke something else, -ENOTSOCK / -ENOTCONN / -EOPNOTSUPP for a socket
+ * that is not a connected TCP socket or a device without iWARP CM.
+ */
+int ual_cm_socket_convert(struct ual_qp *qp, int sockfd,
+			  const struct ual_cm_param *param,
+			  ual_cm_event_fn fn, void *user_data,
+			  struct ual_cm_id **out);
+
 #endif /* UAL_H */

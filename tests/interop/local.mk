@@ -8,6 +8,12 @@ tests_interop_siw_rping_SOURCES = tests/interop/siw-rping.c
 tests_interop_siw_rping_LDADD = vp/siw/libsiw_core.la \
 	rnicpi/librnicpi_util.la $(ISAL_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
 interop_programs += tests/interop/siw-rping$(EXEEXT)
+
+# rping's protocol over IT-API and libhostrdma only (the itapi cases).
+noinst_PROGRAMS += tests/interop/it-rping
+tests_interop_it_rping_SOURCES = tests/interop/it-rping.c
+tests_interop_it_rping_LDADD = libhostrdma.la
+interop_programs += tests/interop/it-rping$(EXEEXT)
 interop_scripts += run.sh
 endif
 

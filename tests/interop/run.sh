@@ -51,6 +51,8 @@ command -v tcpdump >/dev/null || apt-get install -y -qq tcpdump >/dev/null 2>&1 
 	skip "tcpdump cannot be installed"
 RPING=$builddir/tests/interop/siw-rping
 [ -x "$RPING" ] || { echo "FAIL: $RPING not built"; exit 1; }
+[ -x "$builddir/tests/interop/it-rping" ] ||
+	{ echo "FAIL: $builddir/tests/interop/it-rping not built"; exit 1; }
 
 peer() { "$interop/rdmapeer" "$@"; }
 
@@ -235,6 +237,31 @@ case_siw_server_crc() { siw_mode crc; siw_server_case siw_server_crc "" 4000 1; 
 case_siw_client_p2p_write() { siw_mode default; siw_client_case siw_client_p2p_write "--p2p=write" 64 0; }
 case_siw_client_p2p_read() { siw_mode default; siw_client_case siw_client_p2p_read "--p2p=read" 64 0; }
 case_siw_client_p2p_crc() { siw_mode crc; siw_client_case siw_client_p2p_crc "--p2p=read --crc" 64 1; }
+
+# --- IT-API cases: it-rping (libhostrdma, the provider loaded as a module)
+# against the guest's rping, in both roles. The interface is chosen by
+# it-rping itself (it_get_pathinfo / the spigot's addresses).
+
+IT_RPING=$builddir/tests/interop/it-rping
+it_env() {
+	export HOSTRDMA_PROVIDER_PATH=$builddir/vp/siw/.libs
+	export HOSTRDMA_CONF=
+	unset HOSTRDMA_DEVICES
+}
+itapi_client_case() { # $1 name, $2 size
+	local RPING=$IT_RPING
+	it_env
+	siw_client_case "$1" "" "$2" 0
+}
+itapi_server_case() { # $1 name, $2 size
+	local RPING=$IT_RPING
+	it_env
+	siw_server_case "$1" "" "$2" 0
+}
+case_itapi_client_default() { siw_mode default; itapi_client_case itapi_client_default 64; }
+case_itapi_server_default() { siw_mode default; itapi_server_case itapi_server_default 64; }
+case_itapi_client_large() { siw_mode default; itapi_client_case itapi_client_large 60000; }
+case_itapi_server_large() { siw_mode default; itapi_server_case itapi_server_large 60000; }
 
 all_cases=$(declare -F | awk '{print $3}' | grep '^case_' | sed 's/^case_//')
 for c in ${INTEROP_CASES:-$all_cases}; do

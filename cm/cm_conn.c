@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cm_conn.c - the connection of one QP (struct cm_id): connect, accept,
+ * reject, disconnect, destroy, the provider's connection events that move
+ * it, and socket conversion. States (cm_id_state):
+ *
+ *   IDLE -> SOCKET (transport's TCP phase) -> PROVIDER (MPA) -> ESTABLISHED
+ *   IDLE -> ACCEPTING (passive, after conn_accept) -> ESTABLISHED
+ *   ESTABLISHED -> CLOSING (orderly close) -> CLOSED
+ *   any set-up state -> CLOSED (failure, abandon)
+ *
+ * Locking as in cm.c: states under cm->lock, callbacks under cb_lock only.
+ */
+#define G_LOG_DOMAIN "hostrdma-cm"
+
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cm/cm.h"
+
+/* ------------------------------------------------------------------ */
+/* Connections (struct cm_id)                                          */
+/* ------------------------------------------------------------------ */
+
+static struct cm_id *cm_id_new(struct cm *cm, const struct cm_transport *tp,
+			       struct ual_qp *qp, bool active,
+			       const struct ual_cm_param *param,
+			       ual_cm_event_fn fn, void *user_data)
+{
+	struct cm_id *id = g_new0(struct cm_id, 1);
+	struct ual_device *d = ual_pd_device(ual_qp_pd(qp));
+
+	id->ref = 1;
+	id->cm = cm;
+	id->tp = tp;
+	id->qp = ual_qp_get(qp);
+	id->rqp = ual_qp_rnicpi(qp);
+	id->dev = ual_device_get(d);
+	id->active = active;
+	id->fn = fn;
+	id->user_data = user_data;
+	id->sockfd = -1;
+	g_rec_mutex_init(&id->cb_lock);
+	g_cond_init(&id->cond);
+	if (param) {
+		id->param = *param;
+		if (param->private_data_len)
+			memcpy(id->pdata, param->private_data,
+			       MIN(param->private_data_len,
+				   (uint32_t)sizeof(id->pdata)));
+		id->param.private_data_len =
+			MIN(param->private_data_len, (uint32_t)sizeof(id->pdata));
+		id->param.private_data = id->pdata;
+	}
+	if (!id->param.timeout_ms)
+		id->param.timeout_ms = cm->timeout_ms;
+	snprintf(id->prefix, sizeof(id->prefix), "CONN[QP %u] %s:",
+		 ual_qp_num(qp), ual_device_name(d));
+	return id;
+}
+
+void cm_id_deliver(struct cm_id *id, struct ual_cm_event *ev)
+{
+	ev->device = id->dev;
+	ev->port_num = 1;
+	if (!ev->req_id)
+		ev->req_id = id->req_id;
+	if (ev->local_addr.ss_family == AF_UNSPEC)
+		ev->local_addr = id->local_addr;
+	if (ev->remote_addr.ss_family == AF_UNSPEC)
+		ev->remote_addr = id->remote_addr;
+	g_mutex_lock(&id->cm->lock);
+	if (id->converting && ev->type != UAL_CM_EV_ESTABLISHED &&
+	    !(id->convert_done && id->convert_err == 0)) {
+		g_mutex_unlock(&id->cm->lock);
+		cm_debug(id, "%s (status %d) goes to the converting caller",
+			 ual_cm_event_name(ev->type), ev->status);
+		return;
+	}
+	g_mutex_unlock(&id->cm->lock);
+	cm_debug(id, "%s (status %d)", ual_cm_event_name(ev->type),
+		 ev->status);
+	g_rec_mutex_lock(&id->cb_lock);
+	if (!id->dead && id->fn)
+		id->fn(ev, id->user_data);
+	g_rec_mutex_unlock(&id->cb_lock);
+}
+
+void cm_id_set_state(struct cm_id *id, enum cm_id_state s)
+{
+	g_mutex_lock(&id->cm->lock);
+	cm_debug(id, "%s -> %s", cm_id_state_name(id->state),
+		 cm_id_state_name(s));
+	id->state = s;
+	g_mutex_unlock(&id->cm->lock);
+}
+
+/* A waiting socket conversion learns the outcome. */
+static void cm_id_convert_done(struct cm_id *id, int err)
+{
+	g_mutex_lock(&id->cm->lock);
+	if (!id->convert_done) {
+		id->convert_done = true;
+		id->convert_err = err;
+		g_cond_broadcast(&id->cond);
+	}
+	g_mutex_unlock(&id->cm->lock);
+}
+
+void cm_id_report_failure(struct cm_id *id, int status)
+{
+	struct ual_cm_event ev = {
+		.type = id->active ? UAL_CM_EV_UNREACHABLE : UAL_CM_EV_BROKEN,
+		.status = status,
+	};
+
+	g_mutex_lock(&id->cm->lock);
+	if (id->state == CM_ID_CLOSED) {
+		g_mutex_unlock(&id->cm->lock);
+		return;
+	}
+	id->state = CM_ID_CLOSED;
+	g_mutex_unlock(&id->cm->lock);
+	cm_info(id, "connection set-up failed: %s", g_strerror(-status));
+	cm_id_convert_done(id, status);
+	cm_id_deliver(id, &ev);
+}
+
+static int cm_id_register(struct cm *cm, struct cm_id *id)
+{
+	g_mutex_lock(&cm->lock);
+	if (g_hash_table_contains(cm->ids, id->rqp)) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(id, "the QP already has a connection");
+		return -EBUSY;
+	}
+	g_hash_table_insert(cm->ids, id->rqp, cm_id_ref(id));
+	g_mutex_unlock(&cm->lock);
+	return 0;
+}
+
+/* Drop @id from the table (if it is still there). */
+static void cm_id_unregister(struct cm *cm, struct cm_id *id)
+{
+	bool had;
+
+	g_mutex_lock(&cm->lock);
+	had = g_hash_table_lookup(cm->ids, id->rqp) == id;
+	if (had)
+		g_hash_table_remove(cm->ids, id->rqp);
+	g_mutex_unlock(&cm->lock);
+	if (had)
+		cm_id_unref(id);
+}
+
+static int qp_move(struct cm_id *id, enum rnicpi_qp_state s)
+{
+	struct rnicpi_qp_attr attr = { .qp_state = s };
+	int err = ual_qp_modify(id->qp, &attr, RNICPI_QP_STATE);
+
+	if (err)
+		cm_info(id, "moving the QP to state %d: %s", s,
+			g_strerror(-err));
+	return err;
+}
+
+static gboolean cm_close_timeout(gpointer data)
+{
+	struct cm_id *id = data;
+	bool stuck;
+
+	g_mutex_lock(&id->cm->lock);
+	stuck = id->state == CM_ID_CLOSING;
+	g_mutex_unlock(&id->cm->lock);
+	if (stuck) {
+		cm_info(id, "orderly close not finished after %u ms; aborting",
+			id->param.timeout_ms);
+		qp_move(id, RNICPI_QPS_ERR);
+	}
+	return G_SOURCE_REMOVE;
+}
+
+int cm_connect(struct cm *cm, struct ual_qp *qp, const struct sockaddr *dst,
+	       uint16_t port, const struct sockaddr *src,
+	       const struct ual_cm_param *param, ual_cm_event_fn fn,
+	       void *user_data, struct cm_id **out)
+{
+	struct ual_device *d = ual_pd_device(ual_qp_pd(qp));
+	const struct cm_transport *tp = cm_transport_of(d);
+	struct cm_id *id;
+	char buf[64];
+	int err;
+
+	if (!tp)
+		return -EOPNOTSUPP;
+	if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	if (param && param->private_data_len >
+			     tp->max_private_data(d, UAL_CM_PDATA_CONNECT)) {
+		g_info("%s: connect with %u bytes of private data; the transport carries %u",
+		       ual_device_name(d), param->private_data_len,
+		       tp->max_private_data(d, UAL_CM_PDATA_CONNECT));
+		return -EMSGSIZE;
+	}
+	id = cm_id_new(cm, tp, qp, true, param, fn, user_data);
+	memcpy(&id->remote_addr, dst,
+	       dst->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
+					   sizeof(struct sockaddr_in6));
+	if (src)
+		memcpy(&id->local_addr, src,
+		       src->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
+						   sizeof(struct sockaddr_in6));
+	id->port = port;
+	err = cm_id_register(cm, id);
+	if (err) {
+		cm_id_unref(id);
+		return err;
+	}
+	cm_debug(id, "connecting to %s port %u",
+		 cm_sockaddr_str(dst, buf, sizeof(buf)), port);
+	err = tp->connect(cm, id);
+	if (err) {
+		cm_info(id, "connect to %s port %u: %s",
+			cm_sockaddr_str(dst, buf, sizeof(buf)), port,
+			g_strerror(-err));
+		cm_id_unregister(cm, id);
+		g_mutex_lock(&cm->lock);
+		id->state = CM_ID_CLOSED;
+		g_mutex_unlock(&cm->lock);
+		cm_id_unref(id);
+		return err;
+	}
+	*out = id;
+	return 0;
+}
+
+int cm_accept(struct cm *cm, uint64_t req_id, struct ual_qp *qp,
+	      const struct ual_cm_param *param, ual_cm_event_fn fn,
+	      void *user_data, struct cm_id **out)
+{
+	struct ual_device *d = ual_pd_device(ual_qp_pd(qp));
+	struct rnicpi_conn_param rp;
+	struct rnicpi_device *rdev;
+	int (*accept_fn)(struct rnicpi_conn *, struct rnicpi_qp *,
+			 const struct rnicpi_conn_param *);
+	struct cm_req *req;
+	struct cm_id *id;
+	int err;
+
+	g_mutex_lock(&cm->lock);
+	req = g_hash_table_lookup(cm->reqs, &req_id);
+	if (!req || req->state != CM_REQ_REPORTED) {
+		g_mutex_unlock(&cm->lock);
+		g_info("cm: accept: no pending request %" PRIu64, req_id);
+		return -ENOENT;
+	}
+	if (req->dev != d) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "accept with a QP of %s: the request came to %s",
+			ual_device_name(d), ual_device_name(req->dev));
+		return -EXDEV;
+	}
+	if (param && param->private_data_len >
+			     cm_transport_of(d)->max_private_data(
+				     d, UAL_CM_PDATA_ACCEPT)) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "accept with %u bytes of private data: too many",
+			param->private_data_len);
+		return -EMSGSIZE;
+	}
+	id = cm_id_new(cm, cm_transport_of(d), qp, false, param, fn,
+		       user_data);
+	if (g_hash_table_contains(cm->ids, id->rqp)) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(id, "accept: the QP already has a connection");
+		cm_id_unref(id);
+		return -EBUSY;
+	}
+	req->state = CM_REQ_ANSWERED;
+	g_hash_table_steal(cm->reqs, &req_id);
+	id->req_id = req_id;
+	id->local_addr = req->local_addr;
+	id->remote_addr = req->remote_addr;
+	id->port = req->port;
+	id->state = CM_ID_ACCEPTING;
+	g_hash_table_insert(cm->ids, id->rqp, cm_id_ref(id));
+	g_mutex_unlock(&cm->lock);
+
+	rdev = ual_device_rnicpi(d);
+	accept_fn = CM_RDEV_OP(rdev, conn_accept);
+	cm_to_rnicpi_param(&id->param, &rp);
+	err = accept_fn ? accept_fn(req->conn, id->rqp, &rp) : -EOPNOTSUPP;
+	if (err) {
+		cm_info(id, "conn_accept of request %" PRIu64 ": %s", req_id,
+			g_strerror(-err));
+		cm_id_unregister(cm, id);
+		g_mutex_lock(&cm->lock);
+		id->state = CM_ID_CLOSED;
+		g_mutex_unlock(&cm->lock);
+		cm_id_unref(id);
+		cm_req_unref(req);
+		return err;
+	}
+	cm_debug(id, "accepted request %" PRIu64, req_id);
+	cm_req_unref(req);
+	*out = id;
+	return 0;
+}
+
+int cm_reject(struct cm *cm, uint64_t req_id, const void *private_data,
+	      uint32_t private_data_len)
+{
+	struct cm_req *req;
+
+	g_mutex_lock(&cm->lock);
+	req = g_hash_table_lookup(cm->reqs, &req_id);
+	if (!req || req->state != CM_REQ_REPORTED) {
+		g_mutex_unlock(&cm->lock);
+		g_info("cm: reject: no pending request %" PRIu64, req_id);
+		return -ENOENT;
+	}
+	if (private_data_len > cm_transport_of(req->dev)->max_private_data(
+				       req->dev, UAL_CM_PDATA_REJECT)) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "reject with %u bytes of private data: too many",
+			private_data_len);
+		return -EMSGSIZE;
+	}
+	req->state = CM_REQ_ANSWERED;
+	g_hash_table_steal(cm->reqs, &req_id);
+	g_mutex_unlock(&cm->lock);
+	cm_debug(req, "rejected, %u bytes of private data", private_data_len);
+	cm_provider_conn_reject(req->dev, req->conn, private_data,
+			     private_data_len);
+	cm_req_unref(req);
+	return 0;
+}
+
+int cm_disconnect(struct cm_id *id, bool abortive)
+{
+	struct cm *cm = id->cm;
+	struct ual_cm_event ev = {
+		.type = UAL_CM_EV_DISCONNECTED, .status = -ECANCELED,
+	};
+	enum cm_id_state was;
+
+	g_mutex_lock(&cm->lock);
+	was = id->state;
+	switch (was) {
+	case CM_ID_ESTABLISHED:
+		id->state = CM_ID_CLOSING;
+		break;
+	case CM_ID_CLOSING:
+		if (!abortive) {
+			g_mutex_unlock(&cm->lock);
+			return 0;
+		}
+		break;
+	case CM_ID_SOCKET:
+	case CM_ID_PROVIDER:
+	case CM_ID_ACCEPTING:
+		id->state = CM_ID_CLOSED;
+		break;
+	default:
+		g_mutex_unlock(&cm->lock);
+		cm_info(id, "disconnect in state %s: not connected",
+			cm_id_state_name(was));
+		return -ENOTCONN;
+	}
+	g_mutex_unlock(&cm->lock);
+	cm_debug(id, "%s disconnect in state %s",
+		 abortive ? "abortive" : "orderly", cm_id_state_name(was));
+
+	switch (was) {
+	case CM_ID_ESTABLISHED:
+	case CM_ID_CLOSING:
+		if (abortive)
+			return qp_move(id, RNICPI_QPS_ERR);
+		if (qp_move(id, RNICPI_QPS_CLOSING))
+			return qp_move(id, RNICPI_QPS_ERR);
+		g_mutex_lock(&cm->lock);
+		cm_source_drop(&id->timer);
+		id->timer = cm_timeout_add(cm, id->param.timeout_ms,
+					   cm_close_timeout, cm_id_ref(id),
+					   (GDestroyNotify)cm_id_unref);
+		g_mutex_unlock(&cm->lock);
+		return 0;
+	case CM_ID_SOCKET:
+		id->tp->cancel(cm, id);
+		break;
+	default:
+		qp_move(id, RNICPI_QPS_ERR);
+		break;
+	}
+	/* A set-up abandoned by the consumer: report it as ended. */
+	cm_id_convert_done(id, -ECANCELED);
+	cm_id_deliver(id, &ev);
+	return 0;
+}
+
+void cm_id_destroy(struct cm_id *id)
+{
+	struct cm *cm = id->cm;
+	enum cm_id_state was;
+
+	g_mutex_lock(&cm->lock);
+	was = id->state;
+	id->state = CM_ID_CLOSED;
+	cm_source_drop(&id->timer);
+	g_mutex_unlock(&cm->lock);
+	cm_id_unregister(cm, id);
+
+	g_rec_mutex_lock(&id->cb_lock);
+	id->dead = true;
+	g_rec_mutex_unlock(&id->cb_lock);
+
+	switch (was) {
+	case CM_ID_SOCKET:
+		id->tp->cancel(cm, id);
+		break;
+	case CM_ID_PROVIDER:
+	case CM_ID_ACCEPTING:
+	case CM_ID_ESTABLISHED:
+	case CM_ID_CLOSING:
+		qp_move(id, RNICPI_QPS_ERR);
+		break;
+	default:
+		break;
+	}
+	cm_debug(id, "destroyed in state %s", cm_id_state_name(was));
+	cm_id_unref(id);
+}
+
+void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
+		   void *user_data)
+{
+	struct cm *cm = user_data;
+	struct ual_cm_event out = { 0 };
+	struct cm_id *id;
+	enum cm_id_state was;
+
+	if (ev->conn && (ev->type == RNICPI_CONN_REQUEST ||
+			 (ev->type == RNICPI_CONN_ERROR && !ev->qp))) {
+		cm_req_event(cm, ev);
+		return;
+	}
+	if (!ev->qp) {
+		g_info("%s: connection event %d without a QP; dropped",
+		       ual_device_name(d), ev->type);
+		return;
+	}
+	g_mutex_lock(&cm->lock);
+	id = g_hash_table_lookup(cm->ids, ev->qp);
+	if (id)
+		cm_id_ref(id);
+	g_mutex_unlock(&cm->lock);
+	if (!id) {
+		g_debug("%s: connection event %d for QP %u, which has no connection here",
+			ual_device_name(d), ev->type, ev->qp->qp_num);
+		return;
+	}
+
+	g_mutex_lock(&cm->lock);
+	was = id->state;
+	cm_copy_peer_addrs(&id->local_addr, &id->remote_addr, ev);
+	switch (ev->type) {
+	case RNICPI_CONN_ESTABLISHED:
+		if (was != CM_ID_PROVIDER && was != CM_ID_ACCEPTING)
+			goto stale;
+		id->state = CM_ID_ESTABLISHED;
+		out.type = UAL_CM_EV_ESTABLISHED;
+		break;
+	case RNICPI_CONN_REJECTED:
+		if (was != CM_ID_PROVIDER)
+			goto stale;
+		id->state = CM_ID_CLOSED;
+		out.type = UAL_CM_EV_REJECTED;
+		out.status = -ECONNREFUSED;
+		break;
+	case RNICPI_CONN_ERROR:
+		if (was != CM_ID_PROVIDER && was != CM_ID_ACCEPTING)
+			goto stale;
+		id->state = CM_ID_CLOSED;
+		out.type = id->active ? UAL_CM_EV_UNREACHABLE :
+					UAL_CM_EV_BROKEN;
+		out.status = ev->status ? ev->status : -ECONNABORTED;
+		break;
+	case RNICPI_CONN_DISCONNECTED:
+		if (was != CM_ID_ESTABLISHED && was != CM_ID_CLOSING)
+			goto stale;
+		id->state = CM_ID_CLOSED;
+		cm_source_drop(&id->timer);
+		out.type = ev->status ? UAL_CM_EV_BROKEN :
+					UAL_CM_EV_DISCONNECTED;
+		out.status = ev->status;
+		break;
+	default:
+		goto stale;
+	}
+	g_mutex_unlock(&cm->lock);
+	out.private_data = ev->private_data;
+	out.private_data_len = ev->private_data_len;
+	out.ird = ev->ird;
+	out.ord = ev->ord;
+	if (out.type == UAL_CM_EV_ESTABLISHED) {
+		/* Delivered before a converting caller returns, so that
+		 * its endpoint is connected when it_socket_convert is. */
+		cm_id_deliver(id, &out);
+		cm_id_convert_done(id, 0);
+	} else {
+		if (out.type != UAL_CM_EV_DISCONNECTED)
+			cm_id_convert_done(id, out.status);
+		cm_id_deliver(id, &out);
+	}
+	cm_id_unref(id);
+	return;
+
+stale:
+	g_mutex_unlock(&cm->lock);
+	cm_debug(id, "provider event %d in state %s ignored", ev->type,
+		 cm_id_state_name(was));
+	cm_id_unref(id);
+}
+
+/* ------------------------------------------------------------------ */
+/* Socket conversion                                                   */
+/* ------------------------------------------------------------------ */
+
+int cm_socket_convert(struct cm *cm, struct ual_qp *qp, int sockfd,
+		      const struct ual_cm_param *param, ual_cm_event_fn fn,
+		      void *user_data, struct cm_id **out)
+{
+	struct ual_device *d = ual_pd_device(ual_qp_pd(qp));
+	const struct cm_transport *tp = cm_transport_of(d);
+	struct cm_id *id;
+	gint64 deadline;
+	int err;
+
+	if (!tp || !tp->socket_convert)
+		return -EOPNOTSUPP;
+	id = cm_id_new(cm, tp, qp, true, param, fn, user_data);
+	id->converting = true;
+	err = cm_id_register(cm, id);
+	if (err) {
+		cm_id_unref(id);
+		return err;
+	}
+	err = tp->socket_convert(cm, id, sockfd);
+	if (err) {
+		cm_id_unregister(cm, id);
+		g_mutex_lock(&cm->lock);
+		id->state = CM_ID_CLOSED;
+		g_mutex_unlock(&cm->lock);
+		cm_id_unref(id);
+		return err;
+	}
+	/* The provider's own time-out ends its MPA exchange; ours is a
+	 * backstop in case it does not. */
+	deadline = g_get_monotonic_time() +
+		   (gint64)id->param.timeout_ms * 2 * G_TIME_SPAN_MILLISECOND;
+	g_mutex_lock(&cm->lock);
+	while (!id->convert_done)
+		if (!g_cond_wait_until(&id->cond, &cm->lock, deadline))
+			break;
+	err = id->convert_done ? id->convert_err : -ETIMEDOUT;
+	g_mutex_unlock(&cm->lock);
+	if (err) {
+		cm_info(id, "socket conversion failed: %s", g_strerror(-err));
+		cm_id_destroy(id);
+		return err;
+	}
+	*out = id;
+	return 0;
+}

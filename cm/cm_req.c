@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cm_req.c - listeners and connection requests. A request lives from the
+ * transport's hand-over to the provider until the consumer answers it (or
+ * the peer or a time-out ends it), named by a 64-bit id the consumer hands
+ * back to accept, reject or hand off. States (cm_req_state):
+ *
+ *   READING (the provider reads the peer's request) -> REPORTED (the
+ *   consumer has it) -> ANSWERED; READING/REPORTED -> FAILED
+ */
+#define G_LOG_DOMAIN "hostrdma-cm"
+
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cm/cm.h"
+
+/* ------------------------------------------------------------------ */
+/* Listeners and requests                                              */
+/* ------------------------------------------------------------------ */
+
+struct cm_listen *cm_listen_find_locked(struct cm *cm, struct ual_device *dev,
+					uint8_t port_num, uint16_t port)
+{
+	for (guint i = 0; i < cm->listens->len; i++) {
+		struct cm_listen *l = cm->listens->pdata[i];
+
+		if (l->dev == dev && l->port_num == port_num &&
+		    l->port == port)
+			return cm_listen_ref(l);
+	}
+	return NULL;
+}
+
+int cm_listen(struct cm *cm, struct ual_device *d, uint8_t port_num,
+	      uint16_t *port, ual_cm_event_fn fn, void *user_data,
+	      struct cm_listen **out)
+{
+	const struct cm_transport *tp = cm_transport_of(d);
+	struct cm_listen *l, *other;
+	int err;
+
+	if (!tp)
+		return -EOPNOTSUPP;
+	l = g_new0(struct cm_listen, 1);
+	l->ref = 1;
+	l->cm = cm;
+	l->tp = tp;
+	l->dev = ual_device_get(d);
+	l->port_num = port_num;
+	l->port = *port;
+	l->fn = fn;
+	l->user_data = user_data;
+	g_rec_mutex_init(&l->cb_lock);
+
+	g_mutex_lock(&cm->lock);
+	if (*port) {
+		other = cm_listen_find_locked(cm, d, port_num, *port);
+		if (other) {
+			g_mutex_unlock(&cm->lock);
+			cm_listen_unref(other);
+			g_info("%s: port %u already has a listener in this process",
+			       ual_device_name(d), *port);
+			cm_listen_unref(l);
+			return -EADDRINUSE;
+		}
+	}
+	err = tp->listen(cm, l);
+	if (err) {
+		g_mutex_unlock(&cm->lock);
+		cm_listen_unref(l);
+		return err;
+	}
+	snprintf(l->prefix, sizeof(l->prefix), "LISTEN[%u] %s:", l->port,
+		 ual_device_name(d));
+	g_ptr_array_add(cm->listens, cm_listen_ref(l));
+	g_mutex_unlock(&cm->lock);
+	cm_debug(l, "listening");
+	*port = l->port;
+	*out = l;
+	return 0;
+}
+
+void cm_listen_destroy(struct cm_listen *l)
+{
+	struct cm *cm = l->cm;
+
+	g_mutex_lock(&cm->lock);
+	if (g_ptr_array_remove(cm->listens, l)) {
+		l->tp->unlisten(cm, l);
+		cm_listen_unref(l);
+	}
+	g_mutex_unlock(&cm->lock);
+	g_rec_mutex_lock(&l->cb_lock);
+	l->dead = true;
+	g_rec_mutex_unlock(&l->cb_lock);
+	cm_debug(l, "closed");
+	cm_listen_unref(l);
+}
+
+static gboolean cm_req_timeout(gpointer data);
+
+struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
+			  struct ual_device *dev,
+			  const struct sockaddr_storage *local,
+			  const struct sockaddr_storage *remote)
+{
+	struct cm_req *req = g_new0(struct cm_req, 1);
+	char buf[64];
+
+	req->ref = 1;
+	req->cm = cm;
+	req->dev = ual_device_get(dev);
+	req->port_num = 1;
+	req->listen = l ? cm_listen_ref(l) : NULL;
+	req->port = l ? l->port : 0;
+	req->state = CM_REQ_READING;
+	req->local_addr = *local;
+	req->remote_addr = *remote;
+	g_mutex_lock(&cm->lock);
+	req->id = cm->next_req_id++;
+	snprintf(req->prefix, sizeof(req->prefix), "REQ[%" PRIu64 "] %s:",
+		 req->id, ual_device_name(dev));
+	g_hash_table_insert(cm->reqs, &req->id, cm_req_ref(req));
+	req->timer = cm_timeout_add(cm, cm->timeout_ms + CM_REQ_GRACE_MS,
+				    cm_req_timeout, cm_req_ref(req),
+				    (GDestroyNotify)cm_req_unref);
+	g_mutex_unlock(&cm->lock);
+	cm_debug(req, "from %s",
+		 cm_sockaddr_str((const void *)remote, buf, sizeof(buf)));
+	return req;
+}
+
+/* Take @req out of the table (under cm->lock); true if it was there. */
+static bool req_unlink_locked(struct cm *cm, struct cm_req *req)
+{
+	if (g_hash_table_lookup(cm->reqs, &req->id) != req)
+		return false;
+	g_hash_table_steal(cm->reqs, &req->id);
+	return true;
+}
+
+void cm_req_abandon(struct cm_req *req, int status)
+{
+	struct cm *cm = req->cm;
+	struct rnicpi_conn *conn = NULL;
+	bool linked = false;
+
+	g_mutex_lock(&cm->lock);
+	cm_source_drop(&req->timer);
+	if (req->state == CM_REQ_REPORTED) {
+		/* The provider told us of the request: refusing it is an
+		 * answer, and the conn is consumed. */
+		linked = req_unlink_locked(cm, req);
+		conn = req->conn;
+	} else if (req->state == CM_REQ_READING && req->conn) {
+		/* The provider still reads the peer's request and owns the
+		 * conn (RNICPI has no way to take it back): it answers with
+		 * REQUEST or ERROR, which then finds the request failed. */
+		cm_debug(req, "left to the provider until it reports");
+	} else {
+		/* Never handed over, or already reported back: forget it. */
+		linked = req_unlink_locked(cm, req);
+	}
+	req->state = CM_REQ_FAILED;
+	g_mutex_unlock(&cm->lock);
+	cm_info(req, "abandoned: %s", g_strerror(-status));
+	if (conn)
+		cm_provider_conn_reject(req->dev, conn, NULL, 0);
+	if (req->convert)
+		cm_id_report_failure(req->convert, status);
+	if (linked)
+		cm_req_unref(req);
+}
+
+/*
+ * The provider reads the peer's request with its own time-out (siw:
+ * mpa_timeout_ms) and reports ERROR when it expires, which ends the
+ * request; this timer is the manager's bound on that, for a provider
+ * that would never answer: the request is failed here, the peer learns
+ * when the provider finally reports (a late REQUEST is refused).
+ */
+static gboolean cm_req_timeout(gpointer data)
+{
+	struct cm_req *req = data;
+	bool reading;
+
+	g_mutex_lock(&req->cm->lock);
+	reading = req->state == CM_REQ_READING;
+	g_mutex_unlock(&req->cm->lock);
+	if (reading) {
+		cm_info(req, "no complete connection request from the peer in %u ms",
+			req->cm->timeout_ms);
+		cm_req_abandon(req, -ETIMEDOUT);
+	}
+	return G_SOURCE_REMOVE;
+}
+
+static void cm_req_report(struct cm_req *req, struct cm_listen *l)
+{
+	struct ual_cm_event ev = {
+		.type = UAL_CM_EV_REQUEST,
+		.req_id = req->id,
+		.private_data = req->private_data,
+		.private_data_len = req->private_data_len,
+		.ird = req->ird,
+		.ord = req->ord,
+		.local_addr = req->local_addr,
+		.remote_addr = req->remote_addr,
+		.device = req->dev,
+		.port_num = req->port_num,
+		.port = l->port,
+	};
+
+	cm_debug(req, "reported to %s", l->prefix);
+	g_rec_mutex_lock(&l->cb_lock);
+	if (!l->dead && l->fn) {
+		l->fn(&ev, l->user_data);
+		g_rec_mutex_unlock(&l->cb_lock);
+		return;
+	}
+	g_rec_mutex_unlock(&l->cb_lock);
+	cm_info(req, "the listener went away; refusing");
+	cm_reject(req->cm, req->id, NULL, 0);
+}
+
+int cm_handoff(struct cm *cm, uint64_t req_id, uint8_t port_num,
+	       uint16_t port)
+{
+	struct rnicpi_device_attr attr;
+	struct cm_listen *l, *old;
+	struct cm_req *req;
+
+	g_mutex_lock(&cm->lock);
+	req = g_hash_table_lookup(cm->reqs, &req_id);
+	if (!req || req->state != CM_REQ_REPORTED || !req->listen) {
+		g_mutex_unlock(&cm->lock);
+		g_info("cm: handoff: no pending request %" PRIu64, req_id);
+		return -ENOENT;
+	}
+	if (ual_device_query(req->dev, &attr) == 0 &&
+	    (port_num < 1 || port_num > MAX(attr.phys_port_cnt, 1))) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "handoff to port %u: the device has %u", port_num,
+			MAX(attr.phys_port_cnt, 1));
+		return -ERANGE;
+	}
+	l = cm_listen_find_locked(cm, req->dev, port_num, port);
+	if (!l) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "handoff: no listener on port %u", port);
+		return -ESRCH;
+	}
+	old = req->listen;
+	req->listen = cm_listen_ref(l);
+	req->port = port;
+	cm_req_ref(req);
+	g_mutex_unlock(&cm->lock);
+	cm_listen_unref(old);
+	cm_req_report(req, l);
+	cm_listen_unref(l);
+	cm_req_unref(req);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Provider connection events                                          */
+/* ------------------------------------------------------------------ */
+
+/* The provider read a peer's request (or failed to) on a conn of ours. */
+void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev)
+{
+	struct cm_req *req = ev->conn->core_ctx;
+	struct cm_listen *l = NULL;
+	struct cm_id *convert = NULL;
+	bool ok;
+
+	g_mutex_lock(&cm->lock);
+	ok = req && g_hash_table_lookup(cm->reqs, &req->id) == req;
+	if (!ok) {
+		g_mutex_unlock(&cm->lock);
+		g_info("cm: %s event for a request this manager does not know; dropped",
+		       ev->type == RNICPI_CONN_REQUEST ? "REQUEST" : "ERROR");
+		return;
+	}
+	if (req->state == CM_REQ_FAILED) {
+		/* Timed out here while the provider read: end it now. */
+		req_unlink_locked(cm, req);
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "the provider reported %s after the time-out; %s",
+			ev->type == RNICPI_CONN_REQUEST ? "the request" :
+							  "a failure",
+			ev->type == RNICPI_CONN_REQUEST ? "refusing it" :
+							  "forgotten");
+		if (ev->type == RNICPI_CONN_REQUEST)
+			cm_provider_conn_reject(req->dev, ev->conn, NULL, 0);
+		cm_req_unref(req);	/* the table's */
+		return;
+	}
+	if (req->state != CM_REQ_READING) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "provider event %d in request state %d; dropped",
+			ev->type, req->state);
+		return;
+	}
+	cm_req_ref(req);
+	req->conn = ev->conn;
+	cm_source_drop(&req->timer);
+	if (ev->type != RNICPI_CONN_REQUEST) {
+		req_unlink_locked(cm, req);
+		req->state = CM_REQ_FAILED;
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "the peer's request failed: %s",
+			g_strerror(-ev->status));
+		if (req->convert)
+			cm_id_report_failure(req->convert,
+					     ev->status ? ev->status : -EPROTO);
+		cm_req_unref(req);	/* the table's */
+		cm_req_unref(req);
+		return;
+	}
+	cm_copy_peer_addrs(&req->local_addr, &req->remote_addr, ev);
+	req->ird = ev->ird;
+	req->ord = ev->ord;
+	g_free(req->private_data);
+	req->private_data = ev->private_data_len ?
+				    g_memdup2(ev->private_data,
+					      ev->private_data_len) :
+				    NULL;
+	req->private_data_len = ev->private_data_len;
+	if (req->convert) {
+		/* Socket conversion, passive side: no consumer decision. */
+		req->state = CM_REQ_ANSWERED;
+		req_unlink_locked(cm, req);
+		convert = cm_id_ref(req->convert);
+		convert->local_addr = req->local_addr;
+		convert->remote_addr = req->remote_addr;
+		convert->state = CM_ID_ACCEPTING;
+		g_mutex_unlock(&cm->lock);
+		{
+			struct rnicpi_device *rdev =
+				ual_device_rnicpi(req->dev);
+			int (*accept_fn)(struct rnicpi_conn *,
+					 struct rnicpi_qp *,
+					 const struct rnicpi_conn_param *) =
+				CM_RDEV_OP(rdev, conn_accept);
+			struct rnicpi_conn_param rp;
+			int err;
+
+			cm_to_rnicpi_param(&convert->param, &rp);
+			err = accept_fn ? accept_fn(ev->conn, convert->rqp,
+						    &rp) :
+					  -EOPNOTSUPP;
+			if (err)
+				cm_id_report_failure(convert, err);
+		}
+		cm_id_unref(convert);
+		cm_req_unref(req);	/* the table's */
+		cm_req_unref(req);
+		return;
+	}
+	req->state = CM_REQ_REPORTED;
+	if (req->listen && !req->listen->dead)
+		l = cm_listen_ref(req->listen);
+	g_mutex_unlock(&cm->lock);
+	if (l) {
+		cm_req_report(req, l);
+		cm_listen_unref(l);
+	} else {
+		cm_info(req, "its listener is gone; refusing");
+		cm_reject(cm, req->id, NULL, 0);
+	}
+	cm_req_unref(req);
+}

@@ -1,0 +1,725 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * itapi_cm.c - listeners and connections: it_listen_*, it_ep_connect,
+ * it_ep_accept, it_reject, it_handoff, it_ep_disconnect,
+ * it_socket_convert, and the connection manager's events turned into
+ * IT-API connection events.
+ *
+ * The cm/ events map as follows (the EP state after it in brackets):
+ *   REQUEST       IT_CM_REQ_CONN_REQUEST_EVENT on the listener's EVD
+ *   ESTABLISHED   IT_CM_MSG_CONN_ESTABLISHED_EVENT      [CONNECTED]
+ *   REJECTED      IT_CM_MSG_CONN_PEER_REJECT_EVENT      [NONOPERATIONAL]
+ *   UNREACHABLE   IT_CM_MSG_CONN_NONPEER_REJECT_EVENT   [NONOPERATIONAL]
+ *                 reject_reason_code: TIMEOUT for -ETIMEDOUT, BAD_PATH
+ *                 for an unreachable host or net, OTHER otherwise
+ *   DISCONNECTED  IT_CM_MSG_CONN_DISCONNECT_EVENT       [NONOPERATIONAL]
+ *   BROKEN        IT_CM_MSG_CONN_BROKEN_EVENT           [NONOPERATIONAL]
+ */
+#define G_LOG_DOMAIN "hostrdma-itapi"
+
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "itapi/itapi_priv.h"
+
+static size_t pdata_limit(struct itapi_ia *ia, enum ual_cm_pdata_op op)
+{
+	return MIN((size_t)ual_cm_max_private_data(ia->dev, op),
+		   (size_t)IT_MAX_PRIV_DATA);
+}
+
+static void copy_pdata(unsigned char *dst, it_boolean_t *present,
+		       const void *src, uint32_t len, const char *prefix)
+{
+	if (!len || !src) {
+		*present = IT_FALSE;
+		return;
+	}
+	if (len > IT_MAX_PRIV_DATA)
+		g_info("%s %u bytes of private data from the peer; the event carries %d",
+		       prefix, len, IT_MAX_PRIV_DATA);
+	memcpy(dst, src, MIN(len, (uint32_t)IT_MAX_PRIV_DATA));
+	*present = IT_TRUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Listeners                                                           */
+/* ------------------------------------------------------------------ */
+
+static void listen_event(const struct ual_cm_event *ev, void *data)
+{
+	struct itapi_listen *l = data;
+	struct itapi_ia *ia = l->obj.ia;
+	it_conn_request_event_t *r;
+	it_event_t out = { 0 };
+
+	if (ev->type != UAL_CM_EV_REQUEST)
+		return;
+	r = &out.conn_req;
+	r->event_number = IT_CM_REQ_CONN_REQUEST_EVENT;
+	r->cn_est_id = ev->req_id;
+	r->conn_qual.type = IT_IANA_PORT;
+	r->conn_qual.conn_qual.port = htons(ev->port);
+	itapi_sockaddr_to_net_addr(&ev->remote_addr, &r->source_addr);
+	if (ia->transport != RNICPI_TRANSPORT_IWARP)
+		it_convert_net_addr(&r->source_addr, IT_IB_GID,
+				    &r->source_addr);
+	r->spigot_id = ev->port_num ? ev->port_num - 1u : 0;
+	r->max_message_size = (uint32_t)MIN(ia->attr.max_msg_size,
+					    (uint64_t)UINT32_MAX);
+	r->rdma_read_ird = ev->ird;
+	r->rdma_read_ord = ev->ord;
+	copy_pdata(r->private_data, &r->private_data_present,
+		   ev->private_data, ev->private_data_len, l->obj.prefix);
+	if (itapi_evd_post(l->evd, &out, true) != IT_SUCCESS) {
+		/* A request nobody can see is refused at once rather than
+		 * left to time out at the peer. */
+		g_info("%s connection request %llu refused: its EVD is full",
+		       l->obj.prefix, (unsigned long long)ev->req_id);
+		ual_cm_reject(ev->req_id, NULL, 0);
+	}
+}
+
+it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
+			     it_evd_handle_t connect_evd,
+			     it_listen_flags_t flags, it_conn_qual_t *conn_qual,
+			     it_listen_handle_t *listen_handle)
+{
+	struct itapi_ia *ia = ITAPI_LOOKUP(ia_handle, struct itapi_ia,
+					   IT_HANDLE_TYPE_IA);
+	struct itapi_evd *evd;
+	struct itapi_listen *l;
+	uint16_t port = 0;
+	it_status_t st;
+	int err;
+
+	if (!ia)
+		return IT_FAIL0(IT_ERR_INVALID_IA, "IA handle %p is not live",
+				(void *)ia_handle);
+	if (!conn_qual || !listen_handle)
+		return IT_FAIL(&ia->obj, IT_ERR_FAULT,
+			       "conn_qual or listen_handle is NULL");
+	st = itapi_ia_check(ia);
+	if (st)
+		return IT_FAIL(&ia->obj, st, "the device failed");
+	if (!itapi_ia_spigot_ok(ia, spigot_id))
+		return IT_FAIL(&ia->obj, IT_ERR_INVALID_SPIGOT,
+			       "spigot %zu: the IA has %u", spigot_id,
+			       MAX(ia->attr.phys_port_cnt, 1));
+	evd = ITAPI_LOOKUP(connect_evd, struct itapi_evd, IT_HANDLE_TYPE_EVD);
+	if (!evd || evd->obj.ia != ia)
+		return IT_FAIL(&ia->obj, IT_ERR_INVALID_EVD,
+			       "EVD handle %p is not an EVD of this IA",
+			       (void *)connect_evd);
+	if (evd->is_aevd || evd->stream != IT_CM_REQ_EVENT_STREAM)
+		return IT_FAIL(&ia->obj, IT_ERR_INVALID_EVD_TYPE,
+			       "the EVD is not a CM request SEVD");
+	if ((unsigned int)flags &
+	    ~(unsigned int)(IT_LISTEN_CONN_QUAL_INPUT |
+			    IT_LISTEN_SUPPRESS_IRD_ORD))
+		return IT_FAIL(&ia->obj, IT_ERR_INVALID_FLAGS,
+			       "unknown flag bits 0x%x", (unsigned int)flags);
+	if (flags & IT_LISTEN_SUPPRESS_IRD_ORD)
+		return IT_FAIL(&ia->obj, IT_ERR_INVALID_FLAGS,
+			       "IRD/ORD suppression is not supported");
+	if (flags & IT_LISTEN_CONN_QUAL_INPUT) {
+		if (ia->transport != RNICPI_TRANSPORT_IWARP ||
+		    conn_qual->type != IT_IANA_PORT)
+			return IT_FAIL(&ia->obj, IT_ERR_INVALID_CONN_QUAL,
+				       "qualifier type %d; this IA listens on %s",
+				       conn_qual->type,
+				       ia->transport == RNICPI_TRANSPORT_IWARP ?
+					       "IANA ports" :
+					       "service IDs");
+		port = ntohs(conn_qual->conn_qual.port);
+		if (!port)
+			return IT_FAIL(&ia->obj, IT_ERR_INVALID_CONN_QUAL,
+				       "port 0");
+	}
+	l = g_new0(struct itapi_listen, 1);
+	itapi_obj_init(&l->obj, IT_HANDLE_TYPE_LISTEN, ia, NULL);
+	l->spigot_id = spigot_id;
+	l->evd = evd;
+	err = ual_cm_listen(ia->dev, (uint8_t)(spigot_id + 1), &port,
+			    listen_event, l, &l->cm);
+	if (err) {
+		g_free(l);
+		return IT_FAIL_ERRNO(&ia->obj, err, ITAPI_CTX_LISTEN,
+				     "listen on port %u: %s", port,
+				     g_strerror(-err));
+	}
+	l->conn_qual.type = IT_IANA_PORT;
+	l->conn_qual.conn_qual.port = htons(port);
+	snprintf(l->obj.prefix, sizeof(l->obj.prefix), "LISTEN[%u] %s:", port,
+		 ual_device_name(ia->dev));
+	g_mutex_lock(&ia->lock);
+	evd->users++;
+	g_mutex_unlock(&ia->lock);
+	itapi_ia_add_child(ia, &l->obj);
+	*conn_qual = l->conn_qual;
+	*listen_handle = (it_listen_handle_t)l;
+	return IT_SUCCESS;
+}
+
+void itapi_listen_destroy(struct itapi_listen *l)
+{
+	struct itapi_ia *ia = l->obj.ia;
+
+	itapi_ia_del_child(ia, &l->obj);
+	ual_cm_listen_destroy(l->cm);
+	g_mutex_lock(&ia->lock);
+	l->evd->users--;
+	g_mutex_unlock(&ia->lock);
+	g_free(l);
+}
+
+it_status_t it_listen_free(it_listen_handle_t listen_handle)
+{
+	struct itapi_listen *l = ITAPI_LOOKUP(listen_handle,
+					      struct itapi_listen,
+					      IT_HANDLE_TYPE_LISTEN);
+
+	if (!l)
+		return IT_FAIL0(IT_ERR_INVALID_LISTEN,
+				"listen handle %p is not live",
+				(void *)listen_handle);
+	itapi_listen_destroy(l);
+	return IT_SUCCESS;
+}
+
+it_status_t it_listen_query(it_listen_handle_t listen_handle,
+			    it_listen_param_mask_t mask,
+			    it_listen_param_t *params)
+{
+	struct itapi_listen *l = ITAPI_LOOKUP(listen_handle,
+					      struct itapi_listen,
+					      IT_HANDLE_TYPE_LISTEN);
+	bool all = mask & IT_LISTEN_PARAM_ALL;
+
+	if (!l)
+		return IT_FAIL0(IT_ERR_INVALID_LISTEN,
+				"listen handle %p is not live",
+				(void *)listen_handle);
+	if ((unsigned int)mask & ~0x1fu)
+		return IT_FAIL(&l->obj, IT_ERR_INVALID_MASK,
+			       "mask 0x%x has unknown bits", (unsigned int)mask);
+	if (!params)
+		return IT_FAIL(&l->obj, IT_ERR_FAULT, "params is NULL");
+	if (all || (mask & IT_LISTEN_PARAM_IA_HANDLE))
+		params->ia_handle = (it_ia_handle_t)l->obj.ia;
+	if (all || (mask & IT_LISTEN_PARAM_SPIGOT_ID))
+		params->spigot_id = l->spigot_id;
+	if (all || (mask & IT_LISTEN_PARAM_CONNECT_EVD))
+		params->connect_evd = (it_evd_handle_t)l->evd;
+	if (all || (mask & IT_LISTEN_PARAM_CONN_QUAL))
+		params->connect_qual = l->conn_qual;
+	return IT_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Connection events of an endpoint                                    */
+/* ------------------------------------------------------------------ */
+
+static it_conn_reject_code_t reject_code(int status)
+{
+	switch (-status) {
+	case ETIMEDOUT:
+		return IT_CN_REJ_TIMEOUT;
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+		return IT_CN_REJ_BAD_PATH;
+	default:
+		return IT_CN_REJ_OTHER;
+	}
+}
+
+void itapi_ep_cm_event(const struct ual_cm_event *ev, void *user_data)
+{
+	struct itapi_ep *ep = user_data;
+	it_connection_event_t *c;
+	it_event_t out = { 0 };
+	it_ep_state_rc_t to;
+
+	c = &out.conn;
+	switch (ev->type) {
+	case UAL_CM_EV_ESTABLISHED:
+		c->event_number = IT_CM_MSG_CONN_ESTABLISHED_EVENT;
+		to = IT_EP_STATE_CONNECTED;
+		break;
+	case UAL_CM_EV_REJECTED:
+		c->event_number = IT_CM_MSG_CONN_PEER_REJECT_EVENT;
+		to = IT_EP_STATE_NONOPERATIONAL;
+		break;
+	case UAL_CM_EV_UNREACHABLE:
+		c->event_number = IT_CM_MSG_CONN_NONPEER_REJECT_EVENT;
+		c->reject_reason_code = reject_code(ev->status);
+		to = IT_EP_STATE_NONOPERATIONAL;
+		break;
+	case UAL_CM_EV_DISCONNECTED:
+		c->event_number = IT_CM_MSG_CONN_DISCONNECT_EVENT;
+		to = IT_EP_STATE_NONOPERATIONAL;
+		break;
+	case UAL_CM_EV_BROKEN:
+		c->event_number = IT_CM_MSG_CONN_BROKEN_EVENT;
+		to = IT_EP_STATE_NONOPERATIONAL;
+		break;
+	default:
+		return;
+	}
+	g_mutex_lock(&ep->lock);
+	itapi_debug(&ep->obj, "%s: %s -> %s (status %d)",
+		    ual_cm_event_name(ev->type),
+		    itapi_ep_state_name(ep->state.rc),
+		    itapi_ep_state_name(to), ev->status);
+	ep->state.rc = to;
+	if (ev->type == UAL_CM_EV_ESTABLISHED)
+		itapi_path_from_sockaddrs(ep->obj.ia, ep->spigot_id,
+					  &ev->local_addr, &ev->remote_addr,
+					  &ep->dst_path);
+	c->cn_est_id = ep->cn_est_id;
+	c->dst_path = ep->dst_path;
+	g_mutex_unlock(&ep->lock);
+	c->ep = (it_ep_handle_t)ep;
+	c->rdma_read_ird = ev->ird;
+	c->rdma_read_ord = ev->ord;
+	copy_pdata(c->private_data, &c->private_data_present,
+		   ev->private_data, ev->private_data_len, ep->obj.prefix);
+	itapi_evd_post(ep->conn_evd, &out, true);
+}
+
+/* ------------------------------------------------------------------ */
+/* Active and passive side                                             */
+/* ------------------------------------------------------------------ */
+
+/* An RC endpoint that may start a connection. */
+static struct itapi_ep *ep_idle(it_ep_handle_t h, it_status_t *st,
+				const char *op)
+{
+	struct itapi_ep *ep = ITAPI_LOOKUP(h, struct itapi_ep,
+					   IT_HANDLE_TYPE_EP);
+	it_ep_state_rc_t s;
+
+	if (!ep) {
+		*st = IT_FAIL0(IT_ERR_INVALID_EP, "%s: EP handle %p is not live",
+			       op, (void *)h);
+		return NULL;
+	}
+	if (ep->service != IT_RC_SERVICE) {
+		*st = IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_TYPE,
+			      "%s on a UD endpoint", op);
+		return NULL;
+	}
+	*st = itapi_ia_check(ep->obj.ia);
+	if (*st)
+		return NULL;
+	g_mutex_lock(&ep->lock);
+	s = ep->state.rc;
+	g_mutex_unlock(&ep->lock);
+	if (s != IT_EP_STATE_UNCONNECTED) {
+		*st = IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
+			      "%s in state %s", op, itapi_ep_state_name(s));
+		return NULL;
+	}
+	return ep;
+}
+
+static void cm_param(struct itapi_ep *ep, const unsigned char *pdata,
+		     size_t len, struct ual_cm_param *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = pdata;
+	p->private_data_len = (uint32_t)len;
+	p->ird = ep->attr.srv.rc.rdma_read_ird;
+	p->ord = ep->attr.srv.rc.rdma_read_ord;
+}
+
+/* Move @ep from UNCONNECTED to @to; false if someone else moved it. */
+static bool ep_start(struct itapi_ep *ep, it_ep_state_rc_t to)
+{
+	bool ok;
+
+	g_mutex_lock(&ep->lock);
+	ok = ep->state.rc == IT_EP_STATE_UNCONNECTED;
+	if (ok)
+		ep->state.rc = to;
+	g_mutex_unlock(&ep->lock);
+	return ok;
+}
+
+static void ep_abort_start(struct itapi_ep *ep)
+{
+	g_mutex_lock(&ep->lock);
+	ep->state.rc = IT_EP_STATE_UNCONNECTED;
+	ep->cm = NULL;
+	g_mutex_unlock(&ep->lock);
+}
+
+it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
+			  const it_conn_attributes_t *conn_attr,
+			  const it_conn_qual_t *connect_qual,
+			  it_cn_est_flags_t cn_est_flags,
+			  const unsigned char *private_data,
+			  size_t private_data_length)
+{
+	struct sockaddr_storage dst = { 0 }, src = { 0 };
+	const it_iwarp_net_endpoint_t *iw;
+	struct ual_cm_route route;
+	struct ual_cm_param param;
+	struct ual_cm_id *cm = NULL;
+	struct itapi_ia *ia;
+	struct itapi_ep *ep;
+	uint16_t port, lport = 0;
+	bool have_src = false, src_given = false;
+	char buf[64];
+	it_status_t st;
+	int err;
+
+	ep = ep_idle(ep_handle, &st, "it_ep_connect");
+	if (!ep)
+		return st;
+	ia = ep->obj.ia;
+	if (!path || !connect_qual)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT,
+			       "path or connect_qual is NULL");
+	if (!itapi_ia_spigot_ok(ia, path->spigot_id))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_SPIGOT,
+			       "spigot %zu", path->spigot_id);
+	if ((unsigned int)cn_est_flags &
+	    ~(unsigned int)(IT_CONNECT_FLAG_TWO_WAY |
+			    IT_CONNECT_FLAG_THREE_WAY |
+			    IT_CONNECT_SUPPRESS_IRD_ORD))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
+			       "unknown flag bits 0x%x",
+			       (unsigned int)cn_est_flags);
+	if (cn_est_flags & IT_CONNECT_FLAG_THREE_WAY)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
+			       "three-way handshake: not supported by this IA");
+	if (cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
+			       "IRD/ORD suppression is not supported");
+	if (private_data_length > pdata_limit(ia, UAL_CM_PDATA_CONNECT))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
+			       "%zu bytes of private data; connect carries %zu here",
+			       private_data_length,
+			       pdata_limit(ia, UAL_CM_PDATA_CONNECT));
+	if (private_data_length && !private_data)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "private_data is NULL");
+	if (ia->transport != RNICPI_TRANSPORT_IWARP)
+		/* Connections over RoCE/IB wait for the IB CM (cm_ib.c). */
+		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "connections on this transport need the InfiniBand CM, which is not here yet");
+	(void)conn_attr;	/* iWARP has no connection attributes */
+
+	switch (connect_qual->type) {
+	case IT_IANA_PORT:
+		port = ntohs(connect_qual->conn_qual.port);
+		break;
+	case IT_IANA_LR_PORT:
+		port = ntohs(connect_qual->conn_qual.lr_port.remote);
+		lport = ntohs(connect_qual->conn_qual.lr_port.local);
+		break;
+	default:
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
+			       "qualifier type %d: iWARP connects to IANA ports",
+			       connect_qual->type);
+	}
+	if (!port)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL, "port 0");
+
+	iw = &path->remote.iwarp;
+	if (iw->ip_vers == IT_IP_VERS_IPV4) {
+		struct sockaddr_in *d = (void *)&dst, *s = (void *)&src;
+
+		d->sin_family = AF_INET;
+		d->sin_addr = iw->raddr.ipv4;
+		src_given = iw->laddr.ipv4.s_addr != htonl(INADDR_ANY);
+		if (src_given || lport) {
+			s->sin_family = AF_INET;
+			s->sin_addr = iw->laddr.ipv4;
+			s->sin_port = htons(lport);
+			have_src = true;
+		}
+		if (d->sin_addr.s_addr == htonl(INADDR_ANY))
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
+				       "remote address 0.0.0.0");
+	} else if (iw->ip_vers == IT_IP_VERS_IPV6) {
+		struct sockaddr_in6 *d = (void *)&dst, *s = (void *)&src;
+
+		d->sin6_family = AF_INET6;
+		d->sin6_addr = iw->raddr.ipv6;
+		src_given = !IN6_IS_ADDR_UNSPECIFIED(&iw->laddr.ipv6);
+		if (src_given || lport) {
+			s->sin6_family = AF_INET6;
+			s->sin6_addr = iw->laddr.ipv6;
+			s->sin6_port = htons(lport);
+			have_src = true;
+		}
+		if (IN6_IS_ADDR_UNSPECIFIED(&d->sin6_addr))
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
+				       "remote address ::");
+	} else {
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
+			       "ip_vers %d", iw->ip_vers);
+	}
+
+	/* The destination must be reached through this IA's interface. */
+	err = ual_cm_resolve(ia->u, (void *)&dst, src_given ? (void *)&src :
+							      NULL,
+			     RNICPI_TRANSPORT_IWARP, &route);
+	if (err)
+		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
+				     "no route to %s: %s",
+				     itapi_sockaddr_str(&dst, buf, sizeof(buf)),
+				     g_strerror(-err));
+	if (route.device != ia->dev) {
+		st = IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
+			     "%s is reached through %s, %s%s",
+			     itapi_sockaddr_str(&dst, buf, sizeof(buf)),
+			     route.ifname,
+			     route.device ? "which is the interface of " :
+					    "which has no iWARP device",
+			     route.device ? ual_device_name(route.device) : "");
+		if (route.device)
+			ual_device_put(route.device);
+		return st;
+	}
+	ual_device_put(route.device);
+
+	cm_param(ep, private_data, private_data_length, &param);
+	if (path->timeout && path->timeout != IT_TIMEOUT_INFINITE)
+		param.timeout_ms = (uint32_t)MIN((path->timeout + 999) / 1000,
+						 (uint64_t)3600000);
+	if (!ep_start(ep, IT_EP_STATE_ACTIVE1_CONNECTION_PENDING))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
+			       "the endpoint changed state meanwhile");
+	g_mutex_lock(&ep->lock);
+	ep->dst_path = *path;
+	ep->spigot_id = path->spigot_id;
+	ep->cn_est_id = 0;
+	g_mutex_unlock(&ep->lock);
+	err = ual_cm_connect(ep->qp, (void *)&dst, port,
+			     have_src ? (void *)&src : NULL, &param,
+			     itapi_ep_cm_event, ep, &cm);
+	if (err) {
+		ep_abort_start(ep);
+		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
+				     "connect to %s port %u: %s",
+				     itapi_sockaddr_str(&dst, buf, sizeof(buf)),
+				     port, g_strerror(-err));
+	}
+	g_mutex_lock(&ep->lock);
+	ep->cm = cm;
+	g_mutex_unlock(&ep->lock);
+	return IT_SUCCESS;
+}
+
+it_status_t it_ep_accept(it_ep_handle_t ep_handle,
+			 it_cn_est_identifier_t cn_est_id,
+			 const unsigned char *private_data,
+			 size_t private_data_length)
+{
+	struct ual_cm_param param;
+	struct ual_cm_id *cm = NULL;
+	struct itapi_ep *ep;
+	it_status_t st;
+	int err;
+
+	ep = ep_idle(ep_handle, &st, "it_ep_accept");
+	if (!ep)
+		return st;
+	if (private_data_length >
+	    pdata_limit(ep->obj.ia, UAL_CM_PDATA_ACCEPT))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
+			       "%zu bytes of private data; accept carries %zu here",
+			       private_data_length,
+			       pdata_limit(ep->obj.ia, UAL_CM_PDATA_ACCEPT));
+	if (private_data_length && !private_data)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "private_data is NULL");
+	cm_param(ep, private_data, private_data_length, &param);
+	if (!ep_start(ep, IT_EP_STATE_PASSIVE_CONNECTION_PENDING))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
+			       "the endpoint changed state meanwhile");
+	g_mutex_lock(&ep->lock);
+	ep->cn_est_id = cn_est_id;
+	g_mutex_unlock(&ep->lock);
+	err = ual_cm_accept(cn_est_id, ep->qp, &param, itapi_ep_cm_event, ep,
+			    &cm);
+	if (err) {
+		ep_abort_start(ep);
+		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
+				     "accept of request %llu: %s",
+				     (unsigned long long)cn_est_id,
+				     g_strerror(-err));
+	}
+	g_mutex_lock(&ep->lock);
+	ep->cm = cm;
+	g_mutex_unlock(&ep->lock);
+	return IT_SUCCESS;
+}
+
+it_status_t it_reject(it_cn_est_identifier_t cn_est_id,
+		      const unsigned char *private_data,
+		      size_t private_data_length)
+{
+	int err;
+
+	if (private_data_length > IT_MAX_PRIV_DATA)
+		return IT_FAIL0(IT_ERR_INVALID_PDATA_LENGTH,
+				"%zu bytes of private data; at most %d",
+				private_data_length, IT_MAX_PRIV_DATA);
+	if (private_data_length && !private_data)
+		return IT_FAIL0(IT_ERR_FAULT, "private_data is NULL");
+	err = ual_cm_reject(cn_est_id, private_data,
+			    (uint32_t)private_data_length);
+	if (err)
+		return IT_FAIL0(itapi_status(err, ITAPI_CTX_CONN),
+				"reject of request %llu: %s",
+				(unsigned long long)cn_est_id,
+				g_strerror(-err));
+	return IT_SUCCESS;
+}
+
+it_status_t it_handoff(const it_conn_qual_t *conn_qual, size_t spigot_id,
+		       it_cn_est_identifier_t cn_est_id)
+{
+	uint16_t port;
+	int err;
+
+	if (!conn_qual)
+		return IT_FAIL0(IT_ERR_FAULT, "conn_qual is NULL");
+	if (conn_qual->type != IT_IANA_PORT)
+		return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL,
+				"qualifier type %d: hand-off is to an IANA port",
+				conn_qual->type);
+	port = ntohs(conn_qual->conn_qual.port);
+	if (!port)
+		return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
+	if (spigot_id > 254)
+		return IT_FAIL0(IT_ERR_INVALID_SPIGOT, "spigot %zu", spigot_id);
+	err = ual_cm_handoff(cn_est_id, (uint8_t)(spigot_id + 1), port);
+	if (err)
+		return IT_FAIL0(itapi_status(err, ITAPI_CTX_CONN),
+				"hand-off of request %llu to port %u: %s",
+				(unsigned long long)cn_est_id, port,
+				g_strerror(-err));
+	return IT_SUCCESS;
+}
+
+it_status_t it_ep_disconnect(it_ep_handle_t ep_handle,
+			     const unsigned char *private_data,
+			     size_t private_data_length)
+{
+	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
+					   IT_HANDLE_TYPE_EP);
+	struct ual_cm_id *cm;
+	it_ep_state_rc_t s;
+	int err;
+
+	if (!ep)
+		return IT_FAIL0(IT_ERR_INVALID_EP, "EP handle %p is not live",
+				(void *)ep_handle);
+	if (ep->service != IT_RC_SERVICE)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_TYPE,
+			       "disconnect of a UD endpoint");
+	if (private_data_length >
+	    pdata_limit(ep->obj.ia, UAL_CM_PDATA_DISCONNECT))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
+			       "%zu bytes of private data; disconnect carries %zu on this transport",
+			       private_data_length,
+			       pdata_limit(ep->obj.ia,
+					   UAL_CM_PDATA_DISCONNECT));
+	g_mutex_lock(&ep->lock);
+	s = ep->state.rc;
+	cm = ep->cm;
+	g_mutex_unlock(&ep->lock);
+	switch (s) {
+	case IT_EP_STATE_CONNECTED:
+	case IT_EP_STATE_ACTIVE1_CONNECTION_PENDING:
+	case IT_EP_STATE_ACTIVE2_CONNECTION_PENDING:
+	case IT_EP_STATE_PASSIVE_CONNECTION_PENDING:
+		break;
+	default:
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
+			       "disconnect in state %s",
+			       itapi_ep_state_name(s));
+	}
+	if (!cm)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
+			       "no connection");
+	/* Connected: an orderly close, the event follows. Pending: the
+	 * set-up is abandoned and the event is posted now. */
+	err = ual_cm_disconnect(cm, false);
+	if (err)
+		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
+				     "disconnect: %s", g_strerror(-err));
+	return IT_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Socket conversion                                                   */
+/* ------------------------------------------------------------------ */
+
+it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
+			      it_sc_flags_t flags, const unsigned char *msg,
+			      size_t len)
+{
+	struct ual_cm_param param;
+	struct ual_cm_id *cm = NULL;
+	struct itapi_ep *ep;
+	it_status_t st;
+	int fl, err;
+
+	ep = ep_idle(ep_handle, &st, "it_socket_convert");
+	if (!ep)
+		return st;
+	if ((unsigned int)flags & ~(unsigned int)IT_SC_NO_REQ_REP)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_FLAGS,
+			       "unknown flag bits 0x%x", (unsigned int)flags);
+	if (ep->obj.ia->transport != RNICPI_TRANSPORT_IWARP ||
+	    !(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_IWARP_CM))
+		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "socket conversion needs an iWARP IA");
+	if (flags & IT_SC_NO_REQ_REP)
+		/* Entering RDMA mode without the MPA exchange needs a
+		 * provider hook RNICPI does not have. */
+		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "IT_SC_NO_REQ_REP: conversion always runs MPA here");
+	if (len > pdata_limit(ep->obj.ia, UAL_CM_PDATA_CONNECT))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
+			       "%zu bytes of private data; MPA carries %zu here",
+			       len,
+			       pdata_limit(ep->obj.ia, UAL_CM_PDATA_CONNECT));
+	if (len && !msg)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "msg is NULL");
+	fl = fcntl(sd, F_GETFL);
+	if (sd < 0 || fl < 0)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONVERSION,
+			       "descriptor %d is not open", sd);
+	cm_param(ep, msg, len, &param);
+	if (!ep_start(ep, IT_EP_STATE_PASSIVE_WAIT_RDMA_TRANS_REQ))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
+			       "the endpoint changed state meanwhile");
+	err = ual_cm_socket_convert(ep->qp, sd, &param, itapi_ep_cm_event, ep,
+				    &cm);
+	if (err) {
+		/* The socket is still the consumer's: as it was. */
+		fcntl(sd, F_SETFL, fl);
+		ep_abort_start(ep);
+		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONVERT,
+				     "descriptor %d: %s", sd,
+				     g_strerror(-err));
+	}
+	g_mutex_lock(&ep->lock);
+	ep->cm = cm;
+	g_mutex_unlock(&ep->lock);
+	/* The provider works on its own duplicate of the connection; the
+	 * consumer's descriptor is given up, as it_socket_convert says. */
+	close(sd);
+	return IT_SUCCESS;
+}

@@ -1,0 +1,750 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * itapi_ep.c - endpoints (RC and the shared parts of UD) and shared
+ * receive queues.
+ *
+ * An endpoint is one QP with an itapi_wq for each of its queues. Its
+ * state (it_ep_state_rc_t) moves with the connection events in
+ * itapi_cm.c; the transitions are:
+ *
+ *   UNCONNECTED --it_ep_connect--> ACTIVE1_CONNECTION_PENDING
+ *   UNCONNECTED --it_ep_accept---> PASSIVE_CONNECTION_PENDING
+ *   *_PENDING --established--> CONNECTED
+ *   *_PENDING --reject / unreachable / disconnect--> NONOPERATIONAL
+ *   CONNECTED --disconnect / broken--> NONOPERATIONAL
+ *   NONOPERATIONAL --it_ep_reset--> UNCONNECTED (a fresh QP)
+ */
+#define G_LOG_DOMAIN "hostrdma-itapi"
+
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "itapi/itapi_priv.h"
+
+static const char *const rc_state_names[] = {
+	[IT_EP_STATE_UNCONNECTED] = "UNCONNECTED",
+	[IT_EP_STATE_ACTIVE1_CONNECTION_PENDING] = "ACTIVE1_PENDING",
+	[IT_EP_STATE_ACTIVE2_CONNECTION_PENDING] = "ACTIVE2_PENDING",
+	[IT_EP_STATE_PASSIVE_CONNECTION_PENDING] = "PASSIVE_PENDING",
+	[IT_EP_STATE_CONNECTED] = "CONNECTED",
+	[IT_EP_STATE_NONOPERATIONAL] = "NONOPERATIONAL",
+	[IT_EP_STATE_PASSIVE_WAIT_RDMA_TRANS_REQ] = "PASSIVE_WAIT_RDMA",
+};
+
+const char *itapi_ep_state_name(it_ep_state_rc_t s)
+{
+	if ((unsigned int)s < G_N_ELEMENTS(rc_state_names))
+		return rc_state_names[s];
+	return "?";
+}
+
+/* ------------------------------------------------------------------ */
+/* Checks shared by RC and UD creation                                  */
+/* ------------------------------------------------------------------ */
+
+struct itapi_evd *itapi_dto_evd(struct itapi_ia *ia, it_evd_handle_t h)
+{
+	struct itapi_evd *evd = ITAPI_LOOKUP(h, struct itapi_evd,
+					     IT_HANDLE_TYPE_EVD);
+
+	if (!evd || evd->obj.ia != ia || evd->is_aevd ||
+	    evd->stream != IT_DTO_EVENT_STREAM)
+		return NULL;
+	return evd;
+}
+
+/* The EP attributes against the device's limits; fills the QP caps. */
+static it_status_t check_attr(struct itapi_pz *pz,
+			      const it_ep_attributes_t *a, bool rc,
+			      bool srq, struct rnicpi_qp_cap *cap)
+{
+	const struct rnicpi_device_attr *d = &pz->obj.ia->attr;
+	uint32_t max_sge_rd = d->max_sge_rd ? d->max_sge_rd : d->max_sge;
+
+	if (a->priv_ops_enable)
+		return IT_FAIL(&pz->obj, IT_ERR_PRIV_OPS_UNAVAILABLE,
+			       "privileged operations are not available");
+	if (a->max_dto_payload_size > d->max_msg_size)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_EP_ATTR,
+			       "max_dto_payload_size %zu over the largest message %llu",
+			       a->max_dto_payload_size,
+			       (unsigned long long)d->max_msg_size);
+	if (a->max_request_dtos == 0)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_EP_ATTR,
+			       "max_request_dtos is 0");
+	if (a->max_request_dtos > d->max_qp_wr)
+		return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_REQ_DTO,
+			       "max_request_dtos %zu over %u",
+			       a->max_request_dtos, d->max_qp_wr);
+	if (!srq && a->max_recv_dtos > d->max_qp_wr)
+		return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_RECV_DTO,
+			       "max_recv_dtos %zu over %u", a->max_recv_dtos,
+			       d->max_qp_wr);
+	if (a->max_send_segments > d->max_sge)
+		return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_SSEG,
+			       "max_send_segments %zu over %u",
+			       a->max_send_segments, d->max_sge);
+	if (!srq && a->max_recv_segments > d->max_sge)
+		return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_RSEG,
+			       "max_recv_segments %zu over %u",
+			       a->max_recv_segments, d->max_sge);
+	if (rc) {
+		const it_rc_only_attributes_t *r = &a->srv.rc;
+
+		if (r->max_rdma_read_segments > max_sge_rd)
+			return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_RRSEG,
+				       "max_rdma_read_segments %zu over %u",
+				       r->max_rdma_read_segments, max_sge_rd);
+		if (r->max_rdma_write_segments > d->max_sge)
+			return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_RWSEG,
+				       "max_rdma_write_segments %zu over %u",
+				       r->max_rdma_write_segments, d->max_sge);
+		if (r->rdma_read_ird > d->max_qp_rd_atom)
+			return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_IRD,
+				       "IRD %u over %u", r->rdma_read_ird,
+				       d->max_qp_rd_atom);
+		if (r->rdma_read_ord > d->max_qp_init_rd_atom)
+			return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_ORD,
+				       "ORD %u over %u", r->rdma_read_ord,
+				       d->max_qp_init_rd_atom);
+		if (r->atomics_enable &&
+		    (!(d->caps & RNICPI_DEV_CAP_ATOMIC) ||
+		     d->atomic_cap == RNICPI_ATOMIC_NONE))
+			return IT_FAIL(&pz->obj, IT_ERR_INVALID_EP_ATTR,
+				       "atomics enabled on an IA without atomics");
+		if ((r->soft_hi_watermark && srq) ||
+		    (r->hard_hi_watermark &&
+		     r->hard_hi_watermark != IT_HARD_HI_WATERMARK_DISABLE))
+			return IT_FAIL(&pz->obj, IT_ERR_INVALID_WATERMARK,
+				       "EP high watermarks are not supported");
+	}
+	memset(cap, 0, sizeof(*cap));
+	cap->max_send_wr = (uint32_t)a->max_request_dtos;
+	cap->max_recv_wr = srq ? 0 : (uint32_t)a->max_recv_dtos;
+	cap->max_send_sge = (uint32_t)MAX(a->max_send_segments,
+					  rc ? MAX(a->srv.rc.max_rdma_read_segments,
+						   a->srv.rc.max_rdma_write_segments) :
+					       0);
+	cap->max_send_sge = MIN(cap->max_send_sge, d->max_sge);
+	cap->max_recv_sge = srq ? 0 : (uint32_t)a->max_recv_segments;
+	return IT_SUCCESS;
+}
+
+/* RDMA enables of an RC endpoint as QP access flags. A provider that
+ * enforces rights only per region may not take them: that is fine. */
+static void apply_enables(struct itapi_ep *ep)
+{
+	struct rnicpi_qp_attr qa = { 0 };
+	int err;
+
+	if (ep->attr.srv.rc.rdma_read_enable)
+		qa.qp_access_flags |= RNICPI_ACCESS_REMOTE_READ;
+	if (ep->attr.srv.rc.rdma_write_enable)
+		qa.qp_access_flags |= RNICPI_ACCESS_REMOTE_WRITE;
+	if (ep->attr.srv.rc.atomics_enable)
+		qa.qp_access_flags |= RNICPI_ACCESS_REMOTE_ATOMIC;
+	err = ual_qp_modify(ep->qp, &qa, RNICPI_QP_ACCESS_FLAGS);
+	if (err)
+		itapi_debug(&ep->obj,
+			    "the provider keeps no QP access flags (%s); regions carry the rights",
+			    g_strerror(-err));
+}
+
+/* Make the QP of @ep from its attributes (creation and reset). */
+static it_status_t ep_make_qp(struct itapi_ep *ep, struct rnicpi_qp_cap *cap)
+{
+	struct ual_qp_init_attr qa = {
+		.qp_type = ep->service == IT_UD_SERVICE ? RNICPI_QPT_UD :
+							  RNICPI_QPT_RC,
+		.send_cq = ep->req_evd->cq,
+		.recv_cq = ep->recv_evd->cq,
+		.srq = ep->srq ? ep->srq->srq : NULL,
+		.cap = *cap,
+		.sq_sig_all = false,
+	};
+	int err;
+
+	err = ual_qp_create(ep->pz->pd, &qa, &ep->qp);
+	if (err)
+		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_EP,
+				     "create_qp: %s", g_strerror(-err));
+	*cap = qa.cap;
+	ep->qp_num = ual_qp_num(ep->qp);
+	ual_qp_set_user(ep->qp, ep);
+	itapi_wq_init(&ep->sq, cap->max_send_wr);
+	itapi_wq_init(&ep->rq, MAX(cap->max_recv_wr, 1u));
+	g_rw_lock_writer_lock(&ep->obj.ia->qpn_lock);
+	g_hash_table_insert(ep->obj.ia->qpn_eps, GUINT_TO_POINTER(ep->qp_num),
+			    ep);
+	g_rw_lock_writer_unlock(&ep->obj.ia->qpn_lock);
+	return IT_SUCCESS;
+}
+
+/*
+ * Tear the QP down: the connection first (abortively), then the QP, whose
+ * outstanding WRs the provider flushes into the CQs; those completions
+ * become events now, naming the endpoint, so the consumer gets its
+ * cookies back (DAT's rule for freed endpoints).
+ */
+static int ep_drop_qp(struct itapi_ep *ep)
+{
+	struct ual_cm_id *cm;
+	int err;
+
+	g_mutex_lock(&ep->lock);
+	cm = g_steal_pointer(&ep->cm);
+	g_mutex_unlock(&ep->lock);
+	ual_cm_id_destroy(cm);
+	err = ual_qp_destroy(ep->qp);
+	if (err) {
+		g_warning("%s destroy_qp: %s", ep->obj.prefix,
+			  g_strerror(-err));
+		return err;
+	}
+	itapi_evd_pump(ep->req_evd);
+	if (ep->recv_evd != ep->req_evd)
+		itapi_evd_pump(ep->recv_evd);
+	g_rw_lock_writer_lock(&ep->obj.ia->qpn_lock);
+	g_hash_table_remove(ep->obj.ia->qpn_eps, GUINT_TO_POINTER(ep->qp_num));
+	g_rw_lock_writer_unlock(&ep->obj.ia->qpn_lock);
+	ep->qp = NULL;
+	itapi_wq_fini(&ep->sq);
+	itapi_wq_fini(&ep->rq);
+	return 0;
+}
+
+static void ep_use_evds(struct itapi_ep *ep, int delta)
+{
+	struct itapi_ia *ia = ep->obj.ia;
+
+	g_mutex_lock(&ia->lock);
+	ep->req_evd->users += delta;
+	ep->recv_evd->users += delta;
+	if (ep->conn_evd)
+		ep->conn_evd->users += delta;
+	if (ep->srq)
+		ep->srq->users += delta;
+	g_mutex_unlock(&ia->lock);
+}
+
+it_status_t itapi_ep_create(struct itapi_pz *pz, it_transport_service_type_t service,
+			    struct itapi_evd *req, struct itapi_evd *recv,
+			    struct itapi_evd *conn, struct itapi_srq *srq,
+			    it_ep_rc_creation_flags_t flags,
+			    const it_ep_attributes_t *attr, size_t spigot_id,
+			    struct itapi_ep **out)
+{
+	struct itapi_ia *ia = pz->obj.ia;
+	struct rnicpi_qp_cap cap;
+	struct itapi_ep *ep;
+	it_status_t st;
+
+	st = check_attr(pz, attr, service == IT_RC_SERVICE, srq != NULL, &cap);
+	if (st)
+		return st;
+	ep = g_new0(struct itapi_ep, 1);
+	itapi_obj_init(&ep->obj, IT_HANDLE_TYPE_EP, ia, NULL);
+	ep->pz = pz;
+	ep->service = service;
+	ep->spigot_id = spigot_id;
+	ep->req_evd = req;
+	ep->recv_evd = recv;
+	ep->conn_evd = conn;
+	ep->srq = srq;
+	ep->create_flags = flags;
+	ep->attr = *attr;
+	g_mutex_init(&ep->lock);
+	st = ep_make_qp(ep, &cap);
+	if (st) {
+		g_mutex_clear(&ep->lock);
+		g_free(ep);
+		return st;
+	}
+	/* Report what was granted. */
+	ep->attr.max_request_dtos = cap.max_send_wr;
+	if (!srq) {
+		ep->attr.max_recv_dtos = cap.max_recv_wr;
+		ep->attr.max_recv_segments =
+			MIN(cap.max_recv_sge, ia->attr.max_sge);
+	}
+	if (!ep->attr.max_dto_payload_size)
+		ep->attr.max_dto_payload_size = ia->attr.max_msg_size;
+	if (service == IT_RC_SERVICE) {
+		ep->state.rc = IT_EP_STATE_UNCONNECTED;
+		apply_enables(ep);
+	}
+	ep_use_evds(ep, 1);
+	snprintf(ep->obj.prefix, sizeof(ep->obj.prefix), "EP[QP %u] %s:",
+		 ep->qp_num, ual_device_name(ia->dev));
+	itapi_ia_add_child(ia, &ep->obj);
+	itapi_debug(&ep->obj, "created (%s), %u send WRs, %u receive WRs",
+		    service == IT_RC_SERVICE ? "RC" : "UD", cap.max_send_wr,
+		    cap.max_recv_wr);
+	*out = ep;
+	return IT_SUCCESS;
+}
+
+it_status_t it_ep_rc_create(it_pz_handle_t pz_handle,
+			    it_evd_handle_t request_sevd_handle,
+			    it_evd_handle_t recv_sevd_handle,
+			    it_evd_handle_t connect_sevd_handle,
+			    it_ep_rc_creation_flags_t flags,
+			    const it_ep_attributes_t *ep_attr,
+			    it_ep_handle_t *ep_handle)
+{
+	struct itapi_pz *pz = ITAPI_LOOKUP(pz_handle, struct itapi_pz,
+					   IT_HANDLE_TYPE_PZ);
+	struct itapi_evd *req, *recv, *conn;
+	struct itapi_srq *srq = NULL;
+	struct itapi_ia *ia;
+	struct itapi_ep *ep;
+	it_status_t st;
+
+	if (!pz)
+		return IT_FAIL0(IT_ERR_INVALID_PZ, "PZ handle %p is not live",
+				(void *)pz_handle);
+	ia = pz->obj.ia;
+	if (!ep_handle || !ep_attr)
+		return IT_FAIL(&pz->obj, IT_ERR_FAULT,
+			       "ep_handle or ep_attr is NULL");
+	st = itapi_ia_check(ia);
+	if (st)
+		return IT_FAIL(&pz->obj, st, "the device failed");
+	if (!(ia->attr.caps & RNICPI_DEV_CAP_RC))
+		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "the IA has no RC service");
+	if ((unsigned int)flags & ~(unsigned int)(IT_EP_REUSEADDR | IT_EP_SRQ))
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
+			       "unknown flag bits 0x%x", (unsigned int)flags);
+	req = itapi_dto_evd(ia, request_sevd_handle);
+	if (!req)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_REQ_EVD,
+			       "%p is not a DTO SEVD of this IA",
+			       (void *)request_sevd_handle);
+	recv = itapi_dto_evd(ia, recv_sevd_handle);
+	if (!recv)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_RECV_EVD,
+			       "%p is not a DTO SEVD of this IA",
+			       (void *)recv_sevd_handle);
+	conn = ITAPI_LOOKUP(connect_sevd_handle, struct itapi_evd,
+			    IT_HANDLE_TYPE_EVD);
+	if (!conn || conn->obj.ia != ia || conn->is_aevd ||
+	    conn->stream != IT_CM_MSG_EVENT_STREAM)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_CONN_EVD,
+			       "%p is not a CM message SEVD of this IA",
+			       (void *)connect_sevd_handle);
+	if (flags & IT_EP_SRQ) {
+		srq = ITAPI_LOOKUP(ep_attr->srv.rc.srq, struct itapi_srq,
+				   IT_HANDLE_TYPE_SRQ);
+		if (!srq || srq->obj.ia != ia)
+			return IT_FAIL(&pz->obj, IT_ERR_INVALID_SRQ,
+				       "SRQ handle %p is not live",
+				       (void *)ep_attr->srv.rc.srq);
+		if (srq->pz != pz)
+			return IT_FAIL(&pz->obj, IT_ERR_INVALID_SRQ,
+				       "the SRQ is in another PZ");
+	}
+	st = itapi_ep_create(pz, IT_RC_SERVICE, req, recv, conn, srq, flags,
+			     ep_attr, 0, &ep);
+	if (st)
+		return st;
+	if (!srq)
+		ep->attr.srv.rc.srq = NULL;
+	*ep_handle = (it_ep_handle_t)ep;
+	return IT_SUCCESS;
+}
+
+void itapi_ep_destroy(struct itapi_ep *ep)
+{
+	ep_drop_qp(ep);
+	ep_use_evds(ep, -1);
+	itapi_ia_del_child(ep->obj.ia, &ep->obj);
+	itapi_debug(&ep->obj, "freed");
+	g_mutex_clear(&ep->lock);
+	g_free(ep);
+}
+
+it_status_t it_ep_free(it_ep_handle_t ep_handle)
+{
+	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
+					   IT_HANDLE_TYPE_EP);
+
+	if (!ep)
+		return IT_FAIL0(IT_ERR_INVALID_EP, "EP handle %p is not live",
+				(void *)ep_handle);
+	/* The handle goes first: no new call reaches it while it goes. */
+	itapi_handle_del(&ep->obj);
+	itapi_ep_destroy(ep);
+	return IT_SUCCESS;
+}
+
+#define EP_PARAM_ALL_BITS 0x0fffffffu
+
+it_status_t it_ep_query(it_ep_handle_t ep_handle, it_ep_param_mask_t mask,
+			it_ep_param_t *params)
+{
+	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
+					   IT_HANDLE_TYPE_EP);
+	bool all = mask & IT_EP_PARAM_ALL;
+	it_ep_attributes_t *a;
+
+	if (!ep)
+		return IT_FAIL0(IT_ERR_INVALID_EP, "EP handle %p is not live",
+				(void *)ep_handle);
+	if ((unsigned int)mask & ~EP_PARAM_ALL_BITS)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_MASK,
+			       "mask 0x%x has unknown bits", (unsigned int)mask);
+	if (!params)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "params is NULL");
+	a = &params->attr;
+	g_mutex_lock(&ep->lock);
+#define WANT(bit) (all || (mask & (bit)))
+	if (WANT(IT_EP_PARAM_IA))
+		params->ia = (it_ia_handle_t)ep->obj.ia;
+	if (WANT(IT_EP_PARAM_SPIGOT))
+		params->spigot_id = ep->spigot_id;
+	if (WANT(IT_EP_PARAM_STATE))
+		params->ep_state = ep->state;
+	if (WANT(IT_EP_PARAM_SERV_TYPE))
+		params->service_type = ep->service;
+	if (WANT(IT_EP_PARAM_PATH))
+		params->dst_path = ep->dst_path;
+	if (WANT(IT_EP_PARAM_PZ))
+		params->pz = (it_pz_handle_t)ep->pz;
+	if (WANT(IT_EP_PARAM_REQ_SEVD))
+		params->request_sevd = (it_evd_handle_t)ep->req_evd;
+	if (WANT(IT_EP_PARAM_RECV_SEVD))
+		params->recv_sevd = (it_evd_handle_t)ep->recv_evd;
+	if (WANT(IT_EP_PARAM_CONN_SEVD))
+		params->connect_sevd = (it_evd_handle_t)ep->conn_evd;
+	if (WANT(IT_EP_PARAM_MAX_PAYLOAD))
+		a->max_dto_payload_size = ep->attr.max_dto_payload_size;
+	if (WANT(IT_EP_PARAM_MAX_REQ_DTO))
+		a->max_request_dtos = ep->attr.max_request_dtos;
+	if (WANT(IT_EP_PARAM_MAX_RECV_DTO))
+		a->max_recv_dtos = ep->attr.max_recv_dtos;
+	if (WANT(IT_EP_PARAM_MAX_SEND_SEG))
+		a->max_send_segments = ep->attr.max_send_segments;
+	if (WANT(IT_EP_PARAM_MAX_RECV_SEG))
+		a->max_recv_segments = ep->attr.max_recv_segments;
+	if (WANT(IT_EP_PARAM_PRIV_OPS_ENABLE))
+		a->priv_ops_enable = IT_FALSE;
+	if (ep->service == IT_RC_SERVICE) {
+		const it_rc_only_attributes_t *r = &ep->attr.srv.rc;
+
+		if (WANT(IT_EP_PARAM_RDMA_RD_ENABLE))
+			a->srv.rc.rdma_read_enable = r->rdma_read_enable;
+		if (WANT(IT_EP_PARAM_RDMA_WR_ENABLE))
+			a->srv.rc.rdma_write_enable = r->rdma_write_enable;
+		if (WANT(IT_EP_PARAM_MAX_RDMA_READ_SEG))
+			a->srv.rc.max_rdma_read_segments =
+				r->max_rdma_read_segments;
+		if (WANT(IT_EP_PARAM_MAX_RDMA_WRITE_SEG))
+			a->srv.rc.max_rdma_write_segments =
+				r->max_rdma_write_segments;
+		if (WANT(IT_EP_PARAM_MAX_IRD))
+			a->srv.rc.rdma_read_ird = r->rdma_read_ird;
+		if (WANT(IT_EP_PARAM_MAX_ORD))
+			a->srv.rc.rdma_read_ord = r->rdma_read_ord;
+		if (WANT(IT_EP_PARAM_SRQ))
+			a->srv.rc.srq = (it_srq_handle_t)ep->srq;
+		if (WANT(IT_EP_PARAM_SOFT_HI_WATERMARK))
+			a->srv.rc.soft_hi_watermark = 0;
+		if (WANT(IT_EP_PARAM_HARD_HI_WATERMARK))
+			a->srv.rc.hard_hi_watermark =
+				IT_HARD_HI_WATERMARK_DISABLE;
+		if (WANT(IT_EP_PARAM_ATOMICS_ENABLE))
+			a->srv.rc.atomics_enable = r->atomics_enable;
+	} else {
+		if (WANT(IT_EP_PARAM_EP_ID))
+			a->srv.ud.ep_info.ud_ep_id = ep->qp_num;
+		if (WANT(IT_EP_PARAM_EP_KEY))
+			a->srv.ud.ep_info.ud_ep_key =
+				ep->attr.srv.ud.ep_info.ud_ep_key;
+	}
+#undef WANT
+	g_mutex_unlock(&ep->lock);
+	return IT_SUCCESS;
+}
+
+it_status_t it_ep_modify(it_ep_handle_t ep_handle, it_ep_param_mask_t mask,
+			 const it_ep_attributes_t *ep_attr)
+{
+	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
+					   IT_HANDLE_TYPE_EP);
+	const unsigned int rc_ok = IT_EP_PARAM_RDMA_RD_ENABLE |
+				   IT_EP_PARAM_RDMA_WR_ENABLE |
+				   IT_EP_PARAM_MAX_IRD | IT_EP_PARAM_MAX_ORD |
+				   IT_EP_PARAM_ATOMICS_ENABLE;
+	const struct rnicpi_device_attr *d;
+	it_rc_only_attributes_t r;
+	bool idle;
+
+	if (!ep)
+		return IT_FAIL0(IT_ERR_INVALID_EP, "EP handle %p is not live",
+				(void *)ep_handle);
+	if (!ep_attr)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "ep_attr is NULL");
+	if (ep->service != IT_RC_SERVICE || !mask ||
+	    ((unsigned int)mask & ~rc_ok))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_MASK,
+			       "mask 0x%x: only the RDMA enables, IRD and ORD of an RC endpoint change",
+			       (unsigned int)mask);
+	d = &ep->obj.ia->attr;
+	g_mutex_lock(&ep->lock);
+	idle = ep->state.rc == IT_EP_STATE_UNCONNECTED;
+	r = ep->attr.srv.rc;
+	g_mutex_unlock(&ep->lock);
+	/* IRD and ORD go into the connection set-up; the enables into the
+	 * QP. Both only before connecting (rdma_read_*_modifiable). */
+	if (!idle)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
+			       "the endpoint is not unconnected");
+	if (mask & IT_EP_PARAM_RDMA_RD_ENABLE)
+		r.rdma_read_enable = ep_attr->srv.rc.rdma_read_enable;
+	if (mask & IT_EP_PARAM_RDMA_WR_ENABLE)
+		r.rdma_write_enable = ep_attr->srv.rc.rdma_write_enable;
+	if (mask & IT_EP_PARAM_ATOMICS_ENABLE)
+		r.atomics_enable = ep_attr->srv.rc.atomics_enable;
+	if (mask & IT_EP_PARAM_MAX_IRD)
+		r.rdma_read_ird = ep_attr->srv.rc.rdma_read_ird;
+	if (mask & IT_EP_PARAM_MAX_ORD)
+		r.rdma_read_ord = ep_attr->srv.rc.rdma_read_ord;
+	if (r.rdma_read_ird > d->max_qp_rd_atom)
+		return IT_FAIL(&ep->obj, IT_ERR_RESOURCE_IRD, "IRD %u over %u",
+			       r.rdma_read_ird, d->max_qp_rd_atom);
+	if (r.rdma_read_ord > d->max_qp_init_rd_atom)
+		return IT_FAIL(&ep->obj, IT_ERR_RESOURCE_ORD, "ORD %u over %u",
+			       r.rdma_read_ord, d->max_qp_init_rd_atom);
+	if (r.atomics_enable && (!(d->caps & RNICPI_DEV_CAP_ATOMIC) ||
+				 d->atomic_cap == RNICPI_ATOMIC_NONE))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_ATTR,
+			       "atomics enabled on an IA without atomics");
+	g_mutex_lock(&ep->lock);
+	ep->attr.srv.rc = r;
+	g_mutex_unlock(&ep->lock);
+	apply_enables(ep);
+	return IT_SUCCESS;
+}
+
+it_status_t it_ep_reset(it_ep_handle_t ep_handle)
+{
+	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
+					   IT_HANDLE_TYPE_EP);
+	struct rnicpi_qp_cap cap;
+	it_ep_state_rc_t s;
+	it_status_t st;
+
+	if (!ep)
+		return IT_FAIL0(IT_ERR_INVALID_EP, "EP handle %p is not live",
+				(void *)ep_handle);
+	if (ep->service != IT_RC_SERVICE)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_TYPE,
+			       "reset applies to RC endpoints");
+	g_mutex_lock(&ep->lock);
+	s = ep->state.rc;
+	g_mutex_unlock(&ep->lock);
+	if (s == IT_EP_STATE_UNCONNECTED)
+		return IT_SUCCESS;
+	if (s != IT_EP_STATE_NONOPERATIONAL)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
+			       "reset in state %s: disconnect first",
+			       itapi_ep_state_name(s));
+	/* A QP that went through a connection cannot be used again (iWARP
+	 * verbs: IDLE is left once); a fresh one takes its place. */
+	if (ep_drop_qp(ep))
+		return IT_FAIL(&ep->obj, IT_ERR_CANNOT_RESET,
+			       "the old QP would not go");
+	memset(&cap, 0, sizeof(cap));
+	cap.max_send_wr = (uint32_t)ep->attr.max_request_dtos;
+	cap.max_recv_wr = ep->srq ? 0 : (uint32_t)ep->attr.max_recv_dtos;
+	cap.max_send_sge = (uint32_t)MAX(
+		ep->attr.max_send_segments,
+		MAX(ep->attr.srv.rc.max_rdma_read_segments,
+		    ep->attr.srv.rc.max_rdma_write_segments));
+	cap.max_send_sge = MIN(cap.max_send_sge, ep->obj.ia->attr.max_sge);
+	cap.max_recv_sge = ep->srq ? 0 : (uint32_t)ep->attr.max_recv_segments;
+	st = ep_make_qp(ep, &cap);
+	if (st) {
+		/* Without a QP the endpoint can only be freed. */
+		return IT_FAIL(&ep->obj, IT_ERR_CANNOT_RESET,
+			       "no new QP: %s", itapi_status_name(st));
+	}
+	apply_enables(ep);
+	g_mutex_lock(&ep->lock);
+	ep->state.rc = IT_EP_STATE_UNCONNECTED;
+	memset(&ep->dst_path, 0, sizeof(ep->dst_path));
+	ep->cn_est_id = 0;
+	g_mutex_unlock(&ep->lock);
+	snprintf(ep->obj.prefix, sizeof(ep->obj.prefix), "EP[QP %u] %s:",
+		 ep->qp_num, ual_device_name(ep->obj.ia->dev));
+	itapi_debug(&ep->obj, "reset");
+	return IT_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared receive queues                                               */
+/* ------------------------------------------------------------------ */
+
+it_status_t it_srq_create(it_pz_handle_t pz_handle, size_t max_recv_segments,
+			  size_t max_recv_dtos, it_srq_handle_t *srq_handle)
+{
+	struct itapi_pz *pz = ITAPI_LOOKUP(pz_handle, struct itapi_pz,
+					   IT_HANDLE_TYPE_PZ);
+	struct rnicpi_srq_attr sa = { 0 };
+	const struct rnicpi_device_attr *d;
+	struct itapi_srq *srq;
+	struct ual_srq *usrq;
+	it_status_t st;
+	int err;
+
+	if (!pz)
+		return IT_FAIL0(IT_ERR_INVALID_PZ, "PZ handle %p is not live",
+				(void *)pz_handle);
+	if (!srq_handle)
+		return IT_FAIL(&pz->obj, IT_ERR_FAULT, "srq_handle is NULL");
+	st = itapi_ia_check(pz->obj.ia);
+	if (st)
+		return IT_FAIL(&pz->obj, st, "the device failed");
+	d = &pz->obj.ia->attr;
+	if (!(d->caps & RNICPI_DEV_CAP_SRQ))
+		return IT_FAIL(&pz->obj, IT_ERR_SRQ_NOT_SUPPORTED,
+			       "the provider has no shared receive queues");
+	if (max_recv_dtos == 0)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_SRQ_SIZE,
+			       "max_recv_dtos is 0");
+	if (max_recv_dtos > d->max_srq_wr)
+		return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_RECV_DTO,
+			       "max_recv_dtos %zu over %u", max_recv_dtos,
+			       d->max_srq_wr);
+	if (max_recv_segments > d->max_srq_sge)
+		return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_RSEG,
+			       "max_recv_segments %zu over %u",
+			       max_recv_segments, d->max_srq_sge);
+	sa.max_wr = (uint32_t)max_recv_dtos;
+	sa.max_sge = (uint32_t)MAX(max_recv_segments, (size_t)1);
+	err = ual_srq_create(pz->pd, &sa, &usrq);
+	if (err)
+		return IT_FAIL_ERRNO(&pz->obj, err, ITAPI_CTX_SRQ,
+				     "create_srq: %s", g_strerror(-err));
+	srq = g_new0(struct itapi_srq, 1);
+	itapi_obj_init(&srq->obj, IT_HANDLE_TYPE_SRQ, pz->obj.ia, NULL);
+	srq->pz = pz;
+	srq->srq = usrq;
+	srq->max_recv_dtos = sa.max_wr;
+	srq->max_recv_segs = max_recv_segments;
+	g_mutex_init(&srq->lock);
+	srq->n_slots = sa.max_wr;
+	srq->slots = g_new0(struct itapi_srq_slot, srq->n_slots);
+	for (uint32_t i = 0; i < srq->n_slots; i++)
+		srq->slots[i].next_free = i + 2 <= srq->n_slots ? i + 2 : 0;
+	srq->free_head = srq->n_slots ? 1 : 0;
+	itapi_ia_add_child(pz->obj.ia, &srq->obj);
+	*srq_handle = (it_srq_handle_t)srq;
+	return IT_SUCCESS;
+}
+
+void itapi_srq_destroy(struct itapi_srq *srq)
+{
+	int err = ual_srq_destroy(srq->srq);
+
+	if (err)
+		g_warning("%s destroy_srq: %s", srq->obj.prefix,
+			  g_strerror(-err));
+	itapi_ia_del_child(srq->obj.ia, &srq->obj);
+	g_mutex_clear(&srq->lock);
+	g_free(srq->slots);
+	g_free(srq);
+}
+
+it_status_t it_srq_free(it_srq_handle_t srq_handle)
+{
+	struct itapi_srq *srq = ITAPI_LOOKUP(srq_handle, struct itapi_srq,
+					     IT_HANDLE_TYPE_SRQ);
+	guint users;
+	int err;
+
+	if (!srq)
+		return IT_FAIL0(IT_ERR_INVALID_SRQ, "SRQ handle %p is not live",
+				(void *)srq_handle);
+	g_mutex_lock(&srq->obj.ia->lock);
+	users = srq->users;
+	g_mutex_unlock(&srq->obj.ia->lock);
+	if (users)
+		return IT_FAIL(&srq->obj, IT_ERR_SRQ_BUSY,
+			       "%u endpoints use it", users);
+	err = ual_srq_destroy(srq->srq);
+	if (err)
+		return IT_FAIL_ERRNO(&srq->obj, err, ITAPI_CTX_SRQ,
+				     "destroy_srq: %s", g_strerror(-err));
+	itapi_ia_del_child(srq->obj.ia, &srq->obj);
+	g_mutex_clear(&srq->lock);
+	g_free(srq->slots);
+	g_free(srq);
+	return IT_SUCCESS;
+}
+
+#define SRQ_PARAM_ALL_BITS 0x3fu
+
+it_status_t it_srq_query(it_srq_handle_t srq_handle, it_srq_param_mask_t mask,
+			 it_srq_param_t *params)
+{
+	struct itapi_srq *srq = ITAPI_LOOKUP(srq_handle, struct itapi_srq,
+					     IT_HANDLE_TYPE_SRQ);
+	bool all = mask & IT_SRQ_PARAM_ALL;
+
+	if (!srq)
+		return IT_FAIL0(IT_ERR_INVALID_SRQ, "SRQ handle %p is not live",
+				(void *)srq_handle);
+	if ((unsigned int)mask & ~SRQ_PARAM_ALL_BITS)
+		return IT_FAIL(&srq->obj, IT_ERR_INVALID_MASK,
+			       "mask 0x%x has unknown bits", (unsigned int)mask);
+	if (!params)
+		return IT_FAIL(&srq->obj, IT_ERR_FAULT, "params is NULL");
+	if (all || (mask & IT_SRQ_PARAM_IA))
+		params->ia = (it_ia_handle_t)srq->obj.ia;
+	if (all || (mask & IT_SRQ_PARAM_PZ))
+		params->pz = (it_pz_handle_t)srq->pz;
+	if (all || (mask & IT_SRQ_PARAM_MAX_RECV_DTO))
+		params->max_recv_dtos = srq->max_recv_dtos;
+	if (all || (mask & IT_SRQ_PARAM_MAX_RECV_SEG))
+		params->max_recv_segs = srq->max_recv_segs;
+	if (all || (mask & IT_SRQ_PARAM_LOW_WATERMARK))
+		params->low_watermark = srq->low_watermark;
+	return IT_SUCCESS;
+}
+
+it_status_t it_srq_modify(it_srq_handle_t srq_handle, it_srq_param_mask_t mask,
+			  const it_srq_param_t *params)
+{
+	struct itapi_srq *srq = ITAPI_LOOKUP(srq_handle, struct itapi_srq,
+					     IT_HANDLE_TYPE_SRQ);
+	struct rnicpi_srq_attr sa = { 0 };
+	int err;
+
+	if (!srq)
+		return IT_FAIL0(IT_ERR_INVALID_SRQ, "SRQ handle %p is not live",
+				(void *)srq_handle);
+	if (!params)
+		return IT_FAIL(&srq->obj, IT_ERR_FAULT, "params is NULL");
+	/* srq_resizable is false: only the low watermark changes. */
+	if (mask != IT_SRQ_PARAM_LOW_WATERMARK)
+		return IT_FAIL(&srq->obj, IT_ERR_INVALID_MASK,
+			       "mask 0x%x: only the low watermark changes (SRQs do not resize here)",
+			       (unsigned int)mask);
+	if (params->low_watermark >= srq->max_recv_dtos)
+		return IT_FAIL(&srq->obj, IT_ERR_INVALID_WATERMARK,
+			       "low watermark %zu not below the %zu receives",
+			       params->low_watermark, srq->max_recv_dtos);
+	sa.srq_limit = (uint32_t)params->low_watermark;
+	err = ual_srq_modify(srq->srq, &sa, RNICPI_SRQ_LIMIT);
+	if (err)
+		return IT_FAIL_ERRNO(&srq->obj, err, ITAPI_CTX_SRQ,
+				     "modify_srq limit %zu: %s",
+				     params->low_watermark, g_strerror(-err));
+	srq->low_watermark = params->low_watermark;
+	return IT_SUCCESS;
+}

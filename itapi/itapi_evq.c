@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * itapi_evq.c - the machinery behind event dispatchers: the event ring,
+ * the signalled state and its eventfd, aggregation into AEVDs, overflow,
+ * and the pump thread that moves completions out of CQs. The IT-API
+ * functions on EVDs are in itapi_evd.c.
+ *
+ * Every EVD keeps its events in a ring of sevd_queue_size entries. A DTO
+ * SEVD is backed by a CQ of that size; completions move from the CQ into
+ * the ring when the consumer dequeues or waits, and on the EVD pump
+ * thread when the CQ's notification fd fires, so file descriptors,
+ * callbacks and AEVDs learn of completions without the consumer polling.
+ *
+ * Notification. An EVD is *signalled* while it is enabled, holds at least
+ * max(threshold, 1) events, and at least one of them notifies (every
+ * non-DTO event does; a completion does if its WR had IT_NOTIFY_FLAG, if
+ * it failed, or if it is the receive of a solicited message). While
+ * signalled, its eventfd is readable: that fd is what IT_EVD_CREATE_FD
+ * hands out, what it_evd_wait sleeps on and what a callback source
+ * watches. IT_THRESHOLD_DISABLE (0) means no threshold: one event is
+ * enough.
+ *
+ * Aggregation. An SEVD created with an AEVD does not signal by itself: it
+ * puts one IT_AEVD_NOTIFICATION_EVENT naming it on the AEVD when it
+ * becomes signalled, and no second one until the consumer dequeued that
+ * notification (the consumer then drains the SEVD). With
+ * IT_EVD_DEQUEUE_NOTIFICATIONS on the SEVD, a notification still waiting
+ * on the AEVD is withdrawn when the consumer empties the SEVD directly.
+ * (The standard leaves this flag's exact effect open; this is hostrdma's
+ * reading, documented in it_api(3).)
+ *
+ * Overflow. An event that finds the ring full is lost and the EVD is
+ * marked overflowed; with IT_EVD_OVERFLOW_NOTIFY that raises
+ * IT_ASYNC_AFF_SEVD_ENQUEUE_FAILURE on the IA's affiliated async EVD
+ * (IT_ASYNC_UNAFF_SEVD_ENQUEUE_FAILURE when that one overflowed), with
+ * IT_EVD_OVERFLOW_AUTO_RESET the mark clears once there is room again;
+ * otherwise it_evd_modify(IT_EVD_PARAM_OVERFLOWED) clears it. A DTO SEVD
+ * never drops: completions wait in the CQ, whose own overflow the provider
+ * reports (CQ_ERR), which marks the SEVD overflowed the same way.
+ *
+ * Lock order: pump lock -> SEVD lock -> AEVD lock -> IA qpn lock -> WQ.
+ */
+#define G_LOG_DOMAIN "hostrdma-itapi"
+
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+
+#include "itapi/itapi_priv.h"
+
+#define PUMP_BATCH 16
+
+/* ------------------------------------------------------------------ */
+/* References                                                          */
+/* ------------------------------------------------------------------ */
+
+struct itapi_evd *itapi_evd_ref(struct itapi_evd *evd)
+{
+	g_atomic_int_inc(&evd->ref);
+	return evd;
+}
+
+void itapi_evd_unref(struct itapi_evd *evd)
+{
+	if (!evd || !g_atomic_int_dec_and_test(&evd->ref))
+		return;
+	if (evd->efd >= 0)
+		close(evd->efd);
+	g_mutex_clear(&evd->lock);
+	g_free(evd->ring);
+	g_free(evd);
+}
+
+/* ------------------------------------------------------------------ */
+/* The ring and the signal                                             */
+/* ------------------------------------------------------------------ */
+
+size_t itapi_evq_threshold(const struct itapi_evd *evd)
+{
+	return evd->threshold ? evd->threshold : 1;
+}
+
+bool itapi_evq_signalled(const struct itapi_evd *evd)
+{
+	return evd->enabled && evd->count >= itapi_evq_threshold(evd) &&
+	       evd->n_notify > 0;
+}
+
+/* The eventfd is readable exactly while the EVD is signalled. */
+void itapi_evq_sync(struct itapi_evd *evd)
+{
+	bool want = itapi_evq_signalled(evd);
+	uint64_t v = 1;
+
+	if (want && !evd->efd_set) {
+		if (write(evd->efd, &v, sizeof(v)) == sizeof(v))
+			evd->efd_set = true;
+	} else if (!want && evd->efd_set) {
+		if (read(evd->efd, &v, sizeof(v)) == sizeof(v))
+			evd->efd_set = false;
+	}
+}
+
+bool itapi_evq_push(struct itapi_evd *evd, const it_event_t *ev,
+			     bool notify)
+{
+	struct itapi_evq_entry *e;
+
+	if (evd->count == evd->size)
+		return false;
+	e = &evd->ring[(evd->head + evd->count) % evd->size];
+	e->ev = *ev;
+	e->notify = notify;
+	evd->count++;
+	if (notify)
+		evd->n_notify++;
+	return true;
+}
+
+void itapi_evq_pop(struct itapi_evd *evd, it_event_t *out)
+{
+	struct itapi_evq_entry *e = &evd->ring[evd->head];
+
+	*out = e->ev;
+	if (e->notify)
+		evd->n_notify--;
+	evd->head = (evd->head + 1) % evd->size;
+	evd->count--;
+}
+
+/* Remove the entries @match accepts, keeping the order of the others. */
+static void ring_filter_locked(struct itapi_evd *evd,
+			       bool (*match)(const it_event_t *, void *),
+			       void *data)
+{
+	size_t kept = 0, n = evd->count;
+
+	for (size_t i = 0; i < n; i++) {
+		struct itapi_evq_entry e =
+			evd->ring[(evd->head + i) % evd->size];
+
+		if (match(&e.ev, data)) {
+			if (e.notify)
+				evd->n_notify--;
+			evd->count--;
+			continue;
+		}
+		evd->ring[(evd->head + kept) % evd->size] = e;
+		kept++;
+	}
+}
+
+static bool is_notification_of(const it_event_t *ev, void *sevd)
+{
+	return ev->event_number == IT_AEVD_NOTIFICATION_EVENT &&
+	       ev->aevd_notify.sevd == sevd;
+}
+
+/* SEVD lock held: if it just became signalled, tell its AEVD once. */
+void itapi_evq_notify_aevd(struct itapi_evd *sevd)
+{
+	struct itapi_evd *a = sevd->aevd;
+	it_event_t ev = { 0 };
+
+	if (!a || !itapi_evq_signalled(sevd))
+		return;
+	g_mutex_lock(&a->lock);
+	if (!sevd->aevd_pending) {
+		ev.aevd_notify.event_number = IT_AEVD_NOTIFICATION_EVENT;
+		ev.aevd_notify.aevd = (it_evd_handle_t)a;
+		ev.aevd_notify.sevd = (it_evd_handle_t)sevd;
+		if (itapi_evq_push(a, &ev, true)) {
+			sevd->aevd_pending = true;
+		} else if (!a->overflowed) {
+			a->overflowed = true;
+			g_info("%s notification queue full (%zu); %s not announced",
+			       a->obj.prefix, a->size, sevd->obj.prefix);
+		}
+		itapi_evq_sync(a);
+	}
+	g_mutex_unlock(&a->lock);
+}
+
+/* SEVD lock held: withdraw its waiting notification from the AEVD. */
+void itapi_evq_withdraw(struct itapi_evd *sevd)
+{
+	struct itapi_evd *a = sevd->aevd;
+
+	if (!a)
+		return;
+	g_mutex_lock(&a->lock);
+	if (sevd->aevd_pending) {
+		ring_filter_locked(a, is_notification_of, sevd);
+		sevd->aevd_pending = false;
+		itapi_evq_sync(a);
+	}
+	g_mutex_unlock(&a->lock);
+}
+
+static void overflow_report(struct itapi_evd *evd)
+{
+	struct itapi_ia *ia = evd->obj.ia;
+	struct itapi_evd *aff = NULL, *unaff = NULL;
+	it_event_t ev = { 0 };
+
+	if (!(evd->flags & IT_EVD_OVERFLOW_NOTIFY))
+		return;
+	g_mutex_lock(&ia->lock);
+	if (ia->aff_evd && ia->aff_evd != evd)
+		aff = itapi_evd_ref(ia->aff_evd);
+	else if (ia->unaff_evd && ia->unaff_evd != evd)
+		unaff = itapi_evd_ref(ia->unaff_evd);
+	g_mutex_unlock(&ia->lock);
+	if (aff) {
+		ev.aff_async.event_number = IT_ASYNC_AFF_SEVD_ENQUEUE_FAILURE;
+		ev.aff_async.cause.sevd = (it_evd_handle_t)evd;
+		itapi_evd_post(aff, &ev, true);
+		itapi_evd_unref(aff);
+	} else if (unaff) {
+		ev.unaff_async.event_number =
+			IT_ASYNC_UNAFF_SEVD_ENQUEUE_FAILURE;
+		ev.unaff_async.ia = (it_ia_handle_t)ia;
+		itapi_evd_post(unaff, &ev, true);
+		itapi_evd_unref(unaff);
+	}
+}
+
+it_status_t itapi_evd_post(struct itapi_evd *evd, it_event_t *ev,
+			   bool notify)
+{
+	bool first_overflow;
+
+	ev->any.evd = (it_evd_handle_t)evd;
+	g_mutex_lock(&evd->lock);
+	if (itapi_evq_push(evd, ev, notify)) {
+		itapi_evq_sync(evd);
+		itapi_evq_notify_aevd(evd);
+		g_mutex_unlock(&evd->lock);
+		return IT_SUCCESS;
+	}
+	first_overflow = !evd->overflowed;
+	evd->overflowed = true;
+	g_mutex_unlock(&evd->lock);
+	g_info("%s queue full (%zu events): %s lost", evd->obj.prefix,
+	       evd->size, itapi_event_name(ev->event_number));
+	if (first_overflow)
+		overflow_report(evd);
+	return IT_ERR_EVD_QUEUE_FULL;
+}
+
+/* After a dequeue: bookkeeping shared by every way of dequeuing. */
+void itapi_evq_after_dequeue(struct itapi_evd *evd, const it_event_t *ev)
+{
+	if (evd->is_aevd && ev->event_number == IT_AEVD_NOTIFICATION_EVENT) {
+		struct itapi_evd *s = (struct itapi_evd *)ev->aevd_notify.sevd;
+
+		/* aevd_pending is guarded by this AEVD's lock. */
+		s->aevd_pending = false;
+	}
+	if (evd->overflowed && (evd->flags & IT_EVD_OVERFLOW_AUTO_RESET) &&
+	    evd->count < evd->size)
+		evd->overflowed = false;
+	itapi_evq_sync(evd);
+	if (evd->aevd && (evd->flags & IT_EVD_DEQUEUE_NOTIFICATIONS) &&
+	    !itapi_evq_signalled(evd))
+		itapi_evq_withdraw(evd);
+}
+
+/* ------------------------------------------------------------------ */
+/* DTO SEVDs: CQ -> ring, and the pump thread                          */
+/* ------------------------------------------------------------------ */
+
+void itapi_evd_pump(struct itapi_evd *evd)
+{
+	struct rnicpi_wc wc[PUMP_BATCH];
+
+	if (!evd->cq)
+		return;
+	g_mutex_lock(&evd->lock);
+	while (evd->count < evd->size) {
+		int want = (int)MIN((size_t)PUMP_BATCH, evd->size - evd->count);
+		int n = ual_cq_poll(evd->cq, want, wc);
+
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			it_event_t ev;
+			bool notify = false;
+
+			if (!itapi_wc_to_event(evd->obj.ia, evd, &wc[i], &ev,
+					       &notify))
+				continue;
+			ev.any.evd = (it_evd_handle_t)evd;
+			itapi_evq_push(evd, &ev, notify);
+		}
+		if (n < want)
+			break;
+	}
+	itapi_evq_sync(evd);
+	itapi_evq_notify_aevd(evd);
+	g_mutex_unlock(&evd->lock);
+}
+
+/*
+ * One thread for the process watches the CQ fds of all DTO SEVDs. Its
+ * lock is held while it works on an SEVD and while an SEVD is removed,
+ * so a removed SEVD is never touched again.
+ */
+static struct {
+	GMutex start_lock;	/* serialises starting and stopping */
+	GMutex lock;
+	GHashTable *sevds;	/* struct itapi_evd * (set) */
+	int epfd;
+	int wake;		/* eventfd: stop */
+	bool stop;
+	GThread *thread;
+} pump;
+
+static gpointer pump_main(gpointer data)
+{
+	struct epoll_event evs[16];
+
+	(void)data;
+	for (;;) {
+		int n = epoll_wait(pump.epfd, evs, G_N_ELEMENTS(evs), -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			g_warning("EVD pump: epoll_wait: %s",
+				  g_strerror(errno));
+			return NULL;
+		}
+		g_mutex_lock(&pump.lock);
+		if (pump.stop) {
+			g_mutex_unlock(&pump.lock);
+			return NULL;
+		}
+		for (int i = 0; i < n; i++) {
+			struct itapi_evd *evd = evs[i].data.ptr;
+
+			if (!evd || !g_hash_table_contains(pump.sevds, evd))
+				continue;
+			ual_cq_ack(evd->cq);
+			itapi_evd_pump(evd);
+			ual_cq_arm(evd->cq, false);
+			/* What arrived between the poll and the arm. */
+			itapi_evd_pump(evd);
+		}
+		g_mutex_unlock(&pump.lock);
+	}
+}
+
+/* With both locks held: if nothing is watched any more, ask the thread to
+ * stop and return it (the caller joins it after dropping pump.lock and
+ * calls pump_reap). */
+static GThread *pump_stop_if_idle_locked(void)
+{
+	uint64_t one = 1;
+
+	if (!pump.thread || g_hash_table_size(pump.sevds))
+		return NULL;
+	pump.stop = true;
+	if (write(pump.wake, &one, sizeof(one)) < 0)
+		g_warning("EVD pump: wake: %s", g_strerror(errno));
+	return pump.thread;
+}
+
+/* start_lock held, pump.lock not: wait for the thread, free its state. */
+static void pump_reap(GThread *t)
+{
+	g_thread_join(t);
+	pump.thread = NULL;
+	g_hash_table_destroy(pump.sevds);
+	pump.sevds = NULL;
+	close(pump.epfd);
+	close(pump.wake);
+}
+
+int itapi_evq_pump_register(struct itapi_evd *evd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = evd };
+	struct epoll_event w = { .events = EPOLLIN, .data.ptr = NULL };
+	int fd = ual_cq_fd(evd->cq);
+	GThread *t = NULL;
+	int err = 0;
+
+	if (fd < 0) {
+		g_info("%s the CQ has no notification fd: events arrive only when the consumer dequeues or waits",
+		       evd->obj.prefix);
+		return 0;
+	}
+	g_mutex_lock(&pump.start_lock);
+	g_mutex_lock(&pump.lock);
+	if (!pump.thread) {
+		pump.epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (pump.epfd < 0) {
+			err = -errno;
+			goto out;
+		}
+		pump.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (pump.wake < 0 ||
+		    epoll_ctl(pump.epfd, EPOLL_CTL_ADD, pump.wake, &w) < 0) {
+			err = -errno;
+			if (pump.wake >= 0)
+				close(pump.wake);
+			close(pump.epfd);
+			goto out;
+		}
+		pump.sevds = g_hash_table_new(g_direct_hash, g_direct_equal);
+		pump.stop = false;
+		pump.thread = g_thread_new("hostrdma-evd", pump_main, NULL);
+	}
+	if (epoll_ctl(pump.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		err = -errno;
+		t = pump_stop_if_idle_locked();
+		goto out;
+	}
+	g_hash_table_add(pump.sevds, evd);
+	evd->pump_registered = true;
+	ual_cq_arm(evd->cq, false);
+out:
+	g_mutex_unlock(&pump.lock);
+	if (t)
+		pump_reap(t);
+	g_mutex_unlock(&pump.start_lock);
+	return err;
+}
+
+void itapi_evq_pump_unregister(struct itapi_evd *evd)
+{
+	GThread *t;
+
+	if (!evd->pump_registered)
+		return;
+	g_mutex_lock(&pump.start_lock);
+	g_mutex_lock(&pump.lock);
+	epoll_ctl(pump.epfd, EPOLL_CTL_DEL, ual_cq_fd(evd->cq), NULL);
+	g_hash_table_remove(pump.sevds, evd);
+	evd->pump_registered = false;
+	t = pump_stop_if_idle_locked();
+	g_mutex_unlock(&pump.lock);
+	if (t)
+		pump_reap(t);
+	g_mutex_unlock(&pump.start_lock);
+}
+

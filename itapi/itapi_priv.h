@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * itapi_priv.h - what the itapi/ files share: the objects behind the
+ * IT-API handles, the handle registry, the status mapping, logging.
+ *
+ * Every handle the library gives out points to an object that starts with
+ * struct itapi_obj and is registered in one table; every function looks
+ * its handles up there first, so a stale or made-up handle is answered
+ * with IT_ERR_INVALID_HANDLE (or the type's own code) instead of being
+ * dereferenced. Objects are freed only through their it_*_free.
+ *
+ * Errors below itapi are 0 / -errno; itapi_status() maps them, in one
+ * table (itapi_status.c), onto IT_ERR_* for the calling context.
+ */
+#ifndef ITAPI_PRIV_H
+#define ITAPI_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <glib.h>
+
+#include "it_api.h"
+#include "ual/ual.h"
+
+#define ITAPI_PREFIX_MAX 64
+
+/* IT-API version this library implements. */
+#define ITAPI_MAJOR 2
+#define ITAPI_MINOR 1
+
+/* ------------------------------------------------------------------ */
+/* Status mapping (itapi_status.c)                                     */
+/* ------------------------------------------------------------------ */
+
+/* Where an -errno came from: the same errno means different IT_ERR_*
+ * codes for different objects (-EBUSY is IT_ERR_PZ_BUSY for a PZ). */
+enum itapi_ctx {
+	ITAPI_CTX_ANY = 0,
+	ITAPI_CTX_IA,
+	ITAPI_CTX_PZ,
+	ITAPI_CTX_LMR,
+	ITAPI_CTX_RMR,
+	ITAPI_CTX_EVD,
+	ITAPI_CTX_EP,
+	ITAPI_CTX_SRQ,
+	ITAPI_CTX_LISTEN,
+	ITAPI_CTX_CONN,		/* connect, accept, reject, handoff */
+	ITAPI_CTX_POST,
+	ITAPI_CTX_AH,
+	ITAPI_CTX_CONVERT,	/* it_socket_convert */
+	ITAPI_CTX_NCTX
+};
+
+it_status_t itapi_status(int err, enum itapi_ctx ctx);
+it_dto_status_t itapi_dto_status(enum rnicpi_wc_status st);
+const char *itapi_status_name(it_status_t st);
+const char *itapi_event_name(it_event_type_t ev);
+
+/* ------------------------------------------------------------------ */
+/* Logging                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Report a failure the consumer gets back as @st, naming the function,
+ * the object (prefix, may be "") and what was wrong. Info level: the
+ * status already tells the consumer; G_MESSAGES_DEBUG=hostrdma-itapi shows
+ * why. Returns @st.
+ */
+it_status_t itapi_fail(const char *fn, const char *prefix, it_status_t st,
+		       const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+#define IT_FAIL(obj, st, ...) \
+	itapi_fail(__func__, (obj) ? (obj)->prefix : "", (st), __VA_ARGS__)
+#define IT_FAIL0(st, ...) itapi_fail(__func__, "", (st), __VA_ARGS__)
+/* An -errno from below: mapped for @ctx and reported. */
+#define IT_FAIL_ERRNO(obj, err, ctx, ...)                                  \
+	itapi_fail(__func__, (obj) ? (obj)->prefix : "",                   \
+		   itapi_status((err), (ctx)), __VA_ARGS__)
+
+#define itapi_debug(obj, fmt, ...) \
+	g_debug("%s " fmt, (obj)->prefix, ##__VA_ARGS__)
+
+/* ------------------------------------------------------------------ */
+/* Handles                                                             */
+/* ------------------------------------------------------------------ */
+
+struct itapi_ia;
+
+struct itapi_obj {
+	it_handle_type_enum_t type;
+	it_context_t context;	/* it_set_consumer_context */
+	struct itapi_ia *ia;
+	char prefix[ITAPI_PREFIX_MAX];	/* "EP[3] siw_lo:" */
+};
+
+void itapi_obj_init(struct itapi_obj *obj, it_handle_type_enum_t type,
+		    struct itapi_ia *ia, const char *kind);
+/* Make @obj a valid handle / stop it being one. */
+void itapi_handle_add(struct itapi_obj *obj);
+void itapi_handle_del(struct itapi_obj *obj);
+/* The object @h names if it is a live handle of @type, else NULL. */
+struct itapi_obj *itapi_handle_lookup(const void *h,
+				      it_handle_type_enum_t type);
+/* The object @h names whatever its type, else NULL. */
+struct itapi_obj *itapi_handle_any(const void *h);
+
+#define ITAPI_LOOKUP(h, T, TYPE) \
+	((T *)(void *)itapi_handle_lookup((h), (TYPE)))
+
+/* ------------------------------------------------------------------ */
+/* Objects                                                             */
+/* ------------------------------------------------------------------ */
+
+struct itapi_evd;
+struct itapi_ep;
+struct itapi_srq;
+
+struct itapi_ia {
+	struct itapi_obj obj;
+	struct ual *u;
+	struct ual_device *dev;
+	struct rnicpi_device_attr attr;
+	enum rnicpi_transport transport;
+	uint32_t major, minor;
+	char *name;
+
+	GMutex lock;		/* the lists below, async EVDs, catastrophe */
+	GPtrArray *children;	/* struct itapi_obj *, in creation order */
+	struct itapi_evd *aff_evd;
+	struct itapi_evd *unaff_evd;
+	guint async_sub;
+	bool catastrophe;
+	gint next_id;
+
+	/* QP number -> EP, for completions and async events. */
+	GRWLock qpn_lock;
+	GHashTable *qpn_eps;
+};
+
+struct itapi_pz {
+	struct itapi_obj obj;
+	struct ual_pd *pd;
+};
+
+struct itapi_lmr {
+	struct itapi_obj obj;
+	struct itapi_pz *pz;
+	struct ual_mr *mr;
+	void *addr;		/* first byte the consumer asked for */
+	it_length_t length;
+	it_addr_mode_t addr_mode;
+	it_mem_priv_t privs;
+	it_lmr_flag_t flags;
+	uint32_t shared_id;
+	size_t iobl_num_elts;	/* 0: a plain buffer */
+	it_iobl_type_t iobl_type;
+	gint rmr_links;		/* RMRs linked to it */
+};
+
+struct itapi_rmr {
+	struct itapi_obj obj;
+	struct itapi_pz *pz;
+	struct ual_mw *mw;
+	it_rmr_type_t type;
+	GMutex lock;
+	bool linked;
+	struct itapi_lmr *lmr;	/* while linked or a link is in flight */
+	void *addr;
+	it_length_t length;
+	it_mem_priv_t privs;
+	it_addr_mode_t addr_mode;
+	uint32_t rkey;		/* what the window answers to now */
+};
+
+/*
+ * An EVD's queue. Events are kept as it_event_t; `notify` marks the ones
+ * that may wake a waiter (IT_NOTIFY_FLAG, errors, solicited receives,
+ * every non-DTO event).
+ */
+struct itapi_evq_entry {
+	it_event_t ev;
+	bool notify;
+};
+
+struct itapi_evd {
+	struct itapi_obj obj;
+	gint ref;		/* the handle's, the callback source's */
+	it_event_type_t stream;	/* an *_EVENT_STREAM value */
+	it_evd_flags_t flags;
+	bool is_aevd;
+
+	GMutex lock;
+	struct itapi_evq_entry *ring;
+	size_t size;		/* sevd_queue_size */
+	size_t head, count;
+	size_t n_notify;	/* queued entries with notify set */
+	size_t threshold;	/* 0 is IT_THRESHOLD_DISABLE: acts as 1 */
+	bool enabled;
+	bool overflowed;
+	int efd;		/* eventfd, readable while signalled */
+	bool efd_set;
+	int waiters;
+
+	/* Aggregation. SEVD: its AEVD and whether a notification for it
+	 * sits there (under the AEVD's lock). AEVD: SEVDs bound to it. */
+	struct itapi_evd *aevd;
+	bool aevd_pending;
+	guint bound_sevds;
+
+	/* Objects using this EVD (EPs, listeners, SRQs): it_evd_free
+	 * answers IT_ERR_EVD_BUSY while there are any. Under ia->lock. */
+	guint users;
+
+	/* DTO stream: the CQ behind it. */
+	struct ual_cq *cq;
+	bool pump_registered;
+
+	/* it_evd_callback_attach. */
+	GSource *cb_source;
+	it_evd_callback_rtn_t cb;
+	void *cb_arg;
+};
+
+/* A slot of an endpoint's send or receive queue: what a completion needs
+ * that the provider's wr_id cannot carry. */
+struct itapi_wr_slot {
+	uint64_t seq;
+	it_dto_cookie_t cookie;
+	it_event_type_t event;	/* completion event of this WR */
+	it_dto_flags_t flags;
+	struct itapi_rmr *rmr;	/* it_rmr_link / unlink */
+	struct itapi_lmr *lmr;	/* it_rmr_link: the region */
+	uint32_t new_rkey;	/* it_rmr_link: the key on success */
+	bool unlink;
+};
+
+/* A work queue of posted requests in posting order. Completions of an RC
+ * or UD queue come back in posting order (IBA 10.8.5, RFC 5040 §5.3), so
+ * a completion for slot s retires every unsignalled slot before it. */
+struct itapi_wq {
+	GMutex lock;
+	struct itapi_wr_slot *slots;
+	uint32_t size;
+	uint64_t head;		/* seq of the next post */
+	uint64_t tail;		/* oldest outstanding seq */
+};
+
+struct itapi_ep {
+	struct itapi_obj obj;
+	struct itapi_pz *pz;
+	it_transport_service_type_t service;
+	size_t spigot_id;
+	struct ual_qp *qp;
+	uint32_t qp_num;
+	struct itapi_evd *req_evd, *recv_evd, *conn_evd;
+	struct itapi_srq *srq;
+	it_ep_rc_creation_flags_t create_flags;
+	it_ep_attributes_t attr;	/* as granted */
+	struct itapi_wq sq, rq;
+
+	GMutex lock;			/* state, cm, path */
+	it_ep_state_t state;
+	struct ual_cm_id *cm;
+	it_path_t dst_path;
+	it_cn_est_identifier_t cn_est_id;
+};
+
+struct itapi_listen {
+	struct itapi_obj obj;
+	size_t spigot_id;
+	struct itapi_evd *evd;
+	it_conn_qual_t conn_qual;	/* network byte order, as given */
+	struct ual_cm_listen *cm;
+};
+
+/* SRQ receive slots complete in any order: a free list, and the wr_id
+ * carries (generation << 32 | index). */
+struct itapi_srq {
+	struct itapi_obj obj;
+	struct itapi_pz *pz;
+	struct ual_srq *srq;
+	size_t max_recv_dtos;
+	size_t max_recv_segs;
+	size_t low_watermark;
+	guint users;			/* EPs; under ia->lock */
+	GMutex lock;
+	struct itapi_srq_slot {
+		uint32_t gen;
+		bool in_use;
+		it_dto_cookie_t cookie;
+		it_dto_flags_t flags;
+		uint32_t next_free;
+	} *slots;
+	uint32_t n_slots;
+	uint32_t free_head;		/* index + 1, 0 = none */
+};
+
+struct itapi_addr {
+	struct itapi_obj obj;
+	struct itapi_pz *pz;
+	struct ual_ah *ah;
+	it_path_t path;
+};
+
+/* ------------------------------------------------------------------ */
+/* Shared helpers                                                      */
+/* ------------------------------------------------------------------ */
+
+/* ia.c: take a new child into the IA's list / drop it. */
+void itapi_ia_add_child(struct itapi_ia *ia, struct itapi_obj *child);
+void itapi_ia_del_child(struct itapi_ia *ia, struct itapi_obj *child);
+/* IT_ERR_IA_CATASTROPHE once the device failed, else IT_SUCCESS. */
+it_status_t itapi_ia_check(struct itapi_ia *ia);
+/* The EP of QP number @qpn, or NULL. */
+struct itapi_ep *itapi_ia_ep_by_qpn(struct itapi_ia *ia, uint32_t qpn);
+/* Spigot id -> port number; false if the IA has no such spigot. */
+bool itapi_ia_spigot_ok(struct itapi_ia *ia, size_t spigot_id);
+
+/* evq.c, evd.c */
+struct itapi_evd *itapi_evd_ref(struct itapi_evd *evd);
+void itapi_evd_unref(struct itapi_evd *evd);
+/*
+ * Queue @ev (its evd member is filled in) on @evd. Returns IT_SUCCESS,
+ * or IT_ERR_EVD_QUEUE_FULL when it did not fit: the EVD is then marked
+ * overflowed and, with IT_EVD_OVERFLOW_NOTIFY, an affiliated
+ * IT_ASYNC_AFF_SEVD_ENQUEUE_FAILURE is raised.
+ */
+it_status_t itapi_evd_post(struct itapi_evd *evd, it_event_t *ev,
+			   bool notify);
+/* Free an EVD during it_ia_free (no busy checks). */
+void itapi_evd_destroy(struct itapi_evd *evd);
+/* Move what the CQ of a DTO SEVD holds into its queue. */
+void itapi_evd_pump(struct itapi_evd *evd);
+
+/* evq.c: the machinery behind EVDs (EVD lock held unless said). */
+size_t itapi_evq_threshold(const struct itapi_evd *evd);
+bool itapi_evq_signalled(const struct itapi_evd *evd);
+/* Make the eventfd readable exactly while the EVD is signalled. */
+void itapi_evq_sync(struct itapi_evd *evd);
+bool itapi_evq_push(struct itapi_evd *evd, const it_event_t *ev,
+		    bool notify);
+void itapi_evq_pop(struct itapi_evd *evd, it_event_t *out);
+/* SEVD: tell its AEVD it became signalled (once until dequeued). */
+void itapi_evq_notify_aevd(struct itapi_evd *sevd);
+/* SEVD: withdraw its notification waiting on the AEVD. */
+void itapi_evq_withdraw(struct itapi_evd *sevd);
+/* Bookkeeping after @ev was dequeued from @evd. */
+void itapi_evq_after_dequeue(struct itapi_evd *evd, const it_event_t *ev);
+/* Watch / stop watching a DTO SEVD's CQ on the pump thread (unlocked). */
+int itapi_evq_pump_register(struct itapi_evd *evd);
+void itapi_evq_pump_unregister(struct itapi_evd *evd);
+
+/* Affiliated / unaffiliated async events for the IA's async EVDs. */
+void itapi_post_affiliated(struct itapi_ia *ia, it_event_type_t type,
+			   void *cause);
+void itapi_post_unaffiliated(struct itapi_ia *ia, it_event_type_t type,
+			     size_t spigot_id);
+
+/* post.c: completions back to IT-API events. Fills @ev from @wc; false
+ * when the completion belongs to no live WR (dropped). */
+bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
+		       const struct rnicpi_wc *wc, it_event_t *ev,
+		       bool *notify);
+int itapi_wq_init(struct itapi_wq *wq, uint32_t size);
+/* Post one send-queue WR (RMR link/unlink, datagram) with its slot. */
+it_status_t itapi_post_sq(struct itapi_ep *ep, struct rnicpi_send_wr *wr,
+			  const struct itapi_wr_slot *tmpl, const char *op);
+/* Post a receive on an EP's own receive queue (RC or UD). */
+it_status_t itapi_post_recv_ep(struct itapi_ep *ep,
+			       const it_lmr_triplet_t *segs, size_t n,
+			       it_dto_cookie_t cookie, it_dto_flags_t flags,
+			       const char *op);
+/* rmr.c: a link / unlink completed (from the EVD pump). */
+void itapi_rmr_link_done(struct itapi_wr_slot *slot, bool ok);
+void itapi_wq_fini(struct itapi_wq *wq);
+/* Number of posted but not completed WRs. */
+uint32_t itapi_wq_outstanding(struct itapi_wq *wq);
+
+/* ep.c: free an EP / listener / SRQ / AH during it_ia_free. */
+void itapi_ep_destroy(struct itapi_ep *ep);
+void itapi_listen_destroy(struct itapi_listen *l);
+void itapi_srq_destroy(struct itapi_srq *srq);
+void itapi_addr_destroy(struct itapi_addr *a);
+void itapi_lmr_destroy(struct itapi_lmr *lmr);
+void itapi_rmr_destroy(struct itapi_rmr *rmr);
+void itapi_pz_destroy(struct itapi_pz *pz);
+
+/* Create an endpoint of @service; EVDs and SRQ already checked. */
+it_status_t itapi_ep_create(struct itapi_pz *pz,
+			    it_transport_service_type_t service,
+			    struct itapi_evd *req, struct itapi_evd *recv,
+			    struct itapi_evd *conn, struct itapi_srq *srq,
+			    it_ep_rc_creation_flags_t flags,
+			    const it_ep_attributes_t *attr, size_t spigot_id,
+			    struct itapi_ep **out);
+/* @h if it is a DTO SEVD of @ia, else NULL. */
+struct itapi_evd *itapi_dto_evd(struct itapi_ia *ia, it_evd_handle_t h);
+const char *itapi_ep_state_name(it_ep_state_rc_t s);
+
+/* A connection event for an EP (from cm/). */
+void itapi_ep_cm_event(const struct ual_cm_event *ev, void *user_data);
+
+/* Conversions (util.c). */
+int itapi_net_addr_to_sockaddr(const it_net_addr_t *na,
+			       struct sockaddr_storage *ss);
+void itapi_sockaddr_to_net_addr(const struct sockaddr_storage *ss,
+				 it_net_addr_t *na);
+/* Path of an iWARP/RoCE connection from two socket addresses. */
+void itapi_path_from_sockaddrs(struct itapi_ia *ia, size_t spigot_id,
+			       const struct sockaddr_storage *local,
+			       const struct sockaddr_storage *remote,
+			       it_path_t *path);
+const char *itapi_sockaddr_str(const struct sockaddr_storage *ss, char *buf,
+			       size_t len);
+
+/* RNICPI access flags for @privs. */
+unsigned int itapi_privs_to_access(it_mem_priv_t privs);
+
+#endif /* ITAPI_PRIV_H */

@@ -1,0 +1,494 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * itapi_ud.c - unreliable datagram endpoints, address handles, and the UD
+ * service request calls.
+ *
+ * UD works on any provider with RNICPI_DEV_CAP_UD (InfiniBand transport:
+ * soft-RoCE, or a test provider); iWARP has no datagram service and
+ * answers IT_ERR_OP_NOT_SUPPORTED. Service ID resolution (SIDR, the
+ * it_ud_service_* calls) rides on the InfiniBand CM, which arrives with
+ * soft-RoCE: until then no request can be created.
+ */
+#define G_LOG_DOMAIN "hostrdma-itapi"
+
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "itapi/itapi_priv.h"
+
+static bool ia_has_ud(struct itapi_ia *ia)
+{
+	return ia->transport != RNICPI_TRANSPORT_IWARP &&
+	       (ia->attr.caps & RNICPI_DEV_CAP_UD);
+}
+
+/* ------------------------------------------------------------------ */
+/* Endpoints                                                           */
+/* ------------------------------------------------------------------ */
+
+/* RESET -> INIT -> RTR -> RTS (IBA 10.3.1); a UD QP needs no peer. */
+static int ud_qp_up(struct itapi_ep *ep, uint32_t qkey)
+{
+	struct rnicpi_qp_attr a = { 0 };
+	int err;
+
+	a.qp_state = RNICPI_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = (uint8_t)(ep->spigot_id + 1);
+	a.qkey = qkey;
+	err = ual_qp_modify(ep->qp, &a,
+			    RNICPI_QP_STATE | RNICPI_QP_PKEY_INDEX |
+				    RNICPI_QP_PORT | RNICPI_QP_QKEY);
+	if (err)
+		return err;
+	a.qp_state = RNICPI_QPS_RTR;
+	err = ual_qp_modify(ep->qp, &a, RNICPI_QP_STATE);
+	if (err)
+		return err;
+	a.qp_state = RNICPI_QPS_RTS;
+	a.sq_psn = 0;
+	return ual_qp_modify(ep->qp, &a, RNICPI_QP_STATE | RNICPI_QP_SQ_PSN);
+}
+
+it_status_t it_ep_ud_create(it_pz_handle_t pz_handle,
+			    it_evd_handle_t request_sevd_handle,
+			    it_evd_handle_t recv_sevd_handle,
+			    const it_ep_attributes_t *ep_attr,
+			    size_t spigot_id, it_ep_handle_t *ep_handle)
+{
+	struct itapi_pz *pz = ITAPI_LOOKUP(pz_handle, struct itapi_pz,
+					   IT_HANDLE_TYPE_PZ);
+	struct itapi_evd *req, *recv;
+	struct itapi_ia *ia;
+	struct itapi_ep *ep;
+	it_status_t st;
+	int err;
+
+	if (!pz)
+		return IT_FAIL0(IT_ERR_INVALID_PZ, "PZ handle %p is not live",
+				(void *)pz_handle);
+	ia = pz->obj.ia;
+	if (!ep_attr || !ep_handle)
+		return IT_FAIL(&pz->obj, IT_ERR_FAULT,
+			       "ep_attr or ep_handle is NULL");
+	if (!ia_has_ud(ia))
+		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "no datagram service on this IA%s",
+			       ia->transport == RNICPI_TRANSPORT_IWARP ?
+				       " (iWARP has none)" :
+				       "");
+	st = itapi_ia_check(ia);
+	if (st)
+		return IT_FAIL(&pz->obj, st, "the device failed");
+	if (!itapi_ia_spigot_ok(ia, spigot_id))
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_SPIGOT, "spigot %zu",
+			       spigot_id);
+	req = itapi_dto_evd(ia, request_sevd_handle);
+	if (!req)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_REQ_EVD,
+			       "%p is not a DTO SEVD of this IA",
+			       (void *)request_sevd_handle);
+	recv = itapi_dto_evd(ia, recv_sevd_handle);
+	if (!recv)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_RECV_EVD,
+			       "%p is not a DTO SEVD of this IA",
+			       (void *)recv_sevd_handle);
+	st = itapi_ep_create(pz, IT_UD_SERVICE, req, recv, NULL, NULL, 0,
+			     ep_attr, spigot_id, &ep);
+	if (st)
+		return st;
+	err = ud_qp_up(ep, ep_attr->srv.ud.ep_info.ud_ep_key);
+	if (err) {
+		itapi_handle_del(&ep->obj);
+		itapi_ep_destroy(ep);
+		return IT_FAIL_ERRNO(&pz->obj, err, ITAPI_CTX_EP,
+				     "bringing the UD QP up: %s",
+				     g_strerror(-err));
+	}
+	ep->attr.srv.ud.ep_info.ud_ep_id = ep->qp_num;
+	ep->state.ud = IT_EP_STATE_UD_OPERATIONAL;
+	*ep_handle = (it_ep_handle_t)ep;
+	return IT_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Address handles                                                     */
+/* ------------------------------------------------------------------ */
+
+/* The source GID index of @gid on @port, or -1. */
+static int sgid_index(struct itapi_ia *ia, uint8_t port,
+		      const it_ib_gid_t *gid)
+{
+	struct rnicpi_port_attr pa;
+	struct rnicpi_gid_entry e;
+
+	if (ual_device_query_port(ia->dev, port, &pa))
+		return -1;
+	for (uint32_t i = 0; i < pa.gid_tbl_len; i++)
+		if (ual_device_query_gid(ia->dev, port, i, &e) == 0 &&
+		    memcmp(e.gid.raw, gid->s6_addr, 16) == 0)
+			return (int)i;
+	return -1;
+}
+
+static it_status_t path_to_ah(struct itapi_pz *pz, const it_path_t *p,
+			      struct rnicpi_ah_attr *ah)
+{
+	const it_ib_net_endpoint_t *ib = &p->remote.ib;
+	static const it_ib_gid_t zero;
+	int idx = 0;
+
+	if (!itapi_ia_spigot_ok(pz->obj.ia, p->spigot_id))
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_SPIGOT, "spigot %zu",
+			       p->spigot_id);
+	memset(ah, 0, sizeof(*ah));
+	ah->port_num = (uint8_t)(p->spigot_id + 1);
+	if (memcmp(&ib->local_port_gid, &zero, sizeof(zero)) != 0) {
+		idx = sgid_index(pz->obj.ia, ah->port_num,
+				 &ib->local_port_gid);
+		if (idx < 0)
+			return IT_FAIL(&pz->obj, IT_ERR_INVALID_SOURCE_PATH,
+				       "the local GID of the path is not one of this spigot's");
+	}
+	ah->sgid_index = (uint8_t)idx;
+	memcpy(ah->dgid.raw, ib->remote_port_gid.s6_addr, 16);
+	ah->dlid = ib->remote_port_lid;
+	ah->sl = ib->sl;
+	ah->flow_label = ib->flow_label;
+	ah->traffic_class = ib->traffic_class;
+	/* A hop limit of 0 would not leave the host (RFC 8200). */
+	ah->hop_limit = ib->hop_limit ? ib->hop_limit : 64;
+	ah->is_global = pz->obj.ia->transport == RNICPI_TRANSPORT_ROCE ||
+					!ib->subnet_local ?
+				1 :
+				0;
+	return IT_SUCCESS;
+}
+
+it_status_t it_address_handle_create(it_pz_handle_t pz_handle,
+				     const it_path_t *destination_path,
+				     it_ah_flags_t ah_flags,
+				     it_addr_handle_t *addr_handle)
+{
+	struct itapi_pz *pz = ITAPI_LOOKUP(pz_handle, struct itapi_pz,
+					   IT_HANDLE_TYPE_PZ);
+	struct rnicpi_ah_attr aa;
+	struct itapi_addr *a;
+	struct ual_ah *ah;
+	it_status_t st;
+	int err;
+
+	if (!pz)
+		return IT_FAIL0(IT_ERR_INVALID_PZ, "PZ handle %p is not live",
+				(void *)pz_handle);
+	if (!destination_path || !addr_handle)
+		return IT_FAIL(&pz->obj, IT_ERR_FAULT,
+			       "destination_path or addr_handle is NULL");
+	if (!ia_has_ud(pz->obj.ia))
+		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "address handles need a datagram service");
+	if ((unsigned int)ah_flags & ~(unsigned int)IT_AH_PATH_COMPLETE)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
+			       "unknown flag bits 0x%x", (unsigned int)ah_flags);
+	st = path_to_ah(pz, destination_path, &aa);
+	if (st)
+		return st;
+	err = ual_ah_create(pz->pd, &aa, &ah);
+	if (err)
+		return IT_FAIL_ERRNO(&pz->obj, err, ITAPI_CTX_AH,
+				     "create_ah: %s", g_strerror(-err));
+	a = g_new0(struct itapi_addr, 1);
+	itapi_obj_init(&a->obj, IT_HANDLE_TYPE_ADDR, pz->obj.ia, NULL);
+	a->pz = pz;
+	a->ah = ah;
+	a->path = *destination_path;
+	itapi_ia_add_child(pz->obj.ia, &a->obj);
+	*addr_handle = (it_addr_handle_t)a;
+	return IT_SUCCESS;
+}
+
+void itapi_addr_destroy(struct itapi_addr *a)
+{
+	int err = ual_ah_destroy(a->ah);
+
+	if (err)
+		g_warning("%s destroy_ah: %s", a->obj.prefix, g_strerror(-err));
+	itapi_ia_del_child(a->obj.ia, &a->obj);
+	g_free(a);
+}
+
+it_status_t it_address_handle_free(it_addr_handle_t addr_handle)
+{
+	struct itapi_addr *a = ITAPI_LOOKUP(addr_handle, struct itapi_addr,
+					    IT_HANDLE_TYPE_ADDR);
+	int err;
+
+	if (!a)
+		return IT_FAIL0(IT_ERR_INVALID_AH, "AH handle %p is not live",
+				(void *)addr_handle);
+	err = ual_ah_destroy(a->ah);
+	if (err)
+		return IT_FAIL_ERRNO(&a->obj, err, ITAPI_CTX_AH,
+				     "destroy_ah: %s", g_strerror(-err));
+	itapi_ia_del_child(a->obj.ia, &a->obj);
+	g_free(a);
+	return IT_SUCCESS;
+}
+
+it_status_t it_address_handle_query(it_addr_handle_t addr_handle,
+				    it_addr_param_mask_t mask,
+				    it_addr_param_t *params)
+{
+	struct itapi_addr *a = ITAPI_LOOKUP(addr_handle, struct itapi_addr,
+					    IT_HANDLE_TYPE_ADDR);
+	bool all = mask & IT_ADDR_PARAM_ALL;
+
+	if (!a)
+		return IT_FAIL0(IT_ERR_INVALID_AH, "AH handle %p is not live",
+				(void *)addr_handle);
+	if ((unsigned int)mask & ~0xfu)
+		return IT_FAIL(&a->obj, IT_ERR_INVALID_MASK,
+			       "mask 0x%x has unknown bits", (unsigned int)mask);
+	if (!params)
+		return IT_FAIL(&a->obj, IT_ERR_FAULT, "params is NULL");
+	if (all || (mask & IT_ADDR_PARAM_IA))
+		params->ia = (it_ia_handle_t)a->obj.ia;
+	if (all || (mask & IT_ADDR_PARAM_PZ))
+		params->pz = (it_pz_handle_t)a->pz;
+	if (all || (mask & IT_ADDR_PARAM_PATH))
+		params->path = a->path;
+	return IT_SUCCESS;
+}
+
+it_status_t it_address_handle_modify(it_addr_handle_t addr_handle,
+				     it_addr_param_mask_t mask,
+				     const it_addr_param_t *params)
+{
+	struct itapi_addr *a = ITAPI_LOOKUP(addr_handle, struct itapi_addr,
+					    IT_HANDLE_TYPE_ADDR);
+	struct rnicpi_ah_attr aa;
+	struct ual_ah *ah;
+	it_status_t st;
+	int err;
+
+	if (!a)
+		return IT_FAIL0(IT_ERR_INVALID_AH, "AH handle %p is not live",
+				(void *)addr_handle);
+	if (mask != IT_ADDR_PARAM_PATH)
+		return IT_FAIL(&a->obj, IT_ERR_INVALID_MASK,
+			       "mask 0x%x: only the path changes",
+			       (unsigned int)mask);
+	if (!params)
+		return IT_FAIL(&a->obj, IT_ERR_FAULT, "params is NULL");
+	st = path_to_ah(a->pz, &params->path, &aa);
+	if (st)
+		return st;
+	/* RNICPI has no modify_ah: a new handle behind the same one. */
+	err = ual_ah_create(a->pz->pd, &aa, &ah);
+	if (err)
+		return IT_FAIL_ERRNO(&a->obj, err, ITAPI_CTX_AH,
+				     "create_ah: %s", g_strerror(-err));
+	err = ual_ah_destroy(a->ah);
+	if (err)
+		g_warning("%s destroy_ah of the old path: %s", a->obj.prefix,
+			  g_strerror(-err));
+	a->ah = ah;
+	a->path = params->path;
+	return IT_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Datagrams                                                           */
+/* ------------------------------------------------------------------ */
+
+it_status_t it_post_sendto(it_ep_handle_t ep_handle,
+			   const it_lmr_triplet_t *local_segments,
+			   size_t num_segments, it_dto_cookie_t cookie,
+			   it_dto_flags_t dto_flags,
+			   const it_dg_remote_ep_addr_t *remote_ep_addr)
+{
+	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
+					   IT_HANDLE_TYPE_EP);
+	const unsigned int ok = IT_COMPLETION_FLAG | IT_NOTIFY_FLAG |
+				IT_SOLICITED_WAIT_FLAG | IT_COALESCE_WR_FLAG;
+	struct rnicpi_sge sge[16];
+	struct rnicpi_send_wr wr = { 0 };
+	struct itapi_wr_slot tmpl = { 0 };
+	struct rnicpi_port_attr pa;
+	struct itapi_addr *a;
+	uint64_t total = 0, max;
+
+	if (!ep)
+		return IT_FAIL0(IT_ERR_INVALID_EP, "EP handle %p is not live",
+				(void *)ep_handle);
+	if (ep->service != IT_UD_SERVICE)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_TYPE,
+			       "it_post_sendto on an RC endpoint");
+	if (!remote_ep_addr)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "remote_ep_addr is NULL");
+	if (remote_ep_addr->type != IT_DG_TYPE_IB_UD)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_AH,
+			       "address type %d", (int)remote_ep_addr->type);
+	a = ITAPI_LOOKUP(remote_ep_addr->addr.ud.addr, struct itapi_addr,
+			 IT_HANDLE_TYPE_ADDR);
+	if (!a || a->obj.ia != ep->obj.ia)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_AH,
+			       "AH handle %p is not live",
+			       (void *)remote_ep_addr->addr.ud.addr);
+	if ((unsigned int)dto_flags & ~ok)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
+			       "flags 0x%x do not apply to a datagram",
+			       (unsigned int)dto_flags);
+	if (num_segments > ep->attr.max_send_segments ||
+	    num_segments > G_N_ELEMENTS(sge))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_NUM_SEGMENTS,
+			       "%zu segments, the EP takes %zu", num_segments,
+			       ep->attr.max_send_segments);
+	if (num_segments && !local_segments)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT,
+			       "local_segments is NULL");
+	for (size_t i = 0; i < num_segments; i++) {
+		struct itapi_lmr *lmr = ITAPI_LOOKUP(local_segments[i].lmr,
+						     struct itapi_lmr,
+						     IT_HANDLE_TYPE_LMR);
+
+		if (!lmr || lmr->obj.ia != ep->obj.ia)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_LMR,
+				       "segment %zu: LMR %p is not live", i,
+				       (void *)local_segments[i].lmr);
+		if ((uint64_t)local_segments[i].length > UINT32_MAX)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_LENGTH,
+				       "segment %zu: over 4 GiB", i);
+		sge[i].addr = lmr->addr_mode == IT_ADDR_MODE_RELATIVE ?
+				      (uint64_t)local_segments[i].addr.rel :
+				      (uint64_t)(uintptr_t)
+					      local_segments[i].addr.abs;
+		sge[i].length = (uint32_t)local_segments[i].length;
+		sge[i].lkey = ual_mr_lkey(lmr->mr);
+		total += local_segments[i].length;
+	}
+	/* One datagram is one packet of the path MTU (IBA 9.7.7). */
+	if (ual_device_query_port(ep->obj.ia->dev,
+				  (uint8_t)(ep->spigot_id + 1), &pa) == 0 &&
+	    pa.active_mtu) {
+		max = 256u << (pa.active_mtu - 1);
+		if (total > max)
+			return IT_FAIL(&ep->obj, IT_ERR_PAYLOAD_SIZE,
+				       "%llu bytes; a datagram holds %llu",
+				       (unsigned long long)total,
+				       (unsigned long long)max);
+	}
+	wr.opcode = RNICPI_WR_SEND;
+	wr.sg_list = sge;
+	wr.num_sge = (uint32_t)num_segments;
+	wr.send_flags = ((dto_flags & IT_COMPLETION_FLAG) ?
+				 RNICPI_SEND_SIGNALED :
+				 0) |
+			((dto_flags & IT_SOLICITED_WAIT_FLAG) ?
+				 RNICPI_SEND_SOLICITED :
+				 0);
+	wr.wr.ud.ah = ual_ah_rnicpi(a->ah);
+	wr.wr.ud.remote_qpn = remote_ep_addr->addr.ud.ep_info.ud_ep_id;
+	wr.wr.ud.remote_qkey = remote_ep_addr->addr.ud.ep_info.ud_ep_key;
+	tmpl.cookie = cookie;
+	tmpl.event = IT_DTO_SEND_CMPL_EVENT;
+	tmpl.flags = dto_flags;
+	return itapi_post_sq(ep, &wr, &tmpl, "it_post_sendto");
+}
+
+it_status_t it_post_recvfrom(it_ep_handle_t ep_handle,
+			     const it_lmr_triplet_t *local_segments,
+			     size_t num_segments, it_dto_cookie_t cookie,
+			     it_dto_flags_t dto_flags)
+{
+	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
+					   IT_HANDLE_TYPE_EP);
+
+	if (!ep)
+		return IT_FAIL0(IT_ERR_INVALID_EP, "EP handle %p is not live",
+				(void *)ep_handle);
+	if (ep->service != IT_UD_SERVICE)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_TYPE,
+			       "it_post_recvfrom on an RC endpoint: use it_post_recv");
+	return itapi_post_recv_ep(ep, local_segments, num_segments, cookie,
+				  dto_flags, "it_post_recvfrom");
+}
+
+/* ------------------------------------------------------------------ */
+/* UD service requests (SIDR over the InfiniBand CM)                   */
+/* ------------------------------------------------------------------ */
+
+it_status_t it_ud_service_request_handle_create(
+	const it_conn_qual_t *conn_qual, it_evd_handle_t reply_evd,
+	const it_path_t *destination_path, const unsigned char *private_data,
+	size_t private_data_length, it_ud_svc_req_handle_t *ud_svc_handle)
+{
+	struct itapi_evd *evd = ITAPI_LOOKUP(reply_evd, struct itapi_evd,
+					     IT_HANDLE_TYPE_EVD);
+
+	if (!conn_qual || !destination_path || !ud_svc_handle)
+		return IT_FAIL0(IT_ERR_FAULT,
+				"conn_qual, destination_path or ud_svc_handle is NULL");
+	if (!evd)
+		return IT_FAIL0(IT_ERR_INVALID_EVD, "EVD handle %p is not live",
+				(void *)reply_evd);
+	if (evd->is_aevd || evd->stream != IT_CM_MSG_EVENT_STREAM)
+		return IT_FAIL(&evd->obj, IT_ERR_INVALID_EVD_TYPE,
+			       "replies go to a CM message SEVD");
+	if (conn_qual->type != IT_IB_SERVICEID)
+		return IT_FAIL(&evd->obj, IT_ERR_INVALID_CONN_QUAL,
+			       "UD service requests name an IB service ID");
+	if (private_data_length && !private_data)
+		return IT_FAIL(&evd->obj, IT_ERR_FAULT, "private_data is NULL");
+	if (private_data_length > IT_MAX_PRIV_DATA)
+		return IT_FAIL(&evd->obj, IT_ERR_INVALID_PDATA_LENGTH,
+			       "%zu bytes of private data", private_data_length);
+	return IT_FAIL(&evd->obj, IT_ERR_OP_NOT_SUPPORTED,
+		       "UD service ID resolution needs the InfiniBand CM, which is not here yet");
+}
+
+it_status_t it_ud_service_request_handle_free(
+	it_ud_svc_req_handle_t ud_svc_handle)
+{
+	/* None can be created (see above): every handle is stale. */
+	return IT_FAIL0(IT_ERR_INVALID_UD_SVC,
+			"UD service request handle %p is not live",
+			(void *)ud_svc_handle);
+}
+
+it_status_t it_ud_service_request_handle_query(
+	it_ud_svc_req_handle_t ud_svc_handle, it_ud_svc_req_param_mask_t mask,
+	it_ud_svc_req_param_t *ud_svc_handle_info)
+{
+	return IT_FAIL0(IT_ERR_INVALID_UD_SVC,
+			"UD service request handle %p is not live",
+			(void *)ud_svc_handle);
+}
+
+it_status_t it_ud_service_request(it_ud_svc_req_handle_t ud_svc_handle)
+{
+	return IT_FAIL0(IT_ERR_INVALID_UD_SVC,
+			"UD service request handle %p is not live",
+			(void *)ud_svc_handle);
+}
+
+it_status_t it_ud_service_reply(it_ud_svc_req_identifier_t ud_svc_req_id,
+				it_ud_svc_req_status_t status,
+				it_remote_ep_info_t ep_info,
+				const unsigned char *private_data,
+				size_t private_data_length)
+{
+	if ((unsigned int)status > IT_UD_REQ_REDIRECTED)
+		return IT_FAIL0(IT_ERR_INVALID_UD_STATUS, "status %d",
+				(int)status);
+	if (private_data_length > IT_MAX_PRIV_DATA)
+		return IT_FAIL0(IT_ERR_INVALID_PDATA_LENGTH,
+				"%zu bytes of private data",
+				private_data_length);
+	/* No request arrives without the InfiniBand CM. */
+	return IT_FAIL0(IT_ERR_INVALID_UD_SVC_REQ_ID,
+			"no UD service request %llu is pending",
+			(unsigned long long)ud_svc_req_id);
+}

@@ -1,0 +1,905 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * IT-API connections in one process over siw on lo: listen, connect,
+ * accept, reject with private data, private data limits, disconnect,
+ * time-outs, hand-off, many connections, socket conversion.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tests/itapi_testutil.h"
+#include "tests/suites.h"
+
+static struct it_fix F;
+
+static void setup(void)
+{
+	it_setup_siw();
+	it_fix_open(&F);
+}
+
+static void teardown(void)
+{
+	it_fix_close(&F);
+	it_teardown();
+}
+
+static it_listen_handle_t listen_any(it_conn_qual_t *q)
+{
+	it_listen_handle_t l;
+
+	memset(q, 0, sizeof(*q));
+	q->type = IT_IANA_PORT;
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, IT_LISTEN_NO_FLAG, q,
+					 &l));
+	ck_assert_uint_ne(ntohs(q->conn_qual.port), 0);
+	return l;
+}
+
+/* A free TCP port on lo (bound then released). */
+static uint16_t free_port(void)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	socklen_t len = sizeof(in);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (void *)&in, sizeof(in)), 0);
+	ck_assert_int_eq(getsockname(fd, (void *)&in, &len), 0);
+	close(fd);
+	return ntohs(in.sin_port);
+}
+
+START_TEST(connect_accept_send)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_buf sa, rb;
+	it_lmr_triplet_t s, r;
+	it_ep_param_t p;
+	it_event_t ev;
+	int sends = 0, recvs = 0;
+
+	it_buf_new(&F, &sa, 4096, IT_PRIV_LOCAL);
+	it_buf_new(&F, &rb, 4096, IT_PRIV_LOCAL);
+	memset(rb.mem, 0xee, rb.len);
+	r = it_seg(&rb, 16, 1024);
+	ck_assert_it_ok(it_post_recv(b, &r, 1, 77, IT_COMPLETION_FLAG |
+							IT_NOTIFY_FLAG));
+	it_connect_pair(&F, a, b);
+	ck_assert_it_ok(it_ep_query(a, IT_EP_PARAM_STATE, &p));
+	ck_assert_int_eq(p.ep_state.rc, IT_EP_STATE_CONNECTED);
+	ck_assert_it_ok(it_ep_query(b, IT_EP_PARAM_STATE, &p));
+	ck_assert_int_eq(p.ep_state.rc, IT_EP_STATE_CONNECTED);
+
+	for (size_t i = 0; i < 100; i++)
+		sa.mem[i] = (unsigned char)(i * 7 + 1);
+	s = it_seg(&sa, 0, 100);
+	ck_assert_it_ok(it_post_send(a, &s, 1, 55,
+				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	while (sends + recvs < 2) {
+		it_wait_event(F.dto, &ev);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+		if (ev.event_number == IT_DTO_SEND_CMPL_EVENT) {
+			ck_assert_ptr_eq(ev.dto_cmpl.ep, a);
+			ck_assert_uint_eq(ev.dto_cmpl.cookie, 55);
+			sends++;
+		} else {
+			ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+			ck_assert_ptr_eq(ev.dto_cmpl.ep, b);
+			ck_assert_uint_eq(ev.dto_cmpl.cookie, 77);
+			ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 100);
+			recvs++;
+		}
+	}
+	/* The bytes landed at offset 16 and nowhere else. */
+	ck_assert_int_eq(memcmp(rb.mem + 16, sa.mem, 100), 0);
+	for (size_t i = 0; i < rb.len; i++)
+		if (i < 16 || i >= 116)
+			ck_assert_uint_eq(rb.mem[i], 0xee);
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+	it_buf_free(&sa);
+	it_buf_free(&rb);
+}
+END_TEST
+
+
+#define CN ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
+
+/* The next CM message event for @ep (others of other endpoints are kept
+ * in @stash and returned first by later calls). */
+static it_event_t stash[64];
+static int n_stash;
+
+static void conn_event_for(it_ep_handle_t ep, it_event_t *out)
+{
+	for (int i = 0; i < n_stash; i++)
+		if (stash[i].conn.ep == ep) {
+			*out = stash[i];
+			memmove(&stash[i], &stash[i + 1],
+				(size_t)(n_stash - i - 1) * sizeof(stash[0]));
+			n_stash--;
+			return;
+		}
+	for (;;) {
+		it_wait_event(F.msg, out);
+		if (out->conn.ep == ep)
+			return;
+		ck_assert_int_lt(n_stash, (int)G_N_ELEMENTS(stash));
+		stash[n_stash++] = *out;
+	}
+}
+
+static void start_connect(it_ep_handle_t ep, const it_conn_qual_t *q,
+			  const void *pdata, size_t len)
+{
+	it_path_t path;
+
+	it_loopback_path(&F, &path);
+	ck_assert_it_ok(it_ep_connect(ep, &path, NULL, q,
+				      IT_CONNECT_FLAG_TWO_WAY, pdata, len));
+}
+
+static it_ep_state_rc_t ep_state(it_ep_handle_t ep)
+{
+	it_ep_param_t p;
+
+	ck_assert_it_ok(it_ep_query(ep, IT_EP_PARAM_STATE, &p));
+	return p.ep_state.rc;
+}
+
+START_TEST(private_data_roundtrip)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q);
+	it_event_t ev;
+
+	n_stash = 0;
+	start_connect(a, &q, "hello-connect", 13);
+	ck_assert_int_eq(ep_state(a), IT_EP_STATE_ACTIVE1_CONNECTION_PENDING);
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_ptr_eq(ev.conn_req.evd, F.req);
+	ck_assert(ev.conn_req.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "hello-connect", 13),
+			 0);
+	ck_assert_int_eq(ev.conn_req.conn_qual.type, IT_IANA_PORT);
+	ck_assert_uint_eq(ev.conn_req.conn_qual.conn_qual.port,
+			  q.conn_qual.port);
+	ck_assert_int_eq(ev.conn_req.source_addr.addr_type, IT_IPV4);
+	ck_assert_uint_eq(ev.conn_req.source_addr.addr.ipv4.s_addr,
+			  htonl(INADDR_LOOPBACK));
+	ck_assert_uint_eq(ev.conn_req.spigot_id, 0);
+	ck_assert_uint_gt(ev.conn_req.max_message_size, 0);
+	ck_assert_uint_eq(ev.conn_req.rdma_read_ird, 4);
+	ck_assert_uint_eq(ev.conn_req.rdma_read_ord, 4);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, (const unsigned char *)"hello-accept", 12));
+	ck_assert_int_eq(ep_state(b) == IT_EP_STATE_PASSIVE_CONNECTION_PENDING ||
+				 ep_state(b) == IT_EP_STATE_CONNECTED,
+			 1);
+	conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn.private_data, "hello-accept", 12), 0);
+	ck_assert_int_eq(ev.conn.dst_path.remote.iwarp.ip_vers,
+			 IT_IP_VERS_IPV4);
+	ck_assert_uint_eq(ev.conn.dst_path.remote.iwarp.raddr.ipv4.s_addr,
+			  htonl(INADDR_LOOPBACK));
+	conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_int_eq(ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_int_eq(ep_state(b), IT_EP_STATE_CONNECTED);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+START_TEST(reject_with_private_data)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q);
+	it_cn_est_identifier_t id;
+	it_event_t ev;
+
+	n_stash = 0;
+	start_connect(a, &q, NULL, 0);
+	it_wait_event(F.req, &ev);
+	ck_assert(!ev.conn_req.private_data_present);
+	id = ev.conn_req.cn_est_id;
+	ck_assert_it(it_reject(id, NULL, 4), IT_ERR_FAULT);
+	ck_assert_it_ok(it_reject(id, (const unsigned char *)"no thanks", 9));
+	conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_PEER_REJECT_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn.private_data, "no thanks", 9), 0);
+	ck_assert_int_eq(ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	/* Answered once. */
+	ck_assert_it(it_reject(id, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
+	ck_assert_it(it_ep_accept(b, id, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
+	ck_assert_int_eq(ep_state(b), IT_EP_STATE_UNCONNECTED);
+	ck_assert_it(it_reject(987654, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+START_TEST(private_data_limits)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F), c = it_ep_new(&F);
+	unsigned char big[IT_MAX_PRIV_DATA + 1];
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q);
+	it_path_t path;
+	it_event_t ev;
+
+	memset(big, 0x33, sizeof(big));
+	n_stash = 0;
+	it_loopback_path(&F, &path);
+	ck_assert_it(it_ep_connect(a, &path, NULL, &q, 0, big, sizeof(big)),
+		     IT_ERR_INVALID_PDATA_LENGTH);
+	ck_assert_int_eq(ep_state(a), IT_EP_STATE_UNCONNECTED);
+	/* Exactly the limit passes, and arrives whole. */
+	start_connect(a, &q, big, IT_MAX_PRIV_DATA);
+	it_wait_event(F.req, &ev);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, big,
+				IT_MAX_PRIV_DATA),
+			 0);
+	ck_assert_it(it_ep_accept(b, ev.conn_req.cn_est_id, big, sizeof(big)),
+		     IT_ERR_INVALID_PDATA_LENGTH);
+	ck_assert_it(it_reject(ev.conn_req.cn_est_id, big, sizeof(big)),
+		     IT_ERR_INVALID_PDATA_LENGTH);
+	/* Still pending after the refusals. */
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, big,
+				     IT_MAX_PRIV_DATA));
+	conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	/* An iWARP close carries none. */
+	ck_assert_it(it_ep_disconnect(a, big, 1), IT_ERR_INVALID_PDATA_LENGTH);
+	ck_assert_int_eq(ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_it(it_ep_accept(c, 1, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+START_TEST(disconnect_graceful)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_buf r;
+	it_lmr_triplet_t t;
+	it_event_t ev;
+
+	n_stash = 0;
+	ck_assert_it(it_ep_disconnect(a, NULL, 0), IT_ERR_INVALID_EP_STATE);
+	it_buf_new(&F, &r, 64, IT_PRIV_LOCAL);
+	it_connect_pair(&F, a, b);
+	t = it_seg(&r, 0, 64);
+	ck_assert_it_ok(it_post_recv(b, &t, 1, 5, CN));
+	ck_assert_it_ok(it_ep_disconnect(a, NULL, 0));
+	conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
+	conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
+	ck_assert_int_eq(ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+	/* b's receive comes back flushed. */
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 5);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_ERR_FLUSHED);
+	ck_assert_it(it_ep_disconnect(a, NULL, 0), IT_ERR_INVALID_EP_STATE);
+	ck_assert_it(it_post_send(a, &t, 1, 1, CN), IT_ERR_INVALID_EP_STATE);
+	it_buf_free(&r);
+}
+END_TEST
+
+/* Freeing a connected endpoint closes abortively: the peer sees the
+ * connection break, not an orderly close. */
+START_TEST(disconnect_abortive)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_event_t ev;
+
+	n_stash = 0;
+	it_connect_pair(&F, a, b);
+	ck_assert_it_ok(it_ep_free(a));
+	conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	ck_assert_int_eq(ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+}
+END_TEST
+
+START_TEST(disconnect_pending)
+{
+	it_ep_handle_t a = it_ep_new(&F);
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q);
+	it_event_t ev;
+
+	n_stash = 0;
+	start_connect(a, &q, NULL, 0);
+	it_wait_event(F.req, &ev);
+	/* Abandoned before the answer: the event comes at once. */
+	ck_assert_it_ok(it_ep_disconnect(a, NULL, 0));
+	conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
+	ck_assert_int_eq(ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+START_TEST(nonpeer_rejects)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	socklen_t len = sizeof(in);
+	it_event_t ev;
+	int mute;
+
+	n_stash = 0;
+	/* Nothing listens there. */
+	q.conn_qual.port = htons(free_port());
+	start_connect(a, &q, NULL, 0);
+	conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT);
+	ck_assert_int_eq(ev.conn.reject_reason_code, IT_CN_REJ_OTHER);
+	ck_assert_int_eq(ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	/* Something listens but never speaks MPA: the time-out. */
+	mute = socket(AF_INET, SOCK_STREAM, 0);
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(mute, (void *)&in, sizeof(in)), 0);
+	ck_assert_int_eq(listen(mute, 4), 0);
+	ck_assert_int_eq(getsockname(mute, (void *)&in, &len), 0);
+	q.conn_qual.port = in.sin_port;
+	start_connect(b, &q, NULL, 0);
+	conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT);
+	ck_assert_int_eq(ev.conn.reject_reason_code, IT_CN_REJ_TIMEOUT);
+	ck_assert_int_eq(ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+	close(mute);
+}
+END_TEST
+
+START_TEST(silent_peer_blocks_nobody)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q);
+	char c;
+	int silent;
+
+	n_stash = 0;
+	/* A peer that connects and says nothing. */
+	silent = socket(AF_INET, SOCK_STREAM, 0);
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	in.sin_port = q.conn_qual.port;
+	ck_assert_int_eq(connect(silent, (void *)&in, sizeof(in)), 0);
+	/* Meanwhile a real connection is set up. */
+	it_connect_pair(&F, a, b);
+	/* The silent one is dropped when its request times out; no
+	 * request event was ever posted for it. */
+	ck_assert_int_eq(read(silent, &c, 1), 0);
+	close(silent);
+	ck_assert_int_eq(ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+START_TEST(listen_errors_and_query)
+{
+	it_conn_qual_t q, q2;
+	it_listen_handle_t l = listen_any(&q), l2 = NULL;
+	it_listen_param_t p;
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	socklen_t len = sizeof(in);
+	it_ep_handle_t a = it_ep_new(&F);
+	it_event_t ev;
+	int other;
+
+	n_stash = 0;
+	ck_assert_it_ok(it_listen_query(l, IT_LISTEN_PARAM_ALL, &p));
+	ck_assert_ptr_eq(p.ia_handle, F.ia);
+	ck_assert_uint_eq(p.spigot_id, 0);
+	ck_assert_ptr_eq(p.connect_evd, F.req);
+	ck_assert_uint_eq(p.connect_qual.conn_qual.port, q.conn_qual.port);
+	ck_assert_it(it_listen_query(l, (it_listen_param_mask_t)0x40, &p),
+		     IT_ERR_INVALID_MASK);
+	ck_assert_it(it_evd_free(F.req), IT_ERR_EVD_BUSY);
+	/* The qualifier is taken. */
+	q2 = q;
+	ck_assert_it(it_listen_create(F.ia, 0, F.req, IT_LISTEN_CONN_QUAL_INPUT,
+				      &q2, &l2),
+		     IT_ERR_CONN_QUAL_BUSY);
+	/* ... also when a plain socket has it. */
+	other = socket(AF_INET, SOCK_STREAM, 0);
+	in.sin_addr.s_addr = htonl(INADDR_ANY);
+	ck_assert_int_eq(bind(other, (void *)&in, sizeof(in)), 0);
+	ck_assert_int_eq(listen(other, 1), 0);
+	ck_assert_int_eq(getsockname(other, (void *)&in, &len), 0);
+	q2.conn_qual.port = in.sin_port;
+	ck_assert_it(it_listen_create(F.ia, 0, F.req, IT_LISTEN_CONN_QUAL_INPUT,
+				      &q2, &l2),
+		     IT_ERR_CONN_QUAL_BUSY);
+	close(other);
+	q2.conn_qual.port = 0;
+	ck_assert_it(it_listen_create(F.ia, 0, F.req, IT_LISTEN_CONN_QUAL_INPUT,
+				      &q2, &l2),
+		     IT_ERR_INVALID_CONN_QUAL);
+	q2.type = IT_IB_SERVICEID;
+	ck_assert_it(it_listen_create(F.ia, 0, F.req, IT_LISTEN_CONN_QUAL_INPUT,
+				      &q2, &l2),
+		     IT_ERR_INVALID_CONN_QUAL);
+	ck_assert_it(it_listen_create(F.ia, 0, F.msg, 0, &q2, &l2),
+		     IT_ERR_INVALID_EVD_TYPE);
+	ck_assert_it(it_listen_create(F.ia, 0, NULL, 0, &q2, &l2),
+		     IT_ERR_INVALID_EVD);
+	ck_assert_it(it_listen_create(F.ia, 1, F.req, 0, &q2, &l2),
+		     IT_ERR_INVALID_SPIGOT);
+	ck_assert_it(it_listen_create(F.ia, 0, F.req,
+				      IT_LISTEN_SUPPRESS_IRD_ORD, &q2, &l2),
+		     IT_ERR_INVALID_FLAGS);
+	ck_assert_it(it_listen_create(F.ia, 0, F.req, 0, NULL, &l2),
+		     IT_ERR_FAULT);
+	ck_assert_ptr_null(l2);
+	/* Freed: the port refuses connections. */
+	ck_assert_it_ok(it_listen_free(l));
+	ck_assert_it(it_listen_free(l), IT_ERR_INVALID_LISTEN);
+	start_connect(a, &q, NULL, 0);
+	conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT);
+}
+END_TEST
+
+START_TEST(connect_errors)
+{
+	it_ep_handle_t a = it_ep_new(&F);
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_path_t path, p2;
+	it_listen_handle_t l;
+
+	it_loopback_path(&F, &path);
+	q.conn_qual.port = htons(free_port());
+	ck_assert_it(it_ep_connect(a, NULL, NULL, &q, 0, NULL, 0),
+		     IT_ERR_FAULT);
+	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
+				   IT_CONNECT_FLAG_THREE_WAY, NULL, 0),
+		     IT_ERR_INVALID_CN_EST_FLAGS);
+	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
+				   IT_CONNECT_SUPPRESS_IRD_ORD, NULL, 0),
+		     IT_ERR_INVALID_CN_EST_FLAGS);
+	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
+				   (it_cn_est_flags_t)0x40, NULL, 0),
+		     IT_ERR_INVALID_CN_EST_FLAGS);
+	q.type = IT_IB_SERVICEID;
+	ck_assert_it(it_ep_connect(a, &path, NULL, &q, 0, NULL, 0),
+		     IT_ERR_INVALID_CONN_QUAL);
+	q.type = IT_IANA_PORT;
+	q.conn_qual.port = 0;
+	ck_assert_it(it_ep_connect(a, &path, NULL, &q, 0, NULL, 0),
+		     IT_ERR_INVALID_CONN_QUAL);
+	q.conn_qual.port = htons(free_port());
+	p2 = path;
+	p2.spigot_id = 2;
+	ck_assert_it(it_ep_connect(a, &p2, NULL, &q, 0, NULL, 0),
+		     IT_ERR_INVALID_SPIGOT);
+	p2 = path;
+	p2.remote.iwarp.raddr.ipv4.s_addr = 0;
+	ck_assert_it(it_ep_connect(a, &p2, NULL, &q, 0, NULL, 0),
+		     IT_ERR_INVALID_NETADDR);
+	p2.remote.iwarp.ip_vers = (it_ip_vers_t)9;
+	ck_assert_it(it_ep_connect(a, &p2, NULL, &q, 0, NULL, 0),
+		     IT_ERR_INVALID_NETADDR);
+	/* Not behind this IA (siw_lo): refused, the log says why. */
+	{
+		g_autoptr(tu_log_capture) cap = tu_log_capture_begin(NULL);
+		g_autofree char *text = NULL;
+
+		p2 = path;
+		p2.remote.iwarp.laddr.ipv4.s_addr = 0;
+		inet_pton(AF_INET, "203.0.113.5", &p2.remote.iwarp.raddr.ipv4);
+		ck_assert_it(it_ep_connect(a, &p2, NULL, &q, 0, NULL, 0),
+			     IT_ERR_INVALID_NETADDR);
+		text = tu_log_text(cap);
+		ck_assert_msg(tu_log_count(cap, G_LOG_LEVEL_MASK,
+					   "203.0.113.5") > 0,
+			      "the address is not named:%s", text);
+		/* A source address that is not ours. */
+		p2 = path;
+		inet_pton(AF_INET, "203.0.113.6", &p2.remote.iwarp.laddr.ipv4);
+		ck_assert_it(it_ep_connect(a, &p2, NULL, &q, 0, NULL, 0),
+			     IT_ERR_INVALID_SOURCE_PATH);
+		ck_assert_uint_gt(tu_log_count(cap, G_LOG_LEVEL_MASK,
+					       "203.0.113.6"),
+				  0);
+	}
+	ck_assert_int_eq(ep_state(a), IT_EP_STATE_UNCONNECTED);
+	/* A second connect while the first is under way. */
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, 0, &q, &l));
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q, 0, NULL, 0));
+	ck_assert_it(it_ep_connect(a, &path, NULL, &q, 0, NULL, 0),
+		     IT_ERR_INVALID_EP_STATE);
+	ck_assert_it(it_ep_accept(a, 1, NULL, 0), IT_ERR_INVALID_EP_STATE);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+START_TEST(local_and_remote_port)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_conn_qual_t q, lr = { .type = IT_IANA_LR_PORT };
+	it_listen_handle_t l = listen_any(&q);
+	uint16_t mine = free_port();
+	it_path_t path;
+	it_event_t ev;
+
+	n_stash = 0;
+	lr.conn_qual.lr_port.local = htons(mine);
+	lr.conn_qual.lr_port.remote = q.conn_qual.port;
+	it_loopback_path(&F, &path);
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &lr, 0, NULL, 0));
+	it_wait_event(F.req, &ev);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
+	conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	/* The local port is taken by the connection now. */
+	{
+		struct sockaddr_in in = { .sin_family = AF_INET };
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		in.sin_port = htons(mine);
+		ck_assert_int_ne(bind(fd, (void *)&in, sizeof(in)), 0);
+		ck_assert_int_eq(errno, EADDRINUSE);
+		close(fd);
+	}
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+START_TEST(handoff)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_evd_handle_t req2;
+	it_conn_qual_t q1, q2 = { .type = IT_IANA_PORT }, none;
+	it_listen_handle_t l1 = listen_any(&q1), l2;
+	it_cn_est_identifier_t id;
+	it_event_t ev;
+
+	n_stash = 0;
+	ck_assert_it_ok(it_evd_create(F.ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0,
+				      NULL, &req2, NULL));
+	ck_assert_it_ok(it_listen_create(F.ia, 0, req2, 0, &q2, &l2));
+	start_connect(a, &q1, "handoff", 7);
+	it_wait_event(F.req, &ev);
+	id = ev.conn_req.cn_est_id;
+	none.type = IT_IANA_PORT;
+	none.conn_qual.port = htons(free_port());
+	ck_assert_it(it_handoff(&none, 0, id), IT_ERR_INVALID_CONN_QUAL);
+	ck_assert_it(it_handoff(&q2, 0, id + 1000), IT_ERR_INVALID_CN_EST_ID);
+	ck_assert_it(it_handoff(&q2, 300, id), IT_ERR_INVALID_SPIGOT);
+	ck_assert_it(it_handoff(&q2, 1, id), IT_ERR_INVALID_SPIGOT);
+	ck_assert_it(it_handoff(NULL, 0, id), IT_ERR_FAULT);
+	ck_assert_it_ok(it_handoff(&q2, 0, id));
+	/* The other listener reports it, with its own qualifier. */
+	it_wait_event(req2, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_uint_eq(ev.conn_req.cn_est_id, id);
+	ck_assert_uint_eq(ev.conn_req.conn_qual.conn_qual.port,
+			  q2.conn_qual.port);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "handoff", 7), 0);
+	ck_assert_it_ok(it_ep_accept(b, id, NULL, 0));
+	conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_it_ok(it_listen_free(l1));
+	ck_assert_it_ok(it_listen_free(l2));
+}
+END_TEST
+
+#define MANY 16
+
+START_TEST(many_connections)
+{
+	it_ep_handle_t act[MANY], pas[MANY];
+	struct it_buf sb, rb;
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q);
+	it_lmr_triplet_t t;
+	it_event_t ev;
+	int established = 0, accepted = 0, recvs = 0;
+
+	n_stash = 0;
+	it_buf_new(&F, &sb, MANY * 16, IT_PRIV_LOCAL);
+	it_buf_new(&F, &rb, MANY * 16, IT_PRIV_LOCAL);
+	for (int i = 0; i < MANY; i++) {
+		act[i] = it_ep_new(&F);
+		pas[i] = it_ep_new(&F);
+		t = it_seg(&rb, (size_t)i * 16, 16);
+		ck_assert_it_ok(it_post_recv(pas[i], &t, 1, (it_dto_cookie_t)i,
+					     CN));
+	}
+	/* All at once, then the listener answers them as they come. */
+	for (int i = 0; i < MANY; i++)
+		start_connect(act[i], &q, &i, sizeof(i));
+	while (accepted < MANY) {
+		int who;
+
+		it_wait_event(F.req, &ev);
+		memcpy(&who, ev.conn_req.private_data, sizeof(who));
+		ck_assert_int_ge(who, 0);
+		ck_assert_int_lt(who, MANY);
+		ck_assert_it_ok(it_ep_accept(pas[who], ev.conn_req.cn_est_id,
+					     NULL, 0));
+		accepted++;
+	}
+	while (established < 2 * MANY) {
+		it_wait_event(F.msg, &ev);
+		ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+		established++;
+	}
+	for (int i = 0; i < MANY; i++) {
+		snprintf((char *)sb.mem + i * 16, 16, "conn %d", i);
+		t = it_seg(&sb, (size_t)i * 16, 16);
+		ck_assert_it_ok(it_post_send(act[i], &t, 1, 1000, 0));
+	}
+	while (recvs < MANY) {
+		char want[16];
+
+		it_wait_event(F.dto, &ev);
+		ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+		ck_assert_ptr_eq(ev.dto_cmpl.ep, pas[ev.dto_cmpl.cookie]);
+		snprintf(want, sizeof(want), "conn %d",
+			 (int)ev.dto_cmpl.cookie);
+		ck_assert_str_eq((char *)rb.mem + ev.dto_cmpl.cookie * 16,
+				 want);
+		recvs++;
+	}
+	ck_assert_it_ok(it_listen_free(l));
+	it_buf_free(&sb);
+	it_buf_free(&rb);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Socket conversion                                                   */
+/* ------------------------------------------------------------------ */
+
+/* A connected TCP pair on lo: fd[0] the connecting side, fd[1] the
+ * accepted one. */
+static void tcp_pair(int fd[2])
+{
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	socklen_t len = sizeof(in);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(l, (void *)&in, sizeof(in)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	ck_assert_int_eq(getsockname(l, (void *)&in, &len), 0);
+	fd[0] = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(fd[0], (void *)&in, sizeof(in)), 0);
+	fd[1] = accept(l, NULL, NULL);
+	ck_assert_int_ge(fd[1], 0);
+	close(l);
+}
+
+static int read_all(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n < len) {
+		ssize_t r = read(fd, buf + n, len - n);
+
+		if (r <= 0)
+			return -1;
+		n += (size_t)r;
+	}
+	return 0;
+}
+
+static uint16_t local_port(int fd)
+{
+	struct sockaddr_in in;
+	socklen_t len = sizeof(in);
+
+	ck_assert_int_eq(getsockname(fd, (void *)&in, &len), 0);
+	return ntohs(in.sin_port);
+}
+
+struct conv {
+	int fd;
+	it_ep_handle_t ep;
+	it_status_t st;
+};
+
+static void *convert_thread(void *arg)
+{
+	struct conv *c = arg;
+
+	c->st = it_socket_convert(c->fd, c->ep, IT_SC_DEFAULT,
+				  (const unsigned char *)"sc", 2);
+	return NULL;
+}
+
+START_TEST(socket_convert_both)
+{
+	struct conv c0 = { .ep = it_ep_new(&F) }, c1 = { .ep = it_ep_new(&F) };
+	struct it_buf b;
+	it_lmr_triplet_t t;
+	it_event_t ev;
+	pthread_t th;
+	int fd[2];
+
+	n_stash = 0;
+	tcp_pair(fd);
+	/* They negotiated over the socket first. */
+	ck_assert_int_eq(write(fd[0], "go", 2), 2);
+	ck_assert_int_eq(read(fd[1], &ev, 2), 2);
+	c0.fd = fd[0];
+	c1.fd = fd[1];
+	it_buf_new(&F, &b, 64, IT_PRIV_LOCAL);
+	t = it_seg(&b, 32, 32);
+	ck_assert_it_ok(it_post_recv(c1.ep, &t, 1, 1, CN));
+	ck_assert_int_eq(pthread_create(&th, NULL, convert_thread, &c0), 0);
+	convert_thread(&c1);
+	pthread_join(th, NULL);
+	ck_assert_it(c0.st, IT_SUCCESS);
+	ck_assert_it(c1.st, IT_SUCCESS);
+	ck_assert_int_eq(ep_state(c0.ep), IT_EP_STATE_CONNECTED);
+	ck_assert_int_eq(ep_state(c1.ep), IT_EP_STATE_CONNECTED);
+	conn_event_for(c0.ep, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	conn_event_for(c1.ep, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	/* RDMA mode on the same connection. */
+	memcpy(b.mem, "converted", 9);
+	t = it_seg(&b, 0, 9);
+	ck_assert_it_ok(it_post_send(c0.ep, &t, 1, 2, 0));
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+	ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 9);
+	ck_assert_int_eq(memcmp(b.mem + 32, "converted", 9), 0);
+	/* The descriptors were given up. */
+	ck_assert_int_eq(fcntl(fd[0], F_GETFD), -1);
+	ck_assert_int_eq(fcntl(fd[1], F_GETFD), -1);
+	it_buf_free(&b);
+}
+END_TEST
+
+/* Only the side at @conv_idx converts; @initiator says whether that side
+ * has the lower port (and so sends the MPA Request). */
+static void one_side(bool initiator)
+{
+	it_ep_handle_t ep = it_ep_new(&F);
+	char buf[64] = { 0 };
+	int fd[2], me, peer;
+	it_status_t st;
+
+	tcp_pair(fd);
+	me = (local_port(fd[0]) < local_port(fd[1])) == initiator ? 0 : 1;
+	peer = 1 - me;
+	st = it_socket_convert(fd[me], ep, IT_SC_DEFAULT, NULL, 0);
+	/* A clear refusal: the peer never answered. */
+	ck_assert_it(st, IT_ERR_TIMEOUT_EXPIRED);
+	ck_assert_int_eq(ep_state(ep), IT_EP_STATE_UNCONNECTED);
+	if (initiator) {
+		/* What the peer saw: an MPA Request (RFC 5044 §7.1): the
+		 * key, flags and revision, private data length, the data. */
+		uint16_t pd_len;
+
+		ck_assert_int_eq(read_all(fd[peer], buf, 20), 0);
+		ck_assert_int_eq(memcmp(buf, "MPA ID Req Frame", 16), 0);
+		memcpy(&pd_len, buf + 18, 2);
+		pd_len = ntohs(pd_len);
+		ck_assert_uint_le(pd_len, sizeof(buf));
+		ck_assert_int_eq(read_all(fd[peer], buf, pd_len), 0);
+	}
+	/* The socket is not lost: still open, blocking as it was, and
+	 * carrying the application's bytes both ways. */
+	ck_assert_int_eq(fcntl(fd[me], F_GETFL) & O_NONBLOCK, 0);
+	ck_assert_int_eq(write(fd[me], "still here", 10), 10);
+	ck_assert_int_eq(read_all(fd[peer], buf, 10), 0);
+	ck_assert_int_eq(memcmp(buf, "still here", 10), 0);
+	ck_assert_int_eq(write(fd[peer], "and back", 8), 8);
+	ck_assert_int_eq(read(fd[me], buf, 8), 8);
+	ck_assert_int_eq(memcmp(buf, "and back", 8), 0);
+	/* The endpoint may try again. */
+	ck_assert_it(it_ep_query(ep, IT_EP_PARAM_STATE, &(it_ep_param_t){ 0 }),
+		     IT_SUCCESS);
+	close(fd[0]);
+	close(fd[1]);
+}
+
+START_TEST(socket_convert_initiator_alone)
+{
+	one_side(true);
+}
+END_TEST
+
+START_TEST(socket_convert_responder_alone)
+{
+	one_side(false);
+}
+END_TEST
+
+START_TEST(socket_convert_errors)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	unsigned char big[IT_MAX_PRIV_DATA + 1] = { 0 };
+	int p[2], fd[2], lone;
+
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_it(it_socket_convert(p[0], a, IT_SC_DEFAULT, NULL, 0),
+		     IT_ERR_INVALID_CONVERSION);
+	close(p[0]);
+	close(p[1]);
+	ck_assert_it(it_socket_convert(-1, a, IT_SC_DEFAULT, NULL, 0),
+		     IT_ERR_INVALID_CONVERSION);
+	lone = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_it(it_socket_convert(lone, a, IT_SC_DEFAULT, NULL, 0),
+		     IT_ERR_INVALID_CONVERSION);
+	close(lone);
+	tcp_pair(fd);
+	ck_assert_it(it_socket_convert(fd[0], a, IT_SC_NO_REQ_REP, NULL, 0),
+		     IT_ERR_OP_NOT_SUPPORTED);
+	ck_assert_it(it_socket_convert(fd[0], a, (it_sc_flags_t)4, NULL, 0),
+		     IT_ERR_INVALID_FLAGS);
+	ck_assert_it(it_socket_convert(fd[0], a, IT_SC_DEFAULT, big,
+				       sizeof(big)),
+		     IT_ERR_INVALID_PDATA_LENGTH);
+	ck_assert_it(it_socket_convert(fd[0], NULL, IT_SC_DEFAULT, NULL, 0),
+		     IT_ERR_INVALID_EP);
+	it_connect_pair(&F, a, b);
+	ck_assert_it(it_socket_convert(fd[0], a, IT_SC_DEFAULT, NULL, 0),
+		     IT_ERR_INVALID_EP_STATE);
+	/* None of this closed the socket. */
+	ck_assert_int_eq(write(fd[0], "x", 1), 1);
+	close(fd[0]);
+	close(fd[1]);
+}
+END_TEST
+
+Suite *suite_itapi_cm(void)
+{
+	Suite *s = suite_create("itapi-cm");
+	TCase *tc = tcase_create("siw-lo");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, connect_accept_send);
+	tcase_add_test(tc, private_data_roundtrip);
+	tcase_add_test(tc, reject_with_private_data);
+	tcase_add_test(tc, private_data_limits);
+	tcase_add_test(tc, disconnect_graceful);
+	tcase_add_test(tc, disconnect_abortive);
+	tcase_add_test(tc, disconnect_pending);
+	tcase_add_test(tc, nonpeer_rejects);
+	tcase_add_test(tc, silent_peer_blocks_nobody);
+	tcase_add_test(tc, listen_errors_and_query);
+	tcase_add_test(tc, connect_errors);
+	tcase_add_test(tc, local_and_remote_port);
+	tcase_add_test(tc, handoff);
+	tcase_add_test(tc, many_connections);
+	tcase_add_test(tc, socket_convert_both);
+	tcase_add_test(tc, socket_convert_initiator_alone);
+	tcase_add_test(tc, socket_convert_responder_alone);
+	tcase_add_test(tc, socket_convert_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}

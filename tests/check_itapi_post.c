@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * IT-API posting: argument checks of every it_post_*, unsignalled WRs and
+ * the queue limit, completion statuses (local protection, remote access,
+ * receiver not ready), RDMA Write and Read with the bytes checked on both
+ * sides of the target, Send with Invalidate, flushes when an endpoint
+ * goes, and what is not supported (atomics on these providers, RDMA Read
+ * into an RMR).
+ */
+#include "config.h"
+
+#include "itapi/itapi_priv.h"
+#include "tests/itapi_testutil.h"
+#include "tests/suites.h"
+
+/* Completions that wake a waiter: it_evd_wait sleeps through the others
+ * (IT_NOTIFY_FLAG). */
+#define CN ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
+
+static struct it_fix F;
+static it_ep_handle_t A, B;
+static struct it_buf S, R;
+
+static void setup_common(void)
+{
+	it_fix_open(&F);
+	A = it_ep_new(&F);
+	B = it_ep_new(&F);
+	it_buf_new(&F, &S, 8192, IT_PRIV_LOCAL);
+	it_buf_new(&F, &R, 8192,
+		   IT_PRIV_LOCAL | IT_PRIV_REMOTE_WRITE | IT_PRIV_REMOTE_READ);
+}
+
+static void setup(void)
+{
+	it_setup_testprov();
+	setup_common();
+	it_testprov_pair(A, B);
+}
+
+static void setup_siw(void)
+{
+	it_setup_siw();
+	setup_common();
+	it_connect_pair(&F, A, B);
+}
+
+static void teardown(void)
+{
+	it_buf_free(&S);
+	it_buf_free(&R);
+	it_fix_close(&F);
+	it_teardown();
+}
+
+static void expect(it_event_type_t type, it_dto_cookie_t cookie,
+		   it_dto_status_t status, it_event_t *out)
+{
+	it_event_t ev;
+
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, type);
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, cookie);
+	ck_assert_msg(ev.dto_cmpl.dto_status == status,
+		      "cookie %llu: DTO status %d, expected %d",
+		      (unsigned long long)cookie, ev.dto_cmpl.dto_status,
+		      status);
+	if (out)
+		*out = ev;
+}
+
+/* The next @n events in any order (different endpoints complete
+ * independently): each must be the one in @want with its cookie. */
+struct want {
+	it_event_type_t type;
+	it_dto_cookie_t cookie;
+	it_dto_status_t status;
+	it_event_t got;
+};
+
+static void expect_any_order(struct want *w, int n)
+{
+	for (int i = 0; i < n; i++) {
+		it_event_t ev;
+		int j;
+
+		it_wait_event(F.dto, &ev);
+		for (j = 0; j < n; j++)
+			if (w[j].cookie == ev.dto_cmpl.cookie)
+				break;
+		ck_assert_msg(j < n, "unexpected cookie %llu",
+			      (unsigned long long)ev.dto_cmpl.cookie);
+		ck_assert_event(&ev, w[j].type);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, w[j].status);
+		w[j].got = ev;
+	}
+}
+
+START_TEST(argument_checks)
+{
+	it_ep_handle_t idle = it_ep_new(&F);
+	it_lmr_triplet_t t[8];
+	it_lmr_triplet_t bad;
+	const it_dto_flags_t C = IT_COMPLETION_FLAG;
+
+	for (int i = 0; i < 8; i++)
+		t[i] = it_seg(&S, (size_t)i * 8, 8);
+	ck_assert_it(it_post_send(idle, t, 1, 1, C), IT_ERR_INVALID_EP_STATE);
+	ck_assert_it(it_post_rdma_write(idle, t, 1, 1, C, 0, R.rkey),
+		     IT_ERR_INVALID_EP_STATE);
+	ck_assert_it(it_post_send(NULL, t, 1, 1, C), IT_ERR_INVALID_EP);
+	ck_assert_it(it_post_send(A, t, 5, 1, C), IT_ERR_INVALID_NUM_SEGMENTS);
+	ck_assert_it(it_post_recv(B, t, 5, 1, C), IT_ERR_INVALID_NUM_SEGMENTS);
+	ck_assert_it(it_post_rdma_write(A, t, 5, 1, C, 0, R.rkey),
+		     IT_ERR_INVALID_NUM_SEGMENTS);
+	ck_assert_it(it_post_rdma_read(A, t, 5, 1, C, 0, R.rkey),
+		     IT_ERR_INVALID_NUM_SEGMENTS);
+	ck_assert_it(it_post_send(A, NULL, 1, 1, C), IT_ERR_FAULT);
+	bad = t[0];
+	bad.lmr = (it_lmr_handle_t)&bad;
+	ck_assert_it(it_post_send(A, &bad, 1, 1, C), IT_ERR_INVALID_LMR);
+	ck_assert_it(it_post_recv(B, &bad, 1, 1, C), IT_ERR_INVALID_LMR);
+	bad = t[0];
+	bad.length = (it_length_t)1 << 33;
+	ck_assert_it(it_post_send(A, &bad, 1, 1, C), IT_ERR_INVALID_LENGTH);
+	ck_assert_it(it_post_send(A, t, 1, 1, (it_dto_flags_t)0x100),
+		     IT_ERR_INVALID_DTO_FLAGS);
+	ck_assert_it(it_post_send(A, t, 1, 1, IT_UNLINK_LOCAL_SINK),
+		     IT_ERR_INVALID_DTO_FLAGS);
+	ck_assert_it(it_post_rdma_write(A, t, 1, 1, IT_SOLICITED_WAIT_FLAG, 0,
+					R.rkey),
+		     IT_ERR_INVALID_DTO_FLAGS);
+	ck_assert_it(it_post_recv(B, t, 1, 1, IT_BARRIER_FENCE_FLAG),
+		     IT_ERR_INVALID_DTO_FLAGS);
+	/* STags and R_Keys have 32 bits. */
+	ck_assert_it(it_post_rdma_write(A, t, 1, 1, C, 0,
+					(it_rmr_context_t)1 << 32),
+		     IT_ERR_RANGE);
+	ck_assert_it(it_post_recv(NULL, t, 1, 1, C), IT_ERR_INVALID_HANDLE);
+	ck_assert_it(it_post_recv(F.pz, t, 1, 1, C), IT_ERR_INVALID_HANDLE);
+	ck_assert_it_ok(it_ep_free(idle));
+}
+END_TEST
+
+START_TEST(payload_limit)
+{
+	it_ep_attributes_t a;
+	it_ep_handle_t x, y;
+	it_lmr_triplet_t t = it_seg(&S, 0, 101);
+
+	it_ep_attr_default(&F, &a, 8);
+	a.max_dto_payload_size = 100;
+	ck_assert_it_ok(it_ep_rc_create(F.pz, F.dto, F.dto, F.msg, 0, &a, &x));
+	ck_assert_it_ok(it_ep_rc_create(F.pz, F.dto, F.dto, F.msg, 0, &a, &y));
+	it_testprov_pair(x, y);
+	ck_assert_it(it_post_send(x, &t, 1, 1, IT_COMPLETION_FLAG),
+		     IT_ERR_PAYLOAD_SIZE);
+	t.length = 100;
+	ck_assert_it_ok(it_post_recv(y, &t, 1, 2, IT_COMPLETION_FLAG));
+	ck_assert_it_ok(it_post_send(x, &t, 1, 3, IT_COMPLETION_FLAG));
+	expect(IT_DTO_RC_RECV_CMPL_EVENT, 2, IT_DTO_SUCCESS, NULL);
+	expect(IT_DTO_SEND_CMPL_EVENT, 3, IT_DTO_SUCCESS, NULL);
+	ck_assert_it_ok(it_ep_free(x));
+	ck_assert_it_ok(it_ep_free(y));
+}
+END_TEST
+
+/* Unsignalled sends hold their slots until a signalled one completes. */
+START_TEST(unsignalled_and_queue_limit)
+{
+	it_lmr_triplet_t t = it_seg(&S, 0, 0);
+	it_ep_param_t p;
+	it_event_t ev;
+	size_t n;
+
+	ck_assert_it_ok(it_ep_query(A, IT_EP_PARAM_MAX_REQ_DTO, &p));
+	n = p.attr.max_request_dtos;
+	for (size_t i = 0; i < n; i++)
+		ck_assert_it_ok(it_post_rdma_write(A, &t, 1, 100 + i, 0,
+						   (uintptr_t)R.mem, R.rkey));
+	ck_assert_it(it_post_rdma_write(A, &t, 1, 999, IT_COMPLETION_FLAG,
+					(uintptr_t)R.mem, R.rkey),
+		     IT_ERR_TOO_MANY_POSTS);
+	ck_assert_it(it_evd_dequeue(F.dto, &ev), IT_ERR_QUEUE_EMPTY);
+
+	/* On a second pair: n-1 unsignalled, then one signalled retires
+	 * them all with a single event. */
+	{
+		it_ep_handle_t c = it_ep_new(&F), d = it_ep_new(&F);
+
+		it_testprov_pair(c, d);
+		ck_assert_it_ok(it_ep_free(A));
+		A = c;
+	}
+	for (size_t i = 0; i + 1 < n; i++)
+		ck_assert_it_ok(it_post_rdma_write(A, &t, 1, 100 + i, 0,
+						   (uintptr_t)R.mem, R.rkey));
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, 7, IT_COMPLETION_FLAG,
+					   (uintptr_t)R.mem, R.rkey));
+	expect(IT_DTO_RDMA_WRITE_CMPL_EVENT, 7, IT_DTO_SUCCESS, NULL);
+	/* The whole queue is free again. */
+	for (size_t i = 0; i < n; i++)
+		ck_assert_it_ok(it_post_rdma_write(A, &t, 1, 200 + i,
+						   i + 1 == n ?
+							   IT_COMPLETION_FLAG :
+							   0,
+						   (uintptr_t)R.mem, R.rkey));
+	expect(IT_DTO_RDMA_WRITE_CMPL_EVENT, 200 + n - 1, IT_DTO_SUCCESS, NULL);
+	ck_assert_it(it_evd_dequeue(F.dto, &ev), IT_ERR_QUEUE_EMPTY);
+}
+END_TEST
+
+START_TEST(completion_errors)
+{
+	it_lmr_triplet_t t = it_seg(&S, 0, 16);
+	it_event_t ev;
+
+	/* A local segment outside its LMR: the provider refuses it in the
+	 * completion, nothing is sent. */
+	t.addr.abs = S.mem + S.len - 8;
+	ck_assert_it_ok(it_post_send(A, &t, 1, 1, IT_COMPLETION_FLAG));
+	expect(IT_DTO_SEND_CMPL_EVENT, 1, IT_DTO_ERR_LOCAL_PROTECTION, &ev);
+	ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 0);
+	/* No receive posted on the test provider: receiver not ready. */
+	t = it_seg(&S, 0, 16);
+	ck_assert_it_ok(it_post_send(A, &t, 1, 2, IT_COMPLETION_FLAG));
+	expect(IT_DTO_SEND_CMPL_EVENT, 2, IT_DTO_ERR_RECEIVER_NOT_READY, NULL);
+	/* A write past the remote region. */
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, 3, IT_COMPLETION_FLAG,
+					   (uintptr_t)R.mem + R.len - 8,
+					   R.rkey));
+	expect(IT_DTO_RDMA_WRITE_CMPL_EVENT, 3, IT_DTO_ERR_REMOTE_ACCESS, NULL);
+	ck_assert_uint_eq(R.mem[R.len - 8], 0);
+	/* A wrong key. */
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, 4, IT_COMPLETION_FLAG,
+					   (uintptr_t)R.mem, R.rkey ^ 0xff));
+	expect(IT_DTO_RDMA_WRITE_CMPL_EVENT, 4, IT_DTO_ERR_REMOTE_ACCESS, NULL);
+	ck_assert_uint_eq(R.mem[0], 0);
+}
+END_TEST
+
+/*
+ * Write @len bytes at @off of R from S, then check exactly those changed.
+ * The requester's completion says the data left (iWARP has no RDMA-level
+ * acknowledgement); a Send after the Write, once received, says it was
+ * placed (RFC 5040 §5.5: a Send is delivered after the Writes before it).
+ */
+static void write_and_check(size_t off, size_t len, it_dto_cookie_t c)
+{
+	struct it_buf msg;
+	it_lmr_triplet_t t[2];
+
+	it_buf_new(&F, &msg, 64, IT_PRIV_LOCAL);
+	memset(R.mem, 0xee, R.len);
+	for (size_t i = 0; i < len; i++)
+		S.mem[i] = (unsigned char)(i * 13 + 5);
+	t[0] = it_seg(&msg, 0, 64);
+	ck_assert_it_ok(it_post_recv(B, t, 1, c + 1000, CN));
+	/* Two segments, one write. */
+	t[0] = it_seg(&S, 0, len / 2);
+	t[1] = it_seg(&S, len / 2, len - len / 2);
+	ck_assert_it_ok(it_post_rdma_write(A, t, 2, c,
+					   IT_COMPLETION_FLAG | IT_NOTIFY_FLAG,
+					   it_make_rdma_addr_absolute(R.mem +
+								      off),
+					   R.rkey));
+	t[0] = it_seg(&msg, 0, 1);
+	ck_assert_it_ok(it_post_send(A, t, 1, c + 2000, CN));
+	{
+		struct want w[] = {
+			{ IT_DTO_RDMA_WRITE_CMPL_EVENT, c, IT_DTO_SUCCESS },
+			{ IT_DTO_SEND_CMPL_EVENT, c + 2000, IT_DTO_SUCCESS },
+			{ IT_DTO_RC_RECV_CMPL_EVENT, c + 1000,
+			  IT_DTO_SUCCESS },
+		};
+
+		expect_any_order(w, 3);
+		ck_assert_uint_eq(w[0].got.dto_cmpl.transferred_length, len);
+		ck_assert_ptr_eq(w[0].got.dto_cmpl.ep, A);
+	}
+	ck_assert_int_eq(memcmp(R.mem + off, S.mem, len), 0);
+	for (size_t i = 0; i < R.len; i++)
+		if (i < off || i >= off + len)
+			ck_assert_msg(R.mem[i] == 0xee, "byte %zu touched", i);
+	it_buf_free(&msg);
+}
+
+START_TEST(rdma_write)
+{
+	write_and_check(100, 3000, 1);
+	write_and_check(0, 8192, 2);
+	write_and_check(8191, 1, 3);
+}
+END_TEST
+
+START_TEST(rdma_read)
+{
+	struct it_buf sink;
+	it_lmr_triplet_t t;
+	it_event_t ev;
+
+	/* iWARP: the sink of a Read needs remote write rights. */
+	it_buf_new(&F, &sink, 4096, IT_PRIV_LOCAL | IT_PRIV_REMOTE_WRITE);
+	for (size_t i = 0; i < R.len; i++)
+		R.mem[i] = (unsigned char)(i ^ 0xa5);
+	memset(sink.mem, 0x11, sink.len);
+	t = it_seg(&sink, 10, 2000);
+	ck_assert_it_ok(it_post_rdma_read(A, &t, 1, 21,
+					  IT_COMPLETION_FLAG | IT_NOTIFY_FLAG,
+					  (uintptr_t)R.mem + 500, R.rkey));
+	expect(IT_DTO_RDMA_READ_CMPL_EVENT, 21, IT_DTO_SUCCESS, &ev);
+	ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 2000);
+	ck_assert_int_eq(memcmp(sink.mem + 10, R.mem + 500, 2000), 0);
+	ck_assert_uint_eq(sink.mem[9], 0x11);
+	ck_assert_uint_eq(sink.mem[2010], 0x11);
+	/* The remote region must allow reads: S does not. */
+	ck_assert_it_ok(it_post_rdma_read(B, &t, 1, 22, IT_COMPLETION_FLAG,
+					  (uintptr_t)S.mem, S.rkey));
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, IT_DTO_RDMA_READ_CMPL_EVENT);
+	ck_assert_int_ne(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	/* The failed read broke the connection: both ends learn. */
+	it_wait_event(F.msg, &ev);
+	ck_assert(ev.event_number == IT_CM_MSG_CONN_BROKEN_EVENT ||
+		  ev.event_number == IT_CM_MSG_CONN_DISCONNECT_EVENT);
+	/* ...and the affiliated async EVD names an endpoint and why. */
+	it_wait_event(F.aff, &ev);
+	ck_assert_msg((ev.event_number & IT_EVENT_STREAM_MASK) ==
+				      IT_ASYNC_AFF_EVENT_STREAM &&
+			      ev.event_number != IT_ASYNC_AFF_SEVD_ENQUEUE_FAILURE,
+		      "event %s", itapi_event_name(ev.event_number));
+	ck_assert(ev.aff_async.cause.ep == A || ev.aff_async.cause.ep == B);
+	ck_assert_ptr_eq(ev.aff_async.evd, F.aff);
+	it_buf_free(&sink);
+}
+END_TEST
+
+START_TEST(send_recv_siw_and_flush)
+{
+	it_lmr_triplet_t t = it_seg(&R, 0, 512);
+	it_event_t ev;
+
+	ck_assert_it_ok(it_post_recv(B, &t, 1, 31, IT_COMPLETION_FLAG));
+	t = it_seg(&R, 512, 512);
+	ck_assert_it_ok(it_post_recv(B, &t, 1, 32, IT_COMPLETION_FLAG));
+	t = it_seg(&R, 1024, 512);
+	ck_assert_it_ok(it_post_recv(B, &t, 1, 33, IT_COMPLETION_FLAG));
+	memcpy(S.mem, "ping", 4);
+	t = it_seg(&S, 0, 4);
+	ck_assert_it_ok(it_post_send(A, &t, 1, 34,
+				     CN | IT_SOLICITED_WAIT_FLAG));
+	{
+		struct want w[] = {
+			{ IT_DTO_RC_RECV_CMPL_EVENT, 31, IT_DTO_SUCCESS },
+			{ IT_DTO_SEND_CMPL_EVENT, 34, IT_DTO_SUCCESS },
+		};
+
+		expect_any_order(w, 2);
+		ck_assert_uint_eq(w[0].got.dto_cmpl.transferred_length, 4);
+	}
+	ck_assert_int_eq(memcmp(R.mem, "ping", 4), 0);
+	/* Freeing B flushes its two receives back, naming B. */
+	ck_assert_it_ok(it_ep_free(B));
+	expect(IT_DTO_RC_RECV_CMPL_EVENT, 32, IT_DTO_ERR_FLUSHED, &ev);
+	ck_assert_ptr_eq(ev.dto_cmpl.ep, B);
+	expect(IT_DTO_RC_RECV_CMPL_EVENT, 33, IT_DTO_ERR_FLUSHED, NULL);
+	B = NULL;
+}
+END_TEST
+
+START_TEST(send_with_invalidate)
+{
+	struct it_buf target;
+	it_lmr_triplet_t t;
+
+	/* A Send naming a key of the peer to invalidate (RFC 5040 §6.5):
+	 * delivered like a Send. Whether the provider invalidates a
+	 * region's key is its rule; IT-API means it for RMRs. */
+	it_buf_new(&F, &target, 1024, IT_PRIV_LOCAL | IT_PRIV_REMOTE_WRITE);
+	t = it_seg(&R, 0, 64);
+	ck_assert_it_ok(it_post_recv(B, &t, 1, 41, CN));
+	memcpy(S.mem, "unlink!!", 8);
+	t = it_seg(&S, 0, 8);
+	ck_assert_it(it_post_send_and_unlink(A, &t, 1, 42, IT_COMPLETION_FLAG,
+					     (it_rmr_context_t)1 << 40),
+		     IT_ERR_RANGE);
+	ck_assert_it_ok(it_post_send_and_unlink(A, &t, 1, 42, CN,
+						target.rkey));
+	{
+		struct want w[] = {
+			{ IT_DTO_RC_RECV_CMPL_EVENT, 41, IT_DTO_SUCCESS },
+			{ IT_DTO_SEND_CMPL_EVENT, 42, IT_DTO_SUCCESS },
+		};
+
+		expect_any_order(w, 2);
+		ck_assert_uint_eq(w[0].got.dto_cmpl.transferred_length, 8);
+	}
+	ck_assert_int_eq(memcmp(R.mem, "unlink!!", 8), 0);
+	it_buf_free(&target);
+}
+END_TEST
+
+START_TEST(not_supported)
+{
+	it_lmr_triplet_t t = it_seg(&S, 0, 8);
+	it_rmr_triplet_t rt = { 0 };
+
+	ck_assert_it(it_post_atomic(A, IT_FETCH_AND_ADD, 1, 0, &t, 1,
+				    IT_COMPLETION_FLAG, (uintptr_t)R.mem,
+				    R.rkey),
+		     IT_ERR_OP_NOT_SUPPORTED);
+	ck_assert_it(it_post_rdma_read_to_rmr(A, &rt, 1, 1,
+					      IT_COMPLETION_FLAG, 0, 0),
+		     IT_ERR_OP_NOT_SUPPORTED);
+	ck_assert_it(it_post_atomic(NULL, IT_FETCH_AND_ADD, 1, 0, &t, 1,
+				    IT_COMPLETION_FLAG, 0, 0),
+		     IT_ERR_INVALID_EP);
+}
+END_TEST
+
+START_TEST(no_send_invalidate_here)
+{
+	it_lmr_triplet_t t = it_seg(&S, 0, 8);
+
+	ck_assert_it(it_post_send_and_unlink(A, &t, 1, 1, IT_COMPLETION_FLAG,
+					     R.rkey),
+		     IT_ERR_OP_NOT_SUPPORTED);
+}
+END_TEST
+
+Suite *suite_itapi_post(void)
+{
+	Suite *s = suite_create("itapi-post");
+	TCase *tc = tcase_create("testprov");
+	TCase *siw = tcase_create("siw");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, argument_checks);
+	tcase_add_test(tc, payload_limit);
+	tcase_add_test(tc, unsignalled_and_queue_limit);
+	tcase_add_test(tc, completion_errors);
+	tcase_add_test(tc, rdma_write);
+	tcase_add_test(tc, not_supported);
+	tcase_add_test(tc, no_send_invalidate_here);
+	suite_add_tcase(s, tc);
+
+	tcase_add_checked_fixture(siw, setup_siw, teardown);
+	tcase_set_timeout(siw, 60);
+	tcase_add_test(siw, argument_checks);
+	tcase_add_test(siw, rdma_write);
+	tcase_add_test(siw, rdma_read);
+	tcase_add_test(siw, send_recv_siw_and_flush);
+	tcase_add_test(siw, send_with_invalidate);
+	tcase_add_test(siw, not_supported);
+	suite_add_tcase(s, siw);
+	return s;
+}

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * it-rping: rping's application protocol (rdma-core
+ * librdmacm/examples/rping.c) over IT-API and libhostrdma only, to run
+ * against the Linux kernel's rping in both roles.
+ *
+ * Client, each round: Send an advert {be64 addr, be32 rkey, be32 size} of
+ * the start buffer (rping's text pattern); the server RDMA-Reads it and
+ * Sends a "go ahead"; Send the advert of the sink buffer; the server
+ * RDMA-Writes the data there and Sends again; compare. Server: the mirror
+ * image, checking every byte it read against rping's pattern.
+ *
+ * The interface is chosen the IT-API way: the client takes the IA with a
+ * path to the server (it_get_pathinfo), the server the IA whose spigot
+ * owns the address it listens on (it_ia_query).
+ *
+ *   it-rping -s|-c -a ADDR -p PORT [-C COUNT] [-S SIZE] [-v]
+ * Exit status 0 only when every round's data matched.
+ */
+#define _GNU_SOURCE
+#define ITAPI_ENABLE_V21_BINDINGS
+#include "it_api.h"
+
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WAIT_US (30ull * 1000 * 1000)
+#define MSG_FMT "rdma-ping-%d: "
+#define FL ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
+
+struct advert {
+	uint64_t buf_be;
+	uint32_t rkey_be;
+	uint32_t size_be;
+} __attribute__((packed));
+_Static_assert(sizeof(struct advert) == 16, "rping advert is 16 bytes");
+
+static int verbose;
+
+#define TRY(call)                                                           \
+	do {                                                                \
+		it_status_t st_ = (call);                                   \
+		if (st_ != IT_SUCCESS) {                                    \
+			fprintf(stderr, "it-rping: %s: status %d\n", #call, \
+				st_);                                       \
+			exit(1);                                            \
+		}                                                           \
+	} while (0)
+
+struct ctx {
+	it_ia_handle_t ia;
+	it_pz_handle_t pz;
+	it_evd_handle_t sq, rq, cm, req;
+	it_ep_handle_t ep;
+	struct advert recv_buf, send_buf;
+	uint8_t *start_buf, *rdma_buf;
+	uint32_t size;
+	it_lmr_handle_t recv_lmr, send_lmr, start_lmr, rdma_lmr;
+	it_rmr_context_t start_key, rdma_key;
+};
+
+static void wait_ev(it_evd_handle_t evd, it_event_type_t type, it_event_t *ev)
+{
+	size_t nmore;
+
+	TRY(it_evd_wait(evd, WAIT_US, ev, &nmore));
+	if (ev->event_number != type ||
+	    ((type & IT_EVENT_STREAM_MASK) == IT_DTO_EVENT_STREAM &&
+	     ev->dto_cmpl.dto_status != IT_DTO_SUCCESS)) {
+		fprintf(stderr, "it-rping: event 0x%x (DTO status %d), expected 0x%x\n",
+			ev->event_number, ev->dto_cmpl.dto_status, type);
+		exit(1);
+	}
+}
+
+static it_lmr_handle_t reg(struct ctx *c, void *p, size_t len,
+			   it_mem_priv_t privs, it_rmr_context_t *key)
+{
+	it_lmr_handle_t lmr;
+
+	TRY(it_lmr_create(c->pz, p, NULL, len, IT_ADDR_MODE_ABSOLUTE, privs,
+			  IT_LMR_FLAG_NONE, 0, &lmr, key));
+	return lmr;
+}
+
+static void setup(struct ctx *c, it_ia_handle_t ia, uint32_t size)
+{
+	it_ep_attributes_t a = { 0 };
+
+	c->ia = ia;
+	c->size = size;
+	TRY(it_pz_create(ia, &c->pz));
+	TRY(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 16, 0, NULL, &c->sq,
+			  NULL));
+	TRY(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 16, 0, NULL, &c->rq,
+			  NULL));
+	TRY(it_evd_create(ia, IT_CM_MSG_EVENT_STREAM, 0, 8, 0, NULL, &c->cm,
+			  NULL));
+	TRY(it_evd_create(ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0, NULL, &c->req,
+			  NULL));
+	a.max_request_dtos = a.max_recv_dtos = 8;
+	a.max_send_segments = a.max_recv_segments = 1;
+	a.srv.rc.rdma_read_enable = a.srv.rc.rdma_write_enable = IT_TRUE;
+	a.srv.rc.max_rdma_read_segments = a.srv.rc.max_rdma_write_segments = 1;
+	/* rping asks for one outstanding Read each way. */
+	a.srv.rc.rdma_read_ird = a.srv.rc.rdma_read_ord = 1;
+	TRY(it_ep_rc_create(c->pz, c->sq, c->rq, c->cm, IT_EP_NO_FLAG, &a,
+			    &c->ep));
+	c->start_buf = calloc(1, size);
+	c->rdma_buf = calloc(1, size);
+	if (!c->start_buf || !c->rdma_buf)
+		exit(1);
+	c->recv_lmr = reg(c, &c->recv_buf, sizeof(c->recv_buf), IT_PRIV_LOCAL,
+			  NULL);
+	c->send_lmr = reg(c, &c->send_buf, sizeof(c->send_buf), IT_PRIV_LOCAL,
+			  NULL);
+	/* The peer reads the start buffer and writes the RDMA buffer; an
+	 * iWARP Read also lands in the RDMA buffer (remote write). */
+	c->start_lmr = reg(c, c->start_buf, size,
+			   IT_PRIV_LOCAL | IT_PRIV_REMOTE_READ, &c->start_key);
+	c->rdma_lmr = reg(c, c->rdma_buf, size,
+			  IT_PRIV_LOCAL | IT_PRIV_REMOTE, &c->rdma_key);
+}
+
+static void post_recv(struct ctx *c)
+{
+	it_lmr_triplet_t t = { .lmr = c->recv_lmr, .length = 16 };
+
+	t.addr.abs = &c->recv_buf;
+	TRY(it_post_recv(c->ep, &t, 1, 1, FL));
+}
+
+static void send16(struct ctx *c)
+{
+	it_lmr_triplet_t t = { .lmr = c->send_lmr, .length = 16 };
+	it_event_t ev;
+
+	t.addr.abs = &c->send_buf;
+	TRY(it_post_send(c->ep, &t, 1, 2, FL));
+	wait_ev(c->sq, IT_DTO_SEND_CMPL_EVENT, &ev);
+}
+
+static uint32_t wait_recv(struct ctx *c)
+{
+	it_event_t ev;
+
+	wait_ev(c->rq, IT_DTO_RC_RECV_CMPL_EVENT, &ev);
+	return ev.dto_cmpl.transferred_length;
+}
+
+static void rdma(struct ctx *c, bool read, uint32_t len, uint64_t raddr,
+		 uint32_t rkey)
+{
+	it_lmr_triplet_t t = { .lmr = c->rdma_lmr, .length = len };
+	it_event_t ev;
+
+	t.addr.abs = c->rdma_buf;
+	if (read) {
+		TRY(it_post_rdma_read(c->ep, &t, 1, 3, FL, raddr, rkey));
+		wait_ev(c->sq, IT_DTO_RDMA_READ_CMPL_EVENT, &ev);
+	} else {
+		TRY(it_post_rdma_write(c->ep, &t, 1, 4, FL, raddr, rkey));
+		wait_ev(c->sq, IT_DTO_RDMA_WRITE_CMPL_EVENT, &ev);
+	}
+}
+
+/* rping's client buffer for round @ping: text, then letters A..z. */
+static void fill_pattern(uint8_t *buf, uint32_t size, int ping)
+{
+	int cc = snprintf((char *)buf, size, MSG_FMT, ping);
+	int ch = 65 + ping % 58;
+
+	for (uint32_t i = (uint32_t)cc; i < size; i++) {
+		buf[i] = (uint8_t)ch;
+		if (++ch > 122)
+			ch = 65;
+	}
+	buf[size - 1] = 0;
+}
+
+static void advertise(struct ctx *c, uint8_t *buf, it_rmr_context_t key)
+{
+	c->send_buf.buf_be = it_hton64((uintptr_t)buf);
+	c->send_buf.rkey_be = htonl((uint32_t)key);
+	c->send_buf.size_be = htonl(c->size);
+	send16(c);
+}
+
+static int run_client(struct ctx *c, const char *addr, int port, int count)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_event_t ev;
+	it_path_t path;
+	it_net_addr_t na = { .addr_type = IT_IPV4 };
+	it_interface_t itf[16];
+	size_t n = 16, total, np;
+	it_ia_handle_t ia = NULL;
+
+	inet_pton(AF_INET, addr, &na.addr.ipv4);
+	it_interface_list(itf, &n, &total);
+	for (size_t i = 0; i < n && !ia; i++) {
+		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
+			continue;
+		np = 1;
+		if (it_get_pathinfo(ia, 0, &na, &np, &total, &path) !=
+			    IT_SUCCESS || np != 1) {
+			it_ia_free(ia);
+			ia = NULL;
+		} else if (verbose) {
+			printf("using interface %s\n", itf[i].name);
+		}
+	}
+	if (!ia) {
+		fprintf(stderr, "it-rping: no RDMA interface reaches %s\n",
+			addr);
+		return 1;
+	}
+	setup(c, ia, c->size);
+	post_recv(c);
+	q.conn_qual.port = htons((uint16_t)port);
+	TRY(it_ep_connect(c->ep, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
+			  NULL, 0));
+	wait_ev(c->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
+	if (verbose)
+		printf("connected: IRD %u ORD %u\n", ev.conn.rdma_read_ird,
+		       ev.conn.rdma_read_ord);
+	for (int ping = 0; ping < count; ping++) {
+		fill_pattern(c->start_buf, c->size, ping);
+		memset(c->rdma_buf, 0, c->size);
+		advertise(c, c->start_buf, c->start_key);
+		wait_recv(c);		/* go ahead */
+		post_recv(c);
+		advertise(c, c->rdma_buf, c->rdma_key);
+		wait_recv(c);		/* written */
+		post_recv(c);
+		if (memcmp(c->start_buf, c->rdma_buf, c->size)) {
+			fprintf(stderr, "it-rping: round %d: data mismatch\n",
+				ping);
+			return 1;
+		}
+		if (verbose)
+			printf("ping data: %.*s\n", 40, c->rdma_buf);
+	}
+	TRY(it_ep_disconnect(c->ep, NULL, 0));
+	wait_ev(c->cm, IT_CM_MSG_CONN_DISCONNECT_EVENT, &ev);
+	printf("it-rping client: %d rounds of %u bytes verified\n", count,
+	       c->size);
+	TRY(it_ia_free(ia));
+	return 0;
+}
+
+/* The IA one of whose spigots owns @addr. */
+static it_ia_handle_t ia_owning(const char *addr)
+{
+	struct in_addr want;
+	it_interface_t itf[16];
+	size_t n = 16, total;
+
+	inet_pton(AF_INET, addr, &want);
+	it_interface_list(itf, &n, &total);
+	for (size_t i = 0; i < n; i++) {
+		it_ia_handle_t ia;
+		it_ia_info_t *info;
+		bool mine = false;
+
+		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
+			continue;
+		if (it_ia_query(ia, &info) == IT_SUCCESS) {
+			for (size_t j = 0; j < info->spigot_info[0].num_net_addr;
+			     j++) {
+				it_net_addr_t *a =
+					&info->spigot_info[0].net_addr[j];
+
+				if (a->addr_type == IT_IPV4 &&
+				    a->addr.ipv4.s_addr == want.s_addr)
+					mine = true;
+			}
+			it_ia_info_free(info);
+		}
+		if (mine)
+			return ia;
+		it_ia_free(ia);
+	}
+	return NULL;
+}
+
+static int run_server(struct ctx *c, const char *addr, int port, int count)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_listen_handle_t l;
+	it_ia_handle_t ia = ia_owning(addr);
+	uint8_t *expect;
+	it_event_t ev;
+
+	if (!ia) {
+		fprintf(stderr, "it-rping: no RDMA interface owns %s\n", addr);
+		return 1;
+	}
+	setup(c, ia, c->size);
+	expect = malloc(c->size);
+	post_recv(c);
+	q.conn_qual.port = htons((uint16_t)port);
+	TRY(it_listen_create(ia, 0, c->req, IT_LISTEN_CONN_QUAL_INPUT, &q, &l));
+	printf("it-rping server: listening on %s:%d\n", addr, port);
+	fflush(stdout);
+	wait_ev(c->req, IT_CM_REQ_CONN_REQUEST_EVENT, &ev);
+	if (verbose)
+		printf("request: IRD %u ORD %u\n", ev.conn_req.rdma_read_ird,
+		       ev.conn_req.rdma_read_ord);
+	TRY(it_ep_accept(c->ep, ev.conn_req.cn_est_id, NULL, 0));
+	wait_ev(c->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
+	for (int ping = 0; ping < count; ping++) {
+		uint64_t raddr;
+		uint32_t rkey;
+
+		if (wait_recv(c) != 16 || ntohl(c->recv_buf.size_be) != c->size) {
+			fprintf(stderr, "it-rping: round %d: bad advert\n", ping);
+			return 1;
+		}
+		raddr = it_ntoh64(c->recv_buf.buf_be);
+		rkey = ntohl(c->recv_buf.rkey_be);
+		post_recv(c);
+		memset(c->rdma_buf, 0, c->size);
+		rdma(c, true, c->size, raddr, rkey);
+		fill_pattern(expect, c->size, ping);
+		if (memcmp(expect, c->rdma_buf, c->size)) {
+			fprintf(stderr, "it-rping: round %d: read data differs from rping's pattern\n",
+				ping);
+			return 1;
+		}
+		if (verbose)
+			printf("server ping data: %.*s\n", 40, c->rdma_buf);
+		memset(&c->send_buf, 0, sizeof(c->send_buf));
+		send16(c);		/* go ahead */
+		if (wait_recv(c) != 16)
+			return 1;
+		raddr = it_ntoh64(c->recv_buf.buf_be);
+		rkey = ntohl(c->recv_buf.rkey_be);
+		post_recv(c);
+		rdma(c, false, (uint32_t)strlen((char *)c->rdma_buf) + 1, raddr,
+		     rkey);
+		send16(c);		/* written */
+	}
+	/* rping's client disconnects after its last round. */
+	wait_ev(c->cm, IT_CM_MSG_CONN_DISCONNECT_EVENT, &ev);
+	printf("it-rping server: %d rounds of %u bytes verified\n", count,
+	       c->size);
+	free(expect);
+	TRY(it_ia_free(ia));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct ctx c = { .size = 64 };
+	const char *addr = NULL;
+	int server = -1, port = 7174, count = 1, opt;
+
+	while ((opt = getopt(argc, argv, "sca:p:C:S:v")) != -1) {
+		switch (opt) {
+		case 's': server = 1; break;
+		case 'c': server = 0; break;
+		case 'a': addr = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'C': count = atoi(optarg); break;
+		case 'S': c.size = (uint32_t)atoi(optarg); break;
+		case 'v': verbose = 1; break;
+		default: server = -1; addr = NULL; break;
+		}
+	}
+	if (server < 0 || !addr || count < 1 || c.size < 16) {
+		fprintf(stderr, "usage: %s -s|-c -a ADDR -p PORT [-C COUNT] [-S SIZE] [-v]\n",
+			argv[0]);
+		return 2;
+	}
+	return server ? run_server(&c, addr, port, count) :
+			run_client(&c, addr, port, count);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers for the IT-API suites: environments (the soft-iWARP provider on
+ * lo, or the in-memory test provider), an IA with the usual EVDs, endpoint
+ * pairs, and assertions that print status names. */
+#ifndef TESTS_ITAPI_TESTUTIL_H
+#define TESTS_ITAPI_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "it_api.h"
+#include "tests/testutil.h"
+
+/* Every wait in these suites is bounded (microseconds). */
+#define IT_WAIT_US (20ull * 1000 * 1000)
+
+const char *itapi_status_name(it_status_t st);
+const char *itapi_event_name(it_event_type_t ev);
+
+#define ck_assert_it(expr, want)                                            \
+	do {                                                                \
+		it_status_t ck_it_st_ = (expr);                             \
+		ck_assert_msg(ck_it_st_ == (want),                          \
+			      "%s returned %s, expected %s", #expr,         \
+			      itapi_status_name(ck_it_st_),                 \
+			      itapi_status_name(want));                     \
+	} while (0)
+#define ck_assert_it_ok(expr) ck_assert_it(expr, IT_SUCCESS)
+
+#define ck_assert_event(ev, want)                                           \
+	ck_assert_msg((ev)->event_number == (want), "event %s, expected %s", \
+		      itapi_event_name((ev)->event_number),                 \
+		      itapi_event_name(want))
+
+/* Environments: HOSTRDMA_* set so that exactly one device exists. */
+void it_setup_siw(void);	/* siw_lo, short time-outs */
+void it_setup_testprov(void);	/* test_lo */
+void it_teardown(void);
+extern const char *it_dev_name;	/* the device of the environment */
+
+/* An IA with a PZ, DTO SEVD, CM SEVDs and the async EVDs. */
+struct it_fix {
+	it_ia_handle_t ia;
+	it_pz_handle_t pz;
+	it_evd_handle_t dto;	/* requests and receives, 256 entries */
+	it_evd_handle_t req;	/* CM requests */
+	it_evd_handle_t msg;	/* CM messages */
+	it_evd_handle_t aff;
+};
+
+void it_fix_open(struct it_fix *f);
+void it_fix_close(struct it_fix *f);
+
+/* Endpoint attributes: @dtos WRs each way, 4 segments, IRD/ORD 4 when the
+ * IA has RDMA Read (siw), 0 on the test provider. */
+void it_ep_attr_default(struct it_fix *f, it_ep_attributes_t *a, size_t dtos);
+it_ep_handle_t it_ep_new(struct it_fix *f);
+
+/* Dequeue with waiting: the next event of @evd within IT_WAIT_US. */
+void it_wait_event(it_evd_handle_t evd, it_event_t *ev);
+/* Like it_wait_event but false on time-out after @us. */
+bool it_wait_event_for(it_evd_handle_t evd, uint64_t us, it_event_t *ev);
+
+/* siw: connect @a to a listener on the same IA and accept with @b.
+ * Both ESTABLISHED events are consumed. */
+void it_connect_pair(struct it_fix *f, it_ep_handle_t a, it_ep_handle_t b);
+
+/* The path to 127.0.0.1 through the IA (it_get_pathinfo). */
+void it_loopback_path(struct it_fix *f, it_path_t *path);
+
+/* test provider: make @a and @b "connected" to each other (its DEST_QPN
+ * convention) and mark both endpoints CONNECTED. */
+void it_testprov_pair(it_ep_handle_t a, it_ep_handle_t b);
+
+/* A registered buffer. */
+struct it_buf {
+	unsigned char *mem;
+	size_t len;
+	it_lmr_handle_t lmr;
+	it_rmr_context_t rkey;
+};
+
+void it_buf_new(struct it_fix *f, struct it_buf *b, size_t len,
+		it_mem_priv_t privs);
+void it_buf_free(struct it_buf *b);
+it_lmr_triplet_t it_seg(struct it_buf *b, size_t off, size_t len);
+
+#endif
