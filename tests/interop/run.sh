@@ -59,7 +59,9 @@ peer() { "$interop/rdmapeer" "$@"; }
 cleanup() {
 	local rc=$?
 	[ -n "${tcpdump_pid:-}" ] && kill "$tcpdump_pid" 2>/dev/null
-	if [ "${KEEP:-0}" != 1 ]; then
+	# Only a lab this run started is ours to stop: another run may be
+	# using a namespace of the same name.
+	if [ "${KEEP:-0}" != 1 ] && [ "${lab_started:-0}" = 1 ]; then
 		peer down >/dev/null 2>&1
 	fi
 	rm -rf "$work"
@@ -70,7 +72,10 @@ trap cleanup EXIT INT TERM
 echo "check-interop: bringing up the lab (namespace $RDMAPEER_NS)"
 if [ "${KEEP:-0}" = 1 ] && ip netns list | grep -qw "$RDMAPEER_NS"; then
 	echo "check-interop: reusing the running lab (KEEP=1)"
-elif ! peer up >"$work/up.log" 2>&1; then
+elif ip netns list | grep -qw "$RDMAPEER_NS"; then
+	echo "FAIL: namespace $RDMAPEER_NS is in use (another run?); set RDMAPEER_NS"
+	exit 1
+elif lab_started=1 && ! peer up >"$work/up.log" 2>&1; then
 	if grep -qiE "qemu|kvm|apt" "$work/up.log" && ! command -v qemu-system-x86_64 >/dev/null; then
 		cat "$work/up.log"
 		skip "qemu cannot be had"
@@ -173,7 +178,7 @@ siw_client_case() { # $1 name, $2 extra siw-rping args, $3 size, $4 crc
 	# hostrdma-siw(7), rts_delay_ms).
 	# shellcheck disable=SC2086
 	peer ns timeout 120 "$RPING" -c -a "$SIW_PEER" -p "$port" -C "$COUNT" \
-		-S "$3" --rts-delay=100 $2 >"$work/$name.log" 2>&1 ||
+		-S "$3" ${RTS_DELAY_ARG---rts-delay=100} $2 >"$work/$name.log" 2>&1 ||
 		why "our client failed"
 	# The guest's output trails under TCG: wait for its last round.
 	for _ in $(seq 20); do
@@ -249,9 +254,11 @@ it_env() {
 	unset HOSTRDMA_DEVICES
 }
 itapi_client_case() { # $1 name, $2 size
-	local RPING=$IT_RPING
+	# it-rping takes siw's settings as provider options, like any IT-API
+	# program: the same first-FPDU delay as siw_client_case's.
+	local RPING=$IT_RPING RTS_DELAY_ARG=
 	it_env
-	siw_client_case "$1" "" "$2" 0
+	HOSTRDMA_OPTIONS=siw.rts_delay_ms=100 siw_client_case "$1" "" "$2" 0
 }
 itapi_server_case() { # $1 name, $2 size
 	local RPING=$IT_RPING

@@ -40,9 +40,11 @@ command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing"
 [ -x "$peer" ] || skip "$peer not built (make -C $build)"
 
 tcpdump_pid=
+lab_started=0
 cleanup() {
 	[ -n "$tcpdump_pid" ] && kill "$tcpdump_pid" 2>/dev/null
-	"$rp" down >/dev/null 2>&1
+	# Only a lab this run started is ours to stop.
+	[ "$lab_started" = 1 ] && "$rp" down >/dev/null 2>&1
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -91,12 +93,12 @@ guest_server() {
 # Ours listens; the guest's client connects. $1 name, $2 guest command,
 # $3 success pattern, rest: rxe-peer arguments.
 guest_client() {
-	local name=$1 gcmd=$2 pat=$3 st=0 ours i
+	local name=$1 gcmd=$2 pat=$3 st=0 ours
 	shift 3
 	guest_kill
 	timeout 300 "$rp" ns "$peer" "$@" >"$work/$name.ours" 2>&1 &
 	ours=$!
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		"$rp" ns ss -ltn 2>/dev/null | grep -q ':18515 ' && break
 		sleep 0.1
 	done
@@ -107,6 +109,11 @@ guest_client() {
 }
 
 echo "== starting the lab ($RDMAPEER_NS)"
+if ip netns list | grep -qw "$RDMAPEER_NS"; then
+	echo "FAIL: namespace $RDMAPEER_NS is in use (another run?); set RDMAPEER_NS"
+	exit 1
+fi
+lab_started=1
 "$rp" up >"$work/up.log" 2>&1 || { cat "$work/up.log"; exit 1; }
 host_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_RXE_IP=//p')
 guest_ip=$("$rp" env | sed -n 's/^RDMAPEER_GUEST1_RXE_IP=//p')
