@@ -471,13 +471,23 @@ enum siw_conn_state {
 	SIW_CONN_DEAD,
 };
 
+/*
+ * Lifetime: a conn is referenced by the core from iw_take_request until it
+ * answers (conn_accept / conn_reject) or has been told ERROR, by the
+ * progress thread while its socket is in the poll set (and on the
+ * deadline list), and by every queued upcall that names it. The last
+ * siw_conn_put() hands it to siw_dev_defer_free().
+ */
 struct siw_conn {
 	struct rnicpi_conn base;
 	struct siw_item item;
 	struct siw_device *dev;
+	atomic_int ref;
 	pthread_mutex_t lock;
 	int fd;
 	enum siw_conn_state state;
+	bool core_owned;	/* the core's reference is still held */
+	bool polled;		/* the poll set's reference is still held */
 	struct mpa_rr hdr;
 	uint8_t pdata[MPA_MAX_PRIVATE_DATA];
 	uint32_t got;
@@ -664,6 +674,11 @@ int siw_conn_reject(struct rnicpi_conn *conn, const void *private_data,
 void siw_conn_handle(struct siw_conn *conn, uint32_t events);
 void siw_conn_timeout(struct siw_conn *conn);
 void siw_conn_free(struct siw_conn *conn);
+void siw_conn_get(struct siw_conn *conn);
+/* Drop a reference; the last one defers the free. No conn->lock held. */
+void siw_conn_put(struct siw_conn *conn);
+/* An ERROR upcall about @conn was delivered: the core is done with it. */
+void siw_conn_core_done(struct siw_conn *conn);
 /* Initiator: bytes of the MPA Reply arrived. Under qp->lock. */
 void siw_qp_mpa_reply_rx(struct siw_qp *qp);
 /* Fill an event with the socket's addresses. */
