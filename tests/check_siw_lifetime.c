@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tests/siw_harness.h"
+#include "tests/siw_rawpeer.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
 #include "vp/siw/siw.h"
@@ -331,6 +332,210 @@ START_TEST(test_reject_races_peer_close)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Memory the progress thread places into                              */
+/* ------------------------------------------------------------------ */
+
+#define WLEN 32768
+#define RW (RNICPI_ACCESS_LOCAL_WRITE | RNICPI_ACCESS_REMOTE_WRITE | \
+	    RNICPI_ACCESS_REMOTE_READ)
+
+static uint8_t first_half[WLEN / 2], second_half[WLEN / 2];
+
+/* Bounded: the byte at @p became @v (the provider placed it). */
+static bool placed(const volatile uint8_t *p, uint8_t v)
+{
+	int i;
+
+	for (i = 0; i < H_WAIT_MS; i++) {
+		if (*p == v)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* A raw peer starts one RDMA Write FPDU of WLEN bytes into @b and sends
+ * its first half; returns once the provider placed that half. @h gets the
+ * header (for the Terminate's copy). */
+static void write_first_half(struct rawpeer *r, struct h_side *s,
+			     struct h_buf *b, struct iwarp_tagged_hdr *h)
+{
+	struct mpa_v2_data v2;
+
+	mpa_v2_set(&v2, 4, 4, false, 0);
+	ck_assert_ok(raw_connect(r, s, MPA_REV2, MPA_FLAG_ENHANCED, &v2,
+				 true));
+	ck_assert(!r->crc);
+	ck_assert(h_wait_conn(s->d, RNICPI_CONN_ESTABLISHED, s->qp, NULL,
+			      H_WAIT_MS));
+	memset(first_half, 0x11, sizeof(first_half));
+	memset(second_half, 0x22, sizeof(second_half));
+	memset(h, 0, sizeof(*h));
+	iwarp_ctrl_init(&h->ctrl, RDMAP_RDMA_WRITE, true);
+	h->stag_be = htobe32(b->mr->rkey);
+	h->to_be = htobe64((uint64_t)(uintptr_t)b->p);
+	iwarp_set_mpa_len(&h->ctrl, (uint16_t)(sizeof(*h) - 2 + WLEN));
+	raw_send_bytes(r, h, sizeof(*h));
+	raw_send_bytes(r, first_half, sizeof(first_half));
+	ck_assert(placed(b->p + WLEN / 2 - 1, 0x11));
+}
+
+/* The Terminate for an invalid STag, DDP layer, with the Write's header
+ * copied back (RFC 5040 §4.8, RFC 5041 §7.2). */
+static void expect_invalid_stag(struct rawpeer *r,
+				const struct iwarp_tagged_hdr *h)
+{
+	uint8_t buf[256];
+	const struct iwarp_ctrl *c = (const void *)buf;
+	const struct rdmap_term *t = (const void *)(buf + 20);
+	int n = raw_recv_fpdu(r, buf, sizeof(buf), H_WAIT_MS);
+
+	ck_assert_int_eq(n, 18 + 4 + 2 + 14);
+	ck_assert_uint_eq(rdmap_opcode(c), RDMAP_TERMINATE);
+	ck_assert_uint_eq(rdmap_term_layer(t), TERM_LAYER_DDP);
+	ck_assert_uint_eq(rdmap_term_etype(t), DDP_ETYPE_TAGGED);
+	ck_assert_uint_eq(rdmap_term_ecode(t), DDP_ECODE_T_INVALID_STAG);
+	ck_assert_uint_eq(rdmap_term_flags(t), TERM_FLAG_M | TERM_FLAG_D);
+	/* The DDP segment length, then the DDP header as sent. */
+	ck_assert_mem_eq(buf + 24, h, 16);
+	ck_assert(raw_wait_close(r, H_WAIT_MS));
+}
+
+/* dereg_mr while the progress thread is in the middle of placing a Write:
+ * once it returned, not one byte more lands (kept: the bytes are checked;
+ * freed: valgrind/ASan see any write); the rest of the Write meets the
+ * invalid-STag Terminate. */
+static void dereg_mid_write(bool free_it)
+{
+	struct h_dev *d;
+	struct h_side s;
+	struct h_buf b;
+	struct rawpeer r;
+	struct iwarp_tagged_hdr h;
+	struct rnicpi_async_event ae;
+	size_t i;
+
+	d = h_dev_create(NULL, NULL);
+	ck_assert_ptr_nonnull(d);
+	h_side_init(&s, d, 0);
+	h_buf_alloc(&b, WLEN, 64);
+	h_buf_reg(&b, &s, RW);
+	write_first_half(&r, &s, &b, &h);
+	ck_assert_ok(d->ops->dereg_mr(b.mr));
+	if (free_it)
+		h_buf_free(&b);
+	raw_send_bytes(&r, second_half, sizeof(second_half));
+	expect_invalid_stag(&r, &h);
+	ck_assert(h_wait_async(d, RNICPI_EVENT_QP_ACCESS_ERR, s.qp, &ae,
+			       H_WAIT_MS));
+	ck_assert_uint_eq(ae.term_ecode, DDP_ECODE_T_INVALID_STAG);
+	if (!free_it) {
+		for (i = 0; i < WLEN / 2; i++)
+			ck_assert_uint_eq(b.p[i], 0x11);
+		for (; i < WLEN; i++)
+			ck_assert_msg(!b.p[i], "byte %zu written after "
+				      "dereg_mr returned", i);
+		ck_assert(h_buf_guards_ok(&b));
+		h_buf_free(&b);
+	}
+	raw_close(&r);
+	h_side_fini(&s);
+	h_dev_destroy(d);
+}
+
+START_TEST(test_dereg_mid_write)
+{
+	dereg_mid_write(false);
+	dereg_mid_write(true);
+}
+END_TEST
+
+/* destroy_qp in the middle of a Write: nothing lands after it returned,
+ * and the region (deregistered and freed next) is never touched again. */
+START_TEST(test_destroy_qp_mid_write)
+{
+	struct h_dev *d;
+	struct h_side s;
+	struct h_buf b;
+	struct rawpeer r;
+	struct iwarp_tagged_hdr h;
+	size_t i;
+
+	d = h_dev_create(NULL, NULL);
+	ck_assert_ptr_nonnull(d);
+	h_side_init(&s, d, 0);
+	h_buf_alloc(&b, WLEN, 64);
+	h_buf_reg(&b, &s, RW);
+	write_first_half(&r, &s, &b, &h);
+	ck_assert_ok(d->ops->destroy_qp(s.qp));
+	s.qp = NULL;
+	/* The socket went with the QP: the peer's writes may fail. */
+	(void)!send(r.fd, second_half, sizeof(second_half), MSG_NOSIGNAL);
+	ck_assert(raw_wait_close(&r, H_WAIT_MS));
+	for (i = 0; i < WLEN / 2; i++)
+		ck_assert_uint_eq(b.p[i], 0x11);
+	for (; i < WLEN; i++)
+		ck_assert_msg(!b.p[i], "byte %zu written after destroy_qp", i);
+	ck_assert_ok(d->ops->dereg_mr(b.mr));
+	h_buf_free(&b);
+	raw_close(&r);
+	h_side_fini(&s);
+	h_dev_destroy(d);
+}
+END_TEST
+
+/* The real race: a siw peer's 8 MiB RDMA Write while the target deregs
+ * and frees the region as soon as the first bytes landed. The Write
+ * succeeds (all placed first) or fails with a remote access error; under
+ * ASan/valgrind nothing touches the freed bytes. */
+START_TEST(test_dereg_races_inbound_write)
+{
+	const size_t len = 8u << 20;
+	struct h_dev *da, *db;
+	struct h_side a, b;
+	struct h_connect c;
+	struct h_buf src, dst;
+	struct rnicpi_wc wc;
+	int round;
+
+	for (round = 0; round < 3; round++) {
+		memset(&c, 0, sizeof(c));
+		da = h_dev_create(NULL, NULL);
+		db = h_dev_create(NULL, NULL);
+		ck_assert_ptr_nonnull(da);
+		ck_assert_ptr_nonnull(db);
+		h_side_init(&a, da, 0);
+		h_side_init(&b, db, 0);
+		ck_assert_ok(h_connect(&a, &b, &c));
+		h_buf_alloc(&src, len, 0);
+		h_buf_alloc(&dst, len, 0);
+		memset(src.p, 0x5a, len);
+		h_buf_reg(&src, &a, RW);
+		h_buf_reg(&dst, &b, RW);
+		ck_assert_ok(h_post_send(&a, RNICPI_WR_RDMA_WRITE, &src, 0, len,
+					 1, RNICPI_SEND_SIGNALED,
+					 (uint64_t)(uintptr_t)dst.p,
+					 dst.mr->rkey));
+		/* Later rounds let more of the Write land first. */
+		ck_assert(placed(dst.p + (size_t)round * (len / 4), 0x5a));
+		ck_assert_ok(db->ops->dereg_mr(dst.mr));
+		h_buf_free(&dst);
+		ck_assert(h_poll(&a, a.scq, &wc, H_WAIT_MS));
+		ck_assert_uint_eq(wc.wr_id, 1);
+		ck_assert_msg(wc.status == RNICPI_WC_SUCCESS ||
+				      wc.status == RNICPI_WC_REM_ACCESS_ERR,
+			      "Write status %d", wc.status);
+		ck_assert_ok(da->ops->dereg_mr(src.mr));
+		h_buf_free(&src);
+		h_side_fini(&a);
+		h_side_fini(&b);
+		h_dev_destroy(da);
+		h_dev_destroy(db);
+	}
+}
+END_TEST
+
 Suite *suite_siw_lifetime(void)
 {
 	Suite *s = suite_create("siw-lifetime");
@@ -342,6 +547,12 @@ Suite *suite_siw_lifetime(void)
 	tcase_add_test(tc, test_peer_closes_then_reject);
 	tcase_add_test(tc, test_reject_during_error_upcall);
 	tcase_add_test(tc, test_reject_races_peer_close);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("memory");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_dereg_mid_write);
+	tcase_add_test(tc, test_destroy_qp_mid_write);
+	tcase_add_test(tc, test_dereg_races_inbound_write);
 	suite_add_tcase(s, tc);
 	return s;
 }

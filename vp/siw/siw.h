@@ -201,6 +201,7 @@ struct siw_device {
 	struct siw_item *zombies;  /* freed by the progress thread */
 	uint64_t batch_gen;	   /* progress loops completed */
 	pthread_cond_t batch_cond;
+	pthread_cond_t mr_cond;	   /* an access to a dead MR ended */
 
 	int epfd;
 	int wake_fd;
@@ -225,6 +226,11 @@ struct siw_mr {
 	unsigned int access;
 	atomic_bool valid;	/* false once invalidated */
 	uint32_t stag;
+	/* dereg_mr: from then on the memory may be gone. References keep
+	 * the struct, not the bytes: each touch of the bytes is bracketed
+	 * by siw_mr_access_begin/end, and dereg waits for those. */
+	atomic_bool dead;
+	atomic_uint active;
 };
 
 struct siw_cq {
@@ -578,6 +584,14 @@ extern const struct rnicpi_device_ops siw_device_ops;
 
 void siw_mr_get(struct siw_mr *mr);
 void siw_mr_put(struct siw_mr *mr);
+/*
+ * Bracket one touch of the bytes of @n regions (one recvmsg/sendmsg or
+ * CRC pass, never a wait): false, with nothing held, when one of them
+ * was deregistered, whose memory the application may have freed. NULL
+ * entries are skipped. Under the QP's lock or not; never blocks.
+ */
+bool siw_mrs_access_begin(struct siw_mr *const *mrs, uint32_t n);
+void siw_mrs_access_end(struct siw_mr *const *mrs, uint32_t n);
 /* Resolve a local SGE against its MR: PD, @access, bounds. On success
  * *@mr holds a reference and *@ptr the first byte. Returns 0 or
  * RNICPI_WC_LOC_PROT_ERR-style -EACCES/-EINVAL/-ENOENT. */

@@ -535,6 +535,7 @@ void siw_device_destroy(struct rnicpi_device *d)
 	close(dev->wake_fd);
 	rnicpi_key_table_fini(&dev->mr_keys);
 	pthread_cond_destroy(&dev->batch_cond);
+	pthread_cond_destroy(&dev->mr_cond);
 	pthread_mutex_destroy(&dev->lock);
 	siw_dbg(dev, "destroyed");
 	free(dev);
@@ -571,6 +572,7 @@ static int siw_device_create(const struct rnicpi_netdev *nd,
 	}
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_cond_init(&dev->batch_cond, NULL);
+	pthread_cond_init(&dev->mr_cond, NULL);
 	siw_list_init(&dev->events);
 	siw_list_init(&dev->timed);
 	atomic_init(&dev->next_qpn, 2); /* QPN 1 is the GSI QP elsewhere */
@@ -609,6 +611,7 @@ err_keys:
 	rnicpi_key_table_fini(&dev->mr_keys);
 err_lock:
 	pthread_cond_destroy(&dev->batch_cond);
+	pthread_cond_destroy(&dev->mr_cond);
 	pthread_mutex_destroy(&dev->lock);
 err_free:
 	free(dev);
