@@ -812,10 +812,15 @@ static int fpdu_done(struct siw_qp *qp)
 		rx->msn[DDP_QN_SEND]++;
 		if (inv) {
 			/* RFC 5040 §6.10: invalidate only an STag of this
-			 * QP's PD; otherwise "STag cannot be invalidated". */
+			 * QP's PD, region or not (as Linux siw does);
+			 * otherwise "STag cannot be invalidated", which
+			 * §7.4 lists as a Remote Protection and as a Remote
+			 * Operation error: like Linux siw, the first for
+			 * another PD's STag, the second for an unknown one. */
 			struct siw_mr *mr = rnicpi_key_lookup(
 				&qp->dev->mr_keys, stag);
-			bool ok = mr && mr->base.pd == &qp->pd->base;
+			bool known = mr != NULL;
+			bool ok = known && mr->base.pd == &qp->pd->base;
 
 			if (ok)
 				atomic_store(&mr->valid, false);
@@ -823,11 +828,12 @@ static int fpdu_done(struct siw_qp *qp)
 			if (!ok) {
 				siw_qp_info(qp, "Send with Invalidate of STag "
 					    "0x%08x: %s", stag,
-					    mr ? "another PD" : "unknown");
+					    known ? "another PD" : "unknown");
 				complete_rqe(qp, RNICPI_WC_REM_INV_REQ_ERR,
 					     false, 0, false);
 				return rx_fail(qp, TERM_LAYER_RDMAP,
-					       RDMAP_ETYPE_REMOTE_OP,
+					       known ? RDMAP_ETYPE_REMOTE_PROT
+						     : RDMAP_ETYPE_REMOTE_OP,
 					       RDMAP_ECODE_CANNOT_INVALIDATE,
 					       RNICPI_EVENT_QP_ACCESS_ERR);
 			}
