@@ -599,7 +599,9 @@ static int siw_post_srq_recv(struct rnicpi_srq *s,
 		r = &srq->ring[(srq->head + srq->count) % srq->capacity];
 		r->wr_id = wr->wr_id;
 		r->num_sge = wr->num_sge;
-		memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(r->sge[0]));
+		if (wr->num_sge) /* sg_list may be NULL then */
+			memcpy(r->sge, wr->sg_list,
+			       wr->num_sge * sizeof(r->sge[0]));
 		srq->count++;
 	}
 	pthread_mutex_unlock(&srq->lock);
