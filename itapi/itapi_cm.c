@@ -23,7 +23,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "itapi/itapi_priv.h"
@@ -665,12 +669,50 @@ it_status_t it_ep_disconnect(it_ep_handle_t ep_handle,
 /* Socket conversion                                                   */
 /* ------------------------------------------------------------------ */
 
+/*
+ * What the provider may change on the socket it converts: it works on a
+ * duplicate of @sd, which shares the file description (O_NONBLOCK) and
+ * the socket itself (siw sets TCP_NODELAY, and SO_LINGER 0 when it drops
+ * a failed stream). A failed conversion gives the consumer its socket
+ * back as it was.
+ */
+struct sock_saved {
+	int fl;
+	bool have_nodelay, have_linger;
+	int nodelay;
+	struct linger linger;
+};
+
+static void sock_save(int sd, int fl, struct sock_saved *s)
+{
+	socklen_t len = sizeof(s->nodelay);
+
+	s->fl = fl;
+	s->have_nodelay = getsockopt(sd, IPPROTO_TCP, TCP_NODELAY,
+				     &s->nodelay, &len) == 0;
+	len = sizeof(s->linger);
+	s->have_linger = getsockopt(sd, SOL_SOCKET, SO_LINGER, &s->linger,
+				    &len) == 0;
+}
+
+static void sock_restore(int sd, const struct sock_saved *s)
+{
+	fcntl(sd, F_SETFL, s->fl);
+	if (s->have_nodelay)
+		setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &s->nodelay,
+			   sizeof(s->nodelay));
+	if (s->have_linger)
+		setsockopt(sd, SOL_SOCKET, SO_LINGER, &s->linger,
+			   sizeof(s->linger));
+}
+
 it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 			      it_sc_flags_t flags, const unsigned char *msg,
 			      size_t len)
 {
 	struct ual_cm_param param;
 	struct ual_cm_id *cm = NULL;
+	struct sock_saved saved;
 	struct itapi_ep *ep;
 	it_status_t st;
 	int fl, err;
@@ -701,6 +743,7 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 	if (sd < 0 || fl < 0)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONVERSION,
 			       "descriptor %d is not open", sd);
+	sock_save(sd, fl, &saved);
 	cm_param(ep, msg, len, &param);
 	if (!ep_start(ep, IT_EP_STATE_PASSIVE_WAIT_RDMA_TRANS_REQ))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
@@ -709,7 +752,7 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 				    &cm);
 	if (err) {
 		/* The socket is still the consumer's: as it was. */
-		fcntl(sd, F_SETFL, fl);
+		sock_restore(sd, &saved);
 		ep_abort_start(ep);
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONVERT,
 				     "descriptor %d: %s", sd,

@@ -926,7 +926,12 @@ struct rnicpi_device_ops {
 	int (*conn_accept)(struct rnicpi_conn *conn, struct rnicpi_qp *qp,
 			   const struct rnicpi_conn_param *param);
 	/* Responder: refuse @conn with up to max_private_data bytes sent to
-	 * the peer; the connection is closed. @conn is consumed. */
+	 * the peer; the connection is closed. @conn is consumed.
+	 * conn_accept and conn_reject may be called from inside the REQUEST
+	 * upcall, before REQUEST came (the stream is then just closed and
+	 * nothing more is reported), and until the ERROR upcall for @conn
+	 * returns (an undelivered ERROR is then dropped); a core calling
+	 * them from another thread serialises that with its ERROR upcall. */
 	int (*conn_reject)(struct rnicpi_conn *conn, const void *private_data,
 			   uint32_t private_data_len);
 

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -838,6 +839,90 @@ START_TEST(socket_convert_responder_alone)
 }
 END_TEST
 
+/* What a conversion may change on the consumer's socket: the flags of
+ * the file description it shares with the provider's duplicate, and
+ * socket options. */
+struct sock_state {
+	int fl;
+	int nodelay;
+	struct linger lg;
+};
+
+static void sock_state(int fd, struct sock_state *st)
+{
+	socklen_t len = sizeof(st->nodelay);
+
+	memset(st, 0, sizeof(*st));
+	st->fl = fcntl(fd, F_GETFL);
+	ck_assert_int_ge(st->fl, 0);
+	ck_assert_int_eq(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY,
+				    &st->nodelay, &len), 0);
+	len = sizeof(st->lg);
+	ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_LINGER, &st->lg,
+				    &len), 0);
+}
+
+/* The peer goes away while the socket converts (either role; the socket
+ * blocking or not): the conversion fails, and the descriptor comes back
+ * open with its flags and options as they were. */
+static void convert_peer_closes(bool initiator, bool nonblock)
+{
+	it_ep_handle_t ep = it_ep_new(&F);
+	struct sock_state before, after;
+	int fd[2], me, peer;
+	it_status_t st;
+
+	tcp_pair(fd);
+	me = (local_port(fd[0]) < local_port(fd[1])) == initiator ? 0 : 1;
+	peer = 1 - me;
+	if (nonblock)
+		ck_assert_int_eq(fcntl(fd[me], F_SETFL,
+				       fcntl(fd[me], F_GETFL) | O_NONBLOCK), 0);
+	sock_state(fd[me], &before);
+	close(fd[peer]);
+	st = it_socket_convert(fd[me], ep, IT_SC_DEFAULT, NULL, 0);
+	ck_assert_msg(st != IT_SUCCESS, "converted with the peer gone");
+	ck_assert_int_eq(ep_state(ep), IT_EP_STATE_UNCONNECTED);
+	ck_assert_int_ge(fcntl(fd[me], F_GETFD), 0);
+	sock_state(fd[me], &after);
+	ck_assert_int_eq(after.fl, before.fl);
+	ck_assert_int_eq(!!(after.fl & O_NONBLOCK), nonblock);
+	ck_assert_int_eq(after.nodelay, before.nodelay);
+	ck_assert_int_eq(after.lg.l_onoff, before.lg.l_onoff);
+	ck_assert_int_eq(after.lg.l_linger, before.lg.l_linger);
+	close(fd[me]);
+}
+
+START_TEST(socket_convert_peer_closes)
+{
+	convert_peer_closes(true, false);
+	convert_peer_closes(false, false);
+	convert_peer_closes(true, true);
+	convert_peer_closes(false, true);
+}
+END_TEST
+
+/* The MPA time-out path leaves the options as they were too. */
+START_TEST(socket_convert_timeout_state)
+{
+	it_ep_handle_t ep = it_ep_new(&F);
+	struct sock_state before, after;
+	int fd[2], me;
+
+	tcp_pair(fd);
+	me = local_port(fd[0]) < local_port(fd[1]) ? 0 : 1;
+	sock_state(fd[me], &before);
+	ck_assert_it(it_socket_convert(fd[me], ep, IT_SC_DEFAULT, NULL, 0),
+		     IT_ERR_TIMEOUT_EXPIRED);
+	sock_state(fd[me], &after);
+	ck_assert_int_eq(after.fl, before.fl);
+	ck_assert_int_eq(after.nodelay, before.nodelay);
+	ck_assert_int_eq(after.lg.l_onoff, before.lg.l_onoff);
+	close(fd[0]);
+	close(fd[1]);
+}
+END_TEST
+
 START_TEST(socket_convert_errors)
 {
 	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
@@ -900,6 +985,8 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, socket_convert_initiator_alone);
 	tcase_add_test(tc, socket_convert_responder_alone);
 	tcase_add_test(tc, socket_convert_errors);
+	tcase_add_test(tc, socket_convert_peer_closes);
+	tcase_add_test(tc, socket_convert_timeout_state);
 	suite_add_tcase(s, tc);
 	return s;
 }

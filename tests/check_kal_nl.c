@@ -7,6 +7,9 @@
 
 #include <arpa/inet.h>
 
+#include <netlink/route/link.h>
+#include <netlink/route/link/bridge.h>
+
 #include "kal/kal_int.h"
 #include "tests/kalnet.h"
 #include "tests/suites.h"
@@ -99,6 +102,193 @@ static void child_links(void *unused)
 START_TEST(test_nl_links)
 {
 	tu_run_child(child_links, NULL);
+}
+END_TEST
+
+/*
+ * A bridge with an address, one port enslaved (the interop lab's
+ * rdmabr0): libnl may keep the bridge master as its AF_BRIDGE object and
+ * a port also has one (master = the bridge). kal_nl_links() lists every
+ * ifindex once, the bridge with its address, the port as an interface of
+ * its own without the bridge's address; lookups by index and by name find
+ * the bridge too.
+ */
+static int bridge_check(struct kalnet *e, int br, int port, bool final)
+{
+	GPtrArray *links = kal_nl_links(e->nl);
+	const struct kal_link *b = NULL, *pt = NULL;
+	int n_br = 0, n_port = 0;
+	guint i, j;
+
+	for (i = 0; i < links->len; i++) {
+		const struct kal_link *l = links->pdata[i];
+
+		for (j = 0; j < i; j++)
+			tu_child_assert(((struct kal_link *)links->pdata[j])
+						->ifindex != l->ifindex,
+					"ifindex %d (%s) listed twice",
+					l->ifindex, l->ifname);
+		if (l->ifindex == br) {
+			b = l;
+			n_br++;
+		} else if (l->ifindex == port) {
+			pt = l;
+			n_port++;
+		}
+	}
+	if (!final && (!b || !link_has_addr(b, "10.66.0.1", 0))) {
+		g_ptr_array_unref(links);
+		return -EAGAIN;
+	}
+	tu_child_assert(n_br == 1 && n_port == 1, "bridge %d, port %d times",
+			n_br, n_port);
+	tu_child_assert(strcmp(b->ifname, "kalbr0") == 0, "bridge name %s",
+			b->ifname);
+	tu_child_assert(b->flags & KAL_LINK_UP, "bridge flags %#x", b->flags);
+	tu_child_assert(link_has_addr(b, "10.66.0.1", 0), "bridge address");
+	tu_child_assert(strcmp(pt->ifname, "kalbp0") == 0, "port name %s",
+			pt->ifname);
+	tu_child_assert(!link_has_addr(pt, "10.66.0.1", 0),
+			"the port carries the bridge's address");
+	g_ptr_array_unref(links);
+	return 0;
+}
+
+static struct kal_event *next_event(GAsyncQueue *q, int ifindex,
+				     bool (*filter)(const struct kal_event *));
+static void queue_event(const struct kal_event *ev, void *q);
+
+static bool is_link_down(const struct kal_event *ev)
+{
+	return ev->type == KAL_EVENT_LINK_DOWN;
+}
+
+static bool is_link_up(const struct kal_event *ev)
+{
+	return ev->type == KAL_EVENT_LINK_UP;
+}
+
+static void bridge_events(struct kalnet *e, int br)
+{
+	GAsyncQueue *q = g_async_queue_new_full(g_free);
+	gint64 end = g_get_monotonic_time() + EVENT_WAIT_US;
+	struct kal_event *ev;
+	guint id;
+
+	/* Up and running first (the port brings the carrier). */
+	for (;;) {
+		struct kal_link *l = kal_nl_link_by_index(e->nl, br, NULL);
+		bool running = l && (l->flags & KAL_LINK_RUNNING);
+
+		kal_link_free(l);
+		if (running)
+			break;
+		tu_child_assert(g_get_monotonic_time() < end,
+				"bridge not running");
+		g_usleep(10000);
+	}
+	id = kal_nl_subscribe(e->nl, queue_event, q);
+	tu_child_assert(id > 0, "id %u", id);
+	ns_ok(tu_ns_link_set(e->ns.sk, br, false, 0));
+	ev = next_event(q, br, is_link_down);
+	tu_child_assert(ev->type == KAL_EVENT_LINK_DOWN &&
+			strcmp(ev->ifname, "kalbr0") == 0, "bridge: %s %s",
+			kal_event_type_name(ev->type), ev->ifname);
+	g_free(ev);
+	ns_ok(tu_ns_link_set(e->ns.sk, br, true, 0));
+	ev = next_event(q, br, is_link_up);
+	tu_child_assert(ev->type == KAL_EVENT_LINK_UP, "bridge: %s",
+			kal_event_type_name(ev->type));
+	g_free(ev);
+	kal_nl_unsubscribe(e->nl, id);
+	g_async_queue_unref(q);
+}
+
+static void child_bridge(void *unused)
+{
+	struct rtnl_link *rl = NULL;
+	struct kal_link *link;
+	struct kalnet e;
+	gint64 end;
+	int br, port, err = 0, rc;
+
+	kalnet_setup(&e);
+	ns_ok(rtnl_link_bridge_add(e.ns.sk, "kalbr0"));
+	ns_ok(rtnl_link_get_kernel(e.ns.sk, 0, "kalbr0", &rl));
+	br = rtnl_link_get_ifindex(rl);
+	rtnl_link_put(rl);
+	port = tu_ns_veth_add(e.ns.sk, "kalbp0", "kalbp1");
+	tu_child_assert(port > 0, "veth: %s", nl_geterror(port));
+	ns_ok(rtnl_link_get_kernel(e.ns.sk, 0, "kalbp1", &rl));
+	ns_ok(tu_ns_link_set(e.ns.sk, rtnl_link_get_ifindex(rl), true, 0));
+	rtnl_link_put(rl);
+	ns_ok(rtnl_link_enslave_ifindex(e.ns.sk, br, port));
+	ns_ok(tu_ns_link_set(e.ns.sk, port, true, 0));
+	ns_ok(tu_ns_link_set(e.ns.sk, br, true, 0));
+	ns_ok(tu_ns_addr_add(e.ns.sk, br, "10.66.0.1/24"));
+	/* kal's caches follow the kernel's notifications. */
+	end = g_get_monotonic_time() + EVENT_WAIT_US;
+	while ((rc = bridge_check(&e, br, port, false)) == -EAGAIN &&
+	       g_get_monotonic_time() < end)
+		g_usleep(10000);
+	bridge_check(&e, br, port, true);
+
+	link = kal_nl_link_by_index(e.nl, br, &err);
+	tu_child_assert(link && !err && link_has_addr(link, "10.66.0.1", 0),
+			"bridge by index: %d", err);
+	kal_link_free(link);
+	link = kal_nl_link_by_name(e.nl, "kalbr0", &err);
+	tu_child_assert(link && !err && link->ifindex == br &&
+			link_has_addr(link, "10.66.0.1", 0),
+			"bridge by name: %d", err);
+	kal_link_free(link);
+
+	/* The bridge's state changes are events about it. */
+	bridge_events(&e, br);
+
+	/* The port's own notifications (down, up) change nothing. */
+	ns_ok(tu_ns_link_set(e.ns.sk, port, false, 0));
+	ns_ok(tu_ns_link_set(e.ns.sk, port, true, 0));
+	ns_ok(tu_ns_link_del(e.ns.sk, port));
+	end = g_get_monotonic_time() + EVENT_WAIT_US;
+	for (;;) {
+		GPtrArray *links = kal_nl_links(e.nl);
+		bool gone = true;
+		guint i;
+
+		for (i = 0; i < links->len; i++)
+			if (((struct kal_link *)links->pdata[i])->ifindex ==
+			    port)
+				gone = false;
+		g_ptr_array_unref(links);
+		if (gone || g_get_monotonic_time() >= end)
+			break;
+		g_usleep(10000);
+	}
+	/* Without a port: the bridge still listed once, with its address. */
+	{
+		GPtrArray *links = kal_nl_links(e.nl);
+		int n = 0;
+		guint i;
+
+		for (i = 0; i < links->len; i++) {
+			link = links->pdata[i];
+			if (link->ifindex == br) {
+				n++;
+				tu_child_assert(link_has_addr(link,
+							      "10.66.0.1", 0),
+						"no address once portless");
+			}
+		}
+		tu_child_assert(n == 1, "bridge listed %d times", n);
+		g_ptr_array_unref(links);
+	}
+	kalnet_teardown(&e);
+}
+
+START_TEST(test_nl_links_bridge)
+{
+	tu_run_child(child_bridge, NULL);
 }
 END_TEST
 
@@ -442,6 +632,7 @@ Suite *suite_kal_netlink(void)
 	TCase *plain = tcase_create("plain");
 
 	tcase_add_test(tc, test_nl_links);
+	tcase_add_test(tc, test_nl_links_bridge);
 	tcase_add_test(tc, test_events_link);
 	tcase_add_test(tc, test_events_addr);
 	tcase_add_test(tc, test_subscribe);

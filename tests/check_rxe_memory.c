@@ -2,12 +2,15 @@
 /*
  * rxe-memory: keys and what they open, over a soft-RoCE device on lo: MR
  * keys and re-registration, atomics, SEND_WITH_INV and LOCAL_INV, memory
- * windows of type 1 and 2 (IBA 10.6), with guard bytes around targets.
+ * windows of type 1 and 2 (IBA 10.6), with guard bytes around targets;
+ * dereg_mr against packets still placing into the region.
  */
 #include "config.h"
 
 #include <check.h>
 #include <glib.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -300,6 +303,113 @@ START_TEST(test_memory_windows)
 }
 END_TEST
 
+/* dereg_mr from another thread while a packet holds the region. */
+struct dereg_call {
+	struct rxe_t_dev *t;
+	struct rnicpi_mr *mr;
+	atomic_bool done;
+	int rc;
+};
+
+static void *dereg_thread(void *arg)
+{
+	struct dereg_call *c = arg;
+
+	c->rc = c->t->ops->dereg_mr(c->mr);
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+/* A packet being placed holds the region from rxe_mem_resolve() to its
+ * rxe_mr_put() (one copy): dereg_mr returns only after that, for then the
+ * core unpins and the application may free the bytes. */
+START_TEST(test_dereg_waits_for_placement)
+{
+	struct rxe_t_pair p;
+	struct rxe_t_buf b;
+	struct dereg_call c = { 0 };
+	struct rxe_mr *mr;
+	uint8_t *ptr;
+	pthread_t th;
+	int i;
+
+	rxe_t_pair_open(&p, NULL);
+	rxe_t_buf_alloc(&p.t, &b, 4096, 0, RXE_T_ALL_ACCESS);
+	ck_assert_int_eq(rxe_mem_resolve(to_rxe_qp(p.b.qp), b.mr->rkey, true,
+					 rxe_t_buf_va(&b), 4096,
+					 RNICPI_ACCESS_REMOTE_WRITE, &mr, &ptr),
+			 RXE_MEM_OK);
+	c.t = &p.t;
+	c.mr = b.mr;
+	ck_assert_int_eq(pthread_create(&th, NULL, dereg_thread, &c), 0);
+	/* The key dies at once: a packet arriving now finds nothing. */
+	for (i = 0; i < 2000; i++) {
+		struct rxe_mr *m2;
+		uint8_t *p2;
+
+		if (rxe_mem_resolve(to_rxe_qp(p.b.qp), b.mr->rkey, true,
+				    rxe_t_buf_va(&b), 1,
+				    RNICPI_ACCESS_REMOTE_WRITE, &m2,
+				    &p2) != RXE_MEM_OK)
+			break;
+		rxe_mr_put(m2);
+		usleep(1000);
+	}
+	ck_assert_int_lt(i, 2000);
+	/* ... but dereg_mr waits for the copy under way. */
+	usleep(100000);
+	ck_assert_msg(!atomic_load(&c.done),
+		      "dereg_mr returned while a placement held the region");
+	memset(ptr, 0x33, 4096); /* the placement, still allowed */
+	rxe_mr_put(mr);
+	pthread_join(th, NULL);
+	ck_assert(atomic_load(&c.done));
+	ck_assert_ok(c.rc);
+	b.mr = NULL;
+	rxe_t_buf_free(&p.t, &b);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+/* A large RDMA WRITE races dereg_mr of its target, which is freed the
+ * moment dereg_mr returns: the WRITE succeeds or fails with a remote
+ * access error, and (under ASan/valgrind) no byte lands in freed memory. */
+START_TEST(test_dereg_races_inbound_write)
+{
+	const size_t len = 4u << 20;
+	struct rxe_t_pair p;
+	struct rxe_t_buf src, dst;
+	struct rnicpi_wc wc;
+	int round, i;
+
+	rxe_t_pair_open(&p, NULL);
+	for (round = 0; round < 3; round++) {
+		volatile uint8_t *probe;
+
+		rxe_t_buf_alloc(&p.t, &src, len, 0x5a, RXE_T_ALL_ACCESS);
+		rxe_t_buf_alloc(&p.t, &dst, len, 0, RXE_T_ALL_ACCESS);
+		rxe_t_post_rdma(&p, &p.a, 1, RNICPI_WR_RDMA_WRITE, &src,
+				rxe_t_buf_va(&dst), dst.mr->rkey);
+		probe = dst.mem + RXE_T_GUARD + (size_t)round * (len / 4);
+		for (i = 0; i < 20000 && *probe != 0x5a; i++)
+			usleep(500);
+		ck_assert_uint_eq(*probe, 0x5a);
+		ck_assert_ok(p.t.ops->dereg_mr(dst.mr));
+		dst.mr = NULL;
+		rxe_t_buf_free(&p.t, &dst);
+		ck_assert_ok(rxe_t_wait_wc(&p.t, p.a.scq, &wc));
+		ck_assert_uint_eq(wc.wr_id, 1);
+		ck_assert_msg(wc.status == RNICPI_WC_SUCCESS ||
+				      wc.status == RNICPI_WC_REM_ACCESS_ERR,
+			      "WRITE status %d", wc.status);
+		rxe_t_buf_free(&p.t, &src);
+		if (wc.status != RNICPI_WC_SUCCESS)
+			rxe_t_pair_renew(&p, NULL);
+	}
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 Suite *suite_rxe_memory(void)
 {
 	Suite *s = suite_create("rxe-memory");
@@ -311,6 +421,8 @@ Suite *suite_rxe_memory(void)
 	tcase_add_test(tc, test_rc_atomics);
 	tcase_add_test(tc, test_rc_invalidate);
 	tcase_add_test(tc, test_memory_windows);
+	tcase_add_test(tc, test_dereg_waits_for_placement);
+	tcase_add_test(tc, test_dereg_races_inbound_write);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -548,33 +548,80 @@ START_TEST(test_read_response_out_of_bounds)
 }
 END_TEST
 
-/* RFC 5040 §6.10: Send with Invalidate naming another PD's STag. The
- * receive fails, the Terminate is RDMAP Remote Operation "STag cannot be
- * invalidated", and that STag still works. */
-START_TEST(test_invalidate_wrong_pd)
+/* RFC 5040 §6.10: Send with Invalidate naming an STag it may not
+ * invalidate. The receive fails with REM_INV_REQ_ERR and the Terminate
+ * says "STag cannot be invalidated" (§7.4 lists it under both Remote
+ * Protection and Remote Operation); like Linux siw (siw_invalidate_stag):
+ * another PD's STag is a protection error and stays valid, an unknown one
+ * an operation error. */
+static void bad_invalidate(uint32_t (*stag_of)(struct target *),
+			   uint8_t etype)
 {
 	struct target t;
 	struct iwarp_untagged_hdr h;
 	uint8_t copy[20];
 	struct rnicpi_wc wc;
-	struct rnicpi_mr *mr;
 
 	target_up(&t, NULL);
 	connect_raw(&t, 0);
 	send_hdr(&h, RDMAP_SEND_INV, 0, 1, 0, true);
-	h.inval_stag_be = htobe32(t.other.mr->rkey);
+	h.inval_stag_be = htobe32(stag_of(&t));
 	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 8, 0, false);
 	memcpy(copy, &h, sizeof(copy));
-	expect_terminate(&t, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+	expect_terminate(&t, TERM_LAYER_RDMAP, etype,
 			 RDMAP_ECODE_CANNOT_INVALIDATE, copy, 18, false,
 			 RNICPI_EVENT_QP_ACCESS_ERR);
 	ck_assert(h_poll(&t.s, t.s.rcq, &wc, H_WAIT_MS));
 	ck_assert_uint_eq(wc.wr_id, 777);
-	ck_assert_int_ne(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert_int_eq(wc.status, RNICPI_WC_REM_INV_REQ_ERR);
 	ck_assert(!(wc.wc_flags & RNICPI_WC_WITH_INV));
 	/* The other PD's region was not invalidated (provider internals). */
-	mr = t.other.mr;
-	ck_assert(atomic_load(&to_siw_mr(mr)->valid));
+	ck_assert(atomic_load(&to_siw_mr(t.other.mr)->valid));
+	ck_assert(atomic_load(&to_siw_mr(t.rw.mr)->valid));
+	target_down(&t);
+}
+
+START_TEST(test_invalidate_wrong_pd)
+{
+	bad_invalidate(stag_other, RDMAP_ETYPE_REMOTE_PROT);
+	bad_invalidate(stag_unknown, RDMAP_ETYPE_REMOTE_OP);
+}
+END_TEST
+
+/* RFC 5040 §6.10: Send with Invalidate of a plain memory region of this
+ * PD (Linux siw invalidates any region or window of the QP's PD): the
+ * receive reports the STag invalidated, and the next RDMA Write to it
+ * meets the DDP invalid-STag Terminate with not a byte placed. */
+START_TEST(test_invalidate_region)
+{
+	struct target t;
+	struct iwarp_untagged_hdr u;
+	struct iwarp_tagged_hdr h;
+	uint8_t copy[16];
+	struct rnicpi_wc wc;
+
+	target_up(&t, NULL);
+	connect_raw(&t, 0);
+	memset(payload, 0x77, sizeof(payload));
+	send_hdr(&u, RDMAP_SEND_SE_INV, 0, 1, 0, true);
+	u.inval_stag_be = htobe32(t.rw.mr->rkey);
+	raw_send_fpdu(&t.r, &u, sizeof(u), payload, 8, 0, false);
+	ck_assert(h_poll(&t.s, t.s.rcq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 777);
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 8);
+	ck_assert(wc.wc_flags & RNICPI_WC_WITH_INV);
+	ck_assert(wc.wc_flags & RNICPI_WC_SOLICITED);
+	ck_assert_uint_eq(wc.invalidated_rkey, t.rw.mr->rkey);
+	ck_assert_mem_eq(t.rbuf.p, payload, 8);
+	tagged_hdr(&h, RDMAP_RDMA_WRITE, t.rw.mr->rkey,
+		   (uint64_t)(uintptr_t)t.rw.p);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 100, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	expect_terminate(&t, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			 DDP_ECODE_T_INVALID_STAG, copy, 14, false,
+			 RNICPI_EVENT_QP_ACCESS_ERR);
+	ck_assert(untouched(&t.rw));
 	target_down(&t);
 }
 END_TEST
@@ -689,6 +736,7 @@ Suite *suite_siw_hostile(void)
 	tcase_add_test(tc, test_read_requests_beyond_ird);
 	tcase_add_test(tc, test_read_response_out_of_bounds);
 	tcase_add_test(tc, test_invalidate_wrong_pd);
+	tcase_add_test(tc, test_invalidate_region);
 	tcase_add_test(tc, test_markers_refused);
 	tcase_add_test(tc, test_p2p_rtr);
 	tcase_add_test(tc, test_peer_dies_mid_message);

@@ -45,6 +45,8 @@ static void on_conn(struct rnicpi_device *dev,
 {
 	struct h_dev *d = dev->core_ctx;
 
+	if (d->conn_hook)
+		d->conn_hook(d, ev);
 	pthread_mutex_lock(&d->lock);
 	if (d->n_conn < H_MAX_EVENTS) {
 		struct h_conn_ev *c = &d->conn[d->n_conn++];

@@ -31,6 +31,11 @@ struct h_dev {
 	int n_conn;
 	struct rnicpi_async_event async[H_MAX_EVENTS];
 	int n_async;
+	/* Called for each connection event before it is recorded, on the
+	 * thread that delivers it, with no harness lock held: a test acts
+	 * from inside the upcall as a core would. */
+	void (*conn_hook)(struct h_dev *d, const struct rnicpi_conn_event *ev);
+	void *hook_arg;
 };
 
 /* Create a siw device on lo with @opts ({key, value} pairs, NULL-ended);

@@ -173,8 +173,8 @@ siw_client_case() { # $1 name, $2 extra siw-rping args, $3 size, $4 crc
 	out=$(peer bg "rping -s -a $SIW_PEER -p $port -C $COUNT -S $3 -V -v")
 	pid=${out%% *}
 	peer run wait-listen "$port" 20 >/dev/null 2>&1
-	# --rts-delay: Linux siw 6.1 reads nothing that arrives between its
-	# MPA Reply and the hand-over of the socket to its QP (see
+	# --rts-delay: Linux siw 6.1 leaves unread an FPDU that arrives
+	# between its MPA Reply and its endpoint entering RDMA mode (see
 	# hostrdma-siw(7), rts_delay_ms).
 	# shellcheck disable=SC2086
 	peer ns timeout 120 "$RPING" -c -a "$SIW_PEER" -p "$port" -C "$COUNT" \

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vp/rxe/rxe.h"
 
@@ -116,6 +117,30 @@ int rxe_rereg_mr(struct rnicpi_mr *ibmr, unsigned int flags,
 	return 0;
 }
 
+/*
+ * The key is gone, so no new lookup finds @mr; a packet being handled may
+ * still hold it (rxe_mem_resolve() to rxe_mr_put(), one copy or one send).
+ * Once dereg_mr returns the core unpins the pages and the application may
+ * free them, so wait for those references, as the kernel's rxe waits for
+ * its own. They never span a wait for the network; the progress thread
+ * holds none while it makes an upcall, from which dereg_mr may come.
+ */
+static void mr_wait_unused(struct rxe_dev *dev, struct rxe_mr *mr)
+{
+	struct timespec nap = { .tv_nsec = 20000 };
+	unsigned int naps = 0;
+
+	if (dev->thread_started && pthread_equal(pthread_self(), dev->thread))
+		return;
+	atomic_store(&mr->invalid, true);
+	while (atomic_load(&mr->hdr.ref) > 1) {
+		nanosleep(&nap, NULL);
+		if (++naps == 100000)
+			rxe_dev_warn(dev, "dereg_mr: key 0x%x still in use "
+				     "after 2 s", mr->ibmr.lkey);
+	}
+}
+
 int rxe_dereg_mr(struct rnicpi_mr *ibmr)
 {
 	struct rxe_dev *dev = to_rxe_dev(ibmr->pd->device);
@@ -131,6 +156,7 @@ int rxe_dereg_mr(struct rnicpi_mr *ibmr)
 		rxe_dev_warn(dev, "dereg_mr: key 0x%x not current", ibmr->lkey);
 		return err;
 	}
+	mr_wait_unused(dev, to_rxe_mr(ibmr));
 	rxe_mr_put(to_rxe_mr(ibmr));
 	return 0;
 }

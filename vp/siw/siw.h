@@ -201,6 +201,7 @@ struct siw_device {
 	struct siw_item *zombies;  /* freed by the progress thread */
 	uint64_t batch_gen;	   /* progress loops completed */
 	pthread_cond_t batch_cond;
+	pthread_cond_t mr_cond;	   /* an access to a dead MR ended */
 
 	int epfd;
 	int wake_fd;
@@ -225,6 +226,11 @@ struct siw_mr {
 	unsigned int access;
 	atomic_bool valid;	/* false once invalidated */
 	uint32_t stag;
+	/* dereg_mr: from then on the memory may be gone. References keep
+	 * the struct, not the bytes: each touch of the bytes is bracketed
+	 * by siw_mr_access_begin/end, and dereg waits for those. */
+	atomic_bool dead;
+	atomic_uint active;
 };
 
 struct siw_cq {
@@ -471,13 +477,23 @@ enum siw_conn_state {
 	SIW_CONN_DEAD,
 };
 
+/*
+ * Lifetime: a conn is referenced by the core from iw_take_request until it
+ * answers (conn_accept / conn_reject) or has been told ERROR, by the
+ * progress thread while its socket is in the poll set (and on the
+ * deadline list), and by every queued upcall that names it. The last
+ * siw_conn_put() hands it to siw_dev_defer_free().
+ */
 struct siw_conn {
 	struct rnicpi_conn base;
 	struct siw_item item;
 	struct siw_device *dev;
+	atomic_int ref;
 	pthread_mutex_t lock;
 	int fd;
 	enum siw_conn_state state;
+	bool core_owned;	/* the core's reference is still held */
+	bool polled;		/* the poll set's reference is still held */
 	struct mpa_rr hdr;
 	uint8_t pdata[MPA_MAX_PRIVATE_DATA];
 	uint32_t got;
@@ -568,6 +584,14 @@ extern const struct rnicpi_device_ops siw_device_ops;
 
 void siw_mr_get(struct siw_mr *mr);
 void siw_mr_put(struct siw_mr *mr);
+/*
+ * Bracket one touch of the bytes of @n regions (one recvmsg/sendmsg or
+ * CRC pass, never a wait): false, with nothing held, when one of them
+ * was deregistered, whose memory the application may have freed. NULL
+ * entries are skipped. Under the QP's lock or not; never blocks.
+ */
+bool siw_mrs_access_begin(struct siw_mr *const *mrs, uint32_t n);
+void siw_mrs_access_end(struct siw_mr *const *mrs, uint32_t n);
 /* Resolve a local SGE against its MR: PD, @access, bounds. On success
  * *@mr holds a reference and *@ptr the first byte. Returns 0 or
  * RNICPI_WC_LOC_PROT_ERR-style -EACCES/-EINVAL/-ENOENT. */
@@ -664,6 +688,11 @@ int siw_conn_reject(struct rnicpi_conn *conn, const void *private_data,
 void siw_conn_handle(struct siw_conn *conn, uint32_t events);
 void siw_conn_timeout(struct siw_conn *conn);
 void siw_conn_free(struct siw_conn *conn);
+void siw_conn_get(struct siw_conn *conn);
+/* Drop a reference; the last one defers the free. No conn->lock held. */
+void siw_conn_put(struct siw_conn *conn);
+/* An ERROR upcall about @conn was delivered: the core is done with it. */
+void siw_conn_core_done(struct siw_conn *conn);
 /* Initiator: bytes of the MPA Reply arrived. Under qp->lock. */
 void siw_qp_mpa_reply_rx(struct siw_qp *qp);
 /* Fill an event with the socket's addresses. */

@@ -348,9 +348,10 @@ static void process_reply(struct siw_qp *qp)
 	qp->connected = true;
 	qp->rtr_pending = qp->rtr != 0;
 	siw_dev_timed_del(qp->dev, &qp->timed);
-	/* Linux siw (6.1) hands the socket to its QP only after it sent the
-	 * Reply; an FPDU that lands in between is never read. Holding our
-	 * first FPDU for rts_delay_ms avoids that window. */
+	/* Linux siw (6.1) sends its Reply in siw_accept() before its
+	 * endpoint enters RDMA mode; an FPDU landing in between sits unread
+	 * until more data comes. Holding our first FPDU for rts_delay_ms
+	 * avoids that window (hostrdma-siw(7)). */
 	if (o->rts_delay_ms) {
 		qp->tx_hold = true;
 		siw_dev_timed_add(qp->dev, &qp->timed, o->rts_delay_ms);

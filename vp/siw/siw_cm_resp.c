@@ -24,13 +24,62 @@ void siw_conn_free(struct siw_conn *conn)
 	free(conn);
 }
 
-/* Drop a conn that never got to REQUEST (or failed): close, report. */
+void siw_conn_get(struct siw_conn *conn)
+{
+	atomic_fetch_add(&conn->ref, 1);
+}
+
+void siw_conn_put(struct siw_conn *conn)
+{
+	/* Deferred: the progress thread may hold an epoll event or a
+	 * deadline entry for it from its current batch. */
+	if (atomic_fetch_sub(&conn->ref, 1) == 1)
+		siw_dev_defer_free(conn->dev, &conn->item);
+}
+
+/* Take the conn out of the poll set and off the deadline list; true when
+ * the caller owes the put of that reference (after dropping the lock).
+ * Under conn->lock. */
+static bool conn_unpoll(struct siw_conn *conn)
+{
+	if (!conn->polled)
+		return false;
+	siw_dev_poll_del(conn->dev, conn->fd);
+	siw_dev_timed_del(conn->dev, &conn->timed);
+	conn->polled = false;
+	return true;
+}
+
+/* The core consumes the conn (accept or reject): false when it had done
+ * so already or was told ERROR. Under conn->lock. */
+static bool conn_core_take(struct siw_conn *conn)
+{
+	if (!conn->core_owned)
+		return false;
+	conn->core_owned = false;
+	return true;
+}
+
+void siw_conn_core_done(struct siw_conn *conn)
+{
+	bool put;
+
+	pthread_mutex_lock(&conn->lock);
+	put = conn_core_take(conn);
+	pthread_mutex_unlock(&conn->lock);
+	if (put)
+		siw_conn_put(conn);
+}
+
+/* Drop a conn that never got to REQUEST (or failed): close, report. The
+ * caller puts the poll set's reference. */
 static void conn_fail(struct siw_conn *conn, int status, bool report)
 {
 	struct siw_device *dev = conn->dev;
 
 	siw_dev_poll_del(dev, conn->fd);
 	siw_dev_timed_del(dev, &conn->timed);
+	conn->polled = false;
 	close(conn->fd);
 	conn->fd = -1;
 	conn->state = SIW_CONN_DEAD;
@@ -66,6 +115,10 @@ int siw_iw_take_request(struct rnicpi_device *d, int fd, void *core_ctx,
 	if (rc)
 		goto err;
 	conn->fd = fd;
+	/* One reference for the core, one for the poll set. */
+	atomic_init(&conn->ref, 2);
+	conn->core_owned = true;
+	conn->polled = true;
 	*out = &conn->base;
 	pthread_mutex_lock(&conn->lock);
 	rc = siw_dev_poll_add(dev, fd, &conn->item, EPOLLIN | EPOLLRDHUP);
@@ -168,9 +221,9 @@ static void process_request(struct siw_conn *conn)
 		   (conn->rev == MPA_REV1 ? RNICPI_CONN_MPA_REV1 : 0) |
 		   (conn->p2p ? RNICPI_CONN_P2P : 0);
 	siw_conn_event_addrs(conn->fd, &ev);
-	/* The peer sends nothing more before our answer. */
-	siw_dev_poll_del(dev, conn->fd);
-	siw_dev_timed_del(dev, &conn->timed);
+	/* The peer sends nothing more before our answer; the REQUEST event
+	 * holds the conn until it is delivered (siw_dev_queue_conn). */
+	conn_unpoll(conn);
 	conn->state = SIW_CONN_REQ_DONE;
 	siw_dbg(dev, "MPA Request: rev %u flags 0x%02x IRD %u ORD %u p2p %d "
 		"rtr 0x%04x, %u bytes private data", conn->rev, conn->flags,
@@ -182,10 +235,12 @@ static void process_request(struct siw_conn *conn)
 void siw_conn_handle(struct siw_conn *conn, uint32_t events)
 {
 	uint32_t hdr = sizeof(conn->hdr);
-	bool was_waiting;
+	bool was_polled;
 
 	pthread_mutex_lock(&conn->lock);
-	was_waiting = conn->state == SIW_CONN_AWAIT_REQ;
+	/* A consumer may have taken it out of the poll set since this
+	 * event was collected: then state is no longer AWAIT_REQ. */
+	was_polled = conn->polled;
 	while (conn->state == SIW_CONN_AWAIT_REQ) {
 		uint8_t *dst;
 		uint32_t want;
@@ -224,13 +279,10 @@ void siw_conn_handle(struct siw_conn *conn, uint32_t events)
 		}
 		conn->got += (uint32_t)rc;
 	}
-	if (was_waiting && conn->state == SIW_CONN_DEAD) {
-		/* Reported as ERROR: the conn is gone for the core. */
-		pthread_mutex_unlock(&conn->lock);
-		siw_dev_defer_free(conn->dev, &conn->item);
-		return;
-	}
+	was_polled = was_polled && !conn->polled;
 	pthread_mutex_unlock(&conn->lock);
+	if (was_polled)
+		siw_conn_put(conn);
 }
 
 void siw_conn_timeout(struct siw_conn *conn)
@@ -244,7 +296,19 @@ void siw_conn_timeout(struct siw_conn *conn)
 		 conn->dev->opts.mpa_timeout_ms);
 	conn_fail(conn, -ETIMEDOUT, true);
 	pthread_mutex_unlock(&conn->lock);
-	siw_dev_defer_free(conn->dev, &conn->item);
+	siw_conn_put(conn);	/* the poll set's */
+}
+
+/* After accept/reject: an upcall still queued for the conn (a REQUEST or
+ * ERROR the core has not seen) is dropped, for the core answered; then
+ * the references the caller held go. */
+static void conn_consumed(struct siw_conn *conn, bool put_poll, bool put_core)
+{
+	siw_dev_purge_events(conn->dev, conn);
+	if (put_poll)
+		siw_conn_put(conn);
+	if (put_core)
+		siw_conn_put(conn);
 }
 
 int siw_conn_accept(struct rnicpi_conn *c, struct rnicpi_qp *q,
@@ -257,14 +321,22 @@ int siw_conn_accept(struct rnicpi_conn *c, struct rnicpi_qp *q,
 	uint8_t rev, flags;
 	uint32_t ird, ord;
 	uint16_t rtr = 0;
-	bool large = false;
+	bool large = false, put_poll, put_core;
 	int rc = 0;
 
 	pthread_mutex_lock(&conn->lock);
-	if (conn->state != SIW_CONN_REQ_DONE) {
-		siw_info(dev, "conn_accept: no request pending");
+	put_core = conn_core_take(conn);
+	put_poll = conn_unpoll(conn);
+	if (!put_core || conn->state != SIW_CONN_REQ_DONE) {
+		/* Before the Request was read, or after the stream failed
+		 * (ERROR is on its way): nothing to accept. */
+		siw_info(dev, "conn_accept: no request pending (%s)",
+			 !put_core ? "already answered"
+			 : conn->state == SIW_CONN_AWAIT_REQ
+				 ? "MPA Request not read yet"
+				 : "connection failed");
 		rc = -EINVAL;
-		goto out_conn;
+		goto out_dead;
 	}
 	rev = conn->rev;
 	if ((param->flags & RNICPI_CONN_MPA_REV1) || dev->opts.mpa_rev == 1)
@@ -392,9 +464,8 @@ out_dead:
 		conn->fd = -1;
 	}
 	conn->state = SIW_CONN_DEAD;
-out_conn:
 	pthread_mutex_unlock(&conn->lock);
-	siw_dev_defer_free(dev, &conn->item);
+	conn_consumed(conn, put_poll, put_core);
 	siw_dev_deliver(dev);
 	return rc;
 }
@@ -405,31 +476,54 @@ int siw_conn_reject(struct rnicpi_conn *c, const void *pdata,
 	struct siw_conn *conn = to_siw_conn(c);
 	struct siw_device *dev = conn->dev;
 	struct mpa_v2_data v2;
+	bool put_poll, put_core;
 	int rc = 0;
 
 	pthread_mutex_lock(&conn->lock);
-	if (conn->state != SIW_CONN_REQ_DONE) {
-		siw_info(dev, "conn_reject: no request pending");
+	put_core = conn_core_take(conn);
+	put_poll = conn_unpoll(conn);
+	if (!put_core) {
+		siw_info(dev, "conn_reject: connection already answered");
 		rc = -EINVAL;
 		goto out;
 	}
-	if (pd_len > MPA_MAX_PRIVATE_DATA - (conn->enhanced ? 4 : 0) ||
-	    (pd_len && !pdata)) {
-		siw_info(dev, "conn_reject: %u bytes of private data", pd_len);
-		pd_len = 0;
-		rc = -EINVAL;
+	switch (conn->state) {
+	case SIW_CONN_AWAIT_REQ:
+		/* RFC 5044 §7.1: a Reply (or Reject) answers a Request;
+		 * with none read yet the refusal is closing the stream. */
+		siw_dbg(dev, "conn_reject before the MPA Request: closing fd "
+			"%d", conn->fd);
+		break;
+	case SIW_CONN_REQ_DONE:
+		if (pd_len > MPA_MAX_PRIVATE_DATA -
+				     (conn->enhanced ? sizeof(v2) : 0) ||
+		    (pd_len && !pdata)) {
+			siw_info(dev, "conn_reject: %u bytes of private data",
+				 pd_len);
+			pd_len = 0;
+			rc = -EINVAL;
+		}
+		mpa_v2_set(&v2, 0, 0, false, 0);
+		/* The peer may have closed already: the Reject then goes
+		 * nowhere (EPIPE), which changes nothing here. */
+		siw_mpa_send_rr(conn->fd, false, conn->rev,
+			MPA_FLAG_REJECT | (conn->flags & MPA_FLAG_CRC) |
+				(conn->enhanced ? MPA_FLAG_ENHANCED : 0),
+			conn->enhanced ? &v2 : NULL, pdata, pd_len,
+			dev->opts.mpa_timeout_ms);
+		break;
+	case SIW_CONN_DEAD:
+		/* The stream failed; its ERROR is queued or being
+		 * delivered and is dropped or ignored. */
+		break;
 	}
-	mpa_v2_set(&v2, 0, 0, false, 0);
-	siw_mpa_send_rr(conn->fd, false, conn->rev,
-		MPA_FLAG_REJECT | (conn->flags & MPA_FLAG_CRC) |
-			(conn->enhanced ? MPA_FLAG_ENHANCED : 0),
-		conn->enhanced ? &v2 : NULL, pdata, pd_len,
-		dev->opts.mpa_timeout_ms);
-	close(conn->fd);
-	conn->fd = -1;
+	if (conn->fd >= 0) {
+		close(conn->fd);
+		conn->fd = -1;
+	}
 	conn->state = SIW_CONN_DEAD;
 out:
 	pthread_mutex_unlock(&conn->lock);
-	siw_dev_defer_free(dev, &conn->item);
+	conn_consumed(conn, put_poll, put_core);
 	return rc;
 }

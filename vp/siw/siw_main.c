@@ -133,6 +133,24 @@ struct siw_event {
 	uint8_t pdata[MPA_MAX_PRIVATE_DATA];
 };
 
+/* The responder conn an event names, if any: it holds a reference on it
+ * from siw_dev_queue_conn() until delivered or purged. */
+static struct siw_conn *event_conn(const struct siw_event *e)
+{
+	if (!e->is_conn || !e->conn.conn || e->conn.qp)
+		return NULL;
+	return to_siw_conn(e->conn.conn);
+}
+
+static void event_free(struct siw_event *e)
+{
+	struct siw_conn *conn = event_conn(e);
+
+	free(e);
+	if (conn)
+		siw_conn_put(conn);
+}
+
 void siw_dev_queue_async(struct siw_device *dev,
 			 const struct rnicpi_async_event *ev)
 {
@@ -174,6 +192,8 @@ void siw_dev_queue_conn(struct siw_device *dev,
 	} else {
 		e->conn.private_data = NULL;
 	}
+	if (event_conn(e))
+		siw_conn_get(event_conn(e));
 	pthread_mutex_lock(&dev->lock);
 	siw_list_add_tail(&dev->events, &e->link);
 	pthread_mutex_unlock(&dev->lock);
@@ -181,8 +201,9 @@ void siw_dev_queue_conn(struct siw_device *dev,
 
 void siw_dev_purge_events(struct siw_device *dev, const void *obj)
 {
-	struct siw_list *l, *next;
+	struct siw_list *l, *next, gone;
 
+	siw_list_init(&gone);
 	pthread_mutex_lock(&dev->lock);
 	for (l = dev->events.next; l != &dev->events; l = next) {
 		struct siw_event *e = container_of(l, struct siw_event, link);
@@ -190,10 +211,17 @@ void siw_dev_purge_events(struct siw_device *dev, const void *obj)
 		next = l->next;
 		if (e->obj == obj) {
 			siw_list_del(l);
-			free(e);
+			siw_list_add_tail(&gone, l);
 		}
 	}
 	pthread_mutex_unlock(&dev->lock);
+	/* Freed with dev->lock dropped: a conn's last put defers its free,
+	 * which takes that lock. */
+	while (!siw_list_empty(&gone)) {
+		l = gone.next;
+		siw_list_del(l);
+		event_free(container_of(l, struct siw_event, link));
+	}
 }
 
 void siw_dev_deliver(struct siw_device *dev)
@@ -216,12 +244,15 @@ void siw_dev_deliver(struct siw_device *dev)
 			if (dev->base.core && dev->base.core->conn_event)
 				dev->base.core->conn_event(&dev->base,
 							   &e->conn);
+			/* rnicpi.h: a conn is gone after its ERROR. */
+			if (event_conn(e) && e->conn.type == RNICPI_CONN_ERROR)
+				siw_conn_core_done(event_conn(e));
 		} else {
 			if (dev->base.core && dev->base.core->async_event)
 				dev->base.core->async_event(&dev->base,
 							    &e->async);
 		}
-		free(e);
+		event_free(e);
 		pthread_mutex_lock(&dev->lock);
 	}
 	dev->delivering = false;
@@ -498,12 +529,13 @@ void siw_device_destroy(struct rnicpi_device *d)
 		struct siw_list *l = dev->events.next;
 
 		siw_list_del(l);
-		free(container_of(l, struct siw_event, link));
+		event_free(container_of(l, struct siw_event, link));
 	}
 	close(dev->epfd);
 	close(dev->wake_fd);
 	rnicpi_key_table_fini(&dev->mr_keys);
 	pthread_cond_destroy(&dev->batch_cond);
+	pthread_cond_destroy(&dev->mr_cond);
 	pthread_mutex_destroy(&dev->lock);
 	siw_dbg(dev, "destroyed");
 	free(dev);
@@ -540,6 +572,7 @@ static int siw_device_create(const struct rnicpi_netdev *nd,
 	}
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_cond_init(&dev->batch_cond, NULL);
+	pthread_cond_init(&dev->mr_cond, NULL);
 	siw_list_init(&dev->events);
 	siw_list_init(&dev->timed);
 	atomic_init(&dev->next_qpn, 2); /* QPN 1 is the GSI QP elsewhere */
@@ -578,6 +611,7 @@ err_keys:
 	rnicpi_key_table_fini(&dev->mr_keys);
 err_lock:
 	pthread_cond_destroy(&dev->batch_cond);
+	pthread_cond_destroy(&dev->mr_cond);
 	pthread_mutex_destroy(&dev->lock);
 err_free:
 	free(dev);

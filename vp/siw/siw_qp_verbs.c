@@ -371,7 +371,9 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		if (qp->sq_sig_all)
 			w->flags |= RNICPI_SEND_SIGNALED;
 		w->num_sge = wr->num_sge;
-		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(w->sge[0]));
+		if (wr->num_sge) /* sg_list may be NULL then */
+			memcpy(w->sge, wr->sg_list,
+			       wr->num_sge * sizeof(w->sge[0]));
 		w->total_len = total;
 		w->rkey = wr->wr.rdma.rkey;
 		w->raddr = wr->wr.rdma.remote_addr;
@@ -449,7 +451,9 @@ int siw_post_recv(struct rnicpi_qp *q, const struct rnicpi_recv_wr *wr,
 		r = &qp->rq[(qp->rq_head + qp->rq_count) % qp->rq_size];
 		r->wr_id = wr->wr_id;
 		r->num_sge = wr->num_sge;
-		memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(r->sge[0]));
+		if (wr->num_sge) /* sg_list may be NULL then */
+			memcpy(r->sge, wr->sg_list,
+			       wr->num_sge * sizeof(r->sge[0]));
 		qp->rq_count++;
 	}
 out:

@@ -48,10 +48,8 @@ void siw_rx_release(struct siw_qp *qp)
 	rx->send_active = false;
 }
 
-/* recv() into @iov: >0 bytes, SIW_RX_WAIT, or the state after EOF/error
- * (which already closed the stream). */
-static int rx_read(struct siw_qp *qp, struct iovec *iov, int n,
-		   ssize_t *got)
+/* recvmsg() into @iov and nothing more: bytes, 0 at EOF, or -errno. */
+static ssize_t rx_recv(struct siw_qp *qp, struct iovec *iov, int n)
 {
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)n };
 	ssize_t rc;
@@ -59,19 +57,35 @@ static int rx_read(struct siw_qp *qp, struct iovec *iov, int n,
 	do
 		rc = recvmsg(qp->fd, &msg, MSG_DONTWAIT);
 	while (rc < 0 && errno == EINTR);
-	if (rc > 0) {
-		*got = rc;
-		return 0;
-	}
-	if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+	return rc < 0 ? -errno : rc;
+}
+
+/* A recvmsg() that brought nothing (@rc 0 or -errno): SIW_RX_WAIT, or the
+ * state after EOF/error (which already closed the stream). */
+static int rx_nothing(struct siw_qp *qp, ssize_t rc)
+{
+	if (rc == -EAGAIN || rc == -EWOULDBLOCK)
 		return SIW_RX_WAIT;
 	/* EOF at an FPDU boundary is an orderly close; inside one the
 	 * stream broke (RFC 5044 §8 "TCP connection closed"). */
 	if (rc == 0 && qp->rx.state == SIW_RX_CTRL && qp->rx.hdr_got == 0)
 		siw_qp_llp_closed(qp, 0);
 	else
-		siw_qp_llp_closed(qp, rc == 0 ? -ECONNRESET : -errno);
+		siw_qp_llp_closed(qp, rc == 0 ? -ECONNRESET : (int)rc);
 	return SIW_RX_STOP;
+}
+
+/* recv() into @iov: 0 with *@got > 0 bytes, or what rx_nothing() says. */
+static int rx_read(struct siw_qp *qp, struct iovec *iov, int n,
+		   ssize_t *got)
+{
+	ssize_t rc = rx_recv(qp, iov, n);
+
+	if (rc > 0) {
+		*got = rc;
+		return 0;
+	}
+	return rx_nothing(qp, rc);
 }
 
 static int rx_read_buf(struct siw_qp *qp, void *buf, size_t len,
@@ -597,6 +611,63 @@ static int rx_step_hdr(struct siw_qp *qp)
 		       RDMAP_ECODE_OPCODE, RNICPI_EVENT_QP_REQ_ERR);
 }
 
+/* The regions behind rx->dst (none for a Terminate's body). */
+static uint32_t rx_dst_mrs(struct siw_qp *qp, struct siw_mr *const **mrs)
+{
+	struct siw_rx *rx = &qp->rx;
+
+	switch (rx->opcode) {
+	case RDMAP_RDMA_WRITE:
+		*mrs = &rx->wmr;
+		return 1;
+	case RDMAP_RDMA_READ_RESP:
+		*mrs = qp->orq[qp->orq_head].mr;
+		return qp->orq[qp->orq_head].n_seg;
+	case RDMAP_SEND:
+	case RDMAP_SEND_INV:
+	case RDMAP_SEND_SE:
+	case RDMAP_SEND_SE_INV:
+		*mrs = rx->rqe_mr;
+		return rx->rqe_nseg;
+	default:
+		*mrs = NULL;
+		return 0;
+	}
+}
+
+/* A region the payload goes to was deregistered in the middle of the
+ * message: its memory may be gone, so the rest has nowhere to go. */
+static int rx_dead_mr(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+
+	if (rx->opcode == RDMAP_RDMA_WRITE) {
+		/* RFC 5041 §7.2: the STag is no longer valid, which the
+		 * Write's next FPDU would find as well. */
+		siw_qp_info(qp, "RDMA Write: STag 0x%08x deregistered during "
+			    "the message", rx->wmr->stag);
+		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			       DDP_ECODE_T_INVALID_STAG,
+			       RNICPI_EVENT_QP_ACCESS_ERR);
+	}
+	if (rx->opcode == RDMAP_RDMA_READ_RESP) {
+		struct siw_orqe *o = &qp->orq[qp->orq_head];
+
+		siw_qp_info(qp, "Read Response: a sink region was "
+			    "deregistered during the message");
+		if (o->sq_idx >= 0)
+			siw_sq_complete(qp, (uint32_t)o->sq_idx,
+					RNICPI_WC_LOC_PROT_ERR, 0);
+	} else {
+		siw_qp_info(qp, "Send: receive WR 0x%llx lost its region "
+			    "during the message",
+			    (unsigned long long)rx->rqe.wr_id);
+		complete_rqe(qp, RNICPI_WC_LOC_PROT_ERR, false, 0, false);
+	}
+	return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_CATASTROPHIC,
+		       DDP_ECODE_CATASTROPHIC, RNICPI_EVENT_QP_FATAL);
+}
+
 static int rx_step_payload(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
@@ -604,9 +675,9 @@ static int rx_step_payload(struct siw_qp *qp)
 	uint8_t scratch[256];
 	uint32_t want = rx->payload_len - rx->payload_got;
 	uint64_t off = rx->dst_off + rx->payload_got;
-	uint32_t n = 0, i, placed = 0;
+	uint32_t n = 0, i, placed = 0, n_mr;
+	struct siw_mr *const *mrs;
 	ssize_t got, left;
-	int rc;
 
 	for (i = 0; i < rx->n_dst && placed < want; i++) {
 		size_t take;
@@ -631,10 +702,13 @@ static int rx_step_payload(struct siw_qp *qp)
 					 ? want - placed : sizeof(scratch);
 		n++;
 	}
-	rc = rx_read(qp, iov, (int)n, &got);
-	if (rc)
-		return rc;
-	if (qp->crc) {
+	/* The bytes are touched only inside the bracket: once dereg_mr
+	 * returned, the memory may be the application's again. */
+	n_mr = rx_dst_mrs(qp, &mrs);
+	if (!siw_mrs_access_begin(mrs, n_mr))
+		return rx_dead_mr(qp);
+	got = rx_recv(qp, iov, (int)n);
+	if (got > 0 && qp->crc) {
 		left = got;
 		for (i = 0; i < n && left; i++) {
 			size_t k = (size_t)left < iov[i].iov_len
@@ -644,6 +718,9 @@ static int rx_step_payload(struct siw_qp *qp)
 			left -= (ssize_t)k;
 		}
 	}
+	siw_mrs_access_end(mrs, n_mr);
+	if (got <= 0)
+		return rx_nothing(qp, got);
 	rx->payload_got += (uint32_t)got;
 	return rx->payload_got < rx->payload_len ? SIW_RX_PAYLOAD
 						 : SIW_RX_TRAILER;
@@ -735,10 +812,15 @@ static int fpdu_done(struct siw_qp *qp)
 		rx->msn[DDP_QN_SEND]++;
 		if (inv) {
 			/* RFC 5040 §6.10: invalidate only an STag of this
-			 * QP's PD; otherwise "STag cannot be invalidated". */
+			 * QP's PD, region or not (as Linux siw does);
+			 * otherwise "STag cannot be invalidated", which
+			 * §7.4 lists as a Remote Protection and as a Remote
+			 * Operation error: like Linux siw, the first for
+			 * another PD's STag, the second for an unknown one. */
 			struct siw_mr *mr = rnicpi_key_lookup(
 				&qp->dev->mr_keys, stag);
-			bool ok = mr && mr->base.pd == &qp->pd->base;
+			bool known = mr != NULL;
+			bool ok = known && mr->base.pd == &qp->pd->base;
 
 			if (ok)
 				atomic_store(&mr->valid, false);
@@ -746,11 +828,12 @@ static int fpdu_done(struct siw_qp *qp)
 			if (!ok) {
 				siw_qp_info(qp, "Send with Invalidate of STag "
 					    "0x%08x: %s", stag,
-					    mr ? "another PD" : "unknown");
+					    known ? "another PD" : "unknown");
 				complete_rqe(qp, RNICPI_WC_REM_INV_REQ_ERR,
 					     false, 0, false);
 				return rx_fail(qp, TERM_LAYER_RDMAP,
-					       RDMAP_ETYPE_REMOTE_OP,
+					       known ? RDMAP_ETYPE_REMOTE_PROT
+						     : RDMAP_ETYPE_REMOTE_OP,
 					       RDMAP_ECODE_CANNOT_INVALIDATE,
 					       RNICPI_EVENT_QP_ACCESS_ERR);
 			}

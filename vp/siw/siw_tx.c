@@ -406,8 +406,33 @@ static uint32_t gather(const struct iovec *src, uint32_t n_src, uint64_t off,
 	return n;
 }
 
-/* Build the header and trailer of the next FPDU of the message. */
-static void build_fpdu(struct siw_qp *qp)
+/* The regions the message's bytes come from (none for inline data, a
+ * Terminate or an RTR). */
+static uint32_t tx_src_mrs(struct siw_qp *qp, struct siw_mr *const **mrs)
+{
+	struct siw_tx *tx = &qp->tx;
+
+	if (tx->kind == SIW_TX_RRESP) {
+		*mrs = &qp->irq[qp->irq_head].mr;
+		return 1;
+	}
+	*mrs = tx->src_mr;
+	return tx->kind == SIW_TX_SQ ? tx->n_src : 0;
+}
+
+/* A source region was deregistered with its message half sent: its
+ * bytes may be gone and the FPDU cannot be finished honestly. */
+static int tx_dead_mr(struct siw_qp *qp)
+{
+	siw_qp_info(qp, "%s: a source region was deregistered while the "
+		    "message was sent; closing the stream",
+		    qp->tx.kind == SIW_TX_RRESP ? "Read Response" : "send WR");
+	return -EFAULT;
+}
+
+/* Build the header and trailer of the next FPDU of the message: 0, or
+ * -EFAULT when its source region is gone. */
+static int build_fpdu(struct siw_qp *qp)
 {
 	struct siw_tx *tx = &qp->tx;
 	struct iwarp_ctrl *c = (struct iwarp_ctrl *)tx->hdr;
@@ -493,13 +518,17 @@ static void build_fpdu(struct siw_qp *qp)
 	memset(tx->trailer, 0, sizeof(tx->trailer));
 	if (qp->crc) {
 		struct iovec iov[SIW_MAX_SGE];
-		uint32_t n, i, crc;
+		struct siw_mr *const *mrs;
+		uint32_t n, i, crc, n_mr = tx_src_mrs(qp, &mrs);
 
+		if (!siw_mrs_access_begin(mrs, n_mr))
+			return tx_dead_mr(qp);
 		crc = siw_crc32c(0, tx->hdr, tx->hdr_len);
 		n = gather(tx->src, tx->n_src, tx->msg_off, payload, iov,
 			   SIW_MAX_SGE);
 		for (i = 0; i < n; i++)
 			crc = siw_crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+		siw_mrs_access_end(mrs, n_mr);
 		crc = siw_crc32c(crc, tx->trailer, pad);
 		mpa_crc_put(tx->trailer + pad, crc);
 	}
@@ -508,6 +537,7 @@ static void build_fpdu(struct siw_qp *qp)
 	tx->fpdu_total = tx->hdr_len + payload + tx->trailer_len;
 	tx->fpdu_sent = 0;
 	tx->fpdu_ready = true;
+	return 0;
 }
 
 /* Write the rest of the current FPDU: 0 when all of it is out, -EAGAIN,
@@ -523,7 +553,10 @@ static int send_fpdu(struct siw_qp *qp)
 	struct siw_tx *tx = &qp->tx;
 	struct iovec iov[SIW_MAX_SGE + 2];
 	struct msghdr msg = { .msg_iov = iov };
+	struct siw_mr *const *mrs;
+	uint32_t n_mr = tx_src_mrs(qp, &mrs);
 	ssize_t rc;
+	int err;
 
 	while (tx->fpdu_sent < tx->fpdu_total) {
 		uint32_t n = 0, skip = tx->fpdu_sent;
@@ -563,18 +596,23 @@ send:
 			flags |= MSG_MORE;
 		if (zc_call)
 			flags |= MSG_ZEROCOPY | MSG_MORE;
+		/* Read from the regions only while they are registered. */
+		if (!siw_mrs_access_begin(mrs, n_mr))
+			return tx_dead_mr(qp);
 		rc = sendmsg(qp->fd, &msg, flags);
+		err = errno;
+		siw_mrs_access_end(mrs, n_mr);
 		if (rc < 0) {
-			if (errno == EINTR)
+			if (err == EINTR)
 				continue;
 			/* Out of optmem for notifications: copy instead. */
-			if (errno == ENOBUFS && zc_call) {
+			if (err == ENOBUFS && zc_call) {
 				tx->zc = false;
 				continue;
 			}
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (err == EAGAIN || err == EWOULDBLOCK)
 				return -EAGAIN;
-			return -errno;
+			return -err;
 		}
 		if (zc_call) {
 			qp->zc_next++;
@@ -681,7 +719,11 @@ void siw_qp_tx(struct siw_qp *qp)
 				break;
 			if (qp->fd < 0 || tx->kind == SIW_TX_IDLE)
 				continue;
-			build_fpdu(qp);
+			rc = build_fpdu(qp);
+			if (rc) {
+				siw_qp_llp_closed(qp, rc);
+				return;
+			}
 		}
 		rc = send_fpdu(qp);
 		if (rc == -EAGAIN) {

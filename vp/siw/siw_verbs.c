@@ -152,6 +152,43 @@ void siw_mr_put(struct siw_mr *mr)
 		free(mr);
 }
 
+static void mr_access_end(struct siw_mr *mr)
+{
+	if (atomic_fetch_sub(&mr->active, 1) == 1 && atomic_load(&mr->dead)) {
+		pthread_mutex_lock(&mr->dev->lock);
+		pthread_cond_broadcast(&mr->dev->mr_cond);
+		pthread_mutex_unlock(&mr->dev->lock);
+	}
+}
+
+bool siw_mrs_access_begin(struct siw_mr *const *mrs, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!mrs[i])
+			continue;
+		/* Count first, then look: siw_dereg_mr sets dead, then
+		 * waits for the count (both sequentially consistent). */
+		atomic_fetch_add(&mrs[i]->active, 1);
+		if (atomic_load(&mrs[i]->dead)) {
+			mr_access_end(mrs[i]);
+			siw_mrs_access_end(mrs, i);
+			return false;
+		}
+	}
+	return true;
+}
+
+void siw_mrs_access_end(struct siw_mr *const *mrs, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (mrs[i])
+			mr_access_end(mrs[i]);
+}
+
 static int check_access(struct siw_device *dev, unsigned int access)
 {
 	if ((access & (RNICPI_ACCESS_REMOTE_WRITE |
@@ -271,6 +308,19 @@ static int siw_dereg_mr(struct rnicpi_mr *m)
 		siw_info(mr->dev, "dereg_mr: stag 0x%08x not current (%d)",
 			 mr->stag, rc);
 	atomic_store(&mr->valid, false);
+	/*
+	 * Once we return the core unpins the pages and the application may
+	 * free them, so no byte of them may be touched after that (Linux
+	 * siw keeps the pages pinned while a WR uses them; here the memory
+	 * is the application's). Work in flight that still names the region
+	 * fails at its next touch; a touch under way (one syscall) is waited
+	 * for.
+	 */
+	atomic_store(&mr->dead, true);
+	pthread_mutex_lock(&mr->dev->lock);
+	while (atomic_load(&mr->active))
+		pthread_cond_wait(&mr->dev->mr_cond, &mr->dev->lock);
+	pthread_mutex_unlock(&mr->dev->lock);
 	/* WRs in flight hold references; the last one frees. */
 	siw_mr_put(mr);
 	return 0;
@@ -549,7 +599,9 @@ static int siw_post_srq_recv(struct rnicpi_srq *s,
 		r = &srq->ring[(srq->head + srq->count) % srq->capacity];
 		r->wr_id = wr->wr_id;
 		r->num_sge = wr->num_sge;
-		memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(r->sge[0]));
+		if (wr->num_sge) /* sg_list may be NULL then */
+			memcpy(r->sge, wr->sg_list,
+			       wr->num_sge * sizeof(r->sge[0]));
 		srq->count++;
 	}
 	pthread_mutex_unlock(&srq->lock);
