@@ -26,6 +26,12 @@ static void setup(void)
 	it_fix_open(&F);
 }
 
+static void setup_rxe(void)
+{
+	it_setup_rxe();
+	it_fix_open(&F);
+}
+
 static void teardown(void)
 {
 	it_fix_close(&F);
@@ -900,6 +906,33 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, socket_convert_initiator_alone);
 	tcase_add_test(tc, socket_convert_responder_alone);
 	tcase_add_test(tc, socket_convert_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+/* The same cases over soft-RoCE on lo: the InfiniBand CM over QP1 with
+ * rdma_cm's addressing. Socket conversion is iWARP's alone. */
+Suite *suite_itapi_cm_rxe(void)
+{
+	Suite *s = suite_create("itapi-cm-rxe");
+	TCase *tc = tcase_create("rxe-lo");
+
+	tcase_add_checked_fixture(tc, setup_rxe, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, connect_accept_send);
+	tcase_add_test(tc, private_data_roundtrip);
+	tcase_add_test(tc, reject_with_private_data);
+	tcase_add_test(tc, private_data_limits);
+	tcase_add_test(tc, disconnect_graceful);
+	tcase_add_test(tc, disconnect_abortive);
+	tcase_add_test(tc, disconnect_pending);
+	tcase_add_test(tc, nonpeer_rejects);
+	tcase_add_test(tc, silent_peer_blocks_nobody);
+	tcase_add_test(tc, listen_errors_and_query);
+	tcase_add_test(tc, connect_errors);
+	tcase_add_test(tc, local_and_remote_port);
+	tcase_add_test(tc, handoff);
+	tcase_add_test(tc, many_connections);
 	suite_add_tcase(s, tc);
 	return s;
 }
