@@ -328,6 +328,15 @@ static void send_rej(struct ib_port *p, const struct ib_dest *dst,
 /* Reporting to cm.c (never with st->lock held)                        */
 /* ------------------------------------------------------------------ */
 
+/* IB CM private data has a fixed size and no length: what the consumer
+ * sees ends at the last non-zero byte, and none at all is none. */
+static uint32_t pdata_used(const uint8_t *p, uint32_t room)
+{
+	while (room && !p[room - 1])
+		room--;
+	return room;
+}
+
 static void report(struct ib_conn *c, struct cm_id *id,
 		   enum rnicpi_conn_event_type type, int status,
 		   const void *pdata, uint32_t len)
@@ -912,7 +921,7 @@ static void recv_req(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 			.type = RNICPI_CONN_REQUEST,
 			.conn = &c->rconn,
 			.private_data = pdata,
-			.private_data_len = pdata_len,
+			.private_data_len = pdata_used(pdata, pdata_len),
 			/* The peer's IRD / ORD. */
 			.ird = r.responder_resources,
 			.ord = r.initiator_depth,
@@ -1125,7 +1134,7 @@ static void recv_rep(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 	conn_send(c, &out, true);
 	g_mutex_unlock(&st->lock);
 	report(c, id, RNICPI_CONN_ESTABLISHED, 0, r.private_data,
-	       IB_CM_REP_PDATA);
+	       pdata_used(r.private_data, IB_CM_REP_PDATA));
 	cm_id_unref(id);
 	conn_unref(c);
 }
@@ -1258,7 +1267,8 @@ static void recv_rej(struct cm *cm, struct ib_port *p, const struct ib_mad *m)
 			if (r.reason == IB_CM_REJ_CONSUMER_DEFINED)
 				report(c, id, RNICPI_CONN_REJECTED,
 				       -ECONNREFUSED, r.private_data,
-				       IB_CM_REJ_PDATA);
+				       pdata_used(r.private_data,
+						  IB_CM_REJ_PDATA));
 			else
 				report(c, id, RNICPI_CONN_ERROR,
 				       rej_status(r.reason), NULL, 0);
@@ -1278,6 +1288,18 @@ static void recv_rej(struct cm *cm, struct ib_port *p, const struct ib_mad *m)
 /* ------------------------------------------------------------------ */
 /* Disconnection: DREQ, DREP                                           */
 /* ------------------------------------------------------------------ */
+
+/* An abortive close: the IB CM has none, but a REJ "stale connection"
+ * for an established connection ends it at once on both sides (12.9.8.3.1,
+ * what a CM sends when it finds a connection it no longer has), and
+ * the peer reports it broken, as a TCP reset does on iWARP. */
+static void send_abort_locked(struct ib_conn *c)
+{
+	send_rej(c->port, &c->dest, c->tid, c->local_id, c->remote_id,
+		 IB_CM_MSG_OTHER, IB_CM_REJ_STALE_CONN, NULL, 0, &c->last);
+	c->have_last = true;
+	conn_timewait(c);
+}
 
 static void send_dreq_locked(struct ib_state *st, struct ib_conn *c)
 {
@@ -1459,14 +1481,27 @@ static int ib_disconnect(struct cm *cm, struct cm_id *id, bool abortive)
 	g_mutex_lock(&cm->lock);
 	c = id->tp_data;
 	g_mutex_unlock(&cm->lock);
-	/* Both kinds: the QP stops now and the peer gets a DREQ; the IB CM
-	 * has no abortive close of its own (12.9.8.3). */
-	(void)abortive;
+	struct cm_id *drop = NULL;
+
+	/* Either way the QP stops now (rdma_cm does the same); in order the
+	 * peer gets a DREQ and DISCONNECTED follows our DREP or time-out,
+	 * abortively a REJ and DISCONNECTED at once. */
 	qp_error(id->qp);
 	g_mutex_lock(&st->lock);
-	if (c && c->state == IBC_ESTABLISHED && c->id == id)
-		send_dreq_locked(st, c);
+	if (c && c->state == IBC_ESTABLISHED && c->id == id) {
+		if (abortive) {
+			drop = g_steal_pointer(&c->id);
+			send_abort_locked(c);
+		} else {
+			send_dreq_locked(st, c);
+		}
+	}
 	g_mutex_unlock(&st->lock);
+	if (drop) {
+		report(c, drop, RNICPI_CONN_DISCONNECTED, -ECONNABORTED, NULL,
+		       0);
+		cm_id_unref(drop);
+	}
 	return 0;
 }
 
@@ -1501,7 +1536,8 @@ static void ib_release(struct cm *cm, struct cm_id *id, enum cm_id_state was)
 			conn_timewait(c);
 			break;
 		case IBC_ESTABLISHED:
-			send_dreq_locked(st, c);
+			/* Freed while connected: abortive, as on iWARP. */
+			send_abort_locked(c);
 			break;
 		default:
 			break;

@@ -73,7 +73,9 @@ static void listen_event(const struct ual_cm_event *ev, void *data)
 		r->conn_qual.conn_qual.port = htons(ev->port);
 	}
 	itapi_sockaddr_to_net_addr(&ev->remote_addr, &r->source_addr);
-	if (ia->transport != RNICPI_TRANSPORT_IWARP)
+	/* RoCE GIDs are IP addresses: reported as such (as rdma_cm does);
+	 * native IB names the GID. */
+	if (ia->transport == RNICPI_TRANSPORT_IB)
 		it_convert_net_addr(&r->source_addr, IT_IB_GID,
 				    &r->source_addr);
 	r->spigot_id = ev->port_num ? ev->port_num - 1u : 0;
