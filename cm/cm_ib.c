@@ -411,7 +411,11 @@ static int qp_to_rts(struct ib_conn *c, struct ual_qp *qp, uint8_t ird,
 	a.ah_attr.is_global = 1;
 	a.path_mtu = c->mtu;
 	a.dest_qp_num = c->remote_qpn;
-	a.rq_psn = c->remote_psn;
+	/* The starting PSN a side puts in its REQ / REP is the first PSN it
+	 * expects to receive: the peer's send queue starts there. So the
+	 * Linux kernel's CM reads it (its sq_psn is the other side's
+	 * field), and so does every rdma_cm peer. */
+	a.rq_psn = c->local_psn;
 	a.max_dest_rd_atomic = ird;
 	a.min_rnr_timer = IB_MIN_RNR_TIMER;
 	err = qp_modify(c, qp, &a,
@@ -423,7 +427,7 @@ static int qp_to_rts(struct ib_conn *c, struct ual_qp *qp, uint8_t ird,
 		return err;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = RNICPI_QPS_RTS;
-	a.sq_psn = c->local_psn;
+	a.sq_psn = c->remote_psn;
 	a.timeout = c->ack_timeout;
 	a.retry_cnt = c->retry_count;
 	a.rnr_retry = c->rnr_retry;

@@ -10,11 +10,14 @@
  * RDMA-Writes the data there and Sends again; compare. Server: the mirror
  * image, checking every byte it read against rping's pattern.
  *
- * The interface is chosen the IT-API way: the client takes the IA with a
- * path to the server (it_get_pathinfo), the server the IA whose spigot
- * owns the address it listens on (it_ia_query).
+ * Transport neutral: iWARP (MPA) or RoCE (the InfiniBand CM with rdma_cm's
+ * addressing), IPv4 or IPv6. The interface is chosen the IT-API way: the
+ * client takes the IA with a path to the server (it_get_pathinfo), the
+ * server the IA whose spigot owns the address it listens on
+ * (it_ia_query); -d names the IA instead (an interface with both a siw
+ * and an rxe device).
  *
- *   it-rping -s|-c -a ADDR -p PORT [-C COUNT] [-S SIZE] [-v]
+ *   it-rping -s|-c -a ADDR -p PORT [-d IA] [-C COUNT] [-S SIZE] [-v]
  * Exit status 0 only when every round's data matched.
  */
 #define _GNU_SOURCE
@@ -40,6 +43,22 @@ struct advert {
 _Static_assert(sizeof(struct advert) == 16, "rping advert is 16 bytes");
 
 static int verbose;
+static const char *only_ia;
+
+/* @addr as an IT-API address: IPv4 or IPv6. */
+static bool parse_addr(const char *addr, it_net_addr_t *na)
+{
+	memset(na, 0, sizeof(*na));
+	if (inet_pton(AF_INET, addr, &na->addr.ipv4) == 1) {
+		na->addr_type = IT_IPV4;
+		return true;
+	}
+	if (inet_pton(AF_INET6, addr, &na->addr.ipv6) == 1) {
+		na->addr_type = IT_IPV6;
+		return true;
+	}
+	return false;
+}
 
 #define TRY(call)                                                           \
 	do {                                                                \
@@ -195,14 +214,20 @@ static int run_client(struct ctx *c, const char *addr, int port, int count)
 	it_conn_qual_t q = { .type = IT_IANA_PORT };
 	it_event_t ev;
 	it_path_t path;
-	it_net_addr_t na = { .addr_type = IT_IPV4 };
+	it_net_addr_t na;
 	it_interface_t itf[16];
 	size_t n = 16, total, np;
 	it_ia_handle_t ia = NULL;
 
-	inet_pton(AF_INET, addr, &na.addr.ipv4);
+	if (!parse_addr(addr, &na)) {
+		fprintf(stderr, "it-rping: %s is no IPv4 or IPv6 address\n",
+			addr);
+		return 2;
+	}
 	it_interface_list(itf, &n, &total);
 	for (size_t i = 0; i < n && !ia; i++) {
+		if (only_ia && strcmp(itf[i].name, only_ia))
+			continue;
 		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
 			continue;
 		np = 1;
@@ -256,17 +281,20 @@ static int run_client(struct ctx *c, const char *addr, int port, int count)
 /* The IA one of whose spigots owns @addr. */
 static it_ia_handle_t ia_owning(const char *addr)
 {
-	struct in_addr want;
+	it_net_addr_t want;
 	it_interface_t itf[16];
 	size_t n = 16, total;
 
-	inet_pton(AF_INET, addr, &want);
+	if (!parse_addr(addr, &want))
+		return NULL;
 	it_interface_list(itf, &n, &total);
 	for (size_t i = 0; i < n; i++) {
 		it_ia_handle_t ia;
 		it_ia_info_t *info;
 		bool mine = false;
 
+		if (only_ia && strcmp(itf[i].name, only_ia))
+			continue;
 		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
 			continue;
 		if (it_ia_query(ia, &info) == IT_SUCCESS) {
@@ -276,7 +304,12 @@ static it_ia_handle_t ia_owning(const char *addr)
 					&info->spigot_info[0].net_addr[j];
 
 				if (a->addr_type == IT_IPV4 &&
-				    a->addr.ipv4.s_addr == want.s_addr)
+				    want.addr_type == IT_IPV4 &&
+				    a->addr.ipv4.s_addr == want.addr.ipv4.s_addr)
+					mine = true;
+				if (a->addr_type == IT_IPV6 &&
+				    want.addr_type == IT_IPV6 &&
+				    !memcmp(&a->addr.ipv6, &want.addr.ipv6, 16))
 					mine = true;
 			}
 			it_ia_info_free(info);
@@ -360,8 +393,9 @@ int main(int argc, char **argv)
 	const char *addr = NULL;
 	int server = -1, port = 7174, count = 1, opt;
 
-	while ((opt = getopt(argc, argv, "sca:p:C:S:v")) != -1) {
+	while ((opt = getopt(argc, argv, "sca:p:d:C:S:v")) != -1) {
 		switch (opt) {
+		case 'd': only_ia = optarg; break;
 		case 's': server = 1; break;
 		case 'c': server = 0; break;
 		case 'a': addr = optarg; break;
@@ -373,7 +407,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (server < 0 || !addr || count < 1 || c.size < 16) {
-		fprintf(stderr, "usage: %s -s|-c -a ADDR -p PORT [-C COUNT] [-S SIZE] [-v]\n",
+		fprintf(stderr, "usage: %s -s|-c -a ADDR -p PORT [-d IA] [-C COUNT] [-S SIZE] [-v]\n",
 			argv[0]);
 		return 2;
 	}
