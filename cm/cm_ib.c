@@ -210,8 +210,8 @@ static uint32_t rto_clamp(uint32_t ms)
 	return CLAMP(ms, IB_CM_MIN_RTO_MS, IB_CM_MAX_RTO_MS);
 }
 
-/* A new connection with a fresh local comm ID, in the table. Called
- * with st->lock held. */
+/* A new connection with a fresh local comm ID, in the table, which holds
+ * its one reference: borrowed by the caller while it holds st->lock. */
 static struct ib_conn *conn_new_locked(struct cm *cm, struct ib_port *p,
 				       bool active)
 {
@@ -231,8 +231,7 @@ static struct ib_conn *conn_new_locked(struct cm *cm, struct ib_port *p,
 	c->rconn.device = ual_device_rnicpi(ib_port_device(p));
 	snprintf(c->prefix, sizeof(c->prefix), "IBCM[%08x] %s:", c->local_id,
 		 ual_device_name(ib_port_device(p)));
-	g_hash_table_insert(st->conns, GUINT_TO_POINTER(c->local_id),
-			    conn_ref(c));
+	g_hash_table_insert(st->conns, GUINT_TO_POINTER(c->local_id), c);
 	return c;
 }
 
