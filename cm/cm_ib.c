@@ -583,7 +583,8 @@ static int ib_connect(struct cm *cm, struct cm_id *id)
 	id->local_addr = c->local_addr;
 	ib_mad_cm_init(&m, IB_CM_ATTR_REQ, c->tid);
 	ib_cm_req_encode(&m, &req);
-	id->tp_data = c;
+	/* The ID's reference: its transport state outlives time-wait. */
+	id->tp_data = conn_ref(c);
 	conn_set_state(c, IBC_REQ_SENT);
 	conn_arm(c, rto);
 	conn_send(c, &m, true);
@@ -1000,7 +1001,7 @@ static int ib_accept(struct cm *cm, struct rnicpi_conn *rc, struct cm_id *id)
 	c->resp_res = ord;
 	c->id = cm_id_ref(id);
 	g_mutex_lock(&c->cm->lock);
-	id->tp_data = c;
+	id->tp_data = conn_ref(c);
 	g_mutex_unlock(&c->cm->lock);
 	req = g_steal_pointer(&c->req);
 	conn_set_state(c, IBC_REP_SENT);
@@ -1479,13 +1480,12 @@ void cm_ib_recv(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 static int ib_disconnect(struct cm *cm, struct cm_id *id, bool abortive)
 {
 	struct ib_state *st = ib_of(cm);
+	struct cm_id *drop = NULL;
 	struct ib_conn *c;
 
 	g_mutex_lock(&cm->lock);
-	c = id->tp_data;
+	c = id->tp_data ? conn_ref(id->tp_data) : NULL;
 	g_mutex_unlock(&cm->lock);
-	struct cm_id *drop = NULL;
-
 	/* Either way the QP stops now (rdma_cm does the same); in order the
 	 * peer gets a DREQ and DISCONNECTED follows our DREP or time-out,
 	 * abortively a REJ and DISCONNECTED at once. */
@@ -1505,6 +1505,7 @@ static int ib_disconnect(struct cm *cm, struct cm_id *id, bool abortive)
 		       0);
 		cm_id_unref(drop);
 	}
+	conn_unref(c);
 	return 0;
 }
 
@@ -1550,6 +1551,7 @@ static void ib_release(struct cm *cm, struct cm_id *id, enum cm_id_state was)
 	ibc_debug(c, "released by its consumer (state %s)",
 		  cm_id_state_name(was));
 	cm_id_unref(drop);
+	conn_unref(c);	/* the ID's */
 }
 
 /* ------------------------------------------------------------------ */

@@ -30,6 +30,7 @@
 /* The IT-API suites again over soft-RoCE (they need siw's build too). */
 #ifdef HAVE_PROV_SIW
 #define HOSTRDMA_SUITES_ITAPI_RXE(X)                                        \
+	X(suite_cm_mad, "cm-mad")                                           \
 	X(suite_itapi_cm_rxe, "itapi-cm-rxe")                               \
 	X(suite_itapi_cm_ib, "itapi-cm-ib")
 #else
