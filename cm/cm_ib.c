@@ -499,7 +499,11 @@ static void ib_cancel(struct cm *cm, struct cm_id *id)
 static uint32_t ib_max_private_data(struct ual_device *d,
 				    enum ual_cm_pdata_op op)
 {
-	(void)d;
+	struct rnicpi_device_attr a;
+
+	/* No QP1, no CM, no private data. */
+	if (ual_device_query(d, &a) || !(a.caps & RNICPI_DEV_CAP_GSI))
+		return 0;
 	switch (op) {
 	case UAL_CM_PDATA_CONNECT:
 		/* rdma_cm's header takes 36 of the REQ's 92 bytes. */
