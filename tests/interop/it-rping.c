@@ -153,14 +153,32 @@ static void post_recv(struct ctx *c)
 	TRY(it_post_recv(c->ep, &t, 1, 1, FL));
 }
 
-static void send16(struct ctx *c)
+/* @last: the peer may have what we sent, and disconnect, before its ACK
+ * reaches us (an ACK lost on a lossy link, the retransmission answered by
+ * a QP already in error): the Send is then flushed, which rping itself
+ * takes as the end of the run. The peer's verification is the proof. */
+static void send16(struct ctx *c, bool last)
 {
 	it_lmr_triplet_t t = { .lmr = c->send_lmr, .length = 16 };
 	it_event_t ev;
+	size_t nmore;
 
 	t.addr.abs = &c->send_buf;
 	TRY(it_post_send(c->ep, &t, 1, 2, FL));
-	wait_ev(c->sq, IT_DTO_SEND_CMPL_EVENT, &ev);
+	if (!last) {
+		wait_ev(c->sq, IT_DTO_SEND_CMPL_EVENT, &ev);
+		return;
+	}
+	TRY(it_evd_wait(c->sq, WAIT_US, &ev, &nmore));
+	if (ev.event_number != IT_DTO_SEND_CMPL_EVENT ||
+	    (ev.dto_cmpl.dto_status != IT_DTO_SUCCESS &&
+	     ev.dto_cmpl.dto_status != IT_DTO_ERR_FLUSHED)) {
+		fprintf(stderr, "it-rping: last send: event 0x%x (DTO status %d)\n",
+			ev.event_number, ev.dto_cmpl.dto_status);
+		exit(1);
+	}
+	if (ev.dto_cmpl.dto_status == IT_DTO_ERR_FLUSHED)
+		printf("it-rping: the last Send was flushed by the peer's disconnect\n");
 }
 
 static uint32_t wait_recv(struct ctx *c)
@@ -206,7 +224,7 @@ static void advertise(struct ctx *c, uint8_t *buf, it_rmr_context_t key)
 	c->send_buf.buf_be = it_hton64((uintptr_t)buf);
 	c->send_buf.rkey_be = htonl((uint32_t)key);
 	c->send_buf.size_be = htonl(c->size);
-	send16(c);
+	send16(c, false);
 }
 
 /* The IA with a path to @addr (or the -d one), its path in @path. */
@@ -383,7 +401,7 @@ static int run_server(struct ctx *c, const char *addr, int port, int count)
 		if (verbose)
 			printf("server ping data: %.*s\n", 40, c->rdma_buf);
 		memset(&c->send_buf, 0, sizeof(c->send_buf));
-		send16(c);		/* go ahead */
+		send16(c, false);		/* go ahead */
 		if (wait_recv(c) != 16)
 			return 1;
 		raddr = it_ntoh64(c->recv_buf.buf_be);
@@ -391,7 +409,7 @@ static int run_server(struct ctx *c, const char *addr, int port, int count)
 		post_recv(c);
 		rdma(c, false, (uint32_t)strlen((char *)c->rdma_buf) + 1, raddr,
 		     rkey);
-		send16(c);		/* written */
+		send16(c, ping == count - 1);	/* written */
 	}
 	/* rping's client disconnects after its last round. */
 	wait_ev(c->cm, IT_CM_MSG_CONN_DISCONNECT_EVENT, &ev);
