@@ -9,10 +9,12 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <glib.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tests/rxe_testlib.h"
@@ -93,6 +95,46 @@ START_TEST(test_device_queries)
 	t.ops->netdev_event(t.dev, &nd, RNICPI_NETDEV_ADDR_ADD);
 	ck_assert(rxe_t_has_event(RNICPI_EVENT_PORT_ACTIVE, NULL));
 	ck_assert_ok(t.ops->query_gid(t.dev, 1, 1, &ge));
+	rxe_t_dev_close(&t);
+}
+END_TEST
+
+/* RoCEv2 has one UDP port: when another process (or the kernel's
+ * rdma_rxe) holds it on every address of the interface, the device is
+ * refused with EADDRINUSE, not a vague "no address"; once the port is
+ * free again the device comes up. */
+START_TEST(test_port_taken)
+{
+	struct sockaddr_storage addrs[2];
+	struct rnicpi_netdev nd;
+	struct rnicpi_device *d = NULL;
+	struct rxe_t_dev t;
+	int fd[2];
+
+	rxe_t_lo_netdev(&nd, addrs);
+	for (int i = 0; i < 2; i++) {
+		int fam = addrs[i].ss_family;
+		struct sockaddr_storage a = addrs[i];
+		socklen_t len;
+
+		if (fam == AF_INET) {
+			((struct sockaddr_in *)&a)->sin_port = htons(4791);
+			len = sizeof(struct sockaddr_in);
+		} else {
+			((struct sockaddr_in6 *)&a)->sin6_port = htons(4791);
+			len = sizeof(struct sockaddr_in6);
+		}
+		fd[i] = socket(fam, SOCK_DGRAM, 0);
+		ck_assert_int_ge(fd[i], 0);
+		ck_assert_int_eq(bind(fd[i], (struct sockaddr *)&a, len), 0);
+	}
+	ck_assert_errno(rxe_provider.device_create(&nd, "rxe_lo", NULL,
+						   &rxe_t_core_ops, &d),
+			EADDRINUSE);
+	ck_assert_ptr_null(d);
+	close(fd[0]);
+	close(fd[1]);
+	ck_assert_ok(rxe_t_dev_open(&t, NULL));
 	rxe_t_dev_close(&t);
 }
 END_TEST
@@ -665,6 +707,7 @@ Suite *suite_rxe_loopback(void)
 
 	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
 	tcase_add_test(tc, test_device_queries);
+	tcase_add_test(tc, test_port_taken);
 	tcase_add_test(tc, test_qp_state_machine);
 	suite_add_tcase(s, tc);
 

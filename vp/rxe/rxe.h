@@ -104,6 +104,7 @@ enum rxe_ev_kind {
 
 struct rxe_dev {
 	struct rnicpi_device ibdev;
+	int gid_open_err;		/* the last rxe_gid_open failure */
 	char ifname[RNICPI_IFNAMSIZ];
 	uint32_t if_mtu;
 	unsigned int nd_flags;

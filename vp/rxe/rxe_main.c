@@ -117,6 +117,7 @@ static bool gid_add(struct rxe_dev *dev, const struct sockaddr_storage *ss,
 	g->valid = true;
 	err = rxe_gid_open(dev, i);
 	if (err) {
+		dev->gid_open_err = err;
 		g->valid = false;
 		return false;
 	}
@@ -468,6 +469,17 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	for (i = 0; i < RXE_MAX_GID; i++)
 		n_gids += dev->gids[i].valid;
 	pthread_mutex_unlock(&dev->lock);
+	if (n_gids == 0 && dev->gid_open_err == -EADDRINUSE) {
+		/* RoCEv2 has one UDP port: whoever binds it on an address
+		 * owns RoCE there (the kernel's rdma_rxe, or another
+		 * process running this provider). */
+		rxe_dev_warn(dev, "UDP port %u on the addresses of %s is "
+			     "taken by another process or by the kernel's "
+			     "rdma_rxe: soft-RoCE runs in one process per "
+			     "interface", ROCE_V2_UDP_PORT, nd->ifname);
+		err = -EADDRINUSE;
+		goto err_net;
+	}
 	if (n_gids == 0) {
 		rxe_dev_warn(dev, "no usable address on %s (UDP port %u)",
 			     nd->ifname, ROCE_V2_UDP_PORT);
