@@ -33,7 +33,8 @@
 #define HOSTRDMA_SUITES_ITAPI_RXE(X)                                        \
 	X(suite_cm_mad, "cm-mad")                                           \
 	X(suite_itapi_cm_rxe, "itapi-cm-rxe")                               \
-	X(suite_itapi_cm_ib, "itapi-cm-ib")
+	X(suite_itapi_cm_ib, "itapi-cm-ib")                                 \
+	X(suite_itapi_atomic, "itapi-atomic-rxe")
 #else
 #define HOSTRDMA_SUITES_ITAPI_RXE(X)
 #endif
