@@ -1,4 +1,15 @@
-# tools/: command-line programs.
+# tools/: command-line programs. They are IT-API programs: they link
+# libhostrdma and include it_api.h only.
+noinst_LTLIBRARIES += tools/libtools.la
+tools_libtools_la_SOURCES = tools/tool_util.c tools/tool_util.h \
+	tools/perf.h tools/perf_priv.h tools/perf_conn.c tools/perf_loop.c \
+	tools/perf_report.c tools/perf_rcm.c
+tools_libtools_la_LIBADD = libhostrdma.la
+
+bin_PROGRAMS += tools/hostrdma-perf
+tools_hostrdma_perf_SOURCES = tools/hostrdma-perf.c
+tools_hostrdma_perf_LDADD = tools/libtools.la
+
 bin_PROGRAMS += tools/hostrdma-demo
 tools_hostrdma_demo_SOURCES = tools/hostrdma-demo.c
 tools_hostrdma_demo_CFLAGS = $(AM_CFLAGS) $(JSON_GLIB_CFLAGS)
