@@ -51,6 +51,9 @@ struct perf_opts {
 	bool perftest_cm;		/* -R: perftest's rdma_cm exchange */
 	bool verify;			/* check the data of every message */
 	bool mbps;			/* table in MB/s (perftest) not Gb/s */
+	/* server: called once it listens (or failed to: @ok false) */
+	void (*on_listen)(void *arg, bool ok);
+	void *on_listen_arg;
 };
 
 /* What one side measured for one message size. */

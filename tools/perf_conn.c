@@ -493,6 +493,8 @@ static int listen_any(struct perf_ctx *c)
 					   IT_LISTEN_CONN_QUAL_INPUT, &q,
 					   &c->listen)))
 			return -1;
+		if (o->on_listen)
+			o->on_listen(o->on_listen_arg, true);
 		return 0;
 	}
 	it_interface_list(itf, &n, &total);
@@ -529,6 +531,8 @@ static int listen_any(struct perf_ctx *c)
 	if (!o->quiet)
 		fprintf(stderr, "%s: waiting for a client on port %u (%zu devices)\n",
 			PERF_PROG, o->port, nc);
+	if (o->on_listen)
+		o->on_listen(o->on_listen_arg, true);
 	while (chosen < 0) {
 		if (poll(pfd, nc, -1) < 0)
 			return -1;
@@ -557,8 +561,11 @@ int perf_accept(struct perf_ctx *c)
 	uint64_t v[24] = { 0 };
 
 	c->server = true;
-	if (listen_any(c))
+	if (listen_any(c)) {
+		if (o->on_listen)
+			o->on_listen(o->on_listen_arg, false);
 		return -1;
+	}
 	if (!o->quiet && (o->device || o->bind))
 		fprintf(stderr, "%s: waiting for a client on port %u\n",
 			PERF_PROG, o->port);

@@ -278,6 +278,36 @@ static bool all_completed(const struct perf_ctx *c)
 	return true;
 }
 
+/*
+ * An RDMA Write completes once the data is on its way; a Read on the same
+ * QP returns only after every earlier Write was placed (RFC 5040 section
+ * 5.5: a Read Request is processed in order with the Writes before it).
+ * So Write runs end with one small Read per QP: the time then covers the
+ * data landing, and the peer may check its sink.
+ */
+static int fence(struct perf_ctx *c)
+{
+	for (unsigned int i = 0; i < c->nqp; i++) {
+		struct perf_qp *q = &c->qp[i];
+		it_lmr_triplet_t t = { .lmr = q->lmr, .length = 8 };
+		it_event_t ev;
+
+		t.addr.abs = (uint8_t *)q->credit_src + 8;
+		if (tool_check(PERF_PROG, "it_post_rdma_read (fence)",
+			       it_post_rdma_read(q->ep, &t, 1,
+						 ((uint64_t)i << 56) |
+							 CREDIT_COOKIE,
+						 SIGNALLED, q->raddr,
+						 q->rrkey)))
+			return -1;
+		if (tool_wait_event(PERF_PROG, c->sq,
+				    IT_DTO_RDMA_READ_CMPL_EVENT, TOOL_WAIT_US,
+				    &ev))
+			return -1;
+	}
+	return 0;
+}
+
 /* Bandwidth, one size: posts (if active) and receives (Send tests). */
 static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 {
@@ -317,6 +347,8 @@ static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		progress += k;
 		if (sender && !posting && all_completed(c)) {
 			sender = false;
+			if (o->verb == PERF_WRITE && fence(c))
+				return -1;
 			r->ns = tool_now_ns() - t0;
 			/* A receiver learns here how many to expect. */
 			if (o->verb == PERF_SEND) {
@@ -528,6 +560,23 @@ err:
 	return -1;
 }
 
+/* Where the peer wrote or we read, the sink must hold the message and
+ * nothing past it. */
+static uint32_t check_sinks(struct perf_ctx *c, uint64_t size)
+{
+	const struct perf_opts *o = c->o;
+	uint32_t bad = 0;
+
+	if (!o->verify || o->lat ||
+	    !((o->verb == PERF_WRITE && (c->server || o->bidir)) ||
+	      (o->verb == PERF_READ && (!c->server || o->bidir))))
+		return 0;
+	for (unsigned int i = 0; i < c->nqp; i++)
+		bad += perf_check(c->qp[i].buf + c->sink_off, size,
+				  c->max_size, i);
+	return bad;
+}
+
 /*
  * One size: both sides clear their sinks and (when they send data) fill
  * their sources, meet (READY), run, then swap their numbers (DONE).
@@ -562,19 +611,13 @@ int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		rc = o->lat ? lat(c, size, r) : bw(c, size, r);
 	if (rc)
 		return -1;
-	/* Where the peer wrote or we read, the sink must hold the message
-	 * and nothing past it. */
-	if (o->verify && !o->lat &&
-	    ((o->verb == PERF_WRITE && (c->server || o->bidir)) ||
-	     (o->verb == PERF_READ && (!c->server || o->bidir))))
-		for (unsigned int i = 0; i < c->nqp; i++)
-			r->verify_errors += perf_check(
-				c->qp[i].buf + c->sink_off, size,
-				c->max_size, i);
 	/* A passive side's CPU (its provider's progress thread placing
-	 * data) counts until the active side reports. */
+	 * data) counts until the active side reports; the data it placed
+	 * is all there by then (see fence()). */
 	if (c->server && perf_ctl_recv(c, PERF_CTL_DONE, IT_TIMEOUT_INFINITE))
 		return -1;
+	if (c->server)
+		r->verify_errors += check_sinks(c, size);
 	r->cpu_s = cpu_now() - cpu0;
 	v[DV_SIZE] = size;
 	v[DV_ITERS] = r->iters;
@@ -594,6 +637,7 @@ int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		if (perf_ctl_send(c, PERF_CTL_DONE, v, DV_COUNT, false) ||
 		    perf_ctl_recv(c, PERF_CTL_DONE, TOOL_WAIT_US))
 			return -1;
+		r->verify_errors += check_sinks(c, size);
 	}
 	return 0;
 }
