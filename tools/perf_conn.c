@@ -11,7 +11,6 @@
 #include "tools/perf_priv.h"
 
 #include <arpa/inet.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,101 +456,12 @@ static int next_request(struct perf_ctx *c, uint8_t role, unsigned int index,
 	}
 }
 
-/* Listens on the IA, or on every IA that can listen when no device or
- * address narrows it down, and keeps the one a request arrives on. */
-static int listen_any(struct perf_ctx *c)
+static void listening(void *arg)
 {
-	struct perf_opts *o = c->o;
-	it_conn_qual_t q = { .type = IT_IANA_PORT };
-	struct {
-		it_ia_handle_t ia;
-		it_evd_handle_t req;
-		it_listen_handle_t l;
-		int fd;
-		char name[IT_INTERFACE_NAME_SIZE];
-	} cand[32];
-	it_interface_t itf[32];
-	size_t n = 32, total, nc = 0;
-	struct pollfd pfd[32];
-	int chosen = -1;
+	struct perf_opts *o = arg;
 
-	q.conn_qual.port = htons(o->port);
-	if (o->device || o->bind) {
-		it_net_addr_t a;
-
-		if (o->bind && tool_parse_addr(PERF_PROG, o->bind, &a))
-			return -1;
-		c->ia = tool_ia_owning(PERF_PROG, o->device, &a);
-		if (!c->ia)
-			return -1;
-		if (check("it_evd_create",
-			  it_evd_create(c->ia, IT_CM_REQ_EVENT_STREAM, 0,
-					2 * PERF_MAX_QPS, 0, NULL, &c->req,
-					NULL)) ||
-		    check("it_listen_create",
-			  it_listen_create(c->ia, 0, c->req,
-					   IT_LISTEN_CONN_QUAL_INPUT, &q,
-					   &c->listen)))
-			return -1;
-		if (o->on_listen)
-			o->on_listen(o->on_listen_arg, true);
-		return 0;
-	}
-	it_interface_list(itf, &n, &total);
-	for (size_t i = 0; i < n; i++) {
-		it_ia_handle_t ia;
-		it_evd_handle_t req;
-		it_listen_handle_t l;
-		int fd = -1;
-
-		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
-			continue;
-		if (it_evd_create(ia, IT_CM_REQ_EVENT_STREAM, IT_EVD_CREATE_FD,
-				  2 * PERF_MAX_QPS, 0, NULL, &req, &fd) ||
-		    it_listen_create(ia, 0, req, IT_LISTEN_CONN_QUAL_INPUT, &q,
-				     &l)) {
-			it_ia_free(ia);	/* e.g. RoCE without its CM */
-			continue;
-		}
-		cand[nc].ia = ia;
-		cand[nc].req = req;
-		cand[nc].l = l;
-		cand[nc].fd = fd;
-		snprintf(cand[nc].name, sizeof(cand[nc].name), "%s",
-			 itf[i].name);
-		pfd[nc].fd = fd;
-		pfd[nc].events = POLLIN;
-		nc++;
-	}
-	if (!nc) {
-		fprintf(stderr, "%s: no RDMA device could listen on port %u\n",
-			PERF_PROG, o->port);
-		return -1;
-	}
-	if (!o->quiet)
-		fprintf(stderr, "%s: waiting for a client on port %u (%zu devices)\n",
-			PERF_PROG, o->port, nc);
 	if (o->on_listen)
 		o->on_listen(o->on_listen_arg, true);
-	while (chosen < 0) {
-		if (poll(pfd, nc, -1) < 0)
-			return -1;
-		for (size_t i = 0; i < nc && chosen < 0; i++)
-			if (pfd[i].revents & POLLIN)
-				chosen = (int)i;
-	}
-	for (size_t i = 0; i < nc; i++) {
-		if ((int)i == chosen)
-			continue;
-		it_ia_free(cand[i].ia);
-	}
-	c->ia = cand[chosen].ia;
-	c->req = cand[chosen].req;
-	c->listen = cand[chosen].l;
-	if (!o->quiet && !o->json)
-		fprintf(stderr, "%s: connection on %s\n", PERF_PROG,
-			cand[chosen].name);
-	return 0;
 }
 
 int perf_accept(struct perf_ctx *c)
@@ -561,14 +471,13 @@ int perf_accept(struct perf_ctx *c)
 	uint64_t v[24] = { 0 };
 
 	c->server = true;
-	if (listen_any(c)) {
+	if (tool_listen(PERF_PROG, o->device, o->bind, o->port,
+			2 * PERF_MAX_QPS, o->quiet, listening, o, &c->ia,
+			&c->req, &c->listen)) {
 		if (o->on_listen)
 			o->on_listen(o->on_listen_arg, false);
 		return -1;
 	}
-	if (!o->quiet && (o->device || o->bind))
-		fprintf(stderr, "%s: waiting for a client on port %u\n",
-			PERF_PROG, o->port);
 	if (next_request(c, 0, 0, &id))
 		return -1;
 	c->max_size = 64;

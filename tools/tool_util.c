@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -342,6 +343,99 @@ it_ia_handle_t tool_ia_owning(const char *prog, const char *device,
 	fprintf(stderr, "%s: no RDMA device holds the address %s\n", prog,
 		tool_addr_str(addr, text, sizeof(text)));
 	return NULL;
+}
+
+int tool_listen(const char *prog, const char *device, const char *bind,
+		uint16_t port, size_t req_depth, bool quiet,
+		void (*ready)(void *arg), void *arg, it_ia_handle_t *ia,
+		it_evd_handle_t *req, it_listen_handle_t *listen)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	struct {
+		it_ia_handle_t ia;
+		it_evd_handle_t req;
+		it_listen_handle_t l;
+		char name[IT_INTERFACE_NAME_SIZE];
+	} cand[32];
+	it_interface_t itf[32];
+	size_t n = ARRAY_SIZE(itf), total, nc = 0;
+	struct pollfd pfd[32];
+	int chosen = -1;
+
+	q.conn_qual.port = htons(port);
+	if (device || bind) {
+		it_net_addr_t a = { 0 };
+
+		if (bind && tool_parse_addr(prog, bind, &a))
+			return -1;
+		*ia = tool_ia_owning(prog, device, &a);
+		if (!*ia)
+			return -1;
+		if (tool_check(prog, "it_evd_create",
+			       it_evd_create(*ia, IT_CM_REQ_EVENT_STREAM, 0,
+					     req_depth, 0, NULL, req, NULL)) ||
+		    tool_check(prog, "it_listen_create",
+			       it_listen_create(*ia, 0, *req,
+						IT_LISTEN_CONN_QUAL_INPUT, &q,
+						listen)))
+			return -1;
+		if (!quiet)
+			fprintf(stderr, "%s: waiting for a client on port %u\n",
+				prog, port);
+		if (ready)
+			ready(arg);
+		return 0;
+	}
+	it_interface_list(itf, &n, &total);
+	for (size_t i = 0; i < n && nc < ARRAY_SIZE(cand); i++) {
+		int fd = -1;
+
+		if (it_ia_create(itf[i].name, 2, 1, &cand[nc].ia) !=
+		    IT_SUCCESS)
+			continue;
+		if (it_evd_create(cand[nc].ia, IT_CM_REQ_EVENT_STREAM,
+				  IT_EVD_CREATE_FD, req_depth, 0, NULL,
+				  &cand[nc].req, &fd) ||
+		    it_listen_create(cand[nc].ia, 0, cand[nc].req,
+				     IT_LISTEN_CONN_QUAL_INPUT, &q,
+				     &cand[nc].l)) {
+			/* e.g. RoCE before its connection manager */
+			it_ia_free(cand[nc].ia);
+			continue;
+		}
+		snprintf(cand[nc].name, sizeof(cand[nc].name), "%s",
+			 itf[i].name);
+		pfd[nc].fd = fd;
+		pfd[nc].events = POLLIN;
+		nc++;
+	}
+	if (!nc) {
+		fprintf(stderr, "%s: no RDMA device could listen on port %u\n",
+			prog, port);
+		return -1;
+	}
+	if (!quiet)
+		fprintf(stderr, "%s: waiting for a client on port %u (%zu devices)\n",
+			prog, port, nc);
+	if (ready)
+		ready(arg);
+	while (chosen < 0) {
+		if (poll(pfd, nc, -1) < 0)
+			continue;	/* EINTR */
+		for (size_t i = 0; i < nc && chosen < 0; i++)
+			if (pfd[i].revents & POLLIN)
+				chosen = (int)i;
+	}
+	for (size_t i = 0; i < nc; i++)
+		if ((int)i != chosen)
+			it_ia_free(cand[i].ia);
+	*ia = cand[chosen].ia;
+	*req = cand[chosen].req;
+	*listen = cand[chosen].l;
+	if (!quiet)
+		fprintf(stderr, "%s: connection request on %s\n", prog,
+			cand[chosen].name);
+	return 0;
 }
 
 int tool_wait_event(const char *prog, it_evd_handle_t evd,

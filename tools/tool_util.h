@@ -43,6 +43,19 @@ it_ia_handle_t tool_ia_owning(const char *prog, const char *device,
 			      const it_net_addr_t *addr);
 
 /*
+ * A server's listener on @port: on the IA named @device, or the one
+ * holding @bind, or else on every IA that can listen (each software
+ * transport, each interface), keeping the one the first connection
+ * request arrives on (its IA, connection request EVD of @req_depth
+ * events, and listener; the others are freed). @ready(@arg) is called
+ * once listening, before the wait. 0, or -1 with a message.
+ */
+int tool_listen(const char *prog, const char *device, const char *bind,
+		uint16_t port, size_t req_depth, bool quiet,
+		void (*ready)(void *arg), void *arg, it_ia_handle_t *ia,
+		it_evd_handle_t *req, it_listen_handle_t *listen);
+
+/*
  * Waits up to @timeout_us for one event on @evd and checks it is @type
  * (and, for a DTO, successful). 0, or -1 with a message naming what came.
  */
