@@ -10,6 +10,10 @@ bin_PROGRAMS += tools/hostrdma-perf
 tools_hostrdma_perf_SOURCES = tools/hostrdma-perf.c
 tools_hostrdma_perf_LDADD = tools/libtools.la
 
+bin_PROGRAMS += tools/hostrdma-info
+tools_hostrdma_info_SOURCES = tools/hostrdma-info.c
+tools_hostrdma_info_LDADD = tools/libtools.la
+
 bin_PROGRAMS += tools/hostrdma-ping
 tools_hostrdma_ping_SOURCES = tools/hostrdma-ping.c
 tools_hostrdma_ping_LDADD = tools/libtools.la
