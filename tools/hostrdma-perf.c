@@ -204,8 +204,6 @@ int main(int argc, char **argv)
 	tool_raise_memlock();
 	if (o.server && perf_fit_memlock(&o))
 		return 1;
-	if (o.json)
-		o.quiet = true;
 	rc = o.perftest_cm ? perf_run_perftest(&o, print_one, NULL) :
 			     perf_run(&o, print_one, NULL);
 	perf_print_footer(&o);

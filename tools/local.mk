@@ -21,5 +21,7 @@ tools_hostrdma_ping_LDADD = tools/libtools.la
 bin_PROGRAMS += tools/hostrdma-demo
 tools_hostrdma_demo_SOURCES = tools/hostrdma-demo.c
 tools_hostrdma_demo_LDADD = tools/libtools.la $(PTHREAD_LIBS)
-man_MANS += man/hostrdma-demo.1 man/hostrdma.7
-EXTRA_DIST += man/hostrdma-demo.1 man/hostrdma.7
+tools_man = man/hostrdma-demo.1 man/hostrdma-info.1 man/hostrdma-perf.1 \
+	man/hostrdma-ping.1 man/hostrdma.7
+man_MANS += $(tools_man)
+EXTRA_DIST += $(tools_man)

@@ -359,6 +359,10 @@ static int params_in(struct perf_ctx *c)
 	o->duration_s = (unsigned int)v[PV_DURATION];
 	o->verify = v[PV_VERIFY];
 	c->max_size = v[PV_MAX_SIZE] < 64 ? 64 : v[PV_MAX_SIZE];
+	/* The client's -a may stop early (its RLIMIT_MEMLOCK): the sizes
+	 * the server walks end where the client's buffers do. */
+	if (o->all_sizes)
+		o->all_max = v[PV_MAX_SIZE];
 	return 0;
 }
 
