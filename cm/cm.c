@@ -113,8 +113,7 @@ const struct cm_transport *cm_transport_of(struct ual_device *d)
 		return &cm_iwarp_transport;
 	case RNICPI_TRANSPORT_ROCE:
 	case RNICPI_TRANSPORT_IB:
-		/* The InfiniBand CM (cm_ib.c) arrives with soft-RoCE. */
-		break;
+		return &cm_ib_transport;
 	}
 	g_info("%s: no connection manager for this transport yet",
 	       ual_device_name(d));
@@ -170,6 +169,8 @@ static gpointer cm_thread_main(gpointer data)
 
 void cm_iwarp_init(struct cm *cm);
 void cm_iwarp_fini(struct cm *cm);
+void cm_ib_init(struct cm *cm);
+void cm_ib_fini(struct cm *cm);
 
 int cm_open(struct ual *u)
 {
@@ -207,6 +208,7 @@ int cm_open(struct ual *u)
 	cm->ctx = g_main_context_new();
 	cm->loop = g_main_loop_new(cm->ctx, FALSE);
 	cm_iwarp_init(cm);
+	cm_ib_init(cm);
 	cm->thread = g_thread_new("hostrdma-cm", cm_thread_main, cm);
 	ual_set_conn_handler(u, cm_conn_event, cm);
 	the_cm = cm;
@@ -268,6 +270,7 @@ void cm_close(void)
 	g_source_unref(s);
 	g_thread_join(cm->thread);
 	cm_iwarp_fini(cm);
+	cm_ib_fini(cm);
 	/* Sources destroyed after the thread stopped may hold callbacks. */
 	while (g_main_context_iteration(cm->ctx, FALSE))
 		;
@@ -498,9 +501,16 @@ void cm_provider_conn_reject(struct ual_device *d, struct rnicpi_conn *c,
 				 const void *pdata, uint32_t len)
 {
 	struct rnicpi_device *rdev = ual_device_rnicpi(d);
+	const struct cm_transport *tp = cm_transport_of(d);
 	int (*fn)(struct rnicpi_conn *, const void *, uint32_t) =
 		CM_RDEV_OP(rdev, conn_reject);
-	int err = fn ? fn(c, pdata, len) : -EOPNOTSUPP;
+	int err;
+
+	if (tp && tp->reject) {
+		tp->reject(cm_get(), c, pdata, len);
+		return;
+	}
+	err = fn ? fn(c, pdata, len) : -EOPNOTSUPP;
 
 	if (err)
 		g_info("%s: conn_reject: %s", ual_device_name(d),

@@ -18,9 +18,9 @@
  * What depends on the transport (how a listener listens, how a connect
  * starts, how the private data limits look) sits behind
  * struct cm_transport: cm_iwarp.c does TCP and hands the socket to the
- * provider, which runs MPA (RFC 5044). The InfiniBand CM (REQ/REP/RTU over
- * QP1, IBA chapter 12) for RoCE and IB devices plugs in as cm_ib.c filling
- * the same table; until then those devices answer -EOPNOTSUPP.
+ * provider, which runs MPA (RFC 5044); cm_ib.c runs the InfiniBand CM
+ * (REQ/REP/RTU/REJ/MRA/DREQ/DREP over QP1, IBA chapter 12) itself for
+ * RoCE and IB devices and moves their QPs through RESET/INIT/RTR/RTS.
  *
  * The public face is ual.h's ual_cm_* (ual_conn.c forwards here). Errors
  * are 0 / -errno, logged in domain "hostrdma-cm" naming the object.
@@ -48,6 +48,17 @@ struct cm_listen;
 struct cm_req;
 struct cm_id;
 
+enum cm_id_state {
+	CM_ID_IDLE = 0,
+	CM_ID_SOCKET,		/* transport's own phase (TCP connect) */
+	CM_ID_PROVIDER,		/* the provider runs the set-up (MPA) */
+	CM_ID_ACCEPTING,	/* passive: accepted, waiting for RTS */
+	CM_ID_ESTABLISHED,
+	CM_ID_CLOSING,		/* orderly close started */
+	CM_ID_CLOSED,
+	CM_ID_NSTATES
+};
+
 /* Per-transport operations. Called without cm->lock held unless the
  * comment says so. */
 struct cm_transport {
@@ -66,9 +77,22 @@ struct cm_transport {
 	/* Bytes of private data for @op on @d. */
 	uint32_t (*max_private_data)(struct ual_device *d,
 				     enum ual_cm_pdata_op op);
+	/* Optional: a transport that runs the set-up itself instead of the
+	 * provider's conn_accept / conn_reject (IB CM). @conn is what the
+	 * transport handed over in its REQUEST; consumed as there. */
+	int (*accept)(struct cm *cm, struct rnicpi_conn *conn,
+		      struct cm_id *id);
+	void (*reject)(struct cm *cm, struct rnicpi_conn *conn,
+		       const void *pdata, uint32_t len);
+	/* Optional: close an ESTABLISHED / CLOSING @id (instead of moving
+	 * the QP to CLOSING), and forget the transport's state of @id when
+	 * it is destroyed or its set-up abandoned in state @was. */
+	int (*disconnect)(struct cm *cm, struct cm_id *id, bool abortive);
+	void (*release)(struct cm *cm, struct cm_id *id, enum cm_id_state was);
 };
 
 extern const struct cm_transport cm_iwarp_transport;
+extern const struct cm_transport cm_ib_transport;
 
 /* The transport table for @d, or NULL (logged) when there is none. */
 const struct cm_transport *cm_transport_of(struct ual_device *d);
@@ -93,6 +117,7 @@ struct cm {
 	uint64_t next_req_id;
 	guint next_obj;
 	void *iwarp;		/* cm_iwarp.c's state */
+	void *ib;		/* cm_ib.c's state */
 };
 
 struct cm_listen {
@@ -102,6 +127,7 @@ struct cm_listen {
 	struct ual_device *dev;	/* reference */
 	uint8_t port_num;
 	uint16_t port;		/* host order */
+	uint64_t sid;		/* IB CM service ID (host order), else 0 */
 	ual_cm_event_fn fn;
 	void *user_data;
 	GRecMutex cb_lock;	/* held while fn runs */
@@ -136,16 +162,6 @@ struct cm_req {
 	char prefix[CM_PREFIX_MAX];
 };
 
-enum cm_id_state {
-	CM_ID_IDLE = 0,
-	CM_ID_SOCKET,		/* transport's own phase (TCP connect) */
-	CM_ID_PROVIDER,		/* the provider runs the set-up (MPA) */
-	CM_ID_ACCEPTING,	/* passive: accepted, waiting for RTS */
-	CM_ID_ESTABLISHED,
-	CM_ID_CLOSING,		/* orderly close started */
-	CM_ID_CLOSED,
-	CM_ID_NSTATES
-};
 
 const char *cm_id_state_name(enum cm_id_state s);
 
@@ -165,6 +181,8 @@ struct cm_id {
 	uint64_t req_id;
 	struct sockaddr_storage local_addr, remote_addr;
 	uint16_t port;			/* remote qualifier, host order */
+	uint64_t sid;			/* IB CM service ID, host order */
+	void *tp_data;			/* the transport's, under cm->lock */
 	struct ual_cm_param param;	/* private data copied below */
 	uint8_t pdata[512];
 	/* Transport phase (cm_iwarp.c): socket, watch, time-out. */
@@ -231,6 +249,11 @@ void cm_req_abandon(struct cm_req *req, int status);
  * Called with cm->lock held. */
 struct cm_listen *cm_listen_find_locked(struct cm *cm, struct ual_device *dev,
 					uint8_t port_num, uint16_t port);
+/* The IB listener for service ID @sid on @dev, new reference, or NULL.
+ * Called with cm->lock held. */
+struct cm_listen *cm_listen_find_sid_locked(struct cm *cm,
+					    struct ual_device *dev,
+					    uint8_t port_num, uint64_t sid);
 
 /* Provider op @op of @rdev, NULL when the provider's table (checked for
  * its size) lacks it. */
@@ -281,12 +304,13 @@ int cm_resolve(struct cm *cm, const struct sockaddr *dst,
 	       const struct sockaddr *src, enum rnicpi_transport transport,
 	       struct ual_cm_route *out);
 GArray *cm_device_addrs(struct cm *cm, struct ual_device *d);
+/* @sid: an IB CM service ID (0: the one of *@port on IB devices). */
 int cm_listen(struct cm *cm, struct ual_device *d, uint8_t port_num,
-	      uint16_t *port, ual_cm_event_fn fn, void *user_data,
-	      struct cm_listen **out);
+	      uint16_t *port, uint64_t sid, ual_cm_event_fn fn,
+	      void *user_data, struct cm_listen **out);
 void cm_listen_destroy(struct cm_listen *l);
 int cm_connect(struct cm *cm, struct ual_qp *qp, const struct sockaddr *dst,
-	       uint16_t port, const struct sockaddr *src,
+	       uint16_t port, uint64_t sid, const struct sockaddr *src,
 	       const struct ual_cm_param *param, ual_cm_event_fn fn,
 	       void *user_data, struct cm_id **out);
 int cm_accept(struct cm *cm, uint64_t req_id, struct ual_qp *qp,

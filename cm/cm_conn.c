@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cm/cm.h"
+#include "cm/ib_mad.h"
 
 /* ------------------------------------------------------------------ */
 /* Connections (struct cm_id)                                          */
@@ -187,7 +188,7 @@ static gboolean cm_close_timeout(gpointer data)
 }
 
 int cm_connect(struct cm *cm, struct ual_qp *qp, const struct sockaddr *dst,
-	       uint16_t port, const struct sockaddr *src,
+	       uint16_t port, uint64_t sid, const struct sockaddr *src,
 	       const struct ual_cm_param *param, ual_cm_event_fn fn,
 	       void *user_data, struct cm_id **out)
 {
@@ -201,8 +202,22 @@ int cm_connect(struct cm *cm, struct ual_qp *qp, const struct sockaddr *dst,
 		return -EOPNOTSUPP;
 	if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)
 		return -EAFNOSUPPORT;
-	if (param && param->private_data_len >
-			     tp->max_private_data(d, UAL_CM_PDATA_CONNECT)) {
+	if (sid && tp == &cm_iwarp_transport) {
+		g_info("%s: service ID 0x%016" PRIx64 ": iWARP connects to ports",
+		       ual_device_name(d), sid);
+		return -EOPNOTSUPP;
+	}
+	/* A plain IB CM service ID leaves the consumer the whole REQ. */
+	if (param && sid && !ib_cma_ps_of(sid) &&
+	    param->private_data_len > IB_CM_REQ_PDATA) {
+		g_info("%s: connect with %u bytes of private data; a REQ carries %u",
+		       ual_device_name(d), param->private_data_len,
+		       IB_CM_REQ_PDATA);
+		return -EMSGSIZE;
+	}
+	if (param && !(sid && !ib_cma_ps_of(sid)) &&
+	    param->private_data_len >
+		    tp->max_private_data(d, UAL_CM_PDATA_CONNECT)) {
 		g_info("%s: connect with %u bytes of private data; the transport carries %u",
 		       ual_device_name(d), param->private_data_len,
 		       tp->max_private_data(d, UAL_CM_PDATA_CONNECT));
@@ -217,6 +232,7 @@ int cm_connect(struct cm *cm, struct ual_qp *qp, const struct sockaddr *dst,
 		       src->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
 						   sizeof(struct sockaddr_in6));
 	id->port = port;
+	id->sid = sid;
 	err = cm_id_register(cm, id);
 	if (err) {
 		cm_id_unref(id);
@@ -295,7 +311,11 @@ int cm_accept(struct cm *cm, uint64_t req_id, struct ual_qp *qp,
 	rdev = ual_device_rnicpi(d);
 	accept_fn = CM_RDEV_OP(rdev, conn_accept);
 	cm_to_rnicpi_param(&id->param, &rp);
-	err = accept_fn ? accept_fn(req->conn, id->rqp, &rp) : -EOPNOTSUPP;
+	if (id->tp->accept)
+		err = id->tp->accept(cm, req->conn, id);
+	else
+		err = accept_fn ? accept_fn(req->conn, id->rqp, &rp) :
+				  -EOPNOTSUPP;
 	if (err) {
 		cm_info(id, "conn_accept of request %" PRIu64 ": %s", req_id,
 			g_strerror(-err));
@@ -380,6 +400,8 @@ int cm_disconnect(struct cm_id *id, bool abortive)
 	switch (was) {
 	case CM_ID_ESTABLISHED:
 	case CM_ID_CLOSING:
+		if (id->tp->disconnect)
+			return id->tp->disconnect(cm, id, abortive);
 		if (abortive)
 			return qp_move(id, RNICPI_QPS_ERR);
 		if (qp_move(id, RNICPI_QPS_CLOSING))
@@ -395,6 +417,8 @@ int cm_disconnect(struct cm_id *id, bool abortive)
 		id->tp->cancel(cm, id);
 		break;
 	default:
+		if (id->tp->release)
+			id->tp->release(cm, id, was);
 		qp_move(id, RNICPI_QPS_ERR);
 		break;
 	}
@@ -433,6 +457,8 @@ void cm_id_destroy(struct cm_id *id)
 	default:
 		break;
 	}
+	if (id->tp->release)
+		id->tp->release(cm, id, was);
 	cm_debug(id, "destroyed in state %s", cm_id_state_name(was));
 	cm_id_unref(id);
 }

@@ -38,9 +38,22 @@ struct cm_listen *cm_listen_find_locked(struct cm *cm, struct ual_device *dev,
 	return NULL;
 }
 
+struct cm_listen *cm_listen_find_sid_locked(struct cm *cm,
+					    struct ual_device *dev,
+					    uint8_t port_num, uint64_t sid)
+{
+	for (guint i = 0; i < cm->listens->len; i++) {
+		struct cm_listen *l = cm->listens->pdata[i];
+
+		if (l->dev == dev && l->port_num == port_num && l->sid == sid)
+			return cm_listen_ref(l);
+	}
+	return NULL;
+}
+
 int cm_listen(struct cm *cm, struct ual_device *d, uint8_t port_num,
-	      uint16_t *port, ual_cm_event_fn fn, void *user_data,
-	      struct cm_listen **out)
+	      uint16_t *port, uint64_t sid, ual_cm_event_fn fn,
+	      void *user_data, struct cm_listen **out)
 {
 	const struct cm_transport *tp = cm_transport_of(d);
 	struct cm_listen *l, *other;
@@ -48,6 +61,11 @@ int cm_listen(struct cm *cm, struct ual_device *d, uint8_t port_num,
 
 	if (!tp)
 		return -EOPNOTSUPP;
+	if (sid && tp == &cm_iwarp_transport) {
+		g_info("%s: service ID 0x%016" PRIx64 ": iWARP listens on ports",
+		       ual_device_name(d), sid);
+		return -EOPNOTSUPP;
+	}
 	l = g_new0(struct cm_listen, 1);
 	l->ref = 1;
 	l->cm = cm;
@@ -55,12 +73,23 @@ int cm_listen(struct cm *cm, struct ual_device *d, uint8_t port_num,
 	l->dev = ual_device_get(d);
 	l->port_num = port_num;
 	l->port = *port;
+	l->sid = sid;
 	l->fn = fn;
 	l->user_data = user_data;
 	g_rec_mutex_init(&l->cb_lock);
 
 	g_mutex_lock(&cm->lock);
-	if (*port) {
+	if (sid) {
+		other = cm_listen_find_sid_locked(cm, d, port_num, sid);
+		if (other) {
+			g_mutex_unlock(&cm->lock);
+			cm_listen_unref(other);
+			g_info("%s: service ID 0x%016" PRIx64 " already has a listener in this process",
+			       ual_device_name(d), sid);
+			cm_listen_unref(l);
+			return -EADDRINUSE;
+		}
+	} else if (*port) {
 		other = cm_listen_find_locked(cm, d, port_num, *port);
 		if (other) {
 			g_mutex_unlock(&cm->lock);
@@ -77,8 +106,13 @@ int cm_listen(struct cm *cm, struct ual_device *d, uint8_t port_num,
 		cm_listen_unref(l);
 		return err;
 	}
-	snprintf(l->prefix, sizeof(l->prefix), "LISTEN[%u] %s:", l->port,
-		 ual_device_name(d));
+	if (l->sid && !l->port)
+		snprintf(l->prefix, sizeof(l->prefix),
+			 "LISTEN[0x%" PRIx64 "] %s:", l->sid,
+			 ual_device_name(d));
+	else
+		snprintf(l->prefix, sizeof(l->prefix), "LISTEN[%u] %s:",
+			 l->port, ual_device_name(d));
 	g_ptr_array_add(cm->listens, cm_listen_ref(l));
 	g_mutex_unlock(&cm->lock);
 	cm_debug(l, "listening");
@@ -216,6 +250,7 @@ static void cm_req_report(struct cm_req *req, struct cm_listen *l)
 		.device = req->dev,
 		.port_num = req->port_num,
 		.port = l->port,
+		.service_id = l->sid,
 	};
 
 	cm_debug(req, "reported to %s", l->prefix);

@@ -20,6 +20,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
@@ -64,10 +65,17 @@ static void listen_event(const struct ual_cm_event *ev, void *data)
 	r = &out.conn_req;
 	r->event_number = IT_CM_REQ_CONN_REQUEST_EVENT;
 	r->cn_est_id = ev->req_id;
-	r->conn_qual.type = IT_IANA_PORT;
-	r->conn_qual.conn_qual.port = htons(ev->port);
+	if (l->conn_qual.type == IT_IB_SERVICEID) {
+		r->conn_qual.type = IT_IB_SERVICEID;
+		r->conn_qual.conn_qual.serviceid = htobe64(ev->service_id);
+	} else {
+		r->conn_qual.type = IT_IANA_PORT;
+		r->conn_qual.conn_qual.port = htons(ev->port);
+	}
 	itapi_sockaddr_to_net_addr(&ev->remote_addr, &r->source_addr);
-	if (ia->transport != RNICPI_TRANSPORT_IWARP)
+	/* RoCE GIDs are IP addresses: reported as such (as rdma_cm does);
+	 * native IB names the GID. */
+	if (ia->transport == RNICPI_TRANSPORT_IB)
 		it_convert_net_addr(&r->source_addr, IT_IB_GID,
 				    &r->source_addr);
 	r->spigot_id = ev->port_num ? ev->port_num - 1u : 0;
@@ -96,6 +104,8 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 	struct itapi_evd *evd;
 	struct itapi_listen *l;
 	uint16_t port = 0;
+	uint64_t sid = 0;
+	bool want_sid = false;
 	it_status_t st;
 	int err;
 
@@ -129,35 +139,65 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 		return IT_FAIL(&ia->obj, IT_ERR_INVALID_FLAGS,
 			       "IRD/ORD suppression is not supported");
 	if (flags & IT_LISTEN_CONN_QUAL_INPUT) {
-		if (ia->transport != RNICPI_TRANSPORT_IWARP ||
-		    conn_qual->type != IT_IANA_PORT)
+		if (conn_qual->type == IT_IB_SERVICEID &&
+		    ia->transport != RNICPI_TRANSPORT_IWARP) {
+			sid = be64toh(conn_qual->conn_qual.serviceid);
+			if (!sid)
+				return IT_FAIL(&ia->obj,
+					       IT_ERR_INVALID_CONN_QUAL,
+					       "service ID 0");
+		} else if (conn_qual->type != IT_IANA_PORT) {
 			return IT_FAIL(&ia->obj, IT_ERR_INVALID_CONN_QUAL,
 				       "qualifier type %d; this IA listens on %s",
 				       conn_qual->type,
 				       ia->transport == RNICPI_TRANSPORT_IWARP ?
 					       "IANA ports" :
-					       "service IDs");
-		port = ntohs(conn_qual->conn_qual.port);
-		if (!port)
-			return IT_FAIL(&ia->obj, IT_ERR_INVALID_CONN_QUAL,
-				       "port 0");
+					       "service IDs and IANA ports");
+		} else {
+			port = ntohs(conn_qual->conn_qual.port);
+			if (!port)
+				return IT_FAIL(&ia->obj,
+					       IT_ERR_INVALID_CONN_QUAL,
+					       "port 0");
+		}
+	} else if (conn_qual->type == IT_IB_SERVICEID &&
+		   ia->transport != RNICPI_TRANSPORT_IWARP) {
+		/* A service ID picked for the consumer: a free port of
+		 * rdma_cm's TCP space, reported as its service ID. */
+		want_sid = true;
 	}
 	l = g_new0(struct itapi_listen, 1);
 	itapi_obj_init(&l->obj, IT_HANDLE_TYPE_LISTEN, ia, NULL);
 	l->spigot_id = spigot_id;
 	l->evd = evd;
-	err = ual_cm_listen(ia->dev, (uint8_t)(spigot_id + 1), &port,
-			    listen_event, l, &l->cm);
+	if (sid)
+		err = ual_cm_listen_service(ia->dev, (uint8_t)(spigot_id + 1),
+					    sid, listen_event, l, &l->cm);
+	else
+		err = ual_cm_listen(ia->dev, (uint8_t)(spigot_id + 1), &port,
+				    listen_event, l, &l->cm);
 	if (err) {
 		g_free(l);
 		return IT_FAIL_ERRNO(&ia->obj, err, ITAPI_CTX_LISTEN,
-				     "listen on port %u: %s", port,
+				     "listen on %s %" G_GINT64_MODIFIER "x: %s",
+				     sid ? "service ID" : "port",
+				     sid ? sid : (uint64_t)port,
 				     g_strerror(-err));
 	}
-	l->conn_qual.type = IT_IANA_PORT;
-	l->conn_qual.conn_qual.port = htons(port);
-	snprintf(l->obj.prefix, sizeof(l->obj.prefix), "LISTEN[%u] %s:", port,
-		 ual_device_name(ia->dev));
+	if (sid || want_sid) {
+		if (!sid)
+			sid = 0x0000000001060000ull | port;
+		l->conn_qual.type = IT_IB_SERVICEID;
+		l->conn_qual.conn_qual.serviceid = htobe64(sid);
+		snprintf(l->obj.prefix, sizeof(l->obj.prefix),
+			 "LISTEN[0x%" G_GINT64_MODIFIER "x] %s:", sid,
+			 ual_device_name(ia->dev));
+	} else {
+		l->conn_qual.type = IT_IANA_PORT;
+		l->conn_qual.conn_qual.port = htons(port);
+		snprintf(l->obj.prefix, sizeof(l->obj.prefix),
+			 "LISTEN[%u] %s:", port, ual_device_name(ia->dev));
+	}
 	g_mutex_lock(&ia->lock);
 	evd->users++;
 	g_mutex_unlock(&ia->lock);
@@ -234,6 +274,12 @@ static it_conn_reject_code_t reject_code(int status)
 	case EHOSTUNREACH:
 	case ENETUNREACH:
 		return IT_CN_REJ_BAD_PATH;
+	case ESTALE:
+		return IT_CN_REJ_STALE_CONN;
+	case ERANGE:
+		return IT_CN_REJ_BAD_ORD;
+	case ENOMEM:
+		return IT_CN_REJ_RESOURCES;
 	default:
 		return IT_CN_REJ_OTHER;
 	}
@@ -360,6 +406,128 @@ static void ep_abort_start(struct itapi_ep *ep)
 	g_mutex_unlock(&ep->lock);
 }
 
+/* iWARP: the TCP endpoints of the path and the port to connect to. */
+static it_status_t iwarp_endpoints(struct itapi_ep *ep, const it_path_t *path,
+				   const it_conn_qual_t *q,
+				   struct sockaddr_storage *dst,
+				   struct sockaddr_storage *src, uint16_t *port,
+				   bool *have_src, bool *src_given)
+{
+	const it_iwarp_net_endpoint_t *iw = &path->remote.iwarp;
+	uint16_t lport = 0;
+
+	switch (q->type) {
+	case IT_IANA_PORT:
+		*port = ntohs(q->conn_qual.port);
+		break;
+	case IT_IANA_LR_PORT:
+		*port = ntohs(q->conn_qual.lr_port.remote);
+		lport = ntohs(q->conn_qual.lr_port.local);
+		break;
+	default:
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
+			       "qualifier type %d: iWARP connects to IANA ports",
+			       q->type);
+	}
+	if (!*port)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL, "port 0");
+	if (iw->ip_vers == IT_IP_VERS_IPV4) {
+		struct sockaddr_in *d = (void *)dst, *s = (void *)src;
+
+		d->sin_family = AF_INET;
+		d->sin_addr = iw->raddr.ipv4;
+		*src_given = iw->laddr.ipv4.s_addr != htonl(INADDR_ANY);
+		if (*src_given || lport) {
+			s->sin_family = AF_INET;
+			s->sin_addr = iw->laddr.ipv4;
+			s->sin_port = htons(lport);
+			*have_src = true;
+		}
+		if (d->sin_addr.s_addr == htonl(INADDR_ANY))
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
+				       "remote address 0.0.0.0");
+	} else if (iw->ip_vers == IT_IP_VERS_IPV6) {
+		struct sockaddr_in6 *d = (void *)dst, *s = (void *)src;
+
+		d->sin6_family = AF_INET6;
+		d->sin6_addr = iw->raddr.ipv6;
+		*src_given = !IN6_IS_ADDR_UNSPECIFIED(&iw->laddr.ipv6);
+		if (*src_given || lport) {
+			s->sin6_family = AF_INET6;
+			s->sin6_addr = iw->laddr.ipv6;
+			s->sin6_port = htons(lport);
+			*have_src = true;
+		}
+		if (IN6_IS_ADDR_UNSPECIFIED(&d->sin6_addr))
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
+				       "remote address ::");
+	} else {
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
+			       "ip_vers %d", iw->ip_vers);
+	}
+	return IT_SUCCESS;
+}
+
+/* A GID as a socket address: RoCEv2 GIDs are IP addresses, IPv4 ones
+ * mapped (::ffff:a.b.c.d). */
+static void gid_to_sockaddr(const it_ib_gid_t *g, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (IN6_IS_ADDR_V4MAPPED(g)) {
+		struct sockaddr_in *in = (void *)ss;
+
+		in->sin_family = AF_INET;
+		memcpy(&in->sin_addr, &g->s6_addr[12], 4);
+	} else {
+		struct sockaddr_in6 *in6 = (void *)ss;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_addr = *g;
+	}
+}
+
+/* RoCE/IB: the GIDs of the path, and the port (IANA port: rdma_cm's TCP
+ * port space) or the service ID to connect to. */
+static it_status_t ib_endpoints(struct itapi_ep *ep, const it_path_t *path,
+				const it_conn_qual_t *q,
+				struct sockaddr_storage *dst,
+				struct sockaddr_storage *src, uint16_t *port,
+				uint64_t *sid, bool *have_src)
+{
+	const it_ib_net_endpoint_t *ib = &path->remote.ib;
+
+	switch (q->type) {
+	case IT_IANA_PORT:
+		*port = ntohs(q->conn_qual.port);
+		if (!*port)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
+				       "port 0");
+		break;
+	case IT_IB_SERVICEID:
+		*sid = be64toh(q->conn_qual.serviceid);
+		if (!*sid)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
+				       "service ID 0");
+		break;
+	default:
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
+			       "qualifier type %d: this IA connects to service IDs or IANA ports",
+			       q->type);
+	}
+	if (IN6_IS_ADDR_UNSPECIFIED(&ib->remote_port_gid))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
+			       "remote port GID ::");
+	gid_to_sockaddr(&ib->remote_port_gid, dst);
+	if (!IN6_IS_ADDR_UNSPECIFIED(&ib->local_port_gid)) {
+		gid_to_sockaddr(&ib->local_port_gid, src);
+		if (src->ss_family != dst->ss_family)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
+				       "the local and remote GIDs are of different IP versions");
+		*have_src = true;
+	}
+	return IT_SUCCESS;
+}
+
 it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 			  const it_conn_attributes_t *conn_attr,
 			  const it_conn_qual_t *connect_qual,
@@ -368,13 +536,13 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 			  size_t private_data_length)
 {
 	struct sockaddr_storage dst = { 0 }, src = { 0 };
-	const it_iwarp_net_endpoint_t *iw;
 	struct ual_cm_route route;
 	struct ual_cm_param param;
 	struct ual_cm_id *cm = NULL;
 	struct itapi_ia *ia;
 	struct itapi_ep *ep;
-	uint16_t port, lport = 0;
+	uint16_t port = 0;
+	uint64_t sid = 0;
 	bool have_src = false, src_given = false;
 	char buf[64];
 	it_status_t st;
@@ -410,68 +578,21 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 			       pdata_limit(ia, UAL_CM_PDATA_CONNECT));
 	if (private_data_length && !private_data)
 		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "private_data is NULL");
-	if (ia->transport != RNICPI_TRANSPORT_IWARP)
-		/* Connections over RoCE/IB wait for the IB CM (cm_ib.c). */
-		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
-			       "connections on this transport need the InfiniBand CM, which is not here yet");
-	(void)conn_attr;	/* iWARP has no connection attributes */
-
-	switch (connect_qual->type) {
-	case IT_IANA_PORT:
-		port = ntohs(connect_qual->conn_qual.port);
-		break;
-	case IT_IANA_LR_PORT:
-		port = ntohs(connect_qual->conn_qual.lr_port.remote);
-		lport = ntohs(connect_qual->conn_qual.lr_port.local);
-		break;
-	default:
-		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
-			       "qualifier type %d: iWARP connects to IANA ports",
-			       connect_qual->type);
-	}
-	if (!port)
-		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL, "port 0");
-
-	iw = &path->remote.iwarp;
-	if (iw->ip_vers == IT_IP_VERS_IPV4) {
-		struct sockaddr_in *d = (void *)&dst, *s = (void *)&src;
-
-		d->sin_family = AF_INET;
-		d->sin_addr = iw->raddr.ipv4;
-		src_given = iw->laddr.ipv4.s_addr != htonl(INADDR_ANY);
-		if (src_given || lport) {
-			s->sin_family = AF_INET;
-			s->sin_addr = iw->laddr.ipv4;
-			s->sin_port = htons(lport);
-			have_src = true;
-		}
-		if (d->sin_addr.s_addr == htonl(INADDR_ANY))
-			return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
-				       "remote address 0.0.0.0");
-	} else if (iw->ip_vers == IT_IP_VERS_IPV6) {
-		struct sockaddr_in6 *d = (void *)&dst, *s = (void *)&src;
-
-		d->sin6_family = AF_INET6;
-		d->sin6_addr = iw->raddr.ipv6;
-		src_given = !IN6_IS_ADDR_UNSPECIFIED(&iw->laddr.ipv6);
-		if (src_given || lport) {
-			s->sin6_family = AF_INET6;
-			s->sin6_addr = iw->laddr.ipv6;
-			s->sin6_port = htons(lport);
-			have_src = true;
-		}
-		if (IN6_IS_ADDR_UNSPECIFIED(&d->sin6_addr))
-			return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
-				       "remote address ::");
-	} else {
-		return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
-			       "ip_vers %d", iw->ip_vers);
-	}
+	if (ia->transport == RNICPI_TRANSPORT_IWARP)
+		st = iwarp_endpoints(ep, path, connect_qual, &dst, &src,
+				     &port, &have_src, &src_given);
+	else
+		st = ib_endpoints(ep, path, connect_qual, &dst, &src, &port,
+				  &sid, &have_src);
+	if (st)
+		return st;
+	src_given = src_given || have_src;
+	(void)conn_attr;	/* no connection attributes are taken */
 
 	/* The destination must be reached through this IA's interface. */
 	err = ual_cm_resolve(ia->u, (void *)&dst, src_given ? (void *)&src :
 							      NULL,
-			     RNICPI_TRANSPORT_IWARP, &route);
+			     ia->transport, &route);
 	if (err)
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
 				     "no route to %s: %s",
@@ -483,7 +604,7 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 			     itapi_sockaddr_str(&dst, buf, sizeof(buf)),
 			     route.ifname,
 			     route.device ? "which is the interface of " :
-					    "which has no iWARP device",
+					    "which has no device of this transport",
 			     route.device ? ual_device_name(route.device) : "");
 		if (route.device)
 			ual_device_put(route.device);
@@ -503,9 +624,14 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	ep->spigot_id = path->spigot_id;
 	ep->cn_est_id = 0;
 	g_mutex_unlock(&ep->lock);
-	err = ual_cm_connect(ep->qp, (void *)&dst, port,
-			     have_src ? (void *)&src : NULL, &param,
-			     itapi_ep_cm_event, ep, &cm);
+	if (sid)
+		err = ual_cm_connect_service(ep->qp, (void *)&dst, sid,
+					     have_src ? (void *)&src : NULL,
+					     &param, itapi_ep_cm_event, ep, &cm);
+	else
+		err = ual_cm_connect(ep->qp, (void *)&dst, port,
+				     have_src ? (void *)&src : NULL, &param,
+				     itapi_ep_cm_event, ep, &cm);
 	if (err) {
 		ep_abort_start(ep);
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,

@@ -134,11 +134,25 @@ static it_status_t check_attr(struct itapi_pz *pz,
 }
 
 /* RDMA enables of an RC endpoint as QP access flags. A provider that
- * enforces rights only per region may not take them: that is fine. */
+ * enforces rights only per region may not take them: that is fine. On
+ * RoCE/IB a new QP is in RESET, where it takes no receives: it goes to
+ * INIT here with them (IBA 10.3.1), as rdma_cm's QPs do, so that the
+ * consumer may post receives before connecting, as on iWARP. */
 static void apply_enables(struct itapi_ep *ep)
 {
 	struct rnicpi_qp_attr qa = { 0 };
+	unsigned int mask = RNICPI_QP_ACCESS_FLAGS;
 	int err;
+
+	if (ep->obj.ia->transport != RNICPI_TRANSPORT_IWARP &&
+	    ual_qp_query(ep->qp, &qa, RNICPI_QP_STATE) == 0 &&
+	    qa.qp_state == RNICPI_QPS_RESET) {
+		mask |= RNICPI_QP_STATE | RNICPI_QP_PKEY_INDEX |
+			RNICPI_QP_PORT;
+		qa.port_num = (uint8_t)(ep->spigot_id + 1);
+	}
+	qa.qp_state = mask & RNICPI_QP_STATE ? RNICPI_QPS_INIT : 0;
+	qa.pkey_index = 0;
 
 	if (ep->attr.srv.rc.rdma_read_enable)
 		qa.qp_access_flags |= RNICPI_ACCESS_REMOTE_READ;
@@ -146,8 +160,11 @@ static void apply_enables(struct itapi_ep *ep)
 		qa.qp_access_flags |= RNICPI_ACCESS_REMOTE_WRITE;
 	if (ep->attr.srv.rc.atomics_enable)
 		qa.qp_access_flags |= RNICPI_ACCESS_REMOTE_ATOMIC;
-	err = ual_qp_modify(ep->qp, &qa, RNICPI_QP_ACCESS_FLAGS);
-	if (err)
+	err = ual_qp_modify(ep->qp, &qa, mask);
+	if (err && (mask & RNICPI_QP_STATE))
+		g_warning("%s QP to INIT: %s", ep->obj.prefix,
+			  g_strerror(-err));
+	else if (err)
 		itapi_debug(&ep->obj,
 			    "the provider keeps no QP access flags (%s); regions carry the rights",
 			    g_strerror(-err));

@@ -474,8 +474,14 @@ static void fill_spigot(struct itapi_ia *ia, size_t id, it_spigot_info_t *s)
 		s->active_side_conn_qual = IT_IANA_PORT | IT_IANA_LR_PORT;
 		s->passive_side_conn_qual = IT_IANA_PORT;
 	} else {
-		s->active_side_conn_qual = IT_IB_SERVICEID;
-		s->passive_side_conn_qual = IT_IB_SERVICEID;
+		/* IANA ports are rdma_cm's TCP port space (0x0106 << 16),
+		 * where the IB CM runs (a device with QP1). */
+		it_conn_qual_type_t q = IT_IB_SERVICEID;
+
+		if (ia->attr.caps & RNICPI_DEV_CAP_GSI)
+			q = (it_conn_qual_type_t)(q | IT_IANA_PORT);
+		s->active_side_conn_qual = q;
+		s->passive_side_conn_qual = q;
 	}
 	addrs = ual_cm_device_addrs(ia->dev);
 	s->net_addr = g_new0(it_net_addr_t, MAX(addrs->len, 1));

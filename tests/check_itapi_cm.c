@@ -26,6 +26,12 @@ static void setup(void)
 	it_fix_open(&F);
 }
 
+static void setup_rxe(void)
+{
+	it_setup_rxe();
+	it_fix_open(&F);
+}
+
 static void teardown(void)
 {
 	it_fix_close(&F);
@@ -191,10 +197,21 @@ START_TEST(private_data_roundtrip)
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 	ck_assert(ev.conn.private_data_present);
 	ck_assert_int_eq(memcmp(ev.conn.private_data, "hello-accept", 12), 0);
-	ck_assert_int_eq(ev.conn.dst_path.remote.iwarp.ip_vers,
-			 IT_IP_VERS_IPV4);
-	ck_assert_uint_eq(ev.conn.dst_path.remote.iwarp.raddr.ipv4.s_addr,
-			  htonl(INADDR_LOOPBACK));
+	if (it_env_is_rxe()) {
+		/* RoCE: the path names GIDs, ::ffff:127.0.0.1. */
+		const struct in6_addr *g =
+			&ev.conn.dst_path.remote.ib.remote_port_gid;
+
+		ck_assert(IN6_IS_ADDR_V4MAPPED(g));
+		ck_assert_int_eq(memcmp(&g->s6_addr[12], "\x7f\0\0\x01", 4),
+				 0);
+	} else {
+		ck_assert_int_eq(ev.conn.dst_path.remote.iwarp.ip_vers,
+				 IT_IP_VERS_IPV4);
+		ck_assert_uint_eq(
+			ev.conn.dst_path.remote.iwarp.raddr.ipv4.s_addr,
+			htonl(INADDR_LOOPBACK));
+	}
 	conn_event_for(b, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 	ck_assert_int_eq(ep_state(a), IT_EP_STATE_CONNECTED);
@@ -900,6 +917,29 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, socket_convert_initiator_alone);
 	tcase_add_test(tc, socket_convert_responder_alone);
 	tcase_add_test(tc, socket_convert_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+/* The same cases over soft-RoCE on lo: the InfiniBand CM over QP1 with
+ * rdma_cm's addressing. Socket conversion is iWARP's alone. */
+Suite *suite_itapi_cm_rxe(void)
+{
+	Suite *s = suite_create("itapi-cm-rxe");
+	TCase *tc = tcase_create("rxe-lo");
+
+	tcase_add_checked_fixture(tc, setup_rxe, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, connect_accept_send);
+	tcase_add_test(tc, private_data_roundtrip);
+	tcase_add_test(tc, reject_with_private_data);
+	tcase_add_test(tc, private_data_limits);
+	tcase_add_test(tc, disconnect_graceful);
+	tcase_add_test(tc, disconnect_abortive);
+	tcase_add_test(tc, disconnect_pending);
+	tcase_add_test(tc, handoff);
+	tcase_add_test(tc, many_connections);
+	/* The transport's own cases: itapi-cm-ib (check_itapi_cm_ib.c). */
 	suite_add_tcase(s, tc);
 	return s;
 }

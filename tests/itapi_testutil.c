@@ -37,6 +37,21 @@ void it_setup_siw(void)
 	it_dev_name = "siw_lo";
 }
 
+void it_setup_rxe(void)
+{
+	env_clear();
+	g_setenv(UAL_ENV_CONF, "", TRUE);
+	g_setenv(UAL_ENV_PROVIDER_PATH, RXE_PROVIDER_DIR, TRUE);
+	g_setenv(UAL_ENV_DEVICES, "rxe_lo", TRUE);
+	g_setenv("HOSTRDMA_CM_TIMEOUT_MS", "2000", TRUE);
+	it_dev_name = "rxe_lo";
+}
+
+bool it_env_is_rxe(void)
+{
+	return strcmp(it_dev_name, "rxe_lo") == 0;
+}
+
 void it_setup_testprov(void)
 {
 	env_clear();

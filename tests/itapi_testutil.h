@@ -35,6 +35,8 @@ const char *itapi_event_name(it_event_type_t ev);
 /* Environments: HOSTRDMA_* set so that exactly one device exists. */
 void it_setup_siw(void);	/* siw_lo, short time-outs */
 void it_setup_testprov(void);	/* test_lo */
+void it_setup_rxe(void);	/* rxe_lo: soft-RoCE, the IB CM over QP1 */
+bool it_env_is_rxe(void);
 void it_teardown(void);
 extern const char *it_dev_name;	/* the device of the environment */
 

@@ -27,6 +27,16 @@
 #define HOSTRDMA_SUITES_SIW(X)
 #endif
 
+/* The IT-API suites again over soft-RoCE (they need siw's build too). */
+#ifdef HAVE_PROV_SIW
+#define HOSTRDMA_SUITES_ITAPI_RXE(X)                                        \
+	X(suite_cm_mad, "cm-mad")                                           \
+	X(suite_itapi_cm_rxe, "itapi-cm-rxe")                               \
+	X(suite_itapi_cm_ib, "itapi-cm-ib")
+#else
+#define HOSTRDMA_SUITES_ITAPI_RXE(X)
+#endif
+
 #ifdef HAVE_PROV_RXE
 #define HOSTRDMA_SUITES_RXE(X)                                              \
 	X(suite_rxe_wire, "rxe-wire")                                       \
@@ -34,7 +44,8 @@
 	X(suite_rxe_memory, "rxe-memory")                                   \
 	X(suite_rxe_ud, "rxe-ud")                                           \
 	X(suite_rxe_faults, "rxe-faults")                                   \
-	X(suite_rxe_hostile, "rxe-hostile")
+	X(suite_rxe_hostile, "rxe-hostile")                                 \
+	HOSTRDMA_SUITES_ITAPI_RXE(X)
 #else
 #define HOSTRDMA_SUITES_RXE(X)
 #endif

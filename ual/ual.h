@@ -336,6 +336,9 @@ struct ual_cm_event {
 	struct ual_device *device;	/* borrowed */
 	uint8_t port_num;
 	uint16_t port;			/* REQUEST: the listener's, host order */
+	/* REQUEST on an InfiniBand CM listener: the service ID asked for
+	 * (host order); 0 on iWARP. */
+	uint64_t service_id;
 };
 
 typedef void (*ual_cm_event_fn)(const struct ual_cm_event *event,
@@ -398,6 +401,17 @@ GArray *ual_cm_device_addrs(struct ual_device *d);
 int ual_cm_listen(struct ual_device *d, uint8_t port_num, uint16_t *port,
 		  ual_cm_event_fn fn, void *user_data,
 		  struct ual_cm_listen **out);
+/*
+ * InfiniBand CM (RoCE/IB devices): listen for service ID @service_id
+ * (host order) instead of a port. A port listener above is the service ID
+ * of that port in rdma_cm's TCP port space (0x0000000001060000 + port),
+ * whose REQs carry librdmacm's address header; other service IDs are
+ * plain IB CM, all 92 bytes of REQ private data the consumer's.
+ * -EOPNOTSUPP on iWARP, -EADDRINUSE when taken.
+ */
+int ual_cm_listen_service(struct ual_device *d, uint8_t port_num,
+			  uint64_t service_id, ual_cm_event_fn fn,
+			  void *user_data, struct ual_cm_listen **out);
 /* Stop listening. Requests already reported stay valid. */
 void ual_cm_listen_destroy(struct ual_cm_listen *l);
 
@@ -411,6 +425,14 @@ int ual_cm_connect(struct ual_qp *qp, const struct sockaddr *dst,
 		   uint16_t port, const struct sockaddr *src,
 		   const struct ual_cm_param *param, ual_cm_event_fn fn,
 		   void *user_data, struct ual_cm_id **out);
+
+/* Connect @qp to service ID @service_id (host order) at @dst over the
+ * InfiniBand CM; as ual_cm_connect otherwise. -EOPNOTSUPP on iWARP. */
+int ual_cm_connect_service(struct ual_qp *qp, const struct sockaddr *dst,
+			   uint64_t service_id, const struct sockaddr *src,
+			   const struct ual_cm_param *param,
+			   ual_cm_event_fn fn, void *user_data,
+			   struct ual_cm_id **out);
 
 /* Accept request @req_id with @qp; ESTABLISHED or BROKEN follows.
  * -ENOENT for an unknown or already answered request, -EXDEV when @qp is

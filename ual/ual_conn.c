@@ -67,8 +67,20 @@ int ual_cm_listen(struct ual_device *d, uint8_t port_num, uint16_t *port,
 {
 	struct cm *cm = cm_or_log(__func__);
 
-	return cm ? cm_listen(cm, d, port_num, port, fn, user_data,
+	return cm ? cm_listen(cm, d, port_num, port, 0, fn, user_data,
 			      (struct cm_listen **)out) :
+		    -ENOTCONN;
+}
+
+int ual_cm_listen_service(struct ual_device *d, uint8_t port_num,
+			  uint64_t service_id, ual_cm_event_fn fn,
+			  void *user_data, struct ual_cm_listen **out)
+{
+	struct cm *cm = cm_or_log(__func__);
+	uint16_t port = 0;
+
+	return cm ? cm_listen(cm, d, port_num, &port, service_id, fn,
+			      user_data, (struct cm_listen **)out) :
 		    -ENOTCONN;
 }
 
@@ -85,8 +97,23 @@ int ual_cm_connect(struct ual_qp *qp, const struct sockaddr *dst,
 {
 	struct cm *cm = cm_or_log(__func__);
 
-	return cm ? cm_connect(cm, qp, dst, port, src, param, fn, user_data,
-			       (struct cm_id **)out) :
+	return cm ? cm_connect(cm, qp, dst, port, 0, src, param, fn,
+			       user_data, (struct cm_id **)out) :
+		    -ENOTCONN;
+}
+
+int ual_cm_connect_service(struct ual_qp *qp, const struct sockaddr *dst,
+			   uint64_t service_id, const struct sockaddr *src,
+			   const struct ual_cm_param *param,
+			   ual_cm_event_fn fn, void *user_data,
+			   struct ual_cm_id **out)
+{
+	struct cm *cm = cm_or_log(__func__);
+
+	if (!service_id)
+		return -EINVAL;
+	return cm ? cm_connect(cm, qp, dst, 0, service_id, src, param, fn,
+			       user_data, (struct cm_id **)out) :
 		    -ENOTCONN;
 }
 

@@ -10,11 +10,14 @@
  * RDMA-Writes the data there and Sends again; compare. Server: the mirror
  * image, checking every byte it read against rping's pattern.
  *
- * The interface is chosen the IT-API way: the client takes the IA with a
- * path to the server (it_get_pathinfo), the server the IA whose spigot
- * owns the address it listens on (it_ia_query).
+ * Transport neutral: iWARP (MPA) or RoCE (the InfiniBand CM with rdma_cm's
+ * addressing), IPv4 or IPv6. The interface is chosen the IT-API way: the
+ * client takes the IA with a path to the server (it_get_pathinfo), the
+ * server the IA whose spigot owns the address it listens on
+ * (it_ia_query); -d names the IA instead (an interface with both a siw
+ * and an rxe device).
  *
- *   it-rping -s|-c -a ADDR -p PORT [-C COUNT] [-S SIZE] [-v]
+ *   it-rping -s|-c -a ADDR -p PORT [-d IA] [-U] [-C COUNT] [-S SIZE] [-v]
  * Exit status 0 only when every round's data matched.
  */
 #define _GNU_SOURCE
@@ -40,6 +43,22 @@ struct advert {
 _Static_assert(sizeof(struct advert) == 16, "rping advert is 16 bytes");
 
 static int verbose;
+static const char *only_ia;
+
+/* @addr as an IT-API address: IPv4 or IPv6. */
+static bool parse_addr(const char *addr, it_net_addr_t *na)
+{
+	memset(na, 0, sizeof(*na));
+	if (inet_pton(AF_INET, addr, &na->addr.ipv4) == 1) {
+		na->addr_type = IT_IPV4;
+		return true;
+	}
+	if (inet_pton(AF_INET6, addr, &na->addr.ipv6) == 1) {
+		na->addr_type = IT_IPV6;
+		return true;
+	}
+	return false;
+}
 
 #define TRY(call)                                                           \
 	do {                                                                \
@@ -94,15 +113,15 @@ static void setup(struct ctx *c, it_ia_handle_t ia, uint32_t size)
 	c->ia = ia;
 	c->size = size;
 	TRY(it_pz_create(ia, &c->pz));
-	TRY(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 16, 0, NULL, &c->sq,
+	TRY(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 32, 0, NULL, &c->sq,
 			  NULL));
-	TRY(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 16, 0, NULL, &c->rq,
+	TRY(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 32, 0, NULL, &c->rq,
 			  NULL));
 	TRY(it_evd_create(ia, IT_CM_MSG_EVENT_STREAM, 0, 8, 0, NULL, &c->cm,
 			  NULL));
 	TRY(it_evd_create(ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0, NULL, &c->req,
 			  NULL));
-	a.max_request_dtos = a.max_recv_dtos = 8;
+	a.max_request_dtos = a.max_recv_dtos = 16;
 	a.max_send_segments = a.max_recv_segments = 1;
 	a.srv.rc.rdma_read_enable = a.srv.rc.rdma_write_enable = IT_TRUE;
 	a.srv.rc.max_rdma_read_segments = a.srv.rc.max_rdma_write_segments = 1;
@@ -190,23 +209,27 @@ static void advertise(struct ctx *c, uint8_t *buf, it_rmr_context_t key)
 	send16(c);
 }
 
-static int run_client(struct ctx *c, const char *addr, int port, int count)
+/* The IA with a path to @addr (or the -d one), its path in @path. */
+static it_ia_handle_t ia_reaching(const char *addr, it_path_t *path)
 {
-	it_conn_qual_t q = { .type = IT_IANA_PORT };
-	it_event_t ev;
-	it_path_t path;
-	it_net_addr_t na = { .addr_type = IT_IPV4 };
+	it_net_addr_t na;
 	it_interface_t itf[16];
 	size_t n = 16, total, np;
 	it_ia_handle_t ia = NULL;
 
-	inet_pton(AF_INET, addr, &na.addr.ipv4);
+	if (!parse_addr(addr, &na)) {
+		fprintf(stderr, "it-rping: %s is no IPv4 or IPv6 address\n",
+			addr);
+		return NULL;
+	}
 	it_interface_list(itf, &n, &total);
 	for (size_t i = 0; i < n && !ia; i++) {
+		if (only_ia && strcmp(itf[i].name, only_ia))
+			continue;
 		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
 			continue;
 		np = 1;
-		if (it_get_pathinfo(ia, 0, &na, &np, &total, &path) !=
+		if (it_get_pathinfo(ia, 0, &na, &np, &total, path) !=
 			    IT_SUCCESS || np != 1) {
 			it_ia_free(ia);
 			ia = NULL;
@@ -214,11 +237,21 @@ static int run_client(struct ctx *c, const char *addr, int port, int count)
 			printf("using interface %s\n", itf[i].name);
 		}
 	}
-	if (!ia) {
+	if (!ia)
 		fprintf(stderr, "it-rping: no RDMA interface reaches %s\n",
 			addr);
+	return ia;
+}
+
+static int run_client(struct ctx *c, const char *addr, int port, int count)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_event_t ev;
+	it_path_t path;
+	it_ia_handle_t ia = ia_reaching(addr, &path);
+
+	if (!ia)
 		return 1;
-	}
 	setup(c, ia, c->size);
 	post_recv(c);
 	q.conn_qual.port = htons((uint16_t)port);
@@ -256,17 +289,21 @@ static int run_client(struct ctx *c, const char *addr, int port, int count)
 /* The IA one of whose spigots owns @addr. */
 static it_ia_handle_t ia_owning(const char *addr)
 {
-	struct in_addr want;
+	it_net_addr_t want;
 	it_interface_t itf[16];
 	size_t n = 16, total;
 
-	inet_pton(AF_INET, addr, &want);
+	if (!parse_addr(addr, &want))
+		return NULL;
 	it_interface_list(itf, &n, &total);
 	for (size_t i = 0; i < n; i++) {
 		it_ia_handle_t ia;
 		it_ia_info_t *info;
+		it_net_addr_t g;
 		bool mine = false;
 
+		if (only_ia && strcmp(itf[i].name, only_ia))
+			continue;
 		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
 			continue;
 		if (it_ia_query(ia, &info) == IT_SUCCESS) {
@@ -276,7 +313,18 @@ static it_ia_handle_t ia_owning(const char *addr)
 					&info->spigot_info[0].net_addr[j];
 
 				if (a->addr_type == IT_IPV4 &&
-				    a->addr.ipv4.s_addr == want.s_addr)
+				    want.addr_type == IT_IPV4 &&
+				    a->addr.ipv4.s_addr == want.addr.ipv4.s_addr)
+					mine = true;
+				if (a->addr_type == IT_IPV6 &&
+				    want.addr_type == IT_IPV6 &&
+				    !memcmp(&a->addr.ipv6, &want.addr.ipv6, 16))
+					mine = true;
+				/* RoCE spigots name their GIDs. */
+				if (a->addr_type == IT_IB_GID &&
+				    it_convert_net_addr(&want, IT_IB_GID, &g) ==
+					    IT_SUCCESS &&
+				    !memcmp(&a->addr.gid, &g.addr.gid, 16))
 					mine = true;
 			}
 			it_ia_info_free(info);
@@ -354,14 +402,106 @@ static int run_server(struct ctx *c, const char *addr, int port, int count)
 	return 0;
 }
 
+/*
+ * -U: ucmatose's exchange instead (rdma-core librdmacm/examples/cmatose.c,
+ * one connection): both sides post COUNT receives of SIZE bytes before
+ * connecting, Send COUNT messages of SIZE once connected and wait for
+ * all of them and of the peer's; then the server disconnects and the
+ * client waits for that.
+ */
+static int run_ucm(struct ctx *c, bool server, const char *addr, int port,
+		   int count)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_listen_handle_t l = NULL;
+	it_lmr_handle_t lmr;
+	it_path_t path;
+	it_event_t ev;
+	it_ia_handle_t ia = server ? ia_owning(addr) : ia_reaching(addr, &path);
+	uint8_t *mem;
+	size_t nmore;
+	int sent = 0, got = 0;
+
+	if (!ia) {
+		fprintf(stderr, "it-rping: no RDMA interface for %s\n", addr);
+		return 1;
+	}
+	if (count > 16) {
+		fprintf(stderr, "it-rping -U: at most 16 messages\n");
+		return 2;
+	}
+	setup(c, ia, c->size);
+	mem = calloc((size_t)count + 1, c->size);
+	if (!mem)
+		return 1;
+	lmr = reg(c, mem, ((size_t)count + 1) * c->size, IT_PRIV_LOCAL, NULL);
+	for (int i = 0; i < count; i++) {
+		it_lmr_triplet_t t = { .lmr = lmr, .length = c->size };
+
+		t.addr.abs = mem + (size_t)(i + 1) * c->size;
+		TRY(it_post_recv(c->ep, &t, 1, 100 + (uint64_t)i, FL));
+	}
+	q.conn_qual.port = htons((uint16_t)port);
+	if (server) {
+		TRY(it_listen_create(ia, 0, c->req, IT_LISTEN_CONN_QUAL_INPUT,
+				     &q, &l));
+		printf("it-rping -U server: listening on %s:%d\n", addr, port);
+		fflush(stdout);
+		wait_ev(c->req, IT_CM_REQ_CONN_REQUEST_EVENT, &ev);
+		TRY(it_ep_accept(c->ep, ev.conn_req.cn_est_id, NULL, 0));
+	} else {
+		TRY(it_ep_connect(c->ep, &path, NULL, &q,
+				  IT_CONNECT_FLAG_TWO_WAY, NULL, 0));
+	}
+	wait_ev(c->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
+	for (int i = 0; i < count; i++) {
+		it_lmr_triplet_t t = { .lmr = lmr, .length = c->size };
+
+		t.addr.abs = mem;
+		TRY(it_post_send(c->ep, &t, 1, 200 + (uint64_t)i, FL));
+	}
+	while (sent < count) {
+		wait_ev(c->sq, IT_DTO_SEND_CMPL_EVENT, &ev);
+		sent++;
+	}
+	while (got < count) {
+		wait_ev(c->rq, IT_DTO_RC_RECV_CMPL_EVENT, &ev);
+		if (ev.dto_cmpl.transferred_length != c->size) {
+			fprintf(stderr, "it-rping -U: message of %u bytes, expected %u\n",
+				(unsigned int)ev.dto_cmpl.transferred_length,
+				c->size);
+			return 1;
+		}
+		got++;
+	}
+	if (server)
+		TRY(it_ep_disconnect(c->ep, NULL, 0));
+	TRY(it_evd_wait(c->cm, WAIT_US, &ev, &nmore));
+	if (ev.event_number != IT_CM_MSG_CONN_DISCONNECT_EVENT) {
+		fprintf(stderr, "it-rping -U: event 0x%x, expected the disconnect\n",
+			ev.event_number);
+		return 1;
+	}
+	printf("it-rping -U %s: %d messages of %u bytes each way\n",
+	       server ? "server" : "client", count, c->size);
+	if (l)
+		TRY(it_listen_free(l));
+	TRY(it_ia_free(ia));
+	free(mem);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctx c = { .size = 64 };
 	const char *addr = NULL;
 	int server = -1, port = 7174, count = 1, opt;
+	bool ucm = false;
 
-	while ((opt = getopt(argc, argv, "sca:p:C:S:v")) != -1) {
+	while ((opt = getopt(argc, argv, "sca:p:d:UC:S:v")) != -1) {
 		switch (opt) {
+		case 'd': only_ia = optarg; break;
+		case 'U': ucm = true; break;
 		case 's': server = 1; break;
 		case 'c': server = 0; break;
 		case 'a': addr = optarg; break;
@@ -372,8 +512,10 @@ int main(int argc, char **argv)
 		default: server = -1; addr = NULL; break;
 		}
 	}
+	if (ucm && server >= 0 && addr && count >= 1 && c.size >= 1)
+		return run_ucm(&c, server == 1, addr, port, count);
 	if (server < 0 || !addr || count < 1 || c.size < 16) {
-		fprintf(stderr, "usage: %s -s|-c -a ADDR -p PORT [-C COUNT] [-S SIZE] [-v]\n",
+		fprintf(stderr, "usage: %s -s|-c -a ADDR -p PORT [-d IA] [-U] [-C COUNT] [-S SIZE] [-v]\n",
 			argv[0]);
 		return 2;
 	}

@@ -7,10 +7,14 @@
 #   tests/interop/rxe.sh            (root; BUILD_DIR=build by default)
 #
 # Cases: a MAD from our GSI QP to the kernel's QP1 and its answer back
-# (IPv4, IPv6), ibv_rc_pingpong both ways over IPv4 and IPv6, ib_write_bw /
+# (IPv4, IPv6), rdma_cm over the InfiniBand CM (rping and ucmatose both
+# ways, IPv4 and IPv6, against tests/interop/it-rping over IT-API; REJ
+# from a port nobody listens on), ibv_rc_pingpong both ways over IPv4
+# and IPv6, ib_write_bw /
 # ib_read_bw / ib_send_bw / ib_atomic_bw (perftest's own exchange, no -R)
 # with the guest as server and as client over IPv4, write over IPv6, then
-# ping-pong, write and read with 3% loss both ways on the bridge
+# rping both ways, ping-pong, write and read with 3% loss both ways on
+# the bridge
 # (nftables in the lab namespace); every RoCE frame captured is
 # decoded by tshark's InfiniBand dissector (no malformed frame) and its
 # ICRC checked by the interop README's probes/icrc_check.py.
@@ -23,6 +27,7 @@ top=${HOSTRDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${HOSTRDMA_BUILDDIR:-${BUILD_DIR:-$top/build}}
 interop=${HOSTRDMA_INTEROP_DIR:-$top/../shared/interop}
 peer=$build/tests/interop/rxe-peer
+itr=$build/tests/interop/it-rping
 export RDMAPEER_NS=${RDMAPEER_NS:-hrinterop-rxe}
 rp=$interop/rdmapeer
 work=$(mktemp -d /tmp/rxe-interop.XXXXXX)
@@ -38,6 +43,7 @@ skip() {
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing"
 [ "$(id -u)" -eq 0 ] || skip "needs root (namespaces, taps)"
 [ -x "$peer" ] || skip "$peer not built (make -C $build)"
+[ -x "$itr" ] || skip "$itr not built (make -C $build)"
 
 tcpdump_pid=
 cleanup() {
@@ -66,8 +72,52 @@ result() { # name, status
 }
 
 guest_kill() {
-	"$rp" run 'killall ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw' \
+	"$rp" run 'killall ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw rping ucmatose' \
 		>/dev/null 2>&1
+}
+
+# rdma_cm cases: the InfiniBand CM over QP1 (REQ/REP/RTU, DREQ/DREP)
+# between the guest's librdmacm tools and tests/interop/it-rping over
+# IT-API (libhostrdma, rxe loaded as a module, device rxe_rdmabr0).
+it_rxe() {
+	"$rp" ns env HOSTRDMA_PROVIDER_PATH="$build/vp/rxe/.libs" \
+		HOSTRDMA_CONF= HOSTRDMA_DEVICES=rxe_rdmabr0 \
+		timeout 120 "$itr" -d rxe_rdmabr0 "$@"
+}
+
+# The guest serves (bg), it-rping is the client. $1 name, $2 guest
+# command, $3 port, $4 success pattern in the guest log, rest: it-rping.
+cm_guest_server() {
+	local name=$1 gcmd=$2 port=$3 pat=$4 st=0 bgout pid log
+	shift 4
+	guest_kill
+	bgout=$("$rp" bg "$gcmd") || st=1
+	pid=${bgout%% *}
+	log=${bgout##* }
+	"$rp" run wait-listen "$port" 20 >/dev/null || st=1
+	it_rxe -c -p "$port" "$@" >"$work/$name.ours" 2>&1 || st=1
+	"$rp" run -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+		>"$work/$name.guest" 2>&1 || st=1
+	grep -q "$pat" "$work/$name.guest" || st=1
+	grep -qi "error\|fail" "$work/$name.guest" && st=1
+	result "$name" $st
+}
+
+# it-rping serves, the guest's tool is the client.
+cm_guest_client() {
+	local name=$1 gcmd=$2 port=$3 pat=$4 st=0 ours i
+	shift 4
+	guest_kill
+	it_rxe -s -p "$port" "$@" >"$work/$name.ours" 2>&1 &
+	ours=$!
+	for i in $(seq 100); do
+		grep -q listening "$work/$name.ours" 2>/dev/null && break
+		sleep 0.1
+	done
+	"$rp" run -t 120 "$gcmd" >"$work/$name.guest" 2>&1 || st=1
+	wait "$ours" || st=1
+	grep -q "$pat" "$work/$name.guest" || st=1
+	result "$name" $st
 }
 
 # Guest runs the server (bg); ours is the client. $1 name, $2 guest command,
@@ -122,6 +172,12 @@ fi
 v4=(-a "$host_ip")
 guest_ll=$("$rp" run "ip -6 addr show dev eth1" |
 	sed -n 's/.*inet6 \(fe80[^/]*\).*/\1/p' | head -1)
+# rdma_cm over IPv6 wants a routable address (a link-local one needs a
+# scope): RFC 3849 documentation addresses on the lab's rxe link.
+host_ip6=2001:db8:100::1
+guest_ip6=2001:db8:100::2
+"$rp" ns ip -6 addr add "$host_ip6/64" dev rdmabr0 nodad
+"$rp" run "ip -6 addr add $guest_ip6/64 dev eth1; sleep 2" >/dev/null
 
 # Our GSI QP (QP1) to the kernel's: a MAD out, its GetResp back.
 st=0
@@ -164,12 +220,44 @@ guest_client ib_atomic_bw-v4-guest-client \
 	"${v4[@]}" -P atomic -n 500 -s 8 rdmabr0
 
 # 3% of the RoCE datagrams dropped in each direction on the bridge.
+cm_guest_server rping-v4-guest-server \
+	"rping -s -a $guest_ip -p 7174 -C 10 -S 1024 -v" 7174 \
+	"server DISCONNECT EVENT" -a "$guest_ip" -C 10 -S 1024
+cm_guest_client rping-v4-guest-client \
+	"rping -c -a $host_ip -p 7175 -C 10 -S 1024 -v" 7175 \
+	"client DISCONNECT EVENT" -a "$host_ip" -C 10 -S 1024
+cm_guest_server rping-v6-guest-server \
+	"rping -s -a $guest_ip6 -p 7176 -C 10 -v" 7176 \
+	"server DISCONNECT EVENT" -a "$guest_ip6" -C 10
+cm_guest_client rping-v6-guest-client \
+	"rping -c -a $host_ip6 -p 7177 -C 10 -v" 7177 \
+	"client DISCONNECT EVENT" -a "$host_ip6" -C 10
+cm_guest_server ucmatose-guest-server "ucmatose -b $guest_ip -C 10" 7471 \
+	"test complete" -U -a "$guest_ip" -C 10 -S 100
+cm_guest_client ucmatose-guest-client "ucmatose -s $host_ip -C 10" 7471 \
+	"test complete" -U -a "$host_ip" -C 10 -S 100
+cm_guest_server ucmatose-v6-guest-server "ucmatose -b $guest_ip6 -C 10" \
+	7471 "test complete" -U -a "$guest_ip6" -C 10 -S 100
+# Nobody listens: the kernel answers REJ "invalid service ID".
+st=0
+it_rxe -c -a "$guest_ip" -p 7999 >"$work/cm-rej-no-listener.ours" 2>&1 && st=1
+grep -q "event 0x2005" "$work/cm-rej-no-listener.ours" || st=1
+result cm-rej-no-listener $st
+
 "$rp" ns nft -f - <<'EOF'
 table inet hrloss {
 	chain in { type filter hook input priority 0; udp dport 4791 numgen random mod 100 lt 3 counter drop; }
 	chain out { type filter hook output priority 0; udp dport 4791 numgen random mod 100 lt 3 counter drop; }
 }
 EOF
+# (rping's client may exit before its DISCONNECTED event when the DREP
+# is lost: its last round is the proof there.)
+cm_guest_server lossy-rping-v4-guest-server \
+	"rping -s -a $guest_ip -p 7178 -C 50 -S 1024 -v" 7178 \
+	"server DISCONNECT EVENT" -a "$guest_ip" -C 50 -S 1024
+cm_guest_client lossy-rping-v4-guest-client \
+	"rping -c -a $host_ip -p 7179 -C 50 -S 1024 -v" 7179 \
+	"rdma-ping-49: " -a "$host_ip" -C 50 -S 1024
 guest_server lossy-pingpong-v4 "ibv_rc_pingpong -d rxe0 -g 1 -n 300 -s 8192" \
 	"300 iters" "${v4[@]}" -n 300 -s 8192 rdmabr0 "$guest_ip"
 guest_client lossy-pingpong-v6-guest-client \
@@ -209,6 +297,18 @@ if [ -n "$tcpdump_pid" ]; then
 		bad=$(tshark -r "$cap" --disable-heuristic rpcrdma_infiniband \
 			-Y '(_ws.malformed || _ws.expert.severity >= error) &&
 			    !(ipv6 && udp.checksum == 0)' 2>/dev/null | wc -l)
+		cm=$(tshark -r "$cap" --disable-heuristic rpcrdma_infiniband \
+			-Y 'infiniband.mad.mgmtclass == 0x07' 2>/dev/null | wc -l)
+		cm_kinds=$(tshark -r "$cap" --disable-heuristic rpcrdma_infiniband \
+			-Y 'infiniband.mad.mgmtclass == 0x07' -T fields \
+			-e infiniband.mad.attributeid 2>/dev/null | sort | uniq -c |
+			awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')
+		echo "   tshark: $cm CM MADs decoded ($cm_kinds)"
+		st=0
+		for a in 0x0010 0x0012 0x0013 0x0014 0x0015 0x0016; do
+			grep -q "$a" <<<"$cm_kinds" || st=1
+		done
+		result tshark-cm-mads $st
 		echo "   tshark: $frames InfiniBand frames decoded, $bad malformed" \
 			"or in error ($zero6 IPv6 frames from the kernel with" \
 			"a zero UDP checksum not counted)"
