@@ -519,6 +519,34 @@ START_TEST(info_json)
 }
 END_TEST
 
+/* The three checks passed over @name and its rows are in the table. */
+static void assert_demo_transport(const char *text, const char *name)
+{
+	static const char *const checks[] = {
+		"RDMA WRITE  64 messages of 4 KiB, every byte checked: ok",
+		"RDMA READ   64 messages of 4 KiB, every byte checked: ok",
+		"SEND        64 messages of 4 KiB, every byte checked: ok",
+	};
+	static const char *const rows[] = { "write_bw", "read_bw", "send_bw",
+					    "write_lat", "read_lat",
+					    "send_lat" };
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(checks); i++) {
+		g_autofree char *want = g_strdup_printf("%-8s %s", name,
+							 checks[i]);
+
+		ck_assert_msg(strstr(text, want), "no \"%s\" in:\n%s", want,
+			      text);
+	}
+	for (unsigned int i = 0; i < G_N_ELEMENTS(rows); i++) {
+		g_autofree char *want = g_strdup_printf("  %-10s %-8s ",
+							 rows[i], name);
+
+		ck_assert_msg(strstr(text, want), "no row \"%s\" in:\n%s",
+			      want, text);
+	}
+}
+
 START_TEST(demo_runs_and_verifies)
 {
 	char port[8];
@@ -530,17 +558,98 @@ START_TEST(demo_runs_and_verifies)
 	start(&p, argv);
 	rc = finish(&p);
 	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, p.text->str);
-	ck_assert(strstr(p.text->str, "RDMA WRITE  64 messages of 4 KiB, "
-				      "every byte checked: ok"));
-	ck_assert(strstr(p.text->str, "RDMA READ   64 messages of 4 KiB, "
-				      "every byte checked: ok"));
-	ck_assert(strstr(p.text->str, "SEND        64 messages of 4 KiB, "
-				      "every byte checked: ok"));
-	ck_assert(strstr(p.text->str, "write_lat"));
+	assert_demo_transport(p.text->str, "iWARP");
 	ck_assert(strstr(p.text->str, "RDMA works here"));
 	done(&p);
 }
 END_TEST
+
+#ifdef HAVE_PROV_RXE
+/* Both providers, every device: the demo picks siw_lo and rxe_lo. */
+static void env_setup_both(void)
+{
+	g_setenv("HOSTRDMA_CONF", "", TRUE);
+	g_setenv("HOSTRDMA_PROVIDER_PATH",
+		 SIW_PROVIDER_DIR ":" RXE_PROVIDER_DIR, TRUE);
+	g_unsetenv("HOSTRDMA_DEVICES");
+	g_unsetenv("HOSTRDMA_OPTIONS");
+}
+
+/*
+ * Only one process can open rxe_lo (it holds UDP 4791 on 127.0.0.1), so
+ * the tools' RoCE cases run both ends in one process (-L).
+ */
+START_TEST(perf_loopback_rxe)
+{
+	static const char *const tests[] = { "write_bw", "read_bw",
+					     "send_bw" };
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(tests); i++) {
+		char port[8];
+		const char *argv[] = { TOOLS "hostrdma-perf", tests[i], "-L",
+				       "-d", "rxe_lo", "-p",
+				       free_port(port, sizeof(port)), "-s",
+				       "4096", "-n", "200", "--verify",
+				       "--json", NULL };
+		struct proc p;
+		GPtrArray *j;
+		int rc;
+
+		start(&p, argv);
+		rc = finish(&p);
+		ck_assert_msg(rc == 0, "%s: exit %d:\n%s", tests[i], rc,
+			      p.text->str);
+		j = json_lines(p.text->str);
+		ck_assert_uint_eq(j->len, 1);
+		assert_bw(j->pdata[0], tests[i], 4096, 200);
+		assert_verified(j->pdata[0]);
+		ck_assert(json_object_get_double_member(j->pdata[0],
+							"peer_cpu_s") > 0);
+		g_ptr_array_unref(j);
+		done(&p);
+	}
+}
+END_TEST
+
+START_TEST(ping_loopback_rxe)
+{
+	char port[8];
+	const char *argv[] = { TOOLS "hostrdma-ping", "-L", "-D", "rxe_lo",
+			       "-p", free_port(port, sizeof(port)), "-C", "5",
+			       "-S", "1000", "-v", "-V", NULL };
+	struct proc p;
+	int rc;
+
+	start(&p, argv);
+	rc = finish(&p);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, p.text->str);
+	assert_rounds(p.text->str, "", 5);
+	assert_rounds(p.text->str, "server ", 5);
+	ck_assert_msg(strstr(p.text->str,
+			     "client: 5 rounds of 1000 bytes, validated"),
+		      "%s", p.text->str);
+	done(&p);
+}
+END_TEST
+
+START_TEST(demo_both_transports)
+{
+	char port[8];
+	const char *argv[] = { TOOLS "hostrdma-demo", "-p",
+			       free_port(port, sizeof(port)), NULL };
+	struct proc p;
+	int rc;
+
+	start(&p, argv);
+	rc = finish(&p);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, p.text->str);
+	assert_demo_transport(p.text->str, "iWARP");
+	assert_demo_transport(p.text->str, "RoCEv2");
+	ck_assert_ptr_null(strstr(p.text->str, "skipped"));
+	done(&p);
+}
+END_TEST
+#endif /* HAVE_PROV_RXE */
 
 #endif /* HAVE_PROV_SIW */
 
@@ -568,6 +677,15 @@ Suite *suite_tools(void)
 	tcase_add_test(tc, info_json);
 	tcase_add_test(tc, demo_runs_and_verifies);
 	suite_add_tcase(s, tc);
+#ifdef HAVE_PROV_RXE
+	tc = tcase_create("rxe");
+	tcase_add_checked_fixture(tc, env_setup_both, NULL);
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, perf_loopback_rxe);
+	tcase_add_test(tc, ping_loopback_rxe);
+	tcase_add_test(tc, demo_both_transports);
+	suite_add_tcase(s, tc);
+#endif
 #endif
 	return s;
 }

@@ -2,18 +2,18 @@
 /*
  * hostrdma-demo - RDMA on this machine in a few seconds, no RDMA hardware
  * needed: a server and a client on 127.0.0.1 over every software
- * transport that can connect there (soft-iWARP; soft-RoCE once its
- * connection manager is in), RDMA WRITE, READ and SEND with every byte
- * checked, then a short bandwidth and latency table.
+ * transport that can connect there (soft-iWARP on siw_lo, soft-RoCE on
+ * rxe_lo), RDMA WRITE, READ and SEND with every byte checked, then one
+ * bandwidth and latency table with a column for the transport.
  *
  * An IT-API program like any other: the server runs in a thread, the
- * client in the main thread, both through hostrdma-perf's engine.
+ * client in the main thread, both through hostrdma-perf's engine
+ * (perf_run_loopback: one process, since only one can hold rxe_lo).
  */
 #define _GNU_SOURCE
 #include "tools/perf.h"
 
 #include <getopt.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +26,6 @@ struct run {
 	struct perf_opts o;
 	struct perf_result res[MAX_RESULTS];
 	unsigned int nres;
-	int rc;
-	/* the server tells the client when it listens */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int listening;			/* 0 not yet, 1 yes, -1 failed */
 };
 
 static void collect(const struct perf_opts *o, const struct perf_result *r,
@@ -43,24 +38,6 @@ static void collect(const struct perf_opts *o, const struct perf_result *r,
 		run->res[run->nres++] = *r;
 }
 
-static void on_listen(void *arg, bool ok)
-{
-	struct run *run = arg;
-
-	pthread_mutex_lock(&run->lock);
-	run->listening = ok ? 1 : -1;
-	pthread_cond_signal(&run->cond);
-	pthread_mutex_unlock(&run->lock);
-}
-
-static void *server_main(void *arg)
-{
-	struct run *run = arg;
-
-	run->rc = perf_run(&run->o, collect, run);
-	return NULL;
-}
-
 /*
  * One test between a server thread and this thread over @dev; the
  * client's numbers in @cli. 0 when it ran and every byte checked out.
@@ -68,39 +45,19 @@ static void *server_main(void *arg)
 static int pair(const char *dev, const char *test, uint64_t size,
 		uint64_t iters, bool verify, uint16_t port, struct run *cli)
 {
-	struct run srv = { .listening = 0 };
-	pthread_t th;
-	int ok;
-
 	memset(cli, 0, sizeof(*cli));
-	perf_parse_test(test, &srv.o);
-	srv.o.device = dev;
-	srv.o.port = port;
-	srv.o.quiet = true;
-	srv.o.json = true;
-	srv.o.on_listen = on_listen;
-	srv.o.on_listen_arg = &srv;
-	perf_defaults(&srv.o);
-	cli->o = srv.o;
-	cli->o.on_listen = NULL;
+	perf_parse_test(test, &cli->o);
+	cli->o.device = dev;
+	cli->o.port = port;
+	cli->o.quiet = true;
+	cli->o.json = true;		/* no table: collect() keeps it */
 	cli->o.server = "127.0.0.1";
 	cli->o.size = size;
 	cli->o.iters = iters;
 	cli->o.verify = verify;
-	pthread_mutex_init(&srv.lock, NULL);
-	pthread_cond_init(&srv.cond, NULL);
-	if (pthread_create(&th, NULL, server_main, &srv))
-		return -1;
-	pthread_mutex_lock(&srv.lock);
-	while (!srv.listening)
-		pthread_cond_wait(&srv.cond, &srv.lock);
-	ok = srv.listening > 0;
-	pthread_mutex_unlock(&srv.lock);
-	cli->rc = ok ? perf_run(&cli->o, collect, cli) : 1;
-	pthread_join(th, NULL);
-	pthread_mutex_destroy(&srv.lock);
-	pthread_cond_destroy(&srv.cond);
-	return cli->rc || srv.rc || cli->nres != 1 ? -1 : 0;
+	perf_defaults(&cli->o);
+	return perf_run_loopback(&cli->o, collect, cli) || cli->nres != 1 ?
+		       -1 : 0;
 }
 
 /* Whether @dev exists and can listen here; why not in @why. */
@@ -139,7 +96,32 @@ static const char *human(uint64_t n, char *buf, size_t len)
 	return buf;
 }
 
-static int demo(const char *dev, const char *label, uint16_t *port)
+/* The measurements, in table order: bandwidth first, then latency. */
+static const struct {
+	const char *test;
+	uint64_t size, iters;
+} measures[] = {
+	{ "write_bw", 65536, 4000 }, { "write_bw", 1 << 20, 400 },
+	{ "read_bw", 65536, 4000 },  { "read_bw", 1 << 20, 400 },
+	{ "send_bw", 65536, 4000 },  { "send_bw", 1 << 20, 400 },
+	{ "write_lat", 8, 1000 },    { "read_lat", 8, 1000 },
+	{ "send_lat", 8, 1000 },
+};
+#define N_MEASURES (sizeof(measures) / sizeof(measures[0]))
+#define N_BW 6
+
+struct transport {
+	const char *dev, *label, *name;
+	bool ran, failed;
+	struct perf_result res[N_MEASURES];
+};
+
+/*
+ * The verification and the measurements over one device, results kept in
+ * @t for the common table. 0 when every byte checked out and every
+ * measurement ran.
+ */
+static int demo(struct transport *t, uint16_t *port)
 {
 	static const struct {
 		const char *test, *what;
@@ -148,62 +130,68 @@ static int demo(const char *dev, const char *label, uint16_t *port)
 		{ "read_bw", "RDMA READ " },
 		{ "send_bw", "SEND      " },
 	};
-	static const struct {
-		const char *test;
-		uint64_t size, iters;
-	} bws[] = {
-		{ "write_bw", 65536, 4000 }, { "write_bw", 1 << 20, 400 },
-		{ "read_bw", 65536, 4000 },  { "read_bw", 1 << 20, 400 },
-		{ "send_bw", 65536, 4000 },  { "send_bw", 1 << 20, 400 },
-	};
-	static const char *const lats[] = { "write_lat", "read_lat",
-					    "send_lat" };
 	struct run r;
-	char a[32];
 	int failed = 0;
 
 	printf("\n== %s: a server and a client on 127.0.0.1 over %s\n\n",
-	       label, dev);
+	       t->label, t->dev);
 	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
-		int rc = pair(dev, checks[i].test, 4096, 64, true, (*port)++,
-			      &r);
+		int rc = pair(t->dev, checks[i].test, 4096, 64, true,
+			      (*port)++, &r);
 
-		printf("  %s  64 messages of 4 KiB, every byte checked: %s\n",
-		       checks[i].what,
+		printf("  %-8s %s  64 messages of 4 KiB, every byte checked: %s\n",
+		       t->name, checks[i].what,
 		       rc ? "FAILED" : r.res[0].verify_errors ? "MISMATCH" :
 								"ok");
 		failed |= rc || r.res[0].verify_errors;
 	}
 	if (failed)
 		return 1;
-	printf("\n  %-10s %8s %12s %12s\n", "test", "size", "Gb/s",
-	       "msg/s");
-	for (size_t i = 0; i < sizeof(bws) / sizeof(bws[0]); i++) {
-		const struct perf_result *x = &r.res[0];
-		double s;
-
-		if (pair(dev, bws[i].test, bws[i].size, bws[i].iters, false,
-			 (*port)++, &r))
+	for (size_t i = 0; i < N_MEASURES; i++) {
+		if (pair(t->dev, measures[i].test, measures[i].size,
+			 measures[i].iters, false, (*port)++, &r)) {
+			printf("  %-8s %s: FAILED\n", t->name, measures[i].test);
 			return 1;
-		s = (double)x->ns / 1e9;
-		printf("  %-10s %8s %12.2f %12.0f\n", bws[i].test,
-		       human(bws[i].size, a, sizeof(a)),
-		       (double)x->iters * (double)x->size * 8 / s / 1e9,
-		       (double)x->iters / s);
+		}
+		t->res[i] = r.res[0];
 	}
-	printf("\n  %-10s %8s %12s %12s %12s\n", "test", "size", "min us",
-	       "median us", "p99 us");
-	for (size_t i = 0; i < sizeof(lats) / sizeof(lats[0]); i++) {
-		const struct perf_result *x = &r.res[0];
+	return 0;
+}
 
-		if (pair(dev, lats[i], 8, 1000, false, (*port)++, &r))
-			return 1;
-		printf("  %-10s %8s %12.1f %12.1f %12.1f\n", lats[i], "8 B",
-		       x->lat_min, x->lat_p50, x->lat_p99);
-	}
+/* One table for every transport that ran: a transport column. */
+static void print_tables(const struct transport *ts, size_t n)
+{
+	char a[32];
+
+	printf("\n  %-10s %-8s %8s %12s %12s\n", "test", "over", "size",
+	       "Gb/s", "msg/s");
+	for (size_t i = 0; i < N_BW; i++)
+		for (size_t k = 0; k < n; k++) {
+			const struct perf_result *x = &ts[k].res[i];
+			double s = (double)x->ns / 1e9;
+
+			if (!ts[k].ran || ts[k].failed)
+				continue;
+			printf("  %-10s %-8s %8s %12.2f %12.0f\n",
+			       measures[i].test, ts[k].name,
+			       human(measures[i].size, a, sizeof(a)),
+			       (double)x->iters * (double)x->size * 8 / s / 1e9,
+			       (double)x->iters / s);
+		}
+	printf("\n  %-10s %-8s %8s %12s %12s %12s\n", "test", "over", "size",
+	       "min us", "median us", "p99 us");
+	for (size_t i = N_BW; i < N_MEASURES; i++)
+		for (size_t k = 0; k < n; k++) {
+			const struct perf_result *x = &ts[k].res[i];
+
+			if (!ts[k].ran || ts[k].failed)
+				continue;
+			printf("  %-10s %-8s %8s %12.1f %12.1f %12.1f\n",
+			       measures[i].test, ts[k].name, "8 B",
+			       x->lat_min, x->lat_p50, x->lat_p99);
+		}
 	printf("\n  (write/send latency: half a round trip, as perftest "
 	       "reports it; both ends share this machine's CPUs)\n");
-	return 0;
 }
 
 static void usage(FILE *f)
@@ -225,12 +213,13 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	static const struct {
-		const char *dev, *label;
-	} transports[] = {
-		{ "siw_lo", "soft-iWARP (RDMAP/DDP/MPA over TCP)" },
-		{ "rxe_lo", "soft-RoCE (RoCEv2 over UDP 4791)" },
+	struct transport transports[] = {
+		{ .dev = "siw_lo", .name = "iWARP",
+		  .label = "soft-iWARP (RDMAP/DDP/MPA over TCP)" },
+		{ .dev = "rxe_lo", .name = "RoCEv2",
+		  .label = "soft-RoCE (RoCEv2 over UDP 4791, IB CM over QP1)" },
 	};
+	const size_t nt = sizeof(transports) / sizeof(transports[0]);
 	uint16_t port = PERF_DEFAULT_PORT;
 	int opt, ran = 0, failed = 0;
 
@@ -250,19 +239,20 @@ int main(int argc, char **argv)
 	tool_raise_memlock();
 	printf("hostrdma demo: RDMA between two endpoints on this machine, "
 	       "through IT-API (libhostrdma)\n");
-	for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]);
-	     i++) {
+	for (size_t i = 0; i < nt; i++) {
+		struct transport *t = &transports[i];
 		const char *why = NULL;
 
-		if (!can_connect(transports[i].dev, &why)) {
-			printf("\n== %s: skipped on %s: %s\n",
-			       transports[i].label, transports[i].dev, why);
+		if (!can_connect(t->dev, &why)) {
+			printf("\n== %s: skipped on %s: %s\n", t->label, t->dev,
+			       why);
 			continue;
 		}
 		ran++;
-		if (demo(transports[i].dev, transports[i].label, &port)) {
-			printf("  %s: FAILED (messages above)\n",
-			       transports[i].dev);
+		t->ran = true;
+		if (demo(t, &port)) {
+			printf("  %s: FAILED (messages above)\n", t->dev);
+			t->failed = true;
 			failed++;
 		}
 	}
@@ -271,6 +261,8 @@ int main(int argc, char **argv)
 		       "127.0.0.1 (see hostrdma-info).\n");
 		return 1;
 	}
+	if (failed < ran)
+		print_tables(transports, nt);
 	printf("\n%s. More: hostrdma-perf(1), hostrdma-ping(1), "
 	       "hostrdma-info(1).\n",
 	       failed ? "Some transports FAILED" : "RDMA works here");

@@ -38,6 +38,8 @@ static void usage(FILE *f)
 		"  -p, --port=PORT         the server's port (18515)\n"
 		"  -d, --ib-dev=DEVICE     the IT-API interface (e.g. siw_lo)\n"
 		"      --bind=ADDRESS      server: listen on the device holding it\n"
+		"  -L, --loopback          server and client in this process, on\n"
+		"                          127.0.0.1 or SERVER-ADDRESS (rxe_lo)\n"
 		"  -R, --rdma_cm           perftest's own exchange over rdma_cm\n"
 		"                          (against ib_*_bw -R / ib_*_lat -R)\n"
 		"      --verify            check the data of every message\n"
@@ -101,6 +103,7 @@ int main(int argc, char **argv)
 		{ "report_gbits", no_argument, NULL, OPT_GBITS },
 		{ "report-mbytes", no_argument, NULL, OPT_MBYTES },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "loopback", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -110,7 +113,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int opt, rc;
 
-	while ((opt = getopt_long(argc, argv, "-s:an:D:q:bt:r:Q:o:I:ep:d:RFx:c:m:h",
+	while ((opt = getopt_long(argc, argv, "-s:an:D:q:bt:r:Q:o:I:ep:d:RLFx:c:m:h",
 				  longs, NULL)) != -1) {
 		rc = 0;
 		switch (opt) {
@@ -165,6 +168,7 @@ int main(int argc, char **argv)
 			break;
 		case 'd': o.device = optarg; break;
 		case 'R': o.perftest_cm = true; break;
+		case 'L': o.loopback = true; break;
 		case 'F': case 'x': case 'm': break;
 		case 'c':
 			if (strcmp(optarg, "RC")) {
@@ -192,6 +196,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o.server = pos[1];
+	if (o.loopback && !o.server)
+		o.server = "127.0.0.1";
 	if (o.bidir && o.lat) {
 		fprintf(stderr, "%s: -b is for bandwidth tests\n", PROG);
 		return 2;
@@ -204,8 +210,16 @@ int main(int argc, char **argv)
 	tool_raise_memlock();
 	if (o.server && perf_fit_memlock(&o))
 		return 1;
-	rc = o.perftest_cm ? perf_run_perftest(&o, print_one, NULL) :
-			     perf_run(&o, print_one, NULL);
+	if (o.loopback && o.perftest_cm) {
+		fprintf(stderr, "%s: -L and -R do not go together\n", PROG);
+		return 2;
+	}
+	if (o.perftest_cm)
+		rc = perf_run_perftest(&o, print_one, NULL);
+	else if (o.loopback)
+		rc = perf_run_loopback(&o, print_one, NULL);
+	else
+		rc = perf_run(&o, print_one, NULL);
 	perf_print_footer(&o);
 	return rc;
 }

@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -40,6 +41,7 @@ _Static_assert(sizeof(struct advert) == 16, "rping advert is 16 bytes");
 
 struct opts {
 	bool server, client, verbose, validate, debug, persistent;
+	bool loopback;			/* -L: both roles, one process */
 	const char *addr, *src_addr, *device;
 	uint16_t port;
 	int count;			/* 0: until stopped (client) */
@@ -57,6 +59,9 @@ struct ping {
 	uint8_t *start_buf, *rdma_buf;
 	it_lmr_handle_t recv_lmr, send_lmr, start_lmr, rdma_lmr;
 	it_rmr_context_t start_key, rdma_key;
+	/* server: called once it listens */
+	void (*ready)(void *arg);
+	void *ready_arg;
 };
 
 static volatile sig_atomic_t stop;
@@ -395,7 +400,8 @@ static int run_server(struct ping *p)
 	int rc = 0;
 
 	if (tool_listen(PROG, o->device, o->addr, o->port, 8, !o->debug &&
-			!o->verbose, NULL, NULL, &p->ia, &p->req, &p->listen))
+			!o->verbose, p->ready, p->ready_arg, &p->ia, &p->req,
+			&p->listen))
 		return 1;
 	do {
 		it_event_t ev;
@@ -425,13 +431,94 @@ static int run_server(struct ping *p)
 	return rc;
 }
 
+/*
+ * -L: the server in a thread, the client here, one process. A user-space
+ * soft-RoCE device holds UDP port 4791 of its addresses, so only one
+ * process on a host can open rxe_lo; two IAs of one process can.
+ */
+struct loop_server {
+	struct opts o;
+	struct ping p;
+	int rc;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int listening;			/* 0 not yet, 1 yes, -1 failed */
+};
+
+static void loop_signal(struct loop_server *s, int state)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->listening)
+		s->listening = state;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void loop_ready(void *arg)
+{
+	loop_signal(arg, 1);
+}
+
+static void *loop_server_main(void *arg)
+{
+	struct loop_server *s = arg;
+
+	s->rc = run_server(&s->p);
+	loop_signal(s, -1);	/* if it never listened */
+	if (s->p.ia)
+		it_ia_free(s->p.ia);
+	free(s->p.start_buf);
+	free(s->p.rdma_buf);
+	return NULL;
+}
+
+static int run_loopback(struct ping *p)
+{
+	struct loop_server s = { .o = *p->o };
+	pthread_t th;
+	int ok, rc;
+
+	s.o.server = true;
+	s.o.client = false;
+	s.o.persistent = false;
+	s.p.o = &s.o;
+	s.p.ready = loop_ready;
+	s.p.ready_arg = &s;
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	if (pthread_create(&th, NULL, loop_server_main, &s)) {
+		fprintf(stderr, "%s: cannot start the server thread\n", PROG);
+		rc = 1;
+		goto out;
+	}
+	pthread_mutex_lock(&s.lock);
+	while (!s.listening)
+		pthread_cond_wait(&s.cond, &s.lock);
+	ok = s.listening > 0;
+	pthread_mutex_unlock(&s.lock);
+	rc = ok ? run_client(p) : 1;
+	/* A server still waiting for a client that failed to come ends
+	 * with the process. */
+	if (ok && rc)
+		return rc;
+	pthread_join(th, NULL);
+	rc = rc || s.rc;
+out:
+	pthread_mutex_destroy(&s.lock);
+	pthread_cond_destroy(&s.cond);
+	return rc;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]\n"
 		"       %s -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]\n"
+		"       %s -L [-vVd] [-S size] [-C count] [-a addr] [-p port]\n"
 		"  -s            server\n"
 		"  -c            client\n"
+		"  -L            both, server and client in this process, on\n"
+		"                127.0.0.1 or -a addr (for rxe_lo)\n"
 		"  -a addr       server: listen on the device holding addr (default:\n"
 		"                every device); client: the server's address\n"
 		"  -I addr       client: the source address (its device)\n"
@@ -446,7 +533,7 @@ static void usage(FILE *f)
 		"  -D, --device=NAME  the IT-API interface to use (e.g. siw_lo)\n"
 		"  -h, --help    this text\n"
 		"Wire compatible with rdma-core's rping. See hostrdma-ping(1).\n",
-		PROG, PROG, MIN_SIZE, MAX_SIZE);
+		PROG, PROG, PROG, MIN_SIZE, MAX_SIZE);
 }
 
 int main(int argc, char **argv)
@@ -462,7 +549,7 @@ int main(int argc, char **argv)
 	long v;
 	int opt, rc;
 
-	while ((opt = getopt_long(argc, argv, "a:I:Pp:C:S:scvVdqD:h", longs,
+	while ((opt = getopt_long(argc, argv, "a:I:Pp:C:S:scLvVdqD:h", longs,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'a': o.addr = optarg; break;
@@ -496,6 +583,7 @@ int main(int argc, char **argv)
 			break;
 		case 's': o.server = true; break;
 		case 'c': o.client = true; break;
+		case 'L': o.loopback = true; break;
 		case 'v': o.verbose = true; break;
 		case 'V': o.validate = true; break;
 		case 'd': o.debug = true; break;
@@ -505,13 +593,26 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	if (o.loopback) {
+		if (o.server || o.client) {
+			fprintf(stderr, "%s: -L is both roles: no -s, no -c\n",
+				PROG);
+			return 2;
+		}
+		o.client = true;
+		if (!o.addr)
+			o.addr = "127.0.0.1";
+	}
 	if (o.server == o.client || (o.client && !o.addr) || optind < argc) {
 		usage(stderr);
 		return 2;
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	rc = o.client ? run_client(&p) : run_server(&p);
+	if (o.loopback)
+		rc = run_loopback(&p);
+	else
+		rc = o.client ? run_client(&p) : run_server(&p);
 	if (p.ia)
 		it_ia_free(p.ia);
 	free(p.start_buf);

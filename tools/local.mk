@@ -3,8 +3,8 @@
 noinst_LTLIBRARIES += tools/libtools.la
 tools_libtools_la_SOURCES = tools/tool_util.c tools/tool_util.h \
 	tools/perf.h tools/perf_priv.h tools/perf_conn.c tools/perf_loop.c \
-	tools/perf_report.c tools/perf_rcm.c
-tools_libtools_la_LIBADD = libhostrdma.la
+	tools/perf_report.c tools/perf_rcm.c tools/perf_loopback.c
+tools_libtools_la_LIBADD = libhostrdma.la $(PTHREAD_LIBS)
 
 bin_PROGRAMS += tools/hostrdma-perf
 tools_hostrdma_perf_SOURCES = tools/hostrdma-perf.c
@@ -20,7 +20,7 @@ tools_hostrdma_ping_LDADD = tools/libtools.la
 
 bin_PROGRAMS += tools/hostrdma-demo
 tools_hostrdma_demo_SOURCES = tools/hostrdma-demo.c
-tools_hostrdma_demo_LDADD = tools/libtools.la $(PTHREAD_LIBS)
+tools_hostrdma_demo_LDADD = tools/libtools.la
 tools_man = man/hostrdma-demo.1 man/hostrdma-info.1 man/hostrdma-perf.1 \
 	man/hostrdma-ping.1 man/hostrdma.7
 man_MANS += $(tools_man)

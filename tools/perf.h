@@ -51,6 +51,7 @@ struct perf_opts {
 	bool perftest_cm;		/* -R: perftest's rdma_cm exchange */
 	bool verify;			/* check the data of every message */
 	bool mbps;			/* table in MB/s (perftest) not Gb/s */
+	bool loopback;			/* --loopback: both ends here */
 	/* server: called once it listens (or failed to: @ok false) */
 	void (*on_listen)(void *arg, bool ok);
 	void *on_listen_arg;
@@ -99,6 +100,14 @@ void perf_print_header(const struct perf_opts *o);
 void perf_print_result(const struct perf_opts *o,
 		       const struct perf_result *r);
 void perf_print_footer(const struct perf_opts *o);
+
+/*
+ * hostrdma-perf --loopback: the server in a thread of this process, on
+ * o->device and o->server (127.0.0.1 when NULL), and perf_run() as its
+ * client; @report gets the client's numbers. 0 or 1 as perf_run().
+ */
+int perf_run_loopback(struct perf_opts *o, perf_report_fn report,
+		      void *arg);
 
 /* hostrdma-perf -R: perftest's connection exchange (perf_rcm.c). */
 int perf_run_perftest(struct perf_opts *o, perf_report_fn report,
