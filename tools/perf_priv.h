@@ -27,7 +27,7 @@ enum perf_ctl_type {
 	PERF_CTL_PARAMS = 1,	/* v[]: the options; adv[]: buffers */
 	PERF_CTL_READY = 2,	/* v[0]: the size about to run */
 	PERF_CTL_DONE = 3,	/* v[]: struct perf_result and sent counts */
-	PERF_CTL_BYE = 4,
+	PERF_CTL_BYE = 4,	/* client: the last DONE arrived, closing */
 	PERF_CTL_SENT = 5,	/* v[i]: Sends posted on QP i, this size */
 };
 

@@ -272,6 +272,19 @@ int perf_run(struct perf_opts *o, perf_report_fn report, void *arg)
 			failed = 1;
 		report(o, &r, arg);
 	}
+	/*
+	 * The server's last DONE is the last message. On RoCE its Send
+	 * completes when the client's ACK comes back; a client that closed
+	 * as soon as the DONE arrived could flush it first. The client
+	 * says BYE, the server reads it after its DONE completed, and only
+	 * then does the client close.
+	 */
+	if (!failed && !c.server &&
+	    perf_ctl_send(&c, PERF_CTL_BYE, NULL, 0, false))
+		failed = 1;
+	if (!failed && c.server &&
+	    perf_ctl_recv(&c, PERF_CTL_BYE, TOOL_WAIT_US))
+		failed = 1;
 	if (!failed && !c.server) {
 		it_event_t ev;
 
