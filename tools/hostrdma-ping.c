@@ -73,6 +73,9 @@ static void on_signal(int sig)
 }
 
 static void debug(const struct opts *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void debug(const struct opts *o, const char *fmt, ...)
 {
 	va_list ap;
 
