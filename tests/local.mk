@@ -39,6 +39,7 @@ if PROV_SIW
 include tests/siw.mk
 include tests/itapi.mk
 endif
+include tests/tools.mk
 if PROV_RXE
 include tests/rxe.mk
 endif

@@ -1,370 +1,270 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hostrdma-demo: show what the stack sees on this machine: providers,
- * the RDMA devices they run on network interfaces, and how destinations
- * resolve to a source address, an interface, a next hop and a device.
+ * hostrdma-demo - RDMA on this machine in a few seconds, no RDMA hardware
+ * needed: a server and a client on 127.0.0.1 over every software
+ * transport that can connect there (soft-iWARP on siw_lo, soft-RoCE on
+ * rxe_lo), RDMA WRITE, READ and SEND with every byte checked, then one
+ * bandwidth and latency table with a column for the transport.
+ *
+ * An IT-API program like any other: the server runs in a thread, the
+ * client in the main thread, both through hostrdma-perf's engine
+ * (perf_run_loopback: one process, since only one can hold rxe_lo).
  */
-#include "config.h"
+#define _GNU_SOURCE
+#include "tools/perf.h"
 
-#include <arpa/inet.h>
-#include <net/if.h>
-#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include <glib.h>
-#include <json-glib/json-glib.h>
+#define PROG "hostrdma-demo"
+#define MAX_RESULTS 8
 
-#include "kal/kal.h"
-#include "ual/ual.h"
-
-static gboolean opt_json;
-static gboolean opt_verbose;
-static gchar **opt_dests;
-
-static const GOptionEntry entries[] = {
-	{ "json", 'j', 0, G_OPTION_ARG_NONE, &opt_json,
-	  "Print one JSON object instead of tables", NULL },
-	{ "verbose", 'v', 0, G_OPTION_ARG_NONE, &opt_verbose,
-	  "Also print device limits and provider load errors", NULL },
-	{ G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &opt_dests,
-	  NULL, "[DESTINATION...]" },
-	{ NULL }
+struct run {
+	struct perf_opts o;
+	struct perf_result res[MAX_RESULTS];
+	unsigned int nres;
 };
 
-static const char *transport_name(enum rnicpi_transport t)
+static void collect(const struct perf_opts *o, const struct perf_result *r,
+		    void *arg)
 {
-	switch (t) {
-	case RNICPI_TRANSPORT_IWARP:
-		return "iWARP";
-	case RNICPI_TRANSPORT_ROCE:
-		return "RoCEv2";
-	case RNICPI_TRANSPORT_IB:
-		return "InfiniBand";
-	}
-	return "unknown";
+	struct run *run = arg;
+
+	(void)o;
+	if (run->nres < MAX_RESULTS)
+		run->res[run->nres++] = *r;
 }
 
-static const char *port_state_name(enum rnicpi_port_state s)
+/*
+ * One test between a server thread and this thread over @dev; the
+ * client's numbers in @cli. 0 when it ran and every byte checked out.
+ */
+static int pair(const char *dev, const char *test, uint64_t size,
+		uint64_t iters, bool verify, uint16_t port, struct run *cli)
 {
-	static const char *const names[] = {
-		[RNICPI_PORT_NOP] = "NOP",	 [RNICPI_PORT_DOWN] = "DOWN",
-		[RNICPI_PORT_INIT] = "INIT",	 [RNICPI_PORT_ARMED] = "ARMED",
-		[RNICPI_PORT_ACTIVE] = "ACTIVE",
+	memset(cli, 0, sizeof(*cli));
+	perf_parse_test(test, &cli->o);
+	cli->o.device = dev;
+	cli->o.port = port;
+	cli->o.quiet = true;
+	cli->o.json = true;		/* no table: collect() keeps it */
+	cli->o.server = "127.0.0.1";
+	cli->o.size = size;
+	cli->o.iters = iters;
+	cli->o.verify = verify;
+	perf_defaults(&cli->o);
+	return perf_run_loopback(&cli->o, collect, cli) || cli->nres != 1 ?
+		       -1 : 0;
+}
+
+/* Whether @dev exists and can listen here; why not in @why. */
+static bool can_connect(const char *dev, const char **why)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_ia_handle_t ia;
+	it_evd_handle_t evd;
+	it_listen_handle_t l;
+	it_status_t st;
+
+	if (it_ia_create(dev, 2, 1, &ia) != IT_SUCCESS) {
+		*why = "no such device here";
+		return false;
+	}
+	st = it_evd_create(ia, IT_CM_REQ_EVENT_STREAM, 0, 4, 0, NULL, &evd,
+			   NULL);
+	if (st == IT_SUCCESS)
+		st = it_listen_create(ia, 0, evd, IT_LISTEN_NO_FLAG, &q, &l);
+	it_ia_free(ia);
+	if (st == IT_ERR_OP_NOT_SUPPORTED)
+		*why = "its connection manager is not in this build yet";
+	else if (st != IT_SUCCESS)
+		*why = tool_status_name(st);
+	return st == IT_SUCCESS;
+}
+
+static const char *human(uint64_t n, char *buf, size_t len)
+{
+	if (n >= (1 << 20) && n % (1 << 20) == 0)
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(n >> 20));
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(buf, len, "%llu KiB", (unsigned long long)(n >> 10));
+	else
+		snprintf(buf, len, "%llu B", (unsigned long long)n);
+	return buf;
+}
+
+/* The measurements, in table order: bandwidth first, then latency. */
+static const struct {
+	const char *test;
+	uint64_t size, iters;
+} measures[] = {
+	{ "write_bw", 65536, 4000 }, { "write_bw", 1 << 20, 400 },
+	{ "read_bw", 65536, 4000 },  { "read_bw", 1 << 20, 400 },
+	{ "send_bw", 65536, 4000 },  { "send_bw", 1 << 20, 400 },
+	{ "write_lat", 8, 1000 },    { "read_lat", 8, 1000 },
+	{ "send_lat", 8, 1000 },
+};
+#define N_MEASURES (sizeof(measures) / sizeof(measures[0]))
+#define N_BW 6
+
+struct transport {
+	const char *dev, *label, *name;
+	bool ran, failed;
+	struct perf_result res[N_MEASURES];
+};
+
+/*
+ * The verification and the measurements over one device, results kept in
+ * @t for the common table. 0 when every byte checked out and every
+ * measurement ran.
+ */
+static int demo(struct transport *t, uint16_t *port)
+{
+	static const struct {
+		const char *test, *what;
+	} checks[] = {
+		{ "write_bw", "RDMA WRITE" },
+		{ "read_bw", "RDMA READ " },
+		{ "send_bw", "SEND      " },
 	};
+	struct run r;
+	int failed = 0;
 
-	if ((unsigned int)s < G_N_ELEMENTS(names) && names[s])
-		return names[s];
-	return "?";
-}
+	printf("\n== %s: a server and a client on 127.0.0.1 over %s\n\n",
+	       t->label, t->dev);
+	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		int rc = pair(t->dev, checks[i].test, 4096, 64, true,
+			      (*port)++, &r);
 
-static char *hwaddr_str(const uint8_t *a, uint32_t len)
-{
-	GString *s = g_string_new(NULL);
-	uint32_t i;
-
-	for (i = 0; i < len; i++)
-		g_string_append_printf(s, "%s%02x", i ? ":" : "", a[i]);
-	return g_string_free(s, FALSE);
-}
-
-/* Parse "1.2.3.4" or "::1" (or "fe80::1%eth0") into @ss. */
-static int parse_addr(const char *text, struct sockaddr_storage *ss)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	g_autofree char *copy = g_strdup(text);
-	char *scope = strchr(copy, '%');
-
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, copy, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		return 0;
+		printf("  %-8s %s  64 messages of 4 KiB, every byte checked: %s\n",
+		       t->name, checks[i].what,
+		       rc ? "FAILED" : r.res[0].verify_errors ? "MISMATCH" :
+								"ok");
+		failed |= rc || r.res[0].verify_errors;
 	}
-	if (scope)
-		*scope++ = '\0';
-	if (inet_pton(AF_INET6, copy, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		if (scope) {
-			sin6->sin6_scope_id = if_nametoindex(scope);
-			if (!sin6->sin6_scope_id)
-				return -ENODEV;
+	if (failed)
+		return 1;
+	for (size_t i = 0; i < N_MEASURES; i++) {
+		if (pair(t->dev, measures[i].test, measures[i].size,
+			 measures[i].iters, false, (*port)++, &r)) {
+			printf("  %-8s %s: FAILED\n", t->name, measures[i].test);
+			return 1;
 		}
-		return 0;
-	}
-	return -EINVAL;
-}
-
-/* JSON numbers from json-glib are signed 64-bit: "unlimited" limits
- * (UINT64_MAX) would print as -1, so values past INT64_MAX go out as
- * doubles. */
-static void add_u64(JsonBuilder *b, const char *name, uint64_t value)
-{
-	json_builder_set_member_name(b, name);
-	if (value > (uint64_t)G_MAXINT64)
-		json_builder_add_double_value(b, (double)value);
-	else
-		json_builder_add_int_value(b, (gint64)value);
-}
-
-static void add_device(JsonBuilder *b, struct ual_device *d)
-{
-	struct rnicpi_device_attr attr = { 0 };
-	struct rnicpi_port_attr port = { 0 };
-	int qerr = ual_device_query(d, &attr);
-	int perr = ual_device_query_port(d, 1, &port);
-
-	json_builder_begin_object(b);
-	json_builder_set_member_name(b, "name");
-	json_builder_add_string_value(b, ual_device_name(d));
-	json_builder_set_member_name(b, "provider");
-	json_builder_add_string_value(b,
-		ual_provider_name(ual_device_provider(d)));
-	json_builder_set_member_name(b, "transport");
-	json_builder_add_string_value(b,
-		transport_name(ual_device_transport(d)));
-	json_builder_set_member_name(b, "interface");
-	json_builder_add_string_value(b, ual_device_ifname(d));
-	json_builder_set_member_name(b, "port_state");
-	json_builder_add_string_value(b, perr ? "unknown" :
-				      port_state_name(port.state));
-	if (!qerr) {
-		json_builder_set_member_name(b, "max_qp");
-		json_builder_add_int_value(b, attr.max_qp);
-		add_u64(b, "max_mr_size", attr.max_mr_size);
-		add_u64(b, "max_msg_size", attr.max_msg_size);
-		json_builder_set_member_name(b, "max_sge");
-		json_builder_add_int_value(b, attr.max_sge);
-		json_builder_set_member_name(b, "max_inline_data");
-		json_builder_add_int_value(b, attr.max_inline_data);
-		json_builder_set_member_name(b, "ird");
-		json_builder_add_int_value(b, attr.max_qp_rd_atom);
-		json_builder_set_member_name(b, "ord");
-		json_builder_add_int_value(b, attr.max_qp_init_rd_atom);
-	}
-	json_builder_end_object(b);
-}
-
-static void print_device(struct ual_device *d)
-{
-	struct rnicpi_device_attr attr = { 0 };
-	struct rnicpi_port_attr port = { 0 };
-	int perr = ual_device_query_port(d, 1, &port);
-
-	printf("  %-16s %-8s %-10s %-10s %s\n", ual_device_name(d),
-	       ual_provider_name(ual_device_provider(d)),
-	       transport_name(ual_device_transport(d)), ual_device_ifname(d),
-	       perr ? "unknown" : port_state_name(port.state));
-	if (opt_verbose && ual_device_query(d, &attr) == 0)
-		printf("  %16s max_qp %u, max_mr_size %" G_GUINT64_FORMAT
-		       ", max_msg_size %" G_GUINT64_FORMAT
-		       ", max_sge %u, inline %u, IRD %u, ORD %u\n", "",
-		       attr.max_qp, attr.max_mr_size, attr.max_msg_size,
-		       attr.max_sge, attr.max_inline_data,
-		       attr.max_qp_rd_atom, attr.max_qp_init_rd_atom);
-}
-
-/* Resolve @text; adds a JSON object to @b (if set) or prints a line. */
-static int show_route(struct ual *u, struct kal_nl *nl, const char *text,
-		      JsonBuilder *b)
-{
-	struct sockaddr_storage dst;
-	struct kal_route r = { 0 };
-	char src[INET6_ADDRSTRLEN], gw[INET6_ADDRSTRLEN];
-	g_autofree char *mac = NULL;
-	g_autoptr(ual_device) dev = NULL;
-	int err;
-
-	err = parse_addr(text, &dst);
-	if (err) {
-		g_printerr("hostrdma-demo: '%s' is not an IPv4 or IPv6 "
-			   "address\n", text);
-		return err;
-	}
-	err = kal_route_resolve(nl, (struct sockaddr *)&dst, NULL, 1000, &r);
-	if (err == 0 || err == -ETIMEDOUT)
-		dev = ual_device_by_ifindex(u, r.ifindex, 0);
-	if (err && err != -ETIMEDOUT) {
-		if (b) {
-			json_builder_begin_object(b);
-			json_builder_set_member_name(b, "destination");
-			json_builder_add_string_value(b, text);
-			json_builder_set_member_name(b, "error");
-			json_builder_add_string_value(b, g_strerror(-err));
-			json_builder_end_object(b);
-		} else {
-			printf("  %-24s %s\n", text, g_strerror(-err));
-		}
-		return err;
-	}
-	kal_addr_str((struct sockaddr *)&r.src, src, sizeof(src));
-	if (r.gateway.ss_family != AF_UNSPEC)
-		kal_addr_str((struct sockaddr *)&r.gateway, gw, sizeof(gw));
-	else
-		g_strlcpy(gw, r.type == KAL_ROUTE_LOCAL ? "local" : "on-link",
-			  sizeof(gw));
-	mac = r.nh_hwaddr_len ? hwaddr_str(r.nh_hwaddr, r.nh_hwaddr_len) :
-				g_strdup(err ? "unresolved" : "-");
-	if (b) {
-		json_builder_begin_object(b);
-		json_builder_set_member_name(b, "destination");
-		json_builder_add_string_value(b, text);
-		json_builder_set_member_name(b, "source");
-		json_builder_add_string_value(b, src);
-		json_builder_set_member_name(b, "interface");
-		json_builder_add_string_value(b, r.ifname);
-		json_builder_set_member_name(b, "next_hop");
-		json_builder_add_string_value(b, gw);
-		json_builder_set_member_name(b, "next_hop_mac");
-		json_builder_add_string_value(b, mac);
-		json_builder_set_member_name(b, "mtu");
-		json_builder_add_int_value(b, r.mtu);
-		json_builder_set_member_name(b, "device");
-		if (dev)
-			json_builder_add_string_value(b, ual_device_name(dev));
-		else
-			json_builder_add_null_value(b);
-		json_builder_end_object(b);
-	} else {
-		printf("  %-24s src %-16s dev %-8s via %-16s mac %-17s mtu %u"
-		       " -> %s\n", text, src, r.ifname, gw, mac, r.mtu,
-		       dev ? ual_device_name(dev) : "(no RDMA device)");
+		t->res[i] = r.res[0];
 	}
 	return 0;
 }
 
+/* One table for every transport that ran: a transport column. */
+static void print_tables(const struct transport *ts, size_t n)
+{
+	char a[32];
+
+	printf("\n  %-10s %-8s %8s %12s %12s\n", "test", "over", "size",
+	       "Gb/s", "msg/s");
+	for (size_t i = 0; i < N_BW; i++)
+		for (size_t k = 0; k < n; k++) {
+			const struct perf_result *x = &ts[k].res[i];
+			double s = (double)x->ns / 1e9;
+
+			if (!ts[k].ran || ts[k].failed)
+				continue;
+			printf("  %-10s %-8s %8s %12.2f %12.0f\n",
+			       measures[i].test, ts[k].name,
+			       human(measures[i].size, a, sizeof(a)),
+			       (double)x->iters * (double)x->size * 8 / s / 1e9,
+			       (double)x->iters / s);
+		}
+	printf("\n  %-10s %-8s %8s %12s %12s %12s\n", "test", "over", "size",
+	       "min us", "median us", "p99 us");
+	for (size_t i = N_BW; i < N_MEASURES; i++)
+		for (size_t k = 0; k < n; k++) {
+			const struct perf_result *x = &ts[k].res[i];
+
+			if (!ts[k].ran || ts[k].failed)
+				continue;
+			printf("  %-10s %-8s %8s %12.1f %12.1f %12.1f\n",
+			       measures[i].test, ts[k].name, "8 B",
+			       x->lat_min, x->lat_p50, x->lat_p99);
+		}
+	printf("\n  (write/send latency: half a round trip, as perftest "
+	       "reports it; both ends share this machine's CPUs)\n");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s [-p PORT] [-h]\n"
+		"Runs RDMA WRITE, READ and SEND between a server and a client\n"
+		"on 127.0.0.1 over each software transport that can connect\n"
+		"there, checks every byte, and prints bandwidth and latency.\n"
+		"  -p, --port=PORT   first TCP/IB service port to use (18515)\n"
+		"See hostrdma-demo(1); hostrdma-info lists the devices.\n",
+		PROG);
+}
+
 int main(int argc, char **argv)
 {
-	g_autoptr(GOptionContext) ctx = NULL;
-	g_autoptr(GError) error = NULL;
-	const GPtrArray *providers;
-	g_autoptr(GPtrArray) devices = NULL;
-	g_autoptr(JsonBuilder) b = NULL;
-	static const char *const default_dests[] = { "127.0.0.1", "::1",
-						     NULL };
-	const char *const *dests;
-	const GPtrArray *load_errors;
-	struct kal_nl *nl = NULL;
-	struct ual *u = NULL;
-	int failures = 0;
-	guint i;
-	int err;
+	static const struct option longs[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct transport transports[] = {
+		{ .dev = "siw_lo", .name = "iWARP",
+		  .label = "soft-iWARP (RDMAP/DDP/MPA over TCP)" },
+		{ .dev = "rxe_lo", .name = "RoCEv2",
+		  .label = "soft-RoCE (RoCEv2 over UDP 4791, IB CM over QP1)" },
+	};
+	const size_t nt = sizeof(transports) / sizeof(transports[0]);
+	uint16_t port = PERF_DEFAULT_PORT;
+	int opt, ran = 0, failed = 0;
 
-	ctx = g_option_context_new("- what hostrdma sees on this machine");
-	g_option_context_set_summary(ctx,
-		"Lists the verbs providers that loaded, the RDMA devices they "
-		"run on\nnetwork interfaces, and how each DESTINATION (default: "
-		"127.0.0.1 and ::1)\nresolves to a source address, interface, "
-		"next hop and RDMA device.");
-	g_option_context_set_description(ctx,
-		"Environment: HOSTRDMA_PROVIDER_PATH, HOSTRDMA_DEVICES, "
-		"HOSTRDMA_CONF,\nHOSTRDMA_OPTIONS (see hostrdma(7)). "
-		"G_MESSAGES_DEBUG=all shows debug logs.\n\n"
-		"Exit status: 0 if every destination resolved, 1 otherwise, "
-		"2 on a usage error.");
-	g_option_context_add_main_entries(ctx, entries, NULL);
-	if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-		g_printerr("hostrdma-demo: %s\n", error->message);
-		return 2;
+	while ((opt = getopt_long(argc, argv, "p:h", longs, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			port = (uint16_t)atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
 	}
-	dests = opt_dests ? (const char *const *)opt_dests : default_dests;
+	tool_raise_memlock();
+	printf("hostrdma demo: RDMA between two endpoints on this machine, "
+	       "through IT-API (libhostrdma)\n");
+	for (size_t i = 0; i < nt; i++) {
+		struct transport *t = &transports[i];
+		const char *why = NULL;
 
-	err = ual_open(&u);
-	if (err) {
-		g_printerr("hostrdma-demo: cannot open the access layer: %s\n",
-			   g_strerror(-err));
+		if (!can_connect(t->dev, &why)) {
+			printf("\n== %s: skipped on %s: %s\n", t->label, t->dev,
+			       why);
+			continue;
+		}
+		ran++;
+		t->ran = true;
+		if (demo(t, &port)) {
+			printf("  %s: FAILED (messages above)\n", t->dev);
+			t->failed = true;
+			failed++;
+		}
+	}
+	if (!ran) {
+		printf("\nNo software RDMA device could connect on "
+		       "127.0.0.1 (see hostrdma-info).\n");
 		return 1;
 	}
-	err = kal_nl_open(&nl);
-	if (err) {
-		g_printerr("hostrdma-demo: cannot open netlink: %s\n",
-			   g_strerror(-err));
-		ual_close(u);
-		return 1;
-	}
-	providers = ual_provider_list(u);
-	devices = ual_device_list(u);
-	load_errors = ual_load_errors(u);
-
-	if (opt_json) {
-		b = json_builder_new();
-		json_builder_begin_object(b);
-		json_builder_set_member_name(b, "providers");
-		json_builder_begin_array(b);
-		for (i = 0; i < providers->len; i++) {
-			const struct ual_provider *p = providers->pdata[i];
-
-			json_builder_begin_object(b);
-			json_builder_set_member_name(b, "name");
-			json_builder_add_string_value(b, ual_provider_name(p));
-			json_builder_set_member_name(b, "transport");
-			json_builder_add_string_value(b,
-				transport_name(ual_provider_transport(p)));
-			json_builder_set_member_name(b, "origin");
-			json_builder_add_string_value(b,
-				ual_provider_origin(p));
-			json_builder_end_object(b);
-		}
-		json_builder_end_array(b);
-		json_builder_set_member_name(b, "load_errors");
-		json_builder_begin_array(b);
-		for (i = 0; i < load_errors->len; i++)
-			json_builder_add_string_value(b,
-				load_errors->pdata[i]);
-		json_builder_end_array(b);
-		json_builder_set_member_name(b, "devices");
-		json_builder_begin_array(b);
-		for (i = 0; i < devices->len; i++)
-			add_device(b, devices->pdata[i]);
-		json_builder_end_array(b);
-		json_builder_set_member_name(b, "routes");
-		json_builder_begin_array(b);
-	} else {
-		printf("Providers (%u):\n", providers->len);
-		for (i = 0; i < providers->len; i++) {
-			const struct ual_provider *p = providers->pdata[i];
-
-			printf("  %-8s %-10s %s  [%s]\n", ual_provider_name(p),
-			       transport_name(ual_provider_transport(p)),
-			       ual_provider_description(p),
-			       ual_provider_origin(p));
-		}
-		if (load_errors->len && opt_verbose)
-			for (i = 0; i < load_errors->len; i++)
-				printf("  not loaded: %s\n",
-				       (const char *)load_errors->pdata[i]);
-		else if (load_errors->len)
-			printf("  (%u provider(s) not loaded; -v says why)\n",
-			       load_errors->len);
-		printf("\nDevices (%u):\n", devices->len);
-		for (i = 0; i < devices->len; i++)
-			print_device(devices->pdata[i]);
-		if (!devices->len)
-			printf("  none: no provider accepted an interface "
-			       "that is up with an address\n");
-		printf("\nRoutes:\n");
-	}
-	for (i = 0; dests[i]; i++)
-		if (show_route(u, nl, dests[i], b) != 0)
-			failures++;
-	if (b) {
-		g_autoptr(JsonGenerator) gen = json_generator_new();
-		g_autoptr(JsonNode) root = NULL;
-		g_autofree char *text = NULL;
-
-		json_builder_end_array(b);
-		json_builder_end_object(b);
-		root = json_builder_get_root(b);
-		json_generator_set_root(gen, root);
-		json_generator_set_pretty(gen, TRUE);
-		text = json_generator_to_data(gen, NULL);
-		printf("%s\n", text);
-	}
-	/* The arrays hold device references: drop them before closing. */
-	g_clear_pointer(&devices, g_ptr_array_unref);
-	kal_nl_close(nl);
-	ual_close(u);
-	g_strfreev(opt_dests);
-	return failures ? 1 : 0;
+	if (failed < ran)
+		print_tables(transports, nt);
+	printf("\n%s. More: hostrdma-perf(1), hostrdma-ping(1), "
+	       "hostrdma-info(1).\n",
+	       failed ? "Some transports FAILED" : "RDMA works here");
+	return failed ? 1 : 0;
 }

@@ -1,8 +1,27 @@
-# tools/: command-line programs.
+# tools/: command-line programs. They are IT-API programs: they link
+# libhostrdma and include it_api.h only.
+noinst_LTLIBRARIES += tools/libtools.la
+tools_libtools_la_SOURCES = tools/tool_util.c tools/tool_util.h \
+	tools/perf.h tools/perf_priv.h tools/perf_conn.c tools/perf_loop.c \
+	tools/perf_report.c tools/perf_rcm.c tools/perf_loopback.c
+tools_libtools_la_LIBADD = libhostrdma.la $(PTHREAD_LIBS)
+
+bin_PROGRAMS += tools/hostrdma-perf
+tools_hostrdma_perf_SOURCES = tools/hostrdma-perf.c
+tools_hostrdma_perf_LDADD = tools/libtools.la
+
+bin_PROGRAMS += tools/hostrdma-info
+tools_hostrdma_info_SOURCES = tools/hostrdma-info.c
+tools_hostrdma_info_LDADD = tools/libtools.la
+
+bin_PROGRAMS += tools/hostrdma-ping
+tools_hostrdma_ping_SOURCES = tools/hostrdma-ping.c
+tools_hostrdma_ping_LDADD = tools/libtools.la
+
 bin_PROGRAMS += tools/hostrdma-demo
 tools_hostrdma_demo_SOURCES = tools/hostrdma-demo.c
-tools_hostrdma_demo_CFLAGS = $(AM_CFLAGS) $(JSON_GLIB_CFLAGS)
-tools_hostrdma_demo_LDADD = ual/libual.la kal/libkal.la $(JSON_GLIB_LIBS) \
-	$(GLIB_LIBS)
-man_MANS += man/hostrdma-demo.1 man/hostrdma.7
-EXTRA_DIST += man/hostrdma-demo.1 man/hostrdma.7
+tools_hostrdma_demo_LDADD = tools/libtools.la
+tools_man = man/hostrdma-demo.1 man/hostrdma-info.1 man/hostrdma-perf.1 \
+	man/hostrdma-ping.1 man/hostrdma.7
+man_MANS += $(tools_man)
+EXTRA_DIST += $(tools_man)

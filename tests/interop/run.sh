@@ -180,6 +180,8 @@ siw_client_case() { # $1 name, $2 extra siw-rping args, $3 size, $4 crc
 	peer ns timeout 120 "$RPING" -c -a "$SIW_PEER" -p "$port" -C "$COUNT" \
 		-S "$3" ${RTS_DELAY_ARG---rts-delay=100} $2 >"$work/$name.log" 2>&1 ||
 		why "our client failed"
+	[ -z "${CLIENT_OK:-}" ] || grep -q "$CLIENT_OK" "$work/$name.log" ||
+		why "our client did not say: $CLIENT_OK"
 	# The guest's output trails under TCG: wait for its last round.
 	for _ in $(seq 20); do
 		bg=$(peer run cat "/tmp/bg/$pid.log" 2>/dev/null)
@@ -208,7 +210,8 @@ siw_server_case() { # $1 name, $2 extra args, $3 size, $4 crc
 		-C "$COUNT" -S "$3" $2 >"$work/$name.log" 2>&1 &
 	spid=$!
 	for _ in $(seq 50); do
-		grep -q listening "$work/$name.log" 2>/dev/null && break
+		grep -q "listening\|waiting for a client" "$work/$name.log" \
+			2>/dev/null && break
 		sleep 0.1
 	done
 	out=$(peer run -t 120 "rping -c -a $SIW_HOST -p $port -C $COUNT -S $3 -V -v" 2>&1) ||
@@ -269,6 +272,30 @@ case_itapi_client_default() { siw_mode default; itapi_client_case itapi_client_d
 case_itapi_server_default() { siw_mode default; itapi_server_case itapi_server_default 64; }
 case_itapi_client_large() { siw_mode default; itapi_client_case itapi_client_large 60000; }
 case_itapi_server_large() { siw_mode default; itapi_server_case itapi_server_large 60000; }
+
+# --- tools/hostrdma-ping (rping's protocol over IT-API, the tool users
+# run) against the guest's rping, both roles. As client it checks every
+# round's data (-V); as server the guest's rping -c -V does. The siw
+# provider's rts_delay_ms stands for siw-rping's --rts-delay.
+
+HOSTRDMA_PING=$builddir/tools/hostrdma-ping
+hrping_client_case() { # $1 name, $2 size
+	local RPING=$HOSTRDMA_PING RTS_DELAY_ARG=
+	it_env
+	export HOSTRDMA_OPTIONS=siw.rts_delay_ms=100
+	local CLIENT_OK="client: $COUNT rounds of $2 bytes, validated"
+	siw_client_case "$1" "-V -v" "$2" 0
+	unset HOSTRDMA_OPTIONS
+}
+hrping_server_case() { # $1 name, $2 size
+	local RPING=$HOSTRDMA_PING
+	it_env
+	siw_server_case "$1" "-v" "$2" 0
+}
+case_hrping_client_default() { siw_mode default; hrping_client_case hrping_client_default 64; }
+case_hrping_server_default() { siw_mode default; hrping_server_case hrping_server_default 64; }
+case_hrping_client_large() { siw_mode default; hrping_client_case hrping_client_large 60000; }
+case_hrping_server_large() { siw_mode default; hrping_server_case hrping_server_large 60000; }
 
 all_cases=$(declare -F | awk '{print $3}' | grep '^case_' | sed 's/^case_//')
 for c in ${INTEROP_CASES:-$all_cases}; do

@@ -8,7 +8,9 @@
 #
 # Cases: a MAD from our GSI QP to the kernel's QP1 and its answer back
 # (IPv4, IPv6), rdma_cm over the InfiniBand CM (rping and ucmatose both
-# ways, IPv4 and IPv6, against tests/interop/it-rping over IT-API; REJ
+# ways, IPv4 and IPv6, against tests/interop/it-rping over IT-API;
+# tools/hostrdma-ping against rping both ways over IPv4, as client over
+# IPv6; REJ
 # from a port nobody listens on), ibv_rc_pingpong both ways over IPv4
 # and IPv6, ib_write_bw /
 # ib_read_bw / ib_send_bw / ib_atomic_bw (perftest's own exchange, no -R)
@@ -44,6 +46,8 @@ command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing"
 [ "$(id -u)" -eq 0 ] || skip "needs root (namespaces, taps)"
 [ -x "$peer" ] || skip "$peer not built (make -C $build)"
 [ -x "$itr" ] || skip "$itr not built (make -C $build)"
+[ -x "$build/tools/hostrdma-ping" ] ||
+	skip "$build/tools/hostrdma-ping not built (make -C $build)"
 
 tcpdump_pid=
 lab_started=0
@@ -119,6 +123,50 @@ cm_guest_client() {
 	"$rp" run -t 120 "$gcmd" >"$work/$name.guest" 2>&1 || st=1
 	wait "$ours" || st=1
 	grep -q "$pat" "$work/$name.guest" || st=1
+	result "$name" $st
+}
+
+# tools/hostrdma-ping (the rping users run) against the guest's rping over
+# the IB CM, both roles, every round's data checked: by hostrdma-ping -V
+# as client, by the guest's rping -c -V as server.
+hping=$build/tools/hostrdma-ping
+hping_rxe() {
+	"$rp" ns env HOSTRDMA_PROVIDER_PATH="$build/vp/rxe/.libs" \
+		HOSTRDMA_CONF= HOSTRDMA_DEVICES=rxe_rdmabr0 \
+		timeout 120 "$hping" -D rxe_rdmabr0 "$@"
+}
+hping_guest_server() { # $1 name, $2 guest address, $3 port, $4 rounds
+	local name=$1 st=0 bgout pid log
+	guest_kill
+	bgout=$("$rp" bg "rping -s -a $2 -p $3 -C $4 -S 1024 -v") || st=1
+	pid=${bgout%% *}
+	log=${bgout##* }
+	"$rp" run wait-listen "$3" 20 >/dev/null || st=1
+	hping_rxe -c -a "$2" -p "$3" -C "$4" -S 1024 -V -v \
+		>"$work/$name.ours" 2>&1 || st=1
+	grep -q "client: $4 rounds of 1024 bytes, validated" \
+		"$work/$name.ours" || st=1
+	"$rp" run -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+		>"$work/$name.guest" 2>&1 || st=1
+	grep -q "server ping data: rdma-ping-$(($4 - 1)): " "$work/$name.guest" || st=1
+	grep -qi "error\|fail" "$work/$name.guest" && st=1
+	result "$name" $st
+}
+hping_guest_client() { # $1 name, $2 host address, $3 port, $4 rounds
+	local name=$1 st=0 ours i
+	guest_kill
+	hping_rxe -s -a "$2" -p "$3" -C "$4" -S 1024 -v >"$work/$name.ours" 2>&1 &
+	ours=$!
+	for i in $(seq 100); do
+		grep -q "waiting for a client" "$work/$name.ours" 2>/dev/null && break
+		sleep 0.1
+	done
+	"$rp" run -t 120 "rping -c -a $2 -p $3 -C $4 -S 1024 -v -V" \
+		>"$work/$name.guest" 2>&1 || st=1
+	wait "$ours" || st=1
+	grep -q "ping data: rdma-ping-$(($4 - 1)): " "$work/$name.guest" || st=1
+	grep -qi "error\|fail\|mismatch" "$work/$name.guest" && st=1
+	grep -q "server ping data: rdma-ping-$(($4 - 1)): " "$work/$name.ours" || st=1
 	result "$name" $st
 }
 
@@ -239,6 +287,9 @@ cm_guest_server rping-v6-guest-server \
 cm_guest_client rping-v6-guest-client \
 	"rping -c -a $host_ip6 -p 7177 -C 10 -v" 7177 \
 	"client DISCONNECT EVENT" -a "$host_ip6" -C 10
+hping_guest_server hostrdma-ping-v4-guest-server "$guest_ip" 7180 10
+hping_guest_client hostrdma-ping-v4-guest-client "$host_ip" 7181 10
+hping_guest_server hostrdma-ping-v6-guest-server "$guest_ip6" 7182 10
 cm_guest_server ucmatose-guest-server "ucmatose -b $guest_ip -C 10" 7471 \
 	"test complete" -U -a "$guest_ip" -C 10 -S 100
 cm_guest_client ucmatose-guest-client "ucmatose -s $host_ip -C 10" 7471 \

@@ -1,0 +1,725 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The command-line tools over soft-iWARP on 127.0.0.1, as a user runs
+ * them: hostrdma-perf server and client for every test (the --json lines
+ * parse and say what was asked, the data checked), hostrdma-ping against
+ * itself and against it-rping in both roles, a ping server refusing an
+ * advert larger than its buffer, hostrdma-info's JSON, and the README
+ * demo. The tools run as separate processes (fork and exec), natively
+ * under valgrind.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+#include "tests/suites.h"
+#include "tests/testutil.h"
+
+#define TOOLS TOOLS_DIR "/"
+
+struct proc {
+	pid_t pid;
+	int out;		/* its stdout and stderr */
+	GString *text;		/* everything it printed so far */
+};
+
+#ifdef HAVE_PROV_SIW
+static void env_setup(void)
+{
+	g_setenv("HOSTRDMA_CONF", "", TRUE);
+	g_setenv("HOSTRDMA_PROVIDER_PATH", SIW_PROVIDER_DIR, TRUE);
+	g_setenv("HOSTRDMA_DEVICES", "siw_lo", TRUE);
+	g_unsetenv("HOSTRDMA_OPTIONS");
+}
+#endif
+
+static void start(struct proc *p, const char *const *argv)
+{
+	int fds[2];
+
+	p->text = g_string_new(NULL);
+	ck_assert_int_eq(pipe2(fds, O_CLOEXEC), 0);
+	p->pid = fork();
+	ck_assert_int_ge(p->pid, 0);
+	if (p->pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	p->out = fds[0];
+}
+
+/* The end of @text: Check's failure messages have a size limit. */
+static const char *tail(const char *text)
+{
+	size_t n = strlen(text);
+
+	return n > 2000 ? text + n - 2000 : text;
+}
+
+/* Reads until @want appears in the output (NULL: until the end).
+ * False at the end of the output without it. */
+static bool read_until(struct proc *p, const char *want)
+{
+	char buf[4096];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = p->out, .events = POLLIN };
+		ssize_t r;
+
+		if (want && strstr(p->text->str, want))
+			return true;
+		ck_assert_msg(poll(&pfd, 1, 120000) == 1,
+			      "%s: silent for 120 s; so far:\n%s", want,
+			      tail(p->text->str));
+		r = read(p->out, buf, sizeof(buf));
+		if (r <= 0)
+			return want == NULL;
+		g_string_append_len(p->text, buf, r);
+	}
+}
+
+/* Reads to the end and reaps; the exit status (or 128 + signal). */
+static int finish(struct proc *p)
+{
+	int st = 0;
+
+	read_until(p, NULL);
+	close(p->out);
+	ck_assert_int_eq(waitpid(p->pid, &st, 0), p->pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void done(struct proc *p)
+{
+	g_string_free(p->text, TRUE);
+}
+
+static const char *const tool_names[] = {
+	"hostrdma-perf", "hostrdma-ping", "hostrdma-info", "hostrdma-demo",
+};
+
+/* --help: exit 0, the usage on stdout naming the tool and its man page. */
+START_TEST(cli_help)
+{
+	for (unsigned int i = 0; i < G_N_ELEMENTS(tool_names); i++) {
+		g_autofree char *prog = g_strconcat(TOOLS, tool_names[i], NULL);
+		g_autofree char *usage = g_strdup_printf("Usage: %s ",
+							 tool_names[i]);
+		g_autofree char *man = g_strdup_printf("%s(1)", tool_names[i]);
+		const char *argv[] = { prog, "--help", NULL };
+		struct proc p;
+		int rc;
+
+		start(&p, argv);
+		rc = finish(&p);
+		ck_assert_msg(rc == 0, "%s --help: exit %d", tool_names[i], rc);
+		ck_assert_msg(strstr(p.text->str, usage) &&
+				      strstr(p.text->str, man),
+			      "%s --help printed:\n%s", tool_names[i],
+			      tail(p.text->str));
+		done(&p);
+	}
+}
+END_TEST
+
+/* An unknown option: exit 2, getopt's message naming it, then usage. */
+START_TEST(cli_bad_option)
+{
+	for (unsigned int i = 0; i < G_N_ELEMENTS(tool_names); i++) {
+		g_autofree char *prog = g_strconcat(TOOLS, tool_names[i], NULL);
+		g_autofree char *usage = g_strdup_printf("Usage: %s ",
+							 tool_names[i]);
+		const char *argv[] = { prog, "--no-such-option", NULL };
+		struct proc p;
+		int rc;
+
+		start(&p, argv);
+		rc = finish(&p);
+		ck_assert_msg(rc == 2, "%s: exit %d", tool_names[i], rc);
+		ck_assert_msg(strstr(p.text->str,
+				     "unrecognized option '--no-such-option'") &&
+				      strstr(p.text->str, usage),
+			      "%s printed:\n%s", tool_names[i], tail(p.text->str));
+		done(&p);
+	}
+}
+END_TEST
+
+#ifdef HAVE_PROV_SIW
+/* A TCP port nobody uses now. */
+static char *free_port(char *buf, size_t len)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	close(fd);
+	snprintf(buf, len, "%u", ntohs(a.sin_port));
+	return buf;
+}
+
+/* The JSON objects, one a line, that @text holds (other lines skipped). */
+static GPtrArray *json_lines(const char *text)
+{
+	GPtrArray *objs = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)json_object_unref);
+	gchar **lines = g_strsplit(text, "\n", -1);
+
+	for (gchar **l = lines; *l; l++) {
+		g_autoptr(JsonParser) jp = json_parser_new();
+		JsonNode *root;
+
+		if (**l != '{')
+			continue;
+		ck_assert_msg(json_parser_load_from_data(jp, *l, -1, NULL),
+			      "not JSON: %s", *l);
+		root = json_parser_get_root(jp);
+		ck_assert(JSON_NODE_HOLDS_OBJECT(root));
+		g_ptr_array_add(objs,
+				json_object_ref(json_node_get_object(root)));
+	}
+	g_strfreev(lines);
+	return objs;
+}
+
+/*
+ * Server and client of one hostrdma-perf test; the client's extra
+ * arguments in @args (NULL-terminated). Both must exit 0; returns the
+ * client's JSON lines, after checking the server printed the same sizes.
+ */
+static GPtrArray *perf(const char *test, const char *const *args)
+{
+	char port[8];
+	const char *sargv[] = { TOOLS "hostrdma-perf", test, "-d", "siw_lo",
+				"-p", free_port(port, sizeof(port)),
+				"--json", NULL };
+	const char *cargv[32] = { TOOLS "hostrdma-perf", test, "-p", port,
+				  "--json" };
+	struct proc s, c;
+	GPtrArray *cj, *sj;
+	unsigned int n = 5;
+	int rc;
+
+	for (; *args; args++)
+		cargv[n++] = *args;
+	cargv[n++] = "127.0.0.1";
+	start(&s, sargv);
+	ck_assert_msg(read_until(&s, "waiting for a client"),
+		      "the server did not listen:\n%s", tail(s.text->str));
+	start(&c, cargv);
+	rc = finish(&c);
+	ck_assert_msg(rc == 0, "client exit %d:\n%s", rc, tail(c.text->str));
+	rc = finish(&s);
+	ck_assert_msg(rc == 0, "server exit %d:\n%s", rc, tail(s.text->str));
+	cj = json_lines(c.text->str);
+	sj = json_lines(s.text->str);
+	ck_assert_uint_gt(cj->len, 0);
+	ck_assert_uint_eq(cj->len, sj->len);
+	for (unsigned int i = 0; i < cj->len; i++)
+		ck_assert_int_eq(
+			json_object_get_int_member(cj->pdata[i], "msg_size"),
+			json_object_get_int_member(sj->pdata[i], "msg_size"));
+	g_ptr_array_unref(sj);
+	done(&s);
+	done(&c);
+	return cj;
+}
+
+static void assert_bw(JsonObject *o, const char *test, gint64 size,
+		      gint64 iters)
+{
+	ck_assert_str_eq(json_object_get_string_member(o, "test"), test);
+	ck_assert_int_eq(json_object_get_int_member(o, "msg_size"), size);
+	ck_assert_int_eq(json_object_get_int_member(o, "iterations"), iters);
+	ck_assert(json_object_get_double_member(o, "bw_gbps") > 0);
+	ck_assert(json_object_get_double_member(o, "msg_rate_mpps") > 0);
+}
+
+static void assert_verified(JsonObject *o)
+{
+	ck_assert(json_object_has_member(o, "verified"));
+	ck_assert(json_object_get_boolean_member(o, "verified"));
+}
+
+START_TEST(perf_write_bw_verified)
+{
+	const char *args[] = { "-s", "4096", "-n", "300", "--verify", NULL };
+	GPtrArray *j = perf("write_bw", args);
+
+	ck_assert_uint_eq(j->len, 1);
+	assert_bw(j->pdata[0], "write_bw", 4096, 300);
+	assert_verified(j->pdata[0]);
+	g_ptr_array_unref(j);
+}
+END_TEST
+
+START_TEST(perf_read_bw_two_qps_verified)
+{
+	const char *args[] = { "-s", "65536", "-n", "100", "-q", "2",
+			       "--verify", NULL };
+	GPtrArray *j = perf("read_bw", args);
+
+	/* 100 per QP */
+	assert_bw(j->pdata[0], "read_bw", 65536, 200);
+	ck_assert_int_eq(json_object_get_int_member(j->pdata[0], "qps"), 2);
+	assert_verified(j->pdata[0]);
+	g_ptr_array_unref(j);
+}
+END_TEST
+
+START_TEST(perf_send_bw_bidirectional_verified)
+{
+	/* A small RX depth makes the credits matter. */
+	const char *args[] = { "-s", "1000", "-n", "500", "-b", "-r", "8",
+			       "--verify", NULL };
+	GPtrArray *j = perf("send_bw", args);
+
+	/* both directions */
+	assert_bw(j->pdata[0], "send_bw", 1000, 1000);
+	ck_assert(json_object_get_boolean_member(j->pdata[0],
+						 "bidirectional"));
+	assert_verified(j->pdata[0]);
+	g_ptr_array_unref(j);
+}
+END_TEST
+
+START_TEST(perf_all_sizes)
+{
+	const char *args[] = { "-a", "-n", "4", NULL };
+	GPtrArray *j = perf("write_bw", args);
+	gint64 want = 2;
+
+	/* 2 B up to 8 MiB, or less when RLIMIT_MEMLOCK says so */
+	ck_assert_uint_ge(j->len, 16);
+	ck_assert_uint_le(j->len, 23);
+	for (unsigned int i = 0; i < j->len; i++, want <<= 1)
+		ck_assert_int_eq(
+			json_object_get_int_member(j->pdata[i], "msg_size"),
+			want);
+	g_ptr_array_unref(j);
+}
+END_TEST
+
+static void assert_lat(JsonObject *o, const char *test, gint64 size)
+{
+	double mn = json_object_get_double_member(o, "lat_us_min");
+	double p50 = json_object_get_double_member(o, "lat_us_p50");
+	double p99 = json_object_get_double_member(o, "lat_us_p99");
+	double avg = json_object_get_double_member(o, "lat_us_avg");
+
+	ck_assert_str_eq(json_object_get_string_member(o, "test"), test);
+	ck_assert_int_eq(json_object_get_int_member(o, "msg_size"), size);
+	ck_assert_int_eq(json_object_get_int_member(o, "iterations"), 200);
+	ck_assert(mn > 0 && mn <= p50 && p50 <= p99 && mn <= avg);
+	ck_assert(!json_object_has_member(o, "bw_gbps"));
+}
+
+START_TEST(perf_latency_tests)
+{
+	static const char *const tests[] = { "write_lat", "send_lat",
+					     "read_lat" };
+	const char *args[] = { "-s", "8", "-n", "200", NULL };
+
+	for (unsigned int i = 0; i < 3; i++) {
+		GPtrArray *j = perf(tests[i], args);
+
+		ck_assert_uint_eq(j->len, 1);
+		assert_lat(j->pdata[0], tests[i], 8);
+		g_ptr_array_unref(j);
+	}
+}
+END_TEST
+
+START_TEST(perf_bad_command_lines)
+{
+	static const char *const bad[][4] = {
+		{ "nosuch_bw", NULL },
+		{ "write_bw", "-q", "17", NULL },
+		{ "write_lat", "-b", NULL },
+		{ "write_bw", "-s", "0", NULL },
+	};
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(bad); i++) {
+		const char *argv[6] = { TOOLS "hostrdma-perf" };
+		struct proc p;
+
+		for (unsigned int k = 0; k < 4 && bad[i][k]; k++)
+			argv[k + 1] = bad[i][k];
+		start(&p, argv);
+		ck_assert_int_eq(finish(&p), 2);
+		ck_assert_msg(strstr(p.text->str, "hostrdma-perf") ||
+				      strstr(p.text->str, "Usage"),
+			      "no message: %s", tail(p.text->str));
+		done(&p);
+	}
+}
+END_TEST
+
+/* A ping server and client; returns the client's exit status and keeps
+ * both outputs in @s and @c. */
+static int ping_pair(const char *srv_prog, const char *cli_prog,
+		     const char *srv_size, const char *cli_size,
+		     struct proc *s, struct proc *c, int *srv_rc)
+{
+	char port[8];
+	const char *sargv[] = { srv_prog, "-s", "-a", "127.0.0.1", "-p",
+				free_port(port, sizeof(port)), "-C", "5",
+				"-S", srv_size, "-v", NULL };
+	const char *cargv[] = { cli_prog, "-c", "-a", "127.0.0.1", "-p", port,
+				"-C", "5", "-S", cli_size, "-v", "-V", NULL };
+	int rc;
+
+	/* it-rping always compares and has no -V */
+	if (strstr(cli_prog, "it-rping"))
+		cargv[11] = NULL;
+
+	start(s, sargv);
+	/* it-rping says "listening", hostrdma-ping "waiting" */
+	ck_assert(read_until(s, strstr(srv_prog, "it-rping") ? "listening" :
+							       "waiting"));
+	start(c, cargv);
+	rc = finish(c);
+	*srv_rc = finish(s);
+	return rc;
+}
+
+static void assert_rounds(const char *text, const char *prefix, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "%sping data: rdma-ping-%d: ",
+			 prefix, i);
+		ck_assert_msg(strstr(text, want), "no \"%s\" in:\n%s", want,
+			      text);
+	}
+}
+
+START_TEST(ping_both_ends_ours)
+{
+	struct proc s, c;
+	int src;
+
+	ck_assert_int_eq(ping_pair(TOOLS "hostrdma-ping",
+				   TOOLS "hostrdma-ping", "4000", "4000", &s,
+				   &c, &src),
+			 0);
+	ck_assert_int_eq(src, 0);
+	assert_rounds(c.text->str, "", 5);
+	assert_rounds(s.text->str, "server ", 5);
+	ck_assert_ptr_null(strstr(c.text->str, "mismatch"));
+	done(&s);
+	done(&c);
+}
+END_TEST
+
+START_TEST(ping_against_it_rping)
+{
+	struct proc s, c;
+	int src;
+
+	/* it-rping is the interop suite's rping over IT-API, written
+	 * apart from hostrdma-ping: ours as client, then as server. */
+	ck_assert_int_eq(ping_pair(IT_RPING, TOOLS "hostrdma-ping", "64",
+				   "64", &s, &c, &src),
+			 0);
+	ck_assert_int_eq(src, 0);
+	assert_rounds(c.text->str, "", 5);
+	done(&s);
+	done(&c);
+	ck_assert_int_eq(ping_pair(TOOLS "hostrdma-ping", IT_RPING, "64",
+				   "64", &s, &c, &src),
+			 0);
+	ck_assert_int_eq(src, 0);
+	assert_rounds(s.text->str, "server ", 5);
+	done(&s);
+	done(&c);
+}
+END_TEST
+
+START_TEST(ping_server_refuses_a_larger_advert)
+{
+	struct proc s, c;
+	int src;
+
+	ck_assert_int_eq(ping_pair(TOOLS "hostrdma-ping",
+				   TOOLS "hostrdma-ping", "64", "100", &s, &c,
+				   &src),
+			 1);
+	ck_assert_int_eq(src, 1);
+	ck_assert_msg(strstr(s.text->str,
+			     "the client advertised 100 bytes, our buffers hold 64"),
+		      "%s", tail(s.text->str));
+	ck_assert_ptr_null(strstr(s.text->str, "server ping data"));
+	done(&s);
+	done(&c);
+}
+END_TEST
+
+START_TEST(info_json)
+{
+	const char *argv[] = { TOOLS "hostrdma-info", "--json", "-v", "-r",
+			       "127.0.0.1", NULL };
+	g_autoptr(JsonParser) jp = json_parser_new();
+	JsonObject *root, *dev, *sp, *rt;
+	JsonArray *devs, *addrs, *paths;
+	struct proc p;
+	bool lo = false;
+
+	start(&p, argv);
+	ck_assert_int_eq(finish(&p), 0);
+	ck_assert_msg(json_parser_load_from_data(jp, p.text->str, -1, NULL),
+		      "%s", tail(p.text->str));
+	root = json_node_get_object(json_parser_get_root(jp));
+	devs = json_object_get_array_member(root, "devices");
+	ck_assert_uint_eq(json_array_get_length(devs), 0);	/* -r only */
+	rt = json_array_get_object_element(
+		json_object_get_array_member(root, "routes"), 0);
+	paths = json_object_get_array_member(rt, "paths");
+	ck_assert_str_eq(json_object_get_string_member(
+				 json_array_get_object_element(paths, 0),
+				 "device"),
+			 "siw_lo");
+	done(&p);
+
+	argv[3] = NULL;
+	start(&p, argv);
+	ck_assert_int_eq(finish(&p), 0);
+	g_clear_object(&jp);
+	jp = json_parser_new();
+	ck_assert(json_parser_load_from_data(jp, p.text->str, -1, NULL));
+	root = json_node_get_object(json_parser_get_root(jp));
+	devs = json_object_get_array_member(root, "devices");
+	ck_assert_uint_eq(json_array_get_length(devs), 1);
+	dev = json_array_get_object_element(devs, 0);
+	ck_assert_str_eq(json_object_get_string_member(dev, "name"), "siw_lo");
+	ck_assert_str_eq(json_object_get_string_member(dev, "transport"),
+			 "iWARP");
+	ck_assert_str_eq(json_object_get_string_member(dev, "netdev"), "lo");
+	ck_assert(json_object_has_member(dev, "srq_support"));
+	sp = json_array_get_object_element(
+		json_object_get_array_member(dev, "spigots"), 0);
+	ck_assert(json_object_get_boolean_member(sp, "online"));
+	addrs = json_object_get_array_member(sp, "addresses");
+	for (guint i = 0; i < json_array_get_length(addrs); i++)
+		lo |= !strcmp(json_array_get_string_element(addrs, i),
+			      "127.0.0.1");
+	ck_assert(lo);
+	done(&p);
+}
+END_TEST
+
+/* The three checks passed over @name and its rows are in the table. */
+static void assert_demo_transport(const char *text, const char *name)
+{
+	static const char *const checks[] = {
+		"RDMA WRITE  64 messages of 4 KiB, every byte checked: ok",
+		"RDMA READ   64 messages of 4 KiB, every byte checked: ok",
+		"SEND        64 messages of 4 KiB, every byte checked: ok",
+	};
+	static const char *const rows[] = { "write_bw", "read_bw", "send_bw",
+					    "write_lat", "read_lat",
+					    "send_lat" };
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(checks); i++) {
+		g_autofree char *want = g_strdup_printf("%-8s %s", name,
+							 checks[i]);
+
+		ck_assert_msg(strstr(text, want), "no \"%s\" in:\n%s", want,
+			      text);
+	}
+	for (unsigned int i = 0; i < G_N_ELEMENTS(rows); i++) {
+		g_autofree char *want = g_strdup_printf("  %-10s %-8s ",
+							 rows[i], name);
+
+		ck_assert_msg(strstr(text, want), "no row \"%s\" in:\n%s",
+			      want, text);
+	}
+}
+
+START_TEST(demo_runs_and_verifies)
+{
+	char port[8];
+	const char *argv[] = { TOOLS "hostrdma-demo", "-p",
+			       free_port(port, sizeof(port)), NULL };
+	struct proc p;
+	int rc;
+
+	start(&p, argv);
+	rc = finish(&p);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(p.text->str));
+	assert_demo_transport(p.text->str, "iWARP");
+	ck_assert(strstr(p.text->str, "RDMA works here"));
+	done(&p);
+}
+END_TEST
+
+#ifdef HAVE_PROV_RXE
+/* Both providers, every device: the demo picks siw_lo and rxe_lo. */
+static void env_setup_both(void)
+{
+	g_setenv("HOSTRDMA_CONF", "", TRUE);
+	g_setenv("HOSTRDMA_PROVIDER_PATH",
+		 SIW_PROVIDER_DIR ":" RXE_PROVIDER_DIR, TRUE);
+	g_unsetenv("HOSTRDMA_DEVICES");
+	g_unsetenv("HOSTRDMA_OPTIONS");
+}
+
+/*
+ * Runs @argv to its end in @p; a run whose only fault was a connection
+ * set-up timing out over rxe_lo is run again, at most twice, and says so
+ * on stderr. Known: about one in ten connection set-ups between two IAs
+ * of one process over rxe_lo (IB CM over QP1) does not complete; under
+ * investigation in cm/ib, not in the tools.
+ */
+static int run_rxe(struct proc *p, const char *const *argv)
+{
+	int rc = 0;
+
+	for (int attempt = 0; attempt < 3; attempt++) {
+		if (attempt) {
+			fprintf(stderr, "tools/rxe: %s: connection set-up timed out, run again\n",
+				argv[1]);
+			done(p);
+		}
+		start(p, argv);
+		rc = finish(p);
+		if (rc == 0 ||
+		    !strstr(p->text->str, "connection established: "
+					  "IT_ERR_TIMEOUT_EXPIRED"))
+			break;
+	}
+	return rc;
+}
+
+/*
+ * Only one process can open rxe_lo (it holds UDP 4791 on 127.0.0.1), so
+ * the tools' RoCE cases run both ends in one process (-L).
+ */
+START_TEST(perf_loopback_rxe)
+{
+	static const char *const tests[] = { "write_bw", "read_bw",
+					     "send_bw" };
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(tests); i++) {
+		char port[8];
+		const char *argv[] = { TOOLS "hostrdma-perf", tests[i], "-L",
+				       "-d", "rxe_lo", "-p",
+				       free_port(port, sizeof(port)), "-s",
+				       "4096", "-n", "200", "--verify",
+				       "--json", NULL };
+		struct proc p;
+		GPtrArray *j;
+		int rc;
+
+		rc = run_rxe(&p, argv);
+		ck_assert_msg(rc == 0, "%s: exit %d:\n%s", tests[i], rc,
+			      tail(p.text->str));
+		j = json_lines(p.text->str);
+		ck_assert_uint_eq(j->len, 1);
+		assert_bw(j->pdata[0], tests[i], 4096, 200);
+		assert_verified(j->pdata[0]);
+		ck_assert(json_object_get_double_member(j->pdata[0],
+							"peer_cpu_s") > 0);
+		g_ptr_array_unref(j);
+		done(&p);
+	}
+}
+END_TEST
+
+START_TEST(ping_loopback_rxe)
+{
+	char port[8];
+	const char *argv[] = { TOOLS "hostrdma-ping", "-L", "-D", "rxe_lo",
+			       "-p", free_port(port, sizeof(port)), "-C", "5",
+			       "-S", "1000", "-v", "-V", NULL };
+	struct proc p;
+	int rc;
+
+	rc = run_rxe(&p, argv);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(p.text->str));
+	assert_rounds(p.text->str, "", 5);
+	assert_rounds(p.text->str, "server ", 5);
+	ck_assert_msg(strstr(p.text->str,
+			     "client: 5 rounds of 1000 bytes, validated"),
+		      "%s", tail(p.text->str));
+	done(&p);
+}
+END_TEST
+
+START_TEST(demo_both_transports)
+{
+	char port[8];
+	const char *argv[] = { TOOLS "hostrdma-demo", "-p",
+			       free_port(port, sizeof(port)), NULL };
+	struct proc p;
+	int rc;
+
+	rc = run_rxe(&p, argv);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(p.text->str));
+	assert_demo_transport(p.text->str, "iWARP");
+	assert_demo_transport(p.text->str, "RoCEv2");
+	ck_assert_ptr_null(strstr(p.text->str, "skipped"));
+	done(&p);
+}
+END_TEST
+#endif /* HAVE_PROV_RXE */
+
+#endif /* HAVE_PROV_SIW */
+
+Suite *suite_tools(void)
+{
+	Suite *s = suite_create("tools");
+	TCase *tc = tcase_create("cli");
+
+	tcase_set_timeout(tc, 60);
+
+	tcase_add_test(tc, cli_help);
+	tcase_add_test(tc, cli_bad_option);
+	suite_add_tcase(s, tc);
+#ifdef HAVE_PROV_SIW
+	tc = tcase_create("siw");
+	tcase_add_checked_fixture(tc, env_setup, NULL);
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, perf_write_bw_verified);
+	tcase_add_test(tc, perf_read_bw_two_qps_verified);
+	tcase_add_test(tc, perf_send_bw_bidirectional_verified);
+	tcase_add_test(tc, perf_all_sizes);
+	tcase_add_test(tc, perf_latency_tests);
+	tcase_add_test(tc, perf_bad_command_lines);
+	tcase_add_test(tc, ping_both_ends_ours);
+	tcase_add_test(tc, ping_against_it_rping);
+	tcase_add_test(tc, ping_server_refuses_a_larger_advert);
+	tcase_add_test(tc, info_json);
+	tcase_add_test(tc, demo_runs_and_verifies);
+	suite_add_tcase(s, tc);
+#ifdef HAVE_PROV_RXE
+	tc = tcase_create("rxe");
+	tcase_add_checked_fixture(tc, env_setup_both, NULL);
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, perf_loopback_rxe);
+	tcase_add_test(tc, ping_loopback_rxe);
+	tcase_add_test(tc, demo_both_transports);
+	suite_add_tcase(s, tc);
+#endif
+#endif
+	return s;
+}

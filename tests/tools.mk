@@ -1,0 +1,7 @@
+# tests/tools.mk: the tools suite runs the programs of tools/ (built by
+# `make all`): their command lines always, and with a provider built over
+# soft-iWARP on lo, parsing their JSON with json-glib.
+tests_check_all_SOURCES += tests/check_tools.c
+tests_check_all_CFLAGS += $(JSON_GLIB_CFLAGS) \
+	-DTOOLS_DIR=\"$(abs_top_builddir)/tools\"
+tests_check_all_LDADD += $(JSON_GLIB_LIBS)

@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hostrdma-ping - rping over IT-API: the same application protocol as
+ * rdma-core's rping (librdmacm/examples/rping.c), so each end works with
+ * the other program in either role.
+ *
+ * Every round the client Sends an advert {be64 addr, be32 rkey, be32 len}
+ * of its start buffer (rping's text: "rdma-ping-N: " then letters), the
+ * server RDMA-Reads it and Sends an empty "go ahead", the client
+ * advertises its sink buffer, the server RDMA-Writes the text there
+ * (its length up to the NUL) and Sends again; with -V the client
+ * compares. The adverts from the peer are checked before use.
+ */
+#define _GNU_SOURCE
+#include "tools/tool_util.h"
+
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "hostrdma-ping"
+#define MSG_FMT "rdma-ping-%d: "
+/* rping's limits: the text of the largest count fits, and 64 KiB - 1. */
+#define MIN_SIZE (sizeof("2147483647") + sizeof(MSG_FMT))
+#define MAX_SIZE (64 * 1024 - 1)
+#define FLAGS ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
+
+/* rping's advert: what a Send carries (struct rping_rdma_info). */
+struct advert {
+	uint64_t buf_be;
+	uint32_t rkey_be;
+	uint32_t size_be;
+} __attribute__((packed));
+_Static_assert(sizeof(struct advert) == 16, "rping advert is 16 bytes");
+
+struct opts {
+	bool server, client, verbose, validate, debug, persistent;
+	bool loopback;			/* -L: both roles, one process */
+	const char *addr, *src_addr, *device;
+	uint16_t port;
+	int count;			/* 0: until stopped (client) */
+	uint32_t size;
+};
+
+struct ping {
+	const struct opts *o;
+	it_ia_handle_t ia;
+	it_pz_handle_t pz;
+	it_evd_handle_t sq, rq, cm, req;
+	it_listen_handle_t listen;
+	it_ep_handle_t ep;
+	struct advert recv_buf, send_buf;
+	uint8_t *start_buf, *rdma_buf;
+	it_lmr_handle_t recv_lmr, send_lmr, start_lmr, rdma_lmr;
+	it_rmr_context_t start_key, rdma_key;
+	/* server: called once it listens */
+	void (*ready)(void *arg);
+	void *ready_arg;
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void debug(const struct opts *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void debug(const struct opts *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!o->debug)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", PROG);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static int check(const char *what, it_status_t st)
+{
+	return tool_check(PROG, what, st);
+}
+
+static int reg(struct ping *p, void *buf, size_t len, it_mem_priv_t privs,
+	       it_lmr_handle_t *lmr, it_rmr_context_t *key)
+{
+	return check("it_lmr_create",
+		     it_lmr_create(p->pz, buf, NULL, len,
+				   IT_ADDR_MODE_ABSOLUTE, privs,
+				   IT_LMR_FLAG_NONE, 0, lmr, key));
+}
+
+/* PZ, EVDs (the connection request EVD comes from tool_listen on the
+ * server), the EP, and rping's four buffers. */
+static int setup(struct ping *p)
+{
+	it_ep_attributes_t a = { 0 };
+	uint32_t size = p->o->size;
+
+	if (check("it_pz_create", it_pz_create(p->ia, &p->pz)) ||
+	    check("it_evd_create",
+		  it_evd_create(p->ia, IT_DTO_EVENT_STREAM, 0, 16, 0, NULL,
+				&p->sq, NULL)) ||
+	    check("it_evd_create",
+		  it_evd_create(p->ia, IT_DTO_EVENT_STREAM, 0, 16, 0, NULL,
+				&p->rq, NULL)) ||
+	    check("it_evd_create",
+		  it_evd_create(p->ia, IT_CM_MSG_EVENT_STREAM, 0, 8, 0, NULL,
+				&p->cm, NULL)))
+		return -1;
+	a.max_request_dtos = a.max_recv_dtos = 8;
+	a.max_send_segments = a.max_recv_segments = 1;
+	a.srv.rc.rdma_read_enable = a.srv.rc.rdma_write_enable = IT_TRUE;
+	a.srv.rc.max_rdma_read_segments = 1;
+	a.srv.rc.max_rdma_write_segments = 1;
+	/* rping asks for one Read in flight each way. */
+	a.srv.rc.rdma_read_ird = a.srv.rc.rdma_read_ord = 1;
+	if (check("it_ep_rc_create",
+		  it_ep_rc_create(p->pz, p->sq, p->rq, p->cm, IT_EP_NO_FLAG, &a,
+				  &p->ep)))
+		return -1;
+	p->start_buf = calloc(1, size);
+	p->rdma_buf = calloc(1, size);
+	if (!p->start_buf || !p->rdma_buf)
+		return -1;
+	/* The peer reads the start buffer and writes the RDMA buffer; our
+	 * own RDMA Read lands in the RDMA buffer (iWARP: remote write). */
+	return reg(p, &p->recv_buf, sizeof(p->recv_buf), IT_PRIV_LOCAL,
+		   &p->recv_lmr, NULL) ||
+	       reg(p, &p->send_buf, sizeof(p->send_buf), IT_PRIV_LOCAL,
+		   &p->send_lmr, NULL) ||
+	       reg(p, p->start_buf, size,
+		   IT_PRIV_LOCAL | IT_PRIV_REMOTE_READ, &p->start_lmr,
+		   &p->start_key) ||
+	       reg(p, p->rdma_buf, size, IT_PRIV_LOCAL | IT_PRIV_REMOTE,
+		   &p->rdma_lmr, &p->rdma_key) ?
+		       -1 :
+		       0;
+}
+
+static int post_recv(struct ping *p)
+{
+	it_lmr_triplet_t t = { .lmr = p->recv_lmr,
+			       .length = sizeof(p->recv_buf) };
+
+	t.addr.abs = &p->recv_buf;
+	return check("it_post_recv", it_post_recv(p->ep, &t, 1, 1, FLAGS));
+}
+
+static int send_advert(struct ping *p)
+{
+	it_lmr_triplet_t t = { .lmr = p->send_lmr,
+			       .length = sizeof(p->send_buf) };
+	it_event_t ev;
+
+	t.addr.abs = &p->send_buf;
+	if (check("it_post_send", it_post_send(p->ep, &t, 1, 2, FLAGS)))
+		return -1;
+	return tool_wait_event(PROG, p->sq, IT_DTO_SEND_CMPL_EVENT,
+			       TOOL_WAIT_US, &ev);
+}
+
+/*
+ * The next advert from the peer, its receive posted again. 1 when the
+ * peer disconnected instead (the receive flushed), -1 on errors.
+ */
+static int recv_advert(struct ping *p, uint64_t timeout_us)
+{
+	it_event_t ev;
+	size_t nmore;
+	it_status_t st = it_evd_wait(p->rq, timeout_us, &ev, &nmore);
+
+	if (st != IT_SUCCESS)
+		return check("waiting for the peer's message", st);
+	if (ev.event_number == IT_DTO_RC_RECV_CMPL_EVENT &&
+	    ev.dto_cmpl.dto_status == IT_DTO_ERR_FLUSHED)
+		return 1;
+	if (ev.event_number != IT_DTO_RC_RECV_CMPL_EVENT ||
+	    ev.dto_cmpl.dto_status != IT_DTO_SUCCESS) {
+		fprintf(stderr, "%s: receive failed: %s\n", PROG,
+			tool_dto_status_name(ev.dto_cmpl.dto_status));
+		return -1;
+	}
+	if (ev.dto_cmpl.transferred_length != sizeof(struct advert)) {
+		fprintf(stderr, "%s: the peer sent %u bytes, rping's message is %zu\n",
+			PROG, ev.dto_cmpl.transferred_length,
+			sizeof(struct advert));
+		return -1;
+	}
+	return post_recv(p);
+}
+
+static void advertise(struct ping *p, uint8_t *buf, it_rmr_context_t key)
+{
+	p->send_buf.buf_be = it_hton64((uintptr_t)buf);
+	p->send_buf.rkey_be = htonl((uint32_t)key);
+	p->send_buf.size_be = htonl(p->o->size);
+}
+
+/* rping's client buffer for round @ping: its text, then letters A..z
+ * starting one further each round, NUL-terminated. */
+static void fill_pattern(uint8_t *buf, uint32_t size, int ping)
+{
+	int cc = snprintf((char *)buf, size, MSG_FMT, ping);
+	int ch = 65 + ping % 58;
+
+	for (uint32_t i = (uint32_t)cc; i < size; i++) {
+		buf[i] = (uint8_t)ch;
+		if (++ch > 122)
+			ch = 65;
+	}
+	buf[size - 1] = 0;
+}
+
+static int gone(int ping)
+{
+	fprintf(stderr, "%s: round %d: no answer from the server (see its messages)\n",
+		PROG, ping);
+	return 1;
+}
+
+static int run_client(struct ping *p)
+{
+	const struct opts *o = p->o;
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_net_addr_t dst;
+	it_path_t path;
+	it_event_t ev;
+	int ping, rc = 0;
+
+	if (tool_parse_addr(PROG, o->addr, &dst))
+		return 1;
+	if (o->src_addr && !o->device) {
+		it_net_addr_t src;
+
+		if (tool_parse_addr(PROG, o->src_addr, &src))
+			return 1;
+		p->ia = tool_ia_owning(PROG, NULL, &src);
+		if (p->ia) {
+			size_t np = 1, total;
+
+			if (it_get_pathinfo(p->ia, 0, &dst, &np, &total,
+					    &path) != IT_SUCCESS || np != 1) {
+				fprintf(stderr, "%s: the device holding %s has no path to %s\n",
+					PROG, o->src_addr, o->addr);
+				return 1;
+			}
+		}
+	} else {
+		p->ia = tool_ia_for_dest(PROG, o->device, &dst, &path);
+	}
+	if (!p->ia || setup(p) || post_recv(p))
+		return 1;
+	q.conn_qual.port = htons(o->port);
+	if (check("it_ep_connect",
+		  it_ep_connect(p->ep, &path, NULL, &q,
+				IT_CONNECT_FLAG_TWO_WAY, NULL, 0)) ||
+	    tool_wait_event(PROG, p->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT,
+			    TOOL_WAIT_US, &ev))
+		return 1;
+	debug(o, "connected: IRD %u ORD %u", ev.conn.rdma_read_ird,
+	      ev.conn.rdma_read_ord);
+	for (ping = 0; !stop && (!o->count || ping < o->count); ping++) {
+		fill_pattern(p->start_buf, o->size, ping);
+		memset(p->rdma_buf, 0, o->size);
+		advertise(p, p->start_buf, p->start_key);
+		if (send_advert(p))
+			return 1;
+		debug(o, "round %d: start buffer advertised", ping);
+		if (recv_advert(p, TOOL_WAIT_US))	/* go ahead */
+			return gone(ping);
+		advertise(p, p->rdma_buf, p->rdma_key);
+		if (send_advert(p))
+			return 1;
+		debug(o, "round %d: sink buffer advertised", ping);
+		if (recv_advert(p, TOOL_WAIT_US))	/* written */
+			return gone(ping);
+		if (o->validate && memcmp(p->start_buf, p->rdma_buf, o->size)) {
+			fprintf(stderr, "data mismatch!\n");
+			rc = 1;
+			break;
+		}
+		if (o->verbose)
+			printf("ping data: %s\n", p->rdma_buf);
+	}
+	fflush(stdout);
+	if (check("it_ep_disconnect", it_ep_disconnect(p->ep, NULL, 0)) ||
+	    tool_wait_event(PROG, p->cm, IT_CM_MSG_CONN_DISCONNECT_EVENT,
+			    TOOL_WAIT_US, &ev))
+		return 1;
+	if (!rc)
+		fprintf(stderr, "%s: client: %d rounds of %u bytes%s\n", PROG,
+			ping, o->size, o->validate ? ", validated" : "");
+	return rc;
+}
+
+/* The advert the peer sent, checked against what we can take. */
+static int take_advert(struct ping *p, uint64_t *addr, uint32_t *rkey,
+		       uint32_t *len)
+{
+	*addr = it_ntoh64(p->recv_buf.buf_be);
+	*rkey = ntohl(p->recv_buf.rkey_be);
+	*len = ntohl(p->recv_buf.size_be);
+	if (*len == 0 || *len > p->o->size) {
+		fprintf(stderr, "%s: the client advertised %u bytes, our buffers hold %u (-S)\n",
+			PROG, *len, p->o->size);
+		return -1;
+	}
+	return 0;
+}
+
+static int rdma(struct ping *p, bool read, uint32_t len, uint64_t raddr,
+		uint32_t rkey)
+{
+	it_lmr_triplet_t t = { .lmr = p->rdma_lmr, .length = len };
+	it_event_t ev;
+
+	t.addr.abs = p->rdma_buf;
+	if (read)
+		return check("it_post_rdma_read",
+			     it_post_rdma_read(p->ep, &t, 1, 3, FLAGS, raddr,
+					       rkey)) ||
+		       tool_wait_event(PROG, p->sq,
+				       IT_DTO_RDMA_READ_CMPL_EVENT,
+				       TOOL_WAIT_US, &ev);
+	return check("it_post_rdma_write",
+		     it_post_rdma_write(p->ep, &t, 1, 4, FLAGS, raddr,
+					rkey)) ||
+	       tool_wait_event(PROG, p->sq, IT_DTO_RDMA_WRITE_CMPL_EVENT,
+			       TOOL_WAIT_US, &ev);
+}
+
+/* One client, until it disconnects (or -C rounds). */
+static int serve(struct ping *p, it_cn_est_identifier_t id)
+{
+	const struct opts *o = p->o;
+	it_event_t ev;
+	int ping, r;
+
+	if (post_recv(p) ||
+	    check("it_ep_accept", it_ep_accept(p->ep, id, NULL, 0)) ||
+	    tool_wait_event(PROG, p->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT,
+			    TOOL_WAIT_US, &ev))
+		return 1;
+	for (ping = 0; !o->count || ping < o->count; ping++) {
+		uint64_t raddr;
+		uint32_t rkey, len;
+
+		r = recv_advert(p, IT_TIMEOUT_INFINITE);
+		if (r > 0)
+			break;		/* the client is done */
+		if (r < 0 || take_advert(p, &raddr, &rkey, &len))
+			return 1;
+		debug(o, "round %d: reading %u bytes", ping, len);
+		memset(p->rdma_buf, 0, o->size);
+		if (rdma(p, true, len, raddr, rkey))
+			return 1;
+		p->rdma_buf[o->size - 1] = 0;
+		if (o->verbose)
+			printf("server ping data: %s\n", p->rdma_buf);
+		memset(&p->send_buf, 0, sizeof(p->send_buf));
+		if (send_advert(p))	/* go ahead */
+			return 1;
+		if (recv_advert(p, TOOL_WAIT_US) ||
+		    take_advert(p, &raddr, &rkey, &len))
+			return 1;
+		/* rping echoes the text up to its NUL. */
+		len = (uint32_t)strnlen((char *)p->rdma_buf, o->size - 1) + 1;
+		debug(o, "round %d: writing %u bytes back", ping, len);
+		if (rdma(p, false, len, raddr, rkey) || send_advert(p))
+			return 1;
+	}
+	fflush(stdout);
+	if (o->count) {
+		/* The client disconnects after its last round. */
+		if (tool_wait_event(PROG, p->cm,
+				    IT_CM_MSG_CONN_DISCONNECT_EVENT,
+				    TOOL_WAIT_US, &ev))
+			return 1;
+	} else {
+		it_ep_disconnect(p->ep, NULL, 0);
+	}
+	fprintf(stderr, "%s: server: %d rounds of up to %u bytes\n", PROG, ping,
+		o->size);
+	return 0;
+}
+
+static int run_server(struct ping *p)
+{
+	const struct opts *o = p->o;
+	int rc = 0;
+
+	if (tool_listen(PROG, o->device, o->addr, o->port, 8, !o->debug &&
+			!o->verbose, p->ready, p->ready_arg, &p->ia, &p->req,
+			&p->listen))
+		return 1;
+	do {
+		it_event_t ev;
+
+		if (tool_wait_event(PROG, p->req, IT_CM_REQ_CONN_REQUEST_EVENT,
+				    IT_TIMEOUT_INFINITE, &ev))
+			return 1;
+		debug(o, "connection request: IRD %u ORD %u",
+		      ev.conn_req.rdma_read_ird, ev.conn_req.rdma_read_ord);
+		if (setup(p))
+			return 1;
+		rc |= serve(p, ev.conn_req.cn_est_id);
+		/* A fresh EP and buffers for the next client (-P). */
+		it_ep_free(p->ep);
+		it_lmr_free(p->recv_lmr);
+		it_lmr_free(p->send_lmr);
+		it_lmr_free(p->start_lmr);
+		it_lmr_free(p->rdma_lmr);
+		it_evd_free(p->sq);
+		it_evd_free(p->rq);
+		it_evd_free(p->cm);
+		it_pz_free(p->pz);
+		free(p->start_buf);
+		free(p->rdma_buf);
+		p->start_buf = p->rdma_buf = NULL;
+	} while (o->persistent);
+	return rc;
+}
+
+/*
+ * -L: the server in a thread, the client here, one process. A user-space
+ * soft-RoCE device holds UDP port 4791 of its addresses, so only one
+ * process on a host can open rxe_lo; two IAs of one process can.
+ */
+struct loop_server {
+	struct opts o;
+	struct ping p;
+	int rc;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int listening;			/* 0 not yet, 1 yes, -1 failed */
+};
+
+static void loop_signal(struct loop_server *s, int state)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->listening)
+		s->listening = state;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void loop_ready(void *arg)
+{
+	loop_signal(arg, 1);
+}
+
+static void *loop_server_main(void *arg)
+{
+	struct loop_server *s = arg;
+
+	s->rc = run_server(&s->p);
+	loop_signal(s, -1);	/* if it never listened */
+	if (s->p.ia)
+		it_ia_free(s->p.ia);
+	free(s->p.start_buf);
+	free(s->p.rdma_buf);
+	return NULL;
+}
+
+static int run_loopback(struct ping *p)
+{
+	struct loop_server s = { .o = *p->o };
+	pthread_t th;
+	int ok, rc;
+
+	s.o.server = true;
+	s.o.client = false;
+	s.o.persistent = false;
+	s.p.o = &s.o;
+	s.p.ready = loop_ready;
+	s.p.ready_arg = &s;
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	if (pthread_create(&th, NULL, loop_server_main, &s)) {
+		fprintf(stderr, "%s: cannot start the server thread\n", PROG);
+		rc = 1;
+		goto out;
+	}
+	pthread_mutex_lock(&s.lock);
+	while (!s.listening)
+		pthread_cond_wait(&s.cond, &s.lock);
+	ok = s.listening > 0;
+	pthread_mutex_unlock(&s.lock);
+	rc = ok ? run_client(p) : 1;
+	/* A server still waiting for a client that failed to come ends
+	 * with the process. */
+	if (ok && rc)
+		return rc;
+	pthread_join(th, NULL);
+	rc = rc || s.rc;
+out:
+	pthread_mutex_destroy(&s.lock);
+	pthread_cond_destroy(&s.cond);
+	return rc;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]\n"
+		"       %s -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]\n"
+		"       %s -L [-vVd] [-S size] [-C count] [-a addr] [-p port]\n"
+		"  -s            server\n"
+		"  -c            client\n"
+		"  -L            both, server and client in this process, on\n"
+		"                127.0.0.1 or -a addr (for rxe_lo)\n"
+		"  -a addr       server: listen on the device holding addr (default:\n"
+		"                every device); client: the server's address\n"
+		"  -I addr       client: the source address (its device)\n"
+		"  -p port       port (default 7174)\n"
+		"  -C count      rounds (client default: until interrupted;\n"
+		"                server default: until the client disconnects)\n"
+		"  -S size       ping data size, %zu to %d (default 64)\n"
+		"  -v            print the ping data\n"
+		"  -V            client: check the data that came back\n"
+		"  -d            debug messages on stderr\n"
+		"  -P            server: one client after another\n"
+		"  -D, --device=NAME  the IT-API interface to use (e.g. siw_lo)\n"
+		"  -h, --help    this text\n"
+		"Wire compatible with rdma-core's rping. See hostrdma-ping(1).\n",
+		PROG, PROG, PROG, MIN_SIZE, MAX_SIZE);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "device", required_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct opts o = { .port = 7174, .size = 64 };
+	struct ping p = { .o = &o };
+	struct sigaction sa = { .sa_handler = on_signal };
+	long v;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, "a:I:Pp:C:S:scLvVdqD:h", longs,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'a': o.addr = optarg; break;
+		case 'I': o.src_addr = optarg; break;
+		case 'P': o.persistent = true; break;
+		case 'p':
+			v = strtol(optarg, NULL, 0);
+			if (v < 1 || v > 65535) {
+				fprintf(stderr, "%s: -p %s: not a port\n", PROG,
+					optarg);
+				return 2;
+			}
+			o.port = (uint16_t)v;
+			break;
+		case 'C':
+			v = strtol(optarg, NULL, 0);
+			if (v < 0 || v > INT_MAX) {
+				fprintf(stderr, "Invalid count %s\n", optarg);
+				return 2;
+			}
+			o.count = (int)v;
+			break;
+		case 'S':
+			v = strtol(optarg, NULL, 0);
+			if (v < (long)MIN_SIZE || v > MAX_SIZE) {
+				fprintf(stderr, "Invalid size %s (valid range is %zu to %d)\n",
+					optarg, MIN_SIZE, MAX_SIZE);
+				return 2;
+			}
+			o.size = (uint32_t)v;
+			break;
+		case 's': o.server = true; break;
+		case 'c': o.client = true; break;
+		case 'L': o.loopback = true; break;
+		case 'v': o.verbose = true; break;
+		case 'V': o.validate = true; break;
+		case 'd': o.debug = true; break;
+		case 'q': break;	/* rping's own QP handling: ours is */
+		case 'D': o.device = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (o.loopback) {
+		if (o.server || o.client) {
+			fprintf(stderr, "%s: -L is both roles: no -s, no -c\n",
+				PROG);
+			return 2;
+		}
+		o.client = true;
+		if (!o.addr)
+			o.addr = "127.0.0.1";
+	}
+	if (o.server == o.client || (o.client && !o.addr) || optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (o.loopback)
+		rc = run_loopback(&p);
+	else
+		rc = o.client ? run_client(&p) : run_server(&p);
+	if (p.ia)
+		it_ia_free(p.ia);
+	free(p.start_buf);
+	free(p.rdma_buf);
+	return rc;
+}

@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_conn.c - hostrdma-perf's connections: the IA, the control EP and
+ * its messages, the data EPs and their buffers, on IT-API only.
+ *
+ * Every control message from the peer is checked (magic, type, every
+ * count against our limits) before anything in it is used: the peer is
+ * another program on another host.
+ */
+#define _GNU_SOURCE
+#include "tools/perf_priv.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define FLAGS ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
+#define CTL_COOKIE 0xc0000000ull
+
+static int check(const char *what, it_status_t st)
+{
+	return tool_check(PERF_PROG, what, st);
+}
+
+/* Byte @i of message @size on QP @qp: differs between sizes and QPs so a
+ * stale or misplaced message does not pass for the right one. */
+static inline uint8_t pattern(uint64_t i, uint64_t size, unsigned int qp)
+{
+	return (uint8_t)(i * 7 + size * 13 + qp * 31 + 1);
+}
+
+void perf_fill(uint8_t *p, uint64_t len, uint64_t size, unsigned int qp)
+{
+	for (uint64_t i = 0; i < len; i++)
+		p[i] = pattern(i, size, qp);
+}
+
+/* Bytes wrong in a sink that should hold message @size from QP @qp and
+ * nothing past it (zeros up to @max). */
+uint32_t perf_check(const uint8_t *p, uint64_t size, uint64_t max,
+		    unsigned int qp)
+{
+	uint32_t bad = 0;
+
+	for (uint64_t i = 0; i < size; i++)
+		bad += p[i] != pattern(i, size, qp);
+	for (uint64_t i = size; i < max; i++)
+		bad += p[i] != 0;
+	return bad;
+}
+
+static int ctl_post_recv(struct perf_ctx *c, unsigned int slot)
+{
+	it_lmr_triplet_t t = { .lmr = c->clmr,
+			       .length = sizeof(struct perf_ctl) };
+
+	t.addr.abs = &c->cbuf[1 + slot];
+	return check("it_post_recv (control)",
+		     it_post_recv(c->cep, &t, 1, CTL_COOKIE + slot, FLAGS));
+}
+
+int perf_ctl_send(struct perf_ctx *c, enum perf_ctl_type type,
+		  const uint64_t *v, unsigned int nv, bool adverts)
+{
+	struct perf_ctl *m = &c->cbuf[0];
+	it_lmr_triplet_t t = { .lmr = c->clmr, .length = sizeof(*m) };
+	it_event_t ev;
+
+	memset(m, 0, sizeof(*m));
+	m->magic_be = htonl(PERF_MAGIC);
+	m->type_be = htonl(type);
+	for (unsigned int i = 0; i < nv; i++)
+		m->v_be[i] = perf_be64(v[i]);
+	for (unsigned int i = 0; adverts && i < c->nqp; i++) {
+		struct perf_qp *q = &c->qp[i];
+
+		m->adv[i].addr_be = perf_be64((uintptr_t)q->buf);
+		m->adv[i].rkey_be = htonl((uint32_t)q->rkey);
+		m->adv[i].len_be = perf_be64(q->buf_len);
+	}
+	t.addr.abs = m;
+	if (check("it_post_send (control)",
+		  it_post_send(c->cep, &t, 1, CTL_COOKIE, FLAGS)))
+		return -1;
+	return tool_wait_event(PERF_PROG, c->csq, IT_DTO_SEND_CMPL_EVENT,
+			       TOOL_WAIT_US, &ev);
+}
+
+/* A control receive completion @ev, which must carry a message of
+ * @type: copied to c->last, its receive posted again. */
+static int ctl_take(struct perf_ctx *c, const it_event_t *ev,
+		    enum perf_ctl_type type)
+{
+	unsigned int slot = (unsigned int)(ev->dto_cmpl.cookie - CTL_COOKIE);
+	uint32_t got;
+
+	if (ev->event_number != IT_DTO_RC_RECV_CMPL_EVENT ||
+	    ev->dto_cmpl.dto_status != IT_DTO_SUCCESS) {
+		fprintf(stderr, "%s: control channel: %s (%s)\n", PERF_PROG,
+			tool_event_name(ev->event_number),
+			tool_dto_status_name(ev->dto_cmpl.dto_status));
+		return -1;
+	}
+	if (slot >= PERF_CTL_RECVS) {
+		fprintf(stderr, "%s: control receive with cookie %#llx\n",
+			PERF_PROG, (unsigned long long)ev->dto_cmpl.cookie);
+		return -1;
+	}
+	if (ev->dto_cmpl.transferred_length != sizeof(struct perf_ctl)) {
+		fprintf(stderr, "%s: control message of %u bytes, expected %zu\n",
+			PERF_PROG, ev->dto_cmpl.transferred_length,
+			sizeof(struct perf_ctl));
+		return -1;
+	}
+	c->last = c->cbuf[1 + slot];
+	if (ctl_post_recv(c, slot))
+		return -1;
+	if (ntohl(c->last.magic_be) != PERF_MAGIC) {
+		fprintf(stderr, "%s: control message with magic %#x: not a hostrdma-perf peer\n",
+			PERF_PROG, ntohl(c->last.magic_be));
+		return -1;
+	}
+	got = ntohl(c->last.type_be);
+	if (got != type) {
+		fprintf(stderr, "%s: control message type %u, expected %u\n",
+			PERF_PROG, got, (unsigned int)type);
+		return -1;
+	}
+	return 0;
+}
+
+int perf_ctl_recv(struct perf_ctx *c, enum perf_ctl_type type,
+		  uint64_t timeout_us)
+{
+	it_event_t ev;
+	size_t nmore;
+	it_status_t st = it_evd_wait(c->crq, timeout_us, &ev, &nmore);
+
+	if (st != IT_SUCCESS)
+		return tool_check(PERF_PROG, "waiting for the peer", st);
+	return ctl_take(c, &ev, type);
+}
+
+int perf_ctl_poll(struct perf_ctx *c, enum perf_ctl_type type)
+{
+	it_event_t ev;
+	it_status_t st = it_evd_dequeue(c->crq, &ev);
+
+	if (st == IT_ERR_QUEUE_EMPTY)
+		return 0;
+	if (st != IT_SUCCESS)
+		return tool_check(PERF_PROG, "it_evd_dequeue (control)", st);
+	return ctl_take(c, &ev, type) ? -1 : 1;
+}
+
+/* PZ, EVDs, the control EP and its buffers. */
+static int make_base(struct perf_ctx *c)
+{
+	struct perf_opts *o = c->o;
+	size_t sq_n = (size_t)o->qps * (o->tx_depth + 8) + 16;
+	size_t rq_n = (size_t)o->qps * (o->rx_depth + 8) + 16;
+	it_ep_attributes_t a = { 0 };
+	size_t clen = sizeof(struct perf_ctl) * (1 + PERF_CTL_RECVS);
+
+	if (check("it_pz_create", it_pz_create(c->ia, &c->pz)) ||
+	    check("it_evd_create",
+		  it_evd_create(c->ia, IT_DTO_EVENT_STREAM, 0, sq_n, 0, NULL,
+				&c->sq, NULL)) ||
+	    check("it_evd_create",
+		  it_evd_create(c->ia, IT_DTO_EVENT_STREAM, 0, rq_n, 0, NULL,
+				&c->rq, NULL)) ||
+	    check("it_evd_create",
+		  it_evd_create(c->ia, IT_DTO_EVENT_STREAM, 0, 16, 0, NULL,
+				&c->csq, NULL)) ||
+	    check("it_evd_create",
+		  it_evd_create(c->ia, IT_DTO_EVENT_STREAM, 0, 16, 0, NULL,
+				&c->crq, NULL)) ||
+	    check("it_evd_create",
+		  it_evd_create(c->ia, IT_CM_MSG_EVENT_STREAM, 0,
+				4 * PERF_MAX_QPS + 8, 0, NULL, &c->cm, NULL)))
+		return -1;
+	c->cbuf = calloc(1, clen);
+	if (!c->cbuf)
+		return -1;
+	if (check("it_lmr_create (control)",
+		  it_lmr_create(c->pz, c->cbuf, NULL, clen,
+				IT_ADDR_MODE_ABSOLUTE, IT_PRIV_LOCAL,
+				IT_LMR_FLAG_NONE, 0, &c->clmr, NULL)))
+		return -1;
+	a.max_request_dtos = a.max_recv_dtos = PERF_CTL_RECVS + 2;
+	a.max_send_segments = a.max_recv_segments = 1;
+	if (check("it_ep_rc_create (control)",
+		  it_ep_rc_create(c->pz, c->csq, c->crq, c->cm, IT_EP_NO_FLAG,
+				  &a, &c->cep)))
+		return -1;
+	for (unsigned int i = 0; i < PERF_CTL_RECVS; i++)
+		if (ctl_post_recv(c, i))
+			return -1;
+	return 0;
+}
+
+/*
+ * Where things are in a QP's buffer: the source at 0, the sink after it
+ * when the data is checked or ping-ponged (else sink and source share the
+ * region, as in perftest: pinned memory is scarce, RLIMIT_MEMLOCK), then
+ * the credit word the peer writes, and ours to send 64 bytes further.
+ */
+static void layout(struct perf_ctx *c)
+{
+	bool split = c->o->verify || c->o->lat;
+
+	c->sink_off = split ? c->max_size : 0;
+	c->credit_off = c->sink_off + c->max_size;
+}
+
+/* A data EP and its buffer. */
+static int make_qp(struct perf_ctx *c, unsigned int i)
+{
+	struct perf_opts *o = c->o;
+	struct perf_qp *q = &c->qp[i];
+	it_ep_attributes_t a = { 0 };
+	size_t len = c->credit_off + 128;
+
+	q->index = i;
+	q->buf_len = (len + 4095) & ~(size_t)4095;
+	q->buf = mmap(NULL, q->buf_len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q->buf == MAP_FAILED) {
+		q->buf = NULL;
+		fprintf(stderr, "%s: no memory for a %zu-byte buffer\n",
+			PERF_PROG, q->buf_len);
+		return -1;
+	}
+	q->credit_src = (uint64_t *)(q->buf + c->credit_off + 64);
+	/* An iWARP RDMA Read writes the local sink: remote write right
+	 * (IT-API's rdma_read_requires_remote_write). */
+	if (check("it_lmr_create",
+		  it_lmr_create(c->pz, q->buf, NULL, q->buf_len,
+				IT_ADDR_MODE_ABSOLUTE,
+				IT_PRIV_LOCAL | IT_PRIV_REMOTE,
+				IT_LMR_FLAG_NONE, 0, &q->lmr, &q->rkey)))
+		return -1;
+	a.max_request_dtos = o->tx_depth + 4;
+	a.max_recv_dtos = o->rx_depth + 4;
+	a.max_send_segments = a.max_recv_segments = 1;
+	a.srv.rc.rdma_read_enable = a.srv.rc.rdma_write_enable = IT_TRUE;
+	a.srv.rc.max_rdma_read_segments = 1;
+	a.srv.rc.max_rdma_write_segments = 1;
+	a.srv.rc.rdma_read_ird = a.srv.rc.rdma_read_ord = o->outs;
+	if (check("it_ep_rc_create",
+		  it_ep_rc_create(c->pz, c->sq, c->rq, c->cm, IT_EP_NO_FLAG,
+				  &a, &q->ep)))
+		return -1;
+	/* Receives for Send tests stay posted for the whole run: every one
+	 * can take the largest message. */
+	if (o->verb == PERF_SEND) {
+		for (unsigned int r = 0; r < o->rx_depth; r++) {
+			it_lmr_triplet_t t = { .lmr = q->lmr,
+					       .length = c->max_size };
+
+			t.addr.abs = q->buf + c->sink_off;
+			if (check("it_post_recv",
+				  it_post_recv(q->ep, &t, 1,
+					       ((uint64_t)i << 56) | r,
+					       FLAGS)))
+				return -1;
+		}
+	}
+	c->nqp = i + 1;
+	return 0;
+}
+
+static void take_adverts(struct perf_ctx *c)
+{
+	for (unsigned int i = 0; i < c->nqp; i++) {
+		c->qp[i].raddr = it_ntoh64(c->last.adv[i].addr_be);
+		c->qp[i].rrkey = ntohl(c->last.adv[i].rkey_be);
+		c->qp[i].rlen = it_ntoh64(c->last.adv[i].len_be);
+	}
+}
+
+static int adverts_ok(struct perf_ctx *c)
+{
+	for (unsigned int i = 0; i < c->nqp; i++) {
+		if (c->qp[i].rlen < c->credit_off + 72) {
+			fprintf(stderr, "%s: the peer's buffer %u holds %llu bytes, a run of %llu needs %llu\n",
+				PERF_PROG, i,
+				(unsigned long long)c->qp[i].rlen,
+				(unsigned long long)c->max_size,
+				(unsigned long long)(c->credit_off + 72));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static uint64_t run_max_size(const struct perf_opts *o)
+{
+	uint64_t m = o->all_sizes ? o->all_max : o->size;
+
+	return m < 64 ? 64 : m;
+}
+
+static void params_out(const struct perf_opts *o, uint64_t *v)
+{
+	v[PV_VERB] = o->verb;
+	v[PV_LAT] = o->lat;
+	v[PV_BIDIR] = o->bidir;
+	v[PV_QPS] = o->qps;
+	v[PV_TX_DEPTH] = o->tx_depth;
+	v[PV_RX_DEPTH] = o->rx_depth;
+	v[PV_CQ_MOD] = o->cq_mod;
+	v[PV_OUTS] = o->outs;
+	v[PV_SIZE] = o->size;
+	v[PV_ALL] = o->all_sizes;
+	v[PV_ITERS] = o->iters;
+	v[PV_DURATION] = o->duration_s;
+	v[PV_VERIFY] = o->verify;
+	v[PV_MAX_SIZE] = run_max_size(o);
+}
+
+/* The client's parameters become the server's: checked first. */
+static int params_in(struct perf_ctx *c)
+{
+	struct perf_opts *o = c->o;
+	uint64_t v[24];
+
+	for (unsigned int i = 0; i < 24; i++)
+		v[i] = it_ntoh64(c->last.v_be[i]);
+	if (v[PV_VERB] > PERF_SEND || v[PV_QPS] < 1 ||
+	    v[PV_QPS] > PERF_MAX_QPS || v[PV_TX_DEPTH] < 1 ||
+	    v[PV_TX_DEPTH] > 8192 || v[PV_RX_DEPTH] < 1 ||
+	    v[PV_RX_DEPTH] > 8192 || v[PV_CQ_MOD] < 1 || v[PV_OUTS] < 1 ||
+	    v[PV_OUTS] > 128 || v[PV_SIZE] < 1 ||
+	    v[PV_MAX_SIZE] > PERF_MAX_SIZE || v[PV_SIZE] > v[PV_MAX_SIZE] ||
+	    v[PV_ITERS] > (1ull << 40) || v[PV_DURATION] > 86400) {
+		fprintf(stderr, "%s: the client's parameters are out of range (verb %llu, QPs %llu, size %llu of %llu, depths %llu/%llu)\n",
+			PERF_PROG, (unsigned long long)v[PV_VERB],
+			(unsigned long long)v[PV_QPS],
+			(unsigned long long)v[PV_SIZE],
+			(unsigned long long)v[PV_MAX_SIZE],
+			(unsigned long long)v[PV_TX_DEPTH],
+			(unsigned long long)v[PV_RX_DEPTH]);
+		return -1;
+	}
+	o->verb = (enum perf_verb)v[PV_VERB];
+	o->lat = v[PV_LAT];
+	o->bidir = v[PV_BIDIR];
+	o->qps = (unsigned int)v[PV_QPS];
+	o->tx_depth = (unsigned int)v[PV_TX_DEPTH];
+	o->rx_depth = (unsigned int)v[PV_RX_DEPTH];
+	o->cq_mod = (unsigned int)v[PV_CQ_MOD];
+	o->outs = (unsigned int)v[PV_OUTS];
+	o->size = v[PV_SIZE];
+	o->all_sizes = v[PV_ALL];
+	o->iters = v[PV_ITERS];
+	o->duration_s = (unsigned int)v[PV_DURATION];
+	o->verify = v[PV_VERIFY];
+	c->max_size = v[PV_MAX_SIZE] < 64 ? 64 : v[PV_MAX_SIZE];
+	/* The client's -a may stop early (its RLIMIT_MEMLOCK): the sizes
+	 * the server walks end where the client's buffers do. */
+	if (o->all_sizes)
+		o->all_max = v[PV_MAX_SIZE];
+	return 0;
+}
+
+static int wait_established(struct perf_ctx *c, it_ep_handle_t ep)
+{
+	it_event_t ev;
+
+	if (tool_wait_event(PERF_PROG, c->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT,
+			    TOOL_WAIT_US, &ev))
+		return -1;
+	if (ev.conn.ep != ep) {
+		fprintf(stderr, "%s: a connection was established on another EP than expected\n",
+			PERF_PROG);
+		return -1;
+	}
+	return 0;
+}
+
+static int connect_ep(struct perf_ctx *c, it_ep_handle_t ep, uint8_t role,
+		      unsigned int index)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	struct perf_hello h = {
+		.magic_be = htonl(PERF_MAGIC), .version = PERF_VERSION,
+		.role = role, .index_be = htons((uint16_t)index),
+	};
+
+	q.conn_qual.port = htons(c->o->port);
+	if (check("it_ep_connect",
+		  it_ep_connect(ep, &c->path, NULL, &q,
+				IT_CONNECT_FLAG_TWO_WAY,
+				(unsigned char *)&h, sizeof(h))))
+		return -1;
+	return wait_established(c, ep);
+}
+
+int perf_connect(struct perf_ctx *c)
+{
+	struct perf_opts *o = c->o;
+	it_net_addr_t dst;
+	uint64_t v[24] = { 0 };
+
+	c->server = false;
+	if (tool_parse_addr(PERF_PROG, o->server, &dst))
+		return -1;
+	c->ia = tool_ia_for_dest(PERF_PROG, o->device, &dst, &c->path);
+	if (!c->ia)
+		return -1;
+	c->max_size = run_max_size(o);
+	layout(c);
+	if (make_base(c) || connect_ep(c, c->cep, 0, 0))
+		return -1;
+	for (unsigned int i = 0; i < o->qps; i++)
+		if (make_qp(c, i))
+			return -1;
+	params_out(o, v);
+	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_MAX_SIZE + 1, true) ||
+	    perf_ctl_recv(c, PERF_CTL_PARAMS, TOOL_WAIT_US))
+		return -1;
+	take_adverts(c);
+	if (adverts_ok(c))
+		return -1;
+	for (unsigned int i = 0; i < o->qps; i++) {
+		if (connect_ep(c, c->qp[i].ep, 1, i))
+			return -1;
+		c->qp[i].connected = true;
+	}
+	return 0;
+}
+
+/* The next connection request of this run: a hello of @role (and data
+ * index @index), anything else rejected. */
+static int next_request(struct perf_ctx *c, uint8_t role, unsigned int index,
+			it_cn_est_identifier_t *id)
+{
+	it_event_t ev;
+	struct perf_hello h;
+
+	for (;;) {
+		if (tool_wait_event(PERF_PROG, c->req,
+				    IT_CM_REQ_CONN_REQUEST_EVENT,
+				    role ? TOOL_WAIT_US : IT_TIMEOUT_INFINITE, &ev))
+			return -1;
+		memcpy(&h, ev.conn_req.private_data, sizeof(h));
+		if (ev.conn_req.private_data_present &&
+		    ntohl(h.magic_be) == PERF_MAGIC &&
+		    h.version == PERF_VERSION && h.role == role &&
+		    ntohs(h.index_be) == index) {
+			*id = ev.conn_req.cn_est_id;
+			return 0;
+		}
+		fprintf(stderr, "%s: rejecting a connection request that is not hostrdma-perf's (role %u index %u expected)\n",
+			PERF_PROG, role, index);
+		it_reject(ev.conn_req.cn_est_id, NULL, 0);
+	}
+}
+
+static void listening(void *arg)
+{
+	struct perf_opts *o = arg;
+
+	if (o->on_listen)
+		o->on_listen(o->on_listen_arg, true);
+}
+
+int perf_accept(struct perf_ctx *c)
+{
+	struct perf_opts *o = c->o;
+	it_cn_est_identifier_t id;
+	uint64_t v[24] = { 0 };
+
+	c->server = true;
+	if (tool_listen(PERF_PROG, o->device, o->bind, o->port,
+			2 * PERF_MAX_QPS, o->quiet, listening, o, &c->ia,
+			&c->req, &c->listen)) {
+		if (o->on_listen)
+			o->on_listen(o->on_listen_arg, false);
+		return -1;
+	}
+	if (next_request(c, 0, 0, &id))
+		return -1;
+	c->max_size = 64;
+	if (make_base(c) ||
+	    check("it_ep_accept", it_ep_accept(c->cep, id, NULL, 0)) ||
+	    wait_established(c, c->cep) ||
+	    perf_ctl_recv(c, PERF_CTL_PARAMS, TOOL_WAIT_US) || params_in(c))
+		return -1;
+	layout(c);
+	for (unsigned int i = 0; i < o->qps; i++)
+		if (make_qp(c, i))
+			return -1;
+	take_adverts(c);
+	if (adverts_ok(c))
+		return -1;
+	params_out(o, v);
+	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_MAX_SIZE + 1, true))
+		return -1;
+	for (unsigned int i = 0; i < o->qps; i++) {
+		if (next_request(c, 1, i, &id) ||
+		    check("it_ep_accept", it_ep_accept(c->qp[i].ep, id, NULL,
+						       0)) ||
+		    wait_established(c, c->qp[i].ep))
+			return -1;
+		c->qp[i].connected = true;
+	}
+	return 0;
+}
+
+/* Closes in order; it_ia_free frees whatever is left. */
+void perf_teardown(struct perf_ctx *c)
+{
+	if (c->ia)
+		it_ia_free(c->ia);
+	for (unsigned int i = 0; i < c->nqp; i++)
+		if (c->qp[i].buf)
+			munmap(c->qp[i].buf, c->qp[i].buf_len);
+	free(c->cbuf);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,643 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_loop.c - hostrdma-perf's measurement loops for one message size.
+ *
+ * Bandwidth: the active side keeps up to tx_depth work requests in flight
+ * per QP (RDMA Reads: up to the ORD), one in cq_mod signalled; a Send
+ * receiver keeps rx_depth receives posted and tells the sender how many
+ * it has taken with an RDMA Write of its count into the sender's credit
+ * word, since iWARP has no receiver-not-ready retry: a Send that finds no
+ * receive ends the connection (RFC 5040 section 5.3).
+ *
+ * Latency: RDMA Write ping-pong polls the last byte of the sink (IT-API
+ * has no Write with immediate data), Send ping-pong waits for receive
+ * completions, RDMA Read waits for each Read. Ping-pong times are halved
+ * round trips, as perftest reports them.
+ */
+#define _GNU_SOURCE
+#include "tools/perf_priv.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define SIGNALLED ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
+#define CREDIT_COOKIE (1ull << 55)
+#define QP_OF(cookie) ((unsigned int)((cookie) >> 56))
+
+static double cpu_now(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+bool perf_active(const struct perf_ctx *c)
+{
+	const struct perf_opts *o = c->o;
+
+	if (!c->server || o->bidir)
+		return true;
+	/* The server answers ping-pongs and receives Sends. */
+	return o->lat ? o->verb != PERF_READ : o->verb == PERF_SEND;
+}
+
+static int dto_failed(const it_event_t *ev)
+{
+	fprintf(stderr, "%s: %s on QP %u failed: %s\n", PERF_PROG,
+		tool_event_name(ev->event_number), QP_OF(ev->dto_cmpl.cookie),
+		tool_dto_status_name(ev->dto_cmpl.dto_status));
+	return -1;
+}
+
+/* Send completions: a signalled one retires its WR and every one before
+ * it on that QP. */
+static int reap_sq(struct perf_ctx *c, bool wait)
+{
+	it_event_t evs[64];
+	int n = 0;
+	it_status_t st;
+
+	if (wait) {
+		size_t nmore;
+
+		st = it_evd_wait(c->sq, TOOL_WAIT_US, &evs[0], &nmore);
+		if (st != IT_SUCCESS)
+			return tool_check(PERF_PROG, "waiting for completions",
+					  st);
+		n = 1;
+	} else {
+		st = it_evd_dequeue_n(c->sq, 64, evs, &n);
+		if (st == IT_ERR_QUEUE_EMPTY)
+			return 0;
+		if (st != IT_SUCCESS)
+			return tool_check(PERF_PROG, "it_evd_dequeue_n", st);
+	}
+	for (int i = 0; i < n; i++) {
+		uint64_t ck = evs[i].dto_cmpl.cookie;
+		struct perf_qp *q;
+
+		if (evs[i].dto_cmpl.dto_status != IT_DTO_SUCCESS)
+			return dto_failed(&evs[i]);
+		if (QP_OF(ck) >= c->nqp)
+			return -1;
+		q = &c->qp[QP_OF(ck)];
+		if (ck & CREDIT_COOKIE)
+			continue;
+		ck &= CREDIT_COOKIE - 1;
+		if (ck + 1 > q->completed)
+			q->completed = ck + 1;
+	}
+	return n;
+}
+
+/* Tells the sender on @q how many of its Sends we took. */
+static int send_credit(struct perf_ctx *c, struct perf_qp *q)
+{
+	it_lmr_triplet_t t = { .lmr = q->lmr, .length = 8 };
+
+	*q->credit_src = q->received;
+	q->credit_told = q->received;
+	t.addr.abs = q->credit_src;
+	return tool_check(PERF_PROG, "it_post_rdma_write (credit)",
+			  it_post_rdma_write(q->ep, &t, 1,
+					     ((uint64_t)q->index << 56) |
+						     CREDIT_COOKIE,
+					     SIGNALLED,
+					     q->raddr + c->credit_off,
+					     q->rrkey));
+}
+
+/* Receive completions: repost, count, tell the sender now and then. */
+static int reap_rq(struct perf_ctx *c, uint64_t size, uint32_t *bad)
+{
+	it_event_t evs[64];
+	int n = 0;
+	it_status_t st = it_evd_dequeue_n(c->rq, 64, evs, &n);
+
+	if (st == IT_ERR_QUEUE_EMPTY)
+		return 0;
+	if (st != IT_SUCCESS)
+		return tool_check(PERF_PROG, "it_evd_dequeue_n", st);
+	for (int i = 0; i < n; i++) {
+		uint64_t ck = evs[i].dto_cmpl.cookie;
+		it_lmr_triplet_t t;
+		struct perf_qp *q;
+
+		if (evs[i].dto_cmpl.dto_status != IT_DTO_SUCCESS)
+			return dto_failed(&evs[i]);
+		if (QP_OF(ck) >= c->nqp)
+			return -1;
+		q = &c->qp[QP_OF(ck)];
+		if (evs[i].dto_cmpl.transferred_length != size) {
+			fprintf(stderr, "%s: QP %u received %u bytes, expected %llu\n",
+				PERF_PROG, q->index,
+				evs[i].dto_cmpl.transferred_length,
+				(unsigned long long)size);
+			return -1;
+		}
+		if (c->o->verify)
+			*bad += perf_check(q->buf + c->sink_off, size, size,
+					   q->index);
+		q->received++;
+		t.lmr = q->lmr;
+		t.length = c->max_size;
+		t.addr.abs = q->buf + c->sink_off;
+		st = it_post_recv(q->ep, &t, 1, ck, SIGNALLED);
+		if (st != IT_SUCCESS)
+			return tool_check(PERF_PROG, "it_post_recv", st);
+		if (q->received - q->credit_told >= c->o->rx_depth / 4 + 1 &&
+		    send_credit(c, q))
+			return -1;
+	}
+	return n;
+}
+
+static int post_one(struct perf_ctx *c, struct perf_qp *q, uint64_t size,
+		    bool signalled)
+{
+	it_lmr_triplet_t t = { .lmr = q->lmr, .length = size };
+	uint64_t ck = ((uint64_t)q->index << 56) | q->posted;
+	it_dto_flags_t fl = signalled ? SIGNALLED : 0;
+	it_status_t st;
+
+	switch (c->o->verb) {
+	case PERF_WRITE:
+		t.addr.abs = q->buf;
+		st = it_post_rdma_write(q->ep, &t, 1, ck, fl,
+					q->raddr + c->sink_off, q->rrkey);
+		break;
+	case PERF_READ:
+		t.addr.abs = q->buf + c->sink_off;
+		st = it_post_rdma_read(q->ep, &t, 1, ck, fl, q->raddr,
+				       q->rrkey);
+		break;
+	default:
+		t.addr.abs = q->buf;
+		st = it_post_send(q->ep, &t, 1, ck, fl);
+		q->sends_total++;
+		break;
+	}
+	if (st != IT_SUCCESS)
+		return tool_check(PERF_PROG, "posting", st);
+	q->posted++;
+	q->last_signalled = signalled;
+	return 0;
+}
+
+static uint64_t depth(const struct perf_ctx *c)
+{
+	return c->o->verb == PERF_READ ? c->o->outs : c->o->tx_depth;
+}
+
+/* How many more the QP may have in flight now. */
+static uint64_t room(const struct perf_ctx *c, const struct perf_qp *q)
+{
+	const struct perf_opts *o = c->o;
+	uint64_t inflight = q->posted - q->completed;
+	uint64_t r = inflight < depth(c) ? depth(c) - inflight : 0;
+
+	if (o->verb == PERF_SEND) {
+		/* The receiver's count, written into our credit word. */
+		uint64_t told = __atomic_load_n(
+			(uint64_t *)(q->buf + c->credit_off),
+			__ATOMIC_ACQUIRE);
+		uint64_t ahead = q->sends_total - told;
+		uint64_t cr = ahead < o->rx_depth ? o->rx_depth - ahead : 0;
+
+		if (cr < r)
+			r = cr;
+	}
+	return r;
+}
+
+static void progress_line(const struct perf_ctx *c, uint64_t size,
+			  uint64_t done, uint64_t t0, uint64_t now)
+{
+	double s = (double)(now - t0) / 1e9;
+
+	if (c->o->quiet || s <= 0)
+		return;
+	fprintf(stderr, "%s  %llu B: %.0f s, %llu messages, %.2f Gb/s%s",
+		isatty(2) ? "\r" : "", (unsigned long long)size, s,
+		(unsigned long long)done,
+		(double)done * (double)size * 8 / s / 1e9,
+		isatty(2) ? "   " : "\n");
+}
+
+/* Posts what the QPs have room for; false once this size is all out. */
+static int post_some(struct perf_ctx *c, uint64_t size, bool posting,
+		     const uint64_t *start, int *progress)
+{
+	const struct perf_opts *o = c->o;
+	int more = 0;
+
+	for (unsigned int i = 0; i < c->nqp; i++) {
+		struct perf_qp *q = &c->qp[i];
+		uint64_t sent = q->posted - start[i];
+		uint64_t n = room(c, q);
+		bool by_count = !o->duration_s;
+
+		if (!posting || (by_count && sent >= o->iters)) {
+			/* A duration run may stop after an unsignalled WR:
+			 * one more, signalled, retires the tail. */
+			if (!q->last_signalled && q->posted > start[i] &&
+			    n > 0) {
+				if (post_one(c, q, size, true))
+					return -1;
+				(*progress)++;
+			}
+			continue;
+		}
+		more = 1;
+		while (n-- && (!by_count || sent < o->iters)) {
+			bool sig = (by_count && sent + 1 == o->iters) ||
+				   (q->posted + 1) % o->cq_mod == 0 ||
+				   q->posted + 1 - q->completed >= depth(c);
+
+			if (post_one(c, q, size, sig))
+				return -1;
+			sent++;
+			(*progress)++;
+		}
+	}
+	return more;
+}
+
+static bool all_completed(const struct perf_ctx *c)
+{
+	for (unsigned int i = 0; i < c->nqp; i++)
+		if (c->qp[i].completed < c->qp[i].posted ||
+		    !c->qp[i].last_signalled)
+			return false;
+	return true;
+}
+
+/*
+ * An RDMA Write completes once the data is on its way; a Read on the same
+ * QP returns only after every earlier Write was placed (RFC 5040 section
+ * 5.5: a Read Request is processed in order with the Writes before it).
+ * So Write runs end with one small Read per QP: the time then covers the
+ * data landing, and the peer may check its sink.
+ */
+static int fence(struct perf_ctx *c)
+{
+	for (unsigned int i = 0; i < c->nqp; i++) {
+		struct perf_qp *q = &c->qp[i];
+		it_lmr_triplet_t t = { .lmr = q->lmr, .length = 8 };
+		it_event_t ev;
+
+		t.addr.abs = (uint8_t *)q->credit_src + 8;
+		if (tool_check(PERF_PROG, "it_post_rdma_read (fence)",
+			       it_post_rdma_read(q->ep, &t, 1,
+						 ((uint64_t)i << 56) |
+							 CREDIT_COOKIE,
+						 SIGNALLED, q->raddr,
+						 q->rrkey)))
+			return -1;
+		if (tool_wait_event(PERF_PROG, c->sq,
+				    IT_DTO_RDMA_READ_CMPL_EVENT, TOOL_WAIT_US,
+				    &ev))
+			return -1;
+	}
+	return 0;
+}
+
+/* Bandwidth, one size: posts (if active) and receives (Send tests). */
+static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
+{
+	const struct perf_opts *o = c->o;
+	bool sender = !c->server || o->bidir;
+	bool receiver = o->verb == PERF_SEND && (c->server || o->bidir);
+	uint64_t start[PERF_MAX_QPS], start_rx[PERF_MAX_QPS];
+	uint64_t peer_sent[PERF_MAX_QPS] = { 0 };
+	uint64_t t0, deadline = 0, last_print, now;
+	bool posting = sender, have_sent = false, shown = false;
+	uint32_t bad = 0;
+
+	for (unsigned int i = 0; i < c->nqp; i++) {
+		start[i] = c->qp[i].posted;
+		start_rx[i] = c->qp[i].received;
+		c->qp[i].last_signalled = true;
+	}
+	t0 = last_print = tool_now_ns();
+	if (o->duration_s)
+		deadline = t0 + (uint64_t)o->duration_s * 1000000000ull;
+	for (;;) {
+		int progress = 0, k;
+		bool rx_done = !receiver;
+
+		if (posting && deadline && tool_now_ns() >= deadline)
+			posting = false;
+		if (sender) {
+			k = post_some(c, size, posting, start, &progress);
+			if (k < 0)
+				return -1;
+			if (!k)
+				posting = false;
+		}
+		k = reap_sq(c, false);
+		if (k < 0)
+			return -1;
+		progress += k;
+		if (sender && !posting && all_completed(c)) {
+			sender = false;
+			if (o->verb == PERF_WRITE && fence(c))
+				return -1;
+			r->ns = tool_now_ns() - t0;
+			/* A receiver learns here how many to expect. */
+			if (o->verb == PERF_SEND) {
+				uint64_t v[PERF_MAX_QPS];
+
+				for (unsigned int i = 0; i < c->nqp; i++)
+					v[i] = c->qp[i].posted - start[i];
+				if (perf_ctl_send(c, PERF_CTL_SENT, v, c->nqp,
+						  false))
+					return -1;
+			}
+		}
+		if (receiver) {
+			k = reap_rq(c, size, &bad);
+			if (k < 0)
+				return -1;
+			progress += k;
+			if (!have_sent) {
+				k = perf_ctl_poll(c, PERF_CTL_SENT);
+				if (k < 0)
+					return -1;
+				if (k) {
+					have_sent = true;
+					for (unsigned int i = 0; i < c->nqp;
+					     i++)
+						peer_sent[i] = it_ntoh64(
+							c->last.v_be[i]);
+				}
+			}
+			rx_done = have_sent;
+			for (unsigned int i = 0; rx_done && i < c->nqp; i++)
+				rx_done = c->qp[i].received - start_rx[i] >=
+					  peer_sent[i];
+		}
+		if (!sender && rx_done)
+			break;
+		now = tool_now_ns();
+		if (now - last_print >= 1000000000ull) {
+			uint64_t done = 0;
+
+			for (unsigned int i = 0; i < c->nqp; i++)
+				done += c->qp[i].posted - start[i] +
+					c->qp[i].received - start_rx[i];
+			progress_line(c, size, done, t0, now);
+			shown = true;
+			last_print = now;
+		}
+		if (!progress) {
+			if (o->events && sender && !receiver) {
+				if (reap_sq(c, true) < 0)
+					return -1;
+			} else {
+				sched_yield();
+			}
+		}
+	}
+	r->iters = 0;
+	for (unsigned int i = 0; i < c->nqp; i++)
+		r->iters += c->qp[i].posted - start[i];
+	if (!(!c->server || o->bidir)) {
+		/* A pure receiver reports what it took. */
+		r->ns = tool_now_ns() - t0;
+		for (unsigned int i = 0; i < c->nqp; i++)
+			r->iters += c->qp[i].received - start_rx[i];
+	}
+	r->verify_errors = bad;
+	if (shown && isatty(2))
+		fprintf(stderr, "\n");
+	return 0;
+}
+
+static inline uint8_t tag_of(uint64_t i)
+{
+	return (uint8_t)(i % 255 + 1);
+}
+
+/* Spins until the byte holds @tag, letting the provider's progress
+ * thread run when it shares our core. */
+static void wait_byte(volatile uint8_t *p, uint8_t tag)
+{
+	unsigned int spins = 0;
+
+	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != tag)
+		if (++spins % 64 == 0)
+			sched_yield();
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void lat_stats(double *us, uint64_t n, struct perf_result *r)
+{
+	double sum = 0;
+
+	if (!n)
+		return;
+	qsort(us, n, sizeof(*us), cmp_double);
+	for (uint64_t i = 0; i < n; i++)
+		sum += us[i];
+	r->lat_min = us[0];
+	r->lat_max = us[n - 1];
+	r->lat_avg = sum / (double)n;
+	r->lat_p50 = us[n / 2];
+	r->lat_p99 = us[(uint64_t)((double)(n - 1) * 0.99)];
+	r->lat_p999 = us[(uint64_t)((double)(n - 1) * 0.999)];
+}
+
+/* Waits for the next completion on @evd: spinning, or sleeping (-e). */
+static int wait_one(struct perf_ctx *c, it_evd_handle_t evd, uint64_t size,
+		    uint32_t *bad)
+{
+	unsigned int spins = 0;
+	int k;
+
+	for (;;) {
+		if (evd == c->rq) {
+			k = reap_rq(c, size, bad);
+		} else if (c->o->events) {
+			k = reap_sq(c, true);
+		} else {
+			k = reap_sq(c, false);
+		}
+		if (k)
+			return k < 0 ? -1 : 0;
+		if (++spins % 64 == 0)
+			sched_yield();
+	}
+}
+
+static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
+{
+	const struct perf_opts *o = c->o;
+	struct perf_qp *q = &c->qp[0];
+	volatile uint8_t *sink = q->buf + c->sink_off;
+	bool pinger = !c->server;
+	uint64_t n = o->iters, t0 = 0, tstart;
+	double *us = NULL;
+	uint32_t bad = 0;
+
+	if (pinger) {
+		us = calloc(n ? n : 1, sizeof(*us));
+		if (!us)
+			return -1;
+	}
+	tstart = tool_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t before = q->completed;
+
+		if (pinger)
+			t0 = tool_now_ns();
+		switch (o->verb) {
+		case PERF_WRITE:
+			if (!pinger)
+				wait_byte(sink + size - 1, tag_of(i));
+			q->buf[size - 1] = tag_of(i);
+			if (q->posted - q->completed >= o->tx_depth &&
+			    wait_one(c, c->sq, size, &bad))
+				goto err;
+			if (post_one(c, q, size, true))
+				goto err;
+			if (pinger)
+				wait_byte(sink + size - 1, tag_of(i));
+			if (reap_sq(c, false) < 0)
+				goto err;
+			break;
+		case PERF_SEND:
+			if (!pinger && wait_one(c, c->rq, size, &bad))
+				goto err;
+			if (q->posted - q->completed >= o->tx_depth &&
+			    wait_one(c, c->sq, size, &bad))
+				goto err;
+			if (post_one(c, q, size, true))
+				goto err;
+			if (pinger && wait_one(c, c->rq, size, &bad))
+				goto err;
+			if (reap_sq(c, false) < 0)
+				goto err;
+			break;
+		default:	/* RDMA Read: the client only */
+			if (post_one(c, q, size, true))
+				goto err;
+			while (q->completed == before)
+				if (wait_one(c, c->sq, size, &bad))
+					goto err;
+			break;
+		}
+		if (pinger) {
+			double d = (double)(tool_now_ns() - t0) / 1e3;
+
+			us[i] = o->verb == PERF_READ ? d : d / 2;
+		}
+	}
+	while (q->completed < q->posted)
+		if (wait_one(c, c->sq, size, &bad))
+			goto err;
+	r->ns = tool_now_ns() - tstart;
+	r->iters = n;
+	if (pinger)
+		lat_stats(us, n, r);
+	free(us);
+	r->verify_errors = bad;
+	return 0;
+err:
+	free(us);
+	return -1;
+}
+
+/* Where the peer wrote or we read, the sink must hold the message and
+ * nothing past it. */
+static uint32_t check_sinks(struct perf_ctx *c, uint64_t size)
+{
+	const struct perf_opts *o = c->o;
+	uint32_t bad = 0;
+
+	if (!o->verify || o->lat ||
+	    !((o->verb == PERF_WRITE && (c->server || o->bidir)) ||
+	      (o->verb == PERF_READ && (!c->server || o->bidir))))
+		return 0;
+	for (unsigned int i = 0; i < c->nqp; i++)
+		bad += perf_check(c->qp[i].buf + c->sink_off, size,
+				  c->max_size, i);
+	return bad;
+}
+
+/*
+ * One size: both sides clear their sinks and (when they send data) fill
+ * their sources, meet (READY), run, then swap their numbers (DONE).
+ * @r gets this side's own numbers, and c->last the peer's DONE.
+ */
+int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r)
+{
+	const struct perf_opts *o = c->o;
+	double cpu0;
+	uint64_t v[24] = { size };
+	int rc = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->size = size;
+	for (unsigned int i = 0; i < c->nqp; i++) {
+		if (c->sink_off)
+			memset(c->qp[i].buf + c->sink_off, 0, c->max_size);
+		perf_fill(c->qp[i].buf, size, size, i);
+	}
+	if (c->server) {
+		if (perf_ctl_recv(c, PERF_CTL_READY, IT_TIMEOUT_INFINITE) ||
+		    it_ntoh64(c->last.v_be[0]) != size ||
+		    perf_ctl_send(c, PERF_CTL_READY, v, 1, false))
+			return -1;
+	} else {
+		if (perf_ctl_send(c, PERF_CTL_READY, v, 1, false) ||
+		    perf_ctl_recv(c, PERF_CTL_READY, TOOL_WAIT_US))
+			return -1;
+	}
+	cpu0 = cpu_now();
+	if (perf_active(c))
+		rc = o->lat ? lat(c, size, r) : bw(c, size, r);
+	if (rc)
+		return -1;
+	/* A passive side's CPU (its provider's progress thread placing
+	 * data) counts until the active side reports; the data it placed
+	 * is all there by then (see fence()). */
+	if (c->server && perf_ctl_recv(c, PERF_CTL_DONE, IT_TIMEOUT_INFINITE))
+		return -1;
+	if (c->server)
+		r->verify_errors += check_sinks(c, size);
+	r->cpu_s = cpu_now() - cpu0;
+	v[DV_SIZE] = size;
+	v[DV_ITERS] = r->iters;
+	v[DV_NS] = r->ns;
+	v[DV_CPU_US] = (uint64_t)(r->cpu_s * 1e6);
+	v[DV_LAT_MIN] = (uint64_t)(r->lat_min * 1e3);
+	v[DV_LAT_MAX] = (uint64_t)(r->lat_max * 1e3);
+	v[DV_LAT_AVG] = (uint64_t)(r->lat_avg * 1e3);
+	v[DV_LAT_P50] = (uint64_t)(r->lat_p50 * 1e3);
+	v[DV_LAT_P99] = (uint64_t)(r->lat_p99 * 1e3);
+	v[DV_LAT_P999] = (uint64_t)(r->lat_p999 * 1e3);
+	v[DV_VERIFY_ERRORS] = r->verify_errors;
+	if (c->server) {
+		if (perf_ctl_send(c, PERF_CTL_DONE, v, DV_COUNT, false))
+			return -1;
+	} else {
+		if (perf_ctl_send(c, PERF_CTL_DONE, v, DV_COUNT, false) ||
+		    perf_ctl_recv(c, PERF_CTL_DONE, TOOL_WAIT_US))
+			return -1;
+		r->verify_errors += check_sinks(c, size);
+	}
+	return 0;
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf_priv.h - the engine's inside: one context per run, the control
+ * wire format, and what perf_conn.c (connections, control) and
+ * perf_loop.c (the measurement loops) share.
+ */
+#ifndef HOSTRDMA_PERF_PRIV_H
+#define HOSTRDMA_PERF_PRIV_H
+
+#include "tools/perf.h"
+
+#define PERF_PROG "hostrdma-perf"
+#define PERF_MAGIC 0x48525046u		/* "HRPF" */
+#define PERF_VERSION 1
+#define PERF_CTL_RECVS 4
+
+/* Connection private data: which connection of the run this is. */
+struct perf_hello {
+	uint32_t magic_be;
+	uint8_t version;
+	uint8_t role;			/* 0 control, 1 data */
+	uint16_t index_be;		/* data: the QP's index */
+} __attribute__((packed));
+_Static_assert(sizeof(struct perf_hello) == 8, "perf_hello is 8 bytes");
+
+enum perf_ctl_type {
+	PERF_CTL_PARAMS = 1,	/* v[]: the options; adv[]: buffers */
+	PERF_CTL_READY = 2,	/* v[0]: the size about to run */
+	PERF_CTL_DONE = 3,	/* v[]: struct perf_result and sent counts */
+	PERF_CTL_BYE = 4,	/* client: the last DONE arrived, closing */
+	PERF_CTL_SENT = 5,	/* v[i]: Sends posted on QP i, this size */
+};
+
+/* Buffer advert: where the peer may write and read. */
+struct perf_adv {
+	uint64_t addr_be;
+	uint32_t rkey_be;
+	uint32_t pad;
+	uint64_t len_be;
+} __attribute__((packed));
+
+/* Every control message; fields big-endian. */
+struct perf_ctl {
+	uint32_t magic_be;
+	uint32_t type_be;
+	uint64_t v_be[24];
+	struct perf_adv adv[PERF_MAX_QPS];
+} __attribute__((packed));
+_Static_assert(sizeof(struct perf_ctl) == 8 + 24 * 8 + 24 * PERF_MAX_QPS,
+	       "perf_ctl layout");
+
+/* PARAMS fields (v[]). */
+enum {
+	PV_VERB, PV_LAT, PV_BIDIR, PV_QPS, PV_TX_DEPTH, PV_RX_DEPTH,
+	PV_CQ_MOD, PV_OUTS, PV_SIZE, PV_ALL, PV_ITERS, PV_DURATION,
+	PV_VERIFY, PV_MAX_SIZE,
+};
+/* DONE fields (v[]): times in ns, CPU in us. */
+enum {
+	DV_SIZE, DV_ITERS, DV_NS, DV_CPU_US, DV_LAT_MIN, DV_LAT_MAX,
+	DV_LAT_AVG, DV_LAT_P50, DV_LAT_P99, DV_LAT_P999, DV_VERIFY_ERRORS,
+	DV_COUNT
+};
+
+struct perf_qp {
+	unsigned int index;
+	it_ep_handle_t ep;
+	uint8_t *buf;			/* src | sink | credit word */
+	size_t buf_len;
+	it_lmr_handle_t lmr;
+	it_rmr_context_t rkey;
+	uint64_t raddr, rlen;		/* the peer's buffer */
+	uint32_t rrkey;
+	/* the sender's side */
+	uint64_t posted, completed;	/* work requests, all sizes */
+	uint64_t sends_total;		/* Sends ever posted (credits) */
+	uint64_t peer_sent;		/* from DONE: the peer's Sends */
+	/* the receiver's side */
+	uint64_t received;		/* receive completions, all sizes */
+	uint64_t credit_told;		/* last count written to the peer */
+	uint64_t *credit_src;		/* what our credit Write carries */
+	bool last_signalled;		/* the newest WR will complete */
+	bool connected;
+};
+
+struct perf_ctx {
+	struct perf_opts *o;
+	bool server;
+	it_ia_handle_t ia;
+	it_pz_handle_t pz;
+	it_evd_handle_t sq, rq, cm, req;	/* data EVDs, CM EVDs */
+	it_evd_handle_t csq, crq;		/* the control EP's */
+	it_ep_handle_t cep;
+	it_listen_handle_t listen;
+	struct perf_ctl *cbuf;		/* [0] send, [1..] receives */
+	it_lmr_handle_t clmr;
+	it_path_t path;
+	struct perf_qp qp[PERF_MAX_QPS];
+	unsigned int nqp;
+	uint64_t max_size;		/* of this run: buffers hold it */
+	uint64_t sink_off, credit_off;	/* in every QP's buffer */
+	struct perf_ctl last;		/* the last control message */
+};
+
+/* perf_conn.c */
+int perf_ctl_send(struct perf_ctx *c, enum perf_ctl_type type,
+		  const uint64_t *v, unsigned int nv, bool adverts);
+int perf_ctl_recv(struct perf_ctx *c, enum perf_ctl_type type,
+		  uint64_t timeout_us);
+/* 1 and the message in c->last when one of @type is there, 0 if none. */
+int perf_ctl_poll(struct perf_ctx *c, enum perf_ctl_type type);
+int perf_connect(struct perf_ctx *c);
+int perf_accept(struct perf_ctx *c);
+void perf_teardown(struct perf_ctx *c);
+void perf_fill(uint8_t *p, uint64_t len, uint64_t size, unsigned int qp);
+uint32_t perf_check(const uint8_t *p, uint64_t size, uint64_t max,
+		    unsigned int qp);
+
+/* perf_loop.c: run one size; the side's own numbers in @r. */
+int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r);
+bool perf_active(const struct perf_ctx *c);
+
+static inline uint64_t perf_be64(uint64_t v)
+{
+	return it_hton64(v);
+}
+
+#endif

@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tool_util.c - names, addresses, IA selection and event waits for the
+ * hostrdma tools, on IT-API only.
+ */
+#define _GNU_SOURCE
+#include "tools/tool_util.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* it_status_t in the standard's order (it_api.h numbers them from 0). */
+static const char *const status_names[] = {
+	[IT_SUCCESS] = "IT_SUCCESS",
+	[IT_ERR_ABORT] = "IT_ERR_ABORT",
+	[IT_ERR_ACCESS] = "IT_ERR_ACCESS",
+	[IT_ERR_ADDRESS] = "IT_ERR_ADDRESS",
+	[IT_ERR_AEVD_NOT_ALLOWED] = "IT_ERR_AEVD_NOT_ALLOWED",
+	[IT_ERR_ASYNC_AFF_EVD_EXISTS] = "IT_ERR_ASYNC_AFF_EVD_EXISTS",
+	[IT_ERR_ASYNC_UNAFF_EVD_EXISTS] = "IT_ERR_ASYNC_UNAFF_EVD_EXISTS",
+	[IT_ERR_CALLBACK_EXISTS] = "IT_ERR_CALLBACK_EXISTS",
+	[IT_ERR_CANNOT_RESET] = "IT_ERR_CANNOT_RESET",
+	[IT_ERR_CONN_QUAL_BUSY] = "IT_ERR_CONN_QUAL_BUSY",
+	[IT_ERR_EP_BUSY] = "IT_ERR_EP_BUSY",
+	[IT_ERR_EP_TIMEWAIT] = "IT_ERR_EP_TIMEWAIT",
+	[IT_ERR_EVD_BUSY] = "IT_ERR_EVD_BUSY",
+	[IT_ERR_EVD_WAIT] = "IT_ERR_EVD_WAIT",
+	[IT_ERR_EVD_QUEUE_FULL] = "IT_ERR_EVD_QUEUE_FULL",
+	[IT_ERR_FAULT] = "IT_ERR_FAULT",
+	[IT_ERR_HARD_HI_WATERMARK] = "IT_ERR_HARD_HI_WATERMARK",
+	[IT_ERR_IA_CATASTROPHE] = "IT_ERR_IA_CATASTROPHE",
+	[IT_ERR_INTERRUPT] = "IT_ERR_INTERRUPT",
+	[IT_ERR_INVALID_ADDR_MODE] = "IT_ERR_INVALID_ADDR_MODE",
+	[IT_ERR_INVALID_ADDRESS] = "IT_ERR_INVALID_ADDRESS",
+	[IT_ERR_INVALID_AEVD] = "IT_ERR_INVALID_AEVD",
+	[IT_ERR_INVALID_AH] = "IT_ERR_INVALID_AH",
+	[IT_ERR_INVALID_ATIMEOUT] = "IT_ERR_INVALID_ATIMEOUT",
+	[IT_ERR_INVALID_ATOMIC_OP] = "IT_ERR_INVALID_ATOMIC_OP",
+	[IT_ERR_INVALID_CM_RETRY] = "IT_ERR_INVALID_CM_RETRY",
+	[IT_ERR_INVALID_CN_EST_FLAGS] = "IT_ERR_INVALID_CN_EST_FLAGS",
+	[IT_ERR_INVALID_CN_EST_ID] = "IT_ERR_INVALID_CN_EST_ID",
+	[IT_ERR_INVALID_CONN_EVD] = "IT_ERR_INVALID_CONN_EVD",
+	[IT_ERR_INVALID_CONN_QUAL] = "IT_ERR_INVALID_CONN_QUAL",
+	[IT_ERR_INVALID_CONVERSION] = "IT_ERR_INVALID_CONVERSION",
+	[IT_ERR_INVALID_DTO_FLAGS] = "IT_ERR_INVALID_DTO_FLAGS",
+	[IT_ERR_INVALID_EP] = "IT_ERR_INVALID_EP",
+	[IT_ERR_INVALID_EP_ATTR] = "IT_ERR_INVALID_EP_ATTR",
+	[IT_ERR_INVALID_EP_KEY] = "IT_ERR_INVALID_EP_KEY",
+	[IT_ERR_INVALID_EP_STATE] = "IT_ERR_INVALID_EP_STATE",
+	[IT_ERR_INVALID_EP_TYPE] = "IT_ERR_INVALID_EP_TYPE",
+	[IT_ERR_INVALID_EVD] = "IT_ERR_INVALID_EVD",
+	[IT_ERR_INVALID_EVD_STATE] = "IT_ERR_INVALID_EVD_STATE",
+	[IT_ERR_INVALID_EVD_TYPE] = "IT_ERR_INVALID_EVD_TYPE",
+	[IT_ERR_INVALID_FLAGS] = "IT_ERR_INVALID_FLAGS",
+	[IT_ERR_INVALID_HANDLE] = "IT_ERR_INVALID_HANDLE",
+	[IT_ERR_INVALID_IA] = "IT_ERR_INVALID_IA",
+	[IT_ERR_INVALID_IOBL] = "IT_ERR_INVALID_IOBL",
+	[IT_ERR_INVALID_LENGTH] = "IT_ERR_INVALID_LENGTH",
+	[IT_ERR_INVALID_LISTEN] = "IT_ERR_INVALID_LISTEN",
+	[IT_ERR_INVALID_LMR] = "IT_ERR_INVALID_LMR",
+	[IT_ERR_INVALID_LTIMEOUT] = "IT_ERR_INVALID_LTIMEOUT",
+	[IT_ERR_INVALID_MAJOR_VERSION] = "IT_ERR_INVALID_MAJOR_VERSION",
+	[IT_ERR_INVALID_MASK] = "IT_ERR_INVALID_MASK",
+	[IT_ERR_INVALID_MINOR_VERSION] = "IT_ERR_INVALID_MINOR_VERSION",
+	[IT_ERR_INVALID_NAME] = "IT_ERR_INVALID_NAME",
+	[IT_ERR_INVALID_NETADDR] = "IT_ERR_INVALID_NETADDR",
+	[IT_ERR_INVALID_NUM_SEGMENTS] = "IT_ERR_INVALID_NUM_SEGMENTS",
+	[IT_ERR_INVALID_PDATA_LENGTH] = "IT_ERR_INVALID_PDATA_LENGTH",
+	[IT_ERR_INVALID_PRIVS] = "IT_ERR_INVALID_PRIVS",
+	[IT_ERR_INVALID_PZ] = "IT_ERR_INVALID_PZ",
+	[IT_ERR_INVALID_QUEUE_SIZE] = "IT_ERR_INVALID_QUEUE_SIZE",
+	[IT_ERR_INVALID_RECV_DTO] = "IT_ERR_INVALID_RECV_DTO",
+	[IT_ERR_INVALID_RECV_EVD] = "IT_ERR_INVALID_RECV_EVD",
+	[IT_ERR_INVALID_RECV_EVD_STATE] = "IT_ERR_INVALID_RECV_EVD_STATE",
+	[IT_ERR_INVALID_REQ_EVD] = "IT_ERR_INVALID_REQ_EVD",
+	[IT_ERR_INVALID_REQ_EVD_STATE] = "IT_ERR_INVALID_REQ_EVD_STATE",
+	[IT_ERR_INVALID_RETRY] = "IT_ERR_INVALID_RETRY",
+	[IT_ERR_INVALID_RMR] = "IT_ERR_INVALID_RMR",
+	[IT_ERR_INVALID_RNR_RETRY] = "IT_ERR_INVALID_RNR_RETRY",
+	[IT_ERR_INVALID_RMR_TYPE] = "IT_ERR_INVALID_RMR_TYPE",
+	[IT_ERR_INVALID_RTIMEOUT] = "IT_ERR_INVALID_RTIMEOUT",
+	[IT_ERR_INVALID_SOFT_EVD] = "IT_ERR_INVALID_SOFT_EVD",
+	[IT_ERR_INVALID_SOURCE_PATH] = "IT_ERR_INVALID_SOURCE_PATH",
+	[IT_ERR_INVALID_SPIGOT] = "IT_ERR_INVALID_SPIGOT",
+	[IT_ERR_INVALID_SRQ] = "IT_ERR_INVALID_SRQ",
+	[IT_ERR_INVALID_SRQ_SIZE] = "IT_ERR_INVALID_SRQ_SIZE",
+	[IT_ERR_INVALID_THRESHOLD] = "IT_ERR_INVALID_THRESHOLD",
+	[IT_ERR_INVALID_UD_STATUS] = "IT_ERR_INVALID_UD_STATUS",
+	[IT_ERR_INVALID_UD_SVC] = "IT_ERR_INVALID_UD_SVC",
+	[IT_ERR_INVALID_UD_SVC_REQ_ID] = "IT_ERR_INVALID_UD_SVC_REQ_ID",
+	[IT_ERR_INVALID_WATERMARK] = "IT_ERR_INVALID_WATERMARK",
+	[IT_ERR_LMR_BUSY] = "IT_ERR_LMR_BUSY",
+	[IT_ERR_MISMATCH_FD] = "IT_ERR_MISMATCH_FD",
+	[IT_ERR_NO_CONTEXT] = "IT_ERR_NO_CONTEXT",
+	[IT_ERR_NO_PERMISSION] = "IT_ERR_NO_PERMISSION",
+	[IT_ERR_OP_NOT_SUPPORTED] = "IT_ERR_OP_NOT_SUPPORTED",
+	[IT_ERR_PAYLOAD_SIZE] = "IT_ERR_PAYLOAD_SIZE",
+	[IT_ERR_PDATA_NOT_SUPPORTED] = "IT_ERR_PDATA_NOT_SUPPORTED",
+	[IT_ERR_PRIV_OPS_UNAVAILABLE] = "IT_ERR_PRIV_OPS_UNAVAILABLE",
+	[IT_ERR_PZ_BUSY] = "IT_ERR_PZ_BUSY",
+	[IT_ERR_QUEUE_EMPTY] = "IT_ERR_QUEUE_EMPTY",
+	[IT_ERR_RANGE] = "IT_ERR_RANGE",
+	[IT_ERR_RESOURCES] = "IT_ERR_RESOURCES",
+	[IT_ERR_RESOURCE_IRD] = "IT_ERR_RESOURCE_IRD",
+	[IT_ERR_RESOURCE_LMR_LENGTH] = "IT_ERR_RESOURCE_LMR_LENGTH",
+	[IT_ERR_RESOURCE_ORD] = "IT_ERR_RESOURCE_ORD",
+	[IT_ERR_RESOURCE_QUEUE_SIZE] = "IT_ERR_RESOURCE_QUEUE_SIZE",
+	[IT_ERR_RESOURCE_RECV_DTO] = "IT_ERR_RESOURCE_RECV_DTO",
+	[IT_ERR_RESOURCE_REQ_DTO] = "IT_ERR_RESOURCE_REQ_DTO",
+	[IT_ERR_RESOURCE_RRSEG] = "IT_ERR_RESOURCE_RRSEG",
+	[IT_ERR_RESOURCE_RSEG] = "IT_ERR_RESOURCE_RSEG",
+	[IT_ERR_RESOURCE_RWSEG] = "IT_ERR_RESOURCE_RWSEG",
+	[IT_ERR_RESOURCE_SSEG] = "IT_ERR_RESOURCE_SSEG",
+	[IT_ERR_SOFT_HI_WATERMARK] = "IT_ERR_SOFT_HI_WATERMARK",
+	[IT_ERR_SRQ_BUSY] = "IT_ERR_SRQ_BUSY",
+	[IT_ERR_SRQ_LOW_WATERMARK] = "IT_ERR_SRQ_LOW_WATERMARK",
+	[IT_ERR_SRQ_NOT_SUPPORTED] = "IT_ERR_SRQ_NOT_SUPPORTED",
+	[IT_ERR_TIMEOUT_EXPIRED] = "IT_ERR_TIMEOUT_EXPIRED",
+	[IT_ERR_TOO_MANY_POSTS] = "IT_ERR_TOO_MANY_POSTS",
+	[IT_ERR_WAITER_LIMIT] = "IT_ERR_WAITER_LIMIT",
+};
+
+const char *tool_status_name(it_status_t st)
+{
+	static __thread char buf[32];
+
+	if ((unsigned int)st < ARRAY_SIZE(status_names) && status_names[st])
+		return status_names[st];
+	snprintf(buf, sizeof(buf), "status %d", (int)st);
+	return buf;
+}
+
+const char *tool_dto_status_name(it_dto_status_t st)
+{
+	static const char *const names[] = {
+		[IT_DTO_SUCCESS] = "success",
+		[IT_DTO_ERR_LOCAL_LENGTH] = "local length error",
+		[IT_DTO_ERR_LOCAL_EP] = "local EP error",
+		[IT_DTO_ERR_LOCAL_PROTECTION] = "local protection error",
+		[IT_DTO_ERR_FLUSHED] = "flushed",
+		[IT_RMR_OPERATION_FAILED] = "RMR operation failed",
+		[IT_DTO_ERR_BAD_RESPONSE] = "bad response",
+		[IT_DTO_ERR_REMOTE_ACCESS] = "remote access error",
+		[IT_DTO_ERR_REMOTE_RESPONDER] = "remote responder error",
+		[IT_DTO_ERR_TRANSPORT] = "transport error",
+		[IT_DTO_ERR_RECEIVER_NOT_READY] = "receiver not ready",
+		[IT_DTO_ERR_PARTIAL_PACKET] = "partial packet",
+		[IT_DTO_ERR_LOCAL_MM_OPERATION] = "local MM operation error",
+	};
+
+	if ((unsigned int)st < ARRAY_SIZE(names) && names[st])
+		return names[st];
+	return "unknown DTO status";
+}
+
+const char *tool_event_name(it_event_type_t ev)
+{
+	switch (ev) {
+	case IT_DTO_SEND_CMPL_EVENT: return "Send completion";
+	case IT_DTO_RC_RECV_CMPL_EVENT: return "receive completion";
+	case IT_DTO_RDMA_WRITE_CMPL_EVENT: return "RDMA Write completion";
+	case IT_DTO_RDMA_READ_CMPL_EVENT: return "RDMA Read completion";
+	case IT_CM_REQ_CONN_REQUEST_EVENT: return "connection request";
+	case IT_CM_MSG_CONN_ACCEPT_ARRIVAL_EVENT: return "accept arrival";
+	case IT_CM_MSG_CONN_ESTABLISHED_EVENT: return "connection established";
+	case IT_CM_MSG_CONN_DISCONNECT_EVENT: return "disconnect";
+	case IT_CM_MSG_CONN_PEER_REJECT_EVENT: return "rejected by the peer";
+	case IT_CM_MSG_CONN_NONPEER_REJECT_EVENT:
+		return "rejected (not by the peer: nobody listens, or no route)";
+	case IT_CM_MSG_CONN_BROKEN_EVENT: return "connection broken";
+	default: return "event";
+	}
+}
+
+const char *tool_transport_name(it_transport_type_t t)
+{
+	switch (t) {
+	case IT_IB_TRANSPORT: return "InfiniBand/RoCE";
+	case IT_VIA_IP_TRANSPORT: return "VIA/IP";
+	case IT_VIA_FC_TRANSPORT: return "VIA/FC";
+	case IT_IWARP_TCP_TRANSPORT: return "iWARP";
+	case IT_VENDOR_TRANSPORT: return "vendor";
+	}
+	return "unknown";
+}
+
+int tool_check(const char *prog, const char *what, it_status_t st)
+{
+	if (st == IT_SUCCESS)
+		return 0;
+	fprintf(stderr, "%s: %s: %s\n", prog, what, tool_status_name(st));
+	return -1;
+}
+
+int tool_parse_addr(const char *prog, const char *text, it_net_addr_t *out)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, text, &out->addr.ipv4) == 1) {
+		out->addr_type = IT_IPV4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, text, &out->addr.ipv6) == 1) {
+		out->addr_type = IT_IPV6;
+		return 0;
+	}
+	rc = getaddrinfo(text, NULL, &hints, &res);
+	if (rc) {
+		fprintf(stderr, "%s: address %s: %s\n", prog, text,
+			gai_strerror(rc));
+		return -1;
+	}
+	if (res->ai_family == AF_INET) {
+		out->addr_type = IT_IPV4;
+		out->addr.ipv4 =
+			((struct sockaddr_in *)res->ai_addr)->sin_addr;
+	} else {
+		out->addr_type = IT_IPV6;
+		out->addr.ipv6 =
+			((struct sockaddr_in6 *)res->ai_addr)->sin6_addr;
+	}
+	freeaddrinfo(res);
+	return 0;
+}
+
+const char *tool_addr_str(const it_net_addr_t *a, char *buf, size_t len)
+{
+	switch (a->addr_type) {
+	case IT_IPV4:
+		return inet_ntop(AF_INET, &a->addr.ipv4, buf, (socklen_t)len);
+	case IT_IPV6:
+		return inet_ntop(AF_INET6, &a->addr.ipv6, buf, (socklen_t)len);
+	case IT_IB_GID:
+		return inet_ntop(AF_INET6, &a->addr.gid, buf, (socklen_t)len);
+	default:
+		snprintf(buf, len, "(address type %d)", (int)a->addr_type);
+		return buf;
+	}
+}
+
+static it_ia_handle_t open_named(const char *prog, const char *name)
+{
+	it_ia_handle_t ia;
+	it_status_t st = it_ia_create(name, 2, 1, &ia);
+
+	if (st != IT_SUCCESS) {
+		fprintf(stderr, "%s: device %s: %s\n", prog, name,
+			tool_status_name(st));
+		return NULL;
+	}
+	return ia;
+}
+
+it_ia_handle_t tool_ia_for_dest(const char *prog, const char *device,
+				const it_net_addr_t *dst, it_path_t *path)
+{
+	it_interface_t itf[64];
+	size_t n = ARRAY_SIZE(itf), total, np;
+	char text[INET6_ADDRSTRLEN + 16];
+	it_ia_handle_t ia;
+	it_status_t st;
+
+	if (device) {
+		ia = open_named(prog, device);
+		if (!ia)
+			return NULL;
+		np = 1;
+		st = it_get_pathinfo(ia, 0, dst, &np, &total, path);
+		if (st == IT_SUCCESS && np == 1)
+			return ia;
+		fprintf(stderr, "%s: device %s has no path to %s (%s)\n",
+			prog, device, tool_addr_str(dst, text, sizeof(text)),
+			st == IT_SUCCESS ? "no route through its interface" :
+					   tool_status_name(st));
+		it_ia_free(ia);
+		return NULL;
+	}
+	it_interface_list(itf, &n, &total);
+	for (size_t i = 0; i < n; i++) {
+		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
+			continue;
+		np = 1;
+		if (it_get_pathinfo(ia, 0, dst, &np, &total, path) ==
+			    IT_SUCCESS && np == 1)
+			return ia;
+		it_ia_free(ia);
+	}
+	fprintf(stderr, "%s: no RDMA device reaches %s (%zu devices)\n", prog,
+		tool_addr_str(dst, text, sizeof(text)), n);
+	return NULL;
+}
+
+static bool addr_equal(const it_net_addr_t *a, const it_net_addr_t *b)
+{
+	if (a->addr_type != b->addr_type)
+		return false;
+	if (a->addr_type == IT_IPV4)
+		return a->addr.ipv4.s_addr == b->addr.ipv4.s_addr;
+	return !memcmp(&a->addr.ipv6, &b->addr.ipv6, sizeof(a->addr.ipv6));
+}
+
+it_ia_handle_t tool_ia_owning(const char *prog, const char *device,
+			      const it_net_addr_t *addr)
+{
+	it_interface_t itf[64];
+	size_t n = ARRAY_SIZE(itf), total;
+	char text[INET6_ADDRSTRLEN + 16];
+
+	if (device)
+		return open_named(prog, device);
+	it_interface_list(itf, &n, &total);
+	for (size_t i = 0; i < n; i++) {
+		it_ia_handle_t ia;
+		it_ia_info_t *info;
+		bool mine = false;
+
+		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
+			continue;
+		if (it_ia_query(ia, &info) == IT_SUCCESS) {
+			for (size_t s = 0; s < info->num_spigots; s++) {
+				it_spigot_info_t *sp = &info->spigot_info[s];
+
+				for (size_t j = 0; j < sp->num_net_addr; j++)
+					mine |= addr_equal(&sp->net_addr[j],
+							   addr);
+			}
+			it_ia_info_free(info);
+		}
+		if (mine)
+			return ia;
+		it_ia_free(ia);
+	}
+	fprintf(stderr, "%s: no RDMA device holds the address %s\n", prog,
+		tool_addr_str(addr, text, sizeof(text)));
+	return NULL;
+}
+
+int tool_listen(const char *prog, const char *device, const char *bind,
+		uint16_t port, size_t req_depth, bool quiet,
+		void (*ready)(void *arg), void *arg, it_ia_handle_t *ia,
+		it_evd_handle_t *req, it_listen_handle_t *listen)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	struct {
+		it_ia_handle_t ia;
+		it_evd_handle_t req;
+		it_listen_handle_t l;
+		char name[IT_INTERFACE_NAME_SIZE];
+	} cand[32];
+	it_interface_t itf[32];
+	size_t n = ARRAY_SIZE(itf), total, nc = 0;
+	struct pollfd pfd[32];
+	int chosen = -1;
+
+	q.conn_qual.port = htons(port);
+	if (device || bind) {
+		it_net_addr_t a = { 0 };
+
+		if (bind && tool_parse_addr(prog, bind, &a))
+			return -1;
+		*ia = tool_ia_owning(prog, device, &a);
+		if (!*ia)
+			return -1;
+		if (tool_check(prog, "it_evd_create",
+			       it_evd_create(*ia, IT_CM_REQ_EVENT_STREAM, 0,
+					     req_depth, 0, NULL, req, NULL)) ||
+		    tool_check(prog, "it_listen_create",
+			       it_listen_create(*ia, 0, *req,
+						IT_LISTEN_CONN_QUAL_INPUT, &q,
+						listen)))
+			return -1;
+		if (!quiet)
+			fprintf(stderr, "%s: waiting for a client on port %u\n",
+				prog, port);
+		if (ready)
+			ready(arg);
+		return 0;
+	}
+	it_interface_list(itf, &n, &total);
+	for (size_t i = 0; i < n && nc < ARRAY_SIZE(cand); i++) {
+		int fd = -1;
+
+		if (it_ia_create(itf[i].name, 2, 1, &cand[nc].ia) !=
+		    IT_SUCCESS)
+			continue;
+		if (it_evd_create(cand[nc].ia, IT_CM_REQ_EVENT_STREAM,
+				  IT_EVD_CREATE_FD, req_depth, 0, NULL,
+				  &cand[nc].req, &fd) ||
+		    it_listen_create(cand[nc].ia, 0, cand[nc].req,
+				     IT_LISTEN_CONN_QUAL_INPUT, &q,
+				     &cand[nc].l)) {
+			/* e.g. RoCE before its connection manager */
+			it_ia_free(cand[nc].ia);
+			continue;
+		}
+		snprintf(cand[nc].name, sizeof(cand[nc].name), "%s",
+			 itf[i].name);
+		pfd[nc].fd = fd;
+		pfd[nc].events = POLLIN;
+		nc++;
+	}
+	if (!nc) {
+		fprintf(stderr, "%s: no RDMA device could listen on port %u\n",
+			prog, port);
+		return -1;
+	}
+	if (!quiet)
+		fprintf(stderr, "%s: waiting for a client on port %u (%zu devices)\n",
+			prog, port, nc);
+	if (ready)
+		ready(arg);
+	while (chosen < 0) {
+		if (poll(pfd, nc, -1) < 0)
+			continue;	/* EINTR */
+		for (size_t i = 0; i < nc && chosen < 0; i++)
+			if (pfd[i].revents & POLLIN)
+				chosen = (int)i;
+	}
+	for (size_t i = 0; i < nc; i++)
+		if ((int)i != chosen)
+			it_ia_free(cand[i].ia);
+	*ia = cand[chosen].ia;
+	*req = cand[chosen].req;
+	*listen = cand[chosen].l;
+	if (!quiet)
+		fprintf(stderr, "%s: connection request on %s\n", prog,
+			cand[chosen].name);
+	return 0;
+}
+
+int tool_wait_event(const char *prog, it_evd_handle_t evd,
+		    it_event_type_t type, uint64_t timeout_us, it_event_t *ev)
+{
+	size_t nmore;
+	it_status_t st = it_evd_wait(evd, timeout_us, ev, &nmore);
+
+	if (st != IT_SUCCESS) {
+		fprintf(stderr, "%s: waiting for a %s: %s\n", prog,
+			tool_event_name(type), tool_status_name(st));
+		return -1;
+	}
+	if (ev->event_number != type) {
+		fprintf(stderr, "%s: expected a %s, got a %s (0x%x)\n", prog,
+			tool_event_name(type), tool_event_name(ev->event_number),
+			(unsigned int)ev->event_number);
+		return -1;
+	}
+	if ((type & IT_EVENT_STREAM_MASK) == IT_DTO_EVENT_STREAM &&
+	    ev->dto_cmpl.dto_status != IT_DTO_SUCCESS) {
+		fprintf(stderr, "%s: %s failed: %s\n", prog,
+			tool_event_name(type),
+			tool_dto_status_name(ev->dto_cmpl.dto_status));
+		return -1;
+	}
+	return 0;
+}
+
+uint64_t tool_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void tool_raise_memlock(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl))
+		return;
+	/* Root may lift the hard limit too (CAP_SYS_RESOURCE). */
+	rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) == 0)
+		return;
+	getrlimit(RLIMIT_MEMLOCK, &rl);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+}

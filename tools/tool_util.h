@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tool_util.h - what the hostrdma tools share. The tools are IT-API
+ * programs: this header and tool_util.c use it_api.h only.
+ */
+#ifndef HOSTRDMA_TOOL_UTIL_H
+#define HOSTRDMA_TOOL_UTIL_H
+
+#define ITAPI_ENABLE_V21_BINDINGS
+#include "it_api.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Events the tools wait for, in microseconds. */
+#define TOOL_WAIT_US (30ull * 1000 * 1000)
+
+/* The status's name ("IT_ERR_OP_NOT_SUPPORTED"), or "status N". */
+const char *tool_status_name(it_status_t st);
+const char *tool_dto_status_name(it_dto_status_t st);
+const char *tool_event_name(it_event_type_t ev);
+const char *tool_transport_name(it_transport_type_t t);
+
+/* Prints "PROG: WHAT: STATUS" to stderr; returns -1 for st != success. */
+int tool_check(const char *prog, const char *what, it_status_t st);
+
+/* An IPv4 or IPv6 literal (or a name getaddrinfo knows) to an IT-API
+ * network address. 0, or -1 with a message on stderr. */
+int tool_parse_addr(const char *prog, const char *text, it_net_addr_t *out);
+/* The address as text, in @buf of @len bytes. */
+const char *tool_addr_str(const it_net_addr_t *a, char *buf, size_t len);
+
+/*
+ * The IA to use: @device when given (the interface name), otherwise the
+ * first IA with a path to @dst (it_get_pathinfo), the path in @path.
+ * NULL with a message on stderr when none.
+ */
+it_ia_handle_t tool_ia_for_dest(const char *prog, const char *device,
+				const it_net_addr_t *dst, it_path_t *path);
+/* The IA named @device, or the IA one of whose spigots holds @addr. */
+it_ia_handle_t tool_ia_owning(const char *prog, const char *device,
+			      const it_net_addr_t *addr);
+
+/*
+ * A server's listener on @port: on the IA named @device, or the one
+ * holding @bind, or else on every IA that can listen (each software
+ * transport, each interface), keeping the one the first connection
+ * request arrives on (its IA, connection request EVD of @req_depth
+ * events, and listener; the others are freed). @ready(@arg) is called
+ * once listening, before the wait. 0, or -1 with a message.
+ */
+int tool_listen(const char *prog, const char *device, const char *bind,
+		uint16_t port, size_t req_depth, bool quiet,
+		void (*ready)(void *arg), void *arg, it_ia_handle_t *ia,
+		it_evd_handle_t *req, it_listen_handle_t *listen);
+
+/*
+ * Waits up to @timeout_us for one event on @evd and checks it is @type
+ * (and, for a DTO, successful). 0, or -1 with a message naming what came.
+ */
+int tool_wait_event(const char *prog, it_evd_handle_t evd,
+		    it_event_type_t type, uint64_t timeout_us, it_event_t *ev);
+
+/* Raises RLIMIT_MEMLOCK as far as allowed (root: unlimited): registered
+ * memory is pinned, and the default 8 MiB is less than one 8 MiB run. */
+void tool_raise_memlock(void);
+
+/* Monotonic time in nanoseconds. */
+uint64_t tool_now_ns(void);
+
+#endif
