@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench/report.py CSV OUTDIR DOCDIR - the human table (every row with its
+ratio to this run's raw-TCP baseline), the target verdicts, and the
+gnuplot plots (bandwidth and latency against message size)."""
+import csv
+import os
+import subprocess
+import sys
+
+path, out, docs = sys.argv[1:4]
+rows = list(csv.DictReader(open(path)))
+val = {}
+for r in rows:
+    try:
+        val[(r["contender"], r["test"], r["size"], r["metric"])] = float(r["value"])
+    except ValueError:
+        pass
+sizes = ["8", "4096", "65536", "1048576"]
+
+
+def base(metric, size):
+    if metric == "lat_us":
+        return val.get(("sockperf", "pingpong", size, "lat_us"))
+    if metric.startswith("cpu"):
+        return val.get(("iperf3", "bw", size, metric))
+    return val.get(("iperf3", "bw", size, "bw_gbps"))
+
+
+lines = ["| contender | test | size | metric | value | unit | x raw TCP | note |",
+         "|---|---|---:|---|---:|---|---:|---|"]
+for r in rows:
+    v = val.get((r["contender"], r["test"], r["size"], r["metric"]))
+    b = base(r["metric"], r["size"])
+    ratio = "%.2f" % (v / b) if v is not None and b else "-"
+    lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        r["contender"], r["test"], r["size"], r["metric"], r["value"],
+        r["unit"], ratio, r["note"]))
+
+
+def ratio(a, b):
+    va, vb = val.get(a), val.get(b)
+    return va / vb if va is not None and vb else None
+
+
+def verdict(name, r, ok):
+    if r is None:
+        return "| %s | not measured | - |" % name
+    return "| %s | %.2f | %s |" % (name, r, "met" if ok(r) else "NOT met")
+
+
+S = "hostrdma-siw_lo"
+tg = ["", "| target | measured ratio | verdict |", "|---|---:|---|",
+      verdict("siw WRITE bw 1 MiB >= 0.9 x iperf3",
+              ratio((S, "write_bw", "1048576", "bw_gbps"), ("iperf3", "bw", "1048576", "bw_gbps")),
+              lambda x: x >= 0.9),
+      verdict("siw READ bw 1 MiB >= 0.85 x iperf3",
+              ratio((S, "read_bw", "1048576", "bw_gbps"), ("iperf3", "bw", "1048576", "bw_gbps")),
+              lambda x: x >= 0.85),
+      verdict("siw 8 B WRITE latency <= 1.2 x sockperf",
+              ratio((S, "write_lat", "8", "lat_us"), ("sockperf", "pingpong", "8", "lat_us")),
+              lambda x: x <= 1.2)]
+for side in ("client", "server"):
+    tg.append(verdict("siw WRITE 1 MiB CPU/GiB %s <= 1.2 x iperf3" % side,
+                      ratio((S, "write_bw", "1048576", "cpu_" + side),
+                            ("iperf3", "bw", "1048576", "cpu_" + side)),
+                      lambda x: x <= 1.2))
+for s in sizes:
+    for ours, other, ot in (("write_bw", "libfabric-tcp", "write_bw"),
+                            ("write_bw", "ucx-tcp", "put_bw")):
+        tg.append(verdict("siw WRITE bw %s B ahead of %s" % (s, other),
+                          ratio((S, ours, s, "bw_gbps"), (other, ot, s, "bw_gbps")),
+                          lambda x: x > 1.0))
+    for other, ot in (("libfabric-tcp", "pingpong"), ("ucx-tcp", "tag_lat")):
+        tg.append(verdict("siw WRITE lat %s B ahead of %s (ours/theirs)" % (s, other),
+                          ratio((S, "write_lat", s, "lat_us"), (other, ot, s, "lat_us")),
+                          lambda x: x < 1.0))
+machine = open(os.path.join(out, "machine.txt")).read().strip()
+open(os.path.join(out, "table.md"), "w").write(
+    machine + "\n\n" + "\n".join(lines + tg) + "\n")
+
+# plots: one data file per contender/test, columns size value
+series = {"bw_gbps": [], "lat_us": []}
+for c, t, m in sorted({(r["contender"], r["test"], r["metric"]) for r in rows}):
+    if m not in series:
+        continue
+    pts = [(s, val[(c, t, s, m)]) for s in sizes if (c, t, s, m) in val]
+    if not pts:
+        continue
+    fn = os.path.join(out, "plot-%s-%s-%s.dat" % (c, t, m))
+    with open(fn, "w") as f:
+        for s, v in pts:
+            f.write("%s %g\n" % (s, v))
+    series[m].append((fn, "%s %s" % (c, t)))
+os.makedirs(docs, exist_ok=True)
+for m, ylabel, name in (("bw_gbps", "bandwidth [Gbit/s]", "perf-bandwidth.svg"),
+                        ("lat_us", "one-way latency [us]", "perf-latency.svg")):
+    if not series[m]:
+        continue
+    g = ["set terminal svg size 900,560 dynamic",
+         "set output '%s'" % os.path.join(docs, name),
+         "set logscale x 2", "set xlabel 'message size [bytes]'",
+         "set ylabel '%s'" % ylabel, "set key outside right", "set grid",
+         "set title '%s on 127.0.0.1'" % ylabel.split(" [")[0]]
+    if m == "lat_us":
+        g.append("set logscale y")
+    g.append("plot " + ", ".join("'%s' using 1:2 with linespoints title '%s'" % (f, t)
+                                 for f, t in series[m]))
+    subprocess.run(["gnuplot"], input="\n".join(g), text=True, check=True)
