@@ -34,7 +34,8 @@
 	X(suite_cm_mad, "cm-mad")                                           \
 	X(suite_itapi_cm_rxe, "itapi-cm-rxe")                               \
 	X(suite_itapi_cm_ib, "itapi-cm-ib")                                 \
-	X(suite_itapi_atomic, "itapi-atomic-rxe")
+	X(suite_itapi_atomic, "itapi-atomic-rxe")                           \
+	X(suite_itapi_ud_rxe, "itapi-ud-rxe")
 #else
 #define HOSTRDMA_SUITES_ITAPI_RXE(X)
 #endif
