@@ -56,6 +56,11 @@ int ib_connect(struct cm *cm, struct cm_id *id)
 	if (err)
 		return err;
 
+	/* PROVIDER before the REQ leaves: on loopback the REP can come
+	 * back, and the connection be established, before this function
+	 * returns; in IDLE that event would be dropped as stale. On an
+	 * error the caller closes the ID. */
+	cm_id_set_state(id, CM_ID_PROVIDER);
 	g_mutex_lock(&st->lock);
 	err = ib_port_get(cm, d, &p);
 	if (err)
@@ -153,7 +158,6 @@ int ib_connect(struct cm *cm, struct cm_id *id)
 	ibc_arm(c, rto);
 	ibc_send(c, &m, true);
 	g_mutex_unlock(&st->lock);
-	cm_id_set_state(id, CM_ID_PROVIDER);
 	cm_debug(id, "REQ for service ID 0x%016" PRIx64 " sent (%s)", c->sid,
 		 c->prefix);
 	return 0;
