@@ -324,7 +324,6 @@ static gboolean in_timeout(gpointer data)
 	struct ib_state *st;
 	struct ib_sidr_in *in;
 
-	g_free(data);
 	if (!cm)
 		return G_SOURCE_REMOVE;
 	st = ib_of(cm);
@@ -353,7 +352,7 @@ static gboolean in_timeout(gpointer data)
 						   in_timeout,
 						   g_memdup2(&req_id,
 							     sizeof(req_id)),
-						   NULL);
+						   g_free);
 		} else {
 			g_hash_table_remove(st->sidr_in, &in->req_id);
 			in_free(in);
@@ -474,7 +473,7 @@ void ib_recv_sidr_req(struct cm *cm, struct ib_port *p,
 						      cm->timeout_ms,
 				   in_timeout,
 				   g_memdup2(&in->req_id, sizeof(in->req_id)),
-				   NULL);
+				   g_free);
 	if (in->answered)
 		ib_port_send(p, &in->reply, &in->dest);
 	g_mutex_unlock(&st->lock);
@@ -538,7 +537,7 @@ int cm_sidr_reply(struct cm *cm, uint64_t req_id, uint8_t status,
 	cm_source_drop(&in->timer);
 	in->timer = cm_timeout_add(cm, SIDR_REMEMBER_MS, in_timeout,
 				   g_memdup2(&in->req_id, sizeof(in->req_id)),
-				   NULL);
+				   g_free);
 	g_mutex_unlock(&st->lock);
 	g_debug("%s SIDR_REP sent: status %u, QP %06x", in->prefix, status,
 		qpn);

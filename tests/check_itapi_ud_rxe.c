@@ -284,11 +284,13 @@ START_TEST(sidr_then_datagram)
 	memset(sb.mem, 0x5c, 100);
 	memset(rb.mem, 0xee, rb.len);
 	rt = it_seg(&rb, 0, GRH_LEN + 100);
-	ck_assert_it_ok(it_post_recvfrom(b, &rt, 1, 50, IT_COMPLETION_FLAG));
+	ck_assert_it_ok(it_post_recvfrom(b, &rt, 1, 50,
+					 IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
 	st = it_seg(&sb, 0, 100);
 	dst.addr.ud.addr = ah;
 	dst.addr.ud.ep_info = ev.ud_svc_reply.ep_info;
-	ck_assert_it_ok(it_post_sendto(a, &st, 1, 51, IT_COMPLETION_FLAG,
+	ck_assert_it_ok(it_post_sendto(a, &st, 1, 51,
+				       IT_COMPLETION_FLAG | IT_NOTIFY_FLAG,
 				       &dst));
 	while (got < 2) {
 		it_wait_event(F.dto, &ev);
