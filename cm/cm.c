@@ -54,6 +54,8 @@ static const char *const cm_event_names[] = {
 	[UAL_CM_EV_UNREACHABLE] = "UNREACHABLE",
 	[UAL_CM_EV_DISCONNECTED] = "DISCONNECTED",
 	[UAL_CM_EV_BROKEN] = "BROKEN",
+	[UAL_CM_EV_SIDR_REQUEST] = "SIDR_REQUEST",
+	[UAL_CM_EV_SIDR_REPLY] = "SIDR_REPLY",
 };
 
 const char *ual_cm_event_name(enum ual_cm_event_type type)

@@ -322,6 +322,14 @@ int cm_handoff(struct cm *cm, uint64_t req_id, uint8_t port_num,
 	       uint16_t port);
 int cm_disconnect(struct cm_id *id, bool abortive);
 void cm_id_destroy(struct cm_id *id);
+int cm_sidr_request(struct cm *cm, struct ual_device *d,
+		    const struct sockaddr *dst, uint64_t sid, const void *pdata,
+		    uint32_t len, uint32_t timeout_ms, ual_cm_event_fn fn,
+		    void *user_data, void **out);
+void cm_sidr_destroy(struct cm *cm, void *s);
+int cm_sidr_reply(struct cm *cm, uint64_t req_id, uint8_t status,
+		  uint32_t qpn, uint32_t qkey, const void *pdata,
+		  uint32_t len);
 int cm_socket_convert(struct cm *cm, struct ual_qp *qp, int sockfd,
 		      const struct ual_cm_param *param, ual_cm_event_fn fn,
 		      void *user_data, struct cm_id **out);

@@ -90,6 +90,8 @@ void cm_ib_init(struct cm *cm)
 	g_mutex_init(&st->lock);
 	st->ports = g_hash_table_new(g_direct_hash, g_direct_equal);
 	st->conns = g_hash_table_new(g_direct_hash, g_direct_equal);
+	st->sidr_out = g_hash_table_new(g_direct_hash, g_direct_equal);
+	st->sidr_in = g_hash_table_new(g_int64_hash, g_int64_equal);
 	st->rand = g_rand_new();
 	cm->ib = st;
 }
@@ -108,6 +110,7 @@ void cm_ib_fini(struct cm *cm)
 		ibc_unref(c);
 	}
 	g_hash_table_destroy(st->conns);
+	ib_sidr_fini(st);
 	g_hash_table_iter_init(&it, st->ports);
 	while (g_hash_table_iter_next(&it, NULL, &val))
 		ib_port_free(val);
@@ -426,6 +429,12 @@ void cm_ib_recv(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 		break;
 	case IB_CM_ATTR_DREP:
 		ib_recv_drep(cm, p, m);
+		break;
+	case IB_CM_ATTR_SIDR_REQ:
+		ib_recv_sidr_req(cm, p, m, src, h.tid);
+		break;
+	case IB_CM_ATTR_SIDR_REP:
+		ib_recv_sidr_rep(cm, p, m);
 		break;
 	default:
 		g_info("%s CM attribute 0x%04x (%s) is not handled here; dropped",

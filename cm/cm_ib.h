@@ -121,6 +121,8 @@ struct ib_state {
 	GMutex lock;
 	GHashTable *ports;	/* struct ual_device * -> struct ib_port * */
 	GHashTable *conns;	/* local comm ID -> struct ib_conn * (ref) */
+	GHashTable *sidr_out;	/* request ID -> struct ib_sidr_out * (ref) */
+	GHashTable *sidr_in;	/* &req_id -> struct ib_sidr_in * */
 	GRand *rand;
 };
 
@@ -196,6 +198,14 @@ void ib_recv_dreq(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 void ib_recv_drep(struct cm *cm, struct ib_port *p, const struct ib_mad *m);
 int ib_disconnect(struct cm *cm, struct cm_id *id, bool abortive);
 void ib_release(struct cm *cm, struct cm_id *id, enum cm_id_state was);
+
+/* cm_ib_sidr.c: service ID resolution (IBA 12.11). */
+void ib_recv_sidr_req(struct cm *cm, struct ib_port *p,
+		      const struct ib_mad *m, const struct ib_src *src,
+		      uint64_t tid);
+void ib_recv_sidr_rep(struct cm *cm, struct ib_port *p,
+		      const struct ib_mad *m);
+void ib_sidr_fini(struct ib_state *st);
 
 /* cm.c calls these. */
 void cm_ib_init(struct cm *cm);

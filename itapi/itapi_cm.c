@@ -57,6 +57,31 @@ static void copy_pdata(unsigned char *dst, it_boolean_t *present,
 /* Listeners                                                           */
 /* ------------------------------------------------------------------ */
 
+/* A UD service request (SIDR) on the listener. */
+static void listen_sidr_event(struct itapi_listen *l,
+			      const struct ual_cm_event *ev)
+{
+	it_ud_svc_request_event_t *r;
+	it_event_t out = { 0 };
+
+	r = &out.ud_svc_request;
+	r->event_number = IT_CM_REQ_UD_SERVICE_REQUEST_EVENT;
+	r->ud_svc_req_id = ev->req_id;
+	r->conn_qual = l->conn_qual;
+	if (l->conn_qual.type == IT_IB_SERVICEID)
+		r->conn_qual.conn_qual.serviceid = htobe64(ev->service_id);
+	itapi_sockaddr_to_net_addr(&ev->remote_addr, &r->source_addr);
+	r->spigot_id = ev->port_num ? ev->port_num - 1u : 0;
+	copy_pdata(r->private_data, &r->private_data_present,
+		   ev->private_data, ev->private_data_len, l->obj.prefix);
+	if (itapi_evd_post(l->evd, &out, true) != IT_SUCCESS) {
+		g_info("%s UD service request %llu refused: its EVD is full",
+		       l->obj.prefix, (unsigned long long)ev->req_id);
+		ual_cm_sidr_reply(ev->req_id, IT_UD_SVC_REQ_REJECTED, 0, 0,
+				  NULL, 0);
+	}
+}
+
 static void listen_event(const struct ual_cm_event *ev, void *data)
 {
 	struct itapi_listen *l = data;
@@ -64,6 +89,10 @@ static void listen_event(const struct ual_cm_event *ev, void *data)
 	it_conn_request_event_t *r;
 	it_event_t out = { 0 };
 
+	if (ev->type == UAL_CM_EV_SIDR_REQUEST) {
+		listen_sidr_event(l, ev);
+		return;
+	}
 	if (ev->type != UAL_CM_EV_REQUEST)
 		return;
 	r = &out.conn_req;

@@ -410,6 +410,9 @@ it_status_t it_ia_free(it_ia_handle_t ia_handle)
 			case IT_HANDLE_TYPE_ADDR:
 				itapi_addr_destroy((struct itapi_addr *)o);
 				break;
+			case IT_HANDLE_TYPE_UD_SVC_REQ:
+				itapi_ud_svc_destroy((struct itapi_ud_svc *)o);
+				break;
 			case IT_HANDLE_TYPE_RMR:
 				itapi_rmr_destroy((struct itapi_rmr *)o);
 				break;

@@ -379,6 +379,8 @@ uint32_t itapi_wq_outstanding(struct itapi_wq *wq);
 
 /* ep.c: free an EP / listener / SRQ / AH during it_ia_free. */
 void itapi_ep_destroy(struct itapi_ep *ep);
+struct itapi_ud_svc;
+void itapi_ud_svc_destroy(struct itapi_ud_svc *u);
 void itapi_listen_destroy(struct itapi_listen *l);
 void itapi_srq_destroy(struct itapi_srq *srq);
 void itapi_addr_destroy(struct itapi_addr *a);

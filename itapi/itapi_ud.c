@@ -5,14 +5,17 @@
  *
  * UD works on any provider with RNICPI_DEV_CAP_UD (InfiniBand transport:
  * soft-RoCE, or a test provider); iWARP has no datagram service and
- * answers IT_ERR_OP_NOT_SUPPORTED. Service ID resolution (SIDR, the
- * it_ud_service_* calls) rides on the InfiniBand CM, which arrives with
- * soft-RoCE: until then no request can be created.
+ * answers IT_ERR_OP_NOT_SUPPORTED. Service ID resolution (the
+ * it_ud_service_* calls) is the InfiniBand CM's SIDR (cm/cm_ib_sidr.c):
+ * a request handle sends SIDR_REQ, the listener's EVD gets the request,
+ * it_ud_service_reply answers with SIDR_REP.
  */
 #define G_LOG_DOMAIN "hostrdma-itapi"
 
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
@@ -420,6 +423,57 @@ it_status_t it_post_recvfrom(it_ep_handle_t ep_handle,
 /* UD service requests (SIDR over the InfiniBand CM)                   */
 /* ------------------------------------------------------------------ */
 
+struct itapi_ud_svc {
+	struct itapi_obj obj;
+	struct itapi_evd *evd;
+	it_conn_qual_t conn_qual;
+	it_path_t path;
+	unsigned char pdata[IT_MAX_PRIV_DATA];
+	size_t pdata_len;
+	GMutex lock;
+	struct ual_cm_sidr *cm;		/* the request under way */
+	uint32_t requests;		/* how many were made */
+};
+
+/* The service ID a request names: an IANA port is rdma_cm's UDP port
+ * space (0x0000000001110000 + port), as udaddy uses it. */
+static uint64_t svc_sid(const it_conn_qual_t *q)
+{
+	if (q->type == IT_IANA_PORT)
+		return 0x0000000001110000ull | ntohs(q->conn_qual.port);
+	return be64toh(q->conn_qual.serviceid);
+}
+
+static void ud_svc_event(const struct ual_cm_event *ev, void *data)
+{
+	struct itapi_ud_svc *u = data;
+	it_ud_svc_reply_event_t *r;
+	it_event_t out = { 0 };
+
+	if (ev->type != UAL_CM_EV_SIDR_REPLY)
+		return;
+	r = &out.ud_svc_reply;
+	r->event_number = IT_CM_MSG_UD_SERVICE_REPLY_EVENT;
+	r->ud_svc = (it_ud_svc_req_handle_t)u;
+	/* IT-API has no status for "no answer": the request was not
+	 * granted. */
+	r->status = ev->status ? IT_UD_SVC_REQ_REJECTED :
+				 (it_ud_svc_req_status_t)ev->sidr_status;
+	if (!ev->status && ev->sidr_status == IT_UD_SVC_EP_INFO_VALID) {
+		r->ep_info.ud_ep_id = ev->qpn;
+		r->ep_info.ud_ep_key = ev->qkey;
+	}
+	r->dst_path = u->path;
+	if (ev->private_data_len) {
+		memcpy(r->private_data, ev->private_data,
+		       MIN(ev->private_data_len, (uint32_t)IT_MAX_PRIV_DATA));
+		r->private_data_present = IT_TRUE;
+	}
+	itapi_debug(&u->obj, "reply: status %d (%d), QP %u", r->status,
+		    ev->status, ev->qpn);
+	itapi_evd_post(u->evd, &out, true);
+}
+
 it_status_t it_ud_service_request_handle_create(
 	const it_conn_qual_t *conn_qual, it_evd_handle_t reply_evd,
 	const it_path_t *destination_path, const unsigned char *private_data,
@@ -427,6 +481,8 @@ it_status_t it_ud_service_request_handle_create(
 {
 	struct itapi_evd *evd = ITAPI_LOOKUP(reply_evd, struct itapi_evd,
 					     IT_HANDLE_TYPE_EVD);
+	struct itapi_ud_svc *u;
+	struct itapi_ia *ia;
 
 	if (!conn_qual || !destination_path || !ud_svc_handle)
 		return IT_FAIL0(IT_ERR_FAULT,
@@ -437,41 +493,164 @@ it_status_t it_ud_service_request_handle_create(
 	if (evd->is_aevd || evd->stream != IT_CM_MSG_EVENT_STREAM)
 		return IT_FAIL(&evd->obj, IT_ERR_INVALID_EVD_TYPE,
 			       "replies go to a CM message SEVD");
-	if (conn_qual->type != IT_IB_SERVICEID)
+	ia = evd->obj.ia;
+	if (conn_qual->type != IT_IB_SERVICEID &&
+	    conn_qual->type != IT_IANA_PORT)
 		return IT_FAIL(&evd->obj, IT_ERR_INVALID_CONN_QUAL,
-			       "UD service requests name an IB service ID");
+			       "UD service requests name an IB service ID or an IANA port");
+	if (!svc_sid(conn_qual))
+		return IT_FAIL(&evd->obj, IT_ERR_INVALID_CONN_QUAL,
+			       "service ID 0");
 	if (private_data_length && !private_data)
 		return IT_FAIL(&evd->obj, IT_ERR_FAULT, "private_data is NULL");
 	if (private_data_length > IT_MAX_PRIV_DATA)
 		return IT_FAIL(&evd->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data", private_data_length);
-	return IT_FAIL(&evd->obj, IT_ERR_OP_NOT_SUPPORTED,
-		       "UD service ID resolution needs the InfiniBand CM, which is not here yet");
+	if (ia->transport == RNICPI_TRANSPORT_IWARP ||
+	    !(ia->attr.caps & RNICPI_DEV_CAP_GSI))
+		return IT_FAIL(&evd->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "UD service ID resolution needs the InfiniBand CM (QP1): this IA has none");
+	if (!itapi_ia_spigot_ok(ia, destination_path->spigot_id))
+		return IT_FAIL(&evd->obj, IT_ERR_INVALID_SPIGOT, "spigot %zu",
+			       destination_path->spigot_id);
+	if (IN6_IS_ADDR_UNSPECIFIED(
+		    &destination_path->remote.ib.remote_port_gid))
+		return IT_FAIL(&evd->obj, IT_ERR_INVALID_NETADDR,
+			       "remote port GID ::");
+	u = g_new0(struct itapi_ud_svc, 1);
+	itapi_obj_init(&u->obj, IT_HANDLE_TYPE_UD_SVC_REQ, ia, "UDSVC");
+	u->evd = evd;
+	u->conn_qual = *conn_qual;
+	u->path = *destination_path;
+	if (private_data_length)
+		memcpy(u->pdata, private_data, private_data_length);
+	u->pdata_len = private_data_length;
+	g_mutex_init(&u->lock);
+	g_mutex_lock(&ia->lock);
+	evd->users++;
+	g_mutex_unlock(&ia->lock);
+	itapi_ia_add_child(ia, &u->obj);
+	*ud_svc_handle = (it_ud_svc_req_handle_t)u;
+	return IT_SUCCESS;
+}
+
+void itapi_ud_svc_destroy(struct itapi_ud_svc *u)
+{
+	struct itapi_ia *ia = u->obj.ia;
+	struct ual_cm_sidr *cm;
+
+	itapi_ia_del_child(ia, &u->obj);
+	g_mutex_lock(&u->lock);
+	cm = g_steal_pointer(&u->cm);
+	g_mutex_unlock(&u->lock);
+	ual_cm_sidr_destroy(cm);
+	g_mutex_lock(&ia->lock);
+	u->evd->users--;
+	g_mutex_unlock(&ia->lock);
+	g_mutex_clear(&u->lock);
+	g_free(u);
 }
 
 it_status_t it_ud_service_request_handle_free(
 	it_ud_svc_req_handle_t ud_svc_handle)
 {
-	/* None can be created (see above): every handle is stale. */
-	return IT_FAIL0(IT_ERR_INVALID_UD_SVC,
-			"UD service request handle %p is not live",
-			(void *)ud_svc_handle);
+	struct itapi_ud_svc *u = ITAPI_LOOKUP(ud_svc_handle,
+					      struct itapi_ud_svc,
+					      IT_HANDLE_TYPE_UD_SVC_REQ);
+
+	if (!u)
+		return IT_FAIL0(IT_ERR_INVALID_UD_SVC,
+				"UD service request handle %p is not live",
+				(void *)ud_svc_handle);
+	itapi_ud_svc_destroy(u);
+	return IT_SUCCESS;
 }
 
 it_status_t it_ud_service_request_handle_query(
 	it_ud_svc_req_handle_t ud_svc_handle, it_ud_svc_req_param_mask_t mask,
-	it_ud_svc_req_param_t *ud_svc_handle_info)
+	it_ud_svc_req_param_t *info)
 {
-	return IT_FAIL0(IT_ERR_INVALID_UD_SVC,
-			"UD service request handle %p is not live",
-			(void *)ud_svc_handle);
+	struct itapi_ud_svc *u = ITAPI_LOOKUP(ud_svc_handle,
+					      struct itapi_ud_svc,
+					      IT_HANDLE_TYPE_UD_SVC_REQ);
+	bool all = mask & IT_UD_PARAM_ALL;
+
+	if (!u)
+		return IT_FAIL0(IT_ERR_INVALID_UD_SVC,
+				"UD service request handle %p is not live",
+				(void *)ud_svc_handle);
+	if ((unsigned int)mask & ~0xffu)
+		return IT_FAIL(&u->obj, IT_ERR_INVALID_MASK,
+			       "mask 0x%x has unknown bits", (unsigned int)mask);
+	if (!info)
+		return IT_FAIL(&u->obj, IT_ERR_FAULT, "info is NULL");
+	if (all || (mask & IT_UD_PARAM_IA_HANDLE))
+		info->ia = (it_ia_handle_t)u->obj.ia;
+	if (all || (mask & IT_UD_PARAM_REQ_ID)) {
+		g_mutex_lock(&u->lock);
+		info->request_id = u->requests;
+		g_mutex_unlock(&u->lock);
+	}
+	if (all || (mask & IT_UD_PARAM_REPLY_EVD))
+		info->reply_evd = (it_evd_handle_t)u->evd;
+	if (all || (mask & IT_UD_PARAM_CONN_QUAL))
+		info->conn_qual = u->conn_qual;
+	if (all || (mask & IT_UD_PARAM_DEST_PATH))
+		info->destination_path = u->path;
+	if (all || (mask & IT_UD_PARAM_PRIV_DATA))
+		memcpy(info->private_data, u->pdata, sizeof(u->pdata));
+	if (all || (mask & IT_UD_PARAM_PRIV_DATA_LENGTH))
+		info->private_data_length = u->pdata_len;
+	return IT_SUCCESS;
 }
 
 it_status_t it_ud_service_request(it_ud_svc_req_handle_t ud_svc_handle)
 {
-	return IT_FAIL0(IT_ERR_INVALID_UD_SVC,
-			"UD service request handle %p is not live",
-			(void *)ud_svc_handle);
+	struct itapi_ud_svc *u = ITAPI_LOOKUP(ud_svc_handle,
+					      struct itapi_ud_svc,
+					      IT_HANDLE_TYPE_UD_SVC_REQ);
+	struct sockaddr_storage dst = { 0 };
+	struct ual_cm_sidr *cm = NULL, *old;
+	const struct in6_addr *g;
+	uint32_t timeout_ms = 0;
+	int err;
+
+	if (!u)
+		return IT_FAIL0(IT_ERR_INVALID_UD_SVC,
+				"UD service request handle %p is not live",
+				(void *)ud_svc_handle);
+	g = &u->path.remote.ib.remote_port_gid;
+	if (IN6_IS_ADDR_V4MAPPED(g)) {
+		struct sockaddr_in *in = (void *)&dst;
+
+		in->sin_family = AF_INET;
+		memcpy(&in->sin_addr, &g->s6_addr[12], 4);
+	} else {
+		struct sockaddr_in6 *in6 = (void *)&dst;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_addr = *g;
+	}
+	if (u->path.timeout && u->path.timeout != IT_TIMEOUT_INFINITE)
+		timeout_ms = (uint32_t)MIN((u->path.timeout + 999) / 1000,
+					   (uint64_t)3600000);
+	/* A new request replaces one under way (whose reply is dropped). */
+	g_mutex_lock(&u->lock);
+	old = g_steal_pointer(&u->cm);
+	g_mutex_unlock(&u->lock);
+	ual_cm_sidr_destroy(old);
+	err = ual_cm_sidr_request(u->obj.ia->dev, (void *)&dst,
+				  svc_sid(&u->conn_qual), 0, u->pdata,
+				  (uint32_t)u->pdata_len, timeout_ms,
+				  ud_svc_event, u, &cm);
+	if (err)
+		return IT_FAIL_ERRNO(&u->obj, err, ITAPI_CTX_CONN,
+				     "SIDR request: %s", g_strerror(-err));
+	g_mutex_lock(&u->lock);
+	u->cm = cm;
+	u->requests++;
+	g_mutex_unlock(&u->lock);
+	return IT_SUCCESS;
 }
 
 it_status_t it_ud_service_reply(it_ud_svc_req_identifier_t ud_svc_req_id,
@@ -480,6 +659,8 @@ it_status_t it_ud_service_reply(it_ud_svc_req_identifier_t ud_svc_req_id,
 				const unsigned char *private_data,
 				size_t private_data_length)
 {
+	int err;
+
 	if ((unsigned int)status > IT_UD_REQ_REDIRECTED)
 		return IT_FAIL0(IT_ERR_INVALID_UD_STATUS, "status %d",
 				(int)status);
@@ -487,8 +668,22 @@ it_status_t it_ud_service_reply(it_ud_svc_req_identifier_t ud_svc_req_id,
 		return IT_FAIL0(IT_ERR_INVALID_PDATA_LENGTH,
 				"%zu bytes of private data",
 				private_data_length);
-	/* No request arrives without the InfiniBand CM. */
-	return IT_FAIL0(IT_ERR_INVALID_UD_SVC_REQ_ID,
-			"no UD service request %llu is pending",
-			(unsigned long long)ud_svc_req_id);
+	if (private_data_length && !private_data)
+		return IT_FAIL0(IT_ERR_FAULT, "private_data is NULL");
+	if (status == IT_UD_SVC_EP_INFO_VALID && ep_info.ud_ep_id > 0xffffff)
+		return IT_FAIL0(IT_ERR_INVALID_EP, "QP number %u",
+				(unsigned int)ep_info.ud_ep_id);
+	/* IT-API's status values are IBA's SIDR_REP statuses. */
+	err = ual_cm_sidr_reply(ud_svc_req_id, (uint8_t)status,
+				(uint32_t)ep_info.ud_ep_id,
+				(uint32_t)ep_info.ud_ep_key, private_data,
+				(uint32_t)private_data_length);
+	if (err)
+		return IT_FAIL0(err == -ENOENT ? IT_ERR_INVALID_UD_SVC_REQ_ID :
+						 itapi_status(err,
+							      ITAPI_CTX_CONN),
+				"reply to UD service request %llu: %s",
+				(unsigned long long)ud_svc_req_id,
+				g_strerror(-err));
+	return IT_SUCCESS;
 }

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 
 #include "itapi/itapi_priv.h"
 #include "tests/itapi_testutil.h"
@@ -411,13 +412,19 @@ START_TEST(ud_service_requests)
 	it_ud_svc_req_param_t p;
 	it_remote_ep_info_t info = { 0 };
 
+	/* Service ID 0 names nothing. */
+	ck_assert_it(it_ud_service_request_handle_create(&q, F.msg, &path,
+							  NULL, 0, &h),
+		     IT_ERR_INVALID_CONN_QUAL);
+	/* The test provider has no GSI QP, so no InfiniBand CM (SIDR). */
+	q.conn_qual.serviceid = htobe64(0x42);
 	ck_assert_it(it_ud_service_request_handle_create(&q, F.msg, &path,
 							  NULL, 0, &h),
 		     IT_ERR_OP_NOT_SUPPORTED);
 	ck_assert_it(it_ud_service_request_handle_create(&q, F.dto, &path,
 							  NULL, 0, &h),
 		     IT_ERR_INVALID_EVD_TYPE);
-	q.type = IT_IANA_PORT;
+	q.type = (it_conn_qual_type_t)0x40;
 	ck_assert_it(it_ud_service_request_handle_create(&q, F.msg, &path,
 							  NULL, 0, &h),
 		     IT_ERR_INVALID_CONN_QUAL);

@@ -6,10 +6,15 @@
  * bytes, the sender's QPN and the GRH flag, the 40-byte GRH in front as
  * on InfiniBand. A wrong Q_Key is dropped by the receiver (IBA 10.2.5):
  * its buffer stays untouched while a later right one lands.
+ * Service ID resolution (IBA 12.11, SIDR): it_ud_service_request finds the
+ * listener's UD endpoint, whose answer carries QPN and Q_Key, and a
+ * datagram sent with them arrives; a rejecting listener, a service nobody
+ * listens on, a request handle's query and free.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <string.h>
 
 #include "tests/itapi_testutil.h"
@@ -195,6 +200,163 @@ START_TEST(wrong_qkey_dropped)
 }
 END_TEST
 
+static void path_lo(it_path_t *path)
+{
+	it_net_addr_t na = { .addr_type = IT_IPV4 };
+	size_t n = 1, total = 0;
+
+	na.addr.ipv4.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_it_ok(it_get_pathinfo(F.ia, 0, &na, &n, &total, path));
+	ck_assert_uint_eq(n, 1);
+}
+
+static const unsigned char hello[] = "which QP serves you?";
+
+/* Listen on service ID @sid, ask for it, take the request event. */
+static it_ud_svc_req_handle_t ask(uint64_t sid, it_listen_handle_t *l,
+				  it_event_t *req)
+{
+	it_conn_qual_t q = { .type = IT_IB_SERVICEID };
+	it_ud_svc_req_handle_t u = NULL;
+	it_path_t path;
+
+	q.conn_qual.serviceid = htobe64(sid);
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req,
+					 IT_LISTEN_CONN_QUAL_INPUT, &q, l));
+	path_lo(&path);
+	ck_assert_it_ok(it_ud_service_request_handle_create(
+		&q, F.msg, &path, hello, sizeof(hello), &u));
+	ck_assert_it_ok(it_ud_service_request(u));
+	it_wait_event(F.req, req);
+	ck_assert_event(req, IT_CM_REQ_UD_SERVICE_REQUEST_EVENT);
+	ck_assert(req->ud_svc_request.private_data_present);
+	ck_assert_int_eq(memcmp(req->ud_svc_request.private_data, hello,
+				sizeof(hello)),
+			 0);
+	ck_assert_uint_eq(be64toh(req->ud_svc_request.conn_qual.conn_qual
+					  .serviceid),
+			  sid);
+	return u;
+}
+
+START_TEST(sidr_then_datagram)
+{
+	it_ud_ep_id_t qa, qb;
+	it_ep_handle_t a = ud_new(0x1111, &qa), b = ud_new(QKEY, &qb);
+	it_addr_handle_t ah = ah_loopback();
+	it_dg_remote_ep_addr_t dst = { .type = IT_DG_TYPE_IB_UD };
+	it_remote_ep_info_t info = { .ud_ep_id = qb, .ud_ep_key = QKEY };
+	static const unsigned char yes[] = "QP here";
+	it_ud_svc_req_param_t qp;
+	it_listen_handle_t l;
+	it_ud_svc_req_handle_t u;
+	struct it_buf sb, rb;
+	it_lmr_triplet_t st, rt;
+	it_event_t ev;
+	int got = 0;
+
+	u = ask(0x1234abcdull, &l, &ev);
+	ck_assert_it_ok(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
+					    IT_UD_SVC_EP_INFO_VALID, info, yes,
+					    sizeof(yes)));
+	/* An answered request cannot be answered again. */
+	ck_assert_it(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
+					 IT_UD_SVC_REQ_REJECTED, info, NULL, 0),
+		     IT_ERR_INVALID_UD_SVC_REQ_ID);
+	it_wait_event(F.msg, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_UD_SERVICE_REPLY_EVENT);
+	ck_assert_ptr_eq(ev.ud_svc_reply.ud_svc, u);
+	ck_assert_int_eq(ev.ud_svc_reply.status, IT_UD_SVC_EP_INFO_VALID);
+	ck_assert_uint_eq(ev.ud_svc_reply.ep_info.ud_ep_id, qb);
+	ck_assert_uint_eq(ev.ud_svc_reply.ep_info.ud_ep_key, QKEY);
+	ck_assert(ev.ud_svc_reply.private_data_present);
+	ck_assert_int_eq(memcmp(ev.ud_svc_reply.private_data, yes,
+				sizeof(yes)),
+			 0);
+	ck_assert_it_ok(it_ud_service_request_handle_query(u, IT_UD_PARAM_ALL,
+							   &qp));
+	ck_assert_ptr_eq(qp.reply_evd, F.msg);
+	ck_assert_uint_eq(qp.private_data_length, sizeof(hello));
+
+	/* What the reply said is enough to reach the endpoint. */
+	it_buf_new(&F, &sb, 256, IT_PRIV_LOCAL);
+	it_buf_new(&F, &rb, 256, IT_PRIV_LOCAL);
+	memset(sb.mem, 0x5c, 100);
+	memset(rb.mem, 0xee, rb.len);
+	rt = it_seg(&rb, 0, GRH_LEN + 100);
+	ck_assert_it_ok(it_post_recvfrom(b, &rt, 1, 50,
+					 IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	st = it_seg(&sb, 0, 100);
+	dst.addr.ud.addr = ah;
+	dst.addr.ud.ep_info = ev.ud_svc_reply.ep_info;
+	ck_assert_it_ok(it_post_sendto(a, &st, 1, 51,
+				       IT_COMPLETION_FLAG | IT_NOTIFY_FLAG,
+				       &dst));
+	while (got < 2) {
+		it_wait_event(F.dto, &ev);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+		if (ev.event_number == IT_DTO_UD_RECV_CMPL_EVENT) {
+			ck_assert_uint_eq(ev.all_dto_cmpl.ud_ep_id, qa);
+			for (size_t i = 0; i < 100; i++)
+				ck_assert_uint_eq(rb.mem[GRH_LEN + i], 0x5c);
+		}
+		got++;
+	}
+	ck_assert_it_ok(it_ud_service_request_handle_free(u));
+	ck_assert_it(it_ud_service_request_handle_free(u),
+		     IT_ERR_INVALID_UD_SVC);
+	ck_assert_it_ok(it_listen_free(l));
+	ck_assert_it_ok(it_address_handle_free(ah));
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+	it_buf_free(&sb);
+	it_buf_free(&rb);
+}
+END_TEST
+
+START_TEST(sidr_rejected_and_unknown)
+{
+	it_remote_ep_info_t info = { 0 };
+	it_conn_qual_t q = { .type = IT_IB_SERVICEID };
+	it_ud_svc_req_handle_t u, u2 = NULL;
+	it_listen_handle_t l;
+	it_path_t path;
+	it_event_t ev;
+
+	u = ask(0x77ull, &l, &ev);
+	ck_assert_it_ok(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
+					    IT_UD_SVC_REQ_REJECTED, info, NULL,
+					    0));
+	it_wait_event(F.msg, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_UD_SERVICE_REPLY_EVENT);
+	ck_assert_int_eq(ev.ud_svc_reply.status, IT_UD_SVC_REQ_REJECTED);
+	ck_assert(!ev.ud_svc_reply.private_data_present);
+
+	/* Nobody listens on this one: the CM answers "invalid service ID"
+	 * (SIDR_REP status 1), IT-API's IT_UD_SVC_ID_NOT_SUPPORTED. */
+	q.conn_qual.serviceid = htobe64(0x78ull);
+	path_lo(&path);
+	ck_assert_it_ok(it_ud_service_request_handle_create(&q, F.msg, &path,
+							    NULL, 0, &u2));
+	ck_assert_it_ok(it_ud_service_request(u2));
+	it_wait_event(F.msg, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_UD_SERVICE_REPLY_EVENT);
+	ck_assert_ptr_eq(ev.ud_svc_reply.ud_svc, u2);
+	ck_assert_int_eq(ev.ud_svc_reply.status, IT_UD_SVC_ID_NOT_SUPPORTED);
+
+	/* Argument checks. */
+	ck_assert_it(it_ud_service_request_handle_create(&q, F.dto, &path,
+							 NULL, 0, &u2),
+		     IT_ERR_INVALID_EVD_TYPE);
+	ck_assert_it(it_ud_service_reply(987654321ull, IT_UD_SVC_REQ_REJECTED,
+					 info, NULL, 0),
+		     IT_ERR_INVALID_UD_SVC_REQ_ID);
+	ck_assert_it_ok(it_ud_service_request_handle_free(u));
+	ck_assert_it_ok(it_ud_service_request_handle_free(u2));
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
 Suite *suite_itapi_ud_rxe(void)
 {
 	Suite *s = suite_create("itapi-ud-rxe");
@@ -204,6 +366,8 @@ Suite *suite_itapi_ud_rxe(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, datagram_lands);
 	tcase_add_test(tc, wrong_qkey_dropped);
+	tcase_add_test(tc, sidr_then_datagram);
+	tcase_add_test(tc, sidr_rejected_and_unknown);
 	suite_add_tcase(s, tc);
 	return s;
 }

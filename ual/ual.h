@@ -320,6 +320,12 @@ enum ual_cm_event_type {
 	UAL_CM_EV_DISCONNECTED,
 	/* An accepted or established connection broke; status says why. */
 	UAL_CM_EV_BROKEN,
+	/* Listener (IB CM): a UD service request (SIDR_REQ). req_id names it
+	 * for ual_cm_sidr_reply; private data is the requester's. */
+	UAL_CM_EV_SIDR_REQUEST,
+	/* Requester: the answer (SIDR_REP): status 0 with sidr_status, qpn,
+	 * qkey and the replier's private data, or -ETIMEDOUT. */
+	UAL_CM_EV_SIDR_REPLY,
 };
 
 const char *ual_cm_event_name(enum ual_cm_event_type type);
@@ -339,6 +345,10 @@ struct ual_cm_event {
 	/* REQUEST on an InfiniBand CM listener: the service ID asked for
 	 * (host order); 0 on iWARP. */
 	uint64_t service_id;
+	/* SIDR_REPLY: the status (IBA table 121: 0 valid, 1 service ID not
+	 * supported, 2 rejected, 3 no QP, 4 redirect), the QP and Q_Key. */
+	uint8_t sidr_status;
+	uint32_t qpn, qkey;
 };
 
 typedef void (*ual_cm_event_fn)(const struct ual_cm_event *event,
@@ -449,6 +459,25 @@ int ual_cm_reject(uint64_t req_id, const void *private_data,
  * REQUEST. -ENOENT unknown request, -ERANGE no such port, -ESRCH no such
  * listener. */
 int ual_cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port);
+
+/*
+ * Service ID resolution (IB CM SIDR, IBA 12.11): ask @dst which UD QP
+ * serves service ID @service_id (0: @port's in rdma_cm's UDP port space,
+ * 0x0000000001110000 + port, whose requests carry librdmacm's header),
+ * sending @pdata. SIDR_REPLY follows (sent again on the way, at most
+ * @timeout_ms in all; 0 = the cm default). -EOPNOTSUPP on iWARP.
+ */
+struct ual_cm_sidr;
+int ual_cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
+			uint64_t service_id, uint16_t port, const void *pdata,
+			uint32_t len, uint32_t timeout_ms, ual_cm_event_fn fn,
+			void *user_data, struct ual_cm_sidr **out);
+/* Forget it; its callback is not running and will not run again. */
+void ual_cm_sidr_destroy(struct ual_cm_sidr *s);
+/* Answer the SIDR_REQUEST @req_id. -ENOENT unknown or answered,
+ * -EMSGSIZE past 136 bytes of private data. */
+int ual_cm_sidr_reply(uint64_t req_id, uint8_t sidr_status, uint32_t qpn,
+		      uint32_t qkey, const void *pdata, uint32_t len);
 
 /* Close the connection: in order (the peer sees DISCONNECTED) or, with
  * @abortive, at once (the peer sees BROKEN). A set-up in progress is

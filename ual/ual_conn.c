@@ -166,3 +166,35 @@ int ual_cm_socket_convert(struct ual_qp *qp, int sockfd,
 				      (struct cm_id **)out) :
 		    -ENOTCONN;
 }
+
+int ual_cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
+			uint64_t service_id, uint16_t port, const void *pdata,
+			uint32_t len, uint32_t timeout_ms, ual_cm_event_fn fn,
+			void *user_data, struct ual_cm_sidr **out)
+{
+	struct cm *cm = cm_or_log(__func__);
+
+	if (!service_id)
+		service_id = 0x0000000001110000ull | port;
+	return cm ? cm_sidr_request(cm, d, dst, service_id, pdata, len,
+				    timeout_ms, fn, user_data, (void **)out) :
+		    -ENOTCONN;
+}
+
+void ual_cm_sidr_destroy(struct ual_cm_sidr *s)
+{
+	struct cm *cm = cm_get();
+
+	if (s && cm)
+		cm_sidr_destroy(cm, s);
+}
+
+int ual_cm_sidr_reply(uint64_t req_id, uint8_t sidr_status, uint32_t qpn,
+		      uint32_t qkey, const void *pdata, uint32_t len)
+{
+	struct cm *cm = cm_or_log(__func__);
+
+	return cm ? cm_sidr_reply(cm, req_id, sidr_status, qpn, qkey, pdata,
+				  len) :
+		    -ENOTCONN;
+}
