@@ -236,6 +236,9 @@ START_TEST(test_write_ack_and_duplicate)
 	expect_nak(&h, RQ_PSN, AETH_TYPE_ACK | AETH_CREDIT_INVALID);
 	ck_assert(memcmp(h.mem + GUARD + 10, data, 100) == 0);
 	ck_assert_uint_eq(rxe_dev_counter(h.t.dev, RXE_CNT_DUP_REQ), 1);
+	/* Read into place: the first; a duplicate never is. */
+	ck_assert_uint_eq(rxe_dev_counter(h.t.dev, RXE_CNT_DIRECT_PKTS),
+			  rxe_t_direct ? 1 : 0);
 	assert_untouched(&h, 0, 10);
 	assert_untouched(&h, 110, MEM);
 	ck_assert_int_eq(qp_state(&h), RNICPI_QPS_RTS);
@@ -325,8 +328,59 @@ START_TEST(test_bad_icrc)
 	expect_nak(&h, RQ_PSN, AETH_TYPE_ACK | AETH_CREDIT_INVALID);
 	ck_assert_uint_eq(rxe_dev_counter(h.t.dev, RXE_CNT_ICRC_ERR), 1);
 	ck_assert_uint_eq(rxe_dev_counter(h.t.dev, RXE_CNT_DUP_REQ), 0);
-	assert_untouched(&h, 0, 100);
+	/* Read into place, the bad copy's bytes are where its R_Key let
+	 * them go, and nowhere else (hostrdma-rxe(7), option direct). */
+	if (rxe_t_direct)
+		ck_assert(memcmp(h.mem + GUARD, data, 64) == 0);
+	else
+		assert_untouched(&h, 0, 64);
+	assert_untouched(&h, 64, 100);
 	assert_untouched(&h, 164, MEM);
+	hostile_close(&h);
+}
+END_TEST
+
+/* A multi-packet WRITE read into place: a MIDDLE with a bad ICRC lands
+ * where the WRITE was allowed to and is then dropped; its PSN stays
+ * free, the good copy lands over it, and nothing outside the WRITE's
+ * range is touched. A MIDDLE past the range is never placed. */
+START_TEST(test_direct_write_stream)
+{
+	struct hostile h;
+	uint8_t a[1024], b[1024], c[1024];
+
+	hostile_open(&h);
+	memset(a, 0x11, sizeof(a));
+	memset(b, 0x22, sizeof(b));
+	memset(c, 0x33, sizeof(c));
+	send_write(&h, IB_OP_WRITE_FIRST, RQ_PSN, va(&h, 512), h.mr->rkey,
+		   3 * 1024, a, 1024);
+	send_raw(&h, IB_OP_WRITE_MIDDLE, h.s.qp->qp_num, RQ_PSN + 1, NULL, 0,
+		 c, 1024, 0x1);
+	send_raw(&h, IB_OP_WRITE_MIDDLE, h.s.qp->qp_num, RQ_PSN + 1, NULL, 0,
+		 b, 1024, 0);
+	send_raw(&h, IB_OP_WRITE_LAST, h.s.qp->qp_num, RQ_PSN + 2, NULL, 0,
+		 c, 1024, 0);
+	expect_nak(&h, RQ_PSN + 2, AETH_TYPE_ACK | AETH_CREDIT_INVALID);
+	ck_assert(memcmp(h.mem + GUARD + 512, a, 1024) == 0);
+	ck_assert(memcmp(h.mem + GUARD + 1536, b, 1024) == 0);
+	ck_assert(memcmp(h.mem + GUARD + 2560, c, 1024) == 0);
+	assert_untouched(&h, 0, 512);
+	assert_untouched(&h, 3584, MEM);
+	ck_assert_uint_eq(rxe_dev_counter(h.t.dev, RXE_CNT_ICRC_ERR), 1);
+	ck_assert_uint_eq(rxe_dev_counter(h.t.dev, RXE_CNT_DIRECT_PKTS),
+			  rxe_t_direct ? 3 : 0);
+
+	/* A LAST that claims more than the WRITE has left: invalid
+	 * request, and its bytes go nowhere. */
+	send_write(&h, IB_OP_WRITE_FIRST, RQ_PSN + 3, va(&h, 0), h.mr->rkey,
+		   1024 + 16, a, 1024);
+	send_raw(&h, IB_OP_WRITE_LAST, h.s.qp->qp_num, RQ_PSN + 4, NULL, 0,
+		 c, 1024, 0);
+	expect_nak(&h, RQ_PSN + 4, AETH_TYPE_NAK | AETH_NAK_INVALID_REQ);
+	ck_assert(memcmp(h.mem + GUARD, a, 1024) == 0);
+	ck_assert(memcmp(h.mem + GUARD + 1024, a, 512) == 0);
+	ck_assert(memcmp(h.mem + GUARD + 1536, b, 1024) == 0);
 	hostile_close(&h);
 }
 END_TEST
@@ -675,6 +729,23 @@ Suite *suite_rxe_hostile(void)
 	tcase_add_test(tc, test_read_and_atomic_replay);
 	tcase_add_test(tc, test_garbage_dropped);
 	tcase_add_test(tc, test_requester_error_completion);
+	tcase_add_test(tc, test_hostile_responses);
+	tcase_add_test(tc, test_direct_write_stream);
+	suite_add_tcase(s, tc);
+
+	/* The same hostile peer against a device that reads payloads
+	 * straight into place: every check still comes first. */
+	tc = tcase_create("direct");
+	tcase_add_checked_fixture(tc, rxe_t_direct_setup,
+				  rxe_t_direct_teardown);
+	tcase_add_test(tc, test_write_ack_and_duplicate);
+	tcase_add_loop_test(tc, test_access_errors, 0, 6);
+	tcase_add_test(tc, test_multi_packet_write_out_of_bounds);
+	tcase_add_test(tc, test_bad_icrc);
+	tcase_add_test(tc, test_direct_write_stream);
+	tcase_add_test(tc, test_bad_opcode_sequence);
+	tcase_add_test(tc, test_psn_out_of_window);
+	tcase_add_test(tc, test_read_and_atomic_replay);
 	tcase_add_test(tc, test_hostile_responses);
 	suite_add_tcase(s, tc);
 	return s;

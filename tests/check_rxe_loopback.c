@@ -260,6 +260,15 @@ START_TEST(test_rc_send_sizes)
 	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, size) ==
 		  0);
 	rxe_t_assert_guards(&dst);
+	/* A SEND's first packet takes the receive WQE and is copied; the
+	 * packets after it are read into the buffer directly. */
+	if (rxe_t_direct && size > 4096)
+		ck_assert_uint_ge(rxe_dev_counter(p.t.dev,
+						  RXE_CNT_DIRECT_PKTS),
+				  (size - 1) / 4096);
+	else if (!rxe_t_direct)
+		ck_assert_uint_eq(rxe_dev_counter(p.t.dev,
+						  RXE_CNT_DIRECT_PKTS), 0);
 
 	rxe_t_buf_free(&p.t, &src);
 	rxe_t_buf_free(&p.t, &dst);
@@ -330,6 +339,12 @@ START_TEST(test_rc_write_read_sizes)
 	rxe_t_assert_guards(&dst);
 	rxe_t_assert_guards(&rbuf);
 	ck_assert_uint_eq(rxe_dev_counter(p.t.dev, RXE_CNT_ICRC_ERR), 0);
+	/* Every packet of the WRITE and of the READ's responses carrying
+	 * payload (64-byte headers peeked: larger ones) went straight in. */
+	if (rxe_t_direct && size > 64)
+		ck_assert_uint_ge(rxe_dev_counter(p.t.dev,
+						  RXE_CNT_DIRECT_PKTS),
+				  2 * ((size + 4095) / 4096));
 	/* Runs of full-MTU packets went out as UDP GSO datagrams. */
 	if (size >= 4 * 4096)
 		ck_assert_uint_gt(rxe_dev_counter(p.t.dev, RXE_CNT_GSO_SENDS),
@@ -725,6 +740,19 @@ Suite *suite_rxe_loopback(void)
 	tcase_add_test(tc, test_srq);
 	tcase_add_test(tc, test_rc_sq_drain);
 	tcase_add_test(tc, test_per_qp_source_port);
+	suite_add_tcase(s, tc);
+
+	/* Again with the payloads read straight into place. */
+	tc = tcase_create("rc-direct");
+	tcase_add_checked_fixture(tc, rxe_t_direct_setup,
+				  rxe_t_direct_teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_rc_send_sizes, 0, G_N_ELEMENTS(sizes));
+	tcase_add_loop_test(tc, test_rc_write_read_sizes, 0,
+			    G_N_ELEMENTS(sizes));
+	tcase_add_loop_test(tc, test_rc_path_mtus, 0, 5);
+	tcase_add_test(tc, test_rc_ipv6);
+	tcase_add_test(tc, test_srq);
 	suite_add_tcase(s, tc);
 	return s;
 }

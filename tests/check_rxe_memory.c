@@ -424,5 +424,15 @@ Suite *suite_rxe_memory(void)
 	tcase_add_test(tc, test_dereg_waits_for_placement);
 	tcase_add_test(tc, test_dereg_races_inbound_write);
 	suite_add_tcase(s, tc);
+
+	/* The races again with payloads read straight into place: the
+	 * region is held from before the read until the packet is done. */
+	tc = tcase_create("direct");
+	tcase_add_checked_fixture(tc, rxe_t_direct_setup,
+				  rxe_t_direct_teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_rc_invalidate);
+	tcase_add_test(tc, test_dereg_races_inbound_write);
+	suite_add_tcase(s, tc);
 	return s;
 }

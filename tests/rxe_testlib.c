@@ -144,6 +144,24 @@ void rxe_t_lo_netdev(struct rnicpi_netdev *nd, struct sockaddr_storage addrs[2])
 	nd->n_addrs = 2;
 }
 
+static const struct rnicpi_option direct_on[] = {
+	{ "direct", "1" }, { NULL, NULL },
+};
+
+bool rxe_t_direct;
+
+void rxe_t_direct_setup(void)
+{
+	rxe_t_netns_setup();
+	rxe_t_direct = true;
+}
+
+void rxe_t_direct_teardown(void)
+{
+	rxe_t_direct = false;
+	rxe_t_netns_teardown();
+}
+
 int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options)
 {
 	struct sockaddr_storage addrs[2];
@@ -151,6 +169,8 @@ int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options)
 	int err;
 
 	memset(t, 0, sizeof(*t));
+	if (!options && rxe_t_direct)
+		options = direct_on;
 	rxe_t_lo_netdev(&nd, addrs);
 	err = rxe_provider.device_create(&nd, "rxe_lo", options,
 					 &rxe_t_core_ops, &t->dev);

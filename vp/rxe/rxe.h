@@ -71,6 +71,7 @@
 	X(SEND_ERR, "send_errors")             /* sendmmsg failed */        \
 	X(GSO_SENDS, "gso_sends")              /* runs sent as one */       \
 	X(GRO_BATCHES, "gro_batches")          /* runs received as one */   \
+	X(DIRECT_PKTS, "direct_placed_pkts")   /* payload read into place */\
 	X(FAULT_DROPS, "fault_drops")          /* test fault hooks */     \
 	X(FAULT_DUPS, "fault_dups")                                         \
 	X(FAULT_REORDERS, "fault_reorders")
@@ -141,9 +142,22 @@ struct rxe_dev {
 	uint32_t fault_seed;
 	atomic_bool gso;		/* option "gso": UDP GSO for runs */
 	atomic_bool gro;		/* option "gro": UDP GRO on receive */
+	atomic_bool direct;		/* option "direct": payload read
+					 * straight into the target */
+	uint16_t rx_next_ip_id;		/* direct: the IPv4 ID to try first
+					 * (progress thread only) */
 
 	atomic_uint_fast64_t counters[RXE_NUM_COUNTERS];
 };
+
+/* Direct placement reads datagrams one by one, so neither UDP GRO (a
+ * run of packets in one read) nor the fault hooks (which shuffle a
+ * batch) go with it. */
+static inline bool rxe_direct_on(struct rxe_dev *dev)
+{
+	return atomic_load(&dev->direct) && !dev->fault_drop_ppm &&
+	       !dev->fault_dup_ppm && !dev->fault_reorder_ppm;
+}
 
 static inline struct rxe_dev *to_rxe_dev(struct rnicpi_device *d)
 {
@@ -669,6 +683,21 @@ void rxe_rcv(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 	     const struct sockaddr_storage *src, int gid_index,
 	     uint16_t ip_id_hint);
 
+/* rxe_recv.c: receive one datagram from @fd, reading the payload of an
+ * expected RC packet straight into its target (option "direct"); @bounce
+ * (@bounce_len bytes) takes everything else. 1 when a datagram was
+ * handled, 0 when none was waiting. */
+int rxe_rcv_direct(struct rxe_dev *dev, int fd, int gid_index,
+		   uint8_t *bounce, size_t bounce_len);
+/* The UDP GRO segment size the kernel reported with a datagram, 0 if
+ * none. */
+uint32_t rxe_gro_seg(struct msghdr *mh);
+/* rxe_net.c: hand a received datagram to rxe_rcv(), packet by packet
+ * when the kernel coalesced a run of @seg-byte segments (UDP GRO). */
+void rxe_rcv_datagram(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
+		      uint32_t seg, const struct sockaddr_storage *src,
+		      int gid_index);
+
 /* rxe_req.c: transmit what the SQ holds (under qp->lock). */
 void rxe_req_run(struct rxe_qp *qp);
 /* Go back N: send again from @psn on (under qp->lock). */
@@ -680,11 +709,19 @@ void rxe_comp_timer(struct rxe_qp *qp);
 /* Complete WQEs from the SQ head that are done (under qp->lock). */
 void rxe_comp_drain(struct rxe_qp *qp);
 void rxe_comp_arm_timer(struct rxe_qp *qp);
+/* Where the payload of the READ response @pkt (headers only) would land
+ * if it came now, with a reference on its MR in @mr; NULL when it cannot
+ * be placed before it is read (under qp->lock). */
+uint8_t *rxe_comp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
+			struct rxe_mr **mr);
 
 /* rxe_resp.c: a request for @qp (under qp->lock). */
 void rxe_resp_rcv(struct rxe_qp *qp, struct rxe_pkt *pkt);
 void rxe_resp_continue(struct rxe_qp *qp);
 void rxe_resp_send_ack(struct rxe_qp *qp);
+/* rxe_comp_place() for the requests: WRITE and SEND continuations. */
+uint8_t *rxe_resp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
+			struct rxe_mr **mr);
 /* UD / GSI receive. */
 void rxe_resp_ud(struct rxe_qp *qp, struct rxe_pkt *pkt);
 
@@ -696,6 +733,11 @@ bool rxe_rq_take(struct rxe_qp *qp, struct rxe_recv_wqe *out);
 enum rxe_mem_err rxe_sgl_copy(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 			      uint32_t num_sge, uint32_t offset,
 			      uint8_t *buf, uint32_t len, bool to_sgl);
+/* The local address of @len bytes at @offset of the SGE list when they lie
+ * in one SGE the QP may write, with a reference on its MR; NULL if not. */
+uint8_t *rxe_sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
+		       uint32_t num_sge, uint32_t offset, uint32_t len,
+		       struct rxe_mr **mr);
 
 /* Log helpers with the per-object prefix. */
 #define rxe_qp_dbg(qp, fmt, ...)                                            \

@@ -283,6 +283,32 @@ static struct rxe_send_wqe *wqe_for_psn(struct rxe_qp *qp, uint32_t psn)
 	return w;
 }
 
+/* Where the expected READ response @pkt would land (see rxe_resp_place):
+ * the READ WQE's SGE list at the packet's offset, when the packet is the
+ * next one due, carries what that place needs and fits one SGE. */
+uint8_t *rxe_comp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
+			struct rxe_mr **mr)
+{
+	struct rxe_send_wqe *w;
+	uint32_t offset, want;
+
+	if (!pkt->paylen || !(pkt->op->flags & IB_F_RESP) ||
+	    pkt->psn != qp->comp.psn ||
+	    (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_SQD &&
+	     qp->state != RNICPI_QPS_SQE))
+		return NULL;
+	w = wqe_for_psn(qp, pkt->psn);
+	if (!w || w->opcode != RNICPI_WR_RDMA_READ)
+		return NULL;
+	offset = (uint32_t)psn_diff(pkt->psn, w->first_psn) * qp->mtu;
+	if (offset >= w->length)
+		return NULL;
+	want = w->length - offset < qp->mtu ? w->length - offset : qp->mtu;
+	if (pkt->paylen != want)
+		return NULL;
+	return rxe_sgl_place(qp, w->sge, w->num_sge, offset, want, mr);
+}
+
 static enum comp_state do_read(struct rxe_qp *qp, struct rxe_pkt *pkt,
 			       struct rxe_send_wqe **failed,
 			       enum rnicpi_wc_status *status)

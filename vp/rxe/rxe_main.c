@@ -331,6 +331,7 @@ static int apply_options(struct rxe_dev *dev,
 		bool flag;	/* an atomic_bool, 0 or 1 */
 	} known[] = {
 		{ "ack_every", offsetof(struct rxe_dev, ack_every), 1, 4096 },
+		{ "direct", offsetof(struct rxe_dev, direct), 0, 1, true },
 		{ "fault_drop_ppm", offsetof(struct rxe_dev, fault_drop_ppm),
 		  0, 1000000 },
 		{ "fault_dup_ppm", offsetof(struct rxe_dev, fault_dup_ppm),
@@ -422,6 +423,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	dev->tx_burst = 32;
 	atomic_init(&dev->gso, true);
 	atomic_init(&dev->gro, true);
+	atomic_init(&dev->direct, false);
 	dev->epfd = -1;
 	dev->wake_fd = -1;
 	for (i = 0; i < RXE_MAX_GID; i++)

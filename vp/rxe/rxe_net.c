@@ -83,7 +83,7 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 	/* Runs of same-size packets may arrive coalesced (UDP GRO), one
 	 * receive for many; rx_one() cuts them apart. Kernels without it
 	 * just say no. */
-	if (atomic_load(&dev->gro))
+	if (atomic_load(&dev->gro) && !rxe_direct_on(dev))
 		(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&g->addr, len) < 0) {
 		err = -errno;
@@ -472,45 +472,37 @@ static uint32_t fault_rand(uint32_t *s)
 	return x;
 }
 
-/* The GRO segment size the kernel reports for message @i, 0 if none. */
-static uint32_t gro_size(struct rx_batch *b, int i)
+void rxe_rcv_datagram(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
+		      uint32_t seg, const struct sockaddr_storage *src,
+		      int gid_index)
 {
-	struct msghdr *mh = &b->msgs[i].msg_hdr;
-	struct cmsghdr *c;
-	int size;
-
-	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
-		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
-			memcpy(&size, CMSG_DATA(c), sizeof(size));
-			return size > 0 ? (uint32_t)size : 0;
-		}
-	return 0;
-}
-
-/* Hand message @i to the receive path, packet by packet when the kernel
- * coalesced a run of them (UDP GRO: every segment but the last has the
- * reported size). Segment k of a run we sent with GSO carries IPv4 ID k:
- * that is the receiver's first guess. */
-static void rx_one(struct rxe_dev *dev, struct rx_batch *b, int i,
-		   int gid_index)
-{
-	uint8_t *p = b->buf + (size_t)i * RXE_RX_SLOT;
-	uint32_t len = b->msgs[i].msg_len, seg = gro_size(b, i), k = 0;
+	uint16_t k = 0;
 
 	if (!seg || seg >= len) {
 		rxe_count(dev, RXE_CNT_RCVD_PKTS);
-		rxe_rcv(dev, p, len, &b->src[i], gid_index, 0);
+		rxe_rcv(dev, buf, len, src, gid_index, 0);
 		return;
 	}
+	/* Every segment but the last has the reported size. Segment k of
+	 * a run we sent with GSO carries IPv4 ID k: the receiver's first
+	 * guess. */
 	rxe_count(dev, RXE_CNT_GRO_BATCHES);
 	while (len > 0) {
 		uint32_t n = len < seg ? len : seg;
 
 		rxe_count(dev, RXE_CNT_RCVD_PKTS);
-		rxe_rcv(dev, p, n, &b->src[i], gid_index, (uint16_t)k++);
-		p += n;
+		rxe_rcv(dev, buf, n, src, gid_index, k++);
+		buf += n;
 		len -= n;
 	}
+}
+
+static void rx_one(struct rxe_dev *dev, struct rx_batch *b, int i,
+		   int gid_index)
+{
+	rxe_rcv_datagram(dev, b->buf + (size_t)i * RXE_RX_SLOT,
+			 b->msgs[i].msg_len, rxe_gro_seg(&b->msgs[i].msg_hdr), &b->src[i],
+			 gid_index);
 }
 
 static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
@@ -523,6 +515,15 @@ static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
 	pthread_mutex_unlock(&dev->lock);
 	if (fd < 0)
 		return;
+	/* Direct placement reads one datagram at a time; the test fault
+	 * hooks work on batches. */
+	if (rxe_direct_on(dev)) {
+		for (i = 0; i < 4 * RXE_RX_BATCH; i++)
+			if (!rxe_rcv_direct(dev, fd, gid_index, b->buf,
+					    RXE_RX_SLOT))
+				return;
+		return;
+	}
 	/* A few batches, then let timers and other sockets have a turn. */
 	for (round = 0; round < 4; round++) {
 		for (i = 0; i < RXE_RX_BATCH; i++) {

@@ -9,7 +9,10 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "vp/rxe/rxe.h"
 
@@ -41,25 +44,38 @@ static void icrc_addr_rx(struct rxe_dev *dev,
 	}
 }
 
-/* A17.3.3: check the ICRC; for IPv4 with the peer's IP ID unknown. */
-static bool icrc_ok(struct rxe_dev *dev, const struct rxe_icrc_addr *a,
-		    const uint8_t *buf, uint32_t len)
+/* A17.3.3: does @have, the ICRC computed over a packet of @len bytes
+ * (its ICRC included), match @want, the one it carries? For IPv4 the
+ * peer's IP ID is not known: solve for it. */
+static bool icrc_match(struct rxe_dev *dev, const struct rxe_icrc_addr *a,
+		       uint32_t have, uint32_t want, uint32_t len,
+		       uint16_t *ip_id)
 {
-	uint32_t want = rxe_icrc_get(buf + len - IB_ICRC_BYTES);
-	uint32_t have = rxe_icrc_packet(a, buf, len - IB_ICRC_BYTES);
 	uint16_t id_xor;
 	bool df_xor;
 
+	*ip_id = a->ip_id;
 	if (want == have)
 		return true;
 	if (a->family == AF_INET &&
 	    rxe_icrc_solve_ipv4_id(have, want, len, &id_xor, &df_xor)) {
+		*ip_id = a->ip_id ^ id_xor;
 		rxe_count(dev, RXE_CNT_ICRC_ID_SOLVED);
 		rxe_dev_dbg(dev, "ICRC: peer's IPv4 ID 0x%04x, DF %s",
 			    a->ip_id ^ id_xor, df_xor ? "clear" : "set");
 		return true;
 	}
 	return false;
+}
+
+static bool icrc_ok(struct rxe_dev *dev, const struct rxe_icrc_addr *a,
+		    const uint8_t *buf, uint32_t len)
+{
+	uint16_t id;
+
+	return icrc_match(dev, a,
+			  rxe_icrc_packet(a, buf, len - IB_ICRC_BYTES),
+			  rxe_icrc_get(buf + len - IB_ICRC_BYTES), len, &id);
 }
 
 /* The 40 bytes a UD receive buffer starts with (IBA 11.4.1.2): RoCEv2 over
@@ -118,6 +134,109 @@ static bool pkey_ok(uint16_t pkey)
 	return (pkey & 0x7fff) == (IB_DEFAULT_PKEY & 0x7fff);
 }
 
+/* The ICRC's view of the addresses, from the GID the datagram came in
+ * on; false when that GID went away or is of the other family. */
+static bool rcv_addr(struct rxe_dev *dev, const struct sockaddr_storage *src,
+		     int gid_index, struct rxe_icrc_addr *a)
+{
+	bool ok;
+
+	pthread_mutex_lock(&dev->lock);
+	ok = dev->gids[gid_index].valid &&
+	     dev->gids[gid_index].addr.ss_family == src->ss_family;
+	if (ok)
+		icrc_addr_rx(dev, src, gid_index, a);
+	pthread_mutex_unlock(&dev->lock);
+	return ok;
+}
+
+/* The header checks of IBA 9.6 on a datagram of @len bytes (ICRC
+ * included) whose headers @buf holds; fills @pkt, its payload at @buf
+ * after the headers. @quiet: a first look, the full one counts. */
+static bool rcv_parse(struct rxe_dev *dev, struct rxe_pkt *pkt, uint8_t *buf,
+		      uint32_t len, bool quiet)
+{
+	unsigned int pad;
+
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->dev = dev;
+	pkt->hdr = buf;
+	pkt->len = len - IB_ICRC_BYTES;
+	pkt->opcode = bth_opcode(pkt_bth(pkt));
+	pkt->op = ib_opcode(pkt->opcode);
+	/* IBA 9.6.1.1: unknown opcodes and transport versions are dropped. */
+	if (!pkt->op || bth_tver(pkt_bth(pkt)) != 0) {
+		if (quiet)
+			return false;
+		rxe_dev_dbg(dev, "drop: opcode 0x%02x / TVer %u not supported",
+			    pkt->opcode, bth_tver(pkt_bth(pkt)));
+		rxe_count(dev, RXE_CNT_HDR_ERR);
+		return false;
+	}
+	pad = bth_pad(pkt_bth(pkt));
+	if (pkt->len < (uint32_t)pkt->op->hdr_len + pad) {
+		if (quiet)
+			return false;
+		rxe_dev_dbg(dev, "drop: %s of %u bytes, headers need %u + pad "
+			    "%u", pkt->op->name, pkt->len, pkt->op->hdr_len,
+			    pad);
+		rxe_count(dev, RXE_CNT_HDR_ERR);
+		return false;
+	}
+	pkt->payload = buf + pkt->op->hdr_len;
+	pkt->paylen = pkt->len - pkt->op->hdr_len - pad;
+	if (pkt->paylen && !(pkt->op->flags & IB_F_PAYLOAD)) {
+		if (quiet)
+			return false;
+		rxe_dev_dbg(dev, "drop: %s carries %u payload bytes",
+			    pkt->op->name, pkt->paylen);
+		rxe_count(dev, RXE_CNT_HDR_ERR);
+		return false;
+	}
+	pkt->psn = bth_psn(pkt_bth(pkt));
+	pkt->qpn = bth_qpn(pkt_bth(pkt));
+	if (!pkey_ok(bth_pkey(pkt_bth(pkt)))) {
+		if (quiet)
+			return false;
+		rxe_dev_dbg(dev, "drop: P_Key 0x%04x not in the table",
+			    bth_pkey(pkt_bth(pkt)));
+		rxe_count(dev, RXE_CNT_PKEY_ERR);
+		return false;
+	}
+	return true;
+}
+
+/* IBA 9.6.1.5.1: the QP's transport must match, and on a connected QP
+ * the packet must come from the peer (under qp->lock). */
+static bool rcv_qp_ok(struct rxe_qp *qp, const struct rxe_pkt *pkt)
+{
+	bool rc_op = (pkt->opcode & IB_OPC_TRANSPORT_MASK) == IB_OPC_RC;
+
+	if (qp->state < RNICPI_QPS_RTR || qp->state == RNICPI_QPS_ERR)
+		return false;
+	if (qp->type == RNICPI_QPT_RC)
+		return rc_op && same_addr(&qp->av.dst, &pkt->src);
+	return (pkt->opcode & IB_OPC_TRANSPORT_MASK) == IB_OPC_UD;
+}
+
+/* Hand a checked packet to its role (under qp->lock). */
+static void rcv_dispatch(struct rxe_qp *qp, struct rxe_pkt *pkt,
+			 const struct rxe_icrc_addr *a)
+{
+	if (!rcv_qp_ok(qp, pkt)) {
+		rxe_qp_dbg(qp, "drop: %s (state %s)", pkt->op->name,
+			   rxe_qp_state_name(qp->state));
+		rxe_count(qp->dev, RXE_CNT_HDR_ERR);
+	} else if (qp->type != RNICPI_QPT_RC) {
+		build_grh(pkt, a, pkt->len + IB_ICRC_BYTES + 8);
+		rxe_resp_ud(qp, pkt);
+	} else if (pkt->op->flags & IB_F_RESP) {
+		rxe_comp_rcv(qp, pkt);
+	} else {
+		rxe_resp_rcv(qp, pkt);
+	}
+}
+
 void rxe_rcv(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 	     const struct sockaddr_storage *src, int gid_index,
 	     uint16_t ip_id_hint)
@@ -125,22 +244,14 @@ void rxe_rcv(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 	struct rxe_icrc_addr a;
 	struct rxe_pkt pkt;
 	struct rxe_qp *qp;
-	unsigned int pad;
-	bool rc_op;
 
 	if (len < IB_BTH_BYTES + IB_ICRC_BYTES) {
 		rxe_dev_dbg(dev, "drop: %u-byte datagram, too short", len);
 		rxe_count(dev, RXE_CNT_HDR_ERR);
 		return;
 	}
-	pthread_mutex_lock(&dev->lock);
-	if (!dev->gids[gid_index].valid ||
-	    dev->gids[gid_index].addr.ss_family != src->ss_family) {
-		pthread_mutex_unlock(&dev->lock);
+	if (!rcv_addr(dev, src, gid_index, &a))
 		return;
-	}
-	icrc_addr_rx(dev, src, gid_index, &a);
-	pthread_mutex_unlock(&dev->lock);
 	if (a.family == AF_INET)
 		a.ip_id = ip_id_hint;
 	if (!icrc_ok(dev, &a, buf, len)) {
@@ -149,46 +260,10 @@ void rxe_rcv(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 		rxe_count(dev, RXE_CNT_ICRC_ERR);
 		return;
 	}
-
-	memset(&pkt, 0, sizeof(pkt));
-	pkt.dev = dev;
-	pkt.hdr = buf;
-	pkt.len = len - IB_ICRC_BYTES;
-	pkt.opcode = bth_opcode(pkt_bth(&pkt));
-	pkt.op = ib_opcode(pkt.opcode);
-	/* IBA 9.6.1.1: unknown opcodes and transport versions are dropped. */
-	if (!pkt.op || bth_tver(pkt_bth(&pkt)) != 0) {
-		rxe_dev_dbg(dev, "drop: opcode 0x%02x / TVer %u not supported",
-			    pkt.opcode, bth_tver(pkt_bth(&pkt)));
-		rxe_count(dev, RXE_CNT_HDR_ERR);
+	if (!rcv_parse(dev, &pkt, buf, len, false))
 		return;
-	}
-	pad = bth_pad(pkt_bth(&pkt));
-	if (pkt.len < (uint32_t)pkt.op->hdr_len + pad) {
-		rxe_dev_dbg(dev, "drop: %s of %u bytes, headers need %u + pad "
-			    "%u", pkt.op->name, pkt.len, pkt.op->hdr_len, pad);
-		rxe_count(dev, RXE_CNT_HDR_ERR);
-		return;
-	}
-	pkt.payload = buf + pkt.op->hdr_len;
-	pkt.paylen = pkt.len - pkt.op->hdr_len - pad;
-	if (pkt.paylen && !(pkt.op->flags & IB_F_PAYLOAD)) {
-		rxe_dev_dbg(dev, "drop: %s carries %u payload bytes",
-			    pkt.op->name, pkt.paylen);
-		rxe_count(dev, RXE_CNT_HDR_ERR);
-		return;
-	}
-	pkt.psn = bth_psn(pkt_bth(&pkt));
-	pkt.qpn = bth_qpn(pkt_bth(&pkt));
 	pkt.src = *src;
 	pkt.gid_index = gid_index;
-
-	if (!pkey_ok(bth_pkey(pkt_bth(&pkt)))) {
-		rxe_dev_dbg(dev, "drop: P_Key 0x%04x not in the table",
-			    bth_pkey(pkt_bth(&pkt)));
-		rxe_count(dev, RXE_CNT_PKEY_ERR);
-		return;
-	}
 	qp = rxe_qp_lookup(dev, pkt.qpn);
 	if (!qp) {
 		rxe_dev_dbg(dev, "drop: %s for unknown QP %u", pkt.op->name,
@@ -196,34 +271,156 @@ void rxe_rcv(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 		rxe_count(dev, RXE_CNT_NO_QP);
 		return;
 	}
-	rc_op = (pkt.opcode & IB_OPC_TRANSPORT_MASK) == IB_OPC_RC;
-
 	rxe_qp_lock(qp);
-	if (qp->type == RNICPI_QPT_RC) {
-		/* IBA 9.6.1.5.1: the QP's transport must match, and on a
-		 * connected QP the packet must come from the peer. */
-		if (!rc_op || qp->state < RNICPI_QPS_RTR ||
-		    qp->state == RNICPI_QPS_ERR ||
-		    !same_addr(&qp->av.dst, src)) {
-			rxe_qp_dbg(qp, "drop: %s (state %s)", pkt.op->name,
-				   rxe_qp_state_name(qp->state));
-			rxe_count(dev, RXE_CNT_HDR_ERR);
-		} else if (pkt.op->flags & IB_F_RESP) {
-			rxe_comp_rcv(qp, &pkt);
-		} else {
-			rxe_resp_rcv(qp, &pkt);
-		}
-	} else {
-		if ((pkt.opcode & IB_OPC_TRANSPORT_MASK) != IB_OPC_UD ||
-		    qp->state < RNICPI_QPS_RTR || qp->state == RNICPI_QPS_ERR) {
-			rxe_qp_dbg(qp, "drop: %s (state %s)", pkt.op->name,
-				   rxe_qp_state_name(qp->state));
-			rxe_count(dev, RXE_CNT_HDR_ERR);
-		} else {
-			build_grh(&pkt, &a, pkt.len + IB_ICRC_BYTES + 8);
-			rxe_resp_ud(qp, &pkt);
-		}
-	}
+	rcv_dispatch(qp, &pkt, &a);
 	rxe_qp_unlock(qp);
 	rxe_qp_put(qp);
+}
+
+/* ------------------------------------------------------------------ */
+/* Direct placement                                                   */
+/* ------------------------------------------------------------------ */
+
+/* Longer than any opcode's headers (BTH + RETH + ImmDt is 32 bytes). */
+#define RXE_PEEK_BYTES 64
+
+union rxe_cmsg {
+	char buf[CMSG_SPACE(sizeof(int))];
+	struct cmsghdr align;
+};
+
+static void msg_init(struct msghdr *mh, struct sockaddr_storage *src,
+		     struct iovec *iov, size_t niov, union rxe_cmsg *cm)
+{
+	memset(mh, 0, sizeof(*mh));
+	mh->msg_name = src;
+	mh->msg_namelen = sizeof(*src);
+	mh->msg_iov = iov;
+	mh->msg_iovlen = niov;
+	if (cm) {
+		mh->msg_control = cm->buf;
+		mh->msg_controllen = sizeof(cm->buf);
+	}
+}
+
+/* The UDP GRO segment size the kernel reported, 0 if none. */
+uint32_t rxe_gro_seg(struct msghdr *mh)
+{
+	struct cmsghdr *c;
+	int size;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			memcpy(&size, CMSG_DATA(c), sizeof(size));
+			return size > 0 ? (uint32_t)size : 0;
+		}
+	return 0;
+}
+
+/* The kernel's UDP socket gives a datagram whole, so the headers are
+ * peeked first: when they name the next packet a QP expects and every
+ * check but the ICRC passes (the same checks the packet meets again
+ * below), the datagram is read with its payload going straight to the
+ * target. The ICRC covers that payload and is checked after it landed,
+ * as an RNIC placing cut-through does: a packet that fails it has
+ * written only where its R_Key (or receive WQE) allowed, its PSN is not
+ * taken, and the requester's retransmission writes the bytes again. */
+int rxe_rcv_direct(struct rxe_dev *dev, int fd, int gid_index,
+		   uint8_t *bounce, size_t bounce_len)
+{
+	uint8_t hdr[RXE_PEEK_BYTES], tail[IB_ICRC_BYTES + 3];
+	struct sockaddr_storage src;
+	struct rxe_icrc_addr a;
+	struct rxe_mr *mr = NULL;
+	struct rxe_qp *qp = NULL;
+	uint8_t *dst = NULL;
+	struct iovec iov[3];
+	union rxe_cmsg cm;
+	struct rxe_pkt pkt;
+	struct msghdr mh;
+	uint32_t len, crc;
+	unsigned int pad;
+	uint16_t ip_id;
+	ssize_t n;
+
+	iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
+	msg_init(&mh, &src, iov, 1, &cm);
+	n = recvmsg(fd, &mh, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	if (n < 0)
+		return 0;
+	len = (uint32_t)n;
+	if (len <= sizeof(hdr) || len > bounce_len || rxe_gro_seg(&mh) ||
+	    !rcv_addr(dev, &src, gid_index, &a) ||
+	    !rcv_parse(dev, &pkt, hdr, len, true))
+		goto bounce;
+	pkt.src = src;
+	pkt.gid_index = gid_index;
+	qp = rxe_qp_lookup(dev, pkt.qpn);
+	if (!qp)
+		goto bounce;
+	rxe_qp_lock(qp);
+	if (qp->type == RNICPI_QPT_RC && rcv_qp_ok(qp, &pkt))
+		dst = (pkt.op->flags & IB_F_RESP)
+			      ? rxe_comp_place(qp, &pkt, &mr)
+			      : rxe_resp_place(qp, &pkt, &mr);
+	if (!dst) {
+		rxe_qp_unlock(qp);
+		rxe_qp_put(qp);
+		goto bounce;
+	}
+
+	pad = bth_pad(pkt_bth(&pkt));
+	iov[0].iov_len = pkt.op->hdr_len;
+	iov[1] = (struct iovec){ .iov_base = dst, .iov_len = pkt.paylen };
+	iov[2] = (struct iovec){ .iov_base = tail,
+				 .iov_len = pad + IB_ICRC_BYTES };
+	msg_init(&mh, &src, iov, 3, NULL);
+	n = recvmsg(fd, &mh, MSG_DONTWAIT);
+	rxe_count(dev, RXE_CNT_RCVD_PKTS);
+	if (n != (ssize_t)len || (mh.msg_flags & MSG_TRUNC)) {
+		/* Only this thread reads the socket: cannot happen. */
+		rxe_dev_warn(dev, "direct receive: %zd bytes, peeked %u", n,
+			     len);
+		rxe_count(dev, RXE_CNT_HDR_ERR);
+		goto out;
+	}
+	/* Runs our peers send with GSO number their IPv4 IDs 0, 1, 2, ...
+	 * and arrive here one by one: guess the one after the last. */
+	if (a.family == AF_INET)
+		a.ip_id = dev->rx_next_ip_id;
+	crc = rxe_icrc_begin(&a, len, pkt_bth(&pkt));
+	crc = rxe_crc32(crc, hdr + IB_BTH_BYTES,
+			pkt.op->hdr_len - IB_BTH_BYTES);
+	crc = rxe_crc32(crc, dst, pkt.paylen);
+	crc = rxe_crc32(crc, tail, pad);
+	if (!icrc_match(dev, &a, crc, rxe_icrc_get(tail + pad), len,
+			&ip_id)) {
+		rxe_dev_dbg(dev, "drop: bad ICRC (%s, %u bytes, placed)",
+			    pkt.op->name, len);
+		rxe_count(dev, RXE_CNT_ICRC_ERR);
+		goto out;
+	}
+	dev->rx_next_ip_id = (uint16_t)(ip_id + 1);
+	rxe_count(dev, RXE_CNT_DIRECT_PKTS);
+	pkt.payload = dst;
+	rcv_dispatch(qp, &pkt, &a);
+out:
+	rxe_qp_unlock(qp);
+	rxe_mr_put(mr);
+	rxe_qp_put(qp);
+	return 1;
+
+bounce:
+	iov[0] = (struct iovec){ .iov_base = bounce, .iov_len = bounce_len };
+	msg_init(&mh, &src, iov, 1, &cm);
+	n = recvmsg(fd, &mh, MSG_DONTWAIT);
+	if (n < 0)
+		return 0;
+	if (mh.msg_flags & MSG_TRUNC) {
+		rxe_count(dev, RXE_CNT_HDR_ERR);
+		return 1;
+	}
+	rxe_rcv_datagram(dev, bounce, (uint32_t)n, rxe_gro_seg(&mh), &src,
+			 gid_index);
+	return 1;
 }

@@ -338,6 +338,52 @@ static enum resp_state check_rkey(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	return RESPST_EXECUTE;
 }
 
+/* Where the payload of the expected request @pkt would land, asked before
+ * the payload is read from the socket: the checks the packet will meet
+ * again in rxe_resp_rcv() (sequence, access, length, R_Key or receive
+ * buffer) must all pass now. A WRITE's bytes go to its R_Key's region; a
+ * SEND continuation's to the receive WQE it already holds, when the
+ * bytes fall in one SGE. The rest (a SEND's first packet, which takes
+ * the WQE, atomics, duplicates) is copied from a bounce buffer. */
+uint8_t *rxe_resp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
+			struct rxe_mr **mr)
+{
+	uint32_t f = pkt->op->flags;
+	struct rxe_pkt hdr = *pkt;
+	uint64_t va, len;
+	uint32_t rkey;
+	uint8_t *ptr;
+
+	if (!pkt->paylen || psn_diff(pkt->psn, qp->resp.psn) != 0 ||
+	    !(f & (IB_F_WRITE | IB_F_SEND)) || qp->resp.read.active)
+		return NULL;
+	if ((f & IB_F_RWR) && !qp->resp.have_rwqe)
+		return NULL;
+	if (check_op_seq(qp, &hdr) != RESPST_CHECK_OP_VALID ||
+	    check_op_valid(qp, &hdr) != RESPST_CHECK_RESOURCE ||
+	    check_length(qp, &hdr) != RESPST_CHECK_RKEY)
+		return NULL;
+	if (f & IB_F_SEND)
+		return rxe_sgl_place(qp, qp->resp.rwqe.sge,
+				     qp->resp.rwqe.num_sge,
+				     qp->resp.rcv_offset, pkt->paylen, mr);
+	/* As check_rkey(): FIRST and ONLY check the whole DMA range. */
+	if (f & IB_F_FIRST) {
+		va = reth_va(pkt_reth(pkt));
+		rkey = reth_rkey(pkt_reth(pkt));
+		len = reth_len(pkt_reth(pkt));
+	} else {
+		va = qp->resp.write_va;
+		rkey = qp->resp.write_rkey;
+		len = pkt->paylen;
+	}
+	if (len < pkt->paylen ||
+	    rxe_mem_resolve(qp, rkey, true, va, len,
+			    RNICPI_ACCESS_REMOTE_WRITE, mr, &ptr))
+		return NULL;
+	return ptr;
+}
+
 /* ------------------------------------------------------------------ */
 /* Execution                                                          */
 /* ------------------------------------------------------------------ */
@@ -389,7 +435,9 @@ static enum resp_state execute(struct rxe_qp *qp, struct rxe_pkt *pkt)
 					    RNICPI_ACCESS_REMOTE_WRITE, &mr,
 					    &ptr))
 				return RESPST_ERR_RKEY;
-			memcpy(ptr, pkt->payload, pkt->paylen);
+			/* Directly placed payloads are there already. */
+			if (ptr != pkt->payload)
+				memcpy(ptr, pkt->payload, pkt->paylen);
 			rxe_mr_put(mr);
 		}
 		qp->resp.write_va += pkt->paylen;

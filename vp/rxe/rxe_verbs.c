@@ -204,7 +204,10 @@ enum rxe_mem_err rxe_sgl_copy(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 				    rxe_mem_err_name(e));
 			return e;
 		}
-		if (to_sgl)
+		/* A directly placed payload is already there. */
+		if (p == buf)
+			;
+		else if (to_sgl)
 			memcpy(p, buf, n);
 		else
 			memcpy(buf, p, n);
@@ -214,6 +217,28 @@ enum rxe_mem_err rxe_sgl_copy(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 		offset = 0;
 	}
 	return len ? RXE_MEM_BAD_BOUNDS : RXE_MEM_OK;
+}
+
+uint8_t *rxe_sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
+		       uint32_t num_sge, uint32_t offset, uint32_t len,
+		       struct rxe_mr **mr)
+{
+	uint32_t i;
+	uint8_t *p;
+
+	for (i = 0; i < num_sge; i++) {
+		if (offset >= sge[i].length) {
+			offset -= sge[i].length;
+			continue;
+		}
+		if (len > sge[i].length - offset ||
+		    rxe_mem_resolve(qp, sge[i].lkey, false,
+				    sge[i].addr + offset, len,
+				    RNICPI_ACCESS_LOCAL_WRITE, mr, &p))
+			return NULL;
+		return p;
+	}
+	return NULL;
 }
 
 /* ------------------------------------------------------------------ */
