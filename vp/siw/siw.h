@@ -366,6 +366,10 @@ enum siw_rx_state {
 	SIW_RX_STATE_COUNT,
 };
 
+/* Every FPDU is longer than the shortest header (tagged, 16 bytes), so
+ * that many bytes after an FPDU belong to the next one's header. */
+#define SIW_RX_AHEAD sizeof(struct iwarp_tagged_hdr)
+
 struct siw_rx {
 	enum siw_rx_state state;
 	uint8_t hdr[IWARP_MAX_HDR];
@@ -373,6 +377,10 @@ struct siw_rx {
 	uint32_t ulpdu_len, payload_len, payload_got;
 	uint32_t pad_len, trailer_got;
 	uint8_t trailer[8];
+	/* The next FPDU's first bytes, read with this one's payload and
+	 * trailer (one recvmsg per FPDU in a stream of tagged ones). */
+	uint8_t ahead[SIW_RX_AHEAD];
+	uint32_t ahead_got;
 	uint32_t crc;
 	uint8_t opcode;
 	/* where the payload goes */

@@ -510,13 +510,16 @@ static int rx_step_ctrl(struct siw_qp *qp)
 	ssize_t got;
 	int rc;
 
-	rc = rx_read_buf(qp, rx->hdr + rx->hdr_got,
-			 sizeof(*c) - rx->hdr_got, &got);
-	if (rc)
-		return rc;
-	rx->hdr_got += (uint32_t)got;
-	if (rx->hdr_got < sizeof(*c))
-		return SIW_RX_CTRL;
+	/* Read ahead with the previous FPDU, or read now. */
+	if (rx->hdr_got < sizeof(*c)) {
+		rc = rx_read_buf(qp, rx->hdr + rx->hdr_got,
+				 sizeof(*c) - rx->hdr_got, &got);
+		if (rc)
+			return rc;
+		rx->hdr_got += (uint32_t)got;
+		if (rx->hdr_got < sizeof(*c))
+			return SIW_RX_CTRL;
+	}
 
 	rx->ulpdu_len = iwarp_mpa_len(c);
 	op = rdmap_opcode(c);
@@ -668,14 +671,36 @@ static int rx_dead_mr(struct siw_qp *qp)
 		       DDP_ECODE_CATASTROPHIC, RNICPI_EVENT_QP_FATAL);
 }
 
+/* Two more iovecs after @iov[@n]: the rest of the trailer, then the
+ * next FPDU's first bytes. Returns the new count. */
+static uint32_t rx_iov_tail(struct siw_rx *rx, struct iovec *iov, uint32_t n)
+{
+	iov[n].iov_base = rx->trailer + rx->trailer_got;
+	iov[n].iov_len = rx->pad_len + MPA_CRC_SIZE - rx->trailer_got;
+	iov[n + 1].iov_base = rx->ahead + rx->ahead_got;
+	iov[n + 1].iov_len = SIW_RX_AHEAD - rx->ahead_got;
+	return n + 2;
+}
+
+/* @got bytes arrived in the iovecs of rx_iov_tail(). */
+static void rx_got_tail(struct siw_rx *rx, size_t got)
+{
+	size_t t = rx->pad_len + MPA_CRC_SIZE - rx->trailer_got;
+
+	if (t > got)
+		t = got;
+	rx->trailer_got += (uint32_t)t;
+	rx->ahead_got += (uint32_t)(got - t);
+}
+
 static int rx_step_payload(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
-	struct iovec iov[SIW_MAX_SGE + 1];
+	struct iovec iov[SIW_MAX_SGE + 3];
 	uint8_t scratch[256];
 	uint32_t want = rx->payload_len - rx->payload_got;
 	uint64_t off = rx->dst_off + rx->payload_got;
-	uint32_t n = 0, i, placed = 0, n_mr;
+	uint32_t n = 0, n_pay, i, placed = 0, n_mr;
 	struct siw_mr *const *mrs;
 	ssize_t got, left;
 
@@ -700,8 +725,14 @@ static int rx_step_payload(struct siw_qp *qp)
 		iov[n].iov_base = scratch;
 		iov[n].iov_len = want - placed < sizeof(scratch)
 					 ? want - placed : sizeof(scratch);
+		placed += (uint32_t)iov[n].iov_len;
 		n++;
 	}
+	/* With the last of the payload come the trailer and the start of
+	 * the next FPDU, when the socket has them. */
+	n_pay = n;
+	if (placed == want)
+		n = rx_iov_tail(rx, iov, n);
 	/* The bytes are touched only inside the bracket: once dereg_mr
 	 * returned, the memory may be the application's again. */
 	n_mr = rx_dst_mrs(qp, &mrs);
@@ -709,8 +740,8 @@ static int rx_step_payload(struct siw_qp *qp)
 		return rx_dead_mr(qp);
 	got = rx_recv(qp, iov, (int)n);
 	if (got > 0 && qp->crc) {
-		left = got;
-		for (i = 0; i < n && left; i++) {
+		left = got < (ssize_t)placed ? got : (ssize_t)placed;
+		for (i = 0; i < n_pay && left; i++) {
 			size_t k = (size_t)left < iov[i].iov_len
 					   ? (size_t)left : iov[i].iov_len;
 
@@ -721,6 +752,10 @@ static int rx_step_payload(struct siw_qp *qp)
 	siw_mrs_access_end(mrs, n_mr);
 	if (got <= 0)
 		return rx_nothing(qp, got);
+	if ((size_t)got > placed) {
+		rx_got_tail(rx, (size_t)got - placed);
+		got = (ssize_t)placed;
+	}
 	rx->payload_got += (uint32_t)got;
 	return rx->payload_got < rx->payload_len ? SIW_RX_PAYLOAD
 						 : SIW_RX_TRAILER;
@@ -846,7 +881,10 @@ static int fpdu_done(struct siw_qp *qp)
 		siw_qp_term_received(qp);
 		return SIW_RX_DISCARD;
 	}
-	rx->hdr_got = 0;
+	/* The next FPDU begins with what was read ahead. */
+	memcpy(rx->hdr, rx->ahead, rx->ahead_got);
+	rx->hdr_got = rx->ahead_got;
+	rx->ahead_got = 0;
 	return SIW_RX_CTRL;
 }
 
@@ -854,16 +892,18 @@ static int rx_step_trailer(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
 	uint32_t len = rx->pad_len + MPA_CRC_SIZE;
+	struct iovec iov[2];
 	ssize_t got;
 	int rc;
 
-	rc = rx_read_buf(qp, rx->trailer + rx->trailer_got,
-			 len - rx->trailer_got, &got);
-	if (rc)
-		return rc;
-	rx->trailer_got += (uint32_t)got;
-	if (rx->trailer_got < len)
-		return SIW_RX_TRAILER;
+	if (rx->trailer_got < len) {
+		rc = rx_read(qp, iov, (int)rx_iov_tail(rx, iov, 0), &got);
+		if (rc)
+			return rc;
+		rx_got_tail(rx, (size_t)got);
+		if (rx->trailer_got < len)
+			return SIW_RX_TRAILER;
+	}
 	if (qp->crc) {
 		uint32_t crc = siw_crc32c(rx->crc, rx->trailer, rx->pad_len);
 		uint32_t wire = mpa_crc_get(rx->trailer + rx->pad_len);
