@@ -11,8 +11,10 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/siw_harness.h"
@@ -789,6 +791,108 @@ START_TEST(test_peer_dies)
 }
 END_TEST
 
+/* Holds the delivering thread inside the upcall for @conn's ERROR. */
+struct park {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const void *conn;
+	bool parked, release;
+};
+
+static void park_hook(struct h_dev *d, const struct rnicpi_conn_event *ev)
+{
+	struct park *pk = d->hook_arg;
+
+	if (ev->type != RNICPI_CONN_ERROR || ev->conn != pk->conn)
+		return;
+	pthread_mutex_lock(&pk->lock);
+	pk->parked = true;
+	pthread_cond_broadcast(&pk->cond);
+	while (!pk->release)
+		pthread_cond_wait(&pk->cond, &pk->lock);
+	pthread_mutex_unlock(&pk->lock);
+}
+
+/*
+ * Option poll_rx: polling an empty CQ reads the sockets of its QPs. The
+ * receiver's progress thread is held in an upcall (a connection whose
+ * peer never sends its MPA Request times out there); a Send then
+ * completes at the receiver as soon as its CQ is polled (poll_rx=1), and
+ * not before the progress thread is free again (poll_rx=0).
+ */
+START_TEST(test_poll_reads_socket)
+{
+	static const struct rnicpi_option on[] = {
+		{ "mpa_timeout_ms", "100" }, { NULL, NULL },
+	};
+	static const struct rnicpi_option off[] = {
+		{ "mpa_timeout_ms", "100" }, { "poll_rx", "0" }, { NULL, NULL },
+	};
+	bool poll_rx = _i == 0;
+	struct park pk = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			   .cond = PTHREAD_COND_INITIALIZER };
+	struct rnicpi_conn *conn;
+	struct rnicpi_wc wc;
+	struct h_buf s, d;
+	struct pair p;
+	int cfd, sfd, i;
+
+	pair_up_opts(&p, NULL, poll_rx ? on : off, 0);
+	pair_connect(&p);
+	h_buf_alloc(&s, 100000, GUARD);
+	h_buf_alloc(&d, 100000, GUARD);
+	h_buf_fill(&s, 42);
+	h_buf_reg(&s, &p.a, RW);
+	h_buf_reg(&d, &p.b, RW);
+	h_post_recv(&p.b, &d, 0, d.len, 7);
+
+	p.db->hook_arg = &pk;
+	p.db->conn_hook = park_hook;
+	h_tcp_pair(&cfd, &sfd);
+	pthread_mutex_lock(&pk.lock);
+	ck_assert_ok(p.db->ops->iw_take_request(p.db->dev, sfd, NULL, &conn));
+	pk.conn = conn;
+	for (i = 0; i < 100 && !pk.parked; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&pk.cond, &pk.lock, &ts);
+	}
+	ck_assert_msg(pk.parked, "the MPA time-out never reached the core");
+	pthread_mutex_unlock(&pk.lock);
+
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &s, 0, s.len, 1,
+				 RNICPI_SEND_SIGNALED, 0, 0));
+	if (!poll_rx)
+		ck_assert_msg(!h_poll(&p.b, p.b.rcq, &wc, 300),
+			      "received with the progress thread held");
+	else
+		ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
+
+	pthread_mutex_lock(&pk.lock);
+	pk.release = true;
+	pthread_cond_broadcast(&pk.cond);
+	pthread_mutex_unlock(&pk.lock);
+	if (!poll_rx)
+		ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 7);
+	ck_assert_uint_eq(wc.byte_len, s.len);
+	ck_assert(h_buf_check(&d, 0, d.len, 42, 0));
+	ck_assert(h_buf_guards_ok(&d));
+	ck_assert(h_poll(&p.a, p.a.scq, &wc, H_WAIT_MS));
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+
+	close(cfd);
+	ck_assert_ok(p.da->ops->dereg_mr(s.mr));
+	ck_assert_ok(p.db->ops->dereg_mr(d.mr));
+	h_buf_free(&s);
+	h_buf_free(&d);
+	pair_down(&p);
+}
+END_TEST
+
 START_TEST(test_verbs_errors)
 {
 	struct h_dev *d;
@@ -859,6 +963,7 @@ Suite *suite_siw_loopback(void)
 	tcase_add_test(tc, test_rereg_local_inv);
 	tcase_add_test(tc, test_close);
 	tcase_add_test(tc, test_peer_dies);
+	tcase_add_loop_test(tc, test_poll_reads_socket, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

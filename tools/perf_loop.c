@@ -425,15 +425,22 @@ static inline uint8_t tag_of(uint64_t i)
 	return (uint8_t)(i % 255 + 1);
 }
 
-/* Spins until the byte holds @tag, letting the provider's progress
- * thread run when it shares our core. */
-static void wait_byte(volatile uint8_t *p, uint8_t tag)
+/* Spins until the byte holds @tag. Polling the send EVD meanwhile, as
+ * UCX's perftest calls its progress function, lets a software provider
+ * place the bytes in this thread (soft-iWARP's poll_rx) instead of
+ * waking its progress thread; every so often that thread gets the core
+ * in case it shares ours. */
+static int wait_byte(struct perf_ctx *c, volatile uint8_t *p, uint8_t tag)
 {
 	unsigned int spins = 0;
 
-	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != tag)
+	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != tag) {
+		if (reap_sq(c, false) < 0)
+			return -1;
 		if (++spins % 64 == 0)
 			sched_yield();
+	}
+	return 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -505,16 +512,18 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			t0 = tool_now_ns();
 		switch (o->verb) {
 		case PERF_WRITE:
-			if (!pinger)
-				wait_byte(sink + size - 1, tag_of(i));
+			if (!pinger &&
+			    wait_byte(c, sink + size - 1, tag_of(i)))
+				goto err;
 			q->buf[size - 1] = tag_of(i);
 			if (q->posted - q->completed >= o->tx_depth &&
 			    wait_one(c, c->sq, size, &bad))
 				goto err;
 			if (post_one(c, q, size, true))
 				goto err;
-			if (pinger)
-				wait_byte(sink + size - 1, tag_of(i));
+			if (pinger &&
+			    wait_byte(c, sink + size - 1, tag_of(i)))
+				goto err;
 			if (reap_sq(c, false) < 0)
 				goto err;
 			break;

@@ -135,6 +135,7 @@ struct siw_options {
 	uint32_t max_fpdu;	  /* cap on transmitted FPDU bytes, 0 = MSS */
 	uint32_t rts_delay_ms;	  /* initiator: hold the first FPDU this long */
 	uint32_t zcopy_min;	  /* MSG_ZEROCOPY from this message size, 0 off */
+	bool poll_rx;		  /* polling an empty CQ reads its QPs' sockets */
 };
 
 int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
@@ -238,6 +239,16 @@ struct siw_cq {
 	struct siw_device *dev;
 	struct rnicpi_cq_ring ring;
 	atomic_bool err_reported;
+	/* The QPs completing here (siw_cq_link), for siw_cq_progress(). */
+	pthread_mutex_t qps_lock;
+	struct siw_list qps;
+};
+
+/* A QP on the list of its send or receive CQ. */
+struct siw_cq_link {
+	struct siw_list node;
+	struct siw_qp *qp;
+	struct siw_cq *cq;	/* NULL: not on a list */
 };
 
 /* A posted receive. */
@@ -418,6 +429,7 @@ struct siw_qp {
 	struct siw_device *dev;
 	struct siw_pd *pd;
 	struct siw_cq *scq, *rcq;
+	struct siw_cq_link cq_link[2];	/* on scq's and (if other) rcq's */
 	struct siw_srq *srq;
 	pthread_mutex_t lock;
 
@@ -660,6 +672,13 @@ void siw_qp_unlock(struct siw_qp *qp);
 /* ------------------------------------------------------------------ */
 /* siw_tx.c / siw_rx.c                                                 */
 /* ------------------------------------------------------------------ */
+
+/* Put @qp on its CQs' lists, or take it off (siw_qp_verbs.c). */
+void siw_qp_cq_attach(struct siw_qp *qp);
+void siw_qp_cq_detach(struct siw_qp *qp);
+/* Read what the sockets of @cq's QPs hold, from the thread polling the
+ * empty CQ (option poll_rx). */
+void siw_cq_progress(struct siw_cq *cq);
 
 /* Turn SO_ZEROCOPY on when the device asks for it (zcopy_min). */
 void siw_tx_zc_setup(struct siw_qp *qp);

@@ -62,6 +62,7 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 	o->ird = SIW_DEFAULT_IRD;
 	o->ord = SIW_DEFAULT_ORD;
 	o->nodelay = true;
+	o->poll_rx = true;
 
 	for (; opt && opt->key; opt++) {
 		const char *k = opt->key, *v = opt->value ? opt->value : "";
@@ -105,6 +106,8 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 			rc = parse_u32(v, 0, 1u << 31, &o->zcopy_min);
 		} else if (!strcmp(k, "rts_delay_ms")) {
 			rc = parse_u32(v, 0, 10000, &o->rts_delay_ms);
+		} else if (!strcmp(k, "poll_rx")) {
+			rc = parse_bool(v, &o->poll_rx);
 		} else if (!strcmp(k, "max_fpdu")) {
 			rc = parse_u32(v, 64, 65536, &o->max_fpdu);
 		} else {

@@ -512,6 +512,40 @@ void siw_qp_handle(struct siw_qp *qp, uint32_t events)
 	siw_qp_unlock(qp);
 }
 
+/*
+ * The application polls an empty CQ: read what the sockets of the CQ's QPs
+ * hold now, in its thread, instead of leaving it to the progress thread,
+ * whose wake-up costs two context switches per message and, on a host
+ * with fewer cores than busy threads, a scheduling delay (hostrdma-siw(7),
+ * option poll_rx). A QP another thread is working on is skipped
+ * (trylock). Upcalls stay with the progress thread, woken when some were
+ * queued: the poller may hold locks of the layers above.
+ */
+void siw_cq_progress(struct siw_cq *cq)
+{
+	struct siw_device *dev = cq->dev;
+	struct siw_list *n;
+	bool queued;
+
+	pthread_mutex_lock(&cq->qps_lock);
+	for (n = cq->qps.next; n != &cq->qps; n = n->next) {
+		struct siw_qp *qp = container_of(n, struct siw_cq_link,
+						 node)->qp;
+
+		if (pthread_mutex_trylock(&qp->lock))
+			continue;
+		if (!qp->destroyed && qp->fd >= 0 && qp->llp == SIW_LLP_RDMA)
+			siw_qp_rx(qp);
+		pthread_mutex_unlock(&qp->lock);
+	}
+	pthread_mutex_unlock(&cq->qps_lock);
+	pthread_mutex_lock(&dev->lock);
+	queued = !siw_list_empty(&dev->events);
+	pthread_mutex_unlock(&dev->lock);
+	if (queued)
+		siw_dev_wake(dev);
+}
+
 void siw_qp_timeout(struct siw_qp *qp)
 {
 	pthread_mutex_lock(&qp->lock);

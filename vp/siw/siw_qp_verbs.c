@@ -94,6 +94,7 @@ int siw_create_qp(struct rnicpi_pd *p, struct rnicpi_qp_init_attr *attr,
 		qp->tx_msn[i] = qp->rx.msn[i] = 1;
 	qp->base.pd = p;
 	qp->base.qp_num = atomic_fetch_add(&dev->next_qpn, 1);
+	siw_qp_cq_attach(qp);
 	siw_qp_dbg(qp, "created: sq %u rq %u%s", qp->sq_size, qp->rq_size,
 		   qp->srq ? " (SRQ)" : "");
 	*out = &qp->base;
@@ -106,6 +107,42 @@ err_free:
 err_count:
 	atomic_fetch_sub(&dev->n_qp, 1);
 	return -ENOMEM;
+}
+
+static void cq_link_add(struct siw_qp *qp, int i, struct siw_cq *cq)
+{
+	struct siw_cq_link *l = &qp->cq_link[i];
+
+	l->qp = qp;
+	l->cq = cq;
+	pthread_mutex_lock(&cq->qps_lock);
+	siw_list_add_tail(&cq->qps, &l->node);
+	pthread_mutex_unlock(&cq->qps_lock);
+}
+
+void siw_qp_cq_attach(struct siw_qp *qp)
+{
+	cq_link_add(qp, 0, qp->scq);
+	if (qp->rcq != qp->scq)
+		cq_link_add(qp, 1, qp->rcq);
+}
+
+/* After this no siw_cq_progress() can reach @qp (it holds qps_lock
+ * while it works on one). */
+void siw_qp_cq_detach(struct siw_qp *qp)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct siw_cq_link *l = &qp->cq_link[i];
+
+		if (!l->cq)
+			continue;
+		pthread_mutex_lock(&l->cq->qps_lock);
+		siw_list_del(&l->node);
+		pthread_mutex_unlock(&l->cq->qps_lock);
+		l->cq = NULL;
+	}
 }
 
 static void qp_reset(struct siw_qp *qp)
@@ -278,6 +315,7 @@ int siw_destroy_qp(struct rnicpi_qp *q)
 	siw_tx_zc_flush(qp);
 	siw_rx_release(qp);
 	pthread_mutex_unlock(&qp->lock);
+	siw_qp_cq_detach(qp);
 	siw_dev_timed_del(dev, &qp->timed);
 	/* Deliver what was queued before (completions-related CQ events
 	 * and so on), then make sure nothing left names this QP. */

@@ -510,10 +510,11 @@ static int rx_step_ctrl(struct siw_qp *qp)
 	ssize_t got;
 	int rc;
 
-	/* Read ahead with the previous FPDU, or read now. */
+	/* Read ahead with the previous FPDU, or read now: as much as the
+	 * shortest header, which every FPDU holds (all of a tagged one). */
 	if (rx->hdr_got < sizeof(*c)) {
 		rc = rx_read_buf(qp, rx->hdr + rx->hdr_got,
-				 sizeof(*c) - rx->hdr_got, &got);
+				 SIW_RX_AHEAD - rx->hdr_got, &got);
 		if (rc)
 			return rc;
 		rx->hdr_got += (uint32_t)got;
@@ -533,6 +534,9 @@ static int rx_step_ctrl(struct siw_qp *qp)
 		siw_qp_info(qp, "ULPDU length %u shorter than the %u-byte "
 			    "header of opcode %u", rx->ulpdu_len,
 			    rx->hdr_len - MPA_HDR_SIZE, op);
+		/* What was read past the control word is not this FPDU's
+		 * header: the Terminate carries none back. */
+		rx->hdr_got = sizeof(*c);
 		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_CATASTROPHIC,
 			       DDP_ECODE_CATASTROPHIC, RNICPI_EVENT_QP_FATAL);
 	}

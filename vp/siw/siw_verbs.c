@@ -403,6 +403,8 @@ static int siw_create_cq(struct rnicpi_device *d,
 	if (rc)
 		goto err_free;
 	cq->dev = dev;
+	pthread_mutex_init(&cq->qps_lock, NULL);
+	siw_list_init(&cq->qps);
 	cq->base.device = d;
 	cq->base.cqe = attr->cqe;
 	cq->base.notify_fd = cq->ring.efd;
@@ -439,6 +441,7 @@ static int siw_destroy_cq(struct rnicpi_cq *c)
 {
 	struct siw_cq *cq = to_siw_cq(c);
 
+	pthread_mutex_destroy(&cq->qps_lock);
 	rnicpi_cq_ring_fini(&cq->ring);
 	atomic_fetch_sub(&cq->dev->n_cq, 1);
 	siw_dev_purge_events(cq->dev, cq);
@@ -448,7 +451,14 @@ static int siw_destroy_cq(struct rnicpi_cq *c)
 
 static int siw_poll_cq(struct rnicpi_cq *c, int n, struct rnicpi_wc *wc)
 {
-	return rnicpi_cq_ring_poll(&to_siw_cq(c)->ring, n, wc);
+	struct siw_cq *cq = to_siw_cq(c);
+	int k = rnicpi_cq_ring_poll(&cq->ring, n, wc);
+
+	if (k == 0 && n > 0 && cq->dev->opts.poll_rx) {
+		siw_cq_progress(cq);
+		k = rnicpi_cq_ring_poll(&cq->ring, n, wc);
+	}
+	return k;
 }
 
 static int siw_req_notify_cq(struct rnicpi_cq *c, int solicited_only)
