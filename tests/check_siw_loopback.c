@@ -57,6 +57,16 @@ static void pair_down(struct pair *p)
 	h_dev_destroy(p->db);
 }
 
+/* Deregister and free @s (registered at a) and @d (at b), then the pair. */
+static void pair_down_bufs(struct pair *p, struct h_buf *s, struct h_buf *d)
+{
+	ck_assert_ok(p->da->ops->dereg_mr(s->mr));
+	ck_assert_ok(p->db->ops->dereg_mr(d->mr));
+	h_buf_free(s);
+	h_buf_free(d);
+	pair_down(p);
+}
+
 static void expect_wc(struct h_side *s, struct rnicpi_cq *cq,
 		      uint64_t wr_id, enum rnicpi_wc_status st,
 		      enum rnicpi_wc_opcode op, uint32_t len)
@@ -452,11 +462,7 @@ START_TEST(test_sge_lists_inline_srq)
 	ck_assert_uint_eq(s.p[10005], 0);
 	ck_assert(h_buf_guards_ok(&s));
 
-	ck_assert_ok(p.da->ops->dereg_mr(s.mr));
-	ck_assert_ok(p.db->ops->dereg_mr(d.mr));
-	h_buf_free(&s);
-	h_buf_free(&d);
-	pair_down(&p);
+	pair_down_bufs(&p, &s, &d);
 }
 END_TEST
 
@@ -737,11 +743,7 @@ START_TEST(test_close)
 	ck_assert_int_eq(ev.ev.status, -ECONNABORTED);
 	ck_assert(h_wait_conn(p.db, RNICPI_CONN_DISCONNECTED, p.b.qp, &ev,
 			      H_WAIT_MS));
-	ck_assert_ok(p.da->ops->dereg_mr(s.mr));
-	ck_assert_ok(p.db->ops->dereg_mr(d.mr));
-	h_buf_free(&s);
-	h_buf_free(&d);
-	pair_down(&p);
+	pair_down_bufs(&p, &s, &d);
 }
 END_TEST
 
@@ -783,11 +785,7 @@ START_TEST(test_peer_dies)
 	ck_assert(h_wait_conn(p.da, RNICPI_CONN_DISCONNECTED, p.a.qp, &ev,
 			      H_WAIT_MS));
 	ck_assert_int_ne(ev.ev.status, 0);
-	ck_assert_ok(p.da->ops->dereg_mr(s.mr));
-	ck_assert_ok(p.db->ops->dereg_mr(d.mr));
-	h_buf_free(&s);
-	h_buf_free(&d);
-	pair_down(&p);
+	pair_down_bufs(&p, &s, &d);
 }
 END_TEST
 
@@ -885,11 +883,7 @@ START_TEST(test_poll_reads_socket)
 	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
 
 	close(cfd);
-	ck_assert_ok(p.da->ops->dereg_mr(s.mr));
-	ck_assert_ok(p.db->ops->dereg_mr(d.mr));
-	h_buf_free(&s);
-	h_buf_free(&d);
-	pair_down(&p);
+	pair_down_bufs(&p, &s, &d);
 }
 END_TEST
 
