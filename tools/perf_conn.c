@@ -88,13 +88,10 @@ int perf_ctl_send(struct perf_ctx *c, enum perf_ctl_type type,
 			       TOOL_WAIT_US, &ev);
 }
 
-/* A control receive completion @ev, which must carry a message of
- * @type: copied to c->last, its receive posted again. */
-static int ctl_take(struct perf_ctx *c, const it_event_t *ev,
-		    enum perf_ctl_type type)
+/* The receive slot of control completion @ev, or -1 with a message. */
+static int ctl_slot(const it_event_t *ev)
 {
 	unsigned int slot = (unsigned int)(ev->dto_cmpl.cookie - CTL_COOKIE);
-	uint32_t got;
 
 	if (ev->event_number != IT_DTO_RC_RECV_CMPL_EVENT ||
 	    ev->dto_cmpl.dto_status != IT_DTO_SUCCESS) {
@@ -108,6 +105,19 @@ static int ctl_take(struct perf_ctx *c, const it_event_t *ev,
 			PERF_PROG, (unsigned long long)ev->dto_cmpl.cookie);
 		return -1;
 	}
+	return (int)slot;
+}
+
+/* A control receive completion @ev, which must carry a message of
+ * @type: copied to c->last, its receive posted again. */
+static int ctl_take(struct perf_ctx *c, const it_event_t *ev,
+		    enum perf_ctl_type type)
+{
+	int slot = ctl_slot(ev);
+	uint32_t got;
+
+	if (slot < 0)
+		return -1;
 	if (ev->dto_cmpl.transferred_length != sizeof(struct perf_ctl)) {
 		fprintf(stderr, "%s: control message of %u bytes, expected %zu\n",
 			PERF_PROG, ev->dto_cmpl.transferred_length,
@@ -115,7 +125,7 @@ static int ctl_take(struct perf_ctx *c, const it_event_t *ev,
 		return -1;
 	}
 	c->last = c->cbuf[1 + slot];
-	if (ctl_post_recv(c, slot))
+	if (ctl_post_recv(c, (unsigned int)slot))
 		return -1;
 	if (ntohl(c->last.magic_be) != PERF_MAGIC) {
 		fprintf(stderr, "%s: control message with magic %#x: not a hostrdma-perf peer\n",
@@ -155,8 +165,46 @@ int perf_ctl_poll(struct perf_ctx *c, enum perf_ctl_type type)
 	return ctl_take(c, &ev, type) ? -1 : 1;
 }
 
+int perf_raw_send(struct perf_ctx *c, const void *buf, size_t len)
+{
+	it_lmr_triplet_t t = { .lmr = c->clmr, .length = len };
+	it_event_t ev;
+
+	if (len > sizeof(struct perf_ctl))
+		return -1;
+	memcpy(&c->cbuf[0], buf, len);
+	t.addr.abs = &c->cbuf[0];
+	if (check("it_post_send (control)",
+		  it_post_send(c->cep, &t, 1, CTL_COOKIE, FLAGS)))
+		return -1;
+	return tool_wait_event(PERF_PROG, c->csq, IT_DTO_SEND_CMPL_EVENT,
+			       TOOL_WAIT_US, &ev);
+}
+
+int perf_raw_recv(struct perf_ctx *c, void *buf, size_t len,
+		  uint64_t timeout_us)
+{
+	it_event_t ev;
+	size_t nmore;
+	it_status_t st = it_evd_wait(c->crq, timeout_us, &ev, &nmore);
+	int slot;
+
+	if (st != IT_SUCCESS)
+		return tool_check(PERF_PROG, "waiting for the peer", st);
+	slot = ctl_slot(&ev);
+	if (slot < 0)
+		return -1;
+	if (ev.dto_cmpl.transferred_length != len) {
+		fprintf(stderr, "%s: control message of %u bytes, expected %zu\n",
+			PERF_PROG, ev.dto_cmpl.transferred_length, len);
+		return -1;
+	}
+	memcpy(buf, &c->cbuf[1 + slot], len);
+	return ctl_post_recv(c, (unsigned int)slot);
+}
+
 /* PZ, EVDs, the control EP and its buffers. */
-static int make_base(struct perf_ctx *c)
+int perf_make_base(struct perf_ctx *c)
 {
 	struct perf_opts *o = c->o;
 	size_t sq_n = (size_t)o->qps * (o->tx_depth + 8) + 16;
@@ -207,7 +255,7 @@ static int make_base(struct perf_ctx *c)
  * region, as in perftest: pinned memory is scarce, RLIMIT_MEMLOCK), then
  * the credit word the peer writes, and ours to send 64 bytes further.
  */
-static void layout(struct perf_ctx *c)
+void perf_layout(struct perf_ctx *c)
 {
 	bool split = c->o->verify || c->o->lat;
 
@@ -216,7 +264,7 @@ static void layout(struct perf_ctx *c)
 }
 
 /* A data EP and its buffer. */
-static int make_qp(struct perf_ctx *c, unsigned int i)
+int perf_make_qp(struct perf_ctx *c, unsigned int i)
 {
 	struct perf_opts *o = c->o;
 	struct perf_qp *q = &c->qp[i];
@@ -366,7 +414,7 @@ static int params_in(struct perf_ctx *c)
 	return 0;
 }
 
-static int wait_established(struct perf_ctx *c, it_ep_handle_t ep)
+int perf_wait_established(struct perf_ctx *c, it_ep_handle_t ep)
 {
 	it_event_t ev;
 
@@ -381,22 +429,29 @@ static int wait_established(struct perf_ctx *c, it_ep_handle_t ep)
 	return 0;
 }
 
+int perf_connect_ep(struct perf_ctx *c, it_ep_handle_t ep,
+		    const void *pdata, size_t len)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+
+	q.conn_qual.port = htons(c->o->port);
+	return check("it_ep_connect",
+		     it_ep_connect(ep, &c->path, NULL, &q,
+				   IT_CONNECT_FLAG_TWO_WAY,
+				   (const unsigned char *)pdata, len));
+}
+
 static int connect_ep(struct perf_ctx *c, it_ep_handle_t ep, uint8_t role,
 		      unsigned int index)
 {
-	it_conn_qual_t q = { .type = IT_IANA_PORT };
 	struct perf_hello h = {
 		.magic_be = htonl(PERF_MAGIC), .version = PERF_VERSION,
 		.role = role, .index_be = htons((uint16_t)index),
 	};
 
-	q.conn_qual.port = htons(c->o->port);
-	if (check("it_ep_connect",
-		  it_ep_connect(ep, &c->path, NULL, &q,
-				IT_CONNECT_FLAG_TWO_WAY,
-				(unsigned char *)&h, sizeof(h))))
+	if (perf_connect_ep(c, ep, &h, sizeof(h)))
 		return -1;
-	return wait_established(c, ep);
+	return perf_wait_established(c, ep);
 }
 
 int perf_connect(struct perf_ctx *c)
@@ -412,11 +467,11 @@ int perf_connect(struct perf_ctx *c)
 	if (!c->ia)
 		return -1;
 	c->max_size = run_max_size(o);
-	layout(c);
-	if (make_base(c) || connect_ep(c, c->cep, 0, 0))
+	perf_layout(c);
+	if (perf_make_base(c) || connect_ep(c, c->cep, 0, 0))
 		return -1;
 	for (unsigned int i = 0; i < o->qps; i++)
-		if (make_qp(c, i))
+		if (perf_make_qp(c, i))
 			return -1;
 	params_out(o, v);
 	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_MAX_SIZE + 1, true) ||
@@ -485,14 +540,14 @@ int perf_accept(struct perf_ctx *c)
 	if (next_request(c, 0, 0, &id))
 		return -1;
 	c->max_size = 64;
-	if (make_base(c) ||
+	if (perf_make_base(c) ||
 	    check("it_ep_accept", it_ep_accept(c->cep, id, NULL, 0)) ||
-	    wait_established(c, c->cep) ||
+	    perf_wait_established(c, c->cep) ||
 	    perf_ctl_recv(c, PERF_CTL_PARAMS, TOOL_WAIT_US) || params_in(c))
 		return -1;
-	layout(c);
+	perf_layout(c);
 	for (unsigned int i = 0; i < o->qps; i++)
-		if (make_qp(c, i))
+		if (perf_make_qp(c, i))
 			return -1;
 	take_adverts(c);
 	if (adverts_ok(c))
@@ -504,7 +559,7 @@ int perf_accept(struct perf_ctx *c)
 		if (next_request(c, 1, i, &id) ||
 		    check("it_ep_accept", it_ep_accept(c->qp[i].ep, id, NULL,
 						       0)) ||
-		    wait_established(c, c->qp[i].ep))
+		    perf_wait_established(c, c->qp[i].ep))
 			return -1;
 		c->qp[i].connected = true;
 	}

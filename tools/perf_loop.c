@@ -347,7 +347,9 @@ static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		progress += k;
 		if (sender && !posting && all_completed(c)) {
 			sender = false;
-			if (o->verb == PERF_WRITE && fence(c))
+			/* perftest's regions allow no Read for Writes. */
+			if (o->verb == PERF_WRITE && !c->perftest &&
+			    fence(c))
 				return -1;
 			r->ns = tool_now_ns() - t0;
 			/* A receiver learns here how many to expect. */
@@ -591,6 +593,21 @@ static uint32_t check_sinks(struct perf_ctx *c, uint64_t size)
  * their sources, meet (READY), run, then swap their numbers (DONE).
  * @r gets this side's own numbers, and c->last the peer's DONE.
  */
+int perf_measure(struct perf_ctx *c, uint64_t size, struct perf_result *r)
+{
+	double cpu0;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->size = size;
+	for (unsigned int i = 0; i < c->nqp; i++)
+		perf_fill(c->qp[i].buf, size, size, i);
+	cpu0 = cpu_now();
+	rc = c->o->lat ? lat(c, size, r) : bw(c, size, r);
+	r->cpu_s = cpu_now() - cpu0;
+	return rc;
+}
+
 int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 {
 	const struct perf_opts *o = c->o;

@@ -100,6 +100,7 @@ struct perf_ctx {
 	uint64_t max_size;		/* of this run: buffers hold it */
 	uint64_t sink_off, credit_off;	/* in every QP's buffer */
 	struct perf_ctl last;		/* the last control message */
+	bool perftest;			/* -R: the peer is perftest */
 };
 
 /* perf_conn.c */
@@ -109,6 +110,19 @@ int perf_ctl_recv(struct perf_ctx *c, enum perf_ctl_type type,
 		  uint64_t timeout_us);
 /* 1 and the message in c->last when one of @type is there, 0 if none. */
 int perf_ctl_poll(struct perf_ctx *c, enum perf_ctl_type type);
+/* A Send of @len raw bytes (at most sizeof(struct perf_ctl)) on the
+ * control EP, and the next message received there, which must be @len
+ * bytes long: perftest's exchange (-R, perf_rcm.c). */
+int perf_raw_send(struct perf_ctx *c, const void *buf, size_t len);
+int perf_raw_recv(struct perf_ctx *c, void *buf, size_t len,
+		  uint64_t timeout_us);
+/* Pieces of perf_connect()/perf_accept() that -R puts together its way. */
+int perf_make_base(struct perf_ctx *c);
+void perf_layout(struct perf_ctx *c);
+int perf_make_qp(struct perf_ctx *c, unsigned int i);
+int perf_connect_ep(struct perf_ctx *c, it_ep_handle_t ep,
+		    const void *pdata, size_t len);
+int perf_wait_established(struct perf_ctx *c, it_ep_handle_t ep);
 int perf_connect(struct perf_ctx *c);
 int perf_accept(struct perf_ctx *c);
 void perf_teardown(struct perf_ctx *c);
@@ -118,6 +132,8 @@ uint32_t perf_check(const uint8_t *p, uint64_t size, uint64_t max,
 
 /* perf_loop.c: run one size; the side's own numbers in @r. */
 int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r);
+/* The measurement alone, no control messages (-R: perftest's peer). */
+int perf_measure(struct perf_ctx *c, uint64_t size, struct perf_result *r);
 bool perf_active(const struct perf_ctx *c);
 
 static inline uint64_t perf_be64(uint64_t v)

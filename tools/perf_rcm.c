@@ -1,18 +1,341 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * perf_rcm.c - hostrdma-perf -R: perftest's connection exchange over
- * rdma_cm, to measure against ib_write_bw -R and friends.
+ * perf_rcm.c - hostrdma-perf -R: perftest's own set-up when perftest runs
+ * with -R (rdma_cm), so that ib_write_bw -R / ib_read_bw -R on a host with
+ * an RNIC measures against hostrdma-perf, and the other way round.
+ *
+ * What perftest 4.5 ("6.06") does with -R, from its src/perftest_
+ * communication.c and write_bw.c / read_bw.c:
+ *
+ *   - a control connection over rdma_cm to the server's port (18515 by
+ *     default), no private data; each side keeps one receive of 56 bytes
+ *     posted, and every exchange below is one Send each way, the client
+ *     sending first;
+ *   - exchanges: the version (16 bytes, "6.06"), the cycle buffer and
+ *     the cache line size (4 bytes each, big-endian), the MTU code as a
+ *     2-byte decimal string, then a hand shake (a 56-byte struct
+ *     pingpong_dest, big-endian fields: LID, outstanding reads, QPN, PSN,
+ *     rkey, 4 bytes of padding, VA, GID, SRQN, GID index);
+ *   - the data connections, one per QP, again over rdma_cm to the same
+ *     port (the server listens anew: the client retries a refused
+ *     connect ten times, 100 ms apart);
+ *   - hand shakes: one after the data connections, one per QP carrying
+ *     the buffer (VA, rkey) the peer targets, one per QP again, one more;
+ *   - the client runs; a hand shake says it is done; the client's report
+ *     follows (size and iterations as 8-byte big-endian, peak bandwidth,
+ *     average bandwidth in MiB/s and message rate in Mpps as byte-swapped
+ *     doubles; the server sends its own back); a last hand shake.
+ *
+ * Every message from the peer is checked for its length; the fields used
+ * (VA, rkey, sizes) only steer where our own work requests go, which the
+ * peer's RNIC checks against its regions.
  */
 #define _GNU_SOURCE
 #include "tools/perf_priv.h"
 
+#include <arpa/inet.h>
+#include <endian.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PT_VERSION "6.06"
+#define PT_VERSION_LEN 16
+#define PT_CYCLE_BUFFER 4096
+#define PT_CACHE_LINE 64
+#define PT_RETRIES 10
+#define PT_RETRY_US 100000
+
+/* struct pingpong_dest as perftest sends it: 56 bytes, big-endian. */
+struct pt_dest {
+	uint32_t lid_be;
+	uint32_t out_reads_be;
+	uint32_t qpn_be;
+	uint32_t psn_be;
+	uint32_t rkey_be;
+	uint32_t pad;
+	uint64_t vaddr_be;
+	uint8_t gid[16];
+	uint32_t srqn_be;
+	uint32_t gid_index_be;
+} __attribute__((packed));
+_Static_assert(sizeof(struct pt_dest) == 56, "perftest's pingpong_dest");
+
+/* One exchange: the client writes first, the server reads first. */
+static int xchg(struct perf_ctx *c, const void *mine, void *theirs,
+		size_t len, uint64_t timeout_us)
+{
+	if (!c->server)
+		return perf_raw_send(c, mine, len) ||
+		       perf_raw_recv(c, theirs, len, timeout_us);
+	return perf_raw_recv(c, theirs, len, timeout_us) ||
+	       perf_raw_send(c, mine, len);
+}
+
+/* A hand shake: our QP @i's buffer out (none when @i < 0), the peer's
+ * into @rem (may be NULL). */
+static int hand_shake(struct perf_ctx *c, int i, struct pt_dest *rem,
+		      uint64_t timeout_us)
+{
+	struct pt_dest me = { 0 }, peer;
+
+	me.out_reads_be = htonl(c->o->outs);
+	if (i >= 0) {
+		me.rkey_be = htonl((uint32_t)c->qp[i].rkey);
+		me.vaddr_be = htobe64((uintptr_t)c->qp[i].buf);
+	}
+	if (xchg(c, &me, &peer, sizeof(peer), timeout_us))
+		return -1;
+	if (rem)
+		*rem = peer;
+	return 0;
+}
+
+/* Versions, buffer sizes, MTU: the first exchanges on the control EP. */
+static int preamble(struct perf_ctx *c, uint32_t *cycle)
+{
+	char mine[PT_VERSION_LEN] = PT_VERSION, theirs[PT_VERSION_LEN + 1];
+	uint32_t v_be, rem_be;
+	char mtu[2] = { 0 }, rem_mtu[2];
+
+	memset(theirs, 0, sizeof(theirs));
+	if (xchg(c, mine, theirs, PT_VERSION_LEN, TOOL_WAIT_US))
+		return -1;
+	if (atof(theirs) < 5.70) {
+		fprintf(stderr, "%s: the peer's perftest is version \"%s\", -R needs 5.70 or newer\n",
+			PERF_PROG, theirs);
+		return -1;
+	}
+	v_be = htonl(PT_CYCLE_BUFFER);
+	if (xchg(c, &v_be, &rem_be, 4, TOOL_WAIT_US))
+		return -1;
+	*cycle = ntohl(rem_be) > PT_CYCLE_BUFFER ? ntohl(rem_be)
+						 : PT_CYCLE_BUFFER;
+	if (*cycle > (64u << 20)) {
+		fprintf(stderr, "%s: the peer's cycle buffer of %u bytes is too large\n",
+			PERF_PROG, *cycle);
+		return -1;
+	}
+	v_be = htonl(PT_CACHE_LINE);
+	if (xchg(c, &v_be, &rem_be, 4, TOOL_WAIT_US))
+		return -1;
+	/* IBV_MTU_1024: the CM sets the data QPs' path MTU; perftest uses
+	 * this code for UD and its banner only. */
+	mtu[0] = '3';
+	return xchg(c, mtu, rem_mtu, sizeof(mtu), TOOL_WAIT_US);
+}
+
+/* The data connection of QP @i, retried while perftest's server is not
+ * listening yet (it listens only after the first hand shake). */
+static int connect_data(struct perf_ctx *c, unsigned int i)
+{
+	struct perf_qp *q = &c->qp[i];
+
+	for (int tries = 0; tries < PT_RETRIES; tries++) {
+		it_event_t ev;
+		size_t nmore;
+
+		if (perf_connect_ep(c, q->ep, NULL, 0))
+			return -1;
+		if (tool_check(PERF_PROG, "waiting for the data connection",
+			       it_evd_wait(c->cm, TOOL_WAIT_US, &ev, &nmore)))
+			return -1;
+		if (ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT)
+			return 0;
+		if (ev.event_number != IT_CM_MSG_CONN_NONPEER_REJECT_EVENT &&
+		    ev.event_number != IT_CM_MSG_CONN_PEER_REJECT_EVENT) {
+			fprintf(stderr, "%s: data connection %u: %s\n",
+				PERF_PROG, i, tool_event_name(ev.event_number));
+			return -1;
+		}
+		if (tool_check(PERF_PROG, "it_ep_reset", it_ep_reset(q->ep)))
+			return -1;
+		usleep(PT_RETRY_US);
+	}
+	fprintf(stderr, "%s: the perftest server refused data connection %u %d times\n",
+		PERF_PROG, i, PT_RETRIES);
+	return -1;
+}
+
+static int accept_data(struct perf_ctx *c, unsigned int i)
+{
+	it_event_t ev;
+
+	if (tool_wait_event(PERF_PROG, c->req, IT_CM_REQ_CONN_REQUEST_EVENT,
+			    TOOL_WAIT_US, &ev) ||
+	    tool_check(PERF_PROG, "it_ep_accept",
+		       it_ep_accept(c->qp[i].ep, ev.conn_req.cn_est_id, NULL,
+				    0)))
+		return -1;
+	return perf_wait_established(c, c->qp[i].ep);
+}
+
+/* The hand shakes around and after the data connections. */
+static int setup(struct perf_ctx *c)
+{
+	struct perf_opts *o = c->o;
+	struct pt_dest rem;
+	uint32_t cycle;
+
+	if (preamble(c, &cycle))
+		return -1;
+	/* perftest's peer cycles its target address through a cycle
+	 * buffer: our region holds that and one message more. */
+	c->max_size = (o->all_sizes ? o->all_max : o->size) + cycle;
+	perf_layout(c);
+	for (unsigned int i = 0; i < o->qps; i++)
+		if (perf_make_qp(c, i))
+			return -1;
+	if (hand_shake(c, -1, NULL, TOOL_WAIT_US))
+		return -1;
+	for (unsigned int i = 0; i < o->qps; i++) {
+		if (c->server ? accept_data(c, i) : connect_data(c, i))
+			return -1;
+		c->qp[i].connected = true;
+	}
+	if (hand_shake(c, -1, NULL, TOOL_WAIT_US))
+		return -1;
+	for (unsigned int i = 0; i < o->qps; i++) {
+		if (hand_shake(c, (int)i, &rem, TOOL_WAIT_US))
+			return -1;
+		c->qp[i].raddr = be64toh(rem.vaddr_be);
+		c->qp[i].rrkey = ntohl(rem.rkey_be);
+	}
+	for (unsigned int i = 0; i < o->qps; i++)
+		if (hand_shake(c, (int)i, NULL, TOOL_WAIT_US))
+			return -1;
+	return hand_shake(c, 0, NULL, TOOL_WAIT_US);
+}
+
+static uint64_t swap_double(double d)
+{
+	uint64_t u;
+
+	memcpy(&u, &d, sizeof(u));
+	return htobe64(u);
+}
+
+static double unswap_double(uint64_t u)
+{
+	double d;
+
+	u = be64toh(u);
+	memcpy(&d, &u, sizeof(d));
+	return d;
+}
+
+/* The client's report (size, iterations, bandwidths, message rate) out,
+ * the server's back; the server turns the client's into @r. */
+static int reports(struct perf_ctx *c, struct perf_result *r)
+{
+	double mib_s = 0, mpps = 0;
+	uint64_t mine[5], theirs[5];
+
+	if (r->ns && !c->server) {
+		double s = (double)r->ns / 1e9;
+
+		mib_s = (double)r->size * (double)r->iters / s / 1048576.0;
+		mpps = (double)r->iters / s / 1e6;
+	}
+	mine[0] = htobe64(r->size);
+	mine[1] = htobe64(r->iters);
+	mine[2] = swap_double(mib_s);
+	mine[3] = swap_double(mib_s);
+	mine[4] = swap_double(mpps);
+	for (int k = 0; k < 5; k++)
+		if (xchg(c, &mine[k], &theirs[k], 8, TOOL_WAIT_US))
+			return -1;
+	if (c->server) {
+		double bw = unswap_double(theirs[3]);
+
+		r->size = be64toh(theirs[0]);
+		r->iters = be64toh(theirs[1]);
+		r->ns = bw > 0 ? (uint64_t)((double)r->size *
+					    (double)r->iters /
+					    (bw * 1048576.0) * 1e9)
+			       : 0;
+	}
+	return 0;
+}
+
+static int check_opts(const struct perf_opts *o)
+{
+	if (o->lat || o->verb == PERF_SEND || o->bidir || o->verify) {
+		fprintf(stderr, "%s: -R speaks perftest's exchange of ib_write_bw and ib_read_bw only (not the _lat tests, send_bw, -b or data checks)\n",
+			PERF_PROG);
+		return -1;
+	}
+	return 0;
+}
 
 int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 {
-	(void)o;
-	(void)report;
-	(void)arg;
-	fprintf(stderr, "%s: -R is not implemented yet\n", PERF_PROG);
-	return 2;
+	struct perf_ctx c = { .o = o, .perftest = true };
+	struct perf_result r = { 0 };
+	uint64_t sizes[32];
+	unsigned int n = 0;
+	int failed = 1;
+	it_event_t ev;
+
+	if (check_opts(o))
+		return 2;
+	c.server = !o->server;
+	if (c.server) {
+		if (tool_listen(PERF_PROG, o->device, o->bind, o->port,
+				2 * PERF_MAX_QPS, o->quiet, NULL, NULL, &c.ia,
+				&c.req, &c.listen) ||
+		    tool_wait_event(PERF_PROG, c.req,
+				    IT_CM_REQ_CONN_REQUEST_EVENT,
+				    IT_TIMEOUT_INFINITE, &ev) ||
+		    perf_make_base(&c) ||
+		    tool_check(PERF_PROG, "it_ep_accept",
+			       it_ep_accept(c.cep, ev.conn_req.cn_est_id,
+					    NULL, 0)) ||
+		    perf_wait_established(&c, c.cep))
+			goto out;
+	} else {
+		it_net_addr_t dst;
+
+		if (tool_parse_addr(PERF_PROG, o->server, &dst))
+			goto out;
+		c.ia = tool_ia_for_dest(PERF_PROG, o->device, &dst, &c.path);
+		if (!c.ia || perf_make_base(&c) ||
+		    perf_connect_ep(&c, c.cep, NULL, 0) ||
+		    perf_wait_established(&c, c.cep))
+			goto out;
+	}
+	if (setup(&c))
+		goto out;
+	perf_print_header(o);
+	if (!c.server) {
+		n = perf_sizes(o, sizes, 32);
+		for (unsigned int i = 0; i < n; i++) {
+			if (perf_measure(&c, sizes[i], &r))
+				goto out;
+			report(o, &r, arg);
+		}
+	}
+	/* The server waits as long as the client runs. */
+	if (hand_shake(&c, 0, NULL, c.server ? IT_TIMEOUT_INFINITE
+					      : TOOL_WAIT_US) ||
+	    reports(&c, &r))
+		goto out;
+	if (c.server)
+		report(o, &r, arg);
+	if (hand_shake(&c, 0, NULL, TOOL_WAIT_US))
+		goto out;
+	failed = 0;
+	if (!c.server) {
+		for (unsigned int i = 0; i < c.nqp; i++)
+			it_ep_disconnect(c.qp[i].ep, NULL, 0);
+		it_ep_disconnect(c.cep, NULL, 0);
+	}
+	/* Either side: the connections go down (or time out). */
+	for (unsigned int i = 0; i <= c.nqp; i++)
+		if (it_evd_wait(c.cm, 5000000, &ev, &(size_t){ 0 }))
+			break;
+out:
+	perf_teardown(&c);
+	return failed;
 }
