@@ -421,6 +421,12 @@ void ib_recv_sidr_req(struct cm *cm, struct ib_port *p,
 	g_mutex_lock(&st->lock);
 	in = in_find_locked(st, r.request_id, &src->sgid);
 	if (in) {
+		/* 12.11.2: the requester sent it again; the answer, if
+		 * there is one yet, goes out again, unchanged. */
+		g_debug("%s duplicate SIDR_REQ %08x: %s", in->prefix,
+			r.request_id,
+			in->answered ? "SIDR_REP sent again" :
+				       "not answered yet, dropped");
 		if (in->answered)
 			ib_port_send(p, &in->reply, &in->dest);
 		g_mutex_unlock(&st->lock);

@@ -4,7 +4,9 @@
  * rdma_cm sent (tests/data/ib_cm_kernel_mads.h, captured between two
  * rdma_rxe guests): every field decoded as tshark's dissector shows it,
  * and encoding the decoded message gives the same 256 bytes back.
- * librdmacm's header for IPv4 and IPv6; time-out codes.
+ * librdmacm's header for IPv4 and IPv6; time-out codes. SIDR_REQ and
+ * SIDR_REP as rdma_cm sent them for udaddy (tests/data/ib_cm_kernel_sidr.h):
+ * every field read, and built again from those field values alone.
  */
 #include "config.h"
 
@@ -14,6 +16,7 @@
 
 #include "cm/ib_mad.h"
 #include "tests/data/ib_cm_kernel_mads.h"
+#include "tests/data/ib_cm_kernel_sidr.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
 
@@ -211,6 +214,177 @@ START_TEST(kernel_rep_rtu_dreq_drep_rej)
 }
 END_TEST
 
+/* The MAD header every CM message of the kernel's starts with. */
+static void assert_cm_hdr(const struct ib_mad *m, uint16_t attr, uint64_t tid)
+{
+	struct ib_mad_hdr h;
+
+	ib_mad_hdr_decode(m, &h);
+	ck_assert_uint_eq(h.base_version, 1);
+	ck_assert_uint_eq(h.mgmt_class, IB_MGMT_CLASS_CM);
+	ck_assert_uint_eq(h.class_version, IB_CM_CLASS_VERSION);
+	ck_assert_uint_eq(h.method, IB_MGMT_METHOD_SEND);
+	ck_assert_uint_eq(h.status, 0);
+	ck_assert_uint_eq(h.attr_id, attr);
+	ck_assert_uint_eq(h.attr_mod, 0);
+	ck_assert_uint_eq(h.tid, tid);
+}
+
+/*
+ * udaddy's SIDR_REQ, IPv4 (198.51.100.3:0xd710 -> 198.51.100.2:7174): each
+ * field as read, then a SIDR_REQ built from those values (the header
+ * encoded from the addresses, not copied) is the same 256 bytes. The one
+ * field that legitimately differs from what our CM sends for the same
+ * request is the transaction ID (ours: random high half, request ID low;
+ * the kernel's: its MAD agent's high half, the local ID in CPU order low);
+ * it is taken from the capture here.
+ */
+START_TEST(kernel_sidr_req_v4)
+{
+	struct ib_mad m, out;
+	struct ib_cm_sidr_req r, mine = { 0 };
+	struct sockaddr_storage src, dst;
+	struct sockaddr_in s4 = { .sin_family = AF_INET };
+	struct sockaddr_in d4 = { .sin_family = AF_INET };
+	const struct sockaddr_in *s = (const void *)&src;
+	const struct sockaddr_in *d = (const void *)&dst;
+	const char *why = NULL;
+
+	mad_of(kernel_v4_sidr_req, &m);
+	assert_cm_hdr(&m, IB_CM_ATTR_SIDR_REQ, 0x00000002ca9ed659ull);
+	ib_cm_sidr_req_decode(&m, &r);
+	ck_assert_uint_eq(r.request_id, 0x59d69eca);
+	ck_assert_uint_eq(r.pkey, 0xffff);
+	ck_assert_uint_eq(r.service_id, 0x0000000001111c06ull);
+	ck_assert_uint_eq(ib_cma_ps_of(r.service_id), IB_RDMA_PS_UDP);
+	ck_assert_uint_eq(r.service_id,
+			  ib_cma_service_id(IB_RDMA_PS_UDP, 7174));
+	ck_assert_int_eq(ib_cma_hdr_decode(r.private_data, 7174, &src, &dst,
+					   &why),
+			 0);
+	ck_assert_int_eq(s->sin_family, AF_INET);
+	ck_assert_uint_eq(ntohl(s->sin_addr.s_addr), 0xc6336403);
+	ck_assert_uint_eq(ntohs(s->sin_port), 0xd710);
+	ck_assert_int_eq(d->sin_family, AF_INET);
+	ck_assert_uint_eq(ntohl(d->sin_addr.s_addr), 0xc6336402);
+	ck_assert_uint_eq(ntohs(d->sin_port), 7174);
+	/* udaddy sends no private data of its own after the header. */
+	for (size_t i = IB_CMA_HDR_BYTES; i < IB_CM_SIDR_REQ_PDATA; i++)
+		ck_assert_uint_eq(r.private_data[i], 0);
+
+	mine.request_id = 0x59d69eca;
+	mine.pkey = IB_PKEY_DEFAULT;
+	mine.service_id = ib_cma_service_id(IB_RDMA_PS_UDP, 7174);
+	s4.sin_addr.s_addr = htonl(0xc6336403);
+	s4.sin_port = htons(0xd710);
+	d4.sin_addr.s_addr = htonl(0xc6336402);
+	d4.sin_port = htons(7174);
+	ck_assert_int_eq(ib_cma_hdr_encode(mine.private_data,
+					   (const void *)&s4,
+					   (const void *)&d4),
+			 0);
+	ib_mad_cm_init(&out, IB_CM_ATTR_SIDR_REQ, 0x00000002ca9ed659ull);
+	ib_cm_sidr_req_encode(&out, &mine);
+	assert_same(&m, &out, 0, 0);
+}
+END_TEST
+
+/* The same over IPv6 (2001:db8:100::3 -> ::2, port 7174). */
+START_TEST(kernel_sidr_req_v6)
+{
+	struct ib_mad m, out;
+	struct ib_cm_sidr_req r, mine = { 0 };
+	struct sockaddr_storage src, dst;
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in6 d6 = { .sin6_family = AF_INET6 };
+	const struct sockaddr_in6 *s = (const void *)&src;
+	const struct sockaddr_in6 *d = (const void *)&dst;
+	const char *why = NULL;
+
+	ck_assert_int_eq(inet_pton(AF_INET6, "2001:db8:100::3", &s6.sin6_addr),
+			 1);
+	ck_assert_int_eq(inet_pton(AF_INET6, "2001:db8:100::2", &d6.sin6_addr),
+			 1);
+	mad_of(kernel_v6_sidr_req, &m);
+	assert_cm_hdr(&m, IB_CM_ATTR_SIDR_REQ, 0x00000002ca9ed658ull);
+	ib_cm_sidr_req_decode(&m, &r);
+	ck_assert_uint_eq(r.request_id, 0x58d69eca);
+	ck_assert_uint_eq(r.pkey, 0xffff);
+	ck_assert_uint_eq(r.service_id, 0x0000000001111c06ull);
+	ck_assert_int_eq(ib_cma_hdr_decode(r.private_data, 7174, &src, &dst,
+					   &why),
+			 0);
+	ck_assert_int_eq(s->sin6_family, AF_INET6);
+	ck_assert_mem_eq(&s->sin6_addr, &s6.sin6_addr, 16);
+	ck_assert_uint_eq(ntohs(s->sin6_port), 0x8204);
+	ck_assert_int_eq(d->sin6_family, AF_INET6);
+	ck_assert_mem_eq(&d->sin6_addr, &d6.sin6_addr, 16);
+	ck_assert_uint_eq(ntohs(d->sin6_port), 7174);
+	for (size_t i = IB_CMA_HDR_BYTES; i < IB_CM_SIDR_REQ_PDATA; i++)
+		ck_assert_uint_eq(r.private_data[i], 0);
+
+	mine.request_id = 0x58d69eca;
+	mine.pkey = IB_PKEY_DEFAULT;
+	mine.service_id = ib_cma_service_id(IB_RDMA_PS_UDP, 7174);
+	s6.sin6_port = htons(0x8204);
+	d6.sin6_port = htons(7174);
+	ck_assert_int_eq(ib_cma_hdr_encode(mine.private_data,
+					   (const void *)&s6,
+					   (const void *)&d6),
+			 0);
+	ib_mad_cm_init(&out, IB_CM_ATTR_SIDR_REQ, 0x00000002ca9ed658ull);
+	ib_cm_sidr_req_encode(&out, &mine);
+	assert_same(&m, &out, 0, 0);
+}
+END_TEST
+
+/*
+ * udaddy's server answering: status 0, its UD QP, rdma_cm's UDP Q_Key
+ * 0x01234567, the requester's service ID, no additional information, no
+ * private data. A SIDR_REP built from those values is the same 256 bytes
+ * (its transaction ID is the request's, as IBA 12.11.2 wants of ours too).
+ */
+START_TEST(kernel_sidr_rep)
+{
+	static const struct {
+		const uint8_t *bytes;
+		uint64_t tid;
+		uint32_t request_id, qpn;
+	} v[] = {
+		{ kernel_v4_sidr_rep, 0x00000002ca9ed659ull, 0x59d69eca, 0x11 },
+		{ kernel_v6_sidr_rep, 0x00000002ca9ed658ull, 0x58d69eca, 0x12 },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(v); i++) {
+		struct ib_mad m, out;
+		struct ib_cm_sidr_rep r, mine = { 0 };
+
+		mad_of(v[i].bytes, &m);
+		assert_cm_hdr(&m, IB_CM_ATTR_SIDR_REP, v[i].tid);
+		ib_cm_sidr_rep_decode(&m, &r);
+		ck_assert_uint_eq(r.request_id, v[i].request_id);
+		ck_assert_uint_eq(r.status, IB_SIDR_SUCCESS);
+		ck_assert_uint_eq(r.info_length, 0);
+		ck_assert_uint_eq(r.qpn, v[i].qpn);
+		ck_assert_uint_eq(r.service_id, 0x0000000001111c06ull);
+		ck_assert_uint_eq(r.qkey, 0x01234567);
+		for (size_t j = 0; j < IB_CM_REJ_ARI; j++)
+			ck_assert_uint_eq(r.info[j], 0);
+		for (size_t j = 0; j < IB_CM_SIDR_REP_PDATA; j++)
+			ck_assert_uint_eq(r.private_data[j], 0);
+
+		mine.request_id = v[i].request_id;
+		mine.status = IB_SIDR_SUCCESS;
+		mine.qpn = v[i].qpn;
+		mine.service_id = ib_cma_service_id(IB_RDMA_PS_UDP, 7174);
+		mine.qkey = 0x01234567;
+		ib_mad_cm_init(&out, IB_CM_ATTR_SIDR_REP, v[i].tid);
+		ib_cm_sidr_rep_encode(&out, &mine);
+		assert_same(&m, &out, 0, 0);
+	}
+}
+END_TEST
+
 /* Fields of our own making survive the round trip bit for bit. */
 START_TEST(encode_decode_all_fields)
 {
@@ -283,6 +457,9 @@ Suite *suite_cm_mad(void)
 	tcase_add_test(tc, kernel_req_v4);
 	tcase_add_test(tc, kernel_req_v6);
 	tcase_add_test(tc, kernel_rep_rtu_dreq_drep_rej);
+	tcase_add_test(tc, kernel_sidr_req_v4);
+	tcase_add_test(tc, kernel_sidr_req_v6);
+	tcase_add_test(tc, kernel_sidr_rep);
 	tcase_add_test(tc, encode_decode_all_fields);
 	tcase_add_test(tc, cma_header_errors_and_timeouts);
 	suite_add_tcase(s, tc);

@@ -9,16 +9,26 @@
  * Service ID resolution (IBA 12.11, SIDR): it_ud_service_request finds the
  * listener's UD endpoint, whose answer carries QPN and Q_Key, and a
  * datagram sent with them arrives; a rejecting listener, a service nobody
- * listens on, a request handle's query and free.
+ * listens on, a request handle's query and free. Against a raw UDP peer on
+ * 127.0.0.2:4791 that plays the other CM with hand-made MADs: a peer that
+ * never answers gets the same SIDR_REQ again after each response time-out
+ * until the requester is told; a SIDR_REQ that arrives twice is reported
+ * once and its remembered SIDR_REP sent again, byte for byte.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include "cm/ib_mad.h"
 #include "tests/itapi_testutil.h"
 #include "tests/suites.h"
+#include "vp/rxe/ib_hdr.h"
+#include "vp/rxe/rxe_icrc.h"
 
 #define GRH_LEN 40u
 #define QKEY 0x22223333u
@@ -357,6 +367,258 @@ START_TEST(sidr_rejected_and_unknown)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* A raw peer CM on 127.0.0.2:4791 (its QP1 is a UDP socket)           */
+/* ------------------------------------------------------------------ */
+
+#define GSI_QKEY 0x80010000u
+#define MAD_PKT (IB_BTH_BYTES + IB_DETH_BYTES + IB_MAD_BYTES + 4)
+
+static int raw_peer(void)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET,
+				  .sin_port = htons(ROCE_V2_UDP_PORT) };
+	struct timeval tv = { .tv_sec = 10 };
+	int val = IP_PMTUDISC_DO;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	/* DF and so IPv4 ID 0, which the ICRC below assumes. */
+	setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &val, sizeof(val));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	in.sin_addr.s_addr = htonl(0x7f000002);
+	ck_assert_int_eq(bind(fd, (void *)&in, sizeof(in)), 0);
+	return fd;
+}
+
+/* Send @m from the raw peer's QP1 to the stack's (127.0.0.1). */
+static void raw_send_mad(int fd, const struct ib_mad *m, uint32_t psn)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET,
+				  .sin_port = htons(ROCE_V2_UDP_PORT) };
+	struct rxe_icrc_addr a = { .family = AF_INET, .sport = 4791,
+				   .dport = 4791, .df = true };
+	uint8_t pkt[MAD_PKT];
+	size_t n = MAD_PKT - 4;
+
+	bth_init((struct ib_bth *)pkt, IB_OPC_UD | IB_OP_SEND_ONLY, false,
+		 false, 0, 0xffff, 1, false, psn);
+	deth_set((struct ib_deth *)(pkt + IB_BTH_BYTES), GSI_QKEY, 1);
+	memcpy(pkt + IB_BTH_BYTES + IB_DETH_BYTES, m->b, IB_MAD_BYTES);
+	inet_pton(AF_INET, "127.0.0.2", a.saddr);
+	inet_pton(AF_INET, "127.0.0.1", a.daddr);
+	rxe_icrc_put(pkt + n, rxe_icrc_packet(&a, pkt, n));
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(sendto(fd, pkt, sizeof(pkt), 0, (void *)&to,
+				sizeof(to)),
+			 (ssize_t)sizeof(pkt));
+}
+
+/* The next MAD the stack's QP1 sent the raw peer: a UD SEND_ONLY from
+ * QP1 to QP1 with the GSI Q_Key and a good ICRC. False when none came
+ * (@flags MSG_DONTWAIT: none queued). */
+static bool raw_recv_mad(int fd, int flags, struct ib_mad *m)
+{
+	struct rxe_icrc_addr a = { .family = AF_INET, .dport = 4791,
+				   .df = true };
+	const struct ib_deth *deth;
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	uint8_t pkt[512];
+	ssize_t n;
+
+	n = recvfrom(fd, pkt, sizeof(pkt), flags, (void *)&from, &fl);
+	if (n < 0)
+		return false;
+	ck_assert_int_eq(n, MAD_PKT);
+	ck_assert_uint_eq(ntohl(from.sin_addr.s_addr), 0x7f000001);
+	a.sport = ntohs(from.sin_port);
+	memcpy(a.saddr, &from.sin_addr, 4);
+	inet_pton(AF_INET, "127.0.0.2", a.daddr);
+	ck_assert_uint_eq(rxe_icrc_get(pkt + n - 4),
+			  rxe_icrc_packet(&a, pkt, (size_t)n - 4));
+	ck_assert_uint_eq(bth_opcode((const struct ib_bth *)pkt),
+			  IB_OPC_UD | IB_OP_SEND_ONLY);
+	ck_assert_uint_eq(bth_qpn((const struct ib_bth *)pkt), 1);
+	deth = (const struct ib_deth *)(pkt + IB_BTH_BYTES);
+	ck_assert_uint_eq(deth_qkey(deth), GSI_QKEY);
+	ck_assert_uint_eq(deth_sqpn(deth), 1);
+	memcpy(m->b, pkt + IB_BTH_BYTES + IB_DETH_BYTES, IB_MAD_BYTES);
+	return true;
+}
+
+static void path_to_peer(it_path_t *path)
+{
+	it_net_addr_t na = { .addr_type = IT_IPV4 };
+	size_t n = 1, total = 0;
+
+	na.addr.ipv4.s_addr = htonl(0x7f000002);
+	ck_assert_it_ok(it_get_pathinfo(F.ia, 0, &na, &n, &total, path));
+	ck_assert_uint_eq(n, 1);
+}
+
+/*
+ * A peer that never answers: the SIDR_REQ goes out again after each
+ * response time-out (IBA 12.11.2), five more times (2000 ms set-up
+ * time-out in six intervals), every copy the same request: one request
+ * ID, one transaction ID, one service ID, the same private data. Then the
+ * requester's EVD gets IT_CM_MSG_UD_SERVICE_REPLY_EVENT: IT-API 2.1 has
+ * no event or status of its own for a SIDR time-out (it_api.h's
+ * it_ud_svc_req_status_t ends at IT_UD_REQ_REDIRECTED), so the request is
+ * reported as not granted, IT_UD_SVC_REQ_REJECTED, without an endpoint.
+ */
+START_TEST(sidr_mute_peer)
+{
+	g_autoptr(tu_log_capture) cap = tu_log_capture_begin("hostrdma-cm");
+	it_conn_qual_t q = { .type = IT_IB_SERVICEID };
+	it_ud_svc_req_handle_t u = NULL;
+	struct ib_mad first, m;
+	struct ib_cm_sidr_req r0, r;
+	it_path_t path;
+	it_event_t ev;
+	int fd = raw_peer(), n = 0;
+
+	q.conn_qual.serviceid = htobe64(0x5151ull);
+	path_to_peer(&path);
+	ck_assert_it_ok(it_ud_service_request_handle_create(
+		&q, F.msg, &path, hello, sizeof(hello), &u));
+	ck_assert_it_ok(it_ud_service_request(u));
+	it_wait_event(F.msg, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_UD_SERVICE_REPLY_EVENT);
+	ck_assert_ptr_eq(ev.ud_svc_reply.ud_svc, u);
+	ck_assert_int_eq(ev.ud_svc_reply.status, IT_UD_SVC_REQ_REJECTED);
+	ck_assert_uint_eq(ev.ud_svc_reply.ep_info.ud_ep_id, 0);
+	ck_assert_uint_eq(ev.ud_svc_reply.ep_info.ud_ep_key, 0);
+	ck_assert(!ev.ud_svc_reply.private_data_present);
+
+	/* Everything was sent before the time-out was reported. */
+	ck_assert(raw_recv_mad(fd, MSG_DONTWAIT, &first));
+	ck_assert_uint_eq(ib_mad_get16(&first, IB_MAD_OFF_ATTR_ID),
+			  IB_CM_ATTR_SIDR_REQ);
+	ib_cm_sidr_req_decode(&first, &r0);
+	ck_assert_uint_ne(r0.request_id, 0);
+	ck_assert_uint_eq(r0.pkey, 0xffff);
+	ck_assert_uint_eq(r0.service_id, 0x5151ull);
+	ck_assert_int_eq(memcmp(r0.private_data, hello, sizeof(hello)), 0);
+	n = 1;
+	while (raw_recv_mad(fd, MSG_DONTWAIT, &m)) {
+		ib_cm_sidr_req_decode(&m, &r);
+		ck_assert_uint_eq(r.request_id, r0.request_id);
+		/* Not merely the same ID: the same MAD, TID included. */
+		ck_assert_mem_eq(m.b, first.b, IB_MAD_BYTES);
+		n++;
+	}
+	ck_assert_int_eq(n, 6);
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_MASK,
+				       "sending SIDR_REQ again"),
+			  5);
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_MASK,
+				       "no SIDR_REP after 6 tries"),
+			  1);
+	ck_assert_it_ok(it_ud_service_request_handle_free(u));
+	close(fd);
+}
+END_TEST
+
+/* Wait (bounded) until the CM logged @n lines containing @what. */
+static void wait_log(tu_log_capture *cap, const char *what, unsigned int n)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (tu_log_count(cap, G_LOG_LEVEL_MASK, what) >= n)
+			break;
+		g_usleep(10 * 1000);
+	}
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_MASK, what), n);
+}
+
+/*
+ * The raw peer asks for service 0x6262 with a SIDR_REQ and sends the
+ * same one again (its SIDR_REP "lost"): before the listener answers the
+ * copy is dropped; after the answer the copy gets the remembered SIDR_REP
+ * again, the same 256 bytes. Either way the listener saw one request.
+ * Another request ID from the same source is a new request.
+ */
+START_TEST(sidr_duplicate_request)
+{
+	g_autoptr(tu_log_capture) cap = tu_log_capture_begin("hostrdma-cm");
+	it_conn_qual_t q = { .type = IT_IB_SERVICEID };
+	it_remote_ep_info_t info = { .ud_ep_id = 0x1234, .ud_ep_key = QKEY };
+	static const unsigned char yes[] = "UD QP 0x1234";
+	static const uint8_t ask_pd[] = "raw peer asking";
+	struct ib_cm_sidr_req req = { .request_id = 0xd00dfeed,
+				      .pkey = 0xffff,
+				      .service_id = 0x6262ull };
+	struct ib_cm_sidr_rep rep;
+	struct ib_mad m, rep1, rep2;
+	it_listen_handle_t l;
+	it_event_t ev;
+	int fd = raw_peer();
+	const uint64_t tid = 0x0000abcd12345678ull;
+
+	q.conn_qual.serviceid = htobe64(0x6262ull);
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req,
+					 IT_LISTEN_CONN_QUAL_INPUT, &q, &l));
+	memcpy(req.private_data, ask_pd, sizeof(ask_pd));
+	ib_mad_cm_init(&m, IB_CM_ATTR_SIDR_REQ, tid);
+	ib_cm_sidr_req_encode(&m, &req);
+
+	raw_send_mad(fd, &m, 0);
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_UD_SERVICE_REQUEST_EVENT);
+	ck_assert(ev.ud_svc_request.private_data_present);
+	ck_assert_int_eq(memcmp(ev.ud_svc_request.private_data, ask_pd,
+				sizeof(ask_pd)),
+			 0);
+	/* Not answered yet: the copy is dropped, no second request. */
+	raw_send_mad(fd, &m, 1);
+	wait_log(cap, "not answered yet, dropped", 1);
+	ck_assert(!raw_recv_mad(fd, MSG_DONTWAIT, &rep1));
+
+	ck_assert_it_ok(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
+					    IT_UD_SVC_EP_INFO_VALID, info, yes,
+					    sizeof(yes)));
+	ck_assert(raw_recv_mad(fd, 0, &rep1));
+	ck_assert_uint_eq(ib_mad_get16(&rep1, IB_MAD_OFF_ATTR_ID),
+			  IB_CM_ATTR_SIDR_REP);
+	/* 12.11.2: the reply carries the request's transaction ID. */
+	ck_assert_uint_eq(ib_mad_get64(&rep1, IB_MAD_OFF_TID), tid);
+	ib_cm_sidr_rep_decode(&rep1, &rep);
+	ck_assert_uint_eq(rep.request_id, 0xd00dfeed);
+	ck_assert_uint_eq(rep.status, IB_SIDR_SUCCESS);
+	ck_assert_uint_eq(rep.qpn, 0x1234);
+	ck_assert_uint_eq(rep.qkey, QKEY);
+	ck_assert_uint_eq(rep.service_id, 0x6262ull);
+	ck_assert_int_eq(memcmp(rep.private_data, yes, sizeof(yes)), 0);
+
+	/* Answered: the copy gets the same SIDR_REP again. */
+	raw_send_mad(fd, &m, 2);
+	ck_assert(raw_recv_mad(fd, 0, &rep2));
+	ck_assert_mem_eq(rep2.b, rep1.b, IB_MAD_BYTES);
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_MASK,
+				       "SIDR_REP sent again"),
+			  1);
+	ck_assert(!it_wait_event_for(F.req, 1000, &ev));
+
+	/* Another request ID is another request. */
+	req.request_id = 0xd00dfeee;
+	ib_mad_cm_init(&m, IB_CM_ATTR_SIDR_REQ, tid + 1);
+	ib_cm_sidr_req_encode(&m, &req);
+	raw_send_mad(fd, &m, 3);
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_UD_SERVICE_REQUEST_EVENT);
+	ck_assert_it_ok(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
+					    IT_UD_SVC_REQ_REJECTED, info, NULL,
+					    0));
+	ck_assert(raw_recv_mad(fd, 0, &m));
+	ib_cm_sidr_rep_decode(&m, &rep);
+	ck_assert_uint_eq(rep.request_id, 0xd00dfeee);
+	ck_assert_uint_eq(rep.status, IB_SIDR_REJECT);
+	ck_assert_uint_eq(rep.qpn, 0);
+	ck_assert_it_ok(it_listen_free(l));
+	close(fd);
+}
+END_TEST
+
 Suite *suite_itapi_ud_rxe(void)
 {
 	Suite *s = suite_create("itapi-ud-rxe");
@@ -368,6 +630,8 @@ Suite *suite_itapi_ud_rxe(void)
 	tcase_add_test(tc, wrong_qkey_dropped);
 	tcase_add_test(tc, sidr_then_datagram);
 	tcase_add_test(tc, sidr_rejected_and_unknown);
+	tcase_add_test(tc, sidr_mute_peer);
+	tcase_add_test(tc, sidr_duplicate_request);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,7 +8,8 @@ tests_check_all_SOURCES += tests/itapi_testutil.c tests/itapi_testutil.h \
 	tests/check_itapi_mem.c tests/check_itapi_ep.c tests/check_itapi_post.c \
 	tests/check_itapi_mp.c tests/check_itapi_cm_ib.c tests/check_itapi_atomic.c \
 	tests/check_itapi_ud_rxe.c \
-	tests/check_cm_mad.c tests/data/ib_cm_kernel_mads.h
+	tests/check_cm_mad.c tests/data/ib_cm_kernel_mads.h \
+	tests/data/ib_cm_kernel_sidr.h
 tests_check_all_CFLAGS += -DITAPI_ENABLE_V21_BINDINGS \
 	-DSIW_PROVIDER_DIR=\"$(abs_top_builddir)/vp/siw/.libs\" \
 	-DRXE_PROVIDER_DIR=\"$(abs_top_builddir)/vp/rxe/.libs\" \

@@ -14,6 +14,12 @@ noinst_PROGRAMS += tests/interop/it-rping
 tests_interop_it_rping_SOURCES = tests/interop/it-rping.c
 tests_interop_it_rping_LDADD = libhostrdma.la
 interop_programs += tests/interop/it-rping$(EXEEXT)
+
+# udaddy's exchange (SIDR, then UD datagrams) over IT-API (rxe.sh).
+noinst_PROGRAMS += tests/interop/it-udaddy
+tests_interop_it_udaddy_SOURCES = tests/interop/it-udaddy.c
+tests_interop_it_udaddy_LDADD = libhostrdma.la
+interop_programs += tests/interop/it-udaddy$(EXEEXT)
 interop_scripts += run.sh
 endif
 

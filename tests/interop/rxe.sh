@@ -11,7 +11,8 @@
 # ways, IPv4 and IPv6, against tests/interop/it-rping over IT-API;
 # tools/hostrdma-ping against rping both ways over IPv4, as client over
 # IPv6; REJ
-# from a port nobody listens on), ibv_rc_pingpong both ways over IPv4
+# from a port nobody listens on), udaddy's SIDR and UD datagrams both
+# ways over IPv4 and IPv6 against tests/interop/it-udaddy, ibv_rc_pingpong both ways over IPv4
 # and IPv6, ib_write_bw /
 # ib_read_bw / ib_send_bw / ib_atomic_bw (perftest's own exchange, no -R)
 # with the guest as server and as client over IPv4, write over IPv6, then
@@ -302,6 +303,65 @@ it_rxe -c -a "$guest_ip" -p 7999 >"$work/cm-rej-no-listener.ours" 2>&1 && st=1
 grep -q "event 0x2005" "$work/cm-rej-no-listener.ours" || st=1
 result cm-rej-no-listener $st
 
+# --- udaddy: SIDR (IBA 12.11) and UD datagrams ---------------------------
+# librdmacm's udaddy uses rdma_cm's UDP port space (port 7174, fixed):
+# SIDR_REQ / SIDR_REP over QP1, then 10 datagrams of 100 bytes each way
+# with Q_Key 0x01234567, against tests/interop/it-udaddy over IT-API.
+# udaddy's server answers the QPN the first datagram's immediate data
+# names; IT-API sends none, so with ours as client those answers go to
+# QP 0 and the guest's own log is the proof (it-udaddy.c says more).
+itu=$build/tests/interop/it-udaddy
+it_udaddy() {
+	"$rp" ns env HOSTRDMA_PROVIDER_PATH="$build/vp/rxe/.libs" \
+		HOSTRDMA_CONF= HOSTRDMA_DEVICES=rxe_rdmabr0 \
+		timeout 120 "$itu" -d rxe_rdmabr0 "$@"
+}
+udaddy_guest_server() { # $1 name, $2 guest address
+	local name=$1 st=0 bgout pid log
+	"$rp" run 'killall udaddy' >/dev/null 2>&1
+	bgout=$("$rp" bg "udaddy -b $2 -C 10 -S 100") || st=1
+	pid=${bgout%% *}
+	log=${bgout##* }
+	"$rp" run wait-listen 7174 20 >/dev/null || st=1
+	it_udaddy -c -a "$2" -C 10 -S 100 -v >"$work/$name.ours" 2>&1 || st=1
+	grep -q "SIDR reply status 0, QPN 0x[0-9a-f]*, Q_Key 0x01234567" \
+		"$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes sent" "$work/$name.ours" || st=1
+	"$rp" run -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+		>"$work/$name.guest" 2>&1 || st=1
+	grep -q "data transfers complete" "$work/$name.guest" || st=1
+	grep -q "return status 0" "$work/$name.guest" || st=1
+	result "$name" $st
+}
+udaddy_guest_client() { # $1 name, $2 host address
+	local name=$1 st=0 ours i
+	"$rp" run 'killall udaddy' >/dev/null 2>&1
+	it_udaddy -s -a "$2" -C 10 -S 100 -v >"$work/$name.ours" 2>&1 &
+	ours=$!
+	for i in $(seq 100); do
+		grep -q listening "$work/$name.ours" 2>/dev/null && break
+		sleep 0.1
+	done
+	"$rp" run -t 120 "udaddy -s $2 -C 10 -S 100" \
+		>"$work/$name.guest" 2>&1 || st=1
+	wait "$ours" || st=1
+	grep -q "10 datagrams of 100 bytes from QP" "$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes sent back" "$work/$name.ours" || st=1
+	grep -q "data transfers complete" "$work/$name.guest" || st=1
+	grep -q "return status 0" "$work/$name.guest" || st=1
+	result "$name" $st
+}
+if [ -x "$itu" ]; then
+	udaddy_guest_server udaddy-v4-guest-server "$guest_ip"
+	udaddy_guest_client udaddy-v4-guest-client "$host_ip"
+	udaddy_guest_server udaddy-v6-guest-server "$guest_ip6"
+	udaddy_guest_client udaddy-v6-guest-client "$host_ip6"
+else
+	echo "   $itu not built (make -C $build)"
+	result udaddy-built 1
+fi
+# --- end of udaddy ---------------------------------------------------------
+
 "$rp" ns nft -f - <<'EOF'
 table inet hrloss {
 	chain in { type filter hook input priority 0; udp dport 4791 numgen random mod 100 lt 3 counter drop; }
@@ -363,7 +423,8 @@ if [ -n "$tcpdump_pid" ]; then
 			awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')
 		echo "   tshark: $cm CM MADs decoded ($cm_kinds)"
 		st=0
-		for a in 0x0010 0x0012 0x0013 0x0014 0x0015 0x0016; do
+		for a in 0x0010 0x0012 0x0013 0x0014 0x0015 0x0016 \
+			0x0017 0x0018; do
 			grep -q "$a" <<<"$cm_kinds" || st=1
 		done
 		result tshark-cm-mads $st
