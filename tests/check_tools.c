@@ -205,19 +205,22 @@ static GPtrArray *json_lines(const char *text)
  * arguments in @args (NULL-terminated). Both must exit 0; returns the
  * client's JSON lines, after checking the server printed the same sizes.
  */
-static GPtrArray *perf(const char *test, const char *const *args)
+static GPtrArray *perf_sc(const char *test, const char *const *sargs,
+			  const char *const *args)
 {
 	char port[8];
-	const char *sargv[] = { TOOLS "hostrdma-perf", test, "-d", "siw_lo",
-				"-p", free_port(port, sizeof(port)),
-				"--json", NULL };
+	const char *sargv[16] = { TOOLS "hostrdma-perf", test, "-d",
+				  "siw_lo", "-p",
+				  free_port(port, sizeof(port)), "--json" };
 	const char *cargv[32] = { TOOLS "hostrdma-perf", test, "-p", port,
 				  "--json" };
 	struct proc s, c;
 	GPtrArray *cj, *sj;
-	unsigned int n = 5;
+	unsigned int n = 5, k = 7;
 	int rc;
 
+	for (; *sargs; sargs++)
+		sargv[k++] = *sargs;
 	for (; *args; args++)
 		cargv[n++] = *args;
 	cargv[n++] = "127.0.0.1";
@@ -241,6 +244,13 @@ static GPtrArray *perf(const char *test, const char *const *args)
 	done(&s);
 	done(&c);
 	return cj;
+}
+
+static GPtrArray *perf(const char *test, const char *const *args)
+{
+	static const char *const none[] = { NULL };
+
+	return perf_sc(test, none, args);
 }
 
 static void assert_bw(JsonObject *o, const char *test, gint64 size,
@@ -301,6 +311,24 @@ START_TEST(perf_send_bw_bidirectional_verified)
 }
 END_TEST
 
+/* -R: both ends speak perftest's rdma_cm exchange; the server learns the
+ * run from the client's report, as ib_write_bw -R prints it. */
+START_TEST(perf_perftest_exchange)
+{
+	static const char *const tests[] = { "write_bw", "read_bw" };
+	const char *sargs[] = { "-R", NULL };
+	const char *args[] = { "-R", "-s", "4096", "-n", "300", NULL };
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(tests); i++) {
+		GPtrArray *j = perf_sc(tests[i], sargs, args);
+
+		ck_assert_uint_eq(j->len, 1);
+		assert_bw(j->pdata[0], tests[i], 4096, 300);
+		g_ptr_array_unref(j);
+	}
+}
+END_TEST
+
 START_TEST(perf_all_sizes)
 {
 	const char *args[] = { "-a", "-n", "4", NULL };
@@ -355,6 +383,7 @@ START_TEST(perf_bad_command_lines)
 		{ "write_bw", "-q", "17", NULL },
 		{ "write_lat", "-b", NULL },
 		{ "write_bw", "-s", "0", NULL },
+		{ "write_lat", "-R", NULL },
 	};
 
 	for (unsigned int i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -686,6 +715,7 @@ Suite *suite_tools(void)
 	tcase_add_test(tc, perf_read_bw_two_qps_verified);
 	tcase_add_test(tc, perf_send_bw_bidirectional_verified);
 	tcase_add_test(tc, perf_all_sizes);
+	tcase_add_test(tc, perf_perftest_exchange);
 	tcase_add_test(tc, perf_latency_tests);
 	tcase_add_test(tc, perf_bad_command_lines);
 	tcase_add_test(tc, ping_both_ends_ours);

@@ -15,12 +15,16 @@
 # ways over IPv4 and IPv6 against tests/interop/it-udaddy, ibv_rc_pingpong both ways over IPv4
 # and IPv6, ib_write_bw /
 # ib_read_bw / ib_send_bw / ib_atomic_bw (perftest's own exchange, no -R)
-# with the guest as server and as client over IPv4, write over IPv6, then
+# with the guest as server and as client over IPv4, write over IPv6,
+# ib_write_bw -R / ib_read_bw -R (rdma_cm) against tools/hostrdma-perf -R
+# both ways, then
 # rping both ways, ping-pong, write and read with 3% loss both ways on
 # the bridge
 # (nftables in the lab namespace); every RoCE frame captured is
 # decoded by tshark's InfiniBand dissector (no malformed frame) and its
 # ICRC checked by the interop README's probes/icrc_check.py.
+# RXE_CASES="name ..." runs only those cases (and the capture checks,
+# without the one that wants every kind of CM MAD).
 # Prints "ok NAME" / "FAIL NAME" per case and "N passed, N failed";
 # exit 0 when all passed, 1 on a failure, 77 (loud SKIP) when qemu, the
 # interop kit, root or the build is missing.
@@ -60,6 +64,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Is case $1 to run (RXE_CASES)?
+want() {
+	[ -z "${RXE_CASES:-}" ] || [[ " $RXE_CASES " == *" $1 "* ]]
+}
+
 result() { # name, status
 	if [ "$2" -eq 0 ]; then
 		echo "ok $1"
@@ -95,6 +104,7 @@ it_rxe() {
 # The guest serves (bg), it-rping is the client. $1 name, $2 guest
 # command, $3 port, $4 success pattern in the guest log, rest: it-rping.
 cm_guest_server() {
+	want "$1" || return 0
 	local name=$1 gcmd=$2 port=$3 pat=$4 st=0 bgout pid log
 	shift 4
 	guest_kill
@@ -112,6 +122,7 @@ cm_guest_server() {
 
 # it-rping serves, the guest's tool is the client.
 cm_guest_client() {
+	want "$1" || return 0
 	local name=$1 gcmd=$2 port=$3 pat=$4 st=0 ours i
 	shift 4
 	guest_kill
@@ -137,6 +148,7 @@ hping_rxe() {
 		timeout 120 "$hping" -D rxe_rdmabr0 "$@"
 }
 hping_guest_server() { # $1 name, $2 guest address, $3 port, $4 rounds
+	want "$1" || return 0
 	local name=$1 st=0 bgout pid log
 	guest_kill
 	bgout=$("$rp" bg "rping -s -a $2 -p $3 -C $4 -S 1024 -v") || st=1
@@ -154,6 +166,7 @@ hping_guest_server() { # $1 name, $2 guest address, $3 port, $4 rounds
 	result "$name" $st
 }
 hping_guest_client() { # $1 name, $2 host address, $3 port, $4 rounds
+	want "$1" || return 0
 	local name=$1 st=0 ours i
 	guest_kill
 	hping_rxe -s -a "$2" -p "$3" -C "$4" -S 1024 -v >"$work/$name.ours" 2>&1 &
@@ -174,6 +187,7 @@ hping_guest_client() { # $1 name, $2 host address, $3 port, $4 rounds
 # Guest runs the server (bg); ours is the client. $1 name, $2 guest command,
 # $3 success pattern in the guest log, rest: rxe-peer arguments.
 guest_server() {
+	want "$1" || return 0
 	local name=$1 gcmd=$2 pat=$3 st=0 bgout pid log
 	shift 3
 	guest_kill
@@ -192,6 +206,7 @@ guest_server() {
 # Ours listens; the guest's client connects. $1 name, $2 guest command,
 # $3 success pattern, rest: rxe-peer arguments.
 guest_client() {
+	want "$1" || return 0
 	local name=$1 gcmd=$2 pat=$3 st=0 ours
 	shift 3
 	guest_kill
@@ -236,14 +251,18 @@ guest_ip6=2001:db8:100::2
 "$rp" run "ip -6 addr add $guest_ip6/64 dev eth1; sleep 2" >/dev/null
 
 # Our GSI QP (QP1) to the kernel's: a MAD out, its GetResp back.
-st=0
-timeout 60 "$rp" ns "$peer" "${v4[@]}" -G "$guest_ip" rdmabr0 \
-	>"$work/gsi-v4.ours" 2>&1 || st=1
-result gsi-v4 $st
-st=0
-timeout 60 "$rp" ns "$peer" -6 -G "$guest_ll" rdmabr0 \
-	>"$work/gsi-v6.ours" 2>&1 || st=1
-result gsi-v6 $st
+if want gsi-v4; then
+	st=0
+	timeout 60 "$rp" ns "$peer" "${v4[@]}" -G "$guest_ip" rdmabr0 \
+		>"$work/gsi-v4.ours" 2>&1 || st=1
+	result gsi-v4 $st
+fi
+if want gsi-v6; then
+	st=0
+	timeout 60 "$rp" ns "$peer" -6 -G "$guest_ll" rdmabr0 \
+		>"$work/gsi-v6.ours" 2>&1 || st=1
+	result gsi-v6 $st
+fi
 
 guest_server pingpong-v4-guest-server "ibv_rc_pingpong -d rxe0 -g 1 -n 200" \
 	"200 iters" "${v4[@]}" -n 200 rdmabr0 "$guest_ip"
@@ -298,10 +317,75 @@ cm_guest_client ucmatose-guest-client "ucmatose -s $host_ip -C 10" 7471 \
 cm_guest_server ucmatose-v6-guest-server "ucmatose -b $guest_ip6 -C 10" \
 	7471 "test complete" -U -a "$guest_ip6" -C 10 -S 100
 # Nobody listens: the kernel answers REJ "invalid service ID".
-st=0
-it_rxe -c -a "$guest_ip" -p 7999 >"$work/cm-rej-no-listener.ours" 2>&1 && st=1
-grep -q "event 0x2005" "$work/cm-rej-no-listener.ours" || st=1
-result cm-rej-no-listener $st
+if want cm-rej-no-listener; then
+	st=0
+	it_rxe -c -a "$guest_ip" -p 7999 \
+		>"$work/cm-rej-no-listener.ours" 2>&1 && st=1
+	grep -q "event 0x2005" "$work/cm-rej-no-listener.ours" || st=1
+	result cm-rej-no-listener $st
+fi
+
+# --- perftest -R: tools/hostrdma-perf -R against ib_*_bw -R --------------
+# perftest's rdma_cm mode: its control exchange in Sends over one rdma_cm
+# connection, the data QP over another, both on port 18520 here.
+hperf=$build/tools/hostrdma-perf
+perf_rxe() {
+	"$rp" ns env HOSTRDMA_PROVIDER_PATH="$build/vp/rxe/.libs" \
+		HOSTRDMA_CONF= HOSTRDMA_DEVICES=rxe_rdmabr0 \
+		timeout 180 "$hperf" -d rxe_rdmabr0 "$@"
+}
+# The guest's perftest serves, hostrdma-perf -R measures. $1 name, $2
+# test (write_bw, read_bw), $3 guest address.
+rperf_guest_server() {
+	local name=$1 st=0 bgout pid log
+	want "$1" || return 0
+	guest_kill
+	bgout=$("$rp" bg "ib_$2 -d rxe0 -R -p 18520 -n 300 -s 65536") || st=1
+	pid=${bgout%% *}
+	log=${bgout##* }
+	"$rp" run wait-listen 18520 20 >/dev/null || st=1
+	perf_rxe "$2" -R -p 18520 -n 300 -s 65536 --json "$3" \
+		>"$work/$name.ours" 2>&1 || st=1
+	"$rp" run -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+		>"$work/$name.guest" 2>&1 || st=1
+	# Both print the run: 65536-byte messages, 300 of them.
+	grep -q '"msg_size": *65536, *"iterations": *300,' "$work/$name.ours" ||
+		st=1
+	grep -q " 65536 *300 " "$work/$name.guest" || st=1
+	grep -qi "error\|fail\|couldn" "$work/$name.guest" && st=1
+	result "$name" $st
+}
+# hostrdma-perf -R serves, the guest's perftest is the client.
+rperf_guest_client() {
+	local name=$1 st=0 ours i
+	want "$1" || return 0
+	guest_kill
+	perf_rxe "$2" -R -p 18521 -s 65536 --json >"$work/$name.ours" 2>&1 &
+	ours=$!
+	for i in $(seq 100); do
+		grep -q "waiting for a client" "$work/$name.ours" 2>/dev/null &&
+			break
+		sleep 0.1
+	done
+	"$rp" run -t 120 "ib_$2 -d rxe0 -R -p 18521 -n 300 -s 65536 $3" \
+		>"$work/$name.guest" 2>&1 || st=1
+	wait "$ours" || st=1
+	grep -q " 65536 *300 " "$work/$name.guest" || st=1
+	grep -qi "error\|fail\|couldn" "$work/$name.guest" && st=1
+	grep -q '"msg_size": *65536, *"iterations": *300,' "$work/$name.ours" ||
+		st=1
+	result "$name" $st
+}
+if [ -x "$hperf" ]; then
+	for t in write_bw read_bw; do
+		rperf_guest_server "perftest-R-$t-guest-server" "$t" "$guest_ip"
+		rperf_guest_client "perftest-R-$t-guest-client" "$t" "$host_ip"
+	done
+else
+	echo "   $hperf not built (make -C $build)"
+	result perftest-R-built 1
+fi
+# --- end of perftest -R ----------------------------------------------------
 
 # --- udaddy: SIDR (IBA 12.11) and UD datagrams ---------------------------
 # librdmacm's udaddy uses rdma_cm's UDP port space (port 7174, fixed):
@@ -317,6 +401,7 @@ it_udaddy() {
 		timeout 120 "$itu" -d rxe_rdmabr0 "$@"
 }
 udaddy_guest_server() { # $1 name, $2 guest address
+	want "$1" || return 0
 	local name=$1 st=0 bgout pid log
 	"$rp" run 'killall udaddy' >/dev/null 2>&1
 	bgout=$("$rp" bg "udaddy -b $2 -C 10 -S 100") || st=1
@@ -334,6 +419,7 @@ udaddy_guest_server() { # $1 name, $2 guest address
 	result "$name" $st
 }
 udaddy_guest_client() { # $1 name, $2 host address
+	want "$1" || return 0
 	local name=$1 st=0 ours i
 	"$rp" run 'killall udaddy' >/dev/null 2>&1
 	it_udaddy -s -a "$2" -C 10 -S 100 -v >"$work/$name.ours" 2>&1 &
@@ -362,6 +448,7 @@ else
 fi
 # --- end of udaddy ---------------------------------------------------------
 
+if [ -z "${RXE_CASES:-}" ] || [[ "$RXE_CASES" == *lossy* ]]; then
 "$rp" ns nft -f - <<'EOF'
 table inet hrloss {
 	chain in { type filter hook input priority 0; udp dport 4791 numgen random mod 100 lt 3 counter drop; }
@@ -397,6 +484,7 @@ st=0
 [ "$dropped" -gt 0 ] && [ "$retx" -gt 0 ] || st=1
 result lossy-retransmissions $st
 "$rp" ns nft delete table inet hrloss
+fi
 
 if [ -n "$tcpdump_pid" ]; then
 	sleep 1
@@ -427,7 +515,7 @@ if [ -n "$tcpdump_pid" ]; then
 			0x0017 0x0018; do
 			grep -q "$a" <<<"$cm_kinds" || st=1
 		done
-		result tshark-cm-mads $st
+		[ -n "${RXE_CASES:-}" ] || result tshark-cm-mads $st
 		echo "   tshark: $frames InfiniBand frames decoded, $bad malformed" \
 			"or in error ($zero6 IPv6 frames from the kernel with" \
 			"a zero UDP checksum not counted)"
