@@ -615,6 +615,12 @@ int rxe_modify_qp(struct rnicpi_qp *ibqp, struct rnicpi_qp_attr *attr,
 	if (next != cur)
 		rxe_qp_dbg(qp, "%s -> %s", rxe_qp_state_name(cur),
 			   rxe_qp_state_name(next));
+	/* The consumer ends the QP: a coalesced ACK still owed goes out
+	 * first, or the peer's last Send (often the message that led to
+	 * the disconnect) never completes there and its requester retries
+	 * into a closed connection. */
+	if (next == RNICPI_QPS_RESET || next == RNICPI_QPS_ERR)
+		rxe_resp_send_ack(qp);
 	switch (next) {
 	case RNICPI_QPS_RESET:
 		if (cur != RNICPI_QPS_RESET && cur != RNICPI_QPS_ERR)
