@@ -297,6 +297,68 @@ case_hrping_server_default() { siw_mode default; hrping_server_case hrping_serve
 case_hrping_client_large() { siw_mode default; hrping_client_case hrping_client_large 60000; }
 case_hrping_server_large() { siw_mode default; hrping_server_case hrping_server_large 60000; }
 
+# --- tools/hostrdma-perf -R against perftest started with -R (its rdma_cm
+# exchange, over iWARP here): the guest's ib_write_bw / ib_read_bw as
+# server and as client.
+
+HOSTRDMA_PERF=$builddir/tools/hostrdma-perf
+PERF_N=200
+perf_guest_log() { # $1 pid: the guest's log once the process ended
+	peer run -t 60 "while kill -0 $1 2>/dev/null; do sleep 0.2; done; cat /tmp/bg/$1.log" 2>/dev/null
+}
+perf_checks() { # $1 our log, $2 the guest's output
+	echo "--- guest perftest:" >>"$1"
+	echo "$2" | tail -8 | cut -c1-160 >>"$1"
+	grep -q "\"msg_size\":65536,\"iterations\":$PERF_N," "$1" ||
+		why "we did not report $PERF_N messages of 65536 bytes"
+	grep -qE " 65536 +$PERF_N " <<<"$2" ||
+		why "perftest did not report $PERF_N messages of 65536 bytes"
+	grep -qiE 'error|fail|couldn' <<<"$2" && why "perftest reported an error"
+	return 0
+}
+perf_client_case() { # $1 name, $2 test (write_bw, read_bw)
+	local name=$1 port=$((PORT_BASE + ${#results[@]})) rc=0 out pid
+	reason=
+	start_capture "$name"
+	it_env
+	out=$(peer bg "ib_$2 -d siw0 -R -p $port -n $PERF_N -s 65536")
+	pid=${out%% *}
+	peer run wait-listen "$port" 20 >/dev/null 2>&1
+	HOSTRDMA_OPTIONS=siw.rts_delay_ms=100 peer ns timeout 180 \
+		"$HOSTRDMA_PERF" "$2" -R -p "$port" -n $PERF_N -s 65536 --json \
+		"$SIW_PEER" >"$work/$name.log" 2>&1 || why "our client failed"
+	perf_checks "$work/$name.log" "$(perf_guest_log "$pid")"
+	peer run "kill $pid 2>/dev/null" >/dev/null 2>&1
+	stop_capture
+	check_capture "$pcap" 100 0 || why "capture check"
+	record "$name" "$rc" "$capinfo${reason:+ ($reason)}"
+}
+perf_server_case() { # $1 name, $2 test
+	local name=$1 port=$((PORT_BASE + ${#results[@]})) rc=0 out spid
+	reason=
+	start_capture "$name"
+	it_env
+	peer ns timeout 180 "$HOSTRDMA_PERF" "$2" -R -p "$port" -s 65536 \
+		--json >"$work/$name.log" 2>&1 &
+	spid=$!
+	for _ in $(seq 50); do
+		grep -q "waiting for a client" "$work/$name.log" 2>/dev/null &&
+			break
+		sleep 0.1
+	done
+	out=$(peer run -t 180 "ib_$2 -d siw0 -R -p $port -n $PERF_N -s 65536 $SIW_HOST" 2>&1) ||
+		why "guest perftest client failed"
+	wait "$spid" || why "our server failed"
+	perf_checks "$work/$name.log" "$out"
+	stop_capture
+	check_capture "$pcap" 100 0 || why "capture check"
+	record "$name" "$rc" "$capinfo${reason:+ ($reason)}"
+}
+case_perftest_R_write_client() { siw_mode default; perf_client_case perftest_R_write_client write_bw; }
+case_perftest_R_write_server() { siw_mode default; perf_server_case perftest_R_write_server write_bw; }
+case_perftest_R_read_client() { siw_mode default; perf_client_case perftest_R_read_client read_bw; }
+case_perftest_R_read_server() { siw_mode default; perf_server_case perftest_R_read_server read_bw; }
+
 all_cases=$(declare -F | awk '{print $3}' | grep '^case_' | sed 's/^case_//')
 for c in ${INTEROP_CASES:-$all_cases}; do
 	if declare -F "case_$c" >/dev/null; then
