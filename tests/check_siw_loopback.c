@@ -887,6 +887,52 @@ START_TEST(test_poll_reads_socket)
 }
 END_TEST
 
+/*
+ * poll_rx: a QP whose CQ was just polled has its socket left to the
+ * poller. When the application stops polling and sleeps on the CQ's
+ * completion channel instead, the progress thread takes the socket back
+ * and the next message still completes and signals.
+ */
+START_TEST(test_poller_goes_to_sleep)
+{
+	struct rnicpi_wc wc;
+	struct pollfd pfd;
+	struct h_buf s, d;
+	struct pair p;
+	int i;
+
+	pair_up_opts(&p, NULL, NULL, 0);
+	pair_connect(&p);
+	h_buf_alloc(&s, 4096, GUARD);
+	h_buf_alloc(&d, 4096, GUARD);
+	h_buf_fill(&s, 9);
+	h_buf_reg(&s, &p.a, RW);
+	h_buf_reg(&d, &p.b, RW);
+	for (i = 0; i < 50; i++) {
+		h_post_recv(&p.b, &d, 0, d.len, (uint64_t)i);
+		ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &s, 0, 100,
+					 (uint64_t)i, RNICPI_SEND_SIGNALED, 0,
+					 0));
+		ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
+		ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+		ck_assert(h_poll(&p.a, p.a.scq, &wc, H_WAIT_MS));
+	}
+	ck_assert_ok(p.db->ops->req_notify_cq(p.b.rcq, 0));
+	h_post_recv(&p.b, &d, 0, d.len, 100);
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &s, 0, 4096, 100,
+				 RNICPI_SEND_SIGNALED, 0, 0));
+	pfd.fd = p.b.rcq->notify_fd;
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, H_WAIT_MS), 1);
+	ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 100);
+	ck_assert(h_buf_check(&d, 0, 4096, 9, 0));
+	ck_assert(h_poll(&p.a, p.a.scq, &wc, H_WAIT_MS));
+	pair_down_bufs(&p, &s, &d);
+}
+END_TEST
+
 START_TEST(test_verbs_errors)
 {
 	struct h_dev *d;
@@ -958,6 +1004,7 @@ Suite *suite_siw_loopback(void)
 	tcase_add_test(tc, test_close);
 	tcase_add_test(tc, test_peer_dies);
 	tcase_add_loop_test(tc, test_poll_reads_socket, 0, 2);
+	tcase_add_test(tc, test_poller_goes_to_sleep);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -56,6 +56,8 @@
 #define SIW_LINGER_MS 2000
 /* FPDUs one receive pass handles before letting other QPs run. */
 #define SIW_RX_BUDGET 64
+/* poll_rx: a QP whose CQ was polled this recently is left to the poller. */
+#define SIW_PARK_MS 2
 
 /* ------------------------------------------------------------------ */
 /* Logging: "QP[17] siw_lo: ..." with GLib, silent by default           */
@@ -413,6 +415,9 @@ struct siw_rx {
 	/* expected MSN per untagged queue */
 	uint32_t msn[DDP_QN_COUNT];
 	bool first_fpdu_seen;
+	/* EPOLLIN is off: an application polls the CQ (poll_rx) and reads
+	 * the socket itself; a timer checks it still does. */
+	bool parked;
 };
 
 /* A Terminate to send (or received) (RFC 5040 §4.8). */
@@ -463,6 +468,7 @@ struct siw_qp {
 	uint16_t rtr;		/* MPA_V2_*_RTR negotiated, 0 none */
 	bool rtr_pending;	/* initiator: RTR not sent yet */
 	bool tx_hold;		/* initiator: rts_delay_ms not over yet */
+	atomic_uint_fast64_t polled_ms;	/* siw_cq_progress() last read here */
 	/* MSG_ZEROCOPY: send calls made and reported done (kernel ids) */
 	bool zc_enabled;
 	uint32_t zc_next, zc_done;
@@ -673,6 +679,8 @@ void siw_qp_unlock(struct siw_qp *qp);
 /* siw_tx.c / siw_rx.c                                                 */
 /* ------------------------------------------------------------------ */
 
+/* What the progress thread's epoll watches on @qp's socket. */
+uint32_t siw_qp_poll_mask(const struct siw_qp *qp);
 /* Put @qp on its CQs' lists, or take it off (siw_qp_verbs.c). */
 void siw_qp_cq_attach(struct siw_qp *qp);
 void siw_qp_cq_detach(struct siw_qp *qp);

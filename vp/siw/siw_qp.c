@@ -491,6 +491,49 @@ void siw_qp_term_received(struct siw_qp *qp)
 /* Progress thread entry points                                        */
 /* ------------------------------------------------------------------ */
 
+uint32_t siw_qp_poll_mask(const struct siw_qp *qp)
+{
+	return EPOLLRDHUP | (qp->rx.parked ? 0 : EPOLLIN) |
+	       (qp->tx.want_out ? EPOLLOUT : 0);
+}
+
+/* A poller read this QP's socket within the last SIW_PARK_MS. */
+static bool recently_polled(struct siw_qp *qp)
+{
+	return siw_now_ms() - atomic_load(&qp->polled_ms) < SIW_PARK_MS;
+}
+
+/*
+ * Data came while an application keeps polling the QP's CQ (poll_rx): it
+ * will read the socket itself, and waking this thread for every message
+ * only takes a core from it (on two cores, the tail of hostrdma-perf
+ * write_lat). Leave the socket to it: EPOLLIN off, and a timer that turns
+ * it back on once the polling stops. Not while the initiator's first
+ * FPDU is held back (the timer is that hold's).
+ */
+static bool rx_park(struct siw_qp *qp)
+{
+	if (!qp->dev->opts.poll_rx || qp->llp != SIW_LLP_RDMA ||
+	    qp->tx_hold || !recently_polled(qp))
+		return false;
+	qp->rx.parked = true;
+	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
+	siw_dev_timed_add(qp->dev, &qp->timed, SIW_PARK_MS);
+	return true;
+}
+
+static void rx_park_check(struct siw_qp *qp)
+{
+	if (!qp->rx.parked)
+		return;
+	if (recently_polled(qp)) {
+		siw_dev_timed_add(qp->dev, &qp->timed, SIW_PARK_MS);
+		return;
+	}
+	qp->rx.parked = false;
+	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
+}
+
 void siw_qp_handle(struct siw_qp *qp, uint32_t events)
 {
 	pthread_mutex_lock(&qp->lock);
@@ -503,7 +546,9 @@ void siw_qp_handle(struct siw_qp *qp, uint32_t events)
 	} else {
 		if ((events & EPOLLERR) && qp->zc_enabled)
 			siw_tx_zc_reap(qp);
-		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+		if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+			siw_qp_rx(qp);
+		else if ((events & EPOLLIN) && !rx_park(qp))
 			siw_qp_rx(qp);
 		if (qp->fd >= 0 && ((events & EPOLLOUT) ||
 				    siw_qp_tx_pending(qp)))
@@ -534,8 +579,10 @@ void siw_cq_progress(struct siw_cq *cq)
 
 		if (pthread_mutex_trylock(&qp->lock))
 			continue;
-		if (!qp->destroyed && qp->fd >= 0 && qp->llp == SIW_LLP_RDMA)
+		if (!qp->destroyed && qp->fd >= 0 && qp->llp == SIW_LLP_RDMA) {
+			atomic_store(&qp->polled_ms, siw_now_ms());
 			siw_qp_rx(qp);
+		}
 		pthread_mutex_unlock(&qp->lock);
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
@@ -566,6 +613,7 @@ void siw_qp_timeout(struct siw_qp *qp)
 			qp->tx_hold = false;
 			siw_qp_tx(qp);
 		}
+		rx_park_check(qp);
 		break;
 	case SIW_LLP_DRAIN:
 		siw_qp_dbg(qp, "peer did not close in %u ms: reset",
