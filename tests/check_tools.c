@@ -378,19 +378,21 @@ END_TEST
 
 START_TEST(perf_bad_command_lines)
 {
-	static const char *const bad[][4] = {
+	static const char *const bad[][5] = {
 		{ "nosuch_bw", NULL },
 		{ "write_bw", "-q", "17", NULL },
 		{ "write_lat", "-b", NULL },
 		{ "write_bw", "-s", "0", NULL },
 		{ "write_lat", "-R", NULL },
+		/* perftest's send_bw credits on iWARP: not spoken */
+		{ "send_bw", "-R", "-d", "siw_lo", "127.0.0.1" },
 	};
 
 	for (unsigned int i = 0; i < G_N_ELEMENTS(bad); i++) {
-		const char *argv[6] = { TOOLS "hostrdma-perf" };
+		const char *argv[7] = { TOOLS "hostrdma-perf" };
 		struct proc p;
 
-		for (unsigned int k = 0; k < 4 && bad[i][k]; k++)
+		for (unsigned int k = 0; k < 5 && bad[i][k]; k++)
 			argv[k + 1] = bad[i][k];
 		start(&p, argv);
 		ck_assert_int_eq(finish(&p), 2);

@@ -41,7 +41,7 @@ static void usage(FILE *f)
 		"  -L, --loopback          server and client in this process, on\n"
 		"                          127.0.0.1 or SERVER-ADDRESS (rxe_lo)\n"
 		"  -R, --rdma_cm           perftest's own exchange over rdma_cm: the peer may\n"
-		"                          be ib_write_bw -R / ib_read_bw -R (bw tests)\n"
+		"                          be ib_{write,read,send}_bw -R (send_bw: RoCE)\n"
 		"                          (against ib_*_bw -R / ib_*_lat -R)\n"
 		"      --verify            check the data of every message\n"
 		"      --json              one JSON object per message size\n"

@@ -151,7 +151,8 @@ static int reap_rq(struct perf_ctx *c, uint64_t size, uint32_t *bad)
 		st = it_post_recv(q->ep, &t, 1, ck, SIGNALLED);
 		if (st != IT_SUCCESS)
 			return tool_check(PERF_PROG, "it_post_recv", st);
-		if (q->received - q->credit_told >= c->o->rx_depth / 4 + 1 &&
+		if (!c->perftest &&
+		    q->received - q->credit_told >= c->o->rx_depth / 4 + 1 &&
 		    send_credit(c, q))
 			return -1;
 	}
@@ -202,7 +203,9 @@ static uint64_t room(const struct perf_ctx *c, const struct perf_qp *q)
 	uint64_t inflight = q->posted - q->completed;
 	uint64_t r = inflight < depth(c) ? depth(c) - inflight : 0;
 
-	if (o->verb == PERF_SEND) {
+	/* perftest's receiver writes no credits (on RoCE it relies on RNR
+	 * retries; on iWARP -R refuses send_bw). */
+	if (o->verb == PERF_SEND && !c->perftest) {
 		/* The receiver's count, written into our credit word. */
 		uint64_t told = __atomic_load_n(
 			(uint64_t *)(q->buf + c->credit_off),
@@ -324,6 +327,10 @@ static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		start[i] = c->qp[i].posted;
 		start_rx[i] = c->qp[i].received;
 		c->qp[i].last_signalled = true;
+		if (c->perftest) {
+			have_sent = true;
+			peer_sent[i] = o->iters;
+		}
 	}
 	t0 = last_print = tool_now_ns();
 	if (o->duration_s)
@@ -352,8 +359,9 @@ static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			    fence(c))
 				return -1;
 			r->ns = tool_now_ns() - t0;
-			/* A receiver learns here how many to expect. */
-			if (o->verb == PERF_SEND) {
+			/* A receiver learns here how many to expect
+			 * (perftest's: from its own -n). */
+			if (o->verb == PERF_SEND && !c->perftest) {
 				uint64_t v[PERF_MAX_QPS];
 
 				for (unsigned int i = 0; i < c->nqp; i++)

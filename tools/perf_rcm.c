@@ -202,6 +202,16 @@ static int setup(struct perf_ctx *c)
 		c->qp[i].raddr = be64toh(rem.vaddr_be);
 		c->qp[i].rrkey = ntohl(rem.rkey_be);
 	}
+	/* write_bw / read_bw: one more per QP, then one; send_bw: one,
+	 * one more per QP, then (receives posted) one before the run. */
+	if (o->verb == PERF_SEND) {
+		if (hand_shake(c, 0, NULL, TOOL_WAIT_US))
+			return -1;
+		for (unsigned int i = 0; i < o->qps; i++)
+			if (hand_shake(c, (int)i, NULL, TOOL_WAIT_US))
+				return -1;
+		return hand_shake(c, 0, NULL, TOOL_WAIT_US);
+	}
 	for (unsigned int i = 0; i < o->qps; i++)
 		if (hand_shake(c, (int)i, NULL, TOOL_WAIT_US))
 			return -1;
@@ -261,8 +271,30 @@ static int reports(struct perf_ctx *c, struct perf_result *r)
 
 static int check_opts(const struct perf_opts *o)
 {
-	if (o->lat || o->verb == PERF_SEND || o->bidir || o->verify) {
-		fprintf(stderr, "%s: -R speaks perftest's exchange of ib_write_bw and ib_read_bw only (not the _lat tests, send_bw, -b or data checks)\n",
+	if (o->lat || o->bidir || o->verify || o->duration_s) {
+		fprintf(stderr, "%s: -R speaks perftest's exchange of ib_write_bw, ib_read_bw and ib_send_bw with a message count (not the _lat tests, -b, -D or data checks)\n",
+			PERF_PROG);
+		return -1;
+	}
+	return 0;
+}
+
+/* perftest's send_bw on iWARP has the receiver grant credits with RDMA
+ * Writes into a buffer of the sender's, which -R does not speak; on RoCE
+ * it relies on RNR retries. */
+static int check_transport(struct perf_ctx *c)
+{
+	it_ia_info_t *info;
+	bool iwarp;
+
+	if (c->o->verb != PERF_SEND)
+		return 0;
+	if (tool_check(PERF_PROG, "it_ia_query", it_ia_query(c->ia, &info)))
+		return -1;
+	iwarp = info->transport_type == IT_IWARP_TCP_TRANSPORT;
+	it_ia_info_free(info);
+	if (iwarp) {
+		fprintf(stderr, "%s: -R send_bw: perftest's iWARP credit scheme is not spoken; use write_bw or read_bw, or a RoCE device\n",
 			PERF_PROG);
 		return -1;
 	}
@@ -284,8 +316,13 @@ int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 	if (c.server) {
 		if (tool_listen(PERF_PROG, o->device, o->bind, o->port,
 				2 * PERF_MAX_QPS, o->quiet, NULL, NULL, &c.ia,
-				&c.req, &c.listen) ||
-		    tool_wait_event(PERF_PROG, c.req,
+				&c.req, &c.listen))
+			goto out;
+		if (check_transport(&c)) {
+			failed = 2;
+			goto out;
+		}
+		if (tool_wait_event(PERF_PROG, c.req,
 				    IT_CM_REQ_CONN_REQUEST_EVENT,
 				    IT_TIMEOUT_INFINITE, &ev) ||
 		    perf_make_base(&c) ||
@@ -300,7 +337,13 @@ int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 		if (tool_parse_addr(PERF_PROG, o->server, &dst))
 			goto out;
 		c.ia = tool_ia_for_dest(PERF_PROG, o->device, &dst, &c.path);
-		if (!c.ia || perf_make_base(&c) ||
+		if (!c.ia)
+			goto out;
+		if (check_transport(&c)) {
+			failed = 2;
+			goto out;
+		}
+		if (perf_make_base(&c) ||
 		    perf_connect_ep(&c, c.cep, NULL, 0) ||
 		    perf_wait_established(&c, c.cep))
 			goto out;
@@ -308,21 +351,29 @@ int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 	if (setup(&c))
 		goto out;
 	perf_print_header(o);
-	if (!c.server) {
-		n = perf_sizes(o, sizes, 32);
-		for (unsigned int i = 0; i < n; i++) {
-			if (perf_measure(&c, sizes[i], &r))
-				goto out;
-			report(o, &r, arg);
-		}
-	}
-	/* The server waits as long as the client runs. */
-	if (hand_shake(&c, 0, NULL, c.server ? IT_TIMEOUT_INFINITE
-					      : TOOL_WAIT_US) ||
-	    reports(&c, &r))
-		goto out;
-	if (c.server)
+	if (o->verb == PERF_SEND) {
+		/* Both ends count: the sender its Sends, the receiver its
+		 * receives (its own -n), and each prints its own numbers. */
+		if (perf_measure(&c, o->size, &r))
+			goto out;
 		report(o, &r, arg);
+	} else {
+		if (!c.server) {
+			n = perf_sizes(o, sizes, 32);
+			for (unsigned int i = 0; i < n; i++) {
+				if (perf_measure(&c, sizes[i], &r))
+					goto out;
+				report(o, &r, arg);
+			}
+		}
+		/* The server waits as long as the client runs. */
+		if (hand_shake(&c, 0, NULL, c.server ? IT_TIMEOUT_INFINITE
+						      : TOOL_WAIT_US) ||
+		    reports(&c, &r))
+			goto out;
+		if (c.server)
+			report(o, &r, arg);
+	}
 	if (hand_shake(&c, 0, NULL, TOOL_WAIT_US))
 		goto out;
 	failed = 0;

@@ -16,8 +16,8 @@
 # and IPv6, ib_write_bw /
 # ib_read_bw / ib_send_bw / ib_atomic_bw (perftest's own exchange, no -R)
 # with the guest as server and as client over IPv4, write over IPv6,
-# ib_write_bw -R / ib_read_bw -R (rdma_cm) against tools/hostrdma-perf -R
-# both ways, then
+# ib_write_bw -R / ib_read_bw -R / ib_send_bw -R (rdma_cm) against
+# tools/hostrdma-perf -R both ways, then
 # rping both ways, ping-pong, write and read with 3% loss both ways on
 # the bridge
 # (nftables in the lab namespace); every RoCE frame captured is
@@ -360,7 +360,8 @@ rperf_guest_client() {
 	local name=$1 st=0 ours i
 	want "$1" || return 0
 	guest_kill
-	perf_rxe "$2" -R -p 18521 -s 65536 --json >"$work/$name.ours" 2>&1 &
+	perf_rxe "$2" -R -p 18521 -n 300 -s 65536 --json \
+		>"$work/$name.ours" 2>&1 &
 	ours=$!
 	for i in $(seq 100); do
 		grep -q "waiting for a client" "$work/$name.ours" 2>/dev/null &&
@@ -377,7 +378,7 @@ rperf_guest_client() {
 	result "$name" $st
 }
 if [ -x "$hperf" ]; then
-	for t in write_bw read_bw; do
+	for t in write_bw read_bw send_bw; do
 		rperf_guest_server "perftest-R-$t-guest-server" "$t" "$guest_ip"
 		rperf_guest_client "perftest-R-$t-guest-client" "$t" "$host_ip"
 	done
