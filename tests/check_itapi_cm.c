@@ -51,19 +51,10 @@ static it_listen_handle_t listen_any(it_conn_qual_t *q)
 	return l;
 }
 
-/* A free TCP port on lo (bound then released). */
+/* A free TCP port on lo, below the ephemeral range. */
 static uint16_t free_port(void)
 {
-	struct sockaddr_in in = { .sin_family = AF_INET };
-	socklen_t len = sizeof(in);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (void *)&in, sizeof(in)), 0);
-	ck_assert_int_eq(getsockname(fd, (void *)&in, &len), 0);
-	close(fd);
-	return ntohs(in.sin_port);
+	return tu_free_tcp_ports(1);
 }
 
 START_TEST(connect_accept_send)

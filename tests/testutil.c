@@ -2,10 +2,13 @@
 /* Helpers shared by the Check suites: log capture, forked children. */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -246,4 +249,49 @@ void tu_run_child(tu_child_fn fn, void *arg)
 	how = tu_wait_status_str(status);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "child %s: %s", how, msg[0] ? msg : "(no message)");
+}
+
+/* Whether a TCP socket can bind 127.0.0.1:@port right now. */
+static bool tcp_port_free(uint16_t port)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	ck_assert_int_ge(fd, 0);
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	in.sin_port = htons(port);
+	ok = bind(fd, (struct sockaddr *)&in, sizeof(in)) == 0;
+	close(fd);
+	return ok;
+}
+
+uint16_t tu_free_tcp_ports(unsigned int n)
+{
+	unsigned int lo = 10000, hi = 32768, eph_lo, eph_hi;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	/* Below the ephemeral range when it leaves room, else above it. */
+	if (f) {
+		if (fscanf(f, "%u %u", &eph_lo, &eph_hi) == 2) {
+			if (eph_lo > lo + 4 * n)
+				hi = eph_lo;
+			else if (eph_hi + 4 * n < 65536)
+				lo = eph_hi + 1, hi = 65536;
+		}
+		fclose(f);
+	}
+	ck_assert_uint_gt(hi - lo, n);
+	for (int tries = 0; tries < 200; tries++) {
+		uint16_t base = (uint16_t)g_random_int_range((gint32)lo,
+							     (gint32)(hi - n));
+		unsigned int i;
+
+		for (i = 0; i < n && tcp_port_free((uint16_t)(base + i)); i++)
+			;
+		if (i == n)
+			return base;
+	}
+	ck_abort_msg("no %u free consecutive TCP ports in [%u, %u)", n, lo, hi);
+	return 0;
 }

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <glib.h>
@@ -118,5 +119,17 @@ char *tu_wait_status_str(int status);
 				      strerror(-tu_err_rc_), -(err),        \
 				      strerror(err));                       \
 	} while (0)
+
+/* ------------------------------------------------------------------ */
+/* Ports                                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The first of @n consecutive TCP ports on 127.0.0.1 that nothing holds
+ * now, picked below the kernel's ephemeral range so that the client
+ * sockets of the test itself (or of a test before it) cannot be handed
+ * one of them while the test runs. Asserts when none is found.
+ */
+uint16_t tu_free_tcp_ports(unsigned int n);
 
 #endif
