@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #define ITAPI_ENABLE_V21_BINDINGS
 #include "it_api.h"
+#include "tests/interop/it_util.h"
 
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 
 #define WAIT_US (30ull * 1000 * 1000)
+#define wait_ev(evd, type, ev) it_wait_ev((evd), (type), (ev), WAIT_US)
 #define MSG_FMT "rdma-ping-%d: "
 #define FL ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
 
@@ -42,33 +44,6 @@ struct advert {
 } __attribute__((packed));
 _Static_assert(sizeof(struct advert) == 16, "rping advert is 16 bytes");
 
-static int verbose;
-static const char *only_ia;
-
-/* @addr as an IT-API address: IPv4 or IPv6. */
-static bool parse_addr(const char *addr, it_net_addr_t *na)
-{
-	memset(na, 0, sizeof(*na));
-	if (inet_pton(AF_INET, addr, &na->addr.ipv4) == 1) {
-		na->addr_type = IT_IPV4;
-		return true;
-	}
-	if (inet_pton(AF_INET6, addr, &na->addr.ipv6) == 1) {
-		na->addr_type = IT_IPV6;
-		return true;
-	}
-	return false;
-}
-
-#define TRY(call)                                                           \
-	do {                                                                \
-		it_status_t st_ = (call);                                   \
-		if (st_ != IT_SUCCESS) {                                    \
-			fprintf(stderr, "it-rping: %s: status %d\n", #call, \
-				st_);                                       \
-			exit(1);                                            \
-		}                                                           \
-	} while (0)
 
 struct ctx {
 	it_ia_handle_t ia;
@@ -82,26 +57,12 @@ struct ctx {
 	it_rmr_context_t start_key, rdma_key;
 };
 
-static void wait_ev(it_evd_handle_t evd, it_event_type_t type, it_event_t *ev)
-{
-	size_t nmore;
-
-	TRY(it_evd_wait(evd, WAIT_US, ev, &nmore));
-	if (ev->event_number != type ||
-	    ((type & IT_EVENT_STREAM_MASK) == IT_DTO_EVENT_STREAM &&
-	     ev->dto_cmpl.dto_status != IT_DTO_SUCCESS)) {
-		fprintf(stderr, "it-rping: event 0x%x (DTO status %d), expected 0x%x\n",
-			ev->event_number, ev->dto_cmpl.dto_status, type);
-		exit(1);
-	}
-}
-
 static it_lmr_handle_t reg(struct ctx *c, void *p, size_t len,
 			   it_mem_priv_t privs, it_rmr_context_t *key)
 {
 	it_lmr_handle_t lmr;
 
-	TRY(it_lmr_create(c->pz, p, NULL, len, IT_ADDR_MODE_ABSOLUTE, privs,
+	IT_TRY(it_lmr_create(c->pz, p, NULL, len, IT_ADDR_MODE_ABSOLUTE, privs,
 			  IT_LMR_FLAG_NONE, 0, &lmr, key));
 	return lmr;
 }
@@ -112,14 +73,14 @@ static void setup(struct ctx *c, it_ia_handle_t ia, uint32_t size)
 
 	c->ia = ia;
 	c->size = size;
-	TRY(it_pz_create(ia, &c->pz));
-	TRY(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 32, 0, NULL, &c->sq,
+	IT_TRY(it_pz_create(ia, &c->pz));
+	IT_TRY(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 32, 0, NULL, &c->sq,
 			  NULL));
-	TRY(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 32, 0, NULL, &c->rq,
+	IT_TRY(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 32, 0, NULL, &c->rq,
 			  NULL));
-	TRY(it_evd_create(ia, IT_CM_MSG_EVENT_STREAM, 0, 8, 0, NULL, &c->cm,
+	IT_TRY(it_evd_create(ia, IT_CM_MSG_EVENT_STREAM, 0, 8, 0, NULL, &c->cm,
 			  NULL));
-	TRY(it_evd_create(ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0, NULL, &c->req,
+	IT_TRY(it_evd_create(ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0, NULL, &c->req,
 			  NULL));
 	a.max_request_dtos = a.max_recv_dtos = 16;
 	a.max_send_segments = a.max_recv_segments = 1;
@@ -127,7 +88,7 @@ static void setup(struct ctx *c, it_ia_handle_t ia, uint32_t size)
 	a.srv.rc.max_rdma_read_segments = a.srv.rc.max_rdma_write_segments = 1;
 	/* rping asks for one outstanding Read each way. */
 	a.srv.rc.rdma_read_ird = a.srv.rc.rdma_read_ord = 1;
-	TRY(it_ep_rc_create(c->pz, c->sq, c->rq, c->cm, IT_EP_NO_FLAG, &a,
+	IT_TRY(it_ep_rc_create(c->pz, c->sq, c->rq, c->cm, IT_EP_NO_FLAG, &a,
 			    &c->ep));
 	c->start_buf = calloc(1, size);
 	c->rdma_buf = calloc(1, size);
@@ -150,7 +111,7 @@ static void post_recv(struct ctx *c)
 	it_lmr_triplet_t t = { .lmr = c->recv_lmr, .length = 16 };
 
 	t.addr.abs = &c->recv_buf;
-	TRY(it_post_recv(c->ep, &t, 1, 1, FL));
+	IT_TRY(it_post_recv(c->ep, &t, 1, 1, FL));
 }
 
 /* @last: the peer may have what we sent, and disconnect, before its ACK
@@ -164,12 +125,12 @@ static void send16(struct ctx *c, bool last)
 	size_t nmore;
 
 	t.addr.abs = &c->send_buf;
-	TRY(it_post_send(c->ep, &t, 1, 2, FL));
+	IT_TRY(it_post_send(c->ep, &t, 1, 2, FL));
 	if (!last) {
 		wait_ev(c->sq, IT_DTO_SEND_CMPL_EVENT, &ev);
 		return;
 	}
-	TRY(it_evd_wait(c->sq, WAIT_US, &ev, &nmore));
+	IT_TRY(it_evd_wait(c->sq, WAIT_US, &ev, &nmore));
 	if (ev.event_number != IT_DTO_SEND_CMPL_EVENT ||
 	    (ev.dto_cmpl.dto_status != IT_DTO_SUCCESS &&
 	     ev.dto_cmpl.dto_status != IT_DTO_ERR_FLUSHED)) {
@@ -197,10 +158,10 @@ static void rdma(struct ctx *c, bool read, uint32_t len, uint64_t raddr,
 
 	t.addr.abs = c->rdma_buf;
 	if (read) {
-		TRY(it_post_rdma_read(c->ep, &t, 1, 3, FL, raddr, rkey));
+		IT_TRY(it_post_rdma_read(c->ep, &t, 1, 3, FL, raddr, rkey));
 		wait_ev(c->sq, IT_DTO_RDMA_READ_CMPL_EVENT, &ev);
 	} else {
-		TRY(it_post_rdma_write(c->ep, &t, 1, 4, FL, raddr, rkey));
+		IT_TRY(it_post_rdma_write(c->ep, &t, 1, 4, FL, raddr, rkey));
 		wait_ev(c->sq, IT_DTO_RDMA_WRITE_CMPL_EVENT, &ev);
 	}
 }
@@ -231,34 +192,26 @@ static void advertise(struct ctx *c, uint8_t *buf, it_rmr_context_t key)
 static it_ia_handle_t ia_reaching(const char *addr, it_path_t *path)
 {
 	it_net_addr_t na;
-	it_interface_t itf[16];
-	size_t n = 16, total, np;
-	it_ia_handle_t ia = NULL;
+	it_ia_handle_t ia;
 
-	if (!parse_addr(addr, &na)) {
+	if (!it_parse_addr(addr, &na)) {
 		fprintf(stderr, "it-rping: %s is no IPv4 or IPv6 address\n",
 			addr);
 		return NULL;
 	}
-	it_interface_list(itf, &n, &total);
-	for (size_t i = 0; i < n && !ia; i++) {
-		if (only_ia && strcmp(itf[i].name, only_ia))
-			continue;
-		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
-			continue;
-		np = 1;
-		if (it_get_pathinfo(ia, 0, &na, &np, &total, path) !=
-			    IT_SUCCESS || np != 1) {
-			it_ia_free(ia);
-			ia = NULL;
-		} else if (verbose) {
-			printf("using interface %s\n", itf[i].name);
-		}
-	}
+	ia = it_ia_reaching(&na, path);
 	if (!ia)
 		fprintf(stderr, "it-rping: no RDMA interface reaches %s\n",
 			addr);
 	return ia;
+}
+
+/* The IA one of whose spigots owns @addr. */
+static it_ia_handle_t ia_owning(const char *addr)
+{
+	it_net_addr_t want;
+
+	return it_parse_addr(addr, &want) ? it_ia_owning(&want) : NULL;
 }
 
 static int run_client(struct ctx *c, const char *addr, int port, int count)
@@ -273,10 +226,10 @@ static int run_client(struct ctx *c, const char *addr, int port, int count)
 	setup(c, ia, c->size);
 	post_recv(c);
 	q.conn_qual.port = htons((uint16_t)port);
-	TRY(it_ep_connect(c->ep, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
+	IT_TRY(it_ep_connect(c->ep, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
 			  NULL, 0));
 	wait_ev(c->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
-	if (verbose)
+	if (it_verbose)
 		printf("connected: IRD %u ORD %u\n", ev.conn.rdma_read_ird,
 		       ev.conn.rdma_read_ord);
 	for (int ping = 0; ping < count; ping++) {
@@ -293,65 +246,15 @@ static int run_client(struct ctx *c, const char *addr, int port, int count)
 				ping);
 			return 1;
 		}
-		if (verbose)
+		if (it_verbose)
 			printf("ping data: %.*s\n", 40, c->rdma_buf);
 	}
-	TRY(it_ep_disconnect(c->ep, NULL, 0));
+	IT_TRY(it_ep_disconnect(c->ep, NULL, 0));
 	wait_ev(c->cm, IT_CM_MSG_CONN_DISCONNECT_EVENT, &ev);
 	printf("it-rping client: %d rounds of %u bytes verified\n", count,
 	       c->size);
-	TRY(it_ia_free(ia));
+	IT_TRY(it_ia_free(ia));
 	return 0;
-}
-
-/* The IA one of whose spigots owns @addr. */
-static it_ia_handle_t ia_owning(const char *addr)
-{
-	it_net_addr_t want;
-	it_interface_t itf[16];
-	size_t n = 16, total;
-
-	if (!parse_addr(addr, &want))
-		return NULL;
-	it_interface_list(itf, &n, &total);
-	for (size_t i = 0; i < n; i++) {
-		it_ia_handle_t ia;
-		it_ia_info_t *info;
-		it_net_addr_t g;
-		bool mine = false;
-
-		if (only_ia && strcmp(itf[i].name, only_ia))
-			continue;
-		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
-			continue;
-		if (it_ia_query(ia, &info) == IT_SUCCESS) {
-			for (size_t j = 0; j < info->spigot_info[0].num_net_addr;
-			     j++) {
-				it_net_addr_t *a =
-					&info->spigot_info[0].net_addr[j];
-
-				if (a->addr_type == IT_IPV4 &&
-				    want.addr_type == IT_IPV4 &&
-				    a->addr.ipv4.s_addr == want.addr.ipv4.s_addr)
-					mine = true;
-				if (a->addr_type == IT_IPV6 &&
-				    want.addr_type == IT_IPV6 &&
-				    !memcmp(&a->addr.ipv6, &want.addr.ipv6, 16))
-					mine = true;
-				/* RoCE spigots name their GIDs. */
-				if (a->addr_type == IT_IB_GID &&
-				    it_convert_net_addr(&want, IT_IB_GID, &g) ==
-					    IT_SUCCESS &&
-				    !memcmp(&a->addr.gid, &g.addr.gid, 16))
-					mine = true;
-			}
-			it_ia_info_free(info);
-		}
-		if (mine)
-			return ia;
-		it_ia_free(ia);
-	}
-	return NULL;
 }
 
 static int run_server(struct ctx *c, const char *addr, int port, int count)
@@ -370,14 +273,14 @@ static int run_server(struct ctx *c, const char *addr, int port, int count)
 	expect = malloc(c->size);
 	post_recv(c);
 	q.conn_qual.port = htons((uint16_t)port);
-	TRY(it_listen_create(ia, 0, c->req, IT_LISTEN_CONN_QUAL_INPUT, &q, &l));
+	IT_TRY(it_listen_create(ia, 0, c->req, IT_LISTEN_CONN_QUAL_INPUT, &q, &l));
 	printf("it-rping server: listening on %s:%d\n", addr, port);
 	fflush(stdout);
 	wait_ev(c->req, IT_CM_REQ_CONN_REQUEST_EVENT, &ev);
-	if (verbose)
+	if (it_verbose)
 		printf("request: IRD %u ORD %u\n", ev.conn_req.rdma_read_ird,
 		       ev.conn_req.rdma_read_ord);
-	TRY(it_ep_accept(c->ep, ev.conn_req.cn_est_id, NULL, 0));
+	IT_TRY(it_ep_accept(c->ep, ev.conn_req.cn_est_id, NULL, 0));
 	wait_ev(c->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
 	for (int ping = 0; ping < count; ping++) {
 		uint64_t raddr;
@@ -398,7 +301,7 @@ static int run_server(struct ctx *c, const char *addr, int port, int count)
 				ping);
 			return 1;
 		}
-		if (verbose)
+		if (it_verbose)
 			printf("server ping data: %.*s\n", 40, c->rdma_buf);
 		memset(&c->send_buf, 0, sizeof(c->send_buf));
 		send16(c, false);		/* go ahead */
@@ -416,7 +319,7 @@ static int run_server(struct ctx *c, const char *addr, int port, int count)
 	printf("it-rping server: %d rounds of %u bytes verified\n", count,
 	       c->size);
 	free(expect);
-	TRY(it_ia_free(ia));
+	IT_TRY(it_ia_free(ia));
 	return 0;
 }
 
@@ -457,18 +360,18 @@ static int run_ucm(struct ctx *c, bool server, const char *addr, int port,
 		it_lmr_triplet_t t = { .lmr = lmr, .length = c->size };
 
 		t.addr.abs = mem + (size_t)(i + 1) * c->size;
-		TRY(it_post_recv(c->ep, &t, 1, 100 + (uint64_t)i, FL));
+		IT_TRY(it_post_recv(c->ep, &t, 1, 100 + (uint64_t)i, FL));
 	}
 	q.conn_qual.port = htons((uint16_t)port);
 	if (server) {
-		TRY(it_listen_create(ia, 0, c->req, IT_LISTEN_CONN_QUAL_INPUT,
+		IT_TRY(it_listen_create(ia, 0, c->req, IT_LISTEN_CONN_QUAL_INPUT,
 				     &q, &l));
 		printf("it-rping -U server: listening on %s:%d\n", addr, port);
 		fflush(stdout);
 		wait_ev(c->req, IT_CM_REQ_CONN_REQUEST_EVENT, &ev);
-		TRY(it_ep_accept(c->ep, ev.conn_req.cn_est_id, NULL, 0));
+		IT_TRY(it_ep_accept(c->ep, ev.conn_req.cn_est_id, NULL, 0));
 	} else {
-		TRY(it_ep_connect(c->ep, &path, NULL, &q,
+		IT_TRY(it_ep_connect(c->ep, &path, NULL, &q,
 				  IT_CONNECT_FLAG_TWO_WAY, NULL, 0));
 	}
 	wait_ev(c->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
@@ -476,7 +379,7 @@ static int run_ucm(struct ctx *c, bool server, const char *addr, int port,
 		it_lmr_triplet_t t = { .lmr = lmr, .length = c->size };
 
 		t.addr.abs = mem;
-		TRY(it_post_send(c->ep, &t, 1, 200 + (uint64_t)i, FL));
+		IT_TRY(it_post_send(c->ep, &t, 1, 200 + (uint64_t)i, FL));
 	}
 	while (sent < count) {
 		wait_ev(c->sq, IT_DTO_SEND_CMPL_EVENT, &ev);
@@ -493,8 +396,8 @@ static int run_ucm(struct ctx *c, bool server, const char *addr, int port,
 		got++;
 	}
 	if (server)
-		TRY(it_ep_disconnect(c->ep, NULL, 0));
-	TRY(it_evd_wait(c->cm, WAIT_US, &ev, &nmore));
+		IT_TRY(it_ep_disconnect(c->ep, NULL, 0));
+	IT_TRY(it_evd_wait(c->cm, WAIT_US, &ev, &nmore));
 	if (ev.event_number != IT_CM_MSG_CONN_DISCONNECT_EVENT) {
 		fprintf(stderr, "it-rping -U: event 0x%x, expected the disconnect\n",
 			ev.event_number);
@@ -503,8 +406,8 @@ static int run_ucm(struct ctx *c, bool server, const char *addr, int port,
 	printf("it-rping -U %s: %d messages of %u bytes each way\n",
 	       server ? "server" : "client", count, c->size);
 	if (l)
-		TRY(it_listen_free(l));
-	TRY(it_ia_free(ia));
+		IT_TRY(it_listen_free(l));
+	IT_TRY(it_ia_free(ia));
 	free(mem);
 	return 0;
 }
@@ -516,9 +419,10 @@ int main(int argc, char **argv)
 	int server = -1, port = 7174, count = 1, opt;
 	bool ucm = false;
 
+	it_prog = "it-rping";
 	while ((opt = getopt(argc, argv, "sca:p:d:UC:S:v")) != -1) {
 		switch (opt) {
-		case 'd': only_ia = optarg; break;
+		case 'd': it_only_ia = optarg; break;
 		case 'U': ucm = true; break;
 		case 's': server = 1; break;
 		case 'c': server = 0; break;
@@ -526,7 +430,7 @@ int main(int argc, char **argv)
 		case 'p': port = atoi(optarg); break;
 		case 'C': count = atoi(optarg); break;
 		case 'S': c.size = (uint32_t)atoi(optarg); break;
-		case 'v': verbose = 1; break;
+		case 'v': it_verbose = 1; break;
 		default: server = -1; addr = NULL; break;
 		}
 	}

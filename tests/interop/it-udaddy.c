@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #define ITAPI_ENABLE_V21_BINDINGS
 #include "it_api.h"
+#include "tests/interop/it_util.h"
 
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -38,23 +39,12 @@
 #include <string.h>
 
 #define WAIT_US (60ull * 1000 * 1000)
+#define wait_ev(evd, type, ev) it_wait_ev((evd), (type), (ev), WAIT_US)
 #define FL ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
 #define RDMA_UDP_QKEY 0x01234567u
 #define GRH_LEN 40u
 #define MAX_COUNT 64
 
-static int verbose;
-static const char *only_ia;
-
-#define TRY(call)                                                            \
-	do {                                                                 \
-		it_status_t st_ = (call);                                    \
-		if (st_ != IT_SUCCESS) {                                     \
-			fprintf(stderr, "it-udaddy: %s: status %d\n", #call, \
-				st_);                                        \
-			exit(1);                                             \
-		}                                                            \
-	} while (0)
 
 struct ctx {
 	it_ia_handle_t ia;
@@ -68,83 +58,29 @@ struct ctx {
 	int count;
 };
 
-static bool parse_addr(const char *addr, it_net_addr_t *na)
-{
-	memset(na, 0, sizeof(*na));
-	if (inet_pton(AF_INET, addr, &na->addr.ipv4) == 1) {
-		na->addr_type = IT_IPV4;
-		return true;
-	}
-	if (inet_pton(AF_INET6, addr, &na->addr.ipv6) == 1) {
-		na->addr_type = IT_IPV6;
-		return true;
-	}
-	return false;
-}
-
-static void wait_ev(it_evd_handle_t evd, it_event_type_t type, it_event_t *ev)
-{
-	size_t nmore;
-
-	TRY(it_evd_wait(evd, WAIT_US, ev, &nmore));
-	if (ev->event_number != type ||
-	    ((type & IT_EVENT_STREAM_MASK) == IT_DTO_EVENT_STREAM &&
-	     ev->dto_cmpl.dto_status != IT_DTO_SUCCESS)) {
-		fprintf(stderr, "it-udaddy: event 0x%x (DTO status %d), expected 0x%x\n",
-			ev->event_number, ev->dto_cmpl.dto_status, type);
-		exit(1);
-	}
-}
-
-/* The IA with a path to @na (or the -d one). */
-static it_ia_handle_t ia_reaching(const it_net_addr_t *na, it_path_t *path)
-{
-	it_interface_t itf[16];
-	size_t n = 16, total, np;
-	it_ia_handle_t ia = NULL;
-
-	it_interface_list(itf, &n, &total);
-	for (size_t i = 0; i < n && !ia; i++) {
-		if (only_ia && strcmp(itf[i].name, only_ia))
-			continue;
-		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
-			continue;
-		np = 1;
-		if (it_get_pathinfo(ia, 0, na, &np, &total, path) !=
-			    IT_SUCCESS ||
-		    np != 1) {
-			it_ia_free(ia);
-			ia = NULL;
-		} else if (verbose) {
-			printf("using interface %s\n", itf[i].name);
-		}
-	}
-	return ia;
-}
-
 static void setup(struct ctx *c)
 {
 	it_ep_attributes_t a = { 0 };
 	it_ep_param_t p;
 	size_t len = (size_t)(c->count + 1) * (GRH_LEN + c->size);
 
-	TRY(it_pz_create(c->ia, &c->pz));
-	TRY(it_evd_create(c->ia, IT_DTO_EVENT_STREAM, 0, 4 * MAX_COUNT, 0,
+	IT_TRY(it_pz_create(c->ia, &c->pz));
+	IT_TRY(it_evd_create(c->ia, IT_DTO_EVENT_STREAM, 0, 4 * MAX_COUNT, 0,
 			  NULL, &c->dto, NULL));
-	TRY(it_evd_create(c->ia, IT_CM_MSG_EVENT_STREAM, 0, 8, 0, NULL, &c->cm,
+	IT_TRY(it_evd_create(c->ia, IT_CM_MSG_EVENT_STREAM, 0, 8, 0, NULL, &c->cm,
 			  NULL));
-	TRY(it_evd_create(c->ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0, NULL,
+	IT_TRY(it_evd_create(c->ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0, NULL,
 			  &c->req, NULL));
 	a.max_request_dtos = a.max_recv_dtos = (size_t)c->count;
 	a.max_send_segments = a.max_recv_segments = 1;
 	a.srv.ud.ep_info.ud_ep_key = RDMA_UDP_QKEY;
-	TRY(it_ep_ud_create(c->pz, c->dto, c->dto, &a, 0, &c->ep));
-	TRY(it_ep_query(c->ep, IT_EP_PARAM_ALL, &p));
+	IT_TRY(it_ep_ud_create(c->pz, c->dto, c->dto, &a, 0, &c->ep));
+	IT_TRY(it_ep_query(c->ep, IT_EP_PARAM_ALL, &p));
 	c->qpn = p.attr.srv.ud.ep_info.ud_ep_id;
 	c->mem = calloc(1, len);
 	if (!c->mem)
 		exit(1);
-	TRY(it_lmr_create(c->pz, c->mem, NULL, len, IT_ADDR_MODE_ABSOLUTE,
+	IT_TRY(it_lmr_create(c->pz, c->mem, NULL, len, IT_ADDR_MODE_ABSOLUTE,
 			  IT_PRIV_LOCAL, IT_LMR_FLAG_NONE, 0, &c->lmr, NULL));
 }
 
@@ -155,7 +91,7 @@ static void post_recvs(struct ctx *c)
 				       .length = GRH_LEN + c->size };
 
 		t.addr.abs = c->mem + (size_t)i * (GRH_LEN + c->size);
-		TRY(it_post_recvfrom(c->ep, &t, 1, 100 + (uint64_t)i, FL));
+		IT_TRY(it_post_recvfrom(c->ep, &t, 1, 100 + (uint64_t)i, FL));
 	}
 }
 
@@ -176,7 +112,7 @@ static void send_all(struct ctx *c, it_addr_handle_t ah, it_ud_ep_id_t qpn)
 		it_lmr_triplet_t t = { .lmr = c->lmr, .length = c->size };
 
 		t.addr.abs = buf;
-		TRY(it_post_sendto(c->ep, &t, 1, 200 + (uint64_t)i, FL, &dst));
+		IT_TRY(it_post_sendto(c->ep, &t, 1, 200 + (uint64_t)i, FL, &dst));
 	}
 	for (int i = 0; i < c->count; i++)
 		wait_ev(c->dto, IT_DTO_SEND_CMPL_EVENT, &ev);
@@ -184,8 +120,8 @@ static void send_all(struct ctx *c, it_addr_handle_t ah, it_ud_ep_id_t qpn)
 
 static void teardown(struct ctx *c, it_addr_handle_t ah)
 {
-	TRY(it_address_handle_free(ah));
-	TRY(it_ia_free(c->ia));
+	IT_TRY(it_address_handle_free(ah));
+	IT_TRY(it_ia_free(c->ia));
 	free(c->mem);
 }
 
@@ -199,7 +135,7 @@ static int run_client(struct ctx *c, const char *addr, int port)
 	it_event_t ev;
 	it_ud_svc_reply_event_t *r = &ev.ud_svc_reply;
 
-	if (!parse_addr(addr, &na) || !(c->ia = ia_reaching(&na, &path))) {
+	if (!it_parse_addr(addr, &na) || !(c->ia = it_ia_reaching(&na, &path))) {
 		fprintf(stderr, "it-udaddy: no RDMA interface reaches %s\n",
 			addr);
 		return 1;
@@ -207,9 +143,9 @@ static int run_client(struct ctx *c, const char *addr, int port)
 	setup(c);
 	post_recvs(c);
 	q.conn_qual.port = htons((uint16_t)port);
-	TRY(it_ud_service_request_handle_create(&q, c->cm, &path, NULL, 0,
+	IT_TRY(it_ud_service_request_handle_create(&q, c->cm, &path, NULL, 0,
 						&u));
-	TRY(it_ud_service_request(u));
+	IT_TRY(it_ud_service_request(u));
 	wait_ev(c->cm, IT_CM_MSG_UD_SERVICE_REPLY_EVENT, &ev);
 	printf("it-udaddy client: SIDR reply status %d, QPN 0x%06x, Q_Key 0x%08x\n",
 	       r->status, r->ep_info.ud_ep_id, r->ep_info.ud_ep_key);
@@ -219,59 +155,13 @@ static int run_client(struct ctx *c, const char *addr, int port)
 			RDMA_UDP_QKEY);
 		return 1;
 	}
-	TRY(it_address_handle_create(c->pz, &path, IT_AH_PATH_COMPLETE, &ah));
+	IT_TRY(it_address_handle_create(c->pz, &path, IT_AH_PATH_COMPLETE, &ah));
 	send_all(c, ah, r->ep_info.ud_ep_id);
 	printf("it-udaddy client: %d datagrams of %u bytes sent to QP 0x%06x\n",
 	       c->count, c->size, r->ep_info.ud_ep_id);
-	TRY(it_ud_service_request_handle_free(u));
+	IT_TRY(it_ud_service_request_handle_free(u));
 	teardown(c, ah);
 	return 0;
-}
-
-/* The IA one of whose spigots owns @addr. */
-static it_ia_handle_t ia_owning(const it_net_addr_t *want)
-{
-	it_interface_t itf[16];
-	size_t n = 16, total;
-
-	it_interface_list(itf, &n, &total);
-	for (size_t i = 0; i < n; i++) {
-		it_ia_handle_t ia;
-		it_ia_info_t *info;
-		it_net_addr_t g;
-		bool mine = false;
-
-		if (only_ia && strcmp(itf[i].name, only_ia))
-			continue;
-		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
-			continue;
-		if (it_convert_net_addr(want, IT_IB_GID, &g) != IT_SUCCESS)
-			memset(&g, 0, sizeof(g));
-		if (it_ia_query(ia, &info) == IT_SUCCESS) {
-			const it_spigot_info_t *sp = &info->spigot_info[0];
-
-			for (size_t j = 0; j < sp->num_net_addr; j++) {
-				const it_net_addr_t *a = &sp->net_addr[j];
-
-				if (a->addr_type == IT_IB_GID &&
-				    !memcmp(&a->addr.gid, &g.addr.gid, 16))
-					mine = true;
-				if (a->addr_type == want->addr_type &&
-				    ((a->addr_type == IT_IPV4 &&
-				      a->addr.ipv4.s_addr ==
-					      want->addr.ipv4.s_addr) ||
-				     (a->addr_type == IT_IPV6 &&
-				      !memcmp(&a->addr.ipv6, &want->addr.ipv6,
-					      16))))
-					mine = true;
-			}
-			it_ia_info_free(info);
-		}
-		if (mine)
-			return ia;
-		it_ia_free(ia);
-	}
-	return NULL;
 }
 
 static int run_server(struct ctx *c, const char *addr, int port)
@@ -286,26 +176,26 @@ static int run_server(struct ctx *c, const char *addr, int port)
 	it_ud_ep_id_t peer = 0;
 	size_t np = 1, total;
 
-	if (!parse_addr(addr, &na) || !(c->ia = ia_owning(&na))) {
+	if (!it_parse_addr(addr, &na) || !(c->ia = it_ia_owning(&na))) {
 		fprintf(stderr, "it-udaddy: no RDMA interface owns %s\n", addr);
 		return 1;
 	}
 	setup(c);
 	post_recvs(c);
 	q.conn_qual.port = htons((uint16_t)port);
-	TRY(it_listen_create(c->ia, 0, c->req, IT_LISTEN_CONN_QUAL_INPUT, &q,
+	IT_TRY(it_listen_create(c->ia, 0, c->req, IT_LISTEN_CONN_QUAL_INPUT, &q,
 			     &l));
 	printf("it-udaddy server: listening on %s:%d, UD QP 0x%06x\n", addr,
 	       port, c->qpn);
 	fflush(stdout);
 	wait_ev(c->req, IT_CM_REQ_UD_SERVICE_REQUEST_EVENT, &ev);
-	if (verbose)
+	if (it_verbose)
 		printf("UD service request for port %u\n",
 		       ntohs(ev.ud_svc_request.conn_qual.conn_qual.port));
 	/* The requester's address, for the path back. */
 	na = ev.ud_svc_request.source_addr;
 	mine.ud_ep_id = c->qpn;
-	TRY(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
+	IT_TRY(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
 				IT_UD_SVC_EP_INFO_VALID, mine, NULL, 0));
 	for (int i = 0; i < c->count; i++) {
 		wait_ev(c->dto, IT_DTO_UD_RECV_CMPL_EVENT, &ev);
@@ -327,12 +217,12 @@ static int run_server(struct ctx *c, const char *addr, int port)
 	}
 	printf("it-udaddy server: %d datagrams of %u bytes from QP 0x%06x\n",
 	       c->count, c->size, peer);
-	TRY(it_get_pathinfo(c->ia, 0, &na, &np, &total, &path));
-	TRY(it_address_handle_create(c->pz, &path, IT_AH_PATH_COMPLETE, &ah));
+	IT_TRY(it_get_pathinfo(c->ia, 0, &na, &np, &total, &path));
+	IT_TRY(it_address_handle_create(c->pz, &path, IT_AH_PATH_COMPLETE, &ah));
 	send_all(c, ah, peer);
 	printf("it-udaddy server: %d datagrams of %u bytes sent back\n",
 	       c->count, c->size);
-	TRY(it_listen_free(l));
+	IT_TRY(it_listen_free(l));
 	teardown(c, ah);
 	return 0;
 }
@@ -343,16 +233,17 @@ int main(int argc, char **argv)
 	const char *addr = NULL;
 	int server = -1, port = 7174, opt;
 
+	it_prog = "it-udaddy";
 	while ((opt = getopt(argc, argv, "sca:p:d:C:S:v")) != -1) {
 		switch (opt) {
-		case 'd': only_ia = optarg; break;
+		case 'd': it_only_ia = optarg; break;
 		case 's': server = 1; break;
 		case 'c': server = 0; break;
 		case 'a': addr = optarg; break;
 		case 'p': port = atoi(optarg); break;
 		case 'C': c.count = atoi(optarg); break;
 		case 'S': c.size = (uint32_t)atoi(optarg); break;
-		case 'v': verbose = 1; break;
+		case 'v': it_verbose = 1; break;
 		default: server = -1; break;
 		}
 	}

@@ -11,13 +11,15 @@ interop_programs += tests/interop/siw-rping$(EXEEXT)
 
 # rping's protocol over IT-API and libhostrdma only (the itapi cases).
 noinst_PROGRAMS += tests/interop/it-rping
-tests_interop_it_rping_SOURCES = tests/interop/it-rping.c
+tests_interop_it_rping_SOURCES = tests/interop/it-rping.c \
+	tests/interop/it_util.c tests/interop/it_util.h
 tests_interop_it_rping_LDADD = libhostrdma.la
 interop_programs += tests/interop/it-rping$(EXEEXT)
 
 # udaddy's exchange (SIDR, then UD datagrams) over IT-API (rxe.sh).
 noinst_PROGRAMS += tests/interop/it-udaddy
-tests_interop_it_udaddy_SOURCES = tests/interop/it-udaddy.c
+tests_interop_it_udaddy_SOURCES = tests/interop/it-udaddy.c \
+	tests/interop/it_util.c tests/interop/it_util.h
 tests_interop_it_udaddy_LDADD = libhostrdma.la
 interop_programs += tests/interop/it-udaddy$(EXEEXT)
 interop_scripts += run.sh
