@@ -581,19 +581,43 @@ static void assert_demo_transport(const char *text, const char *name)
 	}
 }
 
+/* A TCP listener on 127.0.0.1:@port, standing in for another program. */
+static int hold_port(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(port);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 1), 0);
+	return fd;
+}
+
+/* The second test's port is taken by another program: the demo moves on
+ * to the next port, says so, and everything still runs. */
 START_TEST(demo_runs_and_verifies)
 {
-	char port[8];
+	char port[8], *want;
 	const char *argv[] = { TOOLS "hostrdma-demo", "-p",
 			       free_port(port, sizeof(port)), NULL };
+	uint16_t first = (uint16_t)atoi(port);
+	int busy = hold_port(first + 1);
 	struct proc p;
 	int rc;
 
 	start(&p, argv);
 	rc = finish(&p);
+	close(busy);
 	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(p.text->str));
 	assert_demo_transport(p.text->str, "iWARP");
 	ck_assert(strstr(p.text->str, "RDMA works here"));
+	want = g_strdup_printf("could not listen on port %u; trying %u",
+			       first + 1, first + 2);
+	ck_assert_msg(strstr(p.text->str, want), "no \"%s\" in:\n%s", want,
+		      tail(p.text->str));
+	g_free(want);
 	done(&p);
 }
 END_TEST

@@ -38,26 +38,39 @@ static void collect(const struct perf_opts *o, const struct perf_result *r,
 		run->res[run->nres++] = *r;
 }
 
+/* How many ports after a taken one a run tries before it gives up. */
+#define PORT_TRIES 8
+
 /*
- * One test between a server thread and this thread over @dev; the
- * client's numbers in @cli. 0 when it ran and every byte checked out.
+ * One test between a server thread and this thread over @dev, on *@port
+ * or, when something else holds it, on the next free one (*@port is left
+ * one past the port used); the client's numbers in @cli. 0 when it ran
+ * and every byte checked out.
  */
 static int pair(const char *dev, const char *test, uint64_t size,
-		uint64_t iters, bool verify, uint16_t port, struct run *cli)
+		uint64_t iters, bool verify, uint16_t *port, struct run *cli)
 {
-	memset(cli, 0, sizeof(*cli));
-	perf_parse_test(test, &cli->o);
-	cli->o.device = dev;
-	cli->o.port = port;
-	cli->o.quiet = true;
-	cli->o.json = true;		/* no table: collect() keeps it */
-	cli->o.server = "127.0.0.1";
-	cli->o.size = size;
-	cli->o.iters = iters;
-	cli->o.verify = verify;
-	perf_defaults(&cli->o);
-	return perf_run_loopback(&cli->o, collect, cli) || cli->nres != 1 ?
-		       -1 : 0;
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		memset(cli, 0, sizeof(*cli));
+		perf_parse_test(test, &cli->o);
+		cli->o.device = dev;
+		cli->o.port = (*port)++;
+		cli->o.quiet = true;
+		cli->o.json = true;	/* no table: collect() keeps it */
+		cli->o.server = "127.0.0.1";
+		cli->o.size = size;
+		cli->o.iters = iters;
+		cli->o.verify = verify;
+		perf_defaults(&cli->o);
+		rc = perf_run_loopback(&cli->o, collect, cli);
+		if (rc != PERF_LOOP_NO_LISTEN || tries + 1 == PORT_TRIES)
+			break;
+		fprintf(stderr, "%s: could not listen on port %u; trying %u\n",
+			PROG, cli->o.port, *port);
+	}
+	return rc || cli->nres != 1 ? -1 : 0;
 }
 
 /* Whether @dev exists and can listen here; why not in @why. */
@@ -136,8 +149,8 @@ static int demo(struct transport *t, uint16_t *port)
 	printf("\n== %s: a server and a client on 127.0.0.1 over %s\n\n",
 	       t->label, t->dev);
 	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
-		int rc = pair(t->dev, checks[i].test, 4096, 64, true,
-			      (*port)++, &r);
+		int rc = pair(t->dev, checks[i].test, 4096, 64, true, port,
+			      &r);
 
 		printf("  %-8s %s  64 messages of 4 KiB, every byte checked: %s\n",
 		       t->name, checks[i].what,
@@ -149,7 +162,7 @@ static int demo(struct transport *t, uint16_t *port)
 		return 1;
 	for (size_t i = 0; i < N_MEASURES; i++) {
 		if (pair(t->dev, measures[i].test, measures[i].size,
-			 measures[i].iters, false, (*port)++, &r)) {
+			 measures[i].iters, false, port, &r)) {
 			printf("  %-8s %s: FAILED\n", t->name, measures[i].test);
 			return 1;
 		}

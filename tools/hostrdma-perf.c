@@ -218,7 +218,7 @@ int main(int argc, char **argv)
 	if (o.perftest_cm)
 		rc = perf_run_perftest(&o, print_one, NULL);
 	else if (o.loopback)
-		rc = perf_run_loopback(&o, print_one, NULL);
+		rc = perf_run_loopback(&o, print_one, NULL) ? 1 : 0;
 	else
 		rc = perf_run(&o, print_one, NULL);
 	perf_print_footer(&o);

@@ -104,8 +104,11 @@ void perf_print_footer(const struct perf_opts *o);
 /*
  * hostrdma-perf --loopback: the server in a thread of this process, on
  * o->device and o->server (127.0.0.1 when NULL), and perf_run() as its
- * client; @report gets the client's numbers. 0 or 1 as perf_run().
+ * client; @report gets the client's numbers. 0 or 1 as perf_run(), or
+ * PERF_LOOP_NO_LISTEN when the server could not listen (the port taken,
+ * say) and nothing ran.
  */
+#define PERF_LOOP_NO_LISTEN 3
 int perf_run_loopback(struct perf_opts *o, perf_report_fn report,
 		      void *arg);
 

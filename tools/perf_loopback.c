@@ -78,9 +78,10 @@ int perf_run_loopback(struct perf_opts *o, perf_report_fn report, void *arg)
 	ok = s.listening > 0;
 	pthread_mutex_unlock(&s.lock);
 	o->on_listen = NULL;
-	rc = ok ? perf_run(o, report, arg) : 1;
+	rc = ok ? perf_run(o, report, arg) : PERF_LOOP_NO_LISTEN;
 	pthread_join(th, NULL);
-	rc = rc || s.rc;
+	if (ok)
+		rc = rc || s.rc;
 out:
 	pthread_mutex_destroy(&s.lock);
 	pthread_cond_destroy(&s.cond);
