@@ -201,6 +201,68 @@ START_TEST(test_opcodes_rev1_small_fpdu)
 }
 END_TEST
 
+/*
+ * Option tx_batch: up to that many FPDUs of a message leave in one
+ * sendmsg(). A 1 MiB Write cut into 1460-byte FPDUs arrives intact either
+ * way; with batches of 16 it takes at most a quarter as many calls as
+ * FPDUs (a full socket splits some batches), with tx_batch=1 at least one
+ * call per FPDU.
+ */
+START_TEST(test_tx_batching)
+{
+	const struct rnicpi_option batched[] = { { "max_fpdu", "1460" },
+						 { NULL } };
+	const struct rnicpi_option single[] = { { "max_fpdu", "1460" },
+						{ "tx_batch", "1" },
+						{ NULL } };
+	const size_t n = 1u << 20;
+	bool batch = _i == 0;
+	struct siw_qp *qa;
+	struct h_buf src, dst;
+	struct pair p;
+	uint64_t fpdus, calls;
+
+	pair_up_opts(&p, batch ? batched : single, NULL, 0);
+	pair_connect(&p);
+	h_buf_alloc(&src, n, GUARD);
+	h_buf_alloc(&dst, n, GUARD);
+	h_buf_fill(&src, 4242);
+	h_buf_reg(&src, &p.a, RW);
+	h_buf_reg(&dst, &p.b, RW);
+	qa = to_siw_qp(p.a.qp);
+	pthread_mutex_lock(&qa->lock);
+	fpdus = qa->tx_fpdus;
+	calls = qa->tx_calls;
+	pthread_mutex_unlock(&qa->lock);
+
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_RDMA_WRITE, &src, 0, n, 1,
+				 RNICPI_SEND_SIGNALED,
+				 (uint64_t)(uintptr_t)dst.p, dst.mr->rkey));
+	expect_wc(&p.a, p.a.scq, 1, RNICPI_WC_SUCCESS, RNICPI_WC_RDMA_WRITE,
+		  (uint32_t)n);
+	h_post_recv(&p.b, &dst, 0, 0, 2);
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, NULL, 0, 0, 3, 0, 0,
+				 0));
+	expect_wc(&p.b, p.b.rcq, 2, RNICPI_WC_SUCCESS, RNICPI_WC_RECV, 0);
+	ck_assert(h_buf_check(&dst, 0, n, 4242, 0));
+	ck_assert(h_buf_guards_ok(&dst));
+
+	pthread_mutex_lock(&qa->lock);
+	fpdus = qa->tx_fpdus - fpdus;
+	calls = qa->tx_calls - calls;
+	pthread_mutex_unlock(&qa->lock);
+	/* 1 MiB in FPDUs of at most 1460 bytes, and the empty Send. */
+	ck_assert_uint_ge(fpdus, n / 1460 + 1);
+	if (batch)
+		ck_assert_msg(calls * 4 <= fpdus, "%llu calls for %llu FPDUs",
+			      (unsigned long long)calls,
+			      (unsigned long long)fpdus);
+	else
+		ck_assert_uint_ge(calls, fpdus);
+	pair_down_bufs(&p, &src, &dst);
+}
+END_TEST
+
 /* MSG_ZEROCOPY from 4 KiB: Send and Write WRs complete only after the
  * kernel's notification, Read Responses keep their region until then. */
 START_TEST(test_opcodes_zerocopy)
@@ -812,6 +874,42 @@ static void park_hook(struct h_dev *d, const struct rnicpi_conn_event *ev)
 }
 
 /*
+ * Holds @d's progress thread in an upcall: a connection whose peer never
+ * sends its MPA Request times out there (the device needs a short
+ * mpa_timeout_ms). Returns the peer's socket, to close after unpark().
+ */
+static int park_progress(struct h_dev *d, struct park *pk)
+{
+	struct rnicpi_conn *conn;
+	int cfd, sfd, i;
+
+	d->hook_arg = pk;
+	d->conn_hook = park_hook;
+	h_tcp_pair(&cfd, &sfd);
+	pthread_mutex_lock(&pk->lock);
+	ck_assert_ok(d->ops->iw_take_request(d->dev, sfd, NULL, &conn));
+	pk->conn = conn;
+	for (i = 0; i < 100 && !pk->parked; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&pk->cond, &pk->lock, &ts);
+	}
+	ck_assert_msg(pk->parked, "the MPA time-out never reached the core");
+	pthread_mutex_unlock(&pk->lock);
+	return cfd;
+}
+
+static void unpark(struct park *pk)
+{
+	pthread_mutex_lock(&pk->lock);
+	pk->release = true;
+	pthread_cond_broadcast(&pk->cond);
+	pthread_mutex_unlock(&pk->lock);
+}
+
+/*
  * Option poll_rx: polling an empty CQ reads the sockets of its QPs. The
  * receiver's progress thread is held in an upcall (a connection whose
  * peer never sends its MPA Request times out there); a Send then
@@ -829,11 +927,10 @@ START_TEST(test_poll_reads_socket)
 	bool poll_rx = _i == 0;
 	struct park pk = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			   .cond = PTHREAD_COND_INITIALIZER };
-	struct rnicpi_conn *conn;
 	struct rnicpi_wc wc;
 	struct h_buf s, d;
 	struct pair p;
-	int cfd, sfd, i;
+	int cfd;
 
 	pair_up_opts(&p, NULL, poll_rx ? on : off, 0);
 	pair_connect(&p);
@@ -844,21 +941,7 @@ START_TEST(test_poll_reads_socket)
 	h_buf_reg(&d, &p.b, RW);
 	h_post_recv(&p.b, &d, 0, d.len, 7);
 
-	p.db->hook_arg = &pk;
-	p.db->conn_hook = park_hook;
-	h_tcp_pair(&cfd, &sfd);
-	pthread_mutex_lock(&pk.lock);
-	ck_assert_ok(p.db->ops->iw_take_request(p.db->dev, sfd, NULL, &conn));
-	pk.conn = conn;
-	for (i = 0; i < 100 && !pk.parked; i++) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&pk.cond, &pk.lock, &ts);
-	}
-	ck_assert_msg(pk.parked, "the MPA time-out never reached the core");
-	pthread_mutex_unlock(&pk.lock);
+	cfd = park_progress(p.db, &pk);
 
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &s, 0, s.len, 1,
 				 RNICPI_SEND_SIGNALED, 0, 0));
@@ -868,10 +951,7 @@ START_TEST(test_poll_reads_socket)
 	else
 		ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
 
-	pthread_mutex_lock(&pk.lock);
-	pk.release = true;
-	pthread_cond_broadcast(&pk.cond);
-	pthread_mutex_unlock(&pk.lock);
+	unpark(&pk);
 	if (!poll_rx)
 		ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
 	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
@@ -883,6 +963,82 @@ START_TEST(test_poll_reads_socket)
 	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
 
 	close(cfd);
+	pair_down_bufs(&p, &s, &d);
+}
+END_TEST
+
+/*
+ * Option poll_tx: polling an empty CQ also writes what waits for room in
+ * its QPs' sockets. Both progress threads are held; a 16 MiB Send fills
+ * the socket buffers from the posting thread and stops. The receiver's
+ * poller reads (poll_rx), and the sender's poller pushes the rest: the
+ * Send completes on both sides with nothing but the two pollers
+ * (poll_tx=1), and not before the progress threads are free (poll_tx=0).
+ */
+START_TEST(test_poll_writes_socket)
+{
+	static const struct rnicpi_option on[] = {
+		{ "mpa_timeout_ms", "100" }, { NULL, NULL },
+	};
+	static const struct rnicpi_option off[] = {
+		{ "mpa_timeout_ms", "100" }, { "poll_tx", "0" }, { NULL, NULL },
+	};
+	const size_t len = 16u << 20;
+	bool poll_tx = _i == 0, sent = false, got = false;
+	struct park pa = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			   .cond = PTHREAD_COND_INITIALIZER };
+	struct park pb = pa;
+	struct rnicpi_wc wc;
+	struct h_buf s, d;
+	struct pair p;
+	int cfa, cfb;
+
+	pair_up_opts(&p, poll_tx ? on : off, on, 0);
+	pair_connect(&p);
+	h_buf_alloc(&s, len, GUARD);
+	h_buf_alloc(&d, len, GUARD);
+	h_buf_fill(&s, 77);
+	h_buf_reg(&s, &p.a, RW);
+	h_buf_reg(&d, &p.b, RW);
+	h_post_recv(&p.b, &d, 0, d.len, 8);
+	cfa = park_progress(p.da, &pa);
+	cfb = park_progress(p.db, &pb);
+
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &s, 0, s.len, 9,
+				 RNICPI_SEND_SIGNALED, 0, 0));
+	/* Two pollers, up to 2 s (the whole Send takes milliseconds). */
+	for (int i = 0; i < 2000 && !(sent && got); i++) {
+		if (!got && h_poll(&p.b, p.b.rcq, &wc, 0)) {
+			ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+			ck_assert_uint_eq(wc.wr_id, 8);
+			got = true;
+		}
+		if (!sent && h_poll(&p.a, p.a.scq, &wc, 1)) {
+			ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+			ck_assert_uint_eq(wc.wr_id, 9);
+			sent = true;
+		}
+	}
+	if (poll_tx) {
+		ck_assert_msg(sent && got, "sent %d received %d", sent, got);
+	} else {
+		ck_assert_msg(!sent && !got, "the Send went out with both "
+			      "progress threads held and poll_tx=0");
+	}
+	unpark(&pa);
+	unpark(&pb);
+	if (!got) {
+		ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
+		ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	}
+	if (!sent) {
+		ck_assert(h_poll(&p.a, p.a.scq, &wc, H_WAIT_MS));
+		ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	}
+	ck_assert(h_buf_check(&d, 0, d.len, 77, 0));
+	ck_assert(h_buf_guards_ok(&d));
+	close(cfa);
+	close(cfb);
 	pair_down_bufs(&p, &s, &d);
 }
 END_TEST
@@ -1004,6 +1160,8 @@ Suite *suite_siw_loopback(void)
 	tcase_add_test(tc, test_close);
 	tcase_add_test(tc, test_peer_dies);
 	tcase_add_loop_test(tc, test_poll_reads_socket, 0, 2);
+	tcase_add_loop_test(tc, test_poll_writes_socket, 0, 2);
+	tcase_add_loop_test(tc, test_tx_batching, 0, 2);
 	tcase_add_test(tc, test_poller_goes_to_sleep);
 	suite_add_tcase(s, tc);
 	return s;

@@ -63,6 +63,8 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 	o->ord = SIW_DEFAULT_ORD;
 	o->nodelay = true;
 	o->poll_rx = true;
+	o->poll_tx = true;
+	o->tx_batch = SIW_TX_BATCH;
 
 	for (; opt && opt->key; opt++) {
 		const char *k = opt->key, *v = opt->value ? opt->value : "";
@@ -108,6 +110,10 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 			rc = parse_u32(v, 0, 10000, &o->rts_delay_ms);
 		} else if (!strcmp(k, "poll_rx")) {
 			rc = parse_bool(v, &o->poll_rx);
+		} else if (!strcmp(k, "poll_tx")) {
+			rc = parse_bool(v, &o->poll_tx);
+		} else if (!strcmp(k, "tx_batch")) {
+			rc = parse_u32(v, 1, SIW_TX_BATCH, &o->tx_batch);
 		} else if (!strcmp(k, "max_fpdu")) {
 			rc = parse_u32(v, 64, 65536, &o->max_fpdu);
 		} else {

@@ -562,9 +562,10 @@ void siw_qp_handle(struct siw_qp *qp, uint32_t events)
  * hold now, in its thread, instead of leaving it to the progress thread,
  * whose wake-up costs two context switches per message and, on a host
  * with fewer cores than busy threads, a scheduling delay (hostrdma-siw(7),
- * option poll_rx). A QP another thread is working on is skipped
- * (trylock). Upcalls stay with the progress thread, woken when some were
- * queued: the poller may hold locks of the layers above.
+ * option poll_rx), and write what waits for room in them (poll_tx). A
+ * QP another thread is working on is skipped (trylock). Upcalls stay with
+ * the progress thread, woken when some were queued: the poller may hold
+ * locks of the layers above.
  */
 void siw_cq_progress(struct siw_cq *cq)
 {
@@ -580,8 +581,16 @@ void siw_cq_progress(struct siw_cq *cq)
 		if (pthread_mutex_trylock(&qp->lock))
 			continue;
 		if (!qp->destroyed && qp->fd >= 0 && qp->llp == SIW_LLP_RDMA) {
-			atomic_store(&qp->polled_ms, siw_now_ms());
-			siw_qp_rx(qp);
+			if (dev->opts.poll_rx) {
+				atomic_store(&qp->polled_ms, siw_now_ms());
+				siw_qp_rx(qp);
+			}
+			/* A send queue that waits for room in the socket
+			 * (poll_tx): push it from here too, rather than wait
+			 * for the progress thread to run on EPOLLOUT. */
+			if (qp->fd >= 0 && qp->tx.want_out &&
+			    dev->opts.poll_tx)
+				siw_qp_tx(qp);
 		}
 		pthread_mutex_unlock(&qp->lock);
 	}

@@ -2,9 +2,9 @@
 /*
  * siw_tx.c - the transmit side: picks the next message (Terminate, RTR,
  * Read Response, then the send queue), cuts it into FPDUs that fit the
- * TCP MSS (RFC 5044 §4.1 "MULPDU"), and writes each FPDU with one
- * sendmsg() over an iovec of header, user memory and trailer: no copy of
- * the payload in user space.
+ * TCP MSS (RFC 5044 §4.1 "MULPDU"), and writes up to SIW_TX_BATCH FPDUs
+ * of a message with one sendmsg() over an iovec of headers, user memory
+ * and trailers: no copy of the payload in user space.
  *
  * Every step runs under qp->lock, from the posting thread when the queue
  * was idle or from the progress thread when the socket has room again.
@@ -430,26 +430,28 @@ static int tx_dead_mr(struct siw_qp *qp)
 	return -EFAULT;
 }
 
-/* Build the header and trailer of the next FPDU of the message: 0, or
- * -EFAULT when its source region is gone. */
-static int build_fpdu(struct siw_qp *qp)
+/* Build the header and trailer of the FPDU of the message that starts at
+ * payload offset @off into @f: 0, or -EFAULT when its source region is
+ * gone. */
+static int build_fpdu(struct siw_qp *qp, struct siw_tx_fpdu *f, uint64_t off)
 {
 	struct siw_tx *tx = &qp->tx;
-	struct iwarp_ctrl *c = (struct iwarp_ctrl *)tx->hdr;
-	uint64_t left = tx->msg_len - tx->msg_off;
+	struct iwarp_ctrl *c = (struct iwarp_ctrl *)f->hdr;
+	uint64_t left = tx->msg_len - off;
 	uint32_t max, payload, ulpdu, pad;
 	bool last;
 
-	tx->hdr_len = iwarp_hdr_len(tx->opcode);
-	max = qp->mss_payload - (tx->hdr_len - MPA_HDR_SIZE);
+	f->hdr_len = iwarp_hdr_len(tx->opcode);
+	f->off = off;
+	max = qp->mss_payload - (f->hdr_len - MPA_HDR_SIZE);
 	payload = left > max ? max : (uint32_t)left;
-	last = tx->msg_off + payload == tx->msg_len;
+	last = off + payload == tx->msg_len;
 	iwarp_ctrl_init(c, tx->opcode, last);
 
 	switch (tx->opcode) {
 	case RDMAP_RDMA_WRITE:
 	case RDMAP_RDMA_READ_RESP: {
-		struct iwarp_tagged_hdr *h = (struct iwarp_tagged_hdr *)tx->hdr;
+		struct iwarp_tagged_hdr *h = (struct iwarp_tagged_hdr *)f->hdr;
 		uint32_t stag;
 		uint64_t to;
 
@@ -464,12 +466,12 @@ static int build_fpdu(struct siw_qp *qp)
 			to = qp->sq[tx->sq_idx].raddr;
 		}
 		h->stag_be = htobe32(stag);
-		h->to_be = htobe64(to + tx->msg_off);
+		h->to_be = htobe64(to + off);
 		break;
 	}
 	case RDMAP_RDMA_READ_REQ: {
 		struct iwarp_read_req_hdr *h =
-			(struct iwarp_read_req_hdr *)tx->hdr;
+			(struct iwarp_read_req_hdr *)f->hdr;
 
 		h->u.inval_stag_be = 0;
 		h->u.qn_be = htobe32(DDP_QN_READ_REQ);
@@ -497,7 +499,7 @@ static int build_fpdu(struct siw_qp *qp)
 	}
 	default: {
 		struct iwarp_untagged_hdr *h =
-			(struct iwarp_untagged_hdr *)tx->hdr;
+			(struct iwarp_untagged_hdr *)f->hdr;
 		uint32_t inval = 0;
 
 		if (tx->opcode == RDMAP_SEND_INV ||
@@ -508,14 +510,14 @@ static int build_fpdu(struct siw_qp *qp)
 					   ? DDP_QN_TERMINATE
 					   : DDP_QN_SEND);
 		h->msn_be = htobe32(tx->msn);
-		h->mo_be = htobe32((uint32_t)tx->msg_off);
+		h->mo_be = htobe32((uint32_t)off);
 		break;
 	}
 	}
-	ulpdu = tx->hdr_len - MPA_HDR_SIZE + payload;
+	ulpdu = f->hdr_len - MPA_HDR_SIZE + payload;
 	iwarp_set_mpa_len(c, (uint16_t)ulpdu);
 	pad = mpa_pad_len(ulpdu);
-	memset(tx->trailer, 0, sizeof(tx->trailer));
+	memset(f->trailer, 0, sizeof(f->trailer));
 	if (qp->crc) {
 		struct iovec iov[SIW_MAX_SGE];
 		struct siw_mr *const *mrs;
@@ -523,35 +525,95 @@ static int build_fpdu(struct siw_qp *qp)
 
 		if (!siw_mrs_access_begin(mrs, n_mr))
 			return tx_dead_mr(qp);
-		crc = siw_crc32c(0, tx->hdr, tx->hdr_len);
-		n = gather(tx->src, tx->n_src, tx->msg_off, payload, iov,
-			   SIW_MAX_SGE);
+		crc = siw_crc32c(0, f->hdr, f->hdr_len);
+		n = gather(tx->src, tx->n_src, off, payload, iov, SIW_MAX_SGE);
 		for (i = 0; i < n; i++)
 			crc = siw_crc32c(crc, iov[i].iov_base, iov[i].iov_len);
 		siw_mrs_access_end(mrs, n_mr);
-		crc = siw_crc32c(crc, tx->trailer, pad);
-		mpa_crc_put(tx->trailer + pad, crc);
+		crc = siw_crc32c(crc, f->trailer, pad);
+		mpa_crc_put(f->trailer + pad, crc);
 	}
-	tx->fpdu_payload = payload;
-	tx->trailer_len = pad + MPA_CRC_SIZE;
-	tx->fpdu_total = tx->hdr_len + payload + tx->trailer_len;
+	f->payload = payload;
+	f->trailer_len = pad + MPA_CRC_SIZE;
+	return 0;
+}
+
+/* Build the next FPDUs of the message, as many as a batch holds (one for
+ * a zero-copy message, whose calls are split differently): 0 or -EFAULT. */
+static int build_batch(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+	uint32_t max = tx->zc ? 1 : qp->dev->opts.tx_batch;
+	uint64_t off = tx->msg_off;
+	int rc;
+
+	tx->n_fpdu = 0;
+	tx->batch_payload = 0;
+	tx->fpdu_total = 0;
+	do {
+		struct siw_tx_fpdu *f = &tx->fpdu[tx->n_fpdu++];
+
+		rc = build_fpdu(qp, f, off);
+		if (rc)
+			return rc;
+		off += f->payload;
+		tx->batch_payload += f->payload;
+		tx->fpdu_total += f->hdr_len + f->payload + f->trailer_len;
+	} while (tx->n_fpdu < max && off < tx->msg_len);
+	qp->tx_fpdus += tx->n_fpdu;
 	tx->fpdu_sent = 0;
 	tx->fpdu_ready = true;
 	return 0;
 }
 
-/* Write the rest of the current FPDU: 0 when all of it is out, -EAGAIN,
- * or -errno for a broken stream.
+/* The iovecs for the batch's bytes from @skip on; their count. */
+static uint32_t batch_iov(struct siw_tx *tx, uint32_t skip, struct iovec *iov)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < tx->n_fpdu; i++) {
+		const struct siw_tx_fpdu *f = &tx->fpdu[i];
+
+		if (skip >= f->hdr_len + f->payload + f->trailer_len) {
+			skip -= f->hdr_len + f->payload + f->trailer_len;
+			continue;
+		}
+		if (skip < f->hdr_len) {
+			iov[n].iov_base = (uint8_t *)f->hdr + skip;
+			iov[n].iov_len = f->hdr_len - skip;
+			n++;
+			skip = 0;
+		} else {
+			skip -= f->hdr_len;
+		}
+		if (skip < f->payload) {
+			n += gather(tx->src, tx->n_src, f->off + skip,
+				    f->payload - skip, iov + n, SIW_MAX_SGE);
+			skip = 0;
+		} else {
+			skip -= f->payload;
+		}
+		iov[n].iov_base = (uint8_t *)f->trailer + skip;
+		iov[n].iov_len = f->trailer_len - skip;
+		n++;
+		skip = 0;
+	}
+	return n;
+}
+
+/* Write the rest of the current FPDUs: 0 when all of them are out,
+ * -EAGAIN, or -errno for a broken stream.
  *
  * Zero-copy messages send the payload alone with MSG_ZEROCOPY: the kernel
  * may read those pages long after sendmsg() returned, which is fine for
  * the WR's memory (the WR completes only after the notification) but not
  * for our header and trailer buffers, which the next FPDU rewrites; those
- * go in their own calls, copied, with MSG_MORE to keep segments full. */
+ * go in their own calls, copied, with MSG_MORE to keep segments full. A
+ * zero-copy batch is one FPDU. */
 static int send_fpdu(struct siw_qp *qp)
 {
 	struct siw_tx *tx = &qp->tx;
-	struct iovec iov[SIW_MAX_SGE + 2];
+	struct iovec iov[SIW_TX_BATCH * (SIW_MAX_SGE + 2)];
 	struct msghdr msg = { .msg_iov = iov };
 	struct siw_mr *const *mrs;
 	uint32_t n_mr = tx_src_mrs(qp, &mrs);
@@ -559,36 +621,32 @@ static int send_fpdu(struct siw_qp *qp)
 	int err;
 
 	while (tx->fpdu_sent < tx->fpdu_total) {
+		const struct siw_tx_fpdu *f = &tx->fpdu[0];
 		uint32_t n = 0, skip = tx->fpdu_sent;
 		int flags = MSG_DONTWAIT | MSG_NOSIGNAL;
 		bool zc_call = false, more = false;
 
-		if (skip < tx->hdr_len) {
-			iov[n].iov_base = tx->hdr + skip;
-			iov[n].iov_len = tx->hdr_len - skip;
+		if (!tx->zc) {
+			n = batch_iov(tx, skip, iov);
+			goto send;
+		}
+		if (skip < f->hdr_len) {
+			iov[n].iov_base = (uint8_t *)f->hdr + skip;
+			iov[n].iov_len = f->hdr_len - skip;
 			n++;
-			skip = 0;
-			if (tx->zc) {
-				more = true;
-				goto send; /* header alone */
-			}
-		} else {
-			skip -= tx->hdr_len;
+			more = true;
+			goto send; /* header alone */
 		}
-		if (skip < tx->fpdu_payload) {
-			n += gather(tx->src, tx->n_src, tx->msg_off + skip,
-				    tx->fpdu_payload - skip, iov + n,
-				    SIW_MAX_SGE);
-			skip = 0;
-			if (tx->zc) {
-				zc_call = true;
-				goto send; /* payload alone, zero-copy */
-			}
-		} else {
-			skip -= tx->fpdu_payload;
+		skip -= f->hdr_len;
+		if (skip < f->payload) {
+			n += gather(tx->src, tx->n_src, f->off + skip,
+				    f->payload - skip, iov + n, SIW_MAX_SGE);
+			zc_call = true;
+			goto send; /* payload alone, zero-copy */
 		}
-		iov[n].iov_base = tx->trailer + skip;
-		iov[n].iov_len = tx->trailer_len - skip;
+		skip -= f->payload;
+		iov[n].iov_base = (uint8_t *)f->trailer + skip;
+		iov[n].iov_len = f->trailer_len - skip;
 		n++;
 send:
 		msg.msg_iovlen = n;
@@ -618,6 +676,7 @@ send:
 			qp->zc_next++;
 			tx->zc_used = true;
 		}
+		qp->tx_calls++;
 		tx->fpdu_sent += (uint32_t)rc;
 	}
 	return 0;
@@ -718,7 +777,7 @@ void siw_qp_tx(struct siw_qp *qp)
 				break;
 			if (qp->fd < 0 || tx->kind == SIW_TX_IDLE)
 				continue;
-			rc = build_fpdu(qp);
+			rc = build_batch(qp);
 			if (rc) {
 				siw_qp_llp_closed(qp, rc);
 				return;
@@ -735,7 +794,7 @@ void siw_qp_tx(struct siw_qp *qp)
 			return;
 		}
 		tx->fpdu_ready = false;
-		tx->msg_off += tx->fpdu_payload;
+		tx->msg_off += tx->batch_payload;
 		if (tx->msg_off >= tx->msg_len)
 			message_done(qp);
 	}

@@ -454,7 +454,8 @@ static int siw_poll_cq(struct rnicpi_cq *c, int n, struct rnicpi_wc *wc)
 	struct siw_cq *cq = to_siw_cq(c);
 	int k = rnicpi_cq_ring_poll(&cq->ring, n, wc);
 
-	if (k == 0 && n > 0 && cq->dev->opts.poll_rx) {
+	if (k == 0 && n > 0 &&
+	    (cq->dev->opts.poll_rx || cq->dev->opts.poll_tx)) {
 		siw_cq_progress(cq);
 		k = rnicpi_cq_ring_poll(&cq->ring, n, wc);
 	}
