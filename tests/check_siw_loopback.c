@@ -57,6 +57,21 @@ static void pair_down(struct pair *p)
 	h_dev_destroy(p->db);
 }
 
+/* A connected pair with @s (at a, filled from @seed) and @d (at b), @len
+ * bytes each, registered; pair_down_bufs() undoes it. */
+static void pair_up_bufs(struct pair *p, const struct rnicpi_option *oa,
+			 const struct rnicpi_option *ob, struct h_buf *s,
+			 struct h_buf *d, size_t len, uint32_t seed)
+{
+	pair_up_opts(p, oa, ob, 0);
+	pair_connect(p);
+	h_buf_alloc(s, len, GUARD);
+	h_buf_alloc(d, len, GUARD);
+	h_buf_fill(s, seed);
+	h_buf_reg(s, &p->a, RW);
+	h_buf_reg(d, &p->b, RW);
+}
+
 /* Deregister and free @s (registered at a) and @d (at b), then the pair. */
 static void pair_down_bufs(struct pair *p, struct h_buf *s, struct h_buf *d)
 {
@@ -222,13 +237,7 @@ START_TEST(test_tx_batching)
 	struct pair p;
 	uint64_t fpdus, calls;
 
-	pair_up_opts(&p, batch ? batched : single, NULL, 0);
-	pair_connect(&p);
-	h_buf_alloc(&src, n, GUARD);
-	h_buf_alloc(&dst, n, GUARD);
-	h_buf_fill(&src, 4242);
-	h_buf_reg(&src, &p.a, RW);
-	h_buf_reg(&dst, &p.b, RW);
+	pair_up_bufs(&p, batch ? batched : single, NULL, &src, &dst, n, 4242);
 	qa = to_siw_qp(p.a.qp);
 	pthread_mutex_lock(&qa->lock);
 	fpdus = qa->tx_fpdus;
@@ -932,13 +941,7 @@ START_TEST(test_poll_reads_socket)
 	struct pair p;
 	int cfd;
 
-	pair_up_opts(&p, NULL, poll_rx ? on : off, 0);
-	pair_connect(&p);
-	h_buf_alloc(&s, 100000, GUARD);
-	h_buf_alloc(&d, 100000, GUARD);
-	h_buf_fill(&s, 42);
-	h_buf_reg(&s, &p.a, RW);
-	h_buf_reg(&d, &p.b, RW);
+	pair_up_bufs(&p, NULL, poll_rx ? on : off, &s, &d, 100000, 42);
 	h_post_recv(&p.b, &d, 0, d.len, 7);
 
 	cfd = park_progress(p.db, &pk);
@@ -993,13 +996,7 @@ START_TEST(test_poll_writes_socket)
 	struct pair p;
 	int cfa, cfb;
 
-	pair_up_opts(&p, poll_tx ? on : off, on, 0);
-	pair_connect(&p);
-	h_buf_alloc(&s, len, GUARD);
-	h_buf_alloc(&d, len, GUARD);
-	h_buf_fill(&s, 77);
-	h_buf_reg(&s, &p.a, RW);
-	h_buf_reg(&d, &p.b, RW);
+	pair_up_bufs(&p, poll_tx ? on : off, on, &s, &d, len, 77);
 	h_post_recv(&p.b, &d, 0, d.len, 8);
 	cfa = park_progress(p.da, &pa);
 	cfb = park_progress(p.db, &pb);
