@@ -25,7 +25,8 @@ interop_programs += tests/interop/it-udaddy$(EXEEXT)
 interop_scripts += run.sh
 endif
 
-EXTRA_DIST += tests/interop/run.sh tests/interop/check-interop.sh
+EXTRA_DIST += tests/interop/run.sh tests/interop/check-interop.sh \
+	tests/interop/labns.sh
 
 # Every interop script, one lab each. Exit 77 from the driver means the lab
 # cannot run on this machine (no qemu, not root, no ../shared/interop): say

@@ -11,8 +11,9 @@
 #   HOSTRDMA_INTEROP_DIR  the interop kit (default: ../shared/interop next
 #                         to the source tree)
 #   HOSTRDMA_BUILDDIR     the build tree (set by make)
-#   RDMAPEER_NS           namespace (default hrinterop: never a developer's
-#                         own lab)
+#   RDMAPEER_NS           namespace (default hrinterop, or hrinterop-PID
+#                         when that name is taken: labns.sh; never a
+#                         developer's own lab)
 #   INTEROP_CASES         space-separated case names to run (default all)
 #   INTEROP_COUNT         rping rounds per case (default 10)
 #   KEEP=1                leave the lab up afterwards
@@ -24,7 +25,6 @@ set -uo pipefail
 srcdir=${HOSTRDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${HOSTRDMA_BUILDDIR:-$srcdir}
 interop=${HOSTRDMA_INTEROP_DIR:-$srcdir/../shared/interop}
-export RDMAPEER_NS=${RDMAPEER_NS:-hrinterop}
 COUNT=${INTEROP_COUNT:-10}
 PORT_BASE=7200
 SIW_PEER=192.0.2.2
@@ -69,12 +69,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+. "$(dirname "${BASH_SOURCE[0]}")/labns.sh"
+lab_pick_ns hrinterop || exit 1
 echo "check-interop: bringing up the lab (namespace $RDMAPEER_NS)"
-if [ "${KEEP:-0}" = 1 ] && ip netns list | grep -qw "$RDMAPEER_NS"; then
+if [ "${KEEP:-0}" = 1 ] && lab_ns_taken "$RDMAPEER_NS"; then
 	echo "check-interop: reusing the running lab (KEEP=1)"
-elif ip netns list | grep -qw "$RDMAPEER_NS"; then
-	echo "FAIL: namespace $RDMAPEER_NS is in use (another run?); set RDMAPEER_NS"
-	exit 1
 elif lab_started=1 && ! peer up >"$work/up.log" 2>&1; then
 	if grep -qiE "qemu|kvm|apt" "$work/up.log" && ! command -v qemu-system-x86_64 >/dev/null; then
 		cat "$work/up.log"

@@ -2,7 +2,8 @@
 # tests/interop/rxe.sh: hostrdma's soft-RoCE provider against the Linux
 # kernel's rdma_rxe in a qemu guest (../shared/interop/rdmapeer), on the
 # lab's rxe network (198.51.100.0/24 and IPv6 link-local), in a network
-# namespace of its own (RDMAPEER_NS, default hrinterop-rxe).
+# namespace of its own (RDMAPEER_NS, default hrinterop-rxe, or
+# hrinterop-rxe-PID when that name is taken: tests/interop/labns.sh).
 #
 #   tests/interop/rxe.sh            (root; BUILD_DIR=build by default)
 #
@@ -35,7 +36,6 @@ build=${HOSTRDMA_BUILDDIR:-${BUILD_DIR:-$top/build}}
 interop=${HOSTRDMA_INTEROP_DIR:-$top/../shared/interop}
 peer=$build/tests/interop/rxe-peer
 itr=$build/tests/interop/it-rping
-export RDMAPEER_NS=${RDMAPEER_NS:-hrinterop-rxe}
 rp=$interop/rdmapeer
 work=$(mktemp -d /tmp/rxe-interop.XXXXXX)
 pass=0
@@ -222,11 +222,9 @@ guest_client() {
 	result "$name" $st
 }
 
+. "$(dirname "${BASH_SOURCE[0]}")/labns.sh"
+lab_pick_ns hrinterop-rxe || exit 1
 echo "== starting the lab ($RDMAPEER_NS)"
-if ip netns list | grep -qw "$RDMAPEER_NS"; then
-	echo "FAIL: namespace $RDMAPEER_NS is in use (another run?); set RDMAPEER_NS"
-	exit 1
-fi
 lab_started=1
 "$rp" up >"$work/up.log" 2>&1 || { cat "$work/up.log"; exit 1; }
 host_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_RXE_IP=//p')
