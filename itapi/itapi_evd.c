@@ -185,7 +185,7 @@ it_status_t it_evd_create(it_ia_handle_t ia_handle,
 	g_mutex_unlock(&ia->lock);
 
 	if (evd->cq) {
-		err = itapi_evq_pump_register(evd);
+		err = itapi_evq_watch_update(evd);
 		if (err) {
 			g_warning("%s cannot watch the CQ: %s", evd->obj.prefix,
 				  g_strerror(-err));
@@ -457,6 +457,9 @@ it_status_t it_evd_modify(it_evd_handle_t evd_handle, it_evd_param_mask_t mask,
 			new_aevd->bound_sevds++;
 		g_mutex_unlock(&ia->lock);
 		itapi_evd_unref(old_aevd);
+		if (itapi_evq_watch_update(evd) < 0)
+			g_warning("%s cannot watch the CQ: its AEVD learns of completions only when the EVD is dequeued",
+				  evd->obj.prefix);
 	}
 	return IT_SUCCESS;
 }
@@ -573,13 +576,24 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 	}
 	evd->waiters++;
 	for (;;) {
-		struct pollfd pfd = { .fd = evd->efd, .events = POLLIN };
+		struct pollfd pfd[2] = { { .fd = evd->efd, .events = POLLIN },
+					 { .fd = -1, .events = POLLIN } };
 		struct timespec ts, *tsp;
 		int r;
 
 		if (evd->cq) {
+			/* Not watched by the pump: this thread arms the CQ
+			 * and sleeps on its fd as well, pumping after the
+			 * arm what arrived before it. */
+			bool self = !evd->pump_registered &&
+				    ual_cq_fd(evd->cq) >= 0;
+
 			g_mutex_unlock(&evd->lock);
 			itapi_evd_pump(evd);
+			if (self && ual_cq_arm(evd->cq, false) == 0) {
+				pfd[1].fd = ual_cq_fd(evd->cq);
+				itapi_evd_pump(evd);
+			}
 			g_mutex_lock(&evd->lock);
 		}
 		/* At entry, enough events are enough; later, only a
@@ -607,7 +621,9 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 			ts.tv_nsec = 10000000;
 			tsp = &ts;
 		}
-		r = ppoll(&pfd, 1, tsp, NULL);
+		r = ppoll(pfd, 2, tsp, NULL);
+		if (r > 0 && (pfd[1].revents & POLLIN))
+			ual_cq_ack(evd->cq);
 		g_mutex_lock(&evd->lock);
 		if (r < 0 && errno == EINTR) {
 			st = IT_ERR_INTERRUPT;
@@ -712,6 +728,9 @@ it_status_t it_evd_callback_attach(it_evd_handle_t evd_handle,
 	g_source_attach(evd->cb_source, ctx);
 	g_main_context_unref(ctx);
 	g_mutex_unlock(&evd->lock);
+	if (itapi_evq_watch_update(evd) < 0)
+		g_warning("%s cannot watch the CQ: completions reach the callback only when the EVD is dequeued",
+			  evd->obj.prefix);
 	return IT_SUCCESS;
 }
 
@@ -731,5 +750,6 @@ it_status_t it_evd_callback_detach(it_evd_handle_t evd_handle)
 	}
 	callback_drop_locked(evd);
 	g_mutex_unlock(&evd->lock);
+	itapi_evq_watch_update(evd);
 	return IT_SUCCESS;
 }

@@ -7,9 +7,13 @@
  *
  * Every EVD keeps its events in a ring of sevd_queue_size entries. A DTO
  * SEVD is backed by a CQ of that size; completions move from the CQ into
- * the ring when the consumer dequeues or waits, and on the EVD pump
- * thread when the CQ's notification fd fires, so file descriptors,
- * callbacks and AEVDs learn of completions without the consumer polling.
+ * the ring when the consumer dequeues or waits. While something watches
+ * the EVD's signal from outside the library (its fd, handed out with
+ * IT_EVD_CREATE_FD; a callback; an AEVD), the EVD pump thread also moves
+ * them when the CQ's notification fd fires, so those learn of
+ * completions without the consumer polling. An EVD that is only dequeued
+ * or waited on is not watched: a polling consumer then pays no thread
+ * wake-up per completion.
  *
  * Notification. An EVD is *signalled* while it is enabled, holds at least
  * max(threshold, 1) events, and at least one of them notifies (every
@@ -382,6 +386,40 @@ static void pump_reap(GThread *t)
 	close(pump.wake);
 }
 
+/* Does anything watch @evd's signal without calling into the library:
+ * a file descriptor the consumer polls, a callback, or an AEVD? Only then
+ * must completions move out of the CQ as they arrive. A consumer that
+ * dequeues moves them itself, and it_evd_wait sleeps on the CQ's fd, so
+ * an EVD nobody watches costs no thread wake-up per completion. */
+static bool evq_watched(struct itapi_evd *evd)
+{
+	bool w;
+
+	g_mutex_lock(&evd->lock);
+	w = (evd->flags & IT_EVD_CREATE_FD) || evd->cb || evd->aevd;
+	g_mutex_unlock(&evd->lock);
+	return w;
+}
+
+int itapi_evq_watch_update(struct itapi_evd *evd)
+{
+	int err;
+
+	if (!evd->cq)
+		return 0;
+	if (!evq_watched(evd)) {
+		itapi_evq_pump_unregister(evd);
+		return 0;
+	}
+	if (evd->pump_registered)
+		return 0;
+	err = itapi_evq_pump_register(evd);
+	/* What arrived before the CQ was armed raises no notification. */
+	if (!err)
+		itapi_evd_pump(evd);
+	return err;
+}
+
 int itapi_evq_pump_register(struct itapi_evd *evd)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = evd };
@@ -397,6 +435,8 @@ int itapi_evq_pump_register(struct itapi_evd *evd)
 	}
 	g_mutex_lock(&pump.start_lock);
 	g_mutex_lock(&pump.lock);
+	if (evd->pump_registered)
+		goto out;
 	if (!pump.thread) {
 		pump.epfd = epoll_create1(EPOLL_CLOEXEC);
 		if (pump.epfd < 0) {

@@ -350,6 +350,10 @@ void itapi_evq_after_dequeue(struct itapi_evd *evd, const it_event_t *ev);
 /* Watch / stop watching a DTO SEVD's CQ on the pump thread (unlocked). */
 int itapi_evq_pump_register(struct itapi_evd *evd);
 void itapi_evq_pump_unregister(struct itapi_evd *evd);
+/* Watch a DTO SEVD's CQ on the pump thread exactly while its signal is
+ * observed from outside (fd, callback, AEVD); call without the EVD's lock
+ * after any of those changed. 0 or -errno from the registration. */
+int itapi_evq_watch_update(struct itapi_evd *evd);
 
 /* Affiliated / unaffiliated async events for the IA's async EVDs. */
 void itapi_post_affiliated(struct itapi_ia *ia, it_event_type_t type,

@@ -665,6 +665,162 @@ static void callback(it_evd_handle_t evd, void *arg)
 		r->drained++;
 }
 
+/* Is the EVD pump thread running in this process? */
+static bool pump_thread_named(void)
+{
+	g_autoptr(GDir) d = g_dir_open("/proc/self/task", 0, NULL);
+	const char *t;
+
+	ck_assert_ptr_nonnull(d);
+	while ((t = g_dir_read_name(d))) {
+		g_autofree char *path =
+			g_strdup_printf("/proc/self/task/%s/comm", t);
+		g_autofree char *comm = NULL;
+
+		if (g_file_get_contents(path, &comm, NULL, NULL) &&
+		    g_str_has_prefix(comm, "hostrdma-evd"))
+			return true;
+	}
+	return false;
+}
+
+/* A new pump names itself once it runs: give it up to 5 s. (A stopped
+ * one is joined before the call that stopped it returns.) */
+static bool pump_started(void)
+{
+	for (int i = 0; i < 500; i++) {
+		if (pump_thread_named())
+			return true;
+		g_usleep(10000);
+	}
+	return false;
+}
+
+struct late_send {
+	it_ep_handle_t ep;
+	it_lmr_triplet_t seg;
+};
+
+static void *late_send_thread(void *arg)
+{
+	struct late_send *l = arg;
+
+	g_usleep(50000);
+	ck_assert_it_ok(it_post_send(l->ep, &l->seg, 1, 21,
+				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	return NULL;
+}
+
+/* A DTO SEVD that is only dequeued and waited on has no thread moving
+ * its completions (a polling consumer pays no wake-up per completion);
+ * a waiter still wakes for a completion made later by another thread;
+ * a callback or an AEVD bound with it_evd_modify start the pump, and
+ * the pump stops when the last of them goes. */
+START_TEST(dto_watched_only_when_observed)
+{
+	it_evd_handle_t d = evd_new(IT_DTO_EVENT_STREAM, 0, 64, 0, NULL, NULL);
+	it_evd_handle_t a = evd_new(IT_AEVD_NOTIFICATION_EVENT_STREAM, 0, 8, 0,
+				    NULL, NULL);
+	GMainContext *ctx = g_main_context_new();
+	struct waiter w = { .evd = d, .timeout = IT_WAIT_US };
+	it_ep_attributes_t at;
+	it_ep_handle_t x, y;
+	struct it_buf s, r;
+	struct late_send l;
+	it_lmr_triplet_t seg;
+	it_evd_param_t p;
+	it_event_t ev;
+	size_t nmore;
+	pthread_t t;
+
+	it_ep_attr_default(&F, &at, 16);
+	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &x));
+	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &y));
+	it_testprov_pair(x, y);
+	it_buf_new(&F, &s, 64, IT_PRIV_LOCAL);
+	it_buf_new(&F, &r, 64, IT_PRIV_LOCAL);
+	ck_assert(!pump_thread_named());
+
+	/* Completions wait in the CQ for the consumer. */
+	seg = it_seg(&r, 0, 64);
+	ck_assert_it_ok(it_post_recv(y, &seg, 1, 20,
+				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	ck_assert(!pump_thread_named());
+
+	/* A waiter sleeps on the CQ and wakes for a later completion. */
+	l.ep = x;
+	l.seg = it_seg(&s, 0, 8);
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
+	wait_until_waiting(&w);
+	{
+		pthread_t sender;
+
+		ck_assert_int_eq(pthread_create(&sender, NULL,
+						late_send_thread, &l), 0);
+		pthread_join(sender, NULL);
+	}
+	pthread_join(t, NULL);
+	ck_assert_it_ok(w.st);
+	ck_assert_event(&w.ev, IT_DTO_RC_RECV_CMPL_EVENT);
+	ck_assert_uint_eq(w.ev.dto_cmpl.cookie, 20);
+	ck_assert_uint_eq(w.ev.dto_cmpl.transferred_length, 8);
+	ck_assert_it_ok(it_evd_dequeue(d, &ev));
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 21);
+	ck_assert(!pump_thread_named());
+
+	/* An AEVD bound later learns of a completion nobody dequeued. */
+	p.aevd = a;
+	ck_assert_it_ok(it_evd_modify(d, IT_EVD_PARAM_AEVD_HANDLE, &p));
+	ck_assert(pump_started());
+	seg = it_seg(&r, 0, 64);
+	ck_assert_it_ok(it_post_recv(y, &seg, 1, 22,
+				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	seg = it_seg(&s, 0, 4);
+	ck_assert_it_ok(it_post_send(x, &seg, 1, 23, IT_COMPLETION_FLAG));
+	ck_assert_it_ok(it_evd_wait(a, IT_WAIT_US, &ev, &nmore));
+	ck_assert_event(&ev, IT_AEVD_NOTIFICATION_EVENT);
+	ck_assert_ptr_eq(ev.aevd_notify.sevd, d);
+	ck_assert_it_ok(it_evd_dequeue(d, &ev));
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 22);
+	ck_assert_it_ok(it_evd_dequeue(d, &ev));
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 23);
+	p.aevd = NULL;
+	ck_assert_it_ok(it_evd_modify(d, IT_EVD_PARAM_AEVD_HANDLE, &p));
+	ck_assert(!pump_thread_named());
+
+	/* A callback on a DTO SEVD runs for a completion nobody dequeued. */
+	{
+		struct cb_rec rec = { 0 };
+
+		g_main_context_push_thread_default(ctx);
+		ck_assert_it_ok(it_evd_callback_attach(d, callback, &rec));
+		ck_assert(pump_started());
+		seg = it_seg(&r, 0, 64);
+		ck_assert_it_ok(it_post_recv(y, &seg, 1, 24,
+					     IT_COMPLETION_FLAG));
+		seg = it_seg(&s, 0, 4);
+		ck_assert_it_ok(it_post_send(x, &seg, 1, 25,
+					     IT_COMPLETION_FLAG |
+						     IT_NOTIFY_FLAG));
+		while (rec.drained < 2)
+			g_main_context_iteration(ctx, TRUE);
+		ck_assert_int_eq(rec.calls, 1);
+		ck_assert_ptr_eq(rec.evd, d);
+		ck_assert_it_ok(it_evd_callback_detach(d));
+		ck_assert(!pump_thread_named());
+		g_main_context_pop_thread_default(ctx);
+	}
+
+	ck_assert_it_ok(it_ep_free(x));
+	ck_assert_it_ok(it_ep_free(y));
+	it_buf_free(&s);
+	it_buf_free(&r);
+	ck_assert_it_ok(it_evd_free(d));
+	ck_assert_it_ok(it_evd_free(a));
+	g_main_context_unref(ctx);
+}
+END_TEST
+
 START_TEST(callbacks)
 {
 	it_evd_handle_t e = evd_new(IT_SOFTWARE_EVENT_STREAM, 0, 8, 0, NULL,
@@ -788,6 +944,7 @@ Suite *suite_itapi_evd(void)
 	tcase_add_test(tc, dto_fd_notify);
 	tcase_add_test(tc, dto_through_aevd);
 	tcase_add_test(tc, callbacks);
+	tcase_add_test(tc, dto_watched_only_when_observed);
 	tcase_add_test(tc, query_modify);
 	suite_add_tcase(s, tc);
 	return s;
