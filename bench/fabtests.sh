@@ -6,11 +6,22 @@
 # libfabric-dev. Debian 12 does not package fabtests, so the source comes
 # from Debian's own libfabric source package (apt-get source, through a
 # temporary deb-src list); nothing of it enters the repository.
+# FABTESTS_BIN=DIR uses fabtests built elsewhere instead (a distribution
+# that packages them, or your own build of the installed version).
 # Prints the bin directory.
 set -euo pipefail
 cache=$1
 prefix=$cache/fabtests
-if [ -x "$prefix/bin/fi_rma_bw" ] && [ -x "$prefix/bin/fi_msg_pingpong" ]; then
+have() { [ -x "$1/fi_rma_bw" ] && [ -x "$1/fi_msg_pingpong" ]; }
+if [ -n "${FABTESTS_BIN:-}" ]; then
+	have "$FABTESTS_BIN" || {
+		echo "FABTESTS_BIN=$FABTESTS_BIN has no fi_rma_bw and fi_msg_pingpong" >&2
+		exit 1
+	}
+	echo "$FABTESTS_BIN"
+	exit 0
+fi
+if have "$prefix/bin"; then
 	echo "$prefix/bin"
 	exit 0
 fi
@@ -46,24 +57,14 @@ PY
 	trap 'as_root rm -f "$list"; as_root apt-get update -qq || true' EXIT
 	as_root apt-get update -qq >&2
 fi
-# Fallback when the mirror has no source tarballs (seen here: the .dsc
-# downloads, the .orig.tar.xz is a 404): fabtests of the installed
-# version's tag from libfabric's git, either a local clone named by
-# LIBFABRIC_GIT or a shallow clone from GitHub.
-from_git() {
-	ver=$(dpkg-query -W -f='${Version}' libfabric-dev | sed 's/-[^-]*$//')
-	rm -rf "$src/libfabric" && mkdir -p "$src/libfabric"
-	if [ -n "${LIBFABRIC_GIT:-}" ]; then
-		git --git-dir="$LIBFABRIC_GIT" archive "v$ver" fabtests |
-			tar -x -C "$src/libfabric"
-	else
-		git clone -q --depth 1 -b "v$ver" \
-			https://github.com/ofiwg/libfabric "$src/libfabric" >&2
-	fi
-}
-(cd "$src" && apt-get source -qq --download-only libfabric >&2 &&
-	dpkg-source -x --skip-patches libfabric_*.dsc libfabric >&2) ||
-	[ -d "$src/libfabric/fabtests" ] || from_git
+if ! (cd "$src" && apt-get source -qq --download-only libfabric >&2 &&
+	rm -rf libfabric &&
+	dpkg-source -x --skip-patches libfabric_*.dsc libfabric >&2); then
+	echo "Debian's libfabric source package could not be had (a mirror" \
+		"without its tarballs?); set FABTESTS_BIN to fabtests built" \
+		"for the installed libfabric $(dpkg-query -W -f='${Version}' libfabric-dev)" >&2
+	exit 1
+fi
 cd "$src/libfabric/fabtests"
 [ -x configure ] || autoreconf -fi >&2
 ./configure -q --prefix="$prefix" >&2
