@@ -575,6 +575,7 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 			       "another thread waits on it");
 	}
 	evd->waiters++;
+	itapi_evq_sync(evd);
 	for (;;) {
 		struct pollfd pfd[2] = { { .fd = evd->efd, .events = POLLIN },
 					 { .fd = -1, .events = POLLIN } };
@@ -727,6 +728,7 @@ it_status_t it_evd_callback_attach(it_evd_handle_t evd_handle,
 			      (GDestroyNotify)itapi_evd_unref);
 	g_source_attach(evd->cb_source, ctx);
 	g_main_context_unref(ctx);
+	itapi_evq_sync(evd);
 	g_mutex_unlock(&evd->lock);
 	if (itapi_evq_watch_update(evd) < 0)
 		g_warning("%s cannot watch the CQ: completions reach the callback only when the EVD is dequeued",

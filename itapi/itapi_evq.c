@@ -95,11 +95,19 @@ bool itapi_evq_signalled(const struct itapi_evd *evd)
 	       evd->n_notify > 0;
 }
 
-/* The eventfd is readable exactly while the EVD is signalled. */
+/* The eventfd is readable exactly while the EVD is signalled, whenever
+ * something can see it: the consumer's poll (IT_EVD_CREATE_FD), a
+ * callback's source, a thread in it_evd_wait. An EVD nobody watches keeps
+ * it as it was, sparing a consumer that dequeues two system calls per
+ * notifying event; whoever starts watching syncs it first. */
 void itapi_evq_sync(struct itapi_evd *evd)
 {
 	bool want = itapi_evq_signalled(evd);
 	uint64_t v = 1;
+
+	if (!(evd->flags & IT_EVD_CREATE_FD) && !evd->cb_source &&
+	    !evd->waiters)
+		return;
 
 	if (want && !evd->efd_set) {
 		if (write(evd->efd, &v, sizeof(v)) == sizeof(v))
