@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <glib.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -119,9 +120,9 @@ int raw_accept(struct rawpeer *r, struct h_side *s)
 	return 0;
 }
 
-void raw_send_fpdu(struct rawpeer *r, void *hdr, size_t hdr_len,
-		   const void *payload, size_t len, uint16_t mpa_len,
-		   bool bad_crc)
+size_t raw_build_fpdu(struct rawpeer *r, uint8_t *out, void *hdr,
+		      size_t hdr_len, const void *payload, size_t len,
+		      uint16_t mpa_len, bool bad_crc)
 {
 	uint8_t trailer[8] = { 0 };
 	uint32_t ulpdu = (uint32_t)(hdr_len - MPA_HDR_SIZE + len);
@@ -135,10 +136,22 @@ void raw_send_fpdu(struct rawpeer *r, void *hdr, size_t hdr_len,
 		crc ^= 0x00010000;
 	if (r->crc || bad_crc)
 		mpa_crc_put(trailer + pad, crc);
-	raw_send_bytes(r, hdr, hdr_len);
+	memcpy(out, hdr, hdr_len);
 	if (len)
-		raw_send_bytes(r, payload, len);
-	raw_send_bytes(r, trailer, pad + MPA_CRC_SIZE);
+		memcpy(out + hdr_len, payload, len);
+	memcpy(out + hdr_len + len, trailer, pad + MPA_CRC_SIZE);
+	return hdr_len + len + pad + MPA_CRC_SIZE;
+}
+
+void raw_send_fpdu(struct rawpeer *r, void *hdr, size_t hdr_len,
+		   const void *payload, size_t len, uint16_t mpa_len,
+		   bool bad_crc)
+{
+	uint8_t *buf = g_malloc(hdr_len + len + 8);
+
+	raw_send_bytes(r, buf, raw_build_fpdu(r, buf, hdr, hdr_len, payload,
+					      len, mpa_len, bad_crc));
+	g_free(buf);
 }
 
 int raw_recv_fpdu(struct rawpeer *r, uint8_t *buf, size_t max,

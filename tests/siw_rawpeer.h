@@ -36,6 +36,11 @@ int raw_accept(struct rawpeer *r, struct h_side *s);
 void raw_send_fpdu(struct rawpeer *r, void *hdr, size_t hdr_len,
 		   const void *payload, size_t len, uint16_t mpa_len,
 		   bool bad_crc);
+/* Build in @out (room for @hdr_len + @len + 8 bytes) the FPDU that
+ * raw_send_fpdu() would send; returns its size. */
+size_t raw_build_fpdu(struct rawpeer *r, uint8_t *out, void *hdr,
+		      size_t hdr_len, const void *payload, size_t len,
+		      uint16_t mpa_len, bool bad_crc);
 /* Send @len raw bytes. */
 void raw_send_bytes(struct rawpeer *r, const void *buf, size_t len);
 /* Read one FPDU into @buf ([MPA length][ULPDU]); returns the ULPDU length

@@ -395,9 +395,17 @@ enum siw_rx_state {
 	SIW_RX_STATE_COUNT,
 };
 
-/* Every FPDU is longer than the shortest header (tagged, 16 bytes), so
- * that many bytes after an FPDU belong to the next one's header. */
-#define SIW_RX_AHEAD sizeof(struct iwarp_tagged_hdr)
+/* Every FPDU is longer than the shortest header (tagged, 16 bytes): a
+ * header read asks for that many bytes first. */
+#define SIW_RX_HDR_MIN sizeof(struct iwarp_tagged_hdr)
+/* Bytes read past what a step needed wait in the stash for the next
+ * steps, so that a small FPDU costs one recvmsg with its header read, and
+ * a run of them one recvmsg per stash. */
+#define SIW_RX_STASH 8192
+/* After a payload of at least SIW_RX_STASH bytes, read ahead only this
+ * much (the next header and a little): what lands in the stash is copied
+ * later, what lands in the target is not. */
+#define SIW_RX_AHEAD_LARGE 64
 
 struct siw_rx {
 	enum siw_rx_state state;
@@ -406,10 +414,10 @@ struct siw_rx {
 	uint32_t ulpdu_len, payload_len, payload_got;
 	uint32_t pad_len, trailer_got;
 	uint8_t trailer[8];
-	/* The next FPDU's first bytes, read with this one's payload and
-	 * trailer (one recvmsg per FPDU in a stream of tagged ones). */
-	uint8_t ahead[SIW_RX_AHEAD];
-	uint32_t ahead_got;
+	/* Bytes read ahead and not consumed yet: [stash_off, stash_len).
+	 * A step reads the socket only once the stash is empty. */
+	uint8_t stash[SIW_RX_STASH];
+	uint32_t stash_off, stash_len;
 	uint32_t crc;
 	uint8_t opcode;
 	/* where the payload goes */

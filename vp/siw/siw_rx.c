@@ -96,6 +96,66 @@ static int rx_read_buf(struct siw_qp *qp, void *buf, size_t len,
 	return rx_read(qp, &iov, 1, got);
 }
 
+/* ------------------------------------------------------------------ */
+/* The stash: bytes read ahead of the step that needs them              */
+/* ------------------------------------------------------------------ */
+
+static uint32_t stash_avail(const struct siw_rx *rx)
+{
+	return rx->stash_len - rx->stash_off;
+}
+
+/* Move up to @len stashed bytes to @dst; returns how many. */
+static uint32_t stash_take(struct siw_rx *rx, void *dst, uint32_t len)
+{
+	uint32_t n = stash_avail(rx);
+
+	if (n > len)
+		n = len;
+	memcpy(dst, rx->stash + rx->stash_off, n);
+	rx->stash_off += n;
+	return n;
+}
+
+/* The iovec that reads up to @max bytes ahead into the stash, which is
+ * empty whenever a step reads the socket. */
+static struct iovec stash_iov(struct siw_rx *rx, uint32_t max)
+{
+	rx->stash_off = 0;
+	rx->stash_len = 0;
+	return (struct iovec){ .iov_base = rx->stash,
+			       .iov_len = max < SIW_RX_STASH ? max
+							     : SIW_RX_STASH };
+}
+
+/* How far to read ahead after the payload of the FPDU in hand: a small
+ * one's successors may sit behind it whole, a large one's successor is
+ * large too and is better read straight into its target. */
+static uint32_t rx_ahead_len(const struct siw_rx *rx)
+{
+	return rx->payload_len >= SIW_RX_STASH ? SIW_RX_AHEAD_LARGE
+					       : SIW_RX_STASH;
+}
+
+/* Read the @need bytes a step wants into @iov[0..@n) and up to @ahead
+ * bytes more into the stash (@iov has room for one more entry). *@got:
+ * the bytes the step got; the rest waits in the stash. */
+static int rx_read_ahead(struct siw_qp *qp, struct iovec *iov, int n,
+			 size_t need, uint32_t ahead, ssize_t *got)
+{
+	int rc;
+
+	iov[n] = stash_iov(&qp->rx, ahead);
+	rc = rx_read(qp, iov, n + 1, got);
+	if (rc)
+		return rc;
+	if ((size_t)*got > need) {
+		qp->rx.stash_len = (uint32_t)((size_t)*got - need);
+		*got = (ssize_t)need;
+	}
+	return 0;
+}
+
 /* Terminate and stop reading FPDUs. */
 static int rx_fail(struct siw_qp *qp, uint8_t layer, uint8_t etype,
 		   uint8_t ecode, enum rnicpi_event_type event)
@@ -510,11 +570,20 @@ static int rx_step_ctrl(struct siw_qp *qp)
 	ssize_t got;
 	int rc;
 
-	/* Read ahead with the previous FPDU, or read now: as much as the
-	 * shortest header, which every FPDU holds (all of a tagged one). */
+	/* From the stash, or read now: as much as the shortest header,
+	 * which every FPDU holds (all of a tagged one), and what follows
+	 * into the stash. */
+	if (rx->hdr_got < SIW_RX_HDR_MIN)
+		rx->hdr_got += stash_take(rx, rx->hdr + rx->hdr_got,
+					  SIW_RX_HDR_MIN - rx->hdr_got);
 	if (rx->hdr_got < sizeof(*c)) {
-		rc = rx_read_buf(qp, rx->hdr + rx->hdr_got,
-				 SIW_RX_AHEAD - rx->hdr_got, &got);
+		struct iovec iov[2] = { {
+			.iov_base = rx->hdr + rx->hdr_got,
+			.iov_len = SIW_RX_HDR_MIN - rx->hdr_got,
+		} };
+
+		rc = rx_read_ahead(qp, iov, 1, iov[0].iov_len, SIW_RX_STASH,
+				   &got);
 		if (rc)
 			return rc;
 		rx->hdr_got += (uint32_t)got;
@@ -551,9 +620,17 @@ static int rx_step_hdr(struct siw_qp *qp)
 	ssize_t got;
 	int rc;
 
+	if (rx->hdr_got < rx->hdr_len)
+		rx->hdr_got += stash_take(rx, rx->hdr + rx->hdr_got,
+					  rx->hdr_len - rx->hdr_got);
 	if (rx->hdr_got < rx->hdr_len) {
-		rc = rx_read_buf(qp, rx->hdr + rx->hdr_got,
-				 rx->hdr_len - rx->hdr_got, &got);
+		struct iovec iov[2] = { {
+			.iov_base = rx->hdr + rx->hdr_got,
+			.iov_len = rx->hdr_len - rx->hdr_got,
+		} };
+
+		rc = rx_read_ahead(qp, iov, 1, iov[0].iov_len, SIW_RX_STASH,
+				   &got);
 		if (rc)
 			return rc;
 		rx->hdr_got += (uint32_t)got;
@@ -676,13 +753,12 @@ static int rx_dead_mr(struct siw_qp *qp)
 }
 
 /* Two more iovecs after @iov[@n]: the rest of the trailer, then the
- * next FPDU's first bytes. Returns the new count. */
+ * stash, for what follows the FPDU. Returns the new count. */
 static uint32_t rx_iov_tail(struct siw_rx *rx, struct iovec *iov, uint32_t n)
 {
 	iov[n].iov_base = rx->trailer + rx->trailer_got;
 	iov[n].iov_len = rx->pad_len + MPA_CRC_SIZE - rx->trailer_got;
-	iov[n + 1].iov_base = rx->ahead + rx->ahead_got;
-	iov[n + 1].iov_len = SIW_RX_AHEAD - rx->ahead_got;
+	iov[n + 1] = stash_iov(rx, rx_ahead_len(rx));
 	return n + 2;
 }
 
@@ -694,7 +770,29 @@ static void rx_got_tail(struct siw_rx *rx, size_t got)
 	if (t > got)
 		t = got;
 	rx->trailer_got += (uint32_t)t;
-	rx->ahead_got += (uint32_t)(got - t);
+	rx->stash_len = (uint32_t)(got - t);
+}
+
+/* Copy stashed payload into @iov[0..@n) (the placement list) and add it
+ * to the CRC; returns the bytes placed. Called inside the regions'
+ * access bracket. */
+static uint32_t rx_place_stashed(struct siw_qp *qp, const struct iovec *iov,
+				 uint32_t n)
+{
+	struct siw_rx *rx = &qp->rx;
+	uint32_t placed = 0, i;
+
+	for (i = 0; i < n && stash_avail(rx); i++) {
+		uint8_t *dst = iov[i].iov_base;
+		uint32_t k = stash_take(rx, dst, (uint32_t)iov[i].iov_len);
+
+		if (qp->crc)
+			rx->crc = siw_crc32c(rx->crc, dst, k);
+		placed += k;
+		if (k < iov[i].iov_len)
+			break;
+	}
+	return placed;
 }
 
 static int rx_step_payload(struct siw_qp *qp)
@@ -732,14 +830,24 @@ static int rx_step_payload(struct siw_qp *qp)
 		placed += (uint32_t)iov[n].iov_len;
 		n++;
 	}
+	/* The bytes are touched only inside the bracket: once dereg_mr
+	 * returned, the memory may be the application's again. */
+	n_mr = rx_dst_mrs(qp, &mrs);
+	if (stash_avail(rx)) {
+		/* Read ahead with the header: copy, then come back for the
+		 * rest (from the socket, the stash being empty). */
+		if (!siw_mrs_access_begin(mrs, n_mr))
+			return rx_dead_mr(qp);
+		rx->payload_got += rx_place_stashed(qp, iov, n);
+		siw_mrs_access_end(mrs, n_mr);
+		return rx->payload_got < rx->payload_len ? SIW_RX_PAYLOAD
+							 : SIW_RX_TRAILER;
+	}
 	/* With the last of the payload come the trailer and the start of
 	 * the next FPDU, when the socket has them. */
 	n_pay = n;
 	if (placed == want)
 		n = rx_iov_tail(rx, iov, n);
-	/* The bytes are touched only inside the bracket: once dereg_mr
-	 * returned, the memory may be the application's again. */
-	n_mr = rx_dst_mrs(qp, &mrs);
 	if (!siw_mrs_access_begin(mrs, n_mr))
 		return rx_dead_mr(qp);
 	got = rx_recv(qp, iov, (int)n);
@@ -885,10 +993,8 @@ static int fpdu_done(struct siw_qp *qp)
 		siw_qp_term_received(qp);
 		return SIW_RX_DISCARD;
 	}
-	/* The next FPDU begins with what was read ahead. */
-	memcpy(rx->hdr, rx->ahead, rx->ahead_got);
-	rx->hdr_got = rx->ahead_got;
-	rx->ahead_got = 0;
+	/* The next FPDU begins with what waits in the stash, if anything. */
+	rx->hdr_got = 0;
 	return SIW_RX_CTRL;
 }
 
@@ -900,6 +1006,9 @@ static int rx_step_trailer(struct siw_qp *qp)
 	ssize_t got;
 	int rc;
 
+	if (rx->trailer_got < len)
+		rx->trailer_got += stash_take(rx, rx->trailer + rx->trailer_got,
+					      len - rx->trailer_got);
 	if (rx->trailer_got < len) {
 		rc = rx_read(qp, iov, (int)rx_iov_tail(rx, iov, 0), &got);
 		if (rc)
@@ -931,6 +1040,7 @@ static int rx_step_discard(struct siw_qp *qp)
 	ssize_t got;
 	int rc;
 
+	qp->rx.stash_off = qp->rx.stash_len = 0;
 	rc = rx_read_buf(qp, buf, sizeof(buf), &got);
 	if (rc)
 		return rc;
@@ -957,7 +1067,9 @@ void siw_qp_rx(struct siw_qp *qp)
 {
 	int budget = SIW_RX_BUDGET * 4;
 
-	while (qp->fd >= 0 && budget-- > 0) {
+	/* Past the budget, only what waits in the stash is finished: epoll
+	 * does not see it, the socket's next bytes will be seen again. */
+	while (qp->fd >= 0 && (budget-- > 0 || stash_avail(&qp->rx))) {
 		enum siw_rx_state s = qp->rx.state;
 		int next;
 
