@@ -57,7 +57,7 @@
 /* FPDUs one receive pass handles before letting other QPs run. */
 #define SIW_RX_BUDGET 64
 /* poll_rx: a QP whose CQ was polled this recently is left to the poller. */
-#define SIW_PARK_MS 2
+#define SIW_PARK_MS 50
 
 /* ------------------------------------------------------------------ */
 /* Logging: "QP[17] siw_lo: ..." with GLib, silent by default           */
@@ -713,6 +713,8 @@ void siw_qp_cq_detach(struct siw_qp *qp);
 /* Read what the sockets of @cq's QPs hold, from the thread polling the
  * empty CQ (option poll_rx). */
 void siw_cq_progress(struct siw_cq *cq);
+/* @cq was armed: its QPs' sockets go back to the progress thread. */
+void siw_cq_unpark(struct siw_cq *cq);
 
 /* Turn SO_ZEROCOPY on when the device asks for it (zcopy_min). */
 void siw_tx_zc_setup(struct siw_qp *qp);

@@ -464,7 +464,12 @@ static int siw_poll_cq(struct rnicpi_cq *c, int n, struct rnicpi_wc *wc)
 
 static int siw_req_notify_cq(struct rnicpi_cq *c, int solicited_only)
 {
-	return rnicpi_cq_ring_arm(&to_siw_cq(c)->ring, solicited_only);
+	struct siw_cq *cq = to_siw_cq(c);
+	int rc = rnicpi_cq_ring_arm(&cq->ring, solicited_only);
+
+	if (cq->dev->opts.poll_rx)
+		siw_cq_unpark(cq);
+	return rc;
 }
 
 static int siw_ack_cq_event(struct rnicpi_cq *c)
