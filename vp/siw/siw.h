@@ -58,6 +58,9 @@
 #define SIW_RX_BUDGET 64
 /* poll_rx: a QP whose CQ was polled this recently is left to the poller. */
 #define SIW_PARK_MS 50
+/* Default busy_poll_us: how long the progress thread polls after socket
+ * traffic before it sleeps. */
+#define SIW_DEFAULT_BUSY_POLL_US 50
 
 /* ------------------------------------------------------------------ */
 /* Logging: "QP[17] siw_lo: ..." with GLib, silent by default           */
@@ -140,6 +143,8 @@ struct siw_options {
 	bool poll_rx;		  /* polling an empty CQ reads its QPs' sockets */
 	bool poll_tx;		  /* ... and writes what waits for room in them */
 	uint32_t tx_batch;	  /* FPDUs per sendmsg(), 1..SIW_TX_BATCH */
+	uint32_t busy_poll_us;	  /* progress thread spins this long after
+				   * socket traffic before it sleeps */
 };
 
 int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
