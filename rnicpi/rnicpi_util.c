@@ -3,12 +3,50 @@
 #include "config.h"
 
 #include <errno.h>
+#include <glib.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "rnicpi/rnicpi_util.h"
+
+/* ------------------------------------------------------------------ */
+/* Debug logging                                                       */
+/* ------------------------------------------------------------------ */
+
+static const char *debug_env;	/* G_MESSAGES_DEBUG at the first call */
+
+bool rnicpi_debug_list_names(const char *list, const char *domain)
+{
+	/* GLib's rule: domains separated by spaces or commas, in which
+	 * "all" matches every one. */
+	while (list && *list) {
+		size_t n = strcspn(list, " ,");
+
+		if ((n == 3 && !strncmp(list, "all", 3)) ||
+		    (domain && n && n == strlen(domain) &&
+		     !strncmp(list, domain, n)))
+			return true;
+		list += n;
+		list += strspn(list, " ,");
+	}
+	return false;
+}
+
+bool rnicpi_debug_wanted(const char *domain)
+{
+	static gsize once;
+
+	if (g_once_init_enter(&once)) {
+		debug_env = g_strdup(g_getenv("G_MESSAGES_DEBUG"));
+		g_once_init_leave(&once, 1);
+	}
+	if (G_UNLIKELY(g_log_get_debug_enabled()))
+		return true;
+	return G_UNLIKELY(debug_env != NULL) &&
+	       rnicpi_debug_list_names(debug_env, domain);
+}
 
 /* ------------------------------------------------------------------ */
 /* Completion ring                                                     */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* rnicpi/ helpers: completion ring notification rules and key table. */
+/* rnicpi/ helpers: completion ring notification rules, key table, the
+ * debug-log test. */
 #include "config.h"
 
 #include <poll.h>
@@ -203,6 +204,41 @@ START_TEST(test_keys_table_full)
 }
 END_TEST
 
+/* G_MESSAGES_DEBUG's syntax, as GLib reads it. */
+START_TEST(test_debug_list)
+{
+	ck_assert(rnicpi_debug_list_names("hostrdma-rxe", "hostrdma-rxe"));
+	ck_assert(rnicpi_debug_list_names("all", "hostrdma-siw"));
+	ck_assert(rnicpi_debug_list_names("hostrdma-cm,hostrdma-siw",
+					  "hostrdma-siw"));
+	ck_assert(rnicpi_debug_list_names(" hostrdma-cm  hostrdma-rxe ",
+					  "hostrdma-rxe"));
+	ck_assert(!rnicpi_debug_list_names("hostrdma-rxe", "hostrdma-siw"));
+	ck_assert(!rnicpi_debug_list_names("hostrdma-rxe-x", "hostrdma-rxe"));
+	ck_assert(!rnicpi_debug_list_names("hostrdma", "hostrdma-rxe"));
+	ck_assert(!rnicpi_debug_list_names("ball", "hostrdma-rxe"));
+	ck_assert(!rnicpi_debug_list_names("", "hostrdma-rxe"));
+	ck_assert(!rnicpi_debug_list_names(NULL, "hostrdma-rxe"));
+	ck_assert(!rnicpi_debug_list_names(",,", ""));
+}
+END_TEST
+
+/* A program that turns GLib's debug output on gets the providers' too,
+ * whatever the environment said. */
+START_TEST(test_debug_enabled_by_program)
+{
+	gboolean was = g_log_get_debug_enabled();
+
+	g_log_set_debug_enabled(TRUE);
+	ck_assert(rnicpi_debug_wanted("hostrdma-no-such-domain"));
+	g_log_set_debug_enabled(FALSE);
+	ck_assert(!rnicpi_debug_wanted("hostrdma-no-such-domain") ||
+		  rnicpi_debug_list_names(g_getenv("G_MESSAGES_DEBUG"),
+					  "hostrdma-no-such-domain"));
+	g_log_set_debug_enabled(was);
+}
+END_TEST
+
 Suite *suite_rnicpi_util(void)
 {
 	Suite *s = suite_create("rnicpi-util");
@@ -216,6 +252,10 @@ Suite *suite_rnicpi_util(void)
 	tc = tcase_create("key-table");
 	tcase_add_test(tc, test_keys_stale_and_rekey);
 	tcase_add_test(tc, test_keys_table_full);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("debug-log");
+	tcase_add_test(tc, test_debug_list);
+	tcase_add_test(tc, test_debug_enabled_by_program);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -739,15 +739,23 @@ uint8_t *rxe_sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 		       uint32_t num_sge, uint32_t offset, uint32_t len,
 		       struct rxe_mr **mr);
 
-/* Log helpers with the per-object prefix. */
+/* Log helpers with the per-object prefix; debug messages are formatted
+ * only when wanted (rnicpi_debug_wanted). */
 #define rxe_qp_dbg(qp, fmt, ...)                                            \
-	g_debug("QP[%u] %s: " fmt, (qp)->ibqp.qp_num,                       \
-		(qp)->dev->ibdev.name, ##__VA_ARGS__)
+	do {                                                                \
+		if (rnicpi_debug_wanted(G_LOG_DOMAIN))                       \
+			g_debug("QP[%u] %s: " fmt, (qp)->ibqp.qp_num,       \
+				(qp)->dev->ibdev.name, ##__VA_ARGS__);      \
+	} while (0)
 #define rxe_qp_warn(qp, fmt, ...)                                           \
 	g_info("QP[%u] %s: " fmt, (qp)->ibqp.qp_num,                     \
 	       (qp)->dev->ibdev.name, ##__VA_ARGS__)
 #define rxe_dev_dbg(dev, fmt, ...)                                          \
-	g_debug("%s: " fmt, (dev)->ibdev.name, ##__VA_ARGS__)
+	do {                                                                \
+		if (rnicpi_debug_wanted(G_LOG_DOMAIN))                       \
+			g_debug("%s: " fmt, (dev)->ibdev.name,              \
+				##__VA_ARGS__);                             \
+	} while (0)
 #define rxe_dev_warn(dev, fmt, ...)                                         \
 	g_info("%s: " fmt, (dev)->ibdev.name, ##__VA_ARGS__)
 

@@ -66,13 +66,21 @@
 /* Logging: "QP[17] siw_lo: ..." with GLib, silent by default           */
 /* ------------------------------------------------------------------ */
 
-#define siw_dbg(dev, fmt, ...) \
-	g_debug("%s: " fmt, (dev)->base.name, ##__VA_ARGS__)
+/* Debug messages are formatted only when wanted (rnicpi_debug_wanted). */
+#define siw_dbg(dev, fmt, ...)                                              \
+	do {                                                                \
+		if (rnicpi_debug_wanted(G_LOG_DOMAIN))                       \
+			g_debug("%s: " fmt, (dev)->base.name,               \
+				##__VA_ARGS__);                             \
+	} while (0)
 #define siw_info(dev, fmt, ...) \
 	g_info("%s: " fmt, (dev)->base.name, ##__VA_ARGS__)
 #define siw_qp_dbg(qp, fmt, ...)                                            \
-	g_debug("QP[%u] %s: " fmt, (qp)->base.qp_num, (qp)->dev->base.name, \
-		##__VA_ARGS__)
+	do {                                                                \
+		if (rnicpi_debug_wanted(G_LOG_DOMAIN))                       \
+			g_debug("QP[%u] %s: " fmt, (qp)->base.qp_num,       \
+				(qp)->dev->base.name, ##__VA_ARGS__);       \
+	} while (0)
 #define siw_qp_info(qp, fmt, ...)                                          \
 	g_info("QP[%u] %s: " fmt, (qp)->base.qp_num, (qp)->dev->base.name, \
 	       ##__VA_ARGS__)
