@@ -12,6 +12,7 @@
 #include <check.h>
 #include <glib.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -41,12 +42,11 @@ static uint64_t va(struct hostile *h, uint32_t off)
 	return (uint64_t)(uintptr_t)(h->mem + GUARD + off);
 }
 
-static void hostile_open(struct hostile *h)
+static void hostile_open_mtu(struct hostile *h, enum rnicpi_mtu mtu)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons(ROCE_V2_UDP_PORT) };
-	struct rxe_t_conn_opts o = { .mtu = RNICPI_MTU_1024,
-				     .min_rnr_timer = 14 };
+	struct rxe_t_conn_opts o = { .mtu = mtu, .min_rnr_timer = 14 };
 	struct timeval tv = { .tv_sec = 10 };
 	union rnicpi_gid peer;
 	int val = IP_PMTUDISC_DO;
@@ -81,6 +81,11 @@ static void hostile_open(struct hostile *h)
 	setsockopt(h->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	inet_pton(AF_INET, "127.0.0.2", &sin.sin_addr);
 	ck_assert_int_eq(bind(h->fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+}
+
+static void hostile_open(struct hostile *h)
+{
+	hostile_open_mtu(h, RNICPI_MTU_1024);
 }
 
 static void hostile_close(struct hostile *h)
@@ -150,6 +155,57 @@ static void send_write(struct hostile *h, uint8_t opcode, uint32_t psn,
 	send_raw(h, opcode, h->s.qp->qp_num, psn, &reth,
 		 ib_opcode(opcode)->flags & IB_F_RETH ? sizeof(reth) : 0,
 		 data, len, 0);
+}
+
+/* Send @n packets of @opcode with PSNs @psn, @psn + 1, ..., each with
+ * @len bytes of @data (packet i gets data + i * len), as one UDP GSO
+ * datagram, which the device's socket receives whole (UDP GRO). The
+ * kernel numbers the segments' IPv4 IDs 0, 1, 2, ...: each ICRC is
+ * computed with its own; packet @bad gets a wrong one (-1: none). */
+static void send_gso_run(struct hostile *h, uint8_t opcode, uint32_t psn,
+			 unsigned int n, const uint8_t *data, size_t len,
+			 int bad)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+				   .sin_port = htons(ROCE_V2_UDP_PORT) };
+	struct rxe_icrc_addr a = { .family = AF_INET, .sport = 4791,
+				   .dport = 4791, .df = true };
+	size_t seg = IB_BTH_BYTES + len + IB_ICRC_BYTES;
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} cm;
+	uint8_t *pkts = g_malloc(n * seg);
+	struct iovec iov = { .iov_base = pkts, .iov_len = n * seg };
+	struct msghdr mh = { .msg_name = &dst, .msg_namelen = sizeof(dst),
+			     .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	uint16_t gso = (uint16_t)seg;
+	unsigned int i;
+
+	ck_assert_uint_eq(len % 4, 0);
+	inet_pton(AF_INET, "127.0.0.2", a.saddr);
+	inet_pton(AF_INET, "127.0.0.1", a.daddr);
+	for (i = 0; i < n; i++) {
+		uint8_t *p = pkts + i * seg;
+
+		bth_init((struct ib_bth *)p, opcode, false, false, 0, 0xffff,
+			 h->s.qp->qp_num, false, psn + i);
+		memcpy(p + IB_BTH_BYTES, data + i * len, len);
+		a.ip_id = (uint16_t)i;
+		rxe_icrc_put(p + IB_BTH_BYTES + len,
+			     rxe_icrc_packet(&a, p, IB_BTH_BYTES + len) ^
+				     ((int)i == bad ? 0x00010000u : 0));
+	}
+	c->cmsg_level = SOL_UDP;
+	c->cmsg_type = UDP_SEGMENT;
+	c->cmsg_len = CMSG_LEN(sizeof(gso));
+	memcpy(CMSG_DATA(c), &gso, sizeof(gso));
+	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+	ck_assert_int_eq(sendmsg(h->fd, &mh, 0), (ssize_t)(n * seg));
+	g_free(pkts);
 }
 
 struct resp {
@@ -381,6 +437,82 @@ START_TEST(test_direct_write_stream)
 	ck_assert(memcmp(h.mem + GUARD, a, 1024) == 0);
 	ck_assert(memcmp(h.mem + GUARD + 1024, a, 512) == 0);
 	ck_assert(memcmp(h.mem + GUARD + 1536, b, 1024) == 0);
+	hostile_close(&h);
+}
+END_TEST
+
+/* A WRITE (MTU 256) whose ten MIDDLE packets come as one UDP GRO
+ * datagram, the seventh with a bad ICRC. Read into place (direct), the
+ * six before it are taken, the bad one is dropped, and the three after it
+ * go the ordinary way, where the first of them draws a PSN sequence NAK;
+ * copied, the same. The requester's go-back-N resend fills the rest: the
+ * WRITE's range holds exactly its bytes, and nothing around it changed. */
+START_TEST(test_gro_run_bad_segment)
+{
+	enum { OFF = 512, N = 10, L = 256 };
+	struct hostile h;
+	uint8_t first[L], run[N * L], last[L], want[(N + 2) * L];
+	unsigned int i;
+	uint64_t gro;
+
+	hostile_open_mtu(&h, RNICPI_MTU_256);
+	for (i = 0; i < sizeof(want); i++)
+		want[i] = (uint8_t)(i * 7 + 3);
+	memcpy(first, want, L);
+	memcpy(run, want + L, N * L);
+	memcpy(last, want + (N + 1) * L, L);
+	send_write(&h, IB_OP_WRITE_FIRST, RQ_PSN, va(&h, OFF), h.mr->rkey,
+		   sizeof(want), first, L);
+	send_gso_run(&h, IB_OP_WRITE_MIDDLE, RQ_PSN + 1, N, run, L, 6);
+	expect_nak(&h, RQ_PSN + 7, AETH_TYPE_NAK | AETH_NAK_PSN_SEQ_ERR);
+	gro = rxe_dev_counter(h.t.dev, RXE_CNT_GRO_BATCHES);
+	ck_assert_uint_ge(gro, 1);
+	ck_assert_uint_eq(rxe_dev_counter(h.t.dev, RXE_CNT_ICRC_ERR), 1);
+	/* Go back to the first PSN not taken, one packet at a time. */
+	for (i = 6; i < N; i++)
+		send_raw(&h, IB_OP_WRITE_MIDDLE, h.s.qp->qp_num,
+			 RQ_PSN + 1 + i, NULL, 0, run + i * L, L, 0);
+	send_raw(&h, IB_OP_WRITE_LAST, h.s.qp->qp_num, RQ_PSN + N + 1, NULL,
+		 0, last, L, 0);
+	expect_nak(&h, RQ_PSN + N + 1, AETH_TYPE_ACK | AETH_CREDIT_INVALID);
+	ck_assert(memcmp(h.mem + GUARD + OFF, want, sizeof(want)) == 0);
+	assert_untouched(&h, 0, OFF);
+	assert_untouched(&h, OFF + sizeof(want), MEM);
+	ck_assert_uint_eq(rxe_dev_counter(h.t.dev, RXE_CNT_ICRC_ERR), 1);
+	/* direct=2: the FIRST, the six of the run, the five resent. */
+	ck_assert_uint_eq(rxe_dev_counter(h.t.dev, RXE_CNT_DIRECT_PKTS),
+			  rxe_t_direct ? 12 : 0);
+	ck_assert_int_eq(qp_state(&h), RNICPI_QPS_RTS);
+	hostile_close(&h);
+}
+END_TEST
+
+/* A run that claims more MIDDLE packets than the WRITE has room for (two
+ * MIDDLEs and a LAST announced, four MIDDLEs sent): the two that fit are
+ * taken, the third is an invalid request (it would end the WRITE without
+ * being its LAST), and not one byte lands past the WRITE's range. */
+START_TEST(test_gro_run_past_write)
+{
+	enum { OFF = 1024, L = 256 };
+	struct hostile h;
+	uint8_t first[L], run[4 * L];
+	unsigned int i;
+
+	hostile_open_mtu(&h, RNICPI_MTU_256);
+	memset(first, 0x41, sizeof(first));
+	for (i = 0; i < sizeof(run); i++)
+		run[i] = (uint8_t)(0x80 + i / L);
+	send_write(&h, IB_OP_WRITE_FIRST, RQ_PSN, va(&h, OFF), h.mr->rkey,
+		   4 * L, first, L);
+	send_gso_run(&h, IB_OP_WRITE_MIDDLE, RQ_PSN + 1, 4, run, L, -1);
+	expect_nak(&h, RQ_PSN + 3, AETH_TYPE_NAK | AETH_NAK_INVALID_REQ);
+	ck_assert(memcmp(h.mem + GUARD + OFF, first, L) == 0);
+	ck_assert(memcmp(h.mem + GUARD + OFF + L, run, 2 * L) == 0);
+	/* The LAST's 256 bytes never came. */
+	assert_untouched(&h, OFF + 3 * L, MEM);
+	assert_untouched(&h, 0, OFF);
+	ck_assert_uint_eq(rxe_dev_counter(h.t.dev, RXE_CNT_DIRECT_PKTS),
+			  rxe_t_direct ? 3 : 0);
 	hostile_close(&h);
 }
 END_TEST
@@ -717,7 +849,11 @@ Suite *suite_rxe_hostile(void)
 	Suite *s = suite_create("rxe-hostile");
 	TCase *tc = tcase_create("raw");
 
-	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
+	/* Payloads copied from the receive buffer (direct=0), which the
+	 * checks below were written for; the "direct" case peeks at every
+	 * datagram (direct=2); the default (direct=1) is one of the two
+	 * for each datagram. */
+	tcase_add_checked_fixture(tc, rxe_t_copy_setup, rxe_t_copy_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_write_ack_and_duplicate);
 	tcase_add_loop_test(tc, test_access_errors, 0, 6);
@@ -731,6 +867,8 @@ Suite *suite_rxe_hostile(void)
 	tcase_add_test(tc, test_requester_error_completion);
 	tcase_add_test(tc, test_hostile_responses);
 	tcase_add_test(tc, test_direct_write_stream);
+	tcase_add_test(tc, test_gro_run_bad_segment);
+	tcase_add_test(tc, test_gro_run_past_write);
 	suite_add_tcase(s, tc);
 
 	/* The same hostile peer against a device that reads payloads
@@ -743,6 +881,8 @@ Suite *suite_rxe_hostile(void)
 	tcase_add_test(tc, test_multi_packet_write_out_of_bounds);
 	tcase_add_test(tc, test_bad_icrc);
 	tcase_add_test(tc, test_direct_write_stream);
+	tcase_add_test(tc, test_gro_run_bad_segment);
+	tcase_add_test(tc, test_gro_run_past_write);
 	tcase_add_test(tc, test_bad_opcode_sequence);
 	tcase_add_test(tc, test_psn_out_of_window);
 	tcase_add_test(tc, test_read_and_atomic_replay);

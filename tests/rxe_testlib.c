@@ -144,11 +144,14 @@ void rxe_t_lo_netdev(struct rnicpi_netdev *nd, struct sockaddr_storage addrs[2])
 	nd->n_addrs = 2;
 }
 
-static const struct rnicpi_option direct_on[] = {
-	{ "direct", "1" }, { NULL, NULL },
+static const struct rnicpi_option direct_all[] = {
+	{ "direct", "2" }, { NULL, NULL },
+};
+static const struct rnicpi_option direct_off[] = {
+	{ "direct", "0" }, { NULL, NULL },
 };
 
-bool rxe_t_direct;
+bool rxe_t_direct, rxe_t_copy;
 
 void rxe_t_direct_setup(void)
 {
@@ -162,6 +165,18 @@ void rxe_t_direct_teardown(void)
 	rxe_t_netns_teardown();
 }
 
+void rxe_t_copy_setup(void)
+{
+	rxe_t_netns_setup();
+	rxe_t_copy = true;
+}
+
+void rxe_t_copy_teardown(void)
+{
+	rxe_t_copy = false;
+	rxe_t_netns_teardown();
+}
+
 int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options)
 {
 	struct sockaddr_storage addrs[2];
@@ -170,7 +185,9 @@ int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options)
 
 	memset(t, 0, sizeof(*t));
 	if (!options && rxe_t_direct)
-		options = direct_on;
+		options = direct_all;
+	else if (!options && rxe_t_copy)
+		options = direct_off;
 	rxe_t_lo_netdev(&nd, addrs);
 	err = rxe_provider.device_create(&nd, "rxe_lo", options,
 					 &rxe_t_core_ops, &t->dev);

@@ -68,11 +68,17 @@ void rxe_t_lo_netdev(struct rnicpi_netdev *nd,
 		     struct sockaddr_storage addrs[2]);
 /* Create a device on lo with @options (NULL-terminated list or NULL). */
 int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options);
-/* Fixture: rxe_t_netns_setup(), and devices opened without options get
- * "direct=1" (payloads read straight into place) until the teardown. */
-extern bool rxe_t_direct;
+/* Fixtures: rxe_t_netns_setup(), and devices opened without options get
+ * "direct=2" (every datagram peeked at, expected payloads read straight
+ * into place: rxe_t_direct), or "direct=0" (every payload copied from
+ * the receive buffer: rxe_t_copy), until the teardown. Without either,
+ * devices have the provider's default (direct=1: peeking while bulk data
+ * comes). */
+extern bool rxe_t_direct, rxe_t_copy;
 void rxe_t_direct_setup(void);
 void rxe_t_direct_teardown(void);
+void rxe_t_copy_setup(void);
+void rxe_t_copy_teardown(void);
 void rxe_t_dev_close(struct rxe_t_dev *t);
 
 /* Create an RC QP on @t with its own CQs. */

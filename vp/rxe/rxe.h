@@ -42,6 +42,11 @@
 #define RXE_MAX_MSG_SIZE (1u << 31)
 #define RXE_MAX_PKT (4096 + 128)     /* largest RoCE UDP payload we take */
 #define RXE_RX_BATCH 32              /* recvmmsg batch */
+/* direct=1: a packet with this much payload, or a GRO run of MIDDLE
+ * packets, is bulk data worth peeking at the datagrams after it for ... */
+#define RXE_PEEK_MIN_PAYLOAD 1024u
+/* ... until this many in a row were not placed. */
+#define RXE_PEEK_CREDIT 8
 #define RXE_TX_BATCH 32              /* packets per rxe_xmit */
 #define RXE_VENDOR_ID 0xffffff       /* no OUI: software device */
 
@@ -142,21 +147,25 @@ struct rxe_dev {
 	uint32_t fault_seed;
 	atomic_bool gso;		/* option "gso": UDP GSO for runs */
 	atomic_bool gro;		/* option "gro": UDP GRO on receive */
-	atomic_bool direct;		/* option "direct": payload read
-					 * straight into the target */
-	uint16_t rx_next_ip_id;		/* direct: the IPv4 ID to try first
+	uint32_t direct;		/* option "direct": payloads read
+					 * straight into their targets: 0 no,
+					 * 1 while bulk data comes, 2 every
+					 * datagram peeked at */
+	int rx_peek;			/* direct=1: datagrams still to peek
+					 * at since bulk data was last seen
 					 * (progress thread only) */
 
 	atomic_uint_fast64_t counters[RXE_NUM_COUNTERS];
 };
 
-/* Direct placement reads datagrams one by one, so neither UDP GRO (a
- * run of packets in one read) nor the fault hooks (which shuffle a
- * batch) go with it. */
-static inline bool rxe_direct_on(struct rxe_dev *dev)
+/* Direct placement reads datagrams one by one, so the fault hooks (which
+ * shuffle a batch) do not go with it: 0, or the option's mode. */
+static inline uint32_t rxe_direct_mode(struct rxe_dev *dev)
 {
-	return atomic_load(&dev->direct) && !dev->fault_drop_ppm &&
-	       !dev->fault_dup_ppm && !dev->fault_reorder_ppm;
+	if (dev->fault_drop_ppm || dev->fault_dup_ppm ||
+	    dev->fault_reorder_ppm)
+		return 0;
+	return dev->direct;
 }
 
 static inline struct rxe_dev *to_rxe_dev(struct rnicpi_device *d)
@@ -683,20 +692,25 @@ void rxe_rcv(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 	     const struct sockaddr_storage *src, int gid_index,
 	     uint16_t ip_id_hint);
 
-/* rxe_recv.c: receive one datagram from @fd, reading the payload of an
- * expected RC packet straight into its target (option "direct"); @bounce
- * (@bounce_len bytes) takes everything else. 1 when a datagram was
- * handled, 0 when none was waiting. */
-int rxe_rcv_direct(struct rxe_dev *dev, int fd, int gid_index,
-		   uint8_t *bounce, size_t bounce_len);
+/* rxe_recv.c, option "direct": peek at the next datagram on @fd and read
+ * it with the payloads going straight to their targets when it is a
+ * packet, or a UDP GRO run of packets, an RC QP expects; @bounce and
+ * @scratch (@buf_len bytes each) take what cannot be placed. 1 when a
+ * datagram was handled (*@placed: straight into place), 0 when none was
+ * waiting, -1 when it is a run that cannot be placed (nothing read). */
+int rxe_rcv_peeked(struct rxe_dev *dev, int fd, int gid_index,
+		   uint8_t *bounce, uint8_t *scratch, size_t buf_len,
+		   bool *placed);
 /* The UDP GRO segment size the kernel reported with a datagram, 0 if
  * none. */
 uint32_t rxe_gro_seg(struct msghdr *mh);
 /* rxe_net.c: hand a received datagram to rxe_rcv(), packet by packet
- * when the kernel coalesced a run of @seg-byte segments (UDP GRO). */
+ * when the kernel coalesced a run of @seg-byte segments (UDP GRO); the
+ * first of them was segment @first of the peer's GSO send (its IPv4 ID,
+ * the ICRC's first guess). */
 void rxe_rcv_datagram(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 		      uint32_t seg, const struct sockaddr_storage *src,
-		      int gid_index);
+		      int gid_index, uint16_t first);
 
 /* rxe_req.c: transmit what the SQ holds (under qp->lock). */
 void rxe_req_run(struct rxe_qp *qp);
@@ -714,6 +728,10 @@ void rxe_comp_arm_timer(struct rxe_qp *qp);
  * be placed before it is read (under qp->lock). */
 uint8_t *rxe_comp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
 			struct rxe_mr **mr);
+/* The same for @want READ RESPONSE MIDDLE packets in a row from @pkt on:
+ * where the first payload goes, the others after it; *@n how many fit. */
+uint8_t *rxe_comp_place_run(struct rxe_qp *qp, const struct rxe_pkt *pkt,
+			    uint32_t want, uint32_t *n, struct rxe_mr **mr);
 
 /* rxe_resp.c: a request for @qp (under qp->lock). */
 void rxe_resp_rcv(struct rxe_qp *qp, struct rxe_pkt *pkt);
@@ -722,6 +740,11 @@ void rxe_resp_send_ack(struct rxe_qp *qp);
 /* rxe_comp_place() for the requests: WRITE and SEND continuations. */
 uint8_t *rxe_resp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
 			struct rxe_mr **mr);
+/* The same for @want WRITE MIDDLE packets in a row from @pkt on (full
+ * path MTU each): where the first payload goes, the others after it; *@n
+ * how many fit before the WRITE's last byte. */
+uint8_t *rxe_resp_place_run(struct rxe_qp *qp, const struct rxe_pkt *pkt,
+			    uint32_t want, uint32_t *n, struct rxe_mr **mr);
 /* UD / GSI receive. */
 void rxe_resp_ud(struct rxe_qp *qp, struct rxe_pkt *pkt);
 

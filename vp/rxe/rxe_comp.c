@@ -309,6 +309,41 @@ uint8_t *rxe_comp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
 	return rxe_sgl_place(qp, w->sge, w->num_sge, offset, want, mr);
 }
 
+/* rxe_comp_place() for a run of READ RESPONSE MIDDLE packets from the
+ * expected PSN on (a UDP GRO datagram of a responder's GSO sends): the
+ * first one's place in the READ's sink, the next ones following it; *@n
+ * how many of the @want fit before the READ's LAST response, in one
+ * SGE. */
+uint8_t *rxe_comp_place_run(struct rxe_qp *qp, const struct rxe_pkt *pkt,
+			    uint32_t want, uint32_t *n, struct rxe_mr **mr)
+{
+	struct rxe_send_wqe *w;
+	uint32_t idx, k;
+	uint8_t *ptr;
+
+	*n = 0;
+	if (!(pkt->op->flags & IB_F_RESP) || !(pkt->op->flags & IB_F_MIDDLE) ||
+	    pkt->paylen != qp->mtu || !want || pkt->psn != qp->comp.psn ||
+	    (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_SQD &&
+	     qp->state != RNICPI_QPS_SQE))
+		return NULL;
+	w = wqe_for_psn(qp, pkt->psn);
+	if (!w || w->opcode != RNICPI_WR_RDMA_READ)
+		return NULL;
+	idx = (uint32_t)psn_diff(pkt->psn, w->first_psn);
+	if (idx == 0 || idx + 1 >= w->npkts)
+		return NULL;
+	k = w->npkts - 1 - idx;
+	if (k > want)
+		k = want;
+	ptr = rxe_sgl_place(qp, w->sge, w->num_sge, idx * qp->mtu,
+			    k * qp->mtu, mr);
+	if (!ptr)
+		return NULL;
+	*n = k;
+	return ptr;
+}
+
 static enum comp_state do_read(struct rxe_qp *qp, struct rxe_pkt *pkt,
 			       struct rxe_send_wqe **failed,
 			       enum rnicpi_wc_status *status)

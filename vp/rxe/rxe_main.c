@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,7 +332,7 @@ static int apply_options(struct rxe_dev *dev,
 		bool flag;	/* an atomic_bool, 0 or 1 */
 	} known[] = {
 		{ "ack_every", offsetof(struct rxe_dev, ack_every), 1, 4096 },
-		{ "direct", offsetof(struct rxe_dev, direct), 0, 1, true },
+		{ "direct", offsetof(struct rxe_dev, direct), 0, 2 },
 		{ "fault_drop_ppm", offsetof(struct rxe_dev, fault_drop_ppm),
 		  0, 1000000 },
 		{ "fault_dup_ppm", offsetof(struct rxe_dev, fault_dup_ppm),
@@ -378,12 +379,32 @@ static int apply_options(struct rxe_dev *dev,
 
 static const struct rnicpi_device_ops rxe_device_ops;
 
+/* The counters that moved, in one debug line (G_MESSAGES_DEBUG). */
+static void log_counters(struct rxe_dev *dev)
+{
+	g_autoptr(GString) s = NULL;
+	int c;
+
+	if (!rnicpi_debug_wanted(G_LOG_DOMAIN))
+		return;
+	s = g_string_new(NULL);
+	for (c = 0; c < RXE_NUM_COUNTERS; c++) {
+		uint64_t v = atomic_load(&dev->counters[c]);
+
+		if (v)
+			g_string_append_printf(s, " %s=%" PRIu64,
+					       rxe_counter_names[c], v);
+	}
+	rxe_dev_dbg(dev, "counters:%s", s->len ? s->str : " all 0");
+}
+
 static void rxe_device_destroy(struct rnicpi_device *ibdev)
 {
 	struct rxe_dev *dev = to_rxe_dev(ibdev);
 	int i;
 
 	rxe_net_stop(dev);
+	log_counters(dev);
 	for (i = 0; i < RXE_MAX_GID; i++)
 		if (dev->gids[i].valid)
 			rxe_gid_close(dev, i);
@@ -423,7 +444,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	dev->tx_burst = 32;
 	atomic_init(&dev->gso, true);
 	atomic_init(&dev->gro, true);
-	atomic_init(&dev->direct, false);
+	dev->direct = 1;
 	dev->epfd = -1;
 	dev->wake_fd = -1;
 	for (i = 0; i < RXE_MAX_GID; i++)

@@ -83,7 +83,7 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 	/* Runs of same-size packets may arrive coalesced (UDP GRO), one
 	 * receive for many; rx_one() cuts them apart. Kernels without it
 	 * just say no. */
-	if (atomic_load(&dev->gro) && !rxe_direct_on(dev))
+	if (atomic_load(&dev->gro))
 		(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&g->addr, len) < 0) {
 		err = -errno;
@@ -474,19 +474,21 @@ static uint32_t fault_rand(uint32_t *s)
 
 void rxe_rcv_datagram(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 		      uint32_t seg, const struct sockaddr_storage *src,
-		      int gid_index)
+		      int gid_index, uint16_t first)
 {
-	uint16_t k = 0;
+	uint16_t k = first;
 
 	if (!seg || seg >= len) {
 		rxe_count(dev, RXE_CNT_RCVD_PKTS);
-		rxe_rcv(dev, buf, len, src, gid_index, 0);
+		rxe_rcv(dev, buf, len, src, gid_index, first);
 		return;
 	}
 	/* Every segment but the last has the reported size. Segment k of
 	 * a run we sent with GSO carries IPv4 ID k: the receiver's first
-	 * guess. */
-	rxe_count(dev, RXE_CNT_GRO_BATCHES);
+	 * guess. A run that continues one placed directly was counted
+	 * there. */
+	if (!first)
+		rxe_count(dev, RXE_CNT_GRO_BATCHES);
 	while (len > 0) {
 		uint32_t n = len < seg ? len : seg;
 
@@ -500,78 +502,120 @@ void rxe_rcv_datagram(struct rxe_dev *dev, uint8_t *buf, uint32_t len,
 static void rx_one(struct rxe_dev *dev, struct rx_batch *b, int i,
 		   int gid_index)
 {
-	rxe_rcv_datagram(dev, b->buf + (size_t)i * RXE_RX_SLOT,
-			 b->msgs[i].msg_len, rxe_gro_seg(&b->msgs[i].msg_hdr), &b->src[i],
-			 gid_index);
+	uint32_t seg = rxe_gro_seg(&b->msgs[i].msg_hdr);
+	uint32_t len = b->msgs[i].msg_len;
+	const uint8_t *p = b->buf + (size_t)i * RXE_RX_SLOT;
+	const struct ib_opcode_info *op = len ? ib_opcode(p[0]) : NULL;
+
+	/* Bulk data of a WRITE or a READ (a run of MIDDLEs, or a packet
+	 * carrying at least RXE_PEEK_MIN_PAYLOAD bytes): peek at what
+	 * comes next, it may go straight into place (option direct=1).
+	 * A SEND's runs are not placed (rxe_resp_place_run()). */
+	if (op && (op->flags & (IB_F_WRITE | IB_F_RESP)) &&
+	    (seg && seg < len ? (op->flags & IB_F_MIDDLE) != 0
+			      : len >= op->hdr_len + RXE_PEEK_MIN_PAYLOAD))
+		dev->rx_peek = RXE_PEEK_CREDIT;
+	rxe_rcv_datagram(dev, b->buf + (size_t)i * RXE_RX_SLOT, len, seg,
+			 &b->src[i], gid_index, 0);
+}
+
+/* One recvmmsg() batch into the receive buffer, each payload copied to its
+ * target once its packet passed every check. How many datagrams came. */
+static int rx_batch(struct rxe_dev *dev, int fd, int gid_index,
+		    struct rx_batch *b, uint32_t *seed)
+{
+	int i, n;
+
+	for (i = 0; i < RXE_RX_BATCH; i++) {
+		b->iov[i].iov_base = b->buf + (size_t)i * RXE_RX_SLOT;
+		b->iov[i].iov_len = RXE_RX_SLOT;
+		memset(&b->msgs[i].msg_hdr, 0, sizeof(struct msghdr));
+		b->msgs[i].msg_hdr.msg_iov = &b->iov[i];
+		b->msgs[i].msg_hdr.msg_iovlen = 1;
+		b->msgs[i].msg_hdr.msg_name = &b->src[i];
+		b->msgs[i].msg_hdr.msg_namelen = sizeof(b->src[i]);
+		b->msgs[i].msg_hdr.msg_control = b->cm[i].buf;
+		b->msgs[i].msg_hdr.msg_controllen =
+			sizeof(b->cm[i].buf);
+	}
+	n = recvmmsg(fd, b->msgs, RXE_RX_BATCH, MSG_DONTWAIT, NULL);
+	if (n <= 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		int j = i;
+
+		if (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+			rxe_count(dev, RXE_CNT_HDR_ERR);
+			continue;
+		}
+		if (dev->fault_drop_ppm &&
+		    fault_rand(seed) % 1000000u < dev->fault_drop_ppm) {
+			rxe_count(dev, RXE_CNT_FAULT_DROPS);
+			continue;
+		}
+		/* Swap with the next one: handle i + 1 first. */
+		if (dev->fault_reorder_ppm && i + 1 < n &&
+		    !(b->msgs[i + 1].msg_hdr.msg_flags & MSG_TRUNC) &&
+		    fault_rand(seed) % 1000000u <
+			    dev->fault_reorder_ppm) {
+			rxe_count(dev, RXE_CNT_FAULT_REORDERS);
+			rx_one(dev, b, i + 1, gid_index);
+			rx_one(dev, b, i, gid_index);
+			i++;
+			continue;
+		}
+		rx_one(dev, b, j, gid_index);
+		if (dev->fault_dup_ppm &&
+		    fault_rand(seed) % 1000000u < dev->fault_dup_ppm) {
+			rxe_count(dev, RXE_CNT_FAULT_DUPS);
+			rx_one(dev, b, j, gid_index);
+		}
+	}
+	return n;
 }
 
 static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
 		     uint32_t *seed)
 {
-	int fd, round, i, n;
+	uint32_t mode = rxe_direct_mode(dev);
+	int fd, round;
 
 	pthread_mutex_lock(&dev->lock);
 	fd = dev->gids[gid_index].rx_fd;
 	pthread_mutex_unlock(&dev->lock);
 	if (fd < 0)
 		return;
-	/* Direct placement reads one datagram at a time; the test fault
-	 * hooks work on batches. */
-	if (rxe_direct_on(dev)) {
-		for (i = 0; i < 4 * RXE_RX_BATCH; i++)
-			if (!rxe_rcv_direct(dev, fd, gid_index, b->buf,
-					    RXE_RX_SLOT))
-				return;
-		return;
-	}
-	/* A few batches, then let timers and other sockets have a turn. */
-	for (round = 0; round < 4; round++) {
-		for (i = 0; i < RXE_RX_BATCH; i++) {
-			b->iov[i].iov_base = b->buf + (size_t)i * RXE_RX_SLOT;
-			b->iov[i].iov_len = RXE_RX_SLOT;
-			memset(&b->msgs[i].msg_hdr, 0, sizeof(struct msghdr));
-			b->msgs[i].msg_hdr.msg_iov = &b->iov[i];
-			b->msgs[i].msg_hdr.msg_iovlen = 1;
-			b->msgs[i].msg_hdr.msg_name = &b->src[i];
-			b->msgs[i].msg_hdr.msg_namelen = sizeof(b->src[i]);
-			b->msgs[i].msg_hdr.msg_control = b->cm[i].buf;
-			b->msgs[i].msg_hdr.msg_controllen =
-				sizeof(b->cm[i].buf);
-		}
-		n = recvmmsg(fd, b->msgs, RXE_RX_BATCH, MSG_DONTWAIT, NULL);
-		if (n <= 0)
-			return;
-		for (i = 0; i < n; i++) {
-			int j = i;
+	/*
+	 * Some reads, then let timers and other sockets have a turn.
+	 * Without direct placement, or while no bulk data comes, datagrams
+	 * are read in recvmmsg() batches and their payloads copied. Once
+	 * bulk data comes (direct=1), or always (direct=2), each datagram
+	 * is peeked at first, so that an expected packet, or a UDP GRO run
+	 * of them, is read straight into place: one more system call per
+	 * datagram, one copy less per byte. Peeking stops after
+	 * RXE_PEEK_CREDIT datagrams in a row that were not placed (ACKs,
+	 * small messages), or at a run that cannot be.
+	 */
+	for (round = 0; round < 4 * RXE_RX_BATCH; round++) {
+		if (mode == 2 || (mode == 1 && dev->rx_peek > 0)) {
+			bool placed = false;
+			int r = rxe_rcv_peeked(dev, fd, gid_index, b->buf,
+					       b->buf + RXE_RX_SLOT,
+					       RXE_RX_SLOT, &placed);
 
-			if (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
-				rxe_count(dev, RXE_CNT_HDR_ERR);
+			if (r == 0)
+				return;
+			if (r > 0) {
+				if (placed)
+					dev->rx_peek = RXE_PEEK_CREDIT;
+				else
+					dev->rx_peek--;
 				continue;
 			}
-			if (dev->fault_drop_ppm &&
-			    fault_rand(seed) % 1000000u < dev->fault_drop_ppm) {
-				rxe_count(dev, RXE_CNT_FAULT_DROPS);
-				continue;
-			}
-			/* Swap with the next one: handle i + 1 first. */
-			if (dev->fault_reorder_ppm && i + 1 < n &&
-			    !(b->msgs[i + 1].msg_hdr.msg_flags & MSG_TRUNC) &&
-			    fault_rand(seed) % 1000000u <
-				    dev->fault_reorder_ppm) {
-				rxe_count(dev, RXE_CNT_FAULT_REORDERS);
-				rx_one(dev, b, i + 1, gid_index);
-				rx_one(dev, b, i, gid_index);
-				i++;
-				continue;
-			}
-			rx_one(dev, b, j, gid_index);
-			if (dev->fault_dup_ppm &&
-			    fault_rand(seed) % 1000000u < dev->fault_dup_ppm) {
-				rxe_count(dev, RXE_CNT_FAULT_DUPS);
-				rx_one(dev, b, j, gid_index);
-			}
+			dev->rx_peek = 0;
 		}
-		if (n < RXE_RX_BATCH)
+		if (rx_batch(dev, fd, gid_index, b, seed) < RXE_RX_BATCH &&
+		    !(mode && dev->rx_peek > 0))
 			return;
 	}
 }

@@ -317,19 +317,25 @@ uint32_t rxe_gro_seg(struct msghdr *mh)
 	return 0;
 }
 
-/* The kernel's UDP socket gives a datagram whole, so the headers are
- * peeked first: when they name the next packet a QP expects and every
- * check but the ICRC passes (the same checks the packet meets again
- * below), the datagram is read with its payload going straight to the
- * target. The ICRC covers that payload and is checked after it landed,
- * as an RNIC placing cut-through does: a packet that fails it has
- * written only where its R_Key (or receive WQE) allowed, its PSN is not
- * taken, and the requester's retransmission writes the bytes again. */
-int rxe_rcv_direct(struct rxe_dev *dev, int fd, int gid_index,
-		   uint8_t *bounce, size_t bounce_len)
+/* The most segments one UDP GRO datagram holds (the kernel's
+ * UDP_MAX_SEGMENTS). */
+#define RXE_RUN_MAX 64
+
+/* A single packet peeked at (@hdr, @len bytes in all): when it is the one
+ * an RC QP expects and every check but the ICRC passes (the same checks
+ * the packet meets again below), read it with its payload going straight
+ * to the target; otherwise into @bounce, and through rxe_rcv(). The ICRC
+ * covers that payload and is checked after it landed, as an RNIC placing
+ * cut-through does: a packet that fails it has written only where its
+ * R_Key (or receive WQE) allowed, its PSN is not taken, and the
+ * requester's retransmission writes the bytes again. True when placed. */
+static bool rcv_single(struct rxe_dev *dev, int fd, int gid_index,
+		       uint8_t *hdr, uint32_t len,
+		       const struct sockaddr_storage *peeked_src,
+		       uint8_t *bounce, size_t buf_len)
 {
-	uint8_t hdr[RXE_PEEK_BYTES], tail[IB_ICRC_BYTES + 3];
-	struct sockaddr_storage src;
+	uint8_t tail[IB_ICRC_BYTES + 3];
+	struct sockaddr_storage src = *peeked_src;
 	struct rxe_icrc_addr a;
 	struct rxe_mr *mr = NULL;
 	struct rxe_qp *qp = NULL;
@@ -338,18 +344,13 @@ int rxe_rcv_direct(struct rxe_dev *dev, int fd, int gid_index,
 	union rxe_cmsg cm;
 	struct rxe_pkt pkt;
 	struct msghdr mh;
-	uint32_t len, crc;
 	unsigned int pad;
 	uint16_t ip_id;
+	uint32_t crc;
 	ssize_t n;
 
-	iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
-	msg_init(&mh, &src, iov, 1, &cm);
-	n = recvmsg(fd, &mh, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-	if (n < 0)
-		return 0;
-	len = (uint32_t)n;
-	if (len <= sizeof(hdr) || len > bounce_len || rxe_gro_seg(&mh) ||
+	iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = RXE_PEEK_BYTES };
+	if (len <= RXE_PEEK_BYTES || len > buf_len ||
 	    !rcv_addr(dev, &src, gid_index, &a) ||
 	    !rcv_parse(dev, &pkt, hdr, len, true))
 		goto bounce;
@@ -384,10 +385,10 @@ int rxe_rcv_direct(struct rxe_dev *dev, int fd, int gid_index,
 		rxe_count(dev, RXE_CNT_HDR_ERR);
 		goto out;
 	}
-	/* Runs our peers send with GSO number their IPv4 IDs 0, 1, 2, ...
-	 * and arrive here one by one: guess the one after the last. */
+	/* A single packet leaves our unconnected socket with IPv4 ID 0;
+	 * other peers' IDs are solved for. */
 	if (a.family == AF_INET)
-		a.ip_id = dev->rx_next_ip_id;
+		a.ip_id = 0;
 	crc = rxe_icrc_begin(&a, len, pkt_bth(&pkt));
 	crc = rxe_crc32(crc, hdr + IB_BTH_BYTES,
 			pkt.op->hdr_len - IB_BTH_BYTES);
@@ -400,7 +401,6 @@ int rxe_rcv_direct(struct rxe_dev *dev, int fd, int gid_index,
 		rxe_count(dev, RXE_CNT_ICRC_ERR);
 		goto out;
 	}
-	dev->rx_next_ip_id = (uint16_t)(ip_id + 1);
 	rxe_count(dev, RXE_CNT_DIRECT_PKTS);
 	pkt.payload = dst;
 	rcv_dispatch(qp, &pkt, &a);
@@ -408,19 +408,209 @@ out:
 	rxe_qp_unlock(qp);
 	rxe_mr_put(mr);
 	rxe_qp_put(qp);
-	return 1;
+	return true;
 
 bounce:
-	iov[0] = (struct iovec){ .iov_base = bounce, .iov_len = bounce_len };
+	iov[0] = (struct iovec){ .iov_base = bounce, .iov_len = buf_len };
 	msg_init(&mh, &src, iov, 1, &cm);
 	n = recvmsg(fd, &mh, MSG_DONTWAIT);
 	if (n < 0)
-		return 0;
-	if (mh.msg_flags & MSG_TRUNC) {
+		return false;
+	if (mh.msg_flags & MSG_TRUNC)
 		rxe_count(dev, RXE_CNT_HDR_ERR);
+	else
+		rxe_rcv_datagram(dev, bounce, (uint32_t)n, rxe_gro_seg(&mh),
+				 &src, gid_index, 0);
+	return false;
+}
+
+/* Where the payload of a run of @want packets shaped like @pkt goes, if
+ * it can go there before it is read (under qp->lock). */
+static uint8_t *run_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
+			  uint32_t want, uint32_t *n, struct rxe_mr **mr)
+{
+	if (qp->type != RNICPI_QPT_RC || !rcv_qp_ok(qp, pkt) ||
+	    pkt->op->hdr_len != IB_BTH_BYTES || bth_pad(pkt_bth(pkt)))
+		return NULL;
+	return (pkt->op->flags & IB_F_RESP)
+		       ? rxe_comp_place_run(qp, pkt, want, n, mr)
+		       : rxe_resp_place_run(qp, pkt, want, n, mr);
+}
+
+/* Segment @i of a run read in pieces (its BTH, its payload in place, its
+ * ICRC): is it the packet the run promised, whole and unchanged? If not,
+ * it goes through rxe_rcv(), which says why. */
+static bool run_segment_ok(struct rxe_dev *dev, const struct rxe_pkt *first,
+			   struct rxe_pkt *pkt, const uint8_t *bth,
+			   const uint8_t *payload, const uint8_t *icrc,
+			   uint32_t i, uint32_t seg, struct rxe_icrc_addr *a)
+{
+	uint16_t ip_id;
+	uint32_t crc;
+
+	if (!rcv_parse(dev, pkt, (uint8_t *)bth, seg, true) ||
+	    pkt->op != first->op || pkt->qpn != first->qpn ||
+	    pkt->psn != psn_add(first->psn, i) || bth_pad(pkt_bth(pkt)) ||
+	    pkt->paylen != first->paylen)
+		return false;
+	/* Segment k of a run a peer sent with GSO carries IPv4 ID k. */
+	if (a->family == AF_INET)
+		a->ip_id = (uint16_t)i;
+	crc = rxe_icrc_begin(a, seg, pkt_bth(pkt));
+	crc = rxe_crc32(crc, payload, pkt->paylen);
+	/* A mismatch is counted and logged where the segment goes next. */
+	if (!icrc_match(dev, a, crc, rxe_icrc_get(icrc), seg, &ip_id))
+		return false;
+	pkt->payload = (uint8_t *)payload;
+	pkt->src = first->src;
+	pkt->gid_index = first->gid_index;
+	return true;
+}
+
+/*
+ * A UDP GRO datagram (@hdr peeked, @len bytes, @seg per segment): when
+ * its first packet is the one an RC QP expects next, a MIDDLE of a WRITE
+ * or of a READ's responses (not of a SEND: rxe_resp_place_run()), and
+ * the checks rxe_resp_rcv() and
+ * rxe_comp_rcv() make pass for the whole range the run would fill, read
+ * it with each segment's BTH and ICRC going to small buffers and each
+ * payload straight into its place, the next one after the other: one
+ * system call and no copy for up to 64 packets.
+ *
+ * As for a single packet, the ICRC is checked after the bytes landed. A
+ * segment that is not what the run promised (another opcode or PSN, a
+ * bad ICRC) has written only inside the range the WRITE's R_Key (or the
+ * READ's sink) allowed for this message, and no later packet of it was
+ * taken; it
+ * and the segments after it are put back together in @scratch and go
+ * through rxe_rcv() like any packet (a PSN sequence NAK, most likely),
+ * and the requester's retransmission writes those bytes again. Segments
+ * past the run (a shorter last one, or more than the message has room
+ * for) are read into @bounce and go through rxe_rcv() too.
+ *
+ * True when read, false when it cannot be placed (nothing was read).
+ */
+static bool rcv_run(struct rxe_dev *dev, int fd, int gid_index, uint8_t *hdr,
+		    uint32_t len, uint32_t seg,
+		    const struct sockaddr_storage *peeked_src, uint8_t *bounce,
+		    uint8_t *scratch, size_t buf_len)
+{
+	uint8_t bths[RXE_RUN_MAX][IB_BTH_BYTES];
+	uint8_t icrcs[RXE_RUN_MAX][IB_ICRC_BYTES];
+	struct iovec iov[3 * RXE_RUN_MAX + 1];
+	uint32_t nfull, k = 0, i, ok, tail, bad_len = 0;
+	struct sockaddr_storage src = *peeked_src;
+	struct rxe_icrc_addr a;
+	struct rxe_mr *mr = NULL;
+	struct rxe_pkt first;
+	struct rxe_qp *qp;
+	struct msghdr mh;
+	uint8_t *dst;
+	ssize_t n;
+
+	if (len > buf_len || seg <= RXE_PEEK_BYTES ||
+	    !rcv_addr(dev, &src, gid_index, &a) ||
+	    !rcv_parse(dev, &first, hdr, seg, true))
+		return false;
+	first.src = src;
+	first.gid_index = gid_index;
+	nfull = len / seg;
+	if (nfull > RXE_RUN_MAX)
+		nfull = RXE_RUN_MAX;
+	qp = rxe_qp_lookup(dev, first.qpn);
+	if (!qp)
+		return false;
+	rxe_qp_lock(qp);
+	dst = run_place(qp, &first, nfull, &k, &mr);
+	if (!dst) {
+		rxe_qp_unlock(qp);
+		rxe_qp_put(qp);
+		return false;
+	}
+
+	for (i = 0; i < k; i++) {
+		iov[3 * i] = (struct iovec){ .iov_base = bths[i],
+					     .iov_len = IB_BTH_BYTES };
+		iov[3 * i + 1] = (struct iovec){
+			.iov_base = dst + (size_t)i * first.paylen,
+			.iov_len = first.paylen };
+		iov[3 * i + 2] = (struct iovec){ .iov_base = icrcs[i],
+						 .iov_len = IB_ICRC_BYTES };
+	}
+	tail = len - k * seg;
+	iov[3 * k] = (struct iovec){ .iov_base = bounce, .iov_len = tail };
+	msg_init(&mh, &src, iov, 3 * k + (tail ? 1 : 0), NULL);
+	n = recvmsg(fd, &mh, MSG_DONTWAIT);
+	if (n != (ssize_t)len || (mh.msg_flags & MSG_TRUNC)) {
+		/* Only this thread reads the socket: cannot happen. */
+		rxe_dev_warn(dev, "run receive: %zd bytes, peeked %u", n, len);
+		rxe_count(dev, RXE_CNT_HDR_ERR);
+		rxe_qp_unlock(qp);
+		rxe_mr_put(mr);
+		rxe_qp_put(qp);
+		return true;
+	}
+	rxe_count(dev, RXE_CNT_GRO_BATCHES);
+	for (ok = 0; ok < k; ok++) {
+		struct rxe_pkt pkt;
+
+		if (!run_segment_ok(dev, &first, &pkt, bths[ok],
+				    dst + (size_t)ok * first.paylen,
+				    icrcs[ok], ok, seg, &a))
+			break;
+		rxe_count(dev, RXE_CNT_RCVD_PKTS);
+		rxe_count(dev, RXE_CNT_DIRECT_PKTS);
+		rcv_dispatch(qp, &pkt, &a);
+	}
+	/* What the run did not deliver, put back together while the
+	 * region is still held, for the ordinary path. */
+	for (i = ok; i < k; i++) {
+		uint8_t *p = scratch + (size_t)(i - ok) * seg;
+
+		memcpy(p, bths[i], IB_BTH_BYTES);
+		memcpy(p + IB_BTH_BYTES, dst + (size_t)i * first.paylen,
+		       first.paylen);
+		memcpy(p + IB_BTH_BYTES + first.paylen, icrcs[i],
+		       IB_ICRC_BYTES);
+		bad_len += seg;
+	}
+	rxe_qp_unlock(qp);
+	rxe_mr_put(mr);
+	rxe_qp_put(qp);
+	if (bad_len)
+		rxe_rcv_datagram(dev, scratch, bad_len, seg, &src, gid_index,
+				 (uint16_t)ok);
+	if (tail)
+		rxe_rcv_datagram(dev, bounce, tail, seg, &src, gid_index,
+				 (uint16_t)k);
+	return true;
+}
+
+int rxe_rcv_peeked(struct rxe_dev *dev, int fd, int gid_index,
+		   uint8_t *bounce, uint8_t *scratch, size_t buf_len,
+		   bool *placed)
+{
+	uint8_t hdr[RXE_PEEK_BYTES];
+	struct sockaddr_storage src;
+	union rxe_cmsg cm;
+	struct iovec iov;
+	struct msghdr mh;
+	uint32_t len, seg;
+	ssize_t n;
+
+	iov = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
+	msg_init(&mh, &src, &iov, 1, &cm);
+	n = recvmsg(fd, &mh, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	if (n < 0)
+		return 0;
+	len = (uint32_t)n;
+	seg = rxe_gro_seg(&mh);
+	if (!seg || seg >= len) {
+		*placed = rcv_single(dev, fd, gid_index, hdr, len, &src,
+				     bounce, buf_len);
 		return 1;
 	}
-	rxe_rcv_datagram(dev, bounce, (uint32_t)n, rxe_gro_seg(&mh), &src,
-			 gid_index);
-	return 1;
+	*placed = rcv_run(dev, fd, gid_index, hdr, len, seg, &src, bounce,
+			  scratch, buf_len);
+	return *placed ? 1 : -1;
 }

@@ -384,6 +384,45 @@ uint8_t *rxe_resp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
 	return ptr;
 }
 
+/* rxe_resp_place() for a run of packets shaped like @pkt, the expected
+ * one: a WRITE MIDDLE with a full path MTU, followed by MIDDLEs with the
+ * next PSNs (what a UDP GRO datagram of a peer's GSO send holds). Their
+ * payloads follow each other in the target, so the first one's place is
+ * all that is returned; *@n says how many of the @want packets fit in
+ * the WRITE before its last byte, which belongs to the LAST packet that
+ * must follow: a run that is not what it claims writes nowhere but in
+ * this WRITE's range. The checks are those of rxe_resp_place(), over the
+ * whole range. SENDs are not placed by the run: where a SEND ends is not
+ * known before its LAST packet, and a run could carry the next message's
+ * bytes past it into the receive buffer. */
+uint8_t *rxe_resp_place_run(struct rxe_qp *qp, const struct rxe_pkt *pkt,
+			    uint32_t want, uint32_t *n, struct rxe_mr **mr)
+{
+	uint32_t f = pkt->op->flags, k;
+	struct rxe_pkt hdr = *pkt;
+	uint8_t *ptr;
+
+	*n = 0;
+	if (!(f & IB_F_MIDDLE) || !(f & IB_F_WRITE) ||
+	    pkt->paylen != qp->mtu || !want ||
+	    psn_diff(pkt->psn, qp->resp.psn) != 0 || qp->resp.read.active)
+		return NULL;
+	if (check_op_seq(qp, &hdr) != RESPST_CHECK_OP_VALID ||
+	    check_op_valid(qp, &hdr) != RESPST_CHECK_RESOURCE ||
+	    check_length(qp, &hdr) != RESPST_CHECK_RKEY)
+		return NULL;
+	/* MIDDLE packets leave at least one byte to the LAST. */
+	k = (qp->resp.write_resid - 1) / qp->mtu;
+	if (k > want)
+		k = want;
+	if (!k || rxe_mem_resolve(qp, qp->resp.write_rkey, true,
+				  qp->resp.write_va, (uint64_t)k * qp->mtu,
+				  RNICPI_ACCESS_REMOTE_WRITE, mr, &ptr))
+		return NULL;
+	*n = k;
+	return ptr;
+}
+
 /* ------------------------------------------------------------------ */
 /* Execution                                                          */
 /* ------------------------------------------------------------------ */
