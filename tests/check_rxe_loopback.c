@@ -40,6 +40,12 @@ START_TEST(test_device_queries)
 	static const struct rnicpi_option unknown[] = {
 		{ "no_such_thing", "1" }, { NULL, NULL },
 	};
+	static const struct rnicpi_option bad_direct[] = {
+		{ "direct", "3" }, { NULL, NULL },
+	};
+	static const struct rnicpi_option bad_poll[] = {
+		{ "busy_poll_us", "1000001" }, { NULL, NULL },
+	};
 	struct sockaddr_storage addrs[2];
 	struct rnicpi_netdev nd;
 	struct rnicpi_device *d;
@@ -49,6 +55,12 @@ START_TEST(test_device_queries)
 						   &rxe_t_core_ops, &d),
 			EINVAL);
 	ck_assert_errno(rxe_provider.device_create(&nd, "rxe_lo", unknown,
+						   &rxe_t_core_ops, &d),
+			EINVAL);
+	ck_assert_errno(rxe_provider.device_create(&nd, "rxe_lo", bad_direct,
+						   &rxe_t_core_ops, &d),
+			EINVAL);
+	ck_assert_errno(rxe_provider.device_create(&nd, "rxe_lo", bad_poll,
 						   &rxe_t_core_ops, &d),
 			EINVAL);
 	ck_assert_ok(rxe_provider.netdev_supported(&nd));
@@ -362,6 +374,46 @@ START_TEST(test_rc_write_read_sizes)
 	rxe_t_buf_free(&p.t, &dst);
 	rxe_t_buf_free(&p.t, &back);
 	rxe_t_buf_free(&p.t, &rbuf);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+/* A progress thread that keeps polling after it received (busy_poll_us)
+ * moves the same bytes: a 1 MiB WRITE and a READ back, byte-exact. */
+START_TEST(test_busy_poll)
+{
+	static const struct rnicpi_option poll50[] = {
+		{ "busy_poll_us", "50" }, { NULL, NULL },
+	};
+	struct rxe_t_buf src, dst, back;
+	struct rnicpi_send_wr wr;
+	struct rxe_t_pair p;
+
+	rxe_t_pair_open_opts(&p, NULL, poll50);
+	rxe_t_buf_alloc(&p.t, &src, 1u << 20, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 77);
+	rxe_t_buf_alloc(&p.t, &dst, 1u << 20, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &back, 1u << 20, 0, RXE_T_ALL_ACCESS);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = RNICPI_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
+	wr.wr.rdma.rkey = dst.mr->rkey;
+	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	wr.wr_id = 2;
+	wr.opcode = RNICPI_WR_RDMA_READ;
+	rxe_t_post(&p.t, &p.a, &wr, &back);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD,
+			 1u << 20) == 0);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, back.mem + RXE_T_GUARD,
+			 1u << 20) == 0);
+	rxe_t_assert_guards(&dst);
+	rxe_t_assert_guards(&back);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_buf_free(&p.t, &back);
 	rxe_t_pair_close(&p);
 }
 END_TEST
@@ -742,6 +794,7 @@ Suite *suite_rxe_loopback(void)
 			    G_N_ELEMENTS(sizes));
 	tcase_add_loop_test(tc, test_rc_path_mtus, 0, 5);
 	tcase_add_loop_test(tc, test_ipv4_id_assumption, 0, 3);
+	tcase_add_test(tc, test_busy_poll);
 	tcase_add_test(tc, test_rc_ipv6);
 	tcase_add_test(tc, test_rc_rnr);
 	tcase_add_test(tc, test_rc_many_in_flight);

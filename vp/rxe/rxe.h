@@ -147,6 +147,8 @@ struct rxe_dev {
 	uint32_t fault_seed;
 	atomic_bool gso;		/* option "gso": UDP GSO for runs */
 	atomic_bool gro;		/* option "gro": UDP GRO on receive */
+	uint32_t busy_poll_us;		/* option: progress thread polls this
+					 * long after receiving */
 	uint32_t direct;		/* option "direct": payloads read
 					 * straight into their targets: 0 no,
 					 * 1 while bulk data comes, 2 every

@@ -332,6 +332,8 @@ static int apply_options(struct rxe_dev *dev,
 		bool flag;	/* an atomic_bool, 0 or 1 */
 	} known[] = {
 		{ "ack_every", offsetof(struct rxe_dev, ack_every), 1, 4096 },
+		{ "busy_poll_us", offsetof(struct rxe_dev, busy_poll_us), 0,
+		  1000000 },
 		{ "direct", offsetof(struct rxe_dev, direct), 0, 2 },
 		{ "fault_drop_ppm", offsetof(struct rxe_dev, fault_drop_ppm),
 		  0, 1000000 },
@@ -445,6 +447,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	atomic_init(&dev->gso, true);
 	atomic_init(&dev->gro, true);
 	dev->direct = 1;
+	dev->busy_poll_us = 0;
 	dev->epfd = -1;
 	dev->wake_fd = -1;
 	for (i = 0; i < RXE_MAX_GID; i++)
