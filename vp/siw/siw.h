@@ -508,6 +508,8 @@ struct siw_qp {
 	atomic_uint_fast64_t polled_ms;	/* siw_cq_progress() last read here */
 	/* FPDUs built and sendmsg() calls that wrote some of them */
 	uint64_t tx_fpdus, tx_calls;
+	/* recvmsg() calls that brought bytes, the bytes, FPDUs done */
+	uint64_t rx_reads, rx_bytes, rx_fpdus;
 	/* MSG_ZEROCOPY: send calls made and reported done (kernel ids) */
 	bool zc_enabled;
 	uint32_t zc_next, zc_done;
@@ -710,7 +712,9 @@ void siw_qp_llp_closed(struct siw_qp *qp, int status);
 void siw_qp_socket_close(struct siw_qp *qp, bool abort);
 /* Our side is done sending: FIN and wait (bounded) for the peer's. */
 void siw_qp_llp_shutdown(struct siw_qp *qp);
-void siw_qp_handle(struct siw_qp *qp, uint32_t events);
+/* Socket events of @qp, in the progress thread; true when what it read
+ * makes more soon likely worth polling for (option busy_poll_us). */
+bool siw_qp_handle(struct siw_qp *qp, uint32_t events);
 void siw_qp_timeout(struct siw_qp *qp);
 void siw_qp_unlock(struct siw_qp *qp);
 

@@ -502,10 +502,14 @@ static void *progress_main(void *arg)
 				break;
 			}
 			case SIW_ITEM_QP:
-				siw_qp_handle(container_of(item, struct siw_qp,
-							   item),
-					      evs[i].events);
-				if (spin_ns)
+				/* Spin after data only: room to send
+				 * (EPOLLOUT) comes back to a sender that is
+				 * busy on the other core already. */
+				if (siw_qp_handle(container_of(item,
+							       struct siw_qp,
+							       item),
+						  evs[i].events) &&
+				    spin_ns)
 					spin_until = now_ns() + spin_ns;
 				break;
 			case SIW_ITEM_CONN:

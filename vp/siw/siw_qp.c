@@ -535,13 +535,36 @@ static void rx_park_check(struct siw_qp *qp)
 	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
 }
 
-void siw_qp_handle(struct siw_qp *qp, uint32_t events)
+/*
+ * Is polling on worth it after a pass that read @reads times, @bytes
+ * bytes, @fpdus FPDUs and made @sends sendmsg() calls (option
+ * busy_poll_us)? Yes for bulk data (FPDUs of 16 KiB and more: the sender
+ * goes on) and for a pass that answered what it read (a Read Response, a
+ * Terminate: a requester waits for it and will ask again soon). Not for
+ * a pass that only took small FPDUs: that sender streams small messages
+ * as fast as its core lets it, and a receiver that reads each of them as
+ * it comes makes the kernel acknowledge more often, which costs that core
+ * (8-byte Writes: 0.033 -> 0.026 Gbit/s when polled for).
+ */
+static bool worth_polling(uint64_t reads, uint64_t bytes, uint64_t fpdus,
+			  uint64_t sends)
 {
+	return reads && (sends || bytes >= 16384 * fpdus);
+}
+
+bool siw_qp_handle(struct siw_qp *qp, uint32_t events)
+{
+	uint64_t reads, bytes, fpdus, sends;
+
 	pthread_mutex_lock(&qp->lock);
 	if (qp->destroyed || qp->fd < 0) {
 		pthread_mutex_unlock(&qp->lock);
-		return;
+		return false;
 	}
+	reads = qp->rx_reads;
+	bytes = qp->rx_bytes;
+	fpdus = qp->rx_fpdus;
+	sends = qp->tx_calls;
 	if (qp->llp == SIW_LLP_AWAIT_REPLY) {
 		siw_qp_mpa_reply_rx(qp);
 	} else {
@@ -555,7 +578,12 @@ void siw_qp_handle(struct siw_qp *qp, uint32_t events)
 				    siw_qp_tx_pending(qp)))
 			siw_qp_tx(qp);
 	}
+	reads = qp->rx_reads - reads;
+	bytes = qp->rx_bytes - bytes;
+	fpdus = qp->rx_fpdus - fpdus;
+	sends = qp->tx_calls - sends;
 	siw_qp_unlock(qp);
+	return worth_polling(reads, bytes, fpdus, sends);
 }
 
 /*

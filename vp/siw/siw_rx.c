@@ -57,6 +57,10 @@ static ssize_t rx_recv(struct siw_qp *qp, struct iovec *iov, int n)
 	do
 		rc = recvmsg(qp->fd, &msg, MSG_DONTWAIT);
 	while (rc < 0 && errno == EINTR);
+	if (rc > 0) {
+		qp->rx_reads++;
+		qp->rx_bytes += (uint64_t)rc;
+	}
 	return rc < 0 ? -errno : rc;
 }
 
@@ -879,6 +883,8 @@ static int fpdu_done(struct siw_qp *qp)
 	struct siw_rx *rx = &qp->rx;
 	const struct iwarp_ctrl *c = (const void *)rx->hdr;
 	bool last = ddp_last(c);
+
+	qp->rx_fpdus++;
 
 	if (qp->llp == SIW_LLP_AWAIT_RTR) {
 		struct rnicpi_conn_event ev = {
