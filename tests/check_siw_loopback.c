@@ -10,6 +10,8 @@
 
 #include <check.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -284,13 +286,47 @@ START_TEST(test_opcodes_zerocopy)
 }
 END_TEST
 
+/* The largest ULPDU @qp sends, and the MSS of its stream. */
+static void fpdu_and_mss(struct h_side *s, uint32_t *ulpdu, int *mss)
+{
+	struct siw_qp *qp = to_siw_qp(s->qp);
+	socklen_t len = sizeof(*mss);
+
+	pthread_mutex_lock(&qp->lock);
+	*ulpdu = qp->mss_payload;
+	ck_assert_int_eq(getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, mss,
+				    &len), 0);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+/* large_fpdu (the default): two hostrdma ends agree on FPDUs up to the
+ * 65535-byte ULPDU, larger than the stream's MSS; with it off at either
+ * end, an FPDU fits the MSS. */
 START_TEST(test_opcodes_large_fpdu)
 {
-	const struct rnicpi_option o[] = { { "large_fpdu", "on" },
-					   { "max_fpdu", "9000" },
-					   { NULL } };
+	const struct rnicpi_option off[] = { { "large_fpdu", "off" },
+					     { NULL } };
+	struct pair p;
+	uint32_t ulpdu;
+	int mss;
 
-	all_opcodes(o, o);
+	pair_up_opts(&p, NULL, NULL, 0);
+	pair_connect(&p);
+	fpdu_and_mss(&p.a, &ulpdu, &mss);
+	ck_assert_uint_gt(ulpdu, (uint32_t)mss);
+	ck_assert_uint_ge(ulpdu, 65000);
+	fpdu_and_mss(&p.b, &ulpdu, &mss);
+	ck_assert_uint_gt(ulpdu, (uint32_t)mss);
+	pair_down(&p);
+
+	pair_up_opts(&p, NULL, off, 0);
+	pair_connect(&p);
+	fpdu_and_mss(&p.a, &ulpdu, &mss);
+	ck_assert_uint_lt(ulpdu, (uint32_t)mss);
+	fpdu_and_mss(&p.b, &ulpdu, &mss);
+	ck_assert_uint_lt(ulpdu, (uint32_t)mss);
+	pair_down(&p);
+	/* Every opcode and size with it: test_opcodes_default. */
 }
 END_TEST
 

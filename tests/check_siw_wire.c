@@ -215,7 +215,7 @@ START_TEST(test_options)
 	const struct rnicpi_option good[] = {
 		{ "mpa_rev", "1" }, { "mpa_crc", "required" },
 		{ "mpa_crc_strict", "on" }, { "p2p", "read" },
-		{ "large_fpdu", "yes" }, { "mpa_timeout_ms", "500" },
+		{ "large_fpdu", "no" }, { "mpa_timeout_ms", "500" },
 		{ "ird", "4" }, { "ord", "2" }, { "nodelay", "off" },
 		{ "max_fpdu", "1024" }, { "zcopy_min", "65536" },
 		{ "rts_delay_ms", "5" }, { "busy_poll_us", "0" },
@@ -237,14 +237,14 @@ START_TEST(test_options)
 	ck_assert_uint_eq(o.mpa_rev, 2);
 	ck_assert_int_eq(o.mpa_crc, SIW_CRC_OFF);
 	ck_assert_int_eq(o.p2p, SIW_P2P_NONE);
-	ck_assert(!o.large_fpdu);
+	ck_assert(o.large_fpdu);
 	ck_assert_uint_eq(o.busy_poll_us, SIW_DEFAULT_BUSY_POLL_US);
 	ck_assert_ok(siw_options_parse(&o, good, "t"));
 	ck_assert_uint_eq(o.mpa_rev, 1);
 	ck_assert_int_eq(o.mpa_crc, SIW_CRC_REQUIRED);
 	ck_assert(o.mpa_crc_strict);
 	ck_assert_int_eq(o.p2p, SIW_P2P_READ);
-	ck_assert(o.large_fpdu);
+	ck_assert(!o.large_fpdu);
 	ck_assert_uint_eq(o.mpa_timeout_ms, 500);
 	ck_assert_uint_eq(o.ird, 4);
 	ck_assert_uint_eq(o.ord, 2);

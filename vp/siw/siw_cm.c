@@ -113,18 +113,23 @@ int siw_socket_setup(struct siw_device *dev, int fd)
 }
 
 /* Largest ULPDU for this stream: one FPDU per TCP segment unless both
- * ends agreed to more. */
+ * ends agreed to more, and never over the device's max_fpdu. */
 uint32_t siw_stream_ulpdu_max(struct siw_qp *qp, bool large)
 {
+	uint32_t u, cap;
 	int mss = 1460;
 	socklen_t len = sizeof(mss);
 
 	if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 ||
 	    mss <= 0)
 		mss = 1460;
-	if (qp->dev->opts.max_fpdu && (uint32_t)mss > qp->dev->opts.max_fpdu)
-		mss = (int)qp->dev->opts.max_fpdu;
-	return siw_ulpdu_max((uint32_t)mss, large);
+	u = siw_ulpdu_max((uint32_t)mss, large);
+	if (qp->dev->opts.max_fpdu) {
+		cap = siw_ulpdu_max(qp->dev->opts.max_fpdu, false);
+		if (u > cap)
+			u = cap;
+	}
+	return u;
 }
 
 /* ------------------------------------------------------------------ */

@@ -65,6 +65,7 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 	o->poll_rx = true;
 	o->poll_tx = true;
 	o->tx_batch = SIW_TX_BATCH;
+	o->large_fpdu = true;
 	o->busy_poll_us = SIW_DEFAULT_BUSY_POLL_US;
 
 	for (; opt && opt->key; opt++) {
