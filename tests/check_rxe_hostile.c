@@ -174,7 +174,7 @@ static void send_gso_run(struct hostile *h, uint8_t opcode, uint32_t psn,
 	union {
 		char buf[CMSG_SPACE(sizeof(uint16_t))];
 		struct cmsghdr align;
-	} cm;
+	} cm = { 0 };	/* padding after the 2-byte size goes out too */
 	uint8_t *pkts = g_malloc(n * seg);
 	struct iovec iov = { .iov_base = pkts, .iov_len = n * seg };
 	struct msghdr mh = { .msg_name = &dst, .msg_namelen = sizeof(dst),
