@@ -283,14 +283,13 @@ static struct rxe_send_wqe *wqe_for_psn(struct rxe_qp *qp, uint32_t psn)
 	return w;
 }
 
-/* Where the expected READ response @pkt would land (see rxe_resp_place):
- * the READ WQE's SGE list at the packet's offset, when the packet is the
- * next one due, carries what that place needs and fits one SGE. */
-uint8_t *rxe_comp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
-			struct rxe_mr **mr)
+/* The READ WQE that response @pkt is the next one due for, or NULL: it
+ * carries payload at the completer's PSN while the send queue can still
+ * take responses. */
+static struct rxe_send_wqe *read_due(struct rxe_qp *qp,
+				     const struct rxe_pkt *pkt)
 {
 	struct rxe_send_wqe *w;
-	uint32_t offset, want;
 
 	if (!pkt->paylen || !(pkt->op->flags & IB_F_RESP) ||
 	    pkt->psn != qp->comp.psn ||
@@ -298,7 +297,19 @@ uint8_t *rxe_comp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
 	     qp->state != RNICPI_QPS_SQE))
 		return NULL;
 	w = wqe_for_psn(qp, pkt->psn);
-	if (!w || w->opcode != RNICPI_WR_RDMA_READ)
+	return w && w->opcode == RNICPI_WR_RDMA_READ ? w : NULL;
+}
+
+/* Where the expected READ response @pkt would land (see rxe_resp_place):
+ * the READ WQE's SGE list at the packet's offset, when the packet is the
+ * next one due, carries what that place needs and fits one SGE. */
+uint8_t *rxe_comp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
+			struct rxe_mr **mr)
+{
+	struct rxe_send_wqe *w = read_due(qp, pkt);
+	uint32_t offset, want;
+
+	if (!w)
 		return NULL;
 	offset = (uint32_t)psn_diff(pkt->psn, w->first_psn) * qp->mtu;
 	if (offset >= w->length)
@@ -322,13 +333,11 @@ uint8_t *rxe_comp_place_run(struct rxe_qp *qp, const struct rxe_pkt *pkt,
 	uint8_t *ptr;
 
 	*n = 0;
-	if (!(pkt->op->flags & IB_F_RESP) || !(pkt->op->flags & IB_F_MIDDLE) ||
-	    pkt->paylen != qp->mtu || !want || pkt->psn != qp->comp.psn ||
-	    (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_SQD &&
-	     qp->state != RNICPI_QPS_SQE))
+	if (!(pkt->op->flags & IB_F_MIDDLE) || pkt->paylen != qp->mtu ||
+	    !want)
 		return NULL;
-	w = wqe_for_psn(qp, pkt->psn);
-	if (!w || w->opcode != RNICPI_WR_RDMA_READ)
+	w = read_due(qp, pkt);
+	if (!w)
 		return NULL;
 	idx = (uint32_t)psn_diff(pkt->psn, w->first_psn);
 	if (idx == 0 || idx + 1 >= w->npkts)
