@@ -602,6 +602,32 @@ START_TEST(dto_fd_notify)
 }
 END_TEST
 
+/* y posts a receive (cookie @cookie, notifying), x Sends @len bytes
+ * (cookie @cookie + 1) into it; nobody dequeues the DTO SEVD @d, so the
+ * AEVD @a must hear of it, and then both completions are in @d, in order. */
+static void send_seen_by_aevd(it_ep_handle_t x, it_ep_handle_t y,
+			      struct it_buf *s, struct it_buf *r,
+			      it_evd_handle_t d, it_evd_handle_t a,
+			      it_dto_cookie_t cookie, size_t len)
+{
+	it_lmr_triplet_t seg = it_seg(r, 0, 64);
+	it_event_t ev;
+	size_t nmore;
+
+	ck_assert_it_ok(it_post_recv(y, &seg, 1, cookie,
+				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	seg = it_seg(s, 0, len);
+	ck_assert_it_ok(it_post_send(x, &seg, 1, cookie + 1,
+				     IT_COMPLETION_FLAG));
+	ck_assert_it_ok(it_evd_wait(a, IT_WAIT_US, &ev, &nmore));
+	ck_assert_event(&ev, IT_AEVD_NOTIFICATION_EVENT);
+	ck_assert_ptr_eq(ev.aevd_notify.sevd, d);
+	ck_assert_it_ok(it_evd_dequeue(d, &ev));
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, cookie);
+	ck_assert_it_ok(it_evd_dequeue(d, &ev));
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, cookie + 1);
+}
+
 START_TEST(dto_through_aevd)
 {
 	it_evd_handle_t a = evd_new(IT_AEVD_NOTIFICATION_EVENT_STREAM, 0, 8, 0,
@@ -610,9 +636,6 @@ START_TEST(dto_through_aevd)
 	it_ep_attributes_t at;
 	it_ep_handle_t x, y;
 	struct it_buf s, r;
-	it_lmr_triplet_t seg;
-	it_event_t ev;
-	size_t nmore;
 
 	it_ep_attr_default(&F, &at, 16);
 	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &x));
@@ -620,19 +643,8 @@ START_TEST(dto_through_aevd)
 	it_testprov_pair(x, y);
 	it_buf_new(&F, &s, 64, IT_PRIV_LOCAL);
 	it_buf_new(&F, &r, 64, IT_PRIV_LOCAL);
-	seg = it_seg(&r, 0, 64);
-	ck_assert_it_ok(it_post_recv(y, &seg, 1, 9,
-				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
-	seg = it_seg(&s, 0, 8);
-	ck_assert_it_ok(it_post_send(x, &seg, 1, 10, IT_COMPLETION_FLAG));
-	/* Nobody dequeued d: the pump thread did, and told the AEVD. */
-	ck_assert_it_ok(it_evd_wait(a, IT_WAIT_US, &ev, &nmore));
-	ck_assert_event(&ev, IT_AEVD_NOTIFICATION_EVENT);
-	ck_assert_ptr_eq(ev.aevd_notify.sevd, d);
-	ck_assert_it_ok(it_evd_dequeue(d, &ev));
-	ck_assert_uint_eq(ev.dto_cmpl.cookie, 9);
-	ck_assert_it_ok(it_evd_dequeue(d, &ev));
-	ck_assert_uint_eq(ev.dto_cmpl.cookie, 10);
+	/* Nobody dequeues d: the pump thread does, and tells the AEVD. */
+	send_seen_by_aevd(x, y, &s, &r, d, a, 9, 8);
 	ck_assert_it_ok(it_ep_free(x));
 	ck_assert_it_ok(it_ep_free(y));
 	it_buf_free(&s);
@@ -730,7 +742,6 @@ START_TEST(dto_watched_only_when_observed)
 	it_lmr_triplet_t seg;
 	it_evd_param_t p;
 	it_event_t ev;
-	size_t nmore;
 	pthread_t t;
 
 	it_ep_attr_default(&F, &at, 16);
@@ -772,18 +783,7 @@ START_TEST(dto_watched_only_when_observed)
 	p.aevd = a;
 	ck_assert_it_ok(it_evd_modify(d, IT_EVD_PARAM_AEVD_HANDLE, &p));
 	ck_assert(pump_started());
-	seg = it_seg(&r, 0, 64);
-	ck_assert_it_ok(it_post_recv(y, &seg, 1, 22,
-				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
-	seg = it_seg(&s, 0, 4);
-	ck_assert_it_ok(it_post_send(x, &seg, 1, 23, IT_COMPLETION_FLAG));
-	ck_assert_it_ok(it_evd_wait(a, IT_WAIT_US, &ev, &nmore));
-	ck_assert_event(&ev, IT_AEVD_NOTIFICATION_EVENT);
-	ck_assert_ptr_eq(ev.aevd_notify.sevd, d);
-	ck_assert_it_ok(it_evd_dequeue(d, &ev));
-	ck_assert_uint_eq(ev.dto_cmpl.cookie, 22);
-	ck_assert_it_ok(it_evd_dequeue(d, &ev));
-	ck_assert_uint_eq(ev.dto_cmpl.cookie, 23);
+	send_seen_by_aevd(x, y, &s, &r, d, a, 22, 4);
 	p.aevd = NULL;
 	ck_assert_it_ok(it_evd_modify(d, IT_EVD_PARAM_AEVD_HANDLE, &p));
 	ck_assert(!pump_thread_named());
