@@ -307,12 +307,8 @@ START_TEST(test_rc_write_read_sizes)
 	rxe_t_buf_alloc(&p.t, &rbuf, 16, 0, RXE_T_ALL_ACCESS);
 
 	/* RDMA WRITE a -> b */
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.opcode = RNICPI_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
-	wr.wr.rdma.rkey = dst.mr->rkey;
-	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_post_rdma(&p, &p.a, 1, RNICPI_WR_RDMA_WRITE, &src,
+			rxe_t_buf_va(&dst), dst.mr->rkey);
 	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, &wc);
 	ck_assert_int_eq(wc.opcode, RNICPI_WC_RDMA_WRITE);
 	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD, size) ==
@@ -320,12 +316,8 @@ START_TEST(test_rc_write_read_sizes)
 	rxe_t_assert_guards(&dst);
 
 	/* RDMA READ it back b -> a */
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 2;
-	wr.opcode = RNICPI_WR_RDMA_READ;
-	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
-	wr.wr.rdma.rkey = dst.mr->rkey;
-	rxe_t_post(&p.t, &p.a, &wr, &back);
+	rxe_t_post_rdma(&p, &p.a, 2, RNICPI_WR_RDMA_READ, &back,
+			rxe_t_buf_va(&dst), dst.mr->rkey);
 	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, &wc);
 	ck_assert_int_eq(wc.opcode, RNICPI_WC_RDMA_READ);
 	ck_assert_uint_eq(wc.byte_len, size);
@@ -386,7 +378,6 @@ START_TEST(test_busy_poll)
 		{ "busy_poll_us", "50" }, { NULL, NULL },
 	};
 	struct rxe_t_buf src, dst, back;
-	struct rnicpi_send_wr wr;
 	struct rxe_t_pair p;
 
 	rxe_t_pair_open_opts(&p, NULL, poll50);
@@ -394,16 +385,11 @@ START_TEST(test_busy_poll)
 	rxe_t_buf_pattern(&src, 77);
 	rxe_t_buf_alloc(&p.t, &dst, 1u << 20, 0, RXE_T_ALL_ACCESS);
 	rxe_t_buf_alloc(&p.t, &back, 1u << 20, 0, RXE_T_ALL_ACCESS);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.opcode = RNICPI_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
-	wr.wr.rdma.rkey = dst.mr->rkey;
-	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_post_rdma(&p, &p.a, 1, RNICPI_WR_RDMA_WRITE, &src,
+			rxe_t_buf_va(&dst), dst.mr->rkey);
 	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
-	wr.wr_id = 2;
-	wr.opcode = RNICPI_WR_RDMA_READ;
-	rxe_t_post(&p.t, &p.a, &wr, &back);
+	rxe_t_post_rdma(&p, &p.a, 2, RNICPI_WR_RDMA_READ, &back,
+			rxe_t_buf_va(&dst), dst.mr->rkey);
 	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, NULL);
 	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD,
 			 1u << 20) == 0);
@@ -436,19 +422,14 @@ START_TEST(test_ipv4_id_assumption)
 	};
 	const struct rnicpi_option *opts[] = { gso_off, NULL, gro_off };
 	struct rxe_t_buf src, dst;
-	struct rnicpi_send_wr wr;
 	struct rxe_t_pair p;
 	uint64_t gso, gro, solved;
 
 	rxe_t_pair_open_opts(&p, NULL, opts[_i]);
 	rxe_t_buf_alloc(&p.t, &src, 1u << 20, 0x11, RXE_T_ALL_ACCESS);
 	rxe_t_buf_alloc(&p.t, &dst, 1u << 20, 0, RXE_T_ALL_ACCESS);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.opcode = RNICPI_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
-	wr.wr.rdma.rkey = dst.mr->rkey;
-	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_post_rdma(&p, &p.a, 1, RNICPI_WR_RDMA_WRITE, &src,
+			rxe_t_buf_va(&dst), dst.mr->rkey);
 	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
 	ck_assert(memcmp(src.mem + RXE_T_GUARD, dst.mem + RXE_T_GUARD,
 			 1u << 20) == 0);
@@ -503,12 +484,8 @@ START_TEST(test_rc_path_mtus)
 	rxe_t_post(&p.t, &p.a, &wr, &src);
 	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
 	rxe_t_expect_wc(&p.t, p.b.rcq, 1, RNICPI_WC_SUCCESS, NULL);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 2;
-	wr.opcode = RNICPI_WR_RDMA_READ;
-	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
-	wr.wr.rdma.rkey = dst.mr->rkey;
-	rxe_t_post(&p.t, &p.a, &wr, &back);
+	rxe_t_post_rdma(&p, &p.a, 2, RNICPI_WR_RDMA_READ, &back,
+			rxe_t_buf_va(&dst), dst.mr->rkey);
 	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, NULL);
 	ck_assert(memcmp(src.mem + RXE_T_GUARD, back.mem + RXE_T_GUARD,
 			 70000) == 0);
@@ -653,7 +630,6 @@ END_TEST
 START_TEST(test_rc_sq_drain)
 {
 	struct rxe_t_buf src, dst;
-	struct rnicpi_send_wr wr;
 	struct rnicpi_qp_attr a;
 	struct rnicpi_wc wc;
 	struct rxe_t_pair p;
@@ -666,12 +642,8 @@ START_TEST(test_rc_sq_drain)
 	ck_assert_ok(p.t.ops->modify_qp(p.a.qp, &a, RNICPI_QP_STATE));
 	ck_assert(rxe_t_has_event(RNICPI_EVENT_SQ_DRAINED, p.a.qp));
 	/* Posted in SQD: held, not sent. */
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.opcode = RNICPI_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
-	wr.wr.rdma.rkey = dst.mr->rkey;
-	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_post_rdma(&p, &p.a, 1, RNICPI_WR_RDMA_WRITE, &src,
+			rxe_t_buf_va(&dst), dst.mr->rkey);
 	ck_assert_int_eq(p.t.ops->poll_cq(p.a.scq, 1, &wc), 0);
 	ck_assert_uint_eq(dst.mem[RXE_T_GUARD], 0);
 	/* SQD -> RTS: it goes. */
@@ -691,17 +663,12 @@ START_TEST(test_per_qp_source_port)
 {
 	struct rxe_t_pair p;
 	struct rxe_t_buf src, dst;
-	struct rnicpi_send_wr wr;
 
 	rxe_t_pair_open(&p, NULL);
 	rxe_t_buf_alloc(&p.t, &src, 8, 1, RXE_T_ALL_ACCESS);
 	rxe_t_buf_alloc(&p.t, &dst, 8, 0, RXE_T_ALL_ACCESS);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.opcode = RNICPI_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = rxe_t_buf_va(&dst);
-	wr.wr.rdma.rkey = dst.mr->rkey;
-	rxe_t_post(&p.t, &p.a, &wr, &src);
+	rxe_t_post_rdma(&p, &p.a, 1, RNICPI_WR_RDMA_WRITE, &src,
+			rxe_t_buf_va(&dst), dst.mr->rkey);
 	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
 	/* a sent the WRITE, b the ACK: both have a port, not the same,
 	 * and neither is 4791. */
