@@ -25,82 +25,8 @@
 #include "tests/testutil.h"
 #include "vp/siw/siw.h"
 
-#define GUARD 64
-#define RW (RNICPI_ACCESS_LOCAL_WRITE | RNICPI_ACCESS_REMOTE_WRITE | \
-	    RNICPI_ACCESS_REMOTE_READ)
-
-struct pair {
-	struct h_dev *da, *db;
-	struct h_side a, b;
-	struct h_connect c;
-};
-
-static void pair_up_opts(struct pair *p, const struct rnicpi_option *oa,
-			 const struct rnicpi_option *ob, uint32_t srq_b)
-{
-	memset(p, 0, sizeof(*p));
-	p->da = h_dev_create(oa, NULL);
-	ck_assert_ptr_nonnull(p->da);
-	p->db = h_dev_create(ob, NULL);
-	ck_assert_ptr_nonnull(p->db);
-	h_side_init(&p->a, p->da, 0);
-	h_side_init(&p->b, p->db, srq_b);
-}
-
-static void pair_connect(struct pair *p)
-{
-	ck_assert_ok(h_connect(&p->a, &p->b, &p->c));
-}
-
-static void pair_down(struct pair *p)
-{
-	h_side_fini(&p->a);
-	h_side_fini(&p->b);
-	h_dev_destroy(p->da);
-	h_dev_destroy(p->db);
-}
-
-/* A connected pair with @s (at a, filled from @seed) and @d (at b), @len
- * bytes each, registered; pair_down_bufs() undoes it. */
-static void pair_up_bufs(struct pair *p, const struct rnicpi_option *oa,
-			 const struct rnicpi_option *ob, struct h_buf *s,
-			 struct h_buf *d, size_t len, uint32_t seed)
-{
-	pair_up_opts(p, oa, ob, 0);
-	pair_connect(p);
-	h_buf_alloc(s, len, GUARD);
-	h_buf_alloc(d, len, GUARD);
-	h_buf_fill(s, seed);
-	h_buf_reg(s, &p->a, RW);
-	h_buf_reg(d, &p->b, RW);
-}
-
-/* Deregister and free @s (registered at a) and @d (at b), then the pair. */
-static void pair_down_bufs(struct pair *p, struct h_buf *s, struct h_buf *d)
-{
-	ck_assert_ok(p->da->ops->dereg_mr(s->mr));
-	ck_assert_ok(p->db->ops->dereg_mr(d->mr));
-	h_buf_free(s);
-	h_buf_free(d);
-	pair_down(p);
-}
-
-static void expect_wc(struct h_side *s, struct rnicpi_cq *cq,
-		      uint64_t wr_id, enum rnicpi_wc_status st,
-		      enum rnicpi_wc_opcode op, uint32_t len)
-{
-	struct rnicpi_wc wc;
-
-	ck_assert_msg(h_poll(s, cq, &wc, H_WAIT_MS),
-		      "no completion for WR %llu", (unsigned long long)wr_id);
-	ck_assert_msg(wc.wr_id == wr_id && wc.status == st &&
-			      wc.opcode == op,
-		      "WR %llu status %d opcode %d, expected WR %llu status "
-		      "%d opcode %d", (unsigned long long)wc.wr_id, wc.status,
-		      wc.opcode, (unsigned long long)wr_id, st, op);
-	if (st == RNICPI_WC_SUCCESS)
-		ck_assert_uint_eq(wc.byte_len, len);
-}
+#define GUARD H_GUARD
+#define RW H_RW
 
 static const size_t sizes[] = { 0, 1, 4095, 4096, 65536, 1 << 20, 16 << 20 };
 
@@ -117,11 +43,11 @@ static void all_opcodes(const struct rnicpi_option *oa,
 static void all_opcodes_zc(const struct rnicpi_option *oa,
 			   const struct rnicpi_option *ob, bool zc)
 {
-	struct pair p;
+	struct h_pair p;
 	size_t i;
 
-	pair_up_opts(&p, oa, ob, 0);
-	pair_connect(&p);
+	h_pair_up_opts(&p, oa, ob, 0);
+	h_pair_connect(&p);
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t n = sizes[i];
 		struct h_buf src, dst;
@@ -137,9 +63,9 @@ static void all_opcodes_zc(const struct rnicpi_option *oa,
 		h_post_recv(&p.b, &dst, 0, n, 100 + i);
 		ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &src, 0, n,
 					 200 + i, RNICPI_SEND_SIGNALED, 0, 0));
-		expect_wc(&p.a, p.a.scq, 200 + i, RNICPI_WC_SUCCESS,
+		h_expect_wc(&p.a, p.a.scq, 200 + i, RNICPI_WC_SUCCESS,
 			  RNICPI_WC_SEND, (uint32_t)n);
-		expect_wc(&p.b, p.b.rcq, 100 + i, RNICPI_WC_SUCCESS,
+		h_expect_wc(&p.b, p.b.rcq, 100 + i, RNICPI_WC_SUCCESS,
 			  RNICPI_WC_RECV, (uint32_t)n);
 		ck_assert(h_buf_check(&dst, 0, n, seed, 0));
 		ck_assert(h_buf_guards_ok(&dst));
@@ -150,13 +76,13 @@ static void all_opcodes_zc(const struct rnicpi_option *oa,
 					 n, 300 + i, RNICPI_SEND_SIGNALED,
 					 (uint64_t)(uintptr_t)dst.p,
 					 dst.mr->rkey));
-		expect_wc(&p.a, p.a.scq, 300 + i, RNICPI_WC_SUCCESS,
+		h_expect_wc(&p.a, p.a.scq, 300 + i, RNICPI_WC_SUCCESS,
 			  RNICPI_WC_RDMA_WRITE, (uint32_t)n);
 		/* A Send behind the Write tells that it landed. */
 		h_post_recv(&p.b, &dst, 0, 0, 400 + i);
 		ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, NULL, 0, 0,
 					 500 + i, 0, 0, 0));
-		expect_wc(&p.b, p.b.rcq, 400 + i, RNICPI_WC_SUCCESS,
+		h_expect_wc(&p.b, p.b.rcq, 400 + i, RNICPI_WC_SUCCESS,
 			  RNICPI_WC_RECV, 0);
 		ck_assert(h_buf_check(&dst, 0, n, seed + 1, 0));
 		ck_assert(h_buf_guards_ok(&dst));
@@ -168,7 +94,7 @@ static void all_opcodes_zc(const struct rnicpi_option *oa,
 					 n, 600 + i, RNICPI_SEND_SIGNALED,
 					 (uint64_t)(uintptr_t)dst.p,
 					 dst.mr->rkey));
-		expect_wc(&p.a, p.a.scq, 600 + i, RNICPI_WC_SUCCESS,
+		h_expect_wc(&p.a, p.a.scq, 600 + i, RNICPI_WC_SUCCESS,
 			  RNICPI_WC_RDMA_READ, (uint32_t)n);
 		ck_assert(h_buf_check(&src, 0, n, seed + 2, 0));
 		ck_assert(h_buf_guards_ok(&src));
@@ -189,7 +115,7 @@ static void all_opcodes_zc(const struct rnicpi_option *oa,
 		ck_assert_uint_gt(qb->zc_next, 0);
 		ck_assert_uint_eq(qa->zc_count, 0);
 	}
-	pair_down(&p);
+	h_pair_down(&p);
 }
 
 START_TEST(test_opcodes_default)
@@ -237,10 +163,10 @@ START_TEST(test_tx_batching)
 	bool batch = _i == 0;
 	struct siw_qp *qa;
 	struct h_buf src, dst;
-	struct pair p;
+	struct h_pair p;
 	uint64_t fpdus, calls;
 
-	pair_up_bufs(&p, batch ? batched : single, NULL, &src, &dst, n, 4242);
+	h_pair_up_bufs(&p, batch ? batched : single, NULL, &src, &dst, n, 4242);
 	qa = to_siw_qp(p.a.qp);
 	pthread_mutex_lock(&qa->lock);
 	fpdus = qa->tx_fpdus;
@@ -250,12 +176,12 @@ START_TEST(test_tx_batching)
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_RDMA_WRITE, &src, 0, n, 1,
 				 RNICPI_SEND_SIGNALED,
 				 (uint64_t)(uintptr_t)dst.p, dst.mr->rkey));
-	expect_wc(&p.a, p.a.scq, 1, RNICPI_WC_SUCCESS, RNICPI_WC_RDMA_WRITE,
+	h_expect_wc(&p.a, p.a.scq, 1, RNICPI_WC_SUCCESS, RNICPI_WC_RDMA_WRITE,
 		  (uint32_t)n);
 	h_post_recv(&p.b, &dst, 0, 0, 2);
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, NULL, 0, 0, 3, 0, 0,
 				 0));
-	expect_wc(&p.b, p.b.rcq, 2, RNICPI_WC_SUCCESS, RNICPI_WC_RECV, 0);
+	h_expect_wc(&p.b, p.b.rcq, 2, RNICPI_WC_SUCCESS, RNICPI_WC_RECV, 0);
 	ck_assert(h_buf_check(&dst, 0, n, 4242, 0));
 	ck_assert(h_buf_guards_ok(&dst));
 
@@ -271,7 +197,7 @@ START_TEST(test_tx_batching)
 			      (unsigned long long)fpdus);
 	else
 		ck_assert_uint_ge(calls, fpdus);
-	pair_down_bufs(&p, &src, &dst);
+	h_pair_down_bufs(&p, &src, &dst);
 }
 END_TEST
 
@@ -306,26 +232,26 @@ START_TEST(test_opcodes_large_fpdu)
 {
 	const struct rnicpi_option off[] = { { "large_fpdu", "off" },
 					     { NULL } };
-	struct pair p;
+	struct h_pair p;
 	uint32_t ulpdu;
 	int mss;
 
-	pair_up_opts(&p, NULL, NULL, 0);
-	pair_connect(&p);
+	h_pair_up_opts(&p, NULL, NULL, 0);
+	h_pair_connect(&p);
 	fpdu_and_mss(&p.a, &ulpdu, &mss);
 	ck_assert_uint_gt(ulpdu, (uint32_t)mss);
 	ck_assert_uint_ge(ulpdu, 65000);
 	fpdu_and_mss(&p.b, &ulpdu, &mss);
 	ck_assert_uint_gt(ulpdu, (uint32_t)mss);
-	pair_down(&p);
+	h_pair_down(&p);
 
-	pair_up_opts(&p, NULL, off, 0);
-	pair_connect(&p);
+	h_pair_up_opts(&p, NULL, off, 0);
+	h_pair_connect(&p);
 	fpdu_and_mss(&p.a, &ulpdu, &mss);
 	ck_assert_uint_lt(ulpdu, (uint32_t)mss);
 	fpdu_and_mss(&p.b, &ulpdu, &mss);
 	ck_assert_uint_lt(ulpdu, (uint32_t)mss);
-	pair_down(&p);
+	h_pair_down(&p);
 	/* Every opcode and size with it: test_opcodes_default. */
 }
 END_TEST
@@ -335,11 +261,11 @@ static void negotiate(const struct rnicpi_option *oa,
 		      const struct rnicpi_option *ob, unsigned int cflags,
 		      unsigned int want_flags, int want_rc)
 {
-	struct pair p;
+	struct h_pair p;
 	struct h_buf b;
 	int rc;
 
-	pair_up_opts(&p, oa, ob, 0);
+	h_pair_up_opts(&p, oa, ob, 0);
 	p.c.ip.flags = cflags;
 	if (want_rc) {
 		struct rnicpi_conn *conn;
@@ -355,7 +281,7 @@ static void negotiate(const struct rnicpi_option *oa,
 		ck_assert_int_eq(ev.ev.status, want_rc);
 		ck_assert(h_wait_conn(p.da, RNICPI_CONN_REJECTED, p.a.qp, NULL,
 				      H_WAIT_MS));
-		pair_down(&p);
+		h_pair_down(&p);
 		return;
 	}
 	rc = h_connect(&p.a, &p.b, &p.c);
@@ -375,7 +301,7 @@ static void negotiate(const struct rnicpi_option *oa,
 					 l.len, 1, RNICPI_SEND_SIGNALED,
 					 (uint64_t)(uintptr_t)b.p,
 					 b.mr->rkey));
-		expect_wc(&p.a, p.a.scq, 1, RNICPI_WC_SUCCESS,
+		h_expect_wc(&p.a, p.a.scq, 1, RNICPI_WC_SUCCESS,
 			  RNICPI_WC_RDMA_READ, (uint32_t)l.len);
 		ck_assert(h_buf_check(&l, 0, l.len, 5, 0));
 		ck_assert_ok(p.da->ops->dereg_mr(l.mr));
@@ -383,7 +309,7 @@ static void negotiate(const struct rnicpi_option *oa,
 	}
 	ck_assert_ok(p.db->ops->dereg_mr(b.mr));
 	h_buf_free(&b);
-	pair_down(&p);
+	h_pair_down(&p);
 }
 
 START_TEST(test_negotiation)
@@ -420,7 +346,7 @@ END_TEST
 
 START_TEST(test_private_data_and_reject)
 {
-	struct pair p;
+	struct h_pair p;
 	uint8_t req[508], rep[200];
 	size_t i;
 
@@ -428,24 +354,24 @@ START_TEST(test_private_data_and_reject)
 		req[i] = (uint8_t)(i ^ 0x5a);
 	for (i = 0; i < sizeof(rep); i++)
 		rep[i] = (uint8_t)(i * 3);
-	pair_up_opts(&p, NULL, NULL, 0);
+	h_pair_up_opts(&p, NULL, NULL, 0);
 	p.c.ip.private_data = req;
 	p.c.ip.private_data_len = sizeof(req);
 	p.c.ip.ird = 3;
 	p.c.ip.ord = 5;
 	p.c.rp.private_data = rep;
 	p.c.rp.private_data_len = sizeof(rep);
-	pair_connect(&p);
+	h_pair_connect(&p);
 	ck_assert_uint_eq(p.c.req.ev.private_data_len, sizeof(req));
 	ck_assert_mem_eq(p.c.req.pdata, req, sizeof(req));
 	ck_assert_uint_eq(p.c.req.ev.ird, 3);
 	ck_assert_uint_eq(p.c.req.ev.ord, 5);
 	ck_assert_uint_eq(p.c.est_a.ev.private_data_len, sizeof(rep));
 	ck_assert_mem_eq(p.c.est_a.pdata, rep, sizeof(rep));
-	pair_down(&p);
+	h_pair_down(&p);
 
 	/* Too much private data is refused before anything is sent. */
-	pair_up_opts(&p, NULL, NULL, 0);
+	h_pair_up_opts(&p, NULL, NULL, 0);
 	{
 		uint8_t big[510] = { 0 };
 		struct rnicpi_conn_param cp = { .private_data = big,
@@ -471,21 +397,21 @@ START_TEST(test_private_data_and_reject)
 		ck_assert_uint_eq(ev.ev.private_data_len, 17);
 		ck_assert_mem_eq(ev.pdata, rep, 17);
 	}
-	pair_down(&p);
+	h_pair_down(&p);
 }
 END_TEST
 
 START_TEST(test_sge_lists_inline_srq)
 {
-	struct pair p;
+	struct h_pair p;
 	struct h_buf s, d;
 	struct rnicpi_sge sg[3], rg[4];
 	struct rnicpi_send_wr wr = { 0 };
 	struct rnicpi_recv_wr rw = { 0 };
 	int i;
 
-	pair_up_opts(&p, NULL, NULL, 16);
-	pair_connect(&p);
+	h_pair_up_opts(&p, NULL, NULL, 16);
+	h_pair_connect(&p);
 	h_buf_alloc(&s, 30000, GUARD);
 	h_buf_alloc(&d, 40000, GUARD);
 	h_buf_reg(&s, &p.a, RW);
@@ -517,8 +443,8 @@ START_TEST(test_sge_lists_inline_srq)
 	wr.num_sge = 3;
 	wr.send_flags = RNICPI_SEND_SIGNALED;
 	ck_assert_ok(p.da->ops->post_send(p.a.qp, &wr, NULL));
-	expect_wc(&p.a, p.a.scq, 8, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 30000);
-	expect_wc(&p.b, p.b.rcq, 9, RNICPI_WC_SUCCESS, RNICPI_WC_RECV, 30000);
+	h_expect_wc(&p.a, p.a.scq, 8, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 30000);
+	h_expect_wc(&p.b, p.b.rcq, 9, RNICPI_WC_SUCCESS, RNICPI_WC_RECV, 30000);
 	/* message byte k is s[(2 - k/10000)*10000 + k%10000] */
 	for (i = 0; i < 30000; i++) {
 		size_t src = (size_t)(2 - i / 10000) * 10000 + i % 10000;
@@ -539,8 +465,8 @@ START_TEST(test_sge_lists_inline_srq)
 	wr.send_flags = RNICPI_SEND_SIGNALED | RNICPI_SEND_INLINE;
 	ck_assert_ok(p.da->ops->post_send(p.a.qp, &wr, NULL));
 	memset(s.p, 'X', 22);
-	expect_wc(&p.b, p.b.rcq, 10, RNICPI_WC_SUCCESS, RNICPI_WC_RECV, 22);
-	expect_wc(&p.a, p.a.scq, 11, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 22);
+	h_expect_wc(&p.b, p.b.rcq, 10, RNICPI_WC_SUCCESS, RNICPI_WC_RECV, 22);
+	h_expect_wc(&p.a, p.a.scq, 11, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 22);
 	ck_assert_mem_eq(d.p, "inline-data-0123456789", 22);
 	/* Inline over the limit is refused. */
 	sg[0].length = 257;
@@ -561,7 +487,7 @@ START_TEST(test_sge_lists_inline_srq)
 	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)(d.p + 100);
 	wr.wr.rdma.rkey = d.mr->rkey;
 	ck_assert_ok(p.da->ops->post_send(p.a.qp, &wr, NULL));
-	expect_wc(&p.a, p.a.scq, 12, RNICPI_WC_SUCCESS, RNICPI_WC_RDMA_READ,
+	h_expect_wc(&p.a, p.a.scq, 12, RNICPI_WC_SUCCESS, RNICPI_WC_RDMA_READ,
 		  18005);
 	ck_assert(h_buf_check(&s, 0, 9000, 1234, 100));
 	ck_assert(h_buf_check(&s, 10000, 5, 1234, 9100));
@@ -570,7 +496,7 @@ START_TEST(test_sge_lists_inline_srq)
 	ck_assert_uint_eq(s.p[10005], 0);
 	ck_assert(h_buf_guards_ok(&s));
 
-	pair_down_bufs(&p, &s, &d);
+	h_pair_down_bufs(&p, &s, &d);
 }
 END_TEST
 
@@ -579,14 +505,14 @@ END_TEST
  * wait in the send queue and still all complete. */
 START_TEST(test_fence_and_ord)
 {
-	struct pair p;
+	struct h_pair p;
 	struct h_buf l, x, y;
 	const size_t n = 1 << 20;
 	int i;
 
-	pair_up_opts(&p, NULL, NULL, 0);
+	h_pair_up_opts(&p, NULL, NULL, 0);
 	p.c.ip.ord = 1;
-	pair_connect(&p);
+	h_pair_connect(&p);
 	ck_assert_uint_eq(p.c.est_a.ev.ord, 1);
 	h_buf_alloc(&l, n, GUARD);
 	h_buf_alloc(&x, n, GUARD);
@@ -605,12 +531,12 @@ START_TEST(test_fence_and_ord)
 						    RNICPI_SEND_FENCE,
 					 (uint64_t)(uintptr_t)y.p,
 					 y.mr->rkey));
-		expect_wc(&p.a, p.a.scq, 2, RNICPI_WC_SUCCESS,
+		h_expect_wc(&p.a, p.a.scq, 2, RNICPI_WC_SUCCESS,
 			  RNICPI_WC_RDMA_WRITE, (uint32_t)n);
 		h_post_recv(&p.b, &y, 0, 0, 3);
 		ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, NULL, 0, 0, 4,
 					 0, 0, 0));
-		expect_wc(&p.b, p.b.rcq, 3, RNICPI_WC_SUCCESS, RNICPI_WC_RECV,
+		h_expect_wc(&p.b, p.b.rcq, 3, RNICPI_WC_SUCCESS, RNICPI_WC_RECV,
 			  0);
 		ck_assert(h_buf_check(&y, 0, n, 40 + (uint32_t)i, 0));
 	}
@@ -625,7 +551,7 @@ START_TEST(test_fence_and_ord)
 					 (uint64_t)(uintptr_t)(x.p + i * 4096),
 					 x.mr->rkey));
 	for (i = 0; i < 16; i++)
-		expect_wc(&p.a, p.a.scq, (uint64_t)(100 + i),
+		h_expect_wc(&p.a, p.a.scq, (uint64_t)(100 + i),
 			  RNICPI_WC_SUCCESS, RNICPI_WC_RDMA_READ, 4096);
 	ck_assert(h_buf_check(&l, 0, 16 * 4096, 99, 0));
 	ck_assert_ok(p.da->ops->dereg_mr(l.mr));
@@ -634,7 +560,7 @@ START_TEST(test_fence_and_ord)
 	h_buf_free(&l);
 	h_buf_free(&x);
 	h_buf_free(&y);
-	pair_down(&p);
+	h_pair_down(&p);
 }
 END_TEST
 
@@ -647,14 +573,14 @@ static bool fd_readable(int fd, int ms)
 
 START_TEST(test_solicited_and_invalidate)
 {
-	struct pair p;
+	struct h_pair p;
 	struct h_buf s, d, t, u;
 	struct rnicpi_wc wc;
 	struct h_conn_ev ev;
 	struct rnicpi_async_event ae;
 
-	pair_up_opts(&p, NULL, NULL, 0);
-	pair_connect(&p);
+	h_pair_up_opts(&p, NULL, NULL, 0);
+	h_pair_connect(&p);
 	h_buf_alloc(&s, 64, GUARD);
 	h_buf_alloc(&d, 64, GUARD);
 	h_buf_alloc(&t, 4096, GUARD);
@@ -688,7 +614,7 @@ START_TEST(test_solicited_and_invalidate)
 	h_post_recv(&p.b, &d, 0, 64, 4);
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND_WITH_INV, &s, 0, 4, 14,
 				 RNICPI_SEND_SIGNALED, 0, u.mr->rkey));
-	expect_wc(&p.a, p.a.scq, 14, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 4);
+	h_expect_wc(&p.a, p.a.scq, 14, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 4);
 	ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
 	ck_assert_uint_eq(wc.wr_id, 3); /* receives complete in order */
 	ck_assert(wc.wc_flags & RNICPI_WC_WITH_INV);
@@ -698,7 +624,7 @@ START_TEST(test_solicited_and_invalidate)
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND_WITH_INV, &s, 0, 4, 12,
 				 RNICPI_SEND_SIGNALED | RNICPI_SEND_SOLICITED,
 				 0, t.mr->rkey));
-	expect_wc(&p.a, p.a.scq, 12, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 4);
+	h_expect_wc(&p.a, p.a.scq, 12, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 4);
 	ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
 	ck_assert_uint_eq(wc.wr_id, 4);
 	ck_assert(wc.wc_flags & RNICPI_WC_WITH_INV);
@@ -708,7 +634,7 @@ START_TEST(test_solicited_and_invalidate)
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_RDMA_READ, &s, 0, 64, 13,
 				 RNICPI_SEND_SIGNALED,
 				 (uint64_t)(uintptr_t)t.p, t.mr->rkey));
-	expect_wc(&p.a, p.a.scq, 13, RNICPI_WC_REM_ACCESS_ERR,
+	h_expect_wc(&p.a, p.a.scq, 13, RNICPI_WC_REM_ACCESS_ERR,
 		  RNICPI_WC_RDMA_READ, 0);
 	ck_assert(h_wait_async(p.db, RNICPI_EVENT_QP_ACCESS_ERR, p.b.qp, &ae,
 			       H_WAIT_MS));
@@ -732,19 +658,19 @@ START_TEST(test_solicited_and_invalidate)
 	h_buf_free(&d);
 	h_buf_free(&t);
 	h_buf_free(&u);
-	pair_down(&p);
+	h_pair_down(&p);
 }
 END_TEST
 
 START_TEST(test_rereg_local_inv)
 {
-	struct pair p;
+	struct h_pair p;
 	struct h_buf s, t;
 	uint32_t old;
 	struct rnicpi_qp_attr qa;
 
-	pair_up_opts(&p, NULL, NULL, 0);
-	pair_connect(&p);
+	h_pair_up_opts(&p, NULL, NULL, 0);
+	h_pair_connect(&p);
 	h_buf_alloc(&s, 64, GUARD);
 	h_buf_alloc(&t, 64, GUARD);
 	h_buf_reg(&s, &p.a, RW);
@@ -757,11 +683,11 @@ START_TEST(test_rereg_local_inv)
 	/* Local invalidate on b, then the (new) key is refused. */
 	ck_assert_ok(h_post_send(&p.b, RNICPI_WR_LOCAL_INV, NULL, 0, 0, 1,
 				 RNICPI_SEND_SIGNALED, 0, t.mr->rkey));
-	expect_wc(&p.b, p.b.scq, 1, RNICPI_WC_SUCCESS, RNICPI_WC_LOCAL_INV, 0);
+	h_expect_wc(&p.b, p.b.scq, 1, RNICPI_WC_SUCCESS, RNICPI_WC_LOCAL_INV, 0);
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_RDMA_READ, &s, 0, 8, 2,
 				 RNICPI_SEND_SIGNALED,
 				 (uint64_t)(uintptr_t)t.p, t.mr->rkey));
-	expect_wc(&p.a, p.a.scq, 2, RNICPI_WC_REM_ACCESS_ERR,
+	h_expect_wc(&p.a, p.a.scq, 2, RNICPI_WC_REM_ACCESS_ERR,
 		  RNICPI_WC_RDMA_READ, 0);
 	/* Both QPs end in ERROR; posting now is refused. */
 	ck_assert(h_wait_conn(p.da, RNICPI_CONN_DISCONNECTED, p.a.qp, NULL,
@@ -774,7 +700,7 @@ START_TEST(test_rereg_local_inv)
 	ck_assert_ok(p.db->ops->dereg_mr(t.mr));
 	h_buf_free(&s);
 	h_buf_free(&t);
-	pair_down(&p);
+	h_pair_down(&p);
 }
 END_TEST
 
@@ -782,14 +708,14 @@ END_TEST
  * posted receives flush. Abortive close flushes everything. */
 START_TEST(test_close)
 {
-	struct pair p;
+	struct h_pair p;
 	struct h_buf s, d;
 	struct rnicpi_qp_attr qa = { .qp_state = RNICPI_QPS_CLOSING };
 	struct h_conn_ev ev;
 	int i;
 
-	pair_up_opts(&p, NULL, NULL, 0);
-	pair_connect(&p);
+	h_pair_up_opts(&p, NULL, NULL, 0);
+	h_pair_connect(&p);
 	h_buf_alloc(&s, 1 << 20, GUARD);
 	h_buf_alloc(&d, 1 << 20, GUARD);
 	h_buf_reg(&s, &p.a, RW);
@@ -803,9 +729,9 @@ START_TEST(test_close)
 	ck_assert_ok(p.da->ops->modify_qp(p.a.qp, &qa, RNICPI_QP_STATE));
 	ck_assert_errno(h_post_send(&p.a, RNICPI_WR_SEND, NULL, 0, 0, 5, 0, 0,
 				    0), EINVAL);
-	expect_wc(&p.a, p.a.scq, 4, RNICPI_WC_SUCCESS, RNICPI_WC_SEND,
+	h_expect_wc(&p.a, p.a.scq, 4, RNICPI_WC_SUCCESS, RNICPI_WC_SEND,
 		  (uint32_t)s.len);
-	expect_wc(&p.b, p.b.rcq, 1, RNICPI_WC_SUCCESS, RNICPI_WC_RECV,
+	h_expect_wc(&p.b, p.b.rcq, 1, RNICPI_WC_SUCCESS, RNICPI_WC_RECV,
 		  (uint32_t)s.len);
 	ck_assert(h_buf_check(&d, 0, d.len, 8, 0));
 	ck_assert(h_wait_conn(p.db, RNICPI_CONN_DISCONNECTED, p.b.qp, &ev,
@@ -814,15 +740,15 @@ START_TEST(test_close)
 	ck_assert(h_wait_conn(p.da, RNICPI_CONN_DISCONNECTED, p.a.qp, &ev,
 			      H_WAIT_MS));
 	ck_assert_int_eq(ev.ev.status, 0);
-	expect_wc(&p.b, p.b.rcq, 2, RNICPI_WC_WR_FLUSH_ERR, RNICPI_WC_RECV, 0);
-	expect_wc(&p.a, p.a.rcq, 3, RNICPI_WC_WR_FLUSH_ERR, RNICPI_WC_RECV, 0);
+	h_expect_wc(&p.b, p.b.rcq, 2, RNICPI_WC_WR_FLUSH_ERR, RNICPI_WC_RECV, 0);
+	h_expect_wc(&p.a, p.a.rcq, 3, RNICPI_WC_WR_FLUSH_ERR, RNICPI_WC_RECV, 0);
 	ck_assert_ok(p.da->ops->dereg_mr(s.mr));
 	ck_assert_ok(p.db->ops->dereg_mr(d.mr));
-	pair_down(&p);
+	h_pair_down(&p);
 
 	/* Abortive: ERR with work posted on both queues. */
-	pair_up_opts(&p, NULL, NULL, 0);
-	pair_connect(&p);
+	h_pair_up_opts(&p, NULL, NULL, 0);
+	h_pair_connect(&p);
 	h_buf_reg(&s, &p.a, RW);
 	h_buf_reg(&d, &p.b, RW);
 	for (i = 0; i < 8; i++)
@@ -836,7 +762,7 @@ START_TEST(test_close)
 	qa.qp_state = RNICPI_QPS_ERR;
 	ck_assert_ok(p.da->ops->modify_qp(p.a.qp, &qa, RNICPI_QP_STATE));
 	for (i = 0; i < 8; i++)
-		expect_wc(&p.a, p.a.rcq, (uint64_t)(10 + i),
+		h_expect_wc(&p.a, p.a.rcq, (uint64_t)(10 + i),
 			  RNICPI_WC_WR_FLUSH_ERR, RNICPI_WC_RECV, 0);
 	for (i = 0; i < 8; i++) {
 		struct rnicpi_wc wc;
@@ -851,7 +777,7 @@ START_TEST(test_close)
 	ck_assert_int_eq(ev.ev.status, -ECONNABORTED);
 	ck_assert(h_wait_conn(p.db, RNICPI_CONN_DISCONNECTED, p.b.qp, &ev,
 			      H_WAIT_MS));
-	pair_down_bufs(&p, &s, &d);
+	h_pair_down_bufs(&p, &s, &d);
 }
 END_TEST
 
@@ -903,63 +829,6 @@ START_TEST(test_peer_dies)
 END_TEST
 
 /* Holds the delivering thread inside the upcall for @conn's ERROR. */
-struct park {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	const void *conn;
-	bool parked, release;
-};
-
-static void park_hook(struct h_dev *d, const struct rnicpi_conn_event *ev)
-{
-	struct park *pk = d->hook_arg;
-
-	if (ev->type != RNICPI_CONN_ERROR || ev->conn != pk->conn)
-		return;
-	pthread_mutex_lock(&pk->lock);
-	pk->parked = true;
-	pthread_cond_broadcast(&pk->cond);
-	while (!pk->release)
-		pthread_cond_wait(&pk->cond, &pk->lock);
-	pthread_mutex_unlock(&pk->lock);
-}
-
-/*
- * Holds @d's progress thread in an upcall: a connection whose peer never
- * sends its MPA Request times out there (the device needs a short
- * mpa_timeout_ms). Returns the peer's socket, to close after unpark().
- */
-static int park_progress(struct h_dev *d, struct park *pk)
-{
-	struct rnicpi_conn *conn;
-	int cfd, sfd, i;
-
-	d->hook_arg = pk;
-	d->conn_hook = park_hook;
-	h_tcp_pair(&cfd, &sfd);
-	pthread_mutex_lock(&pk->lock);
-	ck_assert_ok(d->ops->iw_take_request(d->dev, sfd, NULL, &conn));
-	pk->conn = conn;
-	for (i = 0; i < 100 && !pk->parked; i++) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&pk->cond, &pk->lock, &ts);
-	}
-	ck_assert_msg(pk->parked, "the MPA time-out never reached the core");
-	pthread_mutex_unlock(&pk->lock);
-	return cfd;
-}
-
-static void unpark(struct park *pk)
-{
-	pthread_mutex_lock(&pk->lock);
-	pk->release = true;
-	pthread_cond_broadcast(&pk->cond);
-	pthread_mutex_unlock(&pk->lock);
-}
-
 /*
  * Option poll_rx: polling an empty CQ reads the sockets of its QPs. The
  * receiver's progress thread is held in an upcall (a connection whose
@@ -976,17 +845,17 @@ START_TEST(test_poll_reads_socket)
 		{ "mpa_timeout_ms", "100" }, { "poll_rx", "0" }, { NULL, NULL },
 	};
 	bool poll_rx = _i == 0;
-	struct park pk = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	struct h_park pk = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			   .cond = PTHREAD_COND_INITIALIZER };
 	struct rnicpi_wc wc;
 	struct h_buf s, d;
-	struct pair p;
+	struct h_pair p;
 	int cfd;
 
-	pair_up_bufs(&p, NULL, poll_rx ? on : off, &s, &d, 100000, 42);
+	h_pair_up_bufs(&p, NULL, poll_rx ? on : off, &s, &d, 100000, 42);
 	h_post_recv(&p.b, &d, 0, d.len, 7);
 
-	cfd = park_progress(p.db, &pk);
+	cfd = h_park_progress(p.db, &pk);
 
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &s, 0, s.len, 1,
 				 RNICPI_SEND_SIGNALED, 0, 0));
@@ -996,7 +865,7 @@ START_TEST(test_poll_reads_socket)
 	else
 		ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
 
-	unpark(&pk);
+	h_unpark(&pk);
 	if (!poll_rx)
 		ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
 	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
@@ -1008,7 +877,7 @@ START_TEST(test_poll_reads_socket)
 	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
 
 	close(cfd);
-	pair_down_bufs(&p, &s, &d);
+	h_pair_down_bufs(&p, &s, &d);
 }
 END_TEST
 
@@ -1030,18 +899,18 @@ START_TEST(test_poll_writes_socket)
 	};
 	const size_t len = 16u << 20;
 	bool poll_tx = _i == 0, sent = false, got = false;
-	struct park pa = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	struct h_park pa = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			   .cond = PTHREAD_COND_INITIALIZER };
-	struct park pb = pa;
+	struct h_park pb = pa;
 	struct rnicpi_wc wc;
 	struct h_buf s, d;
-	struct pair p;
+	struct h_pair p;
 	int cfa, cfb;
 
-	pair_up_bufs(&p, poll_tx ? on : off, on, &s, &d, len, 77);
+	h_pair_up_bufs(&p, poll_tx ? on : off, on, &s, &d, len, 77);
 	h_post_recv(&p.b, &d, 0, d.len, 8);
-	cfa = park_progress(p.da, &pa);
-	cfb = park_progress(p.db, &pb);
+	cfa = h_park_progress(p.da, &pa);
+	cfb = h_park_progress(p.db, &pb);
 
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &s, 0, s.len, 9,
 				 RNICPI_SEND_SIGNALED, 0, 0));
@@ -1064,8 +933,8 @@ START_TEST(test_poll_writes_socket)
 		ck_assert_msg(!sent && !got, "the Send went out with both "
 			      "progress threads held and poll_tx=0");
 	}
-	unpark(&pa);
-	unpark(&pb);
+	h_unpark(&pa);
+	h_unpark(&pb);
 	if (!got) {
 		ck_assert(h_poll(&p.b, p.b.rcq, &wc, H_WAIT_MS));
 		ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
@@ -1078,7 +947,7 @@ START_TEST(test_poll_writes_socket)
 	ck_assert(h_buf_guards_ok(&d));
 	close(cfa);
 	close(cfb);
-	pair_down_bufs(&p, &s, &d);
+	h_pair_down_bufs(&p, &s, &d);
 }
 END_TEST
 
@@ -1093,11 +962,11 @@ START_TEST(test_poller_goes_to_sleep)
 	struct rnicpi_wc wc;
 	struct pollfd pfd;
 	struct h_buf s, d;
-	struct pair p;
+	struct h_pair p;
 	int i;
 
-	pair_up_opts(&p, NULL, NULL, 0);
-	pair_connect(&p);
+	h_pair_up_opts(&p, NULL, NULL, 0);
+	h_pair_connect(&p);
 	h_buf_alloc(&s, 4096, GUARD);
 	h_buf_alloc(&d, 4096, GUARD);
 	h_buf_fill(&s, 9);
@@ -1124,7 +993,7 @@ START_TEST(test_poller_goes_to_sleep)
 	ck_assert_uint_eq(wc.wr_id, 100);
 	ck_assert(h_buf_check(&d, 0, 4096, 9, 0));
 	ck_assert(h_poll(&p.a, p.a.scq, &wc, H_WAIT_MS));
-	pair_down_bufs(&p, &s, &d);
+	h_pair_down_bufs(&p, &s, &d);
 }
 END_TEST
 
@@ -1166,7 +1035,7 @@ START_TEST(test_verbs_errors)
 		h_post_recv(&s, &b, 0, 16, 42);
 		qa.qp_state = RNICPI_QPS_ERR;
 		ck_assert_ok(d->ops->modify_qp(s.qp, &qa, RNICPI_QP_STATE));
-		expect_wc(&s, s.rcq, 42, RNICPI_WC_WR_FLUSH_ERR,
+		h_expect_wc(&s, s.rcq, 42, RNICPI_WC_WR_FLUSH_ERR,
 			  RNICPI_WC_RECV, 0);
 		qa.qp_state = RNICPI_QPS_IDLE;
 		ck_assert_ok(d->ops->modify_qp(s.qp, &qa, RNICPI_QP_STATE));

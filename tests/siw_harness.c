@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -424,4 +425,125 @@ int h_post_send(struct h_side *s, enum rnicpi_wr_opcode op,
 	if (op == RNICPI_WR_SEND_WITH_INV || op == RNICPI_WR_LOCAL_INV)
 		wr.ex.invalidate_rkey = rkey;
 	return s->d->ops->post_send(s->qp, &wr, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Pairs of connected sides, and a progress thread held still          */
+/* ------------------------------------------------------------------ */
+
+void h_pair_up_opts(struct h_pair *p, const struct rnicpi_option *oa,
+		    const struct rnicpi_option *ob, uint32_t srq_b)
+{
+	memset(p, 0, sizeof(*p));
+	p->da = h_dev_create(oa, NULL);
+	ck_assert_ptr_nonnull(p->da);
+	p->db = h_dev_create(ob, NULL);
+	ck_assert_ptr_nonnull(p->db);
+	h_side_init(&p->a, p->da, 0);
+	h_side_init(&p->b, p->db, srq_b);
+}
+
+void h_pair_connect(struct h_pair *p)
+{
+	ck_assert_ok(h_connect(&p->a, &p->b, &p->c));
+}
+
+void h_pair_down(struct h_pair *p)
+{
+	h_side_fini(&p->a);
+	h_side_fini(&p->b);
+	h_dev_destroy(p->da);
+	h_dev_destroy(p->db);
+}
+
+/* A connected pair with @s (at a, filled from @seed) and @d (at b), @len
+ * bytes each, registered; h_pair_down_bufs() undoes it. */
+void h_pair_up_bufs(struct h_pair *p, const struct rnicpi_option *oa,
+		    const struct rnicpi_option *ob, struct h_buf *s,
+		    struct h_buf *d, size_t len, uint32_t seed)
+{
+	h_pair_up_opts(p, oa, ob, 0);
+	h_pair_connect(p);
+	h_buf_alloc(s, len, H_GUARD);
+	h_buf_alloc(d, len, H_GUARD);
+	h_buf_fill(s, seed);
+	h_buf_reg(s, &p->a, H_RW);
+	h_buf_reg(d, &p->b, H_RW);
+}
+
+/* Deregister and free @s (registered at a) and @d (at b), then the pair. */
+void h_pair_down_bufs(struct h_pair *p, struct h_buf *s, struct h_buf *d)
+{
+	ck_assert_ok(p->da->ops->dereg_mr(s->mr));
+	ck_assert_ok(p->db->ops->dereg_mr(d->mr));
+	h_buf_free(s);
+	h_buf_free(d);
+	h_pair_down(p);
+}
+
+void h_expect_wc(struct h_side *s, struct rnicpi_cq *cq, uint64_t wr_id,
+		 enum rnicpi_wc_status st, enum rnicpi_wc_opcode op,
+		 uint32_t len)
+{
+	struct rnicpi_wc wc;
+
+	ck_assert_msg(h_poll(s, cq, &wc, H_WAIT_MS),
+		      "no completion for WR %llu", (unsigned long long)wr_id);
+	ck_assert_msg(wc.wr_id == wr_id && wc.status == st &&
+			      wc.opcode == op,
+		      "WR %llu status %d opcode %d, expected WR %llu status "
+		      "%d opcode %d", (unsigned long long)wc.wr_id, wc.status,
+		      wc.opcode, (unsigned long long)wr_id, st, op);
+	if (st == RNICPI_WC_SUCCESS)
+		ck_assert_uint_eq(wc.byte_len, len);
+}
+
+static void park_hook(struct h_dev *d, const struct rnicpi_conn_event *ev)
+{
+	struct h_park *pk = d->hook_arg;
+
+	if (ev->type != RNICPI_CONN_ERROR || ev->conn != pk->conn)
+		return;
+	pthread_mutex_lock(&pk->lock);
+	pk->parked = true;
+	pthread_cond_broadcast(&pk->cond);
+	while (!pk->release)
+		pthread_cond_wait(&pk->cond, &pk->lock);
+	pthread_mutex_unlock(&pk->lock);
+}
+
+/*
+ * Holds @d's progress thread in an upcall: a connection whose peer never
+ * sends its MPA Request times out there (the device needs a short
+ * mpa_timeout_ms). Returns the peer's socket, to close after h_unpark().
+ */
+int h_park_progress(struct h_dev *d, struct h_park *pk)
+{
+	struct rnicpi_conn *conn;
+	int cfd, sfd, i;
+
+	d->hook_arg = pk;
+	d->conn_hook = park_hook;
+	h_tcp_pair(&cfd, &sfd);
+	pthread_mutex_lock(&pk->lock);
+	ck_assert_ok(d->ops->iw_take_request(d->dev, sfd, NULL, &conn));
+	pk->conn = conn;
+	for (i = 0; i < 100 && !pk->parked; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&pk->cond, &pk->lock, &ts);
+	}
+	ck_assert_msg(pk->parked, "the MPA time-out never reached the core");
+	pthread_mutex_unlock(&pk->lock);
+	return cfd;
+}
+
+void h_unpark(struct h_park *pk)
+{
+	pthread_mutex_lock(&pk->lock);
+	pk->release = true;
+	pthread_cond_broadcast(&pk->cond);
+	pthread_mutex_unlock(&pk->lock);
 }

@@ -104,4 +104,48 @@ int h_post_send(struct h_side *s, enum rnicpi_wr_opcode op,
 		struct h_buf *b, size_t off, size_t len, uint64_t wr_id,
 		unsigned int flags, uint64_t raddr, uint32_t rkey);
 
+/* Guard bytes around test buffers, and the access they are registered
+ * with. */
+#define H_GUARD 64
+#define H_RW (RNICPI_ACCESS_LOCAL_WRITE | RNICPI_ACCESS_REMOTE_WRITE | \
+	      RNICPI_ACCESS_REMOTE_READ)
+
+/* Two devices with a side each, a (initiator) and b; @srq_b > 0 gives b
+ * an SRQ. */
+struct h_pair {
+	struct h_dev *da, *db;
+	struct h_side a, b;
+	struct h_connect c;
+};
+
+void h_pair_up_opts(struct h_pair *p, const struct rnicpi_option *oa,
+		    const struct rnicpi_option *ob, uint32_t srq_b);
+void h_pair_connect(struct h_pair *p);
+void h_pair_down(struct h_pair *p);
+/* A connected pair with @s (at a, filled from @seed) and @d (at b), @len
+ * bytes each, registered; h_pair_down_bufs() undoes it. */
+void h_pair_up_bufs(struct h_pair *p, const struct rnicpi_option *oa,
+		    const struct rnicpi_option *ob, struct h_buf *s,
+		    struct h_buf *d, size_t len, uint32_t seed);
+void h_pair_down_bufs(struct h_pair *p, struct h_buf *s, struct h_buf *d);
+/* The next completion on @cq is @wr_id with @st and @op (and @len bytes
+ * when it succeeded); fails the test otherwise. */
+void h_expect_wc(struct h_side *s, struct rnicpi_cq *cq, uint64_t wr_id,
+		 enum rnicpi_wc_status st, enum rnicpi_wc_opcode op,
+		 uint32_t len);
+
+/* A progress thread held in an upcall (h_park_progress) until
+ * h_unpark(); initialise lock and cond, the rest zero. */
+struct h_park {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const void *conn;
+	bool parked, release;
+};
+
+/* Holds @d's progress thread (the device needs a short mpa_timeout_ms);
+ * returns a socket to close after h_unpark(). */
+int h_park_progress(struct h_dev *d, struct h_park *pk);
+void h_unpark(struct h_park *pk);
+
 #endif
