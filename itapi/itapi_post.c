@@ -19,7 +19,9 @@
  *   IT_BARRIER_FENCE_FLAG   RNICPI_SEND_FENCE: wait for earlier RDMA Reads
  *   IT_UNLINK_FENCE_FLAG    RNICPI_SEND_LOCAL_FENCE: wait for every
  *                           earlier WR (RMR unlink)
- *   IT_COALESCE_WR_FLAG     accepted; every WR goes out at once
+ *   IT_COALESCE_WR_FLAG     RNICPI_SEND_MORE: the provider may hold the
+ *                           WR until the next one posted without the flag
+ *                           and start them together
  *   IT_UNLINK_LOCAL_SINK    not supported (rdma_read_local_extensions)
  */
 #define G_LOG_DOMAIN "hostrdma-itapi"
@@ -122,6 +124,8 @@ static unsigned int send_flags(it_dto_flags_t flags)
 		f |= RNICPI_SEND_FENCE;
 	if (flags & IT_UNLINK_FENCE_FLAG)
 		f |= RNICPI_SEND_LOCAL_FENCE;
+	if (flags & IT_COALESCE_WR_FLAG)
+		f |= RNICPI_SEND_MORE;
 	return f;
 }
 

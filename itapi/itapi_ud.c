@@ -391,7 +391,9 @@ it_status_t it_post_sendto(it_ep_handle_t ep_handle,
 				 0) |
 			((dto_flags & IT_SOLICITED_WAIT_FLAG) ?
 				 RNICPI_SEND_SOLICITED :
-				 0);
+				 0) |
+			((dto_flags & IT_COALESCE_WR_FLAG) ? RNICPI_SEND_MORE :
+							     0);
 	wr.wr.ud.ah = ual_ah_rnicpi(a->ah);
 	wr.wr.ud.remote_qpn = remote_ep_addr->addr.ud.ep_info.ud_ep_id;
 	wr.wr.ud.remote_qkey = remote_ep_addr->addr.ud.ep_info.ud_ep_key;

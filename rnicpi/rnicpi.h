@@ -601,6 +601,12 @@ enum rnicpi_send_flags {
 	RNICPI_SEND_SOLICITED = 1u << 2, /* ask for a solicited event */
 	RNICPI_SEND_INLINE = 1u << 3,	 /* copy the data at post time */
 	RNICPI_SEND_LOCAL_FENCE = 1u << 4, /* wait for all earlier WRs */
+	/* More WRs follow at once (IT_COALESCE_WR_FLAG): the provider may
+	 * leave this one queued until a post without the flag, to start
+	 * them together (one doorbell, fewer system calls). A hint: a
+	 * provider that starts every WR at once is right too, and an
+	 * unknown flag bit is ignored, never refused. */
+	RNICPI_SEND_MORE = 1u << 5,
 };
 
 struct rnicpi_mw_bind_info {

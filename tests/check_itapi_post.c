@@ -293,6 +293,51 @@ START_TEST(rdma_write)
 }
 END_TEST
 
+/*
+ * IT_COALESCE_WR_FLAG: ten Writes of 100 bytes, all but the last posted
+ * with the flag, and a Send behind them. Every Write completes, each
+ * landed at its offset, nothing else of R changed.
+ */
+START_TEST(coalesced_writes)
+{
+	struct it_buf msg;
+	it_lmr_triplet_t t;
+	struct want w[12];
+	int i;
+
+	it_buf_new(&F, &msg, 64, IT_PRIV_LOCAL);
+	memset(R.mem, 0xee, R.len);
+	for (i = 0; i < 1000; i++)
+		S.mem[i] = (unsigned char)(i * 7 + 1);
+	t = it_seg(&msg, 0, 64);
+	ck_assert_it_ok(it_post_recv(B, &t, 1, 500, CN));
+	for (i = 0; i < 10; i++) {
+		it_dto_flags_t fl = CN | (i < 9 ? IT_COALESCE_WR_FLAG : 0);
+
+		t = it_seg(&S, (size_t)i * 100, 100);
+		ck_assert_it_ok(it_post_rdma_write(
+			A, &t, 1, 400 + i, fl,
+			it_make_rdma_addr_absolute(R.mem + 50 + i * 100),
+			R.rkey));
+		w[i] = (struct want){ IT_DTO_RDMA_WRITE_CMPL_EVENT,
+				      400 + i, IT_DTO_SUCCESS };
+	}
+	t = it_seg(&msg, 0, 1);
+	ck_assert_it_ok(it_post_send(A, &t, 1, 600, CN));
+	w[10] = (struct want){ IT_DTO_SEND_CMPL_EVENT, 600, IT_DTO_SUCCESS };
+	w[11] = (struct want){ IT_DTO_RC_RECV_CMPL_EVENT, 500,
+			       IT_DTO_SUCCESS };
+	expect_any_order(w, 12);
+	for (i = 0; i < 10; i++)
+		ck_assert_uint_eq(w[i].got.dto_cmpl.transferred_length, 100);
+	ck_assert_int_eq(memcmp(R.mem + 50, S.mem, 1000), 0);
+	for (size_t k = 0; k < R.len; k++)
+		if (k < 50 || k >= 1050)
+			ck_assert_msg(R.mem[k] == 0xee, "byte %zu touched", k);
+	it_buf_free(&msg);
+}
+END_TEST
+
 START_TEST(rdma_read)
 {
 	struct it_buf sink;
@@ -441,6 +486,7 @@ Suite *suite_itapi_post(void)
 	tcase_add_test(tc, unsignalled_and_queue_limit);
 	tcase_add_test(tc, completion_errors);
 	tcase_add_test(tc, rdma_write);
+	tcase_add_test(tc, coalesced_writes);
 	tcase_add_test(tc, not_supported);
 	tcase_add_test(tc, no_send_invalidate_here);
 	suite_add_tcase(s, tc);
@@ -449,6 +495,7 @@ Suite *suite_itapi_post(void)
 	tcase_set_timeout(siw, 60);
 	tcase_add_test(siw, argument_checks);
 	tcase_add_test(siw, rdma_write);
+	tcase_add_test(siw, coalesced_writes);
 	tcase_add_test(siw, rdma_read);
 	tcase_add_test(siw, send_recv_siw_and_flush);
 	tcase_add_test(siw, send_with_invalidate);

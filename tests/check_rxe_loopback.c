@@ -742,6 +742,63 @@ START_TEST(test_srq)
 }
 END_TEST
 
+/*
+ * RNICPI_SEND_MORE (IT_COALESCE_WR_FLAG): six 64-byte WRITEs posted with
+ * it stay queued, no packet sent; a seventh without it starts them all,
+ * and each lands at its offset with nothing else of the target touched.
+ */
+START_TEST(test_rc_coalesced_writes)
+{
+	struct rxe_t_buf src, dst;
+	struct rxe_qp *qa;
+	struct rxe_t_pair p;
+	uint32_t wqe, i;
+
+	rxe_t_pair_open(&p, NULL);
+	qa = to_rxe_qp(p.a.qp);
+	rxe_t_buf_alloc(&p.t, &src, 7 * 64, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 5);
+	rxe_t_buf_alloc(&p.t, &dst, 1024, 0, RXE_T_ALL_ACCESS);
+	rxe_qp_lock(qa);
+	wqe = qa->req.wqe;
+	rxe_qp_unlock(qa);
+	for (i = 0; i < 7; i++) {
+		struct rnicpi_sge sge = {
+			.addr = rxe_t_buf_va(&src) + i * 64,
+			.length = 64,
+			.lkey = src.mr->lkey,
+		};
+		struct rnicpi_send_wr wr = {
+			.wr_id = i,
+			.opcode = RNICPI_WR_RDMA_WRITE,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.send_flags = RNICPI_SEND_SIGNALED |
+				      (i < 6 ? RNICPI_SEND_MORE : 0),
+			.wr.rdma.remote_addr = rxe_t_buf_va(&dst) + 100 + i * 64,
+			.wr.rdma.rkey = dst.mr->rkey,
+		};
+		const struct rnicpi_send_wr *bad;
+
+		ck_assert_ok(p.t.ops->post_send(p.a.qp, &wr, &bad));
+		rxe_qp_lock(qa);
+		ck_assert_uint_eq(qa->req.wqe - wqe, i < 6 ? 0 : 7);
+		rxe_qp_unlock(qa);
+	}
+	for (i = 0; i < 7; i++)
+		rxe_t_expect_wc(&p.t, p.a.scq, i, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(dst.mem + RXE_T_GUARD + 100, src.mem + RXE_T_GUARD,
+			 7 * 64) == 0);
+	for (i = 0; i < dst.size; i++)
+		if (i < 100 || i >= 100 + 7 * 64)
+			ck_assert_uint_eq(dst.mem[RXE_T_GUARD + i], 0);
+	rxe_t_assert_guards(&dst);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 Suite *suite_rxe_loopback(void)
 {
 	Suite *s = suite_create("rxe-loopback");
@@ -765,6 +822,7 @@ Suite *suite_rxe_loopback(void)
 	tcase_add_test(tc, test_rc_ipv6);
 	tcase_add_test(tc, test_rc_rnr);
 	tcase_add_test(tc, test_rc_many_in_flight);
+	tcase_add_test(tc, test_rc_coalesced_writes);
 	tcase_add_test(tc, test_srq);
 	tcase_add_test(tc, test_rc_sq_drain);
 	tcase_add_test(tc, test_per_qp_source_port);

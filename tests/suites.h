@@ -17,6 +17,7 @@
 	X(suite_siw_loopback, "siw-loopback")                               \
 	X(suite_siw_hostile, "siw-hostile")                                 \
 	X(suite_siw_lifetime, "siw-lifetime")                               \
+	X(suite_siw_coalesce, "siw-coalesce")                               \
 	X(suite_itapi_ia, "itapi-ia")                                       \
 	X(suite_itapi_evd, "itapi-evd")                                     \
 	X(suite_itapi_mem, "itapi-mem")                                     \

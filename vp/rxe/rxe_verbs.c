@@ -709,6 +709,7 @@ int rxe_post_send(struct rnicpi_qp *ibqp, const struct rnicpi_send_wr *wr,
 		  const struct rnicpi_send_wr **bad)
 {
 	struct rxe_qp *qp = to_rxe_qp(ibqp);
+	bool more = false;
 	int err = 0;
 
 	rxe_qp_lock(qp);
@@ -726,10 +727,16 @@ int rxe_post_send(struct rnicpi_qp *ibqp, const struct rnicpi_send_wr *wr,
 			*bad = wr;
 			break;
 		}
+		more = (wr->send_flags & RNICPI_SEND_MORE) != 0;
 	}
+	/* More WRs follow at once (RNICPI_SEND_MORE): leave these queued,
+	 * up to a transmit batch, so that the requester sends them
+	 * together with the next WR posted without the flag. */
 	if (qp->state == RNICPI_QPS_ERR)
 		rxe_qp_error(qp); /* flush what was just posted */
-	else if (qp->state == RNICPI_QPS_RTS)
+	else if (qp->state == RNICPI_QPS_RTS &&
+		 (err || !more || qp->sq_tail - qp->req.wqe >= RXE_TX_BATCH ||
+		  qp->sq_tail - qp->sq_head >= qp->sq_size))
 		rxe_req_run(qp);
 	rxe_qp_unlock(qp);
 	return err;

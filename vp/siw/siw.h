@@ -151,6 +151,8 @@ struct siw_options {
 	bool poll_rx;		  /* polling an empty CQ reads its QPs' sockets */
 	bool poll_tx;		  /* ... and writes what waits for room in them */
 	uint32_t tx_batch;	  /* FPDUs per sendmsg(), 1..SIW_TX_BATCH */
+	uint32_t tx_pack;	  /* messages up to this size are copied
+				   * together when more wait, 0 = never */
 	uint32_t busy_poll_us;	  /* progress thread spins this long after
 				   * socket traffic before it sleeps */
 };
@@ -353,6 +355,12 @@ enum siw_tx_kind {
  * make half a MiB, which halves the calls for 1 MiB WRITEs. */
 #define SIW_TX_BATCH 16
 
+/* Small whole messages queued back to back are copied into one buffer of
+ * this size and written with one sendmsg() (option tx_pack: messages up
+ * to SIW_DEFAULT_TX_PACK bytes by default). */
+#define SIW_TX_PACK (32u * 1024)
+#define SIW_DEFAULT_TX_PACK 4096u
+
 /* One built FPDU: its header and trailer, the payload between them taken
  * from the message at @off. */
 struct siw_tx_fpdu {
@@ -386,6 +394,12 @@ struct siw_tx {
 	bool zc;		/* this message goes with MSG_ZEROCOPY */
 	bool zc_used;		/* ... and at least one call went so */
 	bool want_out;		/* EPOLLOUT armed */
+	/* Whole FPDUs of small messages already completed, copied here to
+	 * go out together (option tx_pack); they precede anything else on
+	 * the stream. Dropped only with the socket. */
+	uint8_t *pack;		/* SIW_TX_PACK bytes, allocated on first use */
+	uint32_t pack_len;	/* bytes in it */
+	uint32_t pack_sent;	/* of those, written */
 };
 
 /* A message sent with MSG_ZEROCOPY whose pages the kernel may still read:
@@ -481,9 +495,11 @@ struct siw_qp {
 	struct rnicpi_qp_cap cap;
 	bool destroyed;
 
-	/* send queue: head = oldest not freed, tx = next to start */
+	/* send queue: head = oldest not freed, tx = next to start; of the
+	 * sq_count WRs in it, the last sq_unstarted have not started (a
+	 * full ring has sq_tx == sq_head whether none or all did) */
 	struct siw_wqe *sq;
-	uint32_t sq_size, sq_head, sq_tx, sq_count;
+	uint32_t sq_size, sq_head, sq_tx, sq_count, sq_unstarted;
 	uint8_t *inline_buf;
 
 	/* receive queue (no SRQ) */

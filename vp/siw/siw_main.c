@@ -65,6 +65,7 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 	o->poll_rx = true;
 	o->poll_tx = true;
 	o->tx_batch = SIW_TX_BATCH;
+	o->tx_pack = SIW_DEFAULT_TX_PACK;
 	o->large_fpdu = true;
 	o->busy_poll_us = SIW_DEFAULT_BUSY_POLL_US;
 
@@ -116,6 +117,8 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 			rc = parse_bool(v, &o->poll_tx);
 		} else if (!strcmp(k, "tx_batch")) {
 			rc = parse_u32(v, 1, SIW_TX_BATCH, &o->tx_batch);
+		} else if (!strcmp(k, "tx_pack")) {
+			rc = parse_u32(v, 0, SIW_TX_PACK / 2, &o->tx_pack);
 		} else if (!strcmp(k, "busy_poll_us")) {
 			rc = parse_u32(v, 0, 1000000, &o->busy_poll_us);
 		} else if (!strcmp(k, "max_fpdu")) {
@@ -361,6 +364,7 @@ static void free_item(struct siw_item *item)
 		free(qp->sq);
 		free(qp->rq);
 		free(qp->inline_buf);
+		free(qp->tx.pack);
 		free(qp);
 	} else if (item->type == SIW_ITEM_CONN) {
 		siw_conn_free(container_of(item, struct siw_conn, item));

@@ -98,7 +98,7 @@ void siw_sq_complete(struct siw_qp *qp, uint32_t idx,
 void siw_sq_reap(struct siw_qp *qp)
 {
 	while (qp->sq_count && qp->sq[qp->sq_head].state == SIW_WQE_DONE &&
-	       qp->sq_head != qp->sq_tx) {
+	       qp->sq_count > qp->sq_unstarted) {
 		qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
 		qp->sq_count--;
 	}
@@ -140,6 +140,7 @@ static void flush_all(struct siw_qp *qp)
 	}
 	/* SQ: everything not yet done, oldest first. */
 	qp->sq_tx = (qp->sq_head + qp->sq_count) % qp->sq_size;
+	qp->sq_unstarted = 0;
 	for (i = 0; i < qp->sq_count; i++) {
 		uint32_t idx = (qp->sq_head + i) % qp->sq_size;
 
@@ -248,6 +249,7 @@ void siw_qp_socket_close(struct siw_qp *qp, bool abort)
 	qp->fd = -1;
 	qp->llp = SIW_LLP_CLOSED;
 	qp->tx.want_out = false;
+	qp->tx.pack_len = qp->tx.pack_sent = 0;
 	if (qp->timed.on)
 		siw_dev_timed_del(qp->dev, &qp->timed);
 	siw_qp_dbg(qp, "stream closed%s", abort ? " (reset)" : "");
@@ -638,6 +640,11 @@ void siw_cq_progress(struct siw_cq *cq)
 			 * for the progress thread to run on EPOLLOUT. */
 			if (qp->fd >= 0 && qp->tx.want_out &&
 			    dev->opts.poll_tx)
+				siw_qp_tx(qp);
+			/* WRs held back for more (RNICPI_SEND_MORE) whose
+			 * consumer polls instead of posting the last one. */
+			else if (qp->fd >= 0 && qp->tx.kind == SIW_TX_IDLE &&
+				 !qp->tx.want_out && qp->sq_unstarted)
 				siw_qp_tx(qp);
 		}
 		pthread_mutex_unlock(&qp->lock);

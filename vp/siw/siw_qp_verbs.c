@@ -149,9 +149,12 @@ static void qp_reset(struct siw_qp *qp)
 {
 	int i;
 
-	qp->sq_head = qp->sq_tx = qp->sq_count = 0;
+	uint8_t *pack = qp->tx.pack;
+
+	qp->sq_head = qp->sq_tx = qp->sq_count = qp->sq_unstarted = 0;
 	qp->rq_head = qp->rq_count = 0;
 	memset(&qp->tx, 0, sizeof(qp->tx));
+	qp->tx.pack = pack;	/* kept for the QP's next connection */
 	memset(&qp->rx, 0, sizeof(qp->rx));
 	memset(&qp->term, 0, sizeof(qp->term));
 	qp->term_sent = qp->term_received = false;
@@ -348,6 +351,7 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		  const struct rnicpi_send_wr **bad)
 {
 	struct siw_qp *qp = to_siw_qp(q);
+	bool more = false;
 	int rc = 0;
 
 	pthread_mutex_lock(&qp->lock);
@@ -431,10 +435,16 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 			}
 		}
 		qp->sq_count++;
+		qp->sq_unstarted++;
+		more = (wr->send_flags & RNICPI_SEND_MORE) != 0;
 	}
-	/* The send queue was idle: transmit from this thread. */
-	if (qp->tx.kind == SIW_TX_IDLE && !qp->tx.want_out)
-		siw_qp_tx(qp);
+	/* The send queue was idle: transmit from this thread, unless more
+	 * WRs follow at once (RNICPI_SEND_MORE) and have room to queue:
+	 * they start together with the next WR posted without the flag,
+	 * or when the consumer polls the CQ (siw_cq_progress). */
+	if (rc || !more || qp->sq_count == qp->sq_size)
+		if (qp->tx.kind == SIW_TX_IDLE && !qp->tx.want_out)
+			siw_qp_tx(qp);
 out:
 	siw_qp_unlock(qp);
 	if (rc && bad)

@@ -4,7 +4,10 @@
  * Read Response, then the send queue), cuts it into FPDUs that fit the
  * TCP MSS (RFC 5044 §4.1 "MULPDU"), and writes up to SIW_TX_BATCH FPDUs
  * of a message with one sendmsg() over an iovec of headers, user memory
- * and trailers: no copy of the payload in user space.
+ * and trailers: no copy of the payload in user space. Small messages
+ * queued back to back are the exception: they are copied into the pack
+ * and written together (option tx_pack), a copy being cheaper than a
+ * system call each.
  *
  * Every step runs under qp->lock, from the posting thread when the queue
  * was idle or from the progress thread when the socket has room again.
@@ -138,7 +141,7 @@ bool siw_qp_tx_pending(struct siw_qp *qp)
 {
 	if (qp->fd < 0 || qp->tx.want_out)
 		return false;
-	if (qp->tx.kind != SIW_TX_IDLE)
+	if (qp->tx.kind != SIW_TX_IDLE || qp->tx.pack_len)
 		return true;
 	if (qp->term.valid && !qp->term_sent)
 		return true;
@@ -146,8 +149,7 @@ bool siw_qp_tx_pending(struct siw_qp *qp)
 		return false;
 	if (qp->tx_hold)
 		return false;
-	return qp->irq_count || qp->sq_tx != (qp->sq_head + qp->sq_count) %
-					   qp->sq_size ||
+	return qp->irq_count || qp->sq_unstarted ||
 	       (qp->rtr_pending && qp->llp == SIW_LLP_RDMA);
 }
 
@@ -239,6 +241,7 @@ static bool start_sq(struct siw_qp *qp)
 		return false;
 
 	qp->sq_tx = (qp->sq_tx + 1) % qp->sq_size;
+	qp->sq_unstarted--;
 	if (w->opcode == RNICPI_WR_LOCAL_INV) {
 		enum rnicpi_wc_status st = local_invalidate(qp, w->inv_stag);
 
@@ -369,7 +372,7 @@ static bool next_message(struct siw_qp *qp)
 	}
 	if (qp->irq_count)
 		return start_rresp(qp);
-	while (qp->sq_tx != (qp->sq_head + qp->sq_count) % qp->sq_size) {
+	while (qp->sq_unstarted) {
 		if (!start_sq(qp))
 			return false;
 		if (tx->kind != SIW_TX_IDLE)
@@ -601,6 +604,44 @@ static uint32_t batch_iov(struct siw_tx *tx, uint32_t skip, struct iovec *iov)
 	return n;
 }
 
+/* ------------------------------------------------------------------ */
+/* The pack (option tx_pack): small whole messages queued back to back   */
+/* are copied, FPDU by FPDU, into one buffer that goes out with one      */
+/* sendmsg(), ahead of whatever follows them on the stream.             */
+/* ------------------------------------------------------------------ */
+
+/* @n more bytes of the pack are on the stream. */
+static void pack_sent(struct siw_tx *tx, uint32_t n)
+{
+	tx->pack_sent += n;
+	if (tx->pack_sent == tx->pack_len)
+		tx->pack_len = tx->pack_sent = 0;
+}
+
+/* Write what the pack still holds, alone: 0 once it is all out, -EAGAIN,
+ * or -errno for a broken stream. */
+static int send_pack(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+
+	while (tx->pack_sent < tx->pack_len) {
+		ssize_t rc = send(qp->fd, tx->pack + tx->pack_sent,
+				  tx->pack_len - tx->pack_sent,
+				  MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return -EAGAIN;
+			return -errno;
+		}
+		qp->tx_calls++;
+		pack_sent(tx, (uint32_t)rc);
+	}
+	return 0;
+}
+
 /* Write the rest of the current FPDUs: 0 when all of them are out,
  * -EAGAIN, or -errno for a broken stream.
  *
@@ -613,7 +654,7 @@ static uint32_t batch_iov(struct siw_tx *tx, uint32_t skip, struct iovec *iov)
 static int send_fpdu(struct siw_qp *qp)
 {
 	struct siw_tx *tx = &qp->tx;
-	struct iovec iov[SIW_TX_BATCH * (SIW_MAX_SGE + 2)];
+	struct iovec iov[1 + SIW_TX_BATCH * (SIW_MAX_SGE + 2)];
 	struct msghdr msg = { .msg_iov = iov };
 	struct siw_mr *const *mrs;
 	uint32_t n_mr = tx_src_mrs(qp, &mrs);
@@ -622,14 +663,24 @@ static int send_fpdu(struct siw_qp *qp)
 
 	while (tx->fpdu_sent < tx->fpdu_total) {
 		const struct siw_tx_fpdu *f = &tx->fpdu[0];
-		uint32_t n = 0, skip = tx->fpdu_sent;
+		uint32_t n = 0, skip = tx->fpdu_sent, packed = 0;
 		int flags = MSG_DONTWAIT | MSG_NOSIGNAL;
 		bool zc_call = false, more = false;
 
 		if (!tx->zc) {
-			n = batch_iov(tx, skip, iov);
+			/* Packed messages came first: they lead the call. */
+			packed = tx->pack_len - tx->pack_sent;
+			if (packed) {
+				iov[0].iov_base = tx->pack + tx->pack_sent;
+				iov[0].iov_len = packed;
+				n = 1;
+			}
+			n += batch_iov(tx, skip, iov + n);
 			goto send;
 		}
+		err = send_pack(qp);
+		if (err)
+			return err;
 		if (skip < f->hdr_len) {
 			iov[n].iov_base = (uint8_t *)f->hdr + skip;
 			iov[n].iov_len = f->hdr_len - skip;
@@ -677,6 +728,12 @@ send:
 			tx->zc_used = true;
 		}
 		qp->tx_calls++;
+		if (packed) {
+			uint32_t k = (size_t)rc < packed ? (uint32_t)rc : packed;
+
+			pack_sent(tx, k);
+			rc -= k;
+		}
 		tx->fpdu_sent += (uint32_t)rc;
 	}
 	return 0;
@@ -752,6 +809,64 @@ static void message_done(struct siw_qp *qp)
 	}
 }
 
+/* Whether another message waits to go out behind the one in tx. */
+static bool tx_more_waiting(struct siw_qp *qp)
+{
+	if (qp->tx.kind == SIW_TX_RRESP)
+		return qp->irq_count > 1 || qp->sq_unstarted;
+	return qp->irq_count || qp->sq_unstarted;
+}
+
+/* The message just built goes into the pack: it is small (option
+ * tx_pack), whole in its one FPDU, not sent with MSG_ZEROCOPY, fits, and
+ * either more messages wait behind it or the pack has started already. */
+static bool pack_wanted(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+
+	if ((tx->kind != SIW_TX_SQ && tx->kind != SIW_TX_RRESP) || tx->zc ||
+	    !qp->dev->opts.tx_pack || tx->msg_len > qp->dev->opts.tx_pack ||
+	    tx->msg_off ||
+	    tx->n_fpdu != 1 || tx->batch_payload != tx->msg_len ||
+	    tx->fpdu_sent || tx->pack_len + tx->fpdu_total > SIW_TX_PACK)
+		return false;
+	if (!tx->pack_len && !tx_more_waiting(qp))
+		return false;
+	if (!tx->pack)
+		tx->pack = malloc(SIW_TX_PACK);
+	return tx->pack != NULL;
+}
+
+/* Copy the message's one FPDU into the pack and finish the message as if
+ * it were on the stream: its bytes are ours now, as they would be the
+ * socket's. 0, or -EFAULT when its source region is gone. */
+static int pack_message(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+	const struct siw_tx_fpdu *f = &tx->fpdu[0];
+	uint8_t *p = tx->pack + tx->pack_len;
+	struct iovec iov[SIW_MAX_SGE];
+	struct siw_mr *const *mrs;
+	uint32_t i, n, n_mr = tx_src_mrs(qp, &mrs);
+
+	memcpy(p, f->hdr, f->hdr_len);
+	p += f->hdr_len;
+	if (!siw_mrs_access_begin(mrs, n_mr))
+		return tx_dead_mr(qp);
+	n = gather(tx->src, tx->n_src, 0, f->payload, iov, SIW_MAX_SGE);
+	for (i = 0; i < n; i++) {
+		memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	siw_mrs_access_end(mrs, n_mr);
+	memcpy(p, f->trailer, f->trailer_len);
+	tx->pack_len += tx->fpdu_total;
+	tx->fpdu_ready = false;
+	tx->msg_off = tx->msg_len;
+	message_done(qp);
+	return 0;
+}
+
 static void set_want_out(struct siw_qp *qp, bool want)
 {
 	if (qp->tx.want_out == want || qp->fd < 0)
@@ -773,11 +888,27 @@ void siw_qp_tx(struct siw_qp *qp)
 			if (qp->term.valid && !qp->term_sent &&
 			    tx->kind != SIW_TX_TERM && tx->kind != SIW_TX_IDLE)
 				siw_tx_release(qp);
-			if (tx->kind == SIW_TX_IDLE && !next_message(qp))
-				break;
+			if (tx->kind == SIW_TX_IDLE && !next_message(qp)) {
+				/* Nothing follows the pack: it goes alone. */
+				rc = send_pack(qp);
+				if (!rc)
+					break;
+				if (rc == -EAGAIN) {
+					set_want_out(qp, true);
+					return;
+				}
+				siw_qp_info(qp, "send: %s", strerror(-rc));
+				siw_qp_llp_closed(qp, rc);
+				return;
+			}
 			if (qp->fd < 0 || tx->kind == SIW_TX_IDLE)
 				continue;
 			rc = build_batch(qp);
+			if (!rc && pack_wanted(qp)) {
+				rc = pack_message(qp);
+				if (!rc)
+					continue;
+			}
 			if (rc) {
 				siw_qp_llp_closed(qp, rc);
 				return;
@@ -802,8 +933,8 @@ void siw_qp_tx(struct siw_qp *qp)
 	/* Graceful close: once everything queued went out and no Read is
 	 * outstanding, send our FIN (RFC 5040 §5.3 / verbs CLOSING). */
 	if (qp->closing && qp->state == RNICPI_QPS_CLOSING &&
-	    tx->kind == SIW_TX_IDLE && !qp->orq_count && !qp->irq_count &&
-	    qp->sq_tx == (qp->sq_head + qp->sq_count) % qp->sq_size &&
-	    qp->llp == SIW_LLP_RDMA)
+	    tx->kind == SIW_TX_IDLE && !tx->pack_len && !qp->orq_count &&
+	    !qp->irq_count &&
+	    !qp->sq_unstarted && qp->llp == SIW_LLP_RDMA)
 		siw_qp_llp_shutdown(qp);
 }
