@@ -71,6 +71,11 @@ for s in sizes:
         tg.append(verdict("siw WRITE bw %s B ahead of %s" % (s, other),
                           ratio((S, ours, s, "bw_gbps"), (other, ot, s, "bw_gbps")),
                           lambda x: x > 1.0))
+        if (S, ours + "-l16", s, "bw_gbps") in val:
+            tg.append(verdict("siw WRITE bw -l 16 %s B ahead of %s" % (s, other),
+                              ratio((S, ours + "-l16", s, "bw_gbps"),
+                                    (other, ot, s, "bw_gbps")),
+                              lambda x: x > 1.0))
     for other, ot in (("libfabric-tcp", "pingpong"), ("ucx-tcp", "tag_lat")):
         tg.append(verdict("siw WRITE lat %s B ahead of %s (ours/theirs)" % (s, other),
                           ratio((S, "write_lat", s, "lat_us"), (other, ot, s, "lat_us")),

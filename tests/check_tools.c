@@ -276,6 +276,25 @@ START_TEST(perf_write_bw_verified)
 }
 END_TEST
 
+/* -l: bursts of 16 posted with IT_COALESCE_WR_FLAG, small messages that
+ * soft-iWARP packs; every message's data checked. */
+START_TEST(perf_post_list_verified)
+{
+	static const char *const tests[] = { "write_bw", "send_bw" };
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(tests); i++) {
+		const char *args[] = { "-s", "100", "-n", "2000", "-l", "16",
+				       "--verify", NULL };
+		GPtrArray *j = perf(tests[i], args);
+
+		ck_assert_uint_eq(j->len, 1);
+		assert_bw(j->pdata[0], tests[i], 100, 2000);
+		assert_verified(j->pdata[0]);
+		g_ptr_array_unref(j);
+	}
+}
+END_TEST
+
 START_TEST(perf_read_bw_two_qps_verified)
 {
 	const char *args[] = { "-s", "65536", "-n", "100", "-q", "2",
@@ -733,6 +752,7 @@ Suite *suite_tools(void)
 	tcase_add_checked_fixture(tc, env_setup, NULL);
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, perf_write_bw_verified);
+	tcase_add_test(tc, perf_post_list_verified);
 	tcase_add_test(tc, perf_read_bw_two_qps_verified);
 	tcase_add_test(tc, perf_send_bw_bidirectional_verified);
 	tcase_add_test(tc, perf_all_sizes);

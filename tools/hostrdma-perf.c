@@ -32,6 +32,8 @@ static void usage(FILE *f)
 		"  -t, --tx-depth=N        work requests in flight per QP (128)\n"
 		"  -r, --rx-depth=N        receives posted per QP (512)\n"
 		"  -Q, --cq-mod=N          one completion per N requests (100)\n"
+		"  -l, --post_list=N       start N requests together: the others\n"
+		"                          are posted with IT_COALESCE_WR_FLAG (1)\n"
 		"  -o, --outs=N            RDMA Reads in flight per QP (16)\n"
 		"  -I, --inline_size=N     accepted; IT-API has no inline data\n"
 		"  -e, --events            sleep on completion events, do not poll\n"
@@ -92,6 +94,7 @@ int main(int argc, char **argv)
 		{ "tx-depth", required_argument, NULL, 't' },
 		{ "rx-depth", required_argument, NULL, 'r' },
 		{ "cq-mod", required_argument, NULL, 'Q' },
+		{ "post_list", required_argument, NULL, 'l' },
 		{ "outs", required_argument, NULL, 'o' },
 		{ "inline_size", required_argument, NULL, 'I' },
 		{ "events", no_argument, NULL, 'e' },
@@ -114,7 +117,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int opt, rc;
 
-	while ((opt = getopt_long(argc, argv, "-s:an:D:q:bt:r:Q:o:I:ep:d:RLFx:c:m:h",
+	while ((opt = getopt_long(argc, argv, "-s:an:D:q:bt:r:Q:l:o:I:ep:d:RLFx:c:m:h",
 				  longs, NULL)) != -1) {
 		rc = 0;
 		switch (opt) {
@@ -153,6 +156,10 @@ int main(int argc, char **argv)
 		case 'Q':
 			rc = number("-Q", optarg, 1, 8192, &v);
 			o.cq_mod = (unsigned int)v;
+			break;
+		case 'l':
+			rc = number("-l", optarg, 1, 8192, &v);
+			o.post_list = (unsigned int)v;
 			break;
 		case 'o':
 			rc = number("-o", optarg, 1, 128, &v);

@@ -44,6 +44,8 @@ struct perf_opts {
 	unsigned int tx_depth;		/* -t */
 	unsigned int rx_depth;		/* -r */
 	unsigned int cq_mod;		/* -Q: one completion per cq_mod */
+	unsigned int post_list;		/* -l: WRs started together
+					 * (IT_COALESCE_WR_FLAG on the others) */
 	unsigned int outs;		/* -o: RDMA Reads in flight per QP */
 	bool events;			/* -e: sleep on events, do not poll */
 	bool json;			/* --json */

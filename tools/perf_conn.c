@@ -367,6 +367,7 @@ static void params_out(const struct perf_opts *o, uint64_t *v)
 	v[PV_DURATION] = o->duration_s;
 	v[PV_VERIFY] = o->verify;
 	v[PV_MAX_SIZE] = run_max_size(o);
+	v[PV_POST_LIST] = o->post_list;
 }
 
 /* The client's parameters become the server's: checked first. */
@@ -383,7 +384,8 @@ static int params_in(struct perf_ctx *c)
 	    v[PV_RX_DEPTH] > 8192 || v[PV_CQ_MOD] < 1 || v[PV_OUTS] < 1 ||
 	    v[PV_OUTS] > 128 || v[PV_SIZE] < 1 ||
 	    v[PV_MAX_SIZE] > PERF_MAX_SIZE || v[PV_SIZE] > v[PV_MAX_SIZE] ||
-	    v[PV_ITERS] > (1ull << 40) || v[PV_DURATION] > 86400) {
+	    v[PV_ITERS] > (1ull << 40) || v[PV_DURATION] > 86400 ||
+	    v[PV_POST_LIST] < 1 || v[PV_POST_LIST] > 8192) {
 		fprintf(stderr, "%s: the client's parameters are out of range (verb %llu, QPs %llu, size %llu of %llu, depths %llu/%llu)\n",
 			PERF_PROG, (unsigned long long)v[PV_VERB],
 			(unsigned long long)v[PV_QPS],
@@ -406,6 +408,7 @@ static int params_in(struct perf_ctx *c)
 	o->iters = v[PV_ITERS];
 	o->duration_s = (unsigned int)v[PV_DURATION];
 	o->verify = v[PV_VERIFY];
+	o->post_list = (unsigned int)v[PV_POST_LIST];
 	c->max_size = v[PV_MAX_SIZE] < 64 ? 64 : v[PV_MAX_SIZE];
 	/* The client's -a may stop early (its RLIMIT_MEMLOCK): the sizes
 	 * the server walks end where the client's buffers do. */
@@ -474,7 +477,7 @@ int perf_connect(struct perf_ctx *c)
 		if (perf_make_qp(c, i))
 			return -1;
 	params_out(o, v);
-	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_MAX_SIZE + 1, true) ||
+	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_POST_LIST + 1, true) ||
 	    perf_ctl_recv(c, PERF_CTL_PARAMS, TOOL_WAIT_US))
 		return -1;
 	take_adverts(c);
@@ -553,7 +556,7 @@ int perf_accept(struct perf_ctx *c)
 	if (adverts_ok(c))
 		return -1;
 	params_out(o, v);
-	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_MAX_SIZE + 1, true))
+	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_POST_LIST + 1, true))
 		return -1;
 	for (unsigned int i = 0; i < o->qps; i++) {
 		if (next_request(c, 1, i, &id) ||

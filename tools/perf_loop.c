@@ -159,12 +159,14 @@ static int reap_rq(struct perf_ctx *c, uint64_t size, uint32_t *bad)
 	return n;
 }
 
+/* Post one WR; @more: another follows at once (IT_COALESCE_WR_FLAG, -l). */
 static int post_one(struct perf_ctx *c, struct perf_qp *q, uint64_t size,
-		    bool signalled)
+		    bool signalled, bool more)
 {
 	it_lmr_triplet_t t = { .lmr = q->lmr, .length = size };
 	uint64_t ck = ((uint64_t)q->index << 56) | q->posted;
-	it_dto_flags_t fl = signalled ? SIGNALLED : 0;
+	it_dto_flags_t fl = (signalled ? SIGNALLED : 0) |
+			    (more ? IT_COALESCE_WR_FLAG : 0);
 	it_status_t st;
 
 	switch (c->o->verb) {
@@ -251,7 +253,7 @@ static int post_some(struct perf_ctx *c, uint64_t size, bool posting,
 			 * one more, signalled, retires the tail. */
 			if (!q->last_signalled && q->posted > start[i] &&
 			    n > 0) {
-				if (post_one(c, q, size, true))
+				if (post_one(c, q, size, true, false))
 					return -1;
 				(*progress)++;
 			}
@@ -262,8 +264,13 @@ static int post_some(struct perf_ctx *c, uint64_t size, bool posting,
 			bool sig = (by_count && sent + 1 == o->iters) ||
 				   (q->posted + 1) % o->cq_mod == 0 ||
 				   q->posted + 1 - q->completed >= depth(c);
+			/* -l: every post_list-th WR, and the last one there
+			 * is room for, starts those held before it. */
+			bool held = o->post_list > 1 && n > 0 &&
+				    (!by_count || sent + 1 < o->iters) &&
+				    (q->posted + 1) % o->post_list != 0;
 
-			if (post_one(c, q, size, sig))
+			if (post_one(c, q, size, sig, held))
 				return -1;
 			sent++;
 			(*progress)++;
@@ -529,7 +536,7 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			if (q->posted - q->completed >= o->tx_depth &&
 			    wait_one(c, c->sq, size, &bad))
 				goto err;
-			if (post_one(c, q, size, true))
+			if (post_one(c, q, size, true, false))
 				goto err;
 			if (pinger &&
 			    wait_byte(c, sink + size - 1, tag_of(i)))
@@ -543,7 +550,7 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			if (q->posted - q->completed >= o->tx_depth &&
 			    wait_one(c, c->sq, size, &bad))
 				goto err;
-			if (post_one(c, q, size, true))
+			if (post_one(c, q, size, true, false))
 				goto err;
 			if (pinger && wait_one(c, c->rq, size, &bad))
 				goto err;
@@ -551,7 +558,7 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 				goto err;
 			break;
 		default:	/* RDMA Read: the client only */
-			if (post_one(c, q, size, true))
+			if (post_one(c, q, size, true, false))
 				goto err;
 			while (q->completed == before)
 				if (wait_one(c, c->sq, size, &bad))

@@ -53,7 +53,7 @@ _Static_assert(sizeof(struct perf_ctl) == 8 + 24 * 8 + 24 * PERF_MAX_QPS,
 enum {
 	PV_VERB, PV_LAT, PV_BIDIR, PV_QPS, PV_TX_DEPTH, PV_RX_DEPTH,
 	PV_CQ_MOD, PV_OUTS, PV_SIZE, PV_ALL, PV_ITERS, PV_DURATION,
-	PV_VERIFY, PV_MAX_SIZE,
+	PV_VERIFY, PV_MAX_SIZE, PV_POST_LIST,
 };
 /* DONE fields (v[]): times in ns, CPU in us. */
 enum {

@@ -68,6 +68,8 @@ void perf_defaults(struct perf_opts *o)
 		o->cq_mod = o->tx_depth;
 	if (!o->outs)
 		o->outs = 16;
+	if (!o->post_list)
+		o->post_list = 1;
 	if (!o->all_max)
 		o->all_max = PERF_MAX_SIZE;
 }
@@ -136,8 +138,9 @@ void perf_print_header(const struct perf_opts *o)
 	       o->lat ? "Latency" : "BW");
 	printf(" Number of qps   : %-8u Connection type : RC\n", o->qps);
 	if (!o->lat)
-		printf(" TX depth        : %-8u CQ Moderation   : %u\n",
-		       o->tx_depth, o->cq_mod);
+		printf(" TX depth        : %-8u CQ Moderation   : %u\n"
+		       " Post list       : %u\n",
+		       o->tx_depth, o->cq_mod, o->post_list);
 	if (o->verb == PERF_READ)
 		printf(" Outstand reads  : %u\n", o->outs);
 	if (o->verb == PERF_SEND)
