@@ -24,27 +24,33 @@
 #include "tests/testutil.h"
 #include "vp/siw/siw.h"
 
-static uint64_t tx_calls(struct rnicpi_qp *q)
+/* The sender's sendmsg() calls so far, and the WRs in its send queue
+ * that have not started (provider internals, read under the QP lock). */
+struct sq_look {
+	uint64_t calls;
+	uint32_t unstarted;
+};
+
+static struct sq_look sq_look(struct rnicpi_qp *q)
 {
 	struct siw_qp *qp = to_siw_qp(q);
-	uint64_t n;
+	struct sq_look l;
 
 	pthread_mutex_lock(&qp->lock);
-	n = qp->tx_calls;
+	l.calls = qp->tx_calls;
+	l.unstarted = qp->sq_unstarted;
 	pthread_mutex_unlock(&qp->lock);
-	return n;
+	return l;
 }
 
-/* WRs in the send queue that have not started. */
+static uint64_t tx_calls(struct rnicpi_qp *q)
+{
+	return sq_look(q).calls;
+}
+
 static uint32_t held_wrs(struct rnicpi_qp *q)
 {
-	struct siw_qp *qp = to_siw_qp(q);
-	uint32_t n;
-
-	pthread_mutex_lock(&qp->lock);
-	n = qp->sq_unstarted;
-	pthread_mutex_unlock(&qp->lock);
-	return n;
+	return sq_look(q).unstarted;
 }
 
 /* Where a stuck transfer stands, for a failure message (static buffer). */
