@@ -102,13 +102,13 @@ for m, ylabel, name in (("bw_gbps", "bandwidth [Gbit/s]", "perf-bandwidth.svg"),
                         ("lat_us", "one-way latency [us]", "perf-latency.svg")):
     if not series[m]:
         continue
-    g = ["set terminal svg size 900,560 dynamic",
+    g = ["set terminal svg size 900,560 dynamic background rgb 'white'",
          "set output '%s'" % os.path.join(docs, name),
-         "set logscale x 2", "set xlabel 'message size [bytes]'",
+         "set termoption noenhanced", "set logscale x 2",
+         "set xtics ('8 B' 8, '4 KiB' 4096, '64 KiB' 65536, '1 MiB' 1048576)",
+         "set logscale y", "set xlabel 'message size'",
          "set ylabel '%s'" % ylabel, "set key outside right", "set grid",
          "set title '%s on 127.0.0.1'" % ylabel.split(" [")[0]]
-    if m == "lat_us":
-        g.append("set logscale y")
     g.append("plot " + ", ".join("'%s' using 1:2 with linespoints title '%s'" % (f, t)
                                  for f, t in series[m]))
     subprocess.run(["gnuplot"], input="\n".join(g), text=True, check=True)
