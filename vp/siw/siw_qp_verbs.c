@@ -147,9 +147,8 @@ void siw_qp_cq_detach(struct siw_qp *qp)
 
 static void qp_reset(struct siw_qp *qp)
 {
-	int i;
-
 	uint8_t *pack = qp->tx.pack;
+	int i;
 
 	qp->sq_head = qp->sq_tx = qp->sq_count = qp->sq_unstarted = 0;
 	qp->rq_head = qp->rq_count = 0;
