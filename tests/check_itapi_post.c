@@ -45,6 +45,16 @@ static void setup_siw(void)
 	it_connect_pair(&F, A, B);
 }
 
+/* soft-iWARP sending large payloads with MSG_ZEROCOPY. */
+static void setup_siw_zc(void)
+{
+	it_setup_siw();
+	g_setenv("HOSTRDMA_OPTIONS", "siw.mpa_timeout_ms=1500,siw.zcopy_min=65536",
+		 TRUE);
+	setup_common();
+	it_connect_pair(&F, A, B);
+}
+
 static void teardown(void)
 {
 	it_buf_free(&S);
@@ -380,6 +390,111 @@ START_TEST(rdma_read)
 }
 END_TEST
 
+/*
+ * A send queue completes in posting order (it_api(3); IBA 10.8.5), also
+ * when a later WR finishes first: a Write or Send posted behind a 1 MiB
+ * Read is on the wire long before the Read's response is in, and a small
+ * Write is copied out before the kernel lets go of an earlier zero-copy
+ * one. Each round posts a Read, a Write, an unsignalled Write and a Send;
+ * A's completions must come back as Read, Write, Send with every byte in
+ * place, and no completion may be lost (before the provider kept them in
+ * order, IT-API dropped the Read's as "names no outstanding request" and
+ * the wait below timed out).
+ */
+static void posting_order_rounds(size_t big)
+{
+	struct it_buf src, sink, dst, rbuf;
+	it_lmr_triplet_t t;
+
+	it_buf_new(&F, &src, big, IT_PRIV_LOCAL | IT_PRIV_REMOTE_READ);
+	it_buf_new(&F, &sink, big, IT_PRIV_LOCAL | IT_PRIV_REMOTE_WRITE);
+	it_buf_new(&F, &dst, big, IT_PRIV_LOCAL | IT_PRIV_REMOTE_WRITE);
+	it_buf_new(&F, &rbuf, 64, IT_PRIV_LOCAL);
+	for (size_t i = 0; i < big; i++) {
+		src.mem[i] = (unsigned char)(i * 7 + 3);
+		S.mem[i % S.len] = (unsigned char)(i * 13 + 1);
+	}
+	for (int round = 0; round < 6; round++) {
+		it_dto_cookie_t base = 1000 + 10 * (it_dto_cookie_t)round;
+		it_dto_cookie_t order[3];
+		int n_a = 0, n_recv = 0;
+
+		memset(sink.mem, 0x5a, sink.len);
+		memset(dst.mem, 0x5a, dst.len);
+		t = it_seg(&rbuf, 0, 64);
+		ck_assert_it_ok(it_post_recv(B, &t, 1, base + 9, CN));
+		t = it_seg(&sink, 0, big);
+		ck_assert_it_ok(it_post_rdma_read(A, &t, 1, base + 1, CN,
+						  (uintptr_t)src.mem,
+						  src.rkey));
+		/* Even rounds: a Write as large as the Read (zero-copy when
+		 * the fixture turned it on), odd: a small one. */
+		t = round % 2 ? it_seg(&S, 0, 4096) : it_seg(&src, 0, big);
+		ck_assert_it_ok(it_post_rdma_write(A, &t, 1, base + 2, CN,
+						   (uintptr_t)dst.mem,
+						   dst.rkey));
+		t = it_seg(&S, 0, 100);
+		ck_assert_it_ok(it_post_rdma_write(A, &t, 1, base + 3, 0,
+						   (uintptr_t)dst.mem + big -
+							   100,
+						   dst.rkey));
+		t = it_seg(&S, 0, 64);
+		ck_assert_it_ok(it_post_send(A, &t, 1, base + 4, CN));
+		while (n_a < 3 || n_recv < 1) {
+			it_event_t ev;
+
+			ck_assert_msg(it_wait_event_for(F.dto, IT_WAIT_US, &ev),
+				      "round %d: %d of A's 3 completions and "
+				      "%d of 1 receive came",
+				      round, n_a, n_recv);
+			ck_assert_msg(ev.dto_cmpl.dto_status == IT_DTO_SUCCESS,
+				      "cookie %llu: status %d",
+				      (unsigned long long)ev.dto_cmpl.cookie,
+				      ev.dto_cmpl.dto_status);
+			if (ev.dto_cmpl.ep == B) {
+				ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+				ck_assert_uint_eq(ev.dto_cmpl.cookie, base + 9);
+				n_recv++;
+				continue;
+			}
+			ck_assert_ptr_eq(ev.dto_cmpl.ep, A);
+			ck_assert_int_lt(n_a, 3);
+			order[n_a++] = ev.dto_cmpl.cookie;
+		}
+		ck_assert_msg(order[0] == base + 1 && order[1] == base + 2 &&
+				      order[2] == base + 4,
+			      "round %d: completions %llu %llu %llu, posted "
+			      "%llu %llu %llu",
+			      round, (unsigned long long)order[0],
+			      (unsigned long long)order[1],
+			      (unsigned long long)order[2],
+			      (unsigned long long)base + 1,
+			      (unsigned long long)base + 2,
+			      (unsigned long long)base + 4);
+		ck_assert_int_eq(memcmp(sink.mem, src.mem, big), 0);
+		ck_assert_int_eq(memcmp(rbuf.mem, S.mem, 64), 0);
+		if (round % 2) {
+			ck_assert_int_eq(memcmp(dst.mem, S.mem, 4096), 0);
+			ck_assert_uint_eq(dst.mem[4096], 0x5a);
+			ck_assert_uint_eq(dst.mem[big - 101], 0x5a);
+		} else {
+			ck_assert_int_eq(memcmp(dst.mem, src.mem, big - 100),
+					 0);
+		}
+		ck_assert_int_eq(memcmp(dst.mem + big - 100, S.mem, 100), 0);
+	}
+	it_buf_free(&rbuf);
+	it_buf_free(&dst);
+	it_buf_free(&sink);
+	it_buf_free(&src);
+}
+
+START_TEST(posting_order)
+{
+	posting_order_rounds(1 << 20);
+}
+END_TEST
+
 START_TEST(send_recv_siw_and_flush)
 {
 	it_lmr_triplet_t t = it_seg(&R, 0, 512);
@@ -478,6 +593,7 @@ Suite *suite_itapi_post(void)
 	Suite *s = suite_create("itapi-post");
 	TCase *tc = tcase_create("testprov");
 	TCase *siw = tcase_create("siw");
+	TCase *siw_zc = tcase_create("siw-zerocopy");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -500,6 +616,12 @@ Suite *suite_itapi_post(void)
 	tcase_add_test(siw, send_recv_siw_and_flush);
 	tcase_add_test(siw, send_with_invalidate);
 	tcase_add_test(siw, not_supported);
+	tcase_add_test(siw, posting_order);
 	suite_add_tcase(s, siw);
+
+	tcase_add_checked_fixture(siw_zc, setup_siw_zc, teardown);
+	tcase_set_timeout(siw_zc, 60);
+	tcase_add_test(siw_zc, posting_order);
+	suite_add_tcase(s, siw_zc);
 	return s;
 }

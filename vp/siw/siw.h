@@ -307,6 +307,10 @@ struct siw_wqe {
 	uint32_t inv_stag;
 	uint8_t *inline_data;	/* slot in qp->inline_buf, or NULL */
 	enum siw_wqe_state state;
+	/* Set with DONE: the outcome, held until every WR posted before
+	 * this one has completed (siw_sq_complete). */
+	enum rnicpi_wc_status wc_status;
+	uint32_t vendor_err;
 };
 
 /* An outstanding Read Request we sent (RFC 5040 §6.3, ORD). */
@@ -709,7 +713,6 @@ const char *siw_qp_state_name(enum rnicpi_qp_state s);
 void siw_sq_complete(struct siw_qp *qp, uint32_t idx,
 		     enum rnicpi_wc_status status, uint32_t vendor_err);
 /* Free finished slots at the head of the SQ. */
-void siw_sq_reap(struct siw_qp *qp);
 /* Move to ERR: flush every outstanding WR. Under qp->lock. */
 void siw_qp_to_error(struct siw_qp *qp);
 /*

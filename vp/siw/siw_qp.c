@@ -70,6 +70,52 @@ static enum rnicpi_wc_opcode wc_opcode(enum rnicpi_wr_opcode op)
 	}
 }
 
+/* The completion of the send WR @w with @status, if it has one: every WR
+ * that fails completes, a successful one when it was signalled. */
+static void sq_push_wc(struct siw_qp *qp, const struct siw_wqe *w,
+		       enum rnicpi_wc_status status, uint32_t vendor_err)
+{
+	struct rnicpi_wc wc = {
+		.wr_id = w->wr_id,
+		.status = status,
+		.opcode = wc_opcode(w->opcode),
+		.vendor_err = vendor_err,
+		.qp_num = qp->base.qp_num,
+	};
+
+	if (status == RNICPI_WC_SUCCESS && !(w->flags & RNICPI_SEND_SIGNALED))
+		return;
+	if (status == RNICPI_WC_SUCCESS && w->opcode != RNICPI_WR_LOCAL_INV)
+		wc.byte_len = (uint32_t)w->total_len;
+	siw_cq_push(qp->scq, &wc, false);
+}
+
+/* Report and retire the done WRs at the head of the SQ, oldest first,
+ * up to the first one still in progress or not yet started. */
+static void sq_reap(struct siw_qp *qp)
+{
+	while (qp->sq_count > qp->sq_unstarted &&
+	       qp->sq[qp->sq_head].state == SIW_WQE_DONE) {
+		const struct siw_wqe *w = &qp->sq[qp->sq_head];
+
+		sq_push_wc(qp, w, w->wc_status, w->vendor_err);
+		qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
+		qp->sq_count--;
+	}
+}
+
+/*
+ * The WR in SQ slot @idx is done. Its outcome is kept in the slot and
+ * reported only once every WR posted before it is done as well: a send
+ * queue completes in posting order (RDMA verbs; IBA 10.8.5), although
+ * here a WR finishes out of order whenever it does not wait for what came
+ * before it on the wire: a Write or Send posted after a Read goes out at
+ * once but the Read is done only when its response has arrived, and a
+ * copied Send leaves before the kernel lets go of an earlier zero-copy
+ * one. Reporting it at once would hand the consumer the later completion
+ * first, and a consumer that retires WRs in order (IT-API does) would
+ * then lose the earlier one.
+ */
 void siw_sq_complete(struct siw_qp *qp, uint32_t idx,
 		     enum rnicpi_wc_status status, uint32_t vendor_err)
 {
@@ -77,31 +123,10 @@ void siw_sq_complete(struct siw_qp *qp, uint32_t idx,
 
 	if (w->state == SIW_WQE_DONE)
 		return;
-	if (status != RNICPI_WC_SUCCESS || (w->flags & RNICPI_SEND_SIGNALED)) {
-		struct rnicpi_wc wc = {
-			.wr_id = w->wr_id,
-			.status = status,
-			.opcode = wc_opcode(w->opcode),
-			.vendor_err = vendor_err,
-			.qp_num = qp->base.qp_num,
-		};
-
-		if (status == RNICPI_WC_SUCCESS &&
-		    w->opcode != RNICPI_WR_LOCAL_INV)
-			wc.byte_len = (uint32_t)w->total_len;
-		siw_cq_push(qp->scq, &wc, false);
-	}
+	w->wc_status = status;
+	w->vendor_err = vendor_err;
 	w->state = SIW_WQE_DONE;
-	siw_sq_reap(qp);
-}
-
-void siw_sq_reap(struct siw_qp *qp)
-{
-	while (qp->sq_count && qp->sq[qp->sq_head].state == SIW_WQE_DONE &&
-	       qp->sq_count > qp->sq_unstarted) {
-		qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
-		qp->sq_count--;
-	}
+	sq_reap(qp);
 }
 
 static void orqe_release(struct siw_orqe *o)
@@ -138,24 +163,20 @@ static void flush_all(struct siw_qp *qp)
 		qp->irq_head = (qp->irq_head + 1) % SIW_MAX_IRD;
 		qp->irq_count--;
 	}
-	/* SQ: everything not yet done, oldest first. */
+	/* SQ: every WR still there in posting order; one that finished
+	 * behind an earlier one still in progress reports its own outcome,
+	 * the others are flushed. */
 	qp->sq_tx = (qp->sq_head + qp->sq_count) % qp->sq_size;
 	qp->sq_unstarted = 0;
 	for (i = 0; i < qp->sq_count; i++) {
-		uint32_t idx = (qp->sq_head + i) % qp->sq_size;
+		struct siw_wqe *w = &qp->sq[(qp->sq_head + i) % qp->sq_size];
 
-		if (qp->sq[idx].state != SIW_WQE_DONE) {
-			struct siw_wqe *w = &qp->sq[idx];
-			struct rnicpi_wc wc = {
-				.wr_id = w->wr_id,
-				.status = RNICPI_WC_WR_FLUSH_ERR,
-				.opcode = wc_opcode(w->opcode),
-				.qp_num = qp->base.qp_num,
-			};
-
-			siw_cq_push(qp->scq, &wc, false);
-			w->state = SIW_WQE_DONE;
+		if (w->state == SIW_WQE_DONE) {
+			sq_push_wc(qp, w, w->wc_status, w->vendor_err);
+			continue;
 		}
+		sq_push_wc(qp, w, RNICPI_WC_WR_FLUSH_ERR, 0);
+		w->state = SIW_WQE_DONE;
 	}
 	qp->sq_head = qp->sq_tx;
 	qp->sq_count = 0;
