@@ -290,6 +290,7 @@ void itapi_evq_after_dequeue(struct itapi_evd *evd, const it_event_t *ev)
 void itapi_evd_pump(struct itapi_evd *evd)
 {
 	struct rnicpi_wc wc[PUMP_BATCH];
+	g_autoptr(GPtrArray) lost = NULL;
 
 	if (!evd->cq)
 		return;
@@ -303,10 +304,17 @@ void itapi_evd_pump(struct itapi_evd *evd)
 		for (int i = 0; i < n; i++) {
 			it_event_t ev;
 			bool notify = false;
+			it_ep_handle_t lost_ep = NULL;
 
 			if (!itapi_wc_to_event(evd->obj.ia, evd, &wc[i], &ev,
-					       &notify))
+					       &notify, &lost_ep)) {
+				if (!lost_ep)
+					continue;
+				if (!lost)
+					lost = g_ptr_array_new();
+				g_ptr_array_add(lost, lost_ep);
 				continue;
+			}
 			ev.any.evd = (it_evd_handle_t)evd;
 			itapi_evq_push(evd, &ev, notify);
 		}
@@ -316,6 +324,9 @@ void itapi_evd_pump(struct itapi_evd *evd)
 	itapi_evq_sync(evd);
 	itapi_evq_notify_aevd(evd);
 	g_mutex_unlock(&evd->lock);
+	for (guint i = 0; lost && i < lost->len; i++)
+		itapi_post_affiliated(evd->obj.ia, IT_ASYNC_AFF_EP_FAILURE,
+				      lost->pdata[i]);
 }
 
 /*

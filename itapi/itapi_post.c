@@ -681,7 +681,7 @@ static bool srq_complete(struct itapi_srq *srq, uint64_t wr_id,
 
 bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 		       const struct rnicpi_wc *wc, it_event_t *ev,
-		       bool *notify)
+		       bool *notify, it_ep_handle_t *lost)
 {
 	bool recv = (wc->opcode & RNICPI_WC_RECV) != 0;
 	struct itapi_wr_slot slot;
@@ -703,9 +703,16 @@ bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 	else
 		ok = wq_complete(&ep->sq, wc->wr_id, &slot);
 	if (!ok) {
+		/* The provider broke its promise of posting order (or
+		 * completed a WR twice): the consumer cannot be told which
+		 * of its requests this was, so it learns that the endpoint
+		 * failed instead of waiting for an event that never comes. */
+		g_warning("%s %s completion (status %d) with wr_id %llu names no outstanding request; reporting IT_ASYNC_AFF_EP_FAILURE",
+			  ep->obj.prefix, recv ? "receive" : "send queue",
+			  (int)wc->status,
+			  (unsigned long long)wc->wr_id);
+		*lost = (it_ep_handle_t)ep;
 		g_rw_lock_reader_unlock(&ia->qpn_lock);
-		g_info("%s completion with wr_id %llu names no outstanding request; dropped",
-		       ep->obj.prefix, (unsigned long long)wc->wr_id);
 		return false;
 	}
 	if (slot.rmr)

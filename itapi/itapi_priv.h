@@ -362,10 +362,12 @@ void itapi_post_unaffiliated(struct itapi_ia *ia, it_event_type_t type,
 			     size_t spigot_id);
 
 /* post.c: completions back to IT-API events. Fills @ev from @wc; false
- * when the completion belongs to no live WR (dropped). */
+ * when the completion belongs to no live WR: then *@lost is set to its
+ * endpoint when it has one, for the caller to report
+ * IT_ASYNC_AFF_EP_FAILURE once it holds no EVD lock. */
 bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 		       const struct rnicpi_wc *wc, it_event_t *ev,
-		       bool *notify);
+		       bool *notify, it_ep_handle_t *lost);
 int itapi_wq_init(struct itapi_wq *wq, uint32_t size);
 /* Post one send-queue WR (RMR link/unlink, datagram) with its slot. */
 it_status_t itapi_post_sq(struct itapi_ep *ep, struct rnicpi_send_wr *wr,

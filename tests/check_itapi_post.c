@@ -495,6 +495,33 @@ START_TEST(posting_order)
 }
 END_TEST
 
+/* A completion that names no outstanding request (here the test
+ * provider completes every send WR twice) is not dropped in silence: the
+ * endpoint's failure reaches the affiliated async EVD. */
+static void setup_complete_twice(void)
+{
+	it_setup_testprov();
+	g_setenv("HOSTRDMA_OPTIONS", "test.complete_twice=on", TRUE);
+	setup_common();
+	it_testprov_pair(A, B);
+}
+
+START_TEST(unplaceable_completion_reported)
+{
+	it_lmr_triplet_t t = it_seg(&S, 0, 16);
+	it_event_t ev;
+
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, 7, CN,
+					   (uintptr_t)R.mem, R.rkey));
+	expect(IT_DTO_RDMA_WRITE_CMPL_EVENT, 7, IT_DTO_SUCCESS, NULL);
+	it_wait_event(F.aff, &ev);
+	ck_assert_event(&ev, IT_ASYNC_AFF_EP_FAILURE);
+	ck_assert_ptr_eq(ev.aff_async.cause.ep, A);
+	/* Nothing else was made up from the copy. */
+	ck_assert(!it_wait_event_for(F.dto, 100 * 1000, &ev));
+}
+END_TEST
+
 START_TEST(send_recv_siw_and_flush)
 {
 	it_lmr_triplet_t t = it_seg(&R, 0, 512);
@@ -594,6 +621,7 @@ Suite *suite_itapi_post(void)
 	TCase *tc = tcase_create("testprov");
 	TCase *siw = tcase_create("siw");
 	TCase *siw_zc = tcase_create("siw-zerocopy");
+	TCase *twice = tcase_create("testprov-complete-twice");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -618,6 +646,11 @@ Suite *suite_itapi_post(void)
 	tcase_add_test(siw, not_supported);
 	tcase_add_test(siw, posting_order);
 	suite_add_tcase(s, siw);
+
+	tcase_add_checked_fixture(twice, setup_complete_twice, teardown);
+	tcase_set_timeout(twice, 60);
+	tcase_add_test(twice, unplaceable_completion_reported);
+	suite_add_tcase(s, twice);
 
 	tcase_add_checked_fixture(siw_zc, setup_siw_zc, teardown);
 	tcase_set_timeout(siw_zc, 60);

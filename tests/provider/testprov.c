@@ -262,6 +262,13 @@ static int parse_options(struct tp_device *dev,
 					name, opt->value);
 				return -EINVAL;
 			}
+		} else if (strcmp(opt->key, "complete_twice") == 0) {
+			if (strcmp(opt->value, "on") && strcmp(opt->value, "off")) {
+				fprintf(stderr, "testprov %s: complete_twice=%s: expected on or off\n",
+					name, opt->value);
+				return -EINVAL;
+			}
+			dev->complete_twice = strcmp(opt->value, "on") == 0;
 		} else if (strcmp(opt->key, "ops_size") == 0) {
 			if (strcmp(opt->value, "short") == 0) {
 				dev->base.ops = &tp_ops_short;

@@ -28,6 +28,7 @@ struct tp_device {
 	uint32_t max_qp;
 	uint32_t n_qp;
 	struct rnicpi_key_table keys; /* MRs and MWs */
+	bool complete_twice;	/* option: every send completion twice */
 };
 
 struct tp_pd {

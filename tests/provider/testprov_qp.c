@@ -538,8 +538,13 @@ int tp_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 			for (uint32_t i = 0; i < wr->num_sge; i++)
 				wc.byte_len += wr->sg_list[i].length;
 		if (qp->sq_sig_all || (wr->send_flags & RNICPI_SEND_SIGNALED) ||
-		    wc.status != RNICPI_WC_SUCCESS)
+		    wc.status != RNICPI_WC_SUCCESS) {
 			tp_cq_push(qp->scq, &wc, false);
+			/* Option complete_twice: a provider that breaks
+			 * the completion rules, for the layer above. */
+			if (pd_dev(q->pd)->complete_twice)
+				tp_cq_push(qp->scq, &wc, false);
+		}
 	}
 	pthread_mutex_unlock(&tp_lock);
 	if (err)
