@@ -78,6 +78,13 @@ void siw_tx_zc_setup(struct siw_qp *qp)
 	qp->zc_enabled = true;
 }
 
+/* Whether zero-copy call id @a comes before @b (serial number
+ * arithmetic: the ids wrap, and fewer than 2^31 are ever in flight). */
+static inline bool zc_id_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
 /* What a finished zero-copy message was waiting for. */
 static void zc_release(struct siw_qp *qp, struct siw_zc_pending *z)
 {
@@ -124,13 +131,15 @@ void siw_tx_zc_reap(struct siw_qp *qp)
 			if (e->ee_errno || e->ee_origin != SO_EE_ORIGIN_ZEROCOPY)
 				continue;
 			/* TCP releases in order: [ee_info, ee_data] follows
-			 * what was reported before. */
-			if (e->ee_data + 1 > qp->zc_done)
+			 * what was reported before. The ids are the kernel's
+			 * 32-bit call counter and wrap after 2^32 calls:
+			 * compared as serial numbers. */
+			if (zc_id_before(qp->zc_done, e->ee_data + 1))
 				qp->zc_done = e->ee_data + 1;
 		}
 	}
 	while (qp->zc_count &&
-	       qp->zc_pend[qp->zc_head].last_id < qp->zc_done) {
+	       zc_id_before(qp->zc_pend[qp->zc_head].last_id, qp->zc_done)) {
 		zc_release(qp, &qp->zc_pend[qp->zc_head]);
 		qp->zc_head = (qp->zc_head + 1) % SIW_ZC_PENDING;
 		qp->zc_count--;
