@@ -6,7 +6,7 @@ tests_check_all_SOURCES += tests/check_rxe_wire.c \
 	tests/check_rxe_loopback.c tests/check_rxe_memory.c \
 	tests/check_rxe_ud.c tests/check_rxe_faults.c \
 	tests/check_rxe_hostile.c
-tests_check_all_LDADD += vp/rxe/librxe_core.la
+tests_check_all_LDADD += vp/rxe/librxe_core.la rnicpi/librnicpi_util.la
 
 # Our side of the interop tests against the kernel's rdma_rxe
 # (tests/interop/rxe.sh).
@@ -14,7 +14,7 @@ noinst_PROGRAMS += tests/interop/rxe-peer
 tests_interop_rxe_peer_SOURCES = tests/interop/rxe-peer.c \
 	tests/interop/rxe-perftest.c tests/interop/rxe-gsi.c \
 	tests/interop/rxe-peer.h
-tests_interop_rxe_peer_LDADD = vp/rxe/librxe_core.la $(GLIB_LIBS) \
+tests_interop_rxe_peer_LDADD = vp/rxe/librxe_core.la rnicpi/librnicpi_util.la $(GLIB_LIBS) \
 	$(PTHREAD_LIBS)
 interop_programs += tests/interop/rxe-peer$(EXEEXT)
 interop_scripts += rxe.sh

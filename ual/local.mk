@@ -5,3 +5,13 @@ ual_libual_la_SOURCES = ual/ual.h ual/ual_private.h \
 	ual/ual_objects.c ual/ual_mr.c ual/ual_cq.c ual/ual_events.c \
 	ual/ual_enosys.c
 ual_libual_la_LIBADD = kal/libkal.la $(GLIB_LIBS) $(PTHREAD_LIBS) $(LIBS)
+
+# Builtin providers reach the helpers through the core library, once
+# however many providers are built in.
+if PROV_SIW_BUILTIN
+ual_libual_la_LIBADD += rnicpi/librnicpi_util.la
+else
+if PROV_RXE_BUILTIN
+ual_libual_la_LIBADD += rnicpi/librnicpi_util.la
+endif
+endif

@@ -11,14 +11,14 @@ vp_rxe_librxe_core_la_SOURCES = \
 	vp/rxe/rxe_recv.c vp/rxe/rxe_req.c vp/rxe/rxe_comp.c \
 	vp/rxe/rxe_resp.c vp/rxe/rxe_mw.c
 vp_rxe_librxe_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DG_LOG_DOMAIN=\"hostrdma-rxe\"
-vp_rxe_librxe_core_la_LIBADD = rnicpi/librnicpi_util.la $(RXE_CRC_LIBS) \
-	$(GLIB_LIBS) $(PTHREAD_LIBS)
+# Without the provider helpers: whoever links the core adds them once.
+vp_rxe_librxe_core_la_LIBADD = $(RXE_CRC_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
 endif
 
 if PROV_RXE_DL
 providers_LTLIBRARIES += vp/rxe/rxe.la
 vp_rxe_rxe_la_SOURCES = vp/rxe/rxe_entry.c
-vp_rxe_rxe_la_LIBADD = vp/rxe/librxe_core.la
+vp_rxe_rxe_la_LIBADD = vp/rxe/librxe_core.la rnicpi/librnicpi_util.la
 vp_rxe_rxe_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^rnicpi_provider_entry$$'
 endif

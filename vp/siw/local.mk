@@ -10,14 +10,15 @@ vp_siw_libsiw_core_la_SOURCES = vp/siw/iwarp.h vp/siw/siw.h \
 	vp/siw/siw_qp.c vp/siw/siw_cm.c vp/siw/siw_cm_resp.c vp/siw/siw_tx.c \
 	vp/siw/siw_rx.c vp/siw/siw_crc.c
 vp_siw_libsiw_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DG_LOG_DOMAIN=\"hostrdma-siw\"
-vp_siw_libsiw_core_la_LIBADD = rnicpi/librnicpi_util.la $(ISAL_LIBS) \
-	$(GLIB_LIBS) $(PTHREAD_LIBS)
+# Without the provider helpers: whoever links the core adds them once
+# (a builtin siw and rxe both in libual would define them twice).
+vp_siw_libsiw_core_la_LIBADD = $(ISAL_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
 endif
 
 if PROV_SIW_DL
 providers_LTLIBRARIES += vp/siw/siw.la
 vp_siw_siw_la_SOURCES = vp/siw/siw_entry.c
-vp_siw_siw_la_LIBADD = vp/siw/libsiw_core.la
+vp_siw_siw_la_LIBADD = vp/siw/libsiw_core.la rnicpi/librnicpi_util.la
 vp_siw_siw_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-export-symbols-regex '^rnicpi_provider_entry$$'
 endif
