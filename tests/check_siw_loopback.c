@@ -689,13 +689,14 @@ START_TEST(test_rereg_local_inv)
 				 (uint64_t)(uintptr_t)t.p, t.mr->rkey));
 	h_expect_wc(&p.a, p.a.scq, 2, RNICPI_WC_REM_ACCESS_ERR,
 		  RNICPI_WC_RDMA_READ, 0);
-	/* Both QPs end in ERROR; posting now is refused. */
+	/* Both QPs end in ERROR; what is posted now flushes (IBA
+	 * 10.8.1.1), unsignalled or not. */
 	ck_assert(h_wait_conn(p.da, RNICPI_CONN_DISCONNECTED, p.a.qp, NULL,
 			      H_WAIT_MS));
 	ck_assert_ok(p.da->ops->query_qp(p.a.qp, &qa, RNICPI_QP_STATE, NULL));
 	ck_assert_int_eq(qa.qp_state, RNICPI_QPS_ERR);
-	ck_assert_errno(h_post_send(&p.a, RNICPI_WR_SEND, NULL, 0, 0, 3, 0, 0,
-				    0), EINVAL);
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, NULL, 0, 0, 3, 0, 0, 0));
+	h_expect_wc(&p.a, p.a.scq, 3, RNICPI_WC_WR_FLUSH_ERR, RNICPI_WC_SEND, 0);
 	ck_assert_ok(p.da->ops->dereg_mr(s.mr));
 	ck_assert_ok(p.db->ops->dereg_mr(t.mr));
 	h_buf_free(&s);
@@ -772,6 +773,18 @@ START_TEST(test_close)
 		ck_assert(wc.status == RNICPI_WC_WR_FLUSH_ERR ||
 			  wc.status == RNICPI_WC_SUCCESS);
 	}
+	/* IBA 10.8.1.1 / verbs: WRs posted to a QP in error are taken and
+	 * flushed, signalled or not, in posting order. */
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_RDMA_WRITE, &s, 0, 64, 30,
+				 0, (uint64_t)(uintptr_t)d.p, d.mr->rkey));
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &s, 0, 64, 31,
+				 RNICPI_SEND_SIGNALED, 0, 0));
+	h_expect_wc(&p.a, p.a.scq, 30, RNICPI_WC_WR_FLUSH_ERR,
+		    RNICPI_WC_RDMA_WRITE, 0);
+	h_expect_wc(&p.a, p.a.scq, 31, RNICPI_WC_WR_FLUSH_ERR, RNICPI_WC_SEND,
+		    0);
+	ck_assert_errno(h_post_send(&p.a, RNICPI_WR_ATOMIC_FETCH_AND_ADD, &s,
+				    0, 8, 32, 0, 0, 0), EINVAL);
 	ck_assert(h_wait_conn(p.da, RNICPI_CONN_DISCONNECTED, p.a.qp, &ev,
 			      H_WAIT_MS));
 	ck_assert_int_eq(ev.ev.status, -ECONNABORTED);

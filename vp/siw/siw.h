@@ -710,6 +710,8 @@ extern const char *const siw_qp_state_names[];
 const char *siw_qp_state_name(enum rnicpi_qp_state s);
 
 /* Complete SQ slot @idx with @status (signalled or error). */
+/* The completion opcode of a send WR's opcode. */
+enum rnicpi_wc_opcode siw_wc_opcode(enum rnicpi_wr_opcode op);
 void siw_sq_complete(struct siw_qp *qp, uint32_t idx,
 		     enum rnicpi_wc_status status, uint32_t vendor_err);
 /* Free finished slots at the head of the SQ. */

@@ -56,7 +56,7 @@ void siw_qp_unlock(struct siw_qp *qp)
 /* Completions                                                         */
 /* ------------------------------------------------------------------ */
 
-static enum rnicpi_wc_opcode wc_opcode(enum rnicpi_wr_opcode op)
+enum rnicpi_wc_opcode siw_wc_opcode(enum rnicpi_wr_opcode op)
 {
 	switch (op) {
 	case RNICPI_WR_RDMA_WRITE:
@@ -78,7 +78,7 @@ static void sq_push_wc(struct siw_qp *qp, const struct siw_wqe *w,
 	struct rnicpi_wc wc = {
 		.wr_id = w->wr_id,
 		.status = status,
-		.opcode = wc_opcode(w->opcode),
+		.opcode = siw_wc_opcode(w->opcode),
 		.vendor_err = vendor_err,
 		.qp_num = qp->base.qp_num,
 	};

@@ -346,6 +346,37 @@ static bool opcode_supported(enum rnicpi_wr_opcode op)
 	}
 }
 
+/* Like IBA 10.8.1.1 (and RDMA verbs for the Error state): a WR posted to
+ * a QP in error is accepted and completes at once with a flush, whether
+ * signalled or not; the send queue is empty then, so order holds. Only a
+ * WR the QP could never take is refused: 0 or -EINVAL with *@bad. */
+static int flush_posted_sends(struct siw_qp *qp,
+			      const struct rnicpi_send_wr *wr,
+			      const struct rnicpi_send_wr **bad)
+{
+	for (; wr; wr = wr->next) {
+		struct rnicpi_wc wc = {
+			.wr_id = wr->wr_id,
+			.status = RNICPI_WC_WR_FLUSH_ERR,
+			.qp_num = qp->base.qp_num,
+		};
+
+		if (!opcode_supported(wr->opcode) ||
+		    wr->num_sge > qp->cap.max_send_sge) {
+			siw_qp_info(qp, "post_send in %s: opcode %d with %u "
+				    "SGEs refused",
+				    siw_qp_state_name(qp->state), wr->opcode,
+				    wr->num_sge);
+			*bad = wr;
+			return -EINVAL;
+		}
+		wc.opcode = siw_wc_opcode(wr->opcode);
+		siw_cq_push(qp->scq, &wc, false);
+	}
+	*bad = NULL;
+	return 0;
+}
+
 int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		  const struct rnicpi_send_wr **bad)
 {
@@ -354,6 +385,10 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 	int rc = 0;
 
 	pthread_mutex_lock(&qp->lock);
+	if (qp->state == RNICPI_QPS_ERR || qp->state == RNICPI_QPS_TERMINATE) {
+		rc = flush_posted_sends(qp, wr, &wr);
+		goto out;
+	}
 	if (qp->state != RNICPI_QPS_RTS) {
 		siw_qp_dbg(qp, "post_send in state %s",
 			   siw_qp_state_name(qp->state));
