@@ -554,6 +554,43 @@ START_TEST(test_read_response_out_of_bounds)
 }
 END_TEST
 
+/* RFC 5040 §4.4: a Read Response carries exactly the bytes the Read
+ * asked for. One that ends (Last) after 60 of 100 bytes must not complete
+ * the Read as a success with a hole in its sink: BAD_RESP_ERR, and a
+ * Terminate (RDMAP, remote operation, catastrophic to the stream). */
+START_TEST(test_read_response_short)
+{
+	struct target t;
+	struct iwarp_tagged_hdr h;
+	uint8_t buf[256], copy[16];
+	const struct iwarp_read_req_hdr *rq = (const void *)buf;
+	struct rnicpi_wc wc;
+
+	target_up(&t, NULL);
+	ck_assert_ok(raw_accept(&t.r, &t.s));
+	ck_assert_ok(h_post_send(&t.s, RNICPI_WR_RDMA_READ, &t.rw, 0, 100,
+				 56, RNICPI_SEND_SIGNALED, 0x10000, 0x4242));
+	ck_assert_int_eq(raw_recv_fpdu(&t.r, buf, sizeof(buf), H_WAIT_MS), 46);
+	ck_assert_uint_eq(rdmap_opcode(&rq->u.ctrl), RDMAP_RDMA_READ_REQ);
+	memset(payload, 0x66, 60);
+	tagged_hdr(&h, RDMAP_RDMA_READ_RESP, be32toh(rq->rreq.sink_stag_be),
+		   be64toh(rq->rreq.sink_to_be));
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 60, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	ck_assert(h_poll(&t.s, t.s.scq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 56);
+	ck_assert_int_eq(wc.status, RNICPI_WC_BAD_RESP_ERR);
+	expect_terminate(&t, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			 RDMAP_ECODE_CATASTROPHIC_STREAM, copy, 14, false,
+			 RNICPI_EVENT_QP_REQ_ERR);
+	/* The 60 bytes that came are in place, nothing beyond them. */
+	for (size_t i = 0; i < t.rw.len; i++)
+		ck_assert_uint_eq(t.rw.p[i], i < 60 ? 0x66 : 0);
+	ck_assert(h_buf_guards_ok(&t.rw));
+	target_down(&t);
+}
+END_TEST
+
 /* RFC 5040 §6.10: Send with Invalidate naming an STag it may not
  * invalidate. The receive fails with REM_INV_REQ_ERR and the Terminate
  * says "STag cannot be invalidated" (§7.4 lists it under both Remote
@@ -881,6 +918,7 @@ Suite *suite_siw_hostile(void)
 	tcase_add_test(tc, test_unexpected_opcodes);
 	tcase_add_test(tc, test_read_requests_beyond_ird);
 	tcase_add_test(tc, test_read_response_out_of_bounds);
+	tcase_add_test(tc, test_read_response_short);
 	tcase_add_test(tc, test_invalidate_wrong_pd);
 	tcase_add_test(tc, test_invalidate_region);
 	tcase_add_test(tc, test_markers_refused);

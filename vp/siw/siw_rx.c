@@ -916,6 +916,24 @@ static int fpdu_done(struct siw_qp *qp)
 		o->got += rx->payload_len;
 		if (!last)
 			break;
+		/* RFC 5040 §4.4: the Read Response carries exactly the
+		 * RDMARDSZ bytes asked for; one that ends early would
+		 * complete the Read with a hole in its sink. */
+		if (o->got != o->size) {
+			siw_qp_info(qp, "Read Response ended after %u of the "
+				    "%u bytes asked for", o->got, o->size);
+			if (o->sq_idx >= 0)
+				siw_sq_complete(qp, (uint32_t)o->sq_idx,
+						RNICPI_WC_BAD_RESP_ERR,
+						(uint32_t)TERM_LAYER_RDMAP << 12 |
+							(uint32_t)RDMAP_ETYPE_REMOTE_OP
+								<< 8 |
+							RDMAP_ECODE_CATASTROPHIC_STREAM);
+			return rx_fail(qp, TERM_LAYER_RDMAP,
+				       RDMAP_ETYPE_REMOTE_OP,
+				       RDMAP_ECODE_CATASTROPHIC_STREAM,
+				       RNICPI_EVENT_QP_REQ_ERR);
+		}
 		if (o->sq_idx >= 0) {
 			qp->sq[o->sq_idx].total_len = o->got;
 			siw_sq_complete(qp, (uint32_t)o->sq_idx,
