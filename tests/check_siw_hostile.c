@@ -554,6 +554,33 @@ START_TEST(test_read_response_out_of_bounds)
 }
 END_TEST
 
+/* RFC 6581 §8: a responder whose IRD is 0 takes no RDMA Read. The
+ * initiator's ORD becomes 0 and a Read is refused at posting, instead of
+ * being sent for the peer to Terminate. */
+START_TEST(test_peer_ird_zero)
+{
+	struct target t;
+	struct rnicpi_qp_attr qa;
+	uint8_t buf[256];
+
+	target_up(&t, NULL);
+	ck_assert_ok(raw_accept_ird(&t.r, &t.s, 0));
+	ck_assert_ok(t.d->ops->query_qp(t.s.qp, &qa, RNICPI_QP_MAX_QP_RD_ATOMIC,
+					NULL));
+	ck_assert_uint_eq(qa.max_rd_atomic, 0);
+	ck_assert_errno(h_post_send(&t.s, RNICPI_WR_RDMA_READ, &t.rw, 0, 100,
+				    57, RNICPI_SEND_SIGNALED, 0x10000, 0x4242),
+			EINVAL);
+	/* Writes still go. */
+	ck_assert_ok(h_post_send(&t.s, RNICPI_WR_RDMA_WRITE, &t.rw, 0, 8, 58,
+				 0, 0x10000, 0x4242));
+	ck_assert_int_gt(raw_recv_fpdu(&t.r, buf, sizeof(buf), H_WAIT_MS), 0);
+	ck_assert_uint_eq(rdmap_opcode((const struct iwarp_ctrl *)buf),
+			  RDMAP_RDMA_WRITE);
+	target_down(&t);
+}
+END_TEST
+
 /* RFC 5040 §4.4: a Read Response carries exactly the bytes the Read
  * asked for. One that ends (Last) after 60 of 100 bytes must not complete
  * the Read as a success with a hole in its sink: BAD_RESP_ERR, and a
@@ -919,6 +946,7 @@ Suite *suite_siw_hostile(void)
 	tcase_add_test(tc, test_read_requests_beyond_ird);
 	tcase_add_test(tc, test_read_response_out_of_bounds);
 	tcase_add_test(tc, test_read_response_short);
+	tcase_add_test(tc, test_peer_ird_zero);
 	tcase_add_test(tc, test_invalidate_wrong_pd);
 	tcase_add_test(tc, test_invalidate_region);
 	tcase_add_test(tc, test_markers_refused);

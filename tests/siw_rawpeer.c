@@ -89,6 +89,11 @@ int raw_connect(struct rawpeer *r, struct h_side *s, uint8_t rev,
 
 int raw_accept(struct rawpeer *r, struct h_side *s)
 {
+	return raw_accept_ird(r, s, 4);
+}
+
+int raw_accept_ird(struct rawpeer *r, struct h_side *s, uint16_t ird)
+{
 	struct rnicpi_conn_param cp = { .ird = 4, .ord = 4 };
 	struct mpa_rr req, rep;
 	struct mpa_v2_data v2;
@@ -111,7 +116,7 @@ int raw_accept(struct rawpeer *r, struct h_side *s)
 	mpa_rr_init(&rep, false, MPA_REV2,
 		    MPA_FLAG_ENHANCED | (req.flags & MPA_FLAG_CRC),
 		    sizeof(v2));
-	mpa_v2_set(&v2, 4, 4, false, 0);
+	mpa_v2_set(&v2, ird, 4, false, 0);
 	raw_send_bytes(r, &rep, sizeof(rep));
 	raw_send_bytes(r, &v2, sizeof(v2));
 	if (!h_wait_conn(s->d, RNICPI_CONN_ESTABLISHED, s->qp, NULL,

@@ -31,6 +31,8 @@ int raw_connect(struct rawpeer *r, struct h_side *s, uint8_t rev,
  * responder that reads the Request and answers with an enhanced Reply,
  * CRC as the Request asked. 0 or -errno. */
 int raw_accept(struct rawpeer *r, struct h_side *s);
+/* The same with the Reply's IRD @ird. */
+int raw_accept_ird(struct rawpeer *r, struct h_side *s, uint16_t ird);
 /* Send one FPDU: @hdr (its MPA length is filled in unless @mpa_len is
  * non-zero), then @payload, pad, CRC (corrupted when @bad_crc). */
 void raw_send_fpdu(struct rawpeer *r, void *hdr, size_t hdr_len,

@@ -324,8 +324,11 @@ static void process_reply(struct siw_qp *qp)
 		}
 		if (rep_ord > qp->ird)
 			qp->ird = rep_ord;
+		/* A responder with IRD 0 takes no Read at all: ORD 0, and
+		 * post_send refuses Reads, rather than Reads the peer must
+		 * Terminate. (A Read RTR is not counted against ORD.) */
 		if (rep_ird < qp->ord)
-			qp->ord = rep_ird ? rep_ird : 1;
+			qp->ord = rep_ird;
 		if (qp->mpa_req_p2p) {
 			uint16_t match = mpa_v2_rtr(v2) & qp->mpa_req_rtr;
 

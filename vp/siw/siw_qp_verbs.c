@@ -434,6 +434,12 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 			rc = -EINVAL;
 			break;
 		}
+		if (wr->opcode == RNICPI_WR_RDMA_READ && !qp->ord) {
+			siw_qp_info(qp, "post_send: RDMA Read with ORD 0 (the "
+				    "peer's IRD is 0)");
+			rc = -EINVAL;
+			break;
+		}
 		if (qp->sq_count == qp->sq_size) {
 			rc = -ENOMEM;
 			break;
