@@ -581,6 +581,44 @@ START_TEST(test_peer_ird_zero)
 }
 END_TEST
 
+/* Option read_timeout_ms: a peer whose TCP is alive but who never answers
+ * a Read. The Read completes with RESP_TIMEOUT_ERR, the Write posted
+ * behind it completes after it (posting order), the stream is closed and
+ * the QP reports the failure; without the option the Read would wait as
+ * long as the stream lives. */
+START_TEST(test_read_timeout)
+{
+	static const struct rnicpi_option opts[] = {
+		{ "read_timeout_ms", "300" },
+		{ NULL, NULL },
+	};
+	struct target t;
+	struct rnicpi_async_event ae;
+	uint8_t buf[256];
+
+	target_up(&t, opts);
+	ck_assert_ok(raw_accept(&t.r, &t.s));
+	ck_assert_ok(h_post_send(&t.s, RNICPI_WR_RDMA_READ, &t.rw, 0, 100,
+				 60, RNICPI_SEND_SIGNALED, 0x10000, 0x4242));
+	ck_assert_ok(h_post_send(&t.s, RNICPI_WR_RDMA_WRITE, &t.rw, 0, 8, 61,
+				 RNICPI_SEND_SIGNALED, 0x10000, 0x4242));
+	ck_assert_int_eq(raw_recv_fpdu(&t.r, buf, sizeof(buf), H_WAIT_MS), 46);
+	h_expect_wc(&t.s, t.s.scq, 60, RNICPI_WC_RESP_TIMEOUT_ERR,
+		    RNICPI_WC_RDMA_READ, 0);
+	/* The Write went out long before the time-out: it completes after
+	 * the Read (posting order) with its own outcome, which iWARP
+	 * defines as its data being on the stream (RFC 5040 §5.3). */
+	h_expect_wc(&t.s, t.s.scq, 61, RNICPI_WC_SUCCESS, RNICPI_WC_RDMA_WRITE,
+		    8);
+	ck_assert(h_wait_async(t.d, RNICPI_EVENT_QP_FATAL, t.s.qp, &ae,
+			       H_WAIT_MS));
+	ck_assert_int_eq(ae.status, -ETIMEDOUT);
+	ck_assert(raw_wait_close(&t.r, H_WAIT_MS));
+	ck_assert(untouched(&t.rw));
+	target_down(&t);
+}
+END_TEST
+
 /* RFC 5040 §4.4: a Read Response carries exactly the bytes the Read
  * asked for. One that ends (Last) after 60 of 100 bytes must not complete
  * the Read as a success with a hole in its sink: BAD_RESP_ERR, and a
@@ -947,6 +985,7 @@ Suite *suite_siw_hostile(void)
 	tcase_add_test(tc, test_read_response_out_of_bounds);
 	tcase_add_test(tc, test_read_response_short);
 	tcase_add_test(tc, test_peer_ird_zero);
+	tcase_add_test(tc, test_read_timeout);
 	tcase_add_test(tc, test_invalidate_wrong_pd);
 	tcase_add_test(tc, test_invalidate_region);
 	tcase_add_test(tc, test_markers_refused);

@@ -219,6 +219,8 @@ START_TEST(test_options)
 		{ "ird", "4" }, { "ord", "2" }, { "nodelay", "off" },
 		{ "max_fpdu", "1024" }, { "zcopy_min", "65536" },
 		{ "rts_delay_ms", "5" }, { "busy_poll_us", "0" },
+		{ "read_timeout_ms", "2500" },
+		{ "tcp_user_timeout_ms", "30000" },
 		{ NULL, NULL },
 	};
 	const struct rnicpi_option unknown[] = { { "mpa_markers", "on" },
@@ -232,6 +234,10 @@ START_TEST(test_options)
 					      { NULL, NULL } };
 	const struct rnicpi_option bad5[] = { { "busy_poll_us", "1000001" },
 					      { NULL, NULL } };
+	const struct rnicpi_option bad6[] = { { "read_timeout_ms", "-1" },
+					      { NULL, NULL } };
+	const struct rnicpi_option bad7[] = {
+		{ "tcp_user_timeout_ms", "3600001" }, { NULL, NULL } };
 
 	ck_assert_ok(siw_options_parse(&o, NULL, "t"));
 	ck_assert_uint_eq(o.mpa_rev, 2);
@@ -239,6 +245,8 @@ START_TEST(test_options)
 	ck_assert_int_eq(o.p2p, SIW_P2P_NONE);
 	ck_assert(o.large_fpdu);
 	ck_assert_uint_eq(o.busy_poll_us, SIW_DEFAULT_BUSY_POLL_US);
+	ck_assert_uint_eq(o.read_timeout_ms, 0);
+	ck_assert_uint_eq(o.tcp_user_timeout_ms, 0);
 	ck_assert_ok(siw_options_parse(&o, good, "t"));
 	ck_assert_uint_eq(o.mpa_rev, 1);
 	ck_assert_int_eq(o.mpa_crc, SIW_CRC_REQUIRED);
@@ -253,12 +261,16 @@ START_TEST(test_options)
 	ck_assert_uint_eq(o.zcopy_min, 65536);
 	ck_assert_uint_eq(o.rts_delay_ms, 5);
 	ck_assert_uint_eq(o.busy_poll_us, 0);
+	ck_assert_uint_eq(o.read_timeout_ms, 2500);
+	ck_assert_uint_eq(o.tcp_user_timeout_ms, 30000);
 	ck_assert_errno(siw_options_parse(&o, unknown, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad1, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad2, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad3, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad4, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad5, "t"), EINVAL);
+	ck_assert_errno(siw_options_parse(&o, bad6, "t"), EINVAL);
+	ck_assert_errno(siw_options_parse(&o, bad7, "t"), EINVAL);
 }
 END_TEST
 

@@ -155,6 +155,10 @@ struct siw_options {
 				   * together when more wait, 0 = never */
 	uint32_t busy_poll_us;	  /* progress thread spins this long after
 				   * socket traffic before it sleeps */
+	uint32_t read_timeout_ms; /* an RDMA Read unanswered this long
+				   * fails the stream, 0 = never */
+	uint32_t tcp_user_timeout_ms; /* TCP_USER_TIMEOUT and keepalive on
+				   * QP streams, 0 = the kernel's */
 };
 
 int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
@@ -320,6 +324,7 @@ struct siw_orqe {
 	uint64_t sink_to;
 	uint32_t size;
 	uint32_t got;		/* response bytes placed */
+	uint64_t start_ms;	/* when the Read Request was started */
 	uint32_t n_seg;
 	struct iovec seg[SIW_MAX_SGE]; /* resolved sink memory */
 	struct siw_mr *mr[SIW_MAX_SGE];
@@ -539,6 +544,7 @@ struct siw_qp {
 	bool connected;		/* ESTABLISHED was reported */
 	bool disc_reported;
 	struct siw_timed timed;
+	struct siw_timed read_timed;	/* option read_timeout_ms */
 	/* MPA Reply being read (initiator) */
 	struct mpa_rr mpa_hdr;
 	uint8_t mpa_pdata[MPA_MAX_PRIVATE_DATA];
@@ -737,6 +743,11 @@ void siw_qp_llp_shutdown(struct siw_qp *qp);
  * makes more soon likely worth polling for (option busy_poll_us). */
 bool siw_qp_handle(struct siw_qp *qp, uint32_t events);
 void siw_qp_timeout(struct siw_qp *qp);
+/* Option read_timeout_ms: the oldest outstanding Read's deadline, from
+ * the progress thread; siw_qp_read_timer_arm() (under qp->lock) runs the
+ * timer for the Read now at the head of the ORQ, or stops it. */
+void siw_qp_read_timeout(struct siw_qp *qp);
+void siw_qp_read_timer_arm(struct siw_qp *qp);
 void siw_qp_unlock(struct siw_qp *qp);
 
 /* ------------------------------------------------------------------ */

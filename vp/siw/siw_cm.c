@@ -109,6 +109,27 @@ int siw_socket_setup(struct siw_device *dev, int fd)
 	}
 	if (dev->opts.nodelay)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (dev->opts.tcp_user_timeout_ms) {
+		/* Data the peer has not acknowledged for that long breaks
+		 * the stream (RFC 5482); keepalive probes find a peer that
+		 * vanished while nothing was in flight, in about the same
+		 * time: idle and interval a third of it each, three probes. */
+		unsigned int ut = dev->opts.tcp_user_timeout_ms;
+		int third = (int)(ut / 3000) ? (int)(ut / 3000) : 1, cnt = 3;
+
+		if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut,
+			       sizeof(ut)) < 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one,
+			       sizeof(one)) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &third,
+			       sizeof(third)) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &third,
+			       sizeof(third)) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt,
+			       sizeof(cnt)) < 0)
+			siw_info(dev, "socket %d: tcp_user_timeout_ms=%u: %s",
+				 fd, ut, strerror(errno));
+	}
 	return 0;
 }
 

@@ -121,6 +121,10 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 			rc = parse_u32(v, 0, SIW_TX_PACK / 2, &o->tx_pack);
 		} else if (!strcmp(k, "busy_poll_us")) {
 			rc = parse_u32(v, 0, 1000000, &o->busy_poll_us);
+		} else if (!strcmp(k, "read_timeout_ms")) {
+			rc = parse_u32(v, 0, 3600000, &o->read_timeout_ms);
+		} else if (!strcmp(k, "tcp_user_timeout_ms")) {
+			rc = parse_u32(v, 0, 3600000, &o->tcp_user_timeout_ms);
 		} else if (!strcmp(k, "max_fpdu")) {
 			rc = parse_u32(v, 64, 65536, &o->max_fpdu);
 		} else {
@@ -438,6 +442,7 @@ static void run_timeouts(struct siw_device *dev)
 	for (;;) {
 		struct siw_list *l;
 		struct siw_item *hit = NULL;
+		struct siw_timed *hit_t = NULL;
 
 		pthread_mutex_lock(&dev->lock);
 		for (l = dev->timed.next; l != &dev->timed; l = l->next) {
@@ -446,6 +451,7 @@ static void run_timeouts(struct siw_device *dev)
 
 			if (t->deadline_ms <= now) {
 				hit = t->item;
+				hit_t = t;
 				siw_list_del(l);
 				t->on = false;
 				break;
@@ -454,9 +460,15 @@ static void run_timeouts(struct siw_device *dev)
 		pthread_mutex_unlock(&dev->lock);
 		if (!hit)
 			return;
-		if (hit->type == SIW_ITEM_QP)
-			siw_qp_timeout(container_of(hit, struct siw_qp, item));
-		else
+		if (hit->type == SIW_ITEM_QP) {
+			struct siw_qp *qp = container_of(hit, struct siw_qp,
+							 item);
+
+			if (hit_t == &qp->read_timed)
+				siw_qp_read_timeout(qp);
+			else
+				siw_qp_timeout(qp);
+		} else
 			siw_conn_timeout(container_of(hit, struct siw_conn,
 						      item));
 	}

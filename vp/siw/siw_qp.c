@@ -706,6 +706,54 @@ void siw_cq_unpark(struct siw_cq *cq)
 	pthread_mutex_unlock(&cq->qps_lock);
 }
 
+void siw_qp_read_timer_arm(struct siw_qp *qp)
+{
+	uint32_t limit = qp->dev->opts.read_timeout_ms;
+	uint64_t waited;
+
+	if (!limit)
+		return;
+	if (!qp->orq_count || qp->orq[qp->orq_head].sq_idx < 0) {
+		siw_dev_timed_del(qp->dev, &qp->read_timed);
+		return;
+	}
+	waited = siw_now_ms() - qp->orq[qp->orq_head].start_ms;
+	siw_dev_timed_add(qp->dev, &qp->read_timed,
+			  waited >= limit ? 0 : limit - (uint32_t)waited);
+}
+
+/* Option read_timeout_ms: the Read at the head of the ORQ had its whole
+ * response in that time, or the stream is given up. iWARP itself has no
+ * such timer (a Read lives as long as its TCP stream), so a peer whose
+ * TCP is alive but who never answers would otherwise hold the Read, and
+ * everything posted after it, for ever; this is the counterpart of the
+ * IB transport timer. */
+void siw_qp_read_timeout(struct siw_qp *qp)
+{
+	uint32_t limit = qp->dev->opts.read_timeout_ms;
+	struct siw_orqe *o;
+
+	pthread_mutex_lock(&qp->lock);
+	if (qp->destroyed || qp->fd < 0 || qp->llp != SIW_LLP_RDMA ||
+	    !qp->orq_count) {
+		pthread_mutex_unlock(&qp->lock);
+		return;
+	}
+	o = &qp->orq[qp->orq_head];
+	if (o->sq_idx < 0 || siw_now_ms() - o->start_ms < limit) {
+		siw_qp_read_timer_arm(qp);
+		siw_qp_unlock(qp);
+		return;
+	}
+	siw_qp_info(qp, "RDMA Read of %u bytes: %u of them in %u ms "
+		    "(read_timeout_ms); closing the stream", o->size, o->got,
+		    limit);
+	siw_sq_complete(qp, (uint32_t)o->sq_idx, RNICPI_WC_RESP_TIMEOUT_ERR,
+			0);
+	siw_qp_llp_closed(qp, -ETIMEDOUT);
+	siw_qp_unlock(qp);
+}
+
 void siw_qp_timeout(struct siw_qp *qp)
 {
 	pthread_mutex_lock(&qp->lock);

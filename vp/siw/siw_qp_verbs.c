@@ -73,6 +73,7 @@ int siw_create_qp(struct rnicpi_pd *p, struct rnicpi_qp_init_attr *attr,
 	pthread_mutex_init(&qp->lock, NULL);
 	qp->item.type = SIW_ITEM_QP;
 	qp->timed.item = &qp->item;
+	qp->read_timed.item = &qp->item;
 	qp->dev = dev;
 	qp->pd = pd;
 	qp->scq = to_siw_cq(attr->send_cq);
@@ -319,6 +320,7 @@ int siw_destroy_qp(struct rnicpi_qp *q)
 	pthread_mutex_unlock(&qp->lock);
 	siw_qp_cq_detach(qp);
 	siw_dev_timed_del(dev, &qp->timed);
+	siw_dev_timed_del(dev, &qp->read_timed);
 	/* Deliver what was queued before (completions-related CQ events
 	 * and so on), then make sure nothing left names this QP. */
 	siw_dev_purge_events(dev, qp);

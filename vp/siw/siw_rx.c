@@ -946,6 +946,7 @@ static int fpdu_done(struct siw_qp *qp)
 		o->n_seg = 0;
 		qp->orq_head = (qp->orq_head + 1) % SIW_MAX_ORD;
 		qp->orq_count--;
+		siw_qp_read_timer_arm(qp);
 		break;
 	}
 	case RDMAP_RDMA_READ_REQ: {

@@ -281,7 +281,10 @@ static bool start_sq(struct siw_qp *qp)
 		o->sink_stag = w->num_sge ? w->sge[0].lkey : 1;
 		o->sink_to = w->num_sge ? w->sge[0].addr : 0;
 		o->size = (uint32_t)w->total_len;
+		o->start_ms = siw_now_ms();
 		qp->orq_count++;
+		if (qp->orq_count == 1)
+			siw_qp_read_timer_arm(qp);
 		w->state = SIW_WQE_WAIT_READ;
 		tx->kind = SIW_TX_SQ;
 		tx->msg_len = 0;
