@@ -619,6 +619,48 @@ START_TEST(test_read_timeout)
 }
 END_TEST
 
+/* rereg_mr moves a region to new memory while a Read into it is in
+ * flight. Once rereg_mr returns the core unpins the old pages and the
+ * application may free them, so the response, arriving later, must not
+ * be placed there (nor in the new memory, which the Read never named):
+ * the Read fails and the stream ends, as after dereg_mr. */
+START_TEST(test_rereg_under_read)
+{
+	struct target t;
+	struct iwarp_tagged_hdr h;
+	struct h_buf moved;
+	uint8_t buf[256];
+	const struct iwarp_read_req_hdr *rq = (const void *)buf;
+	struct rnicpi_wc wc;
+	struct rnicpi_async_event ae;
+
+	target_up(&t, NULL);
+	h_buf_alloc(&moved, LEN, GUARD);
+	ck_assert_ok(raw_accept(&t.r, &t.s));
+	ck_assert_ok(h_post_send(&t.s, RNICPI_WR_RDMA_READ, &t.rw, 0, 100,
+				 62, RNICPI_SEND_SIGNALED, 0x10000, 0x4242));
+	ck_assert_int_eq(raw_recv_fpdu(&t.r, buf, sizeof(buf), H_WAIT_MS), 46);
+	ck_assert_ok(t.d->ops->rereg_mr(t.rw.mr, RNICPI_REREG_TRANSLATION, NULL,
+					moved.p, LEN,
+					(uint64_t)(uintptr_t)moved.p,
+					0));
+	memset(payload, 0x77, 100);
+	tagged_hdr(&h, RDMAP_RDMA_READ_RESP, be32toh(rq->rreq.sink_stag_be),
+		   be64toh(rq->rreq.sink_to_be));
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 100, 0, false);
+	ck_assert(h_poll(&t.s, t.s.scq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 62);
+	ck_assert_int_ne(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert(h_wait_async(t.d, RNICPI_EVENT_QP_FATAL, t.s.qp, &ae,
+			       H_WAIT_MS));
+	ck_assert(raw_wait_close(&t.r, H_WAIT_MS));
+	ck_assert(untouched(&t.rw));
+	ck_assert(untouched(&moved));
+	h_buf_free(&moved);
+	target_down(&t);
+}
+END_TEST
+
 /* RFC 5040 §4.4: a Read Response carries exactly the bytes the Read
  * asked for. One that ends (Last) after 60 of 100 bytes must not complete
  * the Read as a success with a hole in its sink: BAD_RESP_ERR, and a
@@ -986,6 +1028,7 @@ Suite *suite_siw_hostile(void)
 	tcase_add_test(tc, test_read_response_short);
 	tcase_add_test(tc, test_peer_ird_zero);
 	tcase_add_test(tc, test_read_timeout);
+	tcase_add_test(tc, test_rereg_under_read);
 	tcase_add_test(tc, test_invalidate_wrong_pd);
 	tcase_add_test(tc, test_invalidate_region);
 	tcase_add_test(tc, test_markers_refused);

@@ -679,7 +679,6 @@ START_TEST(test_rereg_local_inv)
 	ck_assert_ok(p.db->ops->rereg_mr(t.mr, RNICPI_REREG_ACCESS, NULL,
 					 NULL, 0, 0, RW));
 	ck_assert_uint_ne(t.mr->rkey, old);
-	ck_assert_uint_eq(t.mr->rkey >> 8, old >> 8);
 	/* Local invalidate on b, then the (new) key is refused. */
 	ck_assert_ok(h_post_send(&p.b, RNICPI_WR_LOCAL_INV, NULL, 0, 0, 1,
 				 RNICPI_SEND_SIGNALED, 0, t.mr->rkey));
@@ -713,7 +712,7 @@ START_TEST(test_close)
 	struct h_buf s, d;
 	struct rnicpi_qp_attr qa = { .qp_state = RNICPI_QPS_CLOSING };
 	struct h_conn_ev ev;
-	int i;
+	int i, rc;
 
 	h_pair_up_opts(&p, NULL, NULL, 0);
 	h_pair_connect(&p);
@@ -728,10 +727,15 @@ START_TEST(test_close)
 	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &s, 0, s.len, 4,
 				 RNICPI_SEND_SIGNALED, 0, 0));
 	ck_assert_ok(p.da->ops->modify_qp(p.a.qp, &qa, RNICPI_QP_STATE));
-	ck_assert_errno(h_post_send(&p.a, RNICPI_WR_SEND, NULL, 0, 0, 5, 0, 0,
-				    0), EINVAL);
+	/* Refused while CLOSING; once the close is through the QP is in
+	 * ERROR, where a WR is taken and flushed (IBA 10.8.1.1). */
+	rc = h_post_send(&p.a, RNICPI_WR_SEND, NULL, 0, 0, 5, 0, 0, 0);
+	ck_assert_msg(rc == -EINVAL || rc == 0, "post_send: %d", rc);
 	h_expect_wc(&p.a, p.a.scq, 4, RNICPI_WC_SUCCESS, RNICPI_WC_SEND,
 		  (uint32_t)s.len);
+	if (rc == 0)
+		h_expect_wc(&p.a, p.a.scq, 5, RNICPI_WC_WR_FLUSH_ERR,
+			    RNICPI_WC_SEND, 0);
 	h_expect_wc(&p.b, p.b.rcq, 1, RNICPI_WC_SUCCESS, RNICPI_WC_RECV,
 		  (uint32_t)s.len);
 	ck_assert(h_buf_check(&d, 0, d.len, 8, 0));

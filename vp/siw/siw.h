@@ -240,9 +240,17 @@ struct siw_pd {
 	struct siw_device *dev;
 };
 
+/*
+ * A registration as the wire and the queues see it: one translation, one
+ * STag. What names it (the key table, WRs and messages in flight) holds a
+ * reference. rereg_mr never changes one in place: it makes a new one and
+ * retires the old as dereg_mr does, so work in flight that resolved
+ * addresses through the old translation fails at its next touch instead
+ * of writing into pages the consumer has let go of.
+ */
 struct siw_mr {
-	struct rnicpi_mr base;
 	struct siw_device *dev;
+	struct rnicpi_pd *pd;
 	atomic_int ref;
 	uint8_t *addr;
 	uint64_t length;
@@ -255,6 +263,12 @@ struct siw_mr {
 	 * by siw_mr_access_begin/end, and dereg waits for those. */
 	atomic_bool dead;
 	atomic_uint active;
+};
+
+/* The MR handle the core holds, and its current registration. */
+struct siw_mr_handle {
+	struct rnicpi_mr base;
+	struct siw_mr *mr;
 };
 
 struct siw_cq {
@@ -610,9 +624,10 @@ static inline struct siw_pd *to_siw_pd(struct rnicpi_pd *p)
 	return container_of(p, struct siw_pd, base);
 }
 
+/* The registration an MR handle stands for now (not a new reference). */
 static inline struct siw_mr *to_siw_mr(struct rnicpi_mr *m)
 {
-	return container_of(m, struct siw_mr, base);
+	return container_of(m, struct siw_mr_handle, base)->mr;
 }
 
 static inline struct siw_cq *to_siw_cq(struct rnicpi_cq *c)

@@ -204,7 +204,7 @@ static int check_write(struct siw_qp *qp)
 			       RNICPI_EVENT_QP_ACCESS_ERR);
 	}
 	rx->wmr = mr;
-	if (mr->base.pd != &qp->pd->base) {
+	if (mr->pd != &qp->pd->base) {
 		siw_qp_info(qp, "RDMA Write: STag 0x%08x of another PD", stag);
 		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
 			       DDP_ECODE_T_STAG_NOT_ASSOC,
@@ -495,7 +495,7 @@ static int check_read_req(struct siw_qp *qp)
 			       RNICPI_EVENT_QP_ACCESS_ERR);
 	}
 	rx->wmr = mr;
-	if (mr->base.pd != &qp->pd->base) {
+	if (mr->pd != &qp->pd->base) {
 		siw_qp_info(qp, "Read Request: STag 0x%08x of another PD",
 			    stag);
 		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
@@ -992,7 +992,7 @@ static int fpdu_done(struct siw_qp *qp)
 			struct siw_mr *mr = rnicpi_key_lookup(
 				&qp->dev->mr_keys, stag);
 			bool known = mr != NULL;
-			bool ok = known && mr->base.pd == &qp->pd->base;
+			bool ok = known && mr->pd == &qp->pd->base;
 
 			if (ok)
 				atomic_store(&mr->valid, false);

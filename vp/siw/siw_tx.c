@@ -189,7 +189,7 @@ static enum rnicpi_wc_status local_invalidate(struct siw_qp *qp,
 		siw_qp_info(qp, "local invalidate: unknown STag 0x%08x", stag);
 		return RNICPI_WC_LOC_PROT_ERR;
 	}
-	if (mr->base.pd != &qp->pd->base) {
+	if (mr->pd != &qp->pd->base) {
 		siw_qp_info(qp, "local invalidate: STag 0x%08x of another PD",
 			    stag);
 		st = RNICPI_WC_LOC_PROT_ERR;

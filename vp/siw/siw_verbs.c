@@ -206,13 +206,76 @@ static int check_access(struct siw_device *dev, unsigned int access)
 	return 0;
 }
 
+/* A new registration of @length bytes at @addr (iova @iova unless
+ * zero-based) with its own STag: 0, or -ENOMEM / the key table's error. */
+static int mr_new(struct siw_device *dev, struct rnicpi_pd *pd, void *addr,
+		  uint64_t length, uint64_t iova, unsigned int access,
+		  struct siw_mr **out)
+{
+	struct siw_mr *mr = calloc(1, sizeof(*mr));
+	int rc;
+
+	if (!mr)
+		return -ENOMEM;
+	atomic_init(&mr->ref, 1);
+	mr->dev = dev;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = length;
+	mr->iova = (access & RNICPI_ACCESS_ZERO_BASED) ? 0 : iova;
+	mr->access = access;
+	rc = rnicpi_key_alloc(&dev->mr_keys, mr, &mr->stag);
+	if (rc) {
+		siw_info(dev, "reg_mr: no free STag (%d)", rc);
+		free(mr);
+		return rc;
+	}
+	atomic_init(&mr->valid, true);
+	siw_dbg(dev, "MR stag 0x%08x addr %p len %llu iova 0x%llx access 0x%x",
+		mr->stag, addr, (unsigned long long)length,
+		(unsigned long long)mr->iova, access);
+	*out = mr;
+	return 0;
+}
+
+/*
+ * The registration stops: its STag is refused from now on, and once we
+ * return the core unpins the pages and the application may free them, so
+ * no byte of them may be touched after that (Linux siw keeps the pages
+ * pinned while a WR uses them; here the memory is the application's).
+ * Work in flight that still names the region fails at its next touch; a
+ * touch under way (one syscall) is waited for. WRs in flight hold
+ * references; the last one frees the struct.
+ */
+static void mr_retire(struct siw_mr *mr)
+{
+	int rc = rnicpi_key_free(&mr->dev->mr_keys, mr->stag);
+
+	if (rc)
+		siw_info(mr->dev, "dereg_mr: stag 0x%08x not current (%d)",
+			 mr->stag, rc);
+	atomic_store(&mr->valid, false);
+	atomic_store(&mr->dead, true);
+	pthread_mutex_lock(&mr->dev->lock);
+	while (atomic_load(&mr->active))
+		pthread_cond_wait(&mr->dev->mr_cond, &mr->dev->lock);
+	pthread_mutex_unlock(&mr->dev->lock);
+	siw_mr_put(mr);
+}
+
+static void handle_show(struct siw_mr_handle *h)
+{
+	h->base.pd = h->mr->pd;
+	h->base.lkey = h->base.rkey = h->mr->stag;
+}
+
 static int siw_reg_mr(struct rnicpi_pd *p, void *addr, uint64_t length,
 		      uint64_t iova, unsigned int access,
 		      struct rnicpi_mr **out)
 {
 	struct siw_pd *pd = to_siw_pd(p);
 	struct siw_device *dev = pd->dev;
-	struct siw_mr *mr;
+	struct siw_mr_handle *h;
 	int rc;
 
 	rc = check_access(dev, access);
@@ -229,38 +292,33 @@ static int siw_reg_mr(struct rnicpi_pd *p, void *addr, uint64_t length,
 			 (unsigned long long)length);
 		return -EINVAL;
 	}
-	mr = calloc(1, sizeof(*mr));
-	if (!mr)
+	h = calloc(1, sizeof(*h));
+	if (!h)
 		return -ENOMEM;
-	atomic_init(&mr->ref, 1);
-	mr->dev = dev;
-	mr->addr = addr;
-	mr->length = length;
-	mr->iova = (access & RNICPI_ACCESS_ZERO_BASED) ? 0 : iova;
-	mr->access = access;
-	mr->base.pd = p;
-	rc = rnicpi_key_alloc(&dev->mr_keys, mr, &mr->stag);
+	rc = mr_new(dev, p, addr, length, iova, access, &h->mr);
 	if (rc) {
-		siw_info(dev, "reg_mr: no free STag (%d)", rc);
-		free(mr);
+		free(h);
 		return rc;
 	}
-	atomic_init(&mr->valid, true);
-	mr->base.lkey = mr->base.rkey = mr->stag;
-	siw_dbg(dev, "MR stag 0x%08x addr %p len %llu iova 0x%llx access 0x%x",
-		mr->stag, addr, (unsigned long long)length,
-		(unsigned long long)mr->iova, access);
-	*out = &mr->base;
+	handle_show(h);
+	*out = &h->base;
 	return 0;
 }
 
+/*
+ * A new registration with what changes, under a new STag, then the old
+ * one retired as dereg_mr retires it: the old STag is refused, and work
+ * in flight that resolved the old translation (a Read's sink, a Write
+ * being placed, a message being sent) fails rather than touching pages
+ * the core unpins once we return. On error nothing has changed.
+ */
 static int siw_rereg_mr(struct rnicpi_mr *m, unsigned int flags,
 			struct rnicpi_pd *pd, void *addr, uint64_t length,
 			uint64_t iova, unsigned int access)
 {
-	struct siw_mr *mr = to_siw_mr(m);
-	struct siw_device *dev = mr->dev;
-	uint32_t stag;
+	struct siw_mr_handle *h = container_of(m, struct siw_mr_handle, base);
+	struct siw_mr *old = h->mr, *mr;
+	struct siw_device *dev = old->dev;
 	int rc;
 
 	if (flags & ~(RNICPI_REREG_TRANSLATION | RNICPI_REREG_PD |
@@ -272,57 +330,36 @@ static int siw_rereg_mr(struct rnicpi_mr *m, unsigned int flags,
 		rc = check_access(dev, access);
 		if (rc)
 			return rc;
+	} else {
+		access = old->access;
 	}
-	if ((flags & RNICPI_REREG_TRANSLATION) &&
-	    ((!addr && length) || iova + length < iova)) {
-		siw_info(dev, "rereg_mr: bad translation %p/%llu", addr,
-			 (unsigned long long)length);
-		return -EINVAL;
+	if (flags & RNICPI_REREG_TRANSLATION) {
+		if ((!addr && length) || iova + length < iova) {
+			siw_info(dev, "rereg_mr: bad translation %p/%llu",
+				 addr, (unsigned long long)length);
+			return -EINVAL;
+		}
+	} else {
+		addr = old->addr;
+		length = old->length;
+		iova = old->iova;
 	}
-	/* New key first: from here on the old STag is refused. */
-	rc = rnicpi_key_rekey(&dev->mr_keys, mr->stag, &stag);
+	rc = mr_new(dev, (flags & RNICPI_REREG_PD) ? pd : old->pd, addr,
+		    length, iova, access, &mr);
 	if (rc)
 		return rc;
-	if (flags & RNICPI_REREG_PD)
-		mr->base.pd = pd;
-	if (flags & RNICPI_REREG_ACCESS)
-		mr->access = access;
-	if (flags & RNICPI_REREG_TRANSLATION) {
-		mr->addr = addr;
-		mr->length = length;
-		mr->iova = (mr->access & RNICPI_ACCESS_ZERO_BASED) ? 0 : iova;
-	}
-	mr->stag = stag;
-	mr->base.lkey = mr->base.rkey = stag;
-	atomic_store(&mr->valid, true);
+	h->mr = mr;
+	handle_show(h);
+	mr_retire(old);
 	return 0;
 }
 
 static int siw_dereg_mr(struct rnicpi_mr *m)
 {
-	struct siw_mr *mr = to_siw_mr(m);
-	int rc;
+	struct siw_mr_handle *h = container_of(m, struct siw_mr_handle, base);
 
-	rc = rnicpi_key_free(&mr->dev->mr_keys, mr->stag);
-	if (rc)
-		siw_info(mr->dev, "dereg_mr: stag 0x%08x not current (%d)",
-			 mr->stag, rc);
-	atomic_store(&mr->valid, false);
-	/*
-	 * Once we return the core unpins the pages and the application may
-	 * free them, so no byte of them may be touched after that (Linux
-	 * siw keeps the pages pinned while a WR uses them; here the memory
-	 * is the application's). Work in flight that still names the region
-	 * fails at its next touch; a touch under way (one syscall) is waited
-	 * for.
-	 */
-	atomic_store(&mr->dead, true);
-	pthread_mutex_lock(&mr->dev->lock);
-	while (atomic_load(&mr->active))
-		pthread_cond_wait(&mr->dev->mr_cond, &mr->dev->lock);
-	pthread_mutex_unlock(&mr->dev->lock);
-	/* WRs in flight hold references; the last one frees. */
-	siw_mr_put(mr);
+	mr_retire(h->mr);
+	free(h);
 	return 0;
 }
 
@@ -336,7 +373,7 @@ int siw_sge_resolve(struct siw_device *dev, struct siw_pd *pd,
 	mr = rnicpi_key_lookup(&dev->mr_keys, sge->lkey);
 	if (!mr)
 		return -ENOENT;
-	if (!atomic_load(&mr->valid) || mr->base.pd != &pd->base) {
+	if (!atomic_load(&mr->valid) || mr->pd != &pd->base) {
 		siw_mr_put(mr);
 		return -EPERM;
 	}
