@@ -401,6 +401,47 @@ START_TEST(test_private_data_and_reject)
 }
 END_TEST
 
+/* Resource limits: the QP limit (option max_qp) is refused with -ENOSPC,
+ * not as a lack of memory, and a freed QP makes room again. The read
+ * queues are as long as the negotiated ORD and IRD (here 2 and 3 at the
+ * initiator, 3 and 2 at the responder), not a fixed 128 entries each. */
+START_TEST(test_qp_limit_and_read_queues)
+{
+	const struct rnicpi_option two[] = { { "max_qp", "2" }, { NULL } };
+	struct rnicpi_qp_init_attr qa = { .qp_type = RNICPI_QPT_RC };
+	struct rnicpi_device_attr da;
+	struct rnicpi_qp *extra;
+	struct h_pair p;
+
+	h_pair_up_opts(&p, two, NULL, 0);
+	ck_assert_ok(p.da->ops->query_device(p.da->dev, &da));
+	ck_assert_uint_eq(da.max_qp, 2);
+	qa.send_cq = p.a.scq;
+	qa.recv_cq = p.a.rcq;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+	ck_assert_ok(p.da->ops->create_qp(p.a.pd, &qa, &extra));
+	ck_assert_errno(p.da->ops->create_qp(p.a.pd, &qa, &extra), ENOSPC);
+	ck_assert_ok(p.da->ops->destroy_qp(extra));
+	ck_assert_ok(p.da->ops->create_qp(p.a.pd, &qa, &extra));
+	ck_assert_ok(p.da->ops->destroy_qp(extra));
+	/* The default is Linux rxe's 65536. */
+	ck_assert_ok(p.db->ops->query_device(p.db->dev, &da));
+	ck_assert_uint_eq(da.max_qp, 65536);
+
+	p.c.ip.ird = 3;
+	p.c.ip.ord = 2;
+	p.c.rp.ird = 2;
+	p.c.rp.ord = 8;
+	h_pair_connect(&p);
+	ck_assert_uint_eq(to_siw_qp(p.a.qp)->orq_size, 2);
+	ck_assert_uint_eq(to_siw_qp(p.a.qp)->irq_size, 3);
+	/* The responder issues no more Reads than the initiator takes. */
+	ck_assert_uint_eq(to_siw_qp(p.b.qp)->orq_size, 3);
+	ck_assert_uint_eq(to_siw_qp(p.b.qp)->irq_size, 2);
+	h_pair_down(&p);
+}
+END_TEST
+
 START_TEST(test_sge_lists_inline_srq)
 {
 	struct h_pair p;
@@ -1079,6 +1120,7 @@ Suite *suite_siw_loopback(void)
 	tcase_add_test(tc, test_negotiation);
 	tcase_add_test(tc, test_private_data_and_reject);
 	tcase_add_test(tc, test_sge_lists_inline_srq);
+	tcase_add_test(tc, test_qp_limit_and_read_queues);
 	tcase_add_test(tc, test_fence_and_ord);
 	tcase_add_test(tc, test_solicited_and_invalidate);
 	tcase_add_test(tc, test_rereg_local_inv);

@@ -219,7 +219,7 @@ START_TEST(test_options)
 		{ "ird", "4" }, { "ord", "2" }, { "nodelay", "off" },
 		{ "max_fpdu", "1024" }, { "zcopy_min", "65536" },
 		{ "rts_delay_ms", "5" }, { "busy_poll_us", "0" },
-		{ "read_timeout_ms", "2500" },
+		{ "read_timeout_ms", "2500" }, { "max_qp", "3" },
 		{ "tcp_user_timeout_ms", "30000" },
 		{ NULL, NULL },
 	};
@@ -246,6 +246,7 @@ START_TEST(test_options)
 	ck_assert(o.large_fpdu);
 	ck_assert_uint_eq(o.busy_poll_us, SIW_DEFAULT_BUSY_POLL_US);
 	ck_assert_uint_eq(o.read_timeout_ms, 0);
+	ck_assert_uint_eq(o.max_qp, 65536);
 	ck_assert_uint_eq(o.tcp_user_timeout_ms, 0);
 	ck_assert_ok(siw_options_parse(&o, good, "t"));
 	ck_assert_uint_eq(o.mpa_rev, 1);
@@ -262,6 +263,7 @@ START_TEST(test_options)
 	ck_assert_uint_eq(o.rts_delay_ms, 5);
 	ck_assert_uint_eq(o.busy_poll_us, 0);
 	ck_assert_uint_eq(o.read_timeout_ms, 2500);
+	ck_assert_uint_eq(o.max_qp, 3);
 	ck_assert_uint_eq(o.tcp_user_timeout_ms, 30000);
 	ck_assert_errno(siw_options_parse(&o, unknown, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad1, "t"), EINVAL);

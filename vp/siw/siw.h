@@ -33,7 +33,9 @@
 /* Limits                                                              */
 /* ------------------------------------------------------------------ */
 
-#define SIW_MAX_QP 1024
+/* QPs per device, as many as Linux rxe allows; each costs memory only
+ * for its queues as created and its read queues as negotiated. */
+#define SIW_MAX_QP 65536
 #define SIW_MAX_QP_WR 4096
 #define SIW_MAX_SGE 16
 #define SIW_MAX_INLINE 256
@@ -75,6 +77,9 @@
 	} while (0)
 #define siw_info(dev, fmt, ...) \
 	g_info("%s: " fmt, (dev)->base.name, ##__VA_ARGS__)
+/* For what a user must see: a resource limit reached. */
+#define siw_warn(dev, fmt, ...) \
+	g_warning("%s: " fmt, (dev)->base.name, ##__VA_ARGS__)
 #define siw_qp_dbg(qp, fmt, ...)                                            \
 	do {                                                                \
 		if (rnicpi_debug_wanted(G_LOG_DOMAIN))                       \
@@ -155,6 +160,7 @@ struct siw_options {
 				   * together when more wait, 0 = never */
 	uint32_t busy_poll_us;	  /* progress thread spins this long after
 				   * socket traffic before it sleeps */
+	uint32_t max_qp;	  /* QPs per device, 1..SIW_MAX_QP */
 	uint32_t read_timeout_ms; /* an RDMA Read unanswered this long
 				   * fails the stream, 0 = never */
 	uint32_t tcp_user_timeout_ms; /* TCP_USER_TIMEOUT and keepalive on
@@ -529,11 +535,13 @@ struct siw_qp {
 	struct siw_rqe *rq;
 	uint32_t rq_size, rq_head, rq_count;
 
-	/* reads: ORQ = ours outstanding (ORD), IRQ = the peer's (IRD) */
-	struct siw_orqe orq[SIW_MAX_ORD];
-	uint32_t orq_head, orq_count, ord;
-	struct siw_irqe irq[SIW_MAX_IRD];
-	uint32_t irq_head, irq_count, ird;
+	/* reads: ORQ = ours outstanding (ORD), IRQ = the peer's (IRD);
+	 * rings sized for the connection's negotiated ORD and IRD
+	 * (siw_qp_read_queues_size), none before it has one */
+	struct siw_orqe *orq;
+	uint32_t orq_size, orq_head, orq_count, ord;
+	struct siw_irqe *irq;
+	uint32_t irq_size, irq_head, irq_count, ird;
 
 	/* connection */
 	int fd;
@@ -758,6 +766,10 @@ void siw_qp_llp_shutdown(struct siw_qp *qp);
  * makes more soon likely worth polling for (option busy_poll_us). */
 bool siw_qp_handle(struct siw_qp *qp, uint32_t events);
 void siw_qp_timeout(struct siw_qp *qp);
+/* Size the ORQ and IRQ rings for the ORD and IRD just negotiated (one
+ * entry at least: a Read RTR takes an ORQ entry whatever ORD is); the
+ * rings are empty. 0 or -ENOMEM. */
+int siw_qp_read_queues_size(struct siw_qp *qp);
 /* Option read_timeout_ms: the oldest outstanding Read's deadline, from
  * the progress thread; siw_qp_read_timer_arm() (under qp->lock) runs the
  * timer for the Read now at the head of the ORQ, or stops it. */

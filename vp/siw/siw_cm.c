@@ -370,6 +370,12 @@ static void process_reply(struct siw_qp *qp)
 		initiator_fail(qp, -EPROTO);
 		return;
 	}
+	if (siw_qp_read_queues_size(qp)) {
+		siw_qp_info(qp, "no memory for read queues of ORD %u / IRD %u",
+			    qp->ord, qp->ird);
+		initiator_fail(qp, -ENOMEM);
+		return;
+	}
 	qp->mss_payload = siw_stream_ulpdu_max(qp, large);
 	siw_tx_zc_setup(qp);
 	qp->llp = SIW_LLP_RDMA;

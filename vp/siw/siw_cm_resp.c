@@ -394,14 +394,21 @@ int siw_conn_accept(struct rnicpi_conn *c, struct rnicpi_qp *q,
 		rc = -EINVAL;
 		goto out_refuse;
 	}
+	qp->ird = ird;
+	qp->ord = ord;
+	rc = siw_qp_read_queues_size(qp);
+	if (rc) {
+		siw_qp_info(qp, "conn_accept: no memory for read queues of "
+			    "ORD %u / IRD %u", ord, ird);
+		pthread_mutex_unlock(&qp->lock);
+		goto out_refuse;
+	}
 	/* The QP owns the stream before the Reply goes out: the peer may
 	 * send its first FPDU right behind it. */
 	qp->fd = conn->fd;
 	conn->fd = -1;
 	qp->initiator = false;
 	qp->crc = flags & MPA_FLAG_CRC;
-	qp->ird = ird;
-	qp->ord = ord ? ord : 1;
 	qp->rtr = rtr;
 	qp->mss_payload = siw_stream_ulpdu_max(qp, large);
 	siw_tx_zc_setup(qp);

@@ -68,6 +68,7 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 	o->tx_pack = SIW_DEFAULT_TX_PACK;
 	o->large_fpdu = true;
 	o->busy_poll_us = SIW_DEFAULT_BUSY_POLL_US;
+	o->max_qp = SIW_MAX_QP;
 
 	for (; opt && opt->key; opt++) {
 		const char *k = opt->key, *v = opt->value ? opt->value : "";
@@ -121,6 +122,8 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 			rc = parse_u32(v, 0, SIW_TX_PACK / 2, &o->tx_pack);
 		} else if (!strcmp(k, "busy_poll_us")) {
 			rc = parse_u32(v, 0, 1000000, &o->busy_poll_us);
+		} else if (!strcmp(k, "max_qp")) {
+			rc = parse_u32(v, 1, SIW_MAX_QP, &o->max_qp);
 		} else if (!strcmp(k, "read_timeout_ms")) {
 			rc = parse_u32(v, 0, 3600000, &o->read_timeout_ms);
 		} else if (!strcmp(k, "tcp_user_timeout_ms")) {
@@ -369,6 +372,8 @@ static void free_item(struct siw_item *item)
 		free(qp->rq);
 		free(qp->inline_buf);
 		free(qp->tx.pack);
+		free(qp->orq);
+		free(qp->irq);
 		free(qp);
 	} else if (item->type == SIW_ITEM_CONN) {
 		siw_conn_free(container_of(item, struct siw_conn, item));

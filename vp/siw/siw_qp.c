@@ -154,13 +154,13 @@ static void flush_all(struct siw_qp *qp)
 	siw_tx_zc_flush(qp);
 	while (qp->orq_count) {
 		orqe_release(&qp->orq[qp->orq_head]);
-		qp->orq_head = (qp->orq_head + 1) % SIW_MAX_ORD;
+		qp->orq_head = (qp->orq_head + 1) % qp->orq_size;
 		qp->orq_count--;
 	}
 	while (qp->irq_count) {
 		siw_mr_put(qp->irq[qp->irq_head].mr);
 		qp->irq[qp->irq_head].mr = NULL;
-		qp->irq_head = (qp->irq_head + 1) % SIW_MAX_IRD;
+		qp->irq_head = (qp->irq_head + 1) % qp->irq_size;
 		qp->irq_count--;
 	}
 	/* SQ: every WR still there in posting order; one that finished
@@ -704,6 +704,32 @@ void siw_cq_unpark(struct siw_cq *cq)
 		pthread_mutex_unlock(&qp->lock);
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
+}
+
+int siw_qp_read_queues_size(struct siw_qp *qp)
+{
+	uint32_t n_orq = qp->ord ? qp->ord : 1, n_irq = qp->ird ? qp->ird : 1;
+
+	if (n_orq != qp->orq_size) {
+		struct siw_orqe *orq = calloc(n_orq, sizeof(*orq));
+
+		if (!orq)
+			return -ENOMEM;
+		free(qp->orq);
+		qp->orq = orq;
+		qp->orq_size = n_orq;
+	}
+	if (n_irq != qp->irq_size) {
+		struct siw_irqe *irq = calloc(n_irq, sizeof(*irq));
+
+		if (!irq)
+			return -ENOMEM;
+		free(qp->irq);
+		qp->irq = irq;
+		qp->irq_size = n_irq;
+	}
+	qp->orq_head = qp->irq_head = 0;
+	return 0;
 }
 
 void siw_qp_read_timer_arm(struct siw_qp *qp)

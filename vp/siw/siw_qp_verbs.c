@@ -42,10 +42,11 @@ int siw_create_qp(struct rnicpi_pd *p, struct rnicpi_qp_init_attr *attr,
 			 SIW_MAX_SGE, cap->max_inline_data, SIW_MAX_INLINE);
 		return -EINVAL;
 	}
-	if (atomic_fetch_add(&dev->n_qp, 1) >= SIW_MAX_QP) {
+	if (atomic_fetch_add(&dev->n_qp, 1) >= dev->opts.max_qp) {
 		atomic_fetch_sub(&dev->n_qp, 1);
-		siw_info(dev, "create_qp: limit of %u QPs", SIW_MAX_QP);
-		return -ENOMEM;
+		siw_warn(dev, "create_qp: the device's limit of %u QPs is "
+			 "reached (option max_qp)", dev->opts.max_qp);
+		return -ENOSPC;
 	}
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)

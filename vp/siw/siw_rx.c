@@ -944,7 +944,7 @@ static int fpdu_done(struct siw_qp *qp)
 			o->mr[i] = NULL;
 		}
 		o->n_seg = 0;
-		qp->orq_head = (qp->orq_head + 1) % SIW_MAX_ORD;
+		qp->orq_head = (qp->orq_head + 1) % qp->orq_size;
 		qp->orq_count--;
 		siw_qp_read_timer_arm(qp);
 		break;
@@ -952,7 +952,7 @@ static int fpdu_done(struct siw_qp *qp)
 	case RDMAP_RDMA_READ_REQ: {
 		const struct iwarp_read_req_hdr *h = (const void *)rx->hdr;
 		struct siw_irqe *r = &qp->irq[(qp->irq_head + qp->irq_count) %
-					      SIW_MAX_IRD];
+					      qp->irq_size];
 
 		rx->msn[DDP_QN_READ_REQ]++;
 		r->sink_stag = be32toh(h->rreq.sink_stag_be);

@@ -267,7 +267,7 @@ static bool start_sq(struct siw_qp *qp)
 	tx->opcode = sq_rdmap_opcode(w);
 	if (w->opcode == RNICPI_WR_RDMA_READ) {
 		struct siw_orqe *o = &qp->orq[(qp->orq_head + qp->orq_count) %
-					      SIW_MAX_ORD];
+					      qp->orq_size];
 
 		memset(o, 0, sizeof(*o));
 		rc = resolve_sges(qp, w, RNICPI_ACCESS_LOCAL_WRITE, o->seg,
@@ -367,7 +367,7 @@ static bool next_message(struct siw_qp *qp)
 		if (qp->rtr == MPA_V2_READ_RTR) {
 			struct siw_orqe *o =
 				&qp->orq[(qp->orq_head + qp->orq_count) %
-					 SIW_MAX_ORD];
+					 qp->orq_size];
 
 			memset(o, 0, sizeof(*o));
 			o->sq_idx = -1;
@@ -502,7 +502,7 @@ static int build_fpdu(struct siw_qp *qp, struct siw_tx_fpdu *f, uint64_t off)
 			const struct siw_wqe *w = &qp->sq[tx->sq_idx];
 			const struct siw_orqe *o =
 				&qp->orq[(qp->orq_head + qp->orq_count - 1) %
-					 SIW_MAX_ORD];
+					 qp->orq_size];
 
 			h->rreq.sink_stag_be = htobe32(o->sink_stag);
 			h->rreq.sink_to_be = htobe64(o->sink_to);
@@ -804,7 +804,7 @@ static void message_done(struct siw_qp *qp)
 			siw_mr_put(qp->irq[qp->irq_head].mr);
 		}
 		qp->irq[qp->irq_head].mr = NULL;
-		qp->irq_head = (qp->irq_head + 1) % SIW_MAX_IRD;
+		qp->irq_head = (qp->irq_head + 1) % qp->irq_size;
 		qp->irq_count--;
 		break;
 	case SIW_TX_TERM:

@@ -19,6 +19,8 @@
 static int siw_query_device(struct rnicpi_device *d,
 			    struct rnicpi_device_attr *a)
 {
+	struct siw_device *dev = to_siw_dev(d);
+
 	memset(a, 0, sizeof(*a));
 	a->transport = RNICPI_TRANSPORT_IWARP;
 	g_strlcpy(a->fw_ver, "hostrdma-siw 1", sizeof(a->fw_ver));
@@ -27,7 +29,7 @@ static int siw_query_device(struct rnicpi_device *d,
 	a->max_mr_size = (uint64_t)1 << 40;
 	a->page_size_cap = 4096;
 	a->max_msg_size = (uint64_t)1 << 31;
-	a->max_qp = SIW_MAX_QP;
+	a->max_qp = dev->opts.max_qp;
 	a->max_qp_wr = SIW_MAX_QP_WR;
 	a->max_sge = SIW_MAX_SGE;
 	a->max_sge_rd = SIW_MAX_SGE;
@@ -41,7 +43,7 @@ static int siw_query_device(struct rnicpi_device *d,
 	a->max_srq_sge = SIW_MAX_SGE;
 	a->max_qp_rd_atom = SIW_MAX_IRD;
 	a->max_qp_init_rd_atom = SIW_MAX_ORD;
-	a->max_res_rd_atom = SIW_MAX_IRD * SIW_MAX_QP;
+	a->max_res_rd_atom = SIW_MAX_IRD * dev->opts.max_qp;
 	a->max_private_data = SIW_MAX_PRIVATE_DATA;
 	a->atomic_cap = RNICPI_ATOMIC_NONE;
 	a->caps = RNICPI_DEV_CAP_RC | RNICPI_DEV_CAP_SRQ |
@@ -114,8 +116,9 @@ static int siw_alloc_pd(struct rnicpi_device *d, struct rnicpi_pd **out)
 
 	if (atomic_fetch_add(&dev->n_pd, 1) >= SIW_MAX_PD) {
 		atomic_fetch_sub(&dev->n_pd, 1);
-		siw_info(dev, "alloc_pd: limit of %u PDs reached", SIW_MAX_PD);
-		return -ENOMEM;
+		siw_warn(dev, "alloc_pd: the device's limit of %u PDs is "
+			 "reached", SIW_MAX_PD);
+		return -ENOSPC;
 	}
 	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
@@ -428,8 +431,9 @@ static int siw_create_cq(struct rnicpi_device *d,
 	}
 	if (atomic_fetch_add(&dev->n_cq, 1) >= SIW_MAX_CQ) {
 		atomic_fetch_sub(&dev->n_cq, 1);
-		siw_info(dev, "create_cq: limit of %u CQs", SIW_MAX_CQ);
-		return -ENOMEM;
+		siw_warn(dev, "create_cq: the device's limit of %u CQs is "
+			 "reached", SIW_MAX_CQ);
+		return -ENOSPC;
 	}
 	cq = calloc(1, sizeof(*cq));
 	if (!cq) {
@@ -534,7 +538,9 @@ static int siw_create_srq(struct rnicpi_pd *p, struct rnicpi_srq_attr *attr,
 	}
 	if (atomic_fetch_add(&dev->n_srq, 1) >= SIW_MAX_SRQ) {
 		atomic_fetch_sub(&dev->n_srq, 1);
-		return -ENOMEM;
+		siw_warn(dev, "create_srq: the device's limit of %u SRQs is "
+			 "reached", SIW_MAX_SRQ);
+		return -ENOSPC;
 	}
 	srq = calloc(1, sizeof(*srq));
 	if (srq)
