@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,23 @@ void cm_source_drop(GSource **s)
 static GMutex cm_global_lock;
 static struct cm *the_cm;
 static guint cm_opens;
+static pthread_once_t cm_atfork_once = PTHREAD_ONCE_INIT;
+
+/* fork(): the child has no CM thread, and the manager's listening
+ * sockets and netlink socket are shared with the parent. It forgets the
+ * manager without touching it (see ual_atfork_child); its next cm_open
+ * starts one of its own. */
+static void cm_atfork_child(void)
+{
+	the_cm = NULL;
+	cm_opens = 0;
+	g_mutex_init(&cm_global_lock);
+}
+
+static void cm_atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, cm_atfork_child);
+}
 
 struct cm *cm_get(void)
 {
@@ -179,6 +197,7 @@ int cm_open(struct ual *u)
 	struct cm *cm;
 	int err;
 
+	pthread_once(&cm_atfork_once, cm_atfork_register);
 	g_mutex_lock(&cm_global_lock);
 	if (the_cm) {
 		if (the_cm->u != u) {

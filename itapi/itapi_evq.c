@@ -344,6 +344,21 @@ static struct {
 	GThread *thread;
 } pump;
 
+void itapi_evq_atfork_child(void)
+{
+	/* The thread is the parent's; its epoll set and eventfd are shared
+	 * with the parent: only our copies of the descriptors are closed. */
+	if (pump.thread) {
+		close(pump.epfd);
+		close(pump.wake);
+	}
+	pump.thread = NULL;
+	pump.sevds = NULL;
+	pump.stop = false;
+	g_mutex_init(&pump.lock);
+	g_mutex_init(&pump.start_lock);
+}
+
 static gpointer pump_main(gpointer data)
 {
 	struct epoll_event evs[16];

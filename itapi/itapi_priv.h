@@ -365,6 +365,8 @@ void itapi_post_unaffiliated(struct itapi_ia *ia, it_event_type_t type,
  * when the completion belongs to no live WR: then *@lost is set to its
  * endpoint when it has one, for the caller to report
  * IT_ASYNC_AFF_EP_FAILURE once it holds no EVD lock. */
+/* evq.c: in a fork()ed child, forget the parent's EVD pump thread. */
+void itapi_evq_atfork_child(void);
 bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 		       const struct rnicpi_wc *wc, it_event_t *ev,
 		       bool *notify, it_ep_handle_t *lost);

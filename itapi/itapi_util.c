@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,45 @@
  * pointer that is not in the table. */
 static GRWLock registry_lock;
 static GHashTable *registry;
+/* In a fork()ed child: the handles the parent had (never dereferenced:
+ * only to say why such a handle is refused). */
+static GHashTable *parent_handles;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * fork(): every handle the child inherits is the parent's. Its objects
+ * are served by threads the child does not have, and their sockets, epoll
+ * sets and eventfds are shared with the parent, so using or freeing one
+ * in the child would act on the parent's (a setsockopt, an epoll_ctl).
+ * The child therefore starts with no live handle: each inherited one is
+ * refused as a handle that is not live (IT_ERR_INVALID_EP, _IA, ...) and
+ * nothing of it is touched, freeing included; a child that wants RDMA
+ * opens an IA of its own (ual and cm forget their contexts too). Registered buffers are MADV_DONTFORK and
+ * are not mapped in the child at all (kal/kal.h).
+ */
+static void itapi_atfork_child(void)
+{
+	if (registry) {
+		if (!parent_handles) {
+			parent_handles = registry;
+		} else {
+			GHashTableIter it;
+			gpointer h;
+
+			g_hash_table_iter_init(&it, registry);
+			while (g_hash_table_iter_next(&it, &h, NULL))
+				g_hash_table_add(parent_handles, h);
+		}
+		registry = NULL;
+	}
+	g_rw_lock_init(&registry_lock);
+	itapi_evq_atfork_child();
+}
+
+static void itapi_atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, itapi_atfork_child);
+}
 
 static const char *const handle_kinds[] = {
 	[IT_HANDLE_TYPE_ADDR] = "AH",	  [IT_HANDLE_TYPE_EP] = "EP",
@@ -47,6 +87,7 @@ void itapi_obj_init(struct itapi_obj *obj, it_handle_type_enum_t type,
 
 void itapi_handle_add(struct itapi_obj *obj)
 {
+	pthread_once(&atfork_once, itapi_atfork_register);
 	g_rw_lock_writer_lock(&registry_lock);
 	if (!registry)
 		registry = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -75,6 +116,10 @@ struct itapi_obj *itapi_handle_any(const void *h)
 	if (registry && g_hash_table_contains(registry, h))
 		obj = (struct itapi_obj *)h;
 	g_rw_lock_reader_unlock(&registry_lock);
+	if (!obj && parent_handles && g_hash_table_contains(parent_handles, h))
+		g_warning("handle %p was made by the parent process before "
+			  "fork(): a child cannot use or free it, it opens an "
+			  "IA of its own", h);
 	return obj;
 }
 

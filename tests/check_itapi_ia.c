@@ -10,6 +10,8 @@
 #include <stdlib.h>
 
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "itapi/itapi_priv.h"
 #include "tests/itapi_testutil.h"
@@ -463,6 +465,109 @@ START_TEST(spigot_events)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* fork()                                                              */
+/* ------------------------------------------------------------------ */
+
+/* One Send from @a to @b of @n bytes, checked on arrival. */
+static void send_and_check(struct it_fix *f, it_ep_handle_t a,
+			   it_ep_handle_t b, struct it_buf *src,
+			   struct it_buf *dst, unsigned char seed)
+{
+	const it_dto_flags_t cn = IT_COMPLETION_FLAG | IT_NOTIFY_FLAG;
+	it_lmr_triplet_t t = it_seg(dst, 0, 256);
+	it_event_t ev;
+	int got = 0;
+
+	memset(dst->mem, 0, 256);
+	for (size_t i = 0; i < 256; i++)
+		src->mem[i] = (unsigned char)(seed + i);
+	ck_assert_it_ok(it_post_recv(b, &t, 1, 2, cn));
+	t = it_seg(src, 0, 256);
+	ck_assert_it_ok(it_post_send(a, &t, 1, 1, cn));
+	while (got < 2) {
+		it_wait_event(f->dto, &ev);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+		got++;
+	}
+	ck_assert_int_eq(memcmp(dst->mem, src->mem, 256), 0);
+}
+
+/*
+ * fork() as rdma-core users know it (ibv_fork_init): the child can open an
+ * IA of its own and do RDMA; what it inherited is the parent's, refused
+ * in the child (as handles that are not live: IT_ERR_INVALID_EP,
+ * IT_ERR_INVALID_IA, ...) and freed without touching
+ * anything of the parent's. Before, the child's new IA was the parent's
+ * (served by threads the child does not have: its connect timed out), and
+ * its it_ia_free on the inherited IA took the parent's sockets out of
+ * their shared epoll set, set SO_LINGER on them and crashed joining a
+ * thread that does not exist: the parent's receives stopped.
+ *
+ * The child reports by exit status only (no Check assertion there); the
+ * test is skipped with CK_FORK=no, where a failed assertion in the child
+ * would carry on with the runner.
+ */
+START_TEST(fork_child_has_its_own_ia)
+{
+	struct it_fix f;
+	struct it_buf src, dst;
+	it_ep_handle_t a, b;
+	int status;
+	pid_t pid;
+
+	if (g_strcmp0(g_getenv("CK_FORK"), "no") == 0)
+		return;
+	it_fix_open(&f);
+	a = it_ep_new(&f);
+	b = it_ep_new(&f);
+	it_connect_pair(&f, a, b);
+	it_buf_new(&f, &src, 4096, IT_PRIV_LOCAL);
+	it_buf_new(&f, &dst, 4096, IT_PRIV_LOCAL);
+	send_and_check(&f, a, b, &src, &dst, 1);
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct it_fix c;
+		struct it_buf cs, cd;
+		it_ep_handle_t ca, cb;
+		it_lmr_triplet_t t = { 0 };
+
+		/* Inherited handles: refused, nothing touched. */
+		if (it_post_send(a, &t, 0, 9, IT_COMPLETION_FLAG) !=
+		    IT_ERR_INVALID_EP)
+			_exit(10);
+		if (it_ep_free(b) != IT_ERR_INVALID_EP)
+			_exit(11);
+		if (it_ia_free(f.ia) != IT_ERR_INVALID_IA)
+			_exit(12);
+		/* An IA of the child's own, a connection and a Send. */
+		it_fix_open(&c);
+		ca = it_ep_new(&c);
+		cb = it_ep_new(&c);
+		it_connect_pair(&c, ca, cb);
+		it_buf_new(&c, &cs, 4096, IT_PRIV_LOCAL);
+		it_buf_new(&c, &cd, 4096, IT_PRIV_LOCAL);
+		send_and_check(&c, ca, cb, &cs, &cd, 7);
+		it_buf_free(&cs);
+		it_buf_free(&cd);
+		it_fix_close(&c);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child: %s %d", WIFEXITED(status) ? "exit" : "signal",
+		      WIFEXITED(status) ? WEXITSTATUS(status)
+					: WTERMSIG(status));
+	/* The parent's connection is untouched and still carries data. */
+	send_and_check(&f, a, b, &src, &dst, 3);
+	it_buf_free(&src);
+	it_buf_free(&dst);
+	it_fix_close(&f);
+}
+END_TEST
+
 Suite *suite_itapi_ia(void)
 {
 	Suite *s = suite_create("itapi-ia");
@@ -485,6 +590,7 @@ Suite *suite_itapi_ia(void)
 	tcase_add_test(siw, interface_list);
 	tcase_add_test(siw, ia_query_siw);
 	tcase_add_test(siw, pathinfo_siw);
+	tcase_add_test(siw, fork_child_has_its_own_ia);
 	suite_add_tcase(s, siw);
 
 	tcase_add_test(pure, convert_net_addr);

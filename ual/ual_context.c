@@ -17,11 +17,34 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 
 #include "ual/ual_private.h"
 
 static GMutex open_lock;
 static struct ual *the_ual; /* under open_lock */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * fork(): the child gets a copy of the parent's context but none of the
+ * threads that serve it (providers' progress threads, the netlink watch),
+ * and its sockets and epoll sets are shared with the parent: an epoll_ctl
+ * or a setsockopt in the child would change the parent's. So the child
+ * forgets the context without touching it (its memory is simply not
+ * freed) and its next ual_open starts a new one, with devices of its own,
+ * as rdma-core promises after ibv_fork_init. No other thread exists in
+ * the child, so the lock is made anew whatever state it was copied in.
+ */
+static void ual_atfork_child(void)
+{
+	the_ual = NULL;
+	g_mutex_init(&open_lock);
+}
+
+static void ual_atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, ual_atfork_child);
+}
 
 void ual_ref(struct ual *u)
 {
@@ -71,6 +94,7 @@ int ual_open(struct ual **out)
 	struct ual *u;
 	int err;
 
+	pthread_once(&atfork_once, ual_atfork_register);
 	g_mutex_lock(&open_lock);
 	if (the_ual) {
 		the_ual->open_count++;
