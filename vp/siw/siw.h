@@ -60,6 +60,10 @@
 #define SIW_RX_BUDGET 64
 /* poll_rx: a QP whose CQ was polled this recently is left to the poller. */
 #define SIW_PARK_MS 50
+/* A poll of an empty CQ looks at this many of its QPs' sockets (poll_rx,
+ * poll_tx), round robin: all of them for the few QPs a latency-bound
+ * consumer has, a bounded cost for a CQ that serves thousands. */
+#define SIW_CQ_POLL_QPS 16
 /* Default busy_poll_us: how long the progress thread polls after socket
  * traffic before it sleeps. */
 #define SIW_DEFAULT_BUSY_POLL_US 50
@@ -222,6 +226,7 @@ struct siw_device {
 	struct rnicpi_key_table mr_keys;
 	atomic_uint next_qpn;
 	atomic_uint n_qp, n_cq, n_pd, n_srq;
+	atomic_uint n_parked;	/* QPs with rx.parked set */
 
 	pthread_mutex_t lock;
 	struct siw_list events;	   /* queued upcalls */
@@ -285,6 +290,10 @@ struct siw_cq {
 	/* The QPs completing here (siw_cq_link), for siw_cq_progress(). */
 	pthread_mutex_t qps_lock;
 	struct siw_list qps;
+	uint32_t n_qps;		/* on qps */
+	/* When the consumer last armed the CQ (siw_cq_unpark): a poll
+	 * before that no longer makes its QPs "recently polled". */
+	atomic_uint_fast64_t armed_ms;
 };
 
 /* A QP on the list of its send or receive CQ. */
@@ -766,6 +775,8 @@ void siw_qp_llp_shutdown(struct siw_qp *qp);
  * makes more soon likely worth polling for (option busy_poll_us). */
 bool siw_qp_handle(struct siw_qp *qp, uint32_t events);
 void siw_qp_timeout(struct siw_qp *qp);
+/* Set or clear rx.parked, keeping dev->n_parked (under qp->lock). */
+void siw_qp_set_parked(struct siw_qp *qp, bool parked);
 /* Size the ORQ and IRQ rings for the ORD and IRD just negotiated (one
  * entry at least: a Read RTR takes an ORQ entry whatever ORD is); the
  * rings are empty. 0 or -ENOMEM. */

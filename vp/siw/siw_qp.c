@@ -524,7 +524,11 @@ uint32_t siw_qp_poll_mask(const struct siw_qp *qp)
 /* A poller read this QP's socket within the last SIW_PARK_MS. */
 static bool recently_polled(struct siw_qp *qp)
 {
-	return siw_now_ms() - atomic_load(&qp->polled_ms) < SIW_PARK_MS;
+	uint64_t polled = atomic_load(&qp->polled_ms);
+
+	return siw_now_ms() - polled < SIW_PARK_MS &&
+	       polled > atomic_load(&qp->scq->armed_ms) &&
+	       polled > atomic_load(&qp->rcq->armed_ms);
 }
 
 /*
@@ -535,12 +539,23 @@ static bool recently_polled(struct siw_qp *qp)
  * it back on once the polling stops. Not while the initiator's first
  * FPDU is held back (the timer is that hold's).
  */
+void siw_qp_set_parked(struct siw_qp *qp, bool parked)
+{
+	if (qp->rx.parked == parked)
+		return;
+	qp->rx.parked = parked;
+	if (parked)
+		atomic_fetch_add(&qp->dev->n_parked, 1);
+	else
+		atomic_fetch_sub(&qp->dev->n_parked, 1);
+}
+
 static bool rx_park(struct siw_qp *qp)
 {
 	if (!qp->dev->opts.poll_rx || qp->llp != SIW_LLP_RDMA ||
 	    qp->tx_hold || !recently_polled(qp))
 		return false;
-	qp->rx.parked = true;
+	siw_qp_set_parked(qp, true);
 	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
 	siw_dev_timed_add(qp->dev, &qp->timed, SIW_PARK_MS);
 	return true;
@@ -554,7 +569,7 @@ static void rx_park_check(struct siw_qp *qp)
 		siw_dev_timed_add(qp->dev, &qp->timed, SIW_PARK_MS);
 		return;
 	}
-	qp->rx.parked = false;
+	siw_qp_set_parked(qp, false);
 	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
 }
 
@@ -640,14 +655,19 @@ static bool rx_worth_reading(struct siw_qp *qp)
 void siw_cq_progress(struct siw_cq *cq)
 {
 	struct siw_device *dev = cq->dev;
-	struct siw_list *n;
+	uint32_t i, budget;
 	bool queued;
 
 	pthread_mutex_lock(&cq->qps_lock);
-	for (n = cq->qps.next; n != &cq->qps; n = n->next) {
+	budget = cq->n_qps < SIW_CQ_POLL_QPS ? cq->n_qps : SIW_CQ_POLL_QPS;
+	for (i = 0; i < budget; i++) {
+		struct siw_list *n = cq->qps.next;
 		struct siw_qp *qp = container_of(n, struct siw_cq_link,
 						 node)->qp;
 
+		/* Round robin: the next poll starts with the QPs after. */
+		siw_list_del(n);
+		siw_list_add_tail(&cq->qps, n);
 		if (pthread_mutex_trylock(&qp->lock))
 			continue;
 		if (!qp->destroyed && qp->fd >= 0 && qp->llp == SIW_LLP_RDMA) {
@@ -688,6 +708,12 @@ void siw_cq_unpark(struct siw_cq *cq)
 {
 	struct siw_list *n;
 
+	/* Its QPs' polls from before now no longer count as recent: none
+	 * is parked from here on (recently_polled), and with nothing
+	 * parked on the device the walk below has nothing to do. */
+	atomic_store(&cq->armed_ms, siw_now_ms());
+	if (!atomic_load(&cq->dev->n_parked))
+		return;
 	pthread_mutex_lock(&cq->qps_lock);
 	for (n = cq->qps.next; n != &cq->qps; n = n->next) {
 		struct siw_qp *qp = container_of(n, struct siw_cq_link,
@@ -697,7 +723,7 @@ void siw_cq_unpark(struct siw_cq *cq)
 		if (pthread_mutex_trylock(&qp->lock))
 			continue;
 		if (qp->rx.parked && !qp->destroyed && qp->fd >= 0) {
-			qp->rx.parked = false;
+			siw_qp_set_parked(qp, false);
 			siw_dev_poll_mod(qp->dev, qp->fd, &qp->item,
 					 siw_qp_poll_mask(qp));
 		}

@@ -119,6 +119,7 @@ static void cq_link_add(struct siw_qp *qp, int i, struct siw_cq *cq)
 	l->cq = cq;
 	pthread_mutex_lock(&cq->qps_lock);
 	siw_list_add_tail(&cq->qps, &l->node);
+	cq->n_qps++;
 	pthread_mutex_unlock(&cq->qps_lock);
 }
 
@@ -142,6 +143,7 @@ void siw_qp_cq_detach(struct siw_qp *qp)
 			continue;
 		pthread_mutex_lock(&l->cq->qps_lock);
 		siw_list_del(&l->node);
+		l->cq->n_qps--;
 		pthread_mutex_unlock(&l->cq->qps_lock);
 		l->cq = NULL;
 	}
@@ -156,6 +158,7 @@ static void qp_reset(struct siw_qp *qp)
 	qp->rq_head = qp->rq_count = 0;
 	memset(&qp->tx, 0, sizeof(qp->tx));
 	qp->tx.pack = pack;	/* kept for the QP's next connection */
+	siw_qp_set_parked(qp, false);
 	memset(&qp->rx, 0, sizeof(qp->rx));
 	memset(&qp->term, 0, sizeof(qp->term));
 	qp->term_sent = qp->term_received = false;
@@ -318,6 +321,7 @@ int siw_destroy_qp(struct rnicpi_qp *q)
 	siw_tx_release(qp);
 	siw_tx_zc_flush(qp);
 	siw_rx_release(qp);
+	siw_qp_set_parked(qp, false);
 	pthread_mutex_unlock(&qp->lock);
 	siw_qp_cq_detach(qp);
 	siw_dev_timed_del(dev, &qp->timed);
