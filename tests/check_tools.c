@@ -616,6 +616,53 @@ static int hold_port(uint16_t port)
 
 /* The second test's port is taken by another program: the demo moves on
  * to the next port, says so, and everything still runs. */
+/* itapi-scale's JSON: every message intact, descriptors and threads of
+ * both ends back where they were. */
+static void assert_scale(const char *text, const char *dev, gint64 conns,
+			 gint64 cycles)
+{
+	GPtrArray *j = json_lines(text);
+	const char *const ends[] = { "client", "server" };
+	JsonObject *o;
+
+	ck_assert_msg(j->len == 1, "%s", tail(text));
+	o = j->pdata[0];
+	ck_assert_str_eq(json_object_get_string_member(o, "device"), dev);
+	ck_assert_int_eq(json_object_get_int_member(o, "connections"), conns);
+	ck_assert_int_eq(json_object_get_int_member(o, "cycles"), cycles);
+	ck_assert_int_eq(json_object_get_int_member(o, "messages_bad"), 0);
+	ck_assert(json_object_get_double_member(o, "setup_per_s") > 0);
+	for (unsigned int i = 0; i < G_N_ELEMENTS(ends); i++) {
+		JsonObject *e = json_object_get_object_member(o, ends[i]);
+		JsonArray *fds = json_object_get_array_member(e, "fds");
+		JsonArray *th = json_object_get_array_member(e, "threads");
+
+		ck_assert_int_eq(json_array_get_int_element(fds, 0),
+				 json_array_get_int_element(fds, 1));
+		ck_assert_int_eq(json_array_get_int_element(th, 0),
+				 json_array_get_int_element(th, 1));
+	}
+	g_ptr_array_unref(j);
+}
+
+/* Many connections to one listener and connect/disconnect cycles, short
+ * (make check-scale runs 10 000 and 100 000): the server is another
+ * process, found by the default device choice (no -d). */
+START_TEST(scale_short_siw)
+{
+	const char *argv[] = { SCALE_PROG, "-n", "300", "-c", "1000",
+			       "--json", NULL };
+	struct proc p;
+	int rc;
+
+	start(&p, argv);
+	rc = finish(&p);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(p.text->str));
+	assert_scale(p.text->str, "siw_lo", 300, 1000);
+	done(&p);
+}
+END_TEST
+
 START_TEST(demo_runs_and_verifies)
 {
 	char port[8], *want;
@@ -717,6 +764,21 @@ START_TEST(ping_loopback_rxe)
 }
 END_TEST
 
+/* The same on soft-RoCE, the server a thread of the same process. */
+START_TEST(scale_short_rxe)
+{
+	const char *argv[] = { SCALE_PROG, "-d", "rxe_lo", "--same-process",
+			       "-n", "200", "-c", "300", "--json", NULL };
+	struct proc p;
+	int rc;
+
+	rc = run_rxe(&p, argv);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(p.text->str));
+	assert_scale(p.text->str, "rxe_lo", 200, 300);
+	done(&p);
+}
+END_TEST
+
 START_TEST(demo_both_transports)
 {
 	char port[8];
@@ -764,6 +826,7 @@ Suite *suite_tools(void)
 	tcase_add_test(tc, ping_server_refuses_a_larger_advert);
 	tcase_add_test(tc, info_json);
 	tcase_add_test(tc, demo_runs_and_verifies);
+	tcase_add_test(tc, scale_short_siw);
 	suite_add_tcase(s, tc);
 #ifdef HAVE_PROV_RXE
 	tc = tcase_create("rxe");
@@ -771,6 +834,7 @@ Suite *suite_tools(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, perf_loopback_rxe);
 	tcase_add_test(tc, ping_loopback_rxe);
+	tcase_add_test(tc, scale_short_rxe);
 	tcase_add_test(tc, demo_both_transports);
 	suite_add_tcase(s, tc);
 #endif

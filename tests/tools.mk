@@ -3,5 +3,6 @@
 # soft-iWARP on lo, parsing their JSON with json-glib.
 tests_check_all_SOURCES += tests/check_tools.c
 tests_check_all_CFLAGS += $(JSON_GLIB_CFLAGS) \
-	-DTOOLS_DIR=\"$(abs_top_builddir)/tools\"
+	-DTOOLS_DIR=\"$(abs_top_builddir)/tools\" \
+	-DSCALE_PROG=\"$(abs_top_builddir)/tests/scale/itapi-scale\"
 tests_check_all_LDADD += $(JSON_GLIB_LIBS)
