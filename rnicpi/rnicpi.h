@@ -645,7 +645,14 @@ struct rnicpi_send_wr {
 		} ud;
 		struct {
 			struct rnicpi_mw *mw;
-			uint32_t rkey;	/* new key the window takes (type 2) */
+			/* The key the window takes: the window's index
+			 * with the consumer's key byte, for both types
+			 * (IBA 10.6.7.2: the key portion is the consumer's;
+			 * for type 1, libibverbs' ibv_inc_rkey). The
+			 * consumer hands the key out before the bind runs,
+			 * so the provider may not choose another; a byte
+			 * equal to the current one fails the bind. */
+			uint32_t rkey;
 			struct rnicpi_mw_bind_info bind_info;
 		} bind_mw;
 	} wr;

@@ -204,12 +204,13 @@ START_TEST(test_memory_windows)
 	ck_assert_ok(p.t.ops->alloc_mw(p.t.pd, RNICPI_MW_TYPE_2, &mw2));
 
 	/* Type 1 over bytes 1024..2047, remote write and read. */
-	key1 = mw1->rkey;
-	rxe_t_post_bind(&p, &p.b, 1, mw1, 0, &win, 1024, 1024,
+	/* The key byte is the consumer's for type 1 too (ibv_inc_rkey). */
+	key1 = (mw1->rkey & ~0xffu) | ((mw1->rkey + 1) & 0xffu);
+	rxe_t_post_bind(&p, &p.b, 1, mw1, key1, &win, 1024, 1024,
 		  RNICPI_ACCESS_REMOTE_WRITE | RNICPI_ACCESS_REMOTE_READ);
 	rxe_t_expect_wc(&p.t, p.b.scq, 1, RNICPI_WC_SUCCESS, &wc);
 	ck_assert_int_eq(wc.opcode, RNICPI_WC_BIND_MW);
-	ck_assert_uint_ne(mw1->rkey, key1);
+	ck_assert_uint_eq(mw1->rkey, key1);
 	ck_assert_errno(p.t.ops->dereg_mr(win.mr), EBUSY);
 	rxe_t_post_rdma(&p, &p.a, 2, RNICPI_WR_RDMA_WRITE, &src,
 		  rxe_t_buf_va(&win) + 1024, mw1->rkey);

@@ -590,6 +590,8 @@ START_TEST(test_mr_dereg_busy_with_window)
 	rkey = ual_mw_rkey(mw);
 	ut_qp_rts(qp, 0);
 	wr.wr.bind_mw.mw = ual_mw_rnicpi(mw);
+	/* the consumer's key byte, as it_rmr_link chooses it */
+	wr.wr.bind_mw.rkey = (rkey & ~0xffu) | ((rkey + 1) & 0xffu);
 	wr.wr.bind_mw.bind_info.mr = ual_mr_rnicpi(mr);
 	wr.wr.bind_mw.bind_info.addr = (uintptr_t)mem;
 	wr.wr.bind_mw.bind_info.length = 128;
@@ -598,7 +600,7 @@ START_TEST(test_mr_dereg_busy_with_window)
 	ck_assert_int_eq(ual_cq_poll(cq_a, 1, &wc), 1);
 	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
 	ck_assert_int_eq(wc.opcode, RNICPI_WC_BIND_MW);
-	ck_assert_uint_ne(ual_mw_rkey(mw), rkey);
+	ck_assert_uint_eq(ual_mw_rkey(mw), wr.wr.bind_mw.rkey);
 
 	/* The provider refuses while the window is bound: still there. */
 	ck_assert_errno(ual_mr_dereg(mr), EBUSY);

@@ -480,7 +480,9 @@ static enum rnicpi_wc_status do_bind(struct tp_qp *qp,
 	if (!mr || mr->base.pd != qp->base.pd || mw->mr ||
 	    !tp_mr_range(mr, bi->addr, bi->length, RNICPI_ACCESS_MW_BIND))
 		return RNICPI_WC_MW_BIND_ERR;
-	if (rnicpi_key_rekey(&qp->dev->keys, mw->base.rkey, &key))
+	/* The key byte is the one the bind names (rnicpi.h). */
+	if (rnicpi_key_set_byte(&qp->dev->keys, mw->base.rkey,
+				(uint8_t)wr->wr.bind_mw.rkey, &key))
 		return RNICPI_WC_MW_BIND_ERR;
 	mw->base.rkey = key;
 	mw->mr = mr;

@@ -242,12 +242,12 @@ enum rnicpi_wc_status rxe_mw_bind(struct rxe_qp *qp,
 	    !in_range(b->addr, b->length, mr->iova, mr->length) ||
 	    (mw->ibmw.type == RNICPI_MW_TYPE_2 && mw->bound))
 		goto bad;
-	/* A new key for the new binding: the old one stops working. */
-	if (mw->ibmw.type == RNICPI_MW_TYPE_2)
-		err = rnicpi_key_set_byte(&dev->keys, mw->ibmw.rkey,
-					  (uint8_t)w->bind_rkey, &key);
-	else
-		err = rnicpi_key_rekey(&dev->keys, mw->ibmw.rkey, &key);
+	/* A new key for the new binding: the old one stops working. Its
+	 * byte is the one the bind names, for both types (rnicpi.h; the
+	 * kernel's rxe takes it from the WR alike): the consumer announced
+	 * it before the bind ran. */
+	err = rnicpi_key_set_byte(&dev->keys, mw->ibmw.rkey,
+				  (uint8_t)w->bind_rkey, &key);
 	if (err)
 		goto bad;
 	mw_unbind_locked(mw);
