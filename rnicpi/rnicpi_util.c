@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "rnicpi/rnicpi_util.h"
@@ -200,9 +201,99 @@ uint32_t rnicpi_cq_ring_count(struct rnicpi_cq_ring *ring)
 
 struct rnicpi_key_slot {
 	void *obj;	   /* NULL when free */
-	uint32_t next_free;
-	uint8_t key_byte;
+	uint32_t next_free; /* the next index in the free queue, 0 = last */
+	uint8_t key_byte;  /* of the current (or last) key */
+	uint8_t turn;	   /* keys the table chose for the slot, mod 256 */
 };
+
+/* A 64-bit finaliser with full avalanche (the multiply-xorshift steps of
+ * SplitMix64): every input bit flips about half the output bits. */
+static uint64_t key_mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+/*
+ * The key byte of slot @index's @turn-th key: a permutation of the 256
+ * turns, a different one for every index and table. A four-round Feistel
+ * network on the two nibbles of @turn whose round function is keyed by the
+ * table's random secret and the index: Feistel rounds are invertible
+ * whatever the round function, so 256 successive turns give 256 distinct
+ * bytes, and without the secret the sequence looks random. (The kernel's
+ * rxe draws each byte at random, avoiding only the last one: a stale key
+ * may then match again as soon as the second reuse of its index.)
+ */
+static uint8_t key_byte_at(const struct rnicpi_key_table *t, uint32_t index,
+			   uint8_t turn)
+{
+	uint64_t k = key_mix(t->secret ^ index);
+	unsigned int l = turn >> 4, r = turn & 0xfu;
+
+	for (unsigned int round = 0; round < 4; round++) {
+		unsigned int f = (unsigned int)key_mix(
+			k ^ ((uint64_t)round << 8 | r)) & 0xfu;
+		unsigned int next_r = l ^ f;
+
+		l = r;
+		r = next_r;
+	}
+	return (uint8_t)(l << 4 | r);
+}
+
+/* Under t->lock: give @slot its next key byte, never the one it has (after
+ * rnicpi_key_set_byte the byte is the consumer's and the next turn may
+ * land on it: skip that turn). */
+static void key_slot_next(struct rnicpi_key_table *t, uint32_t index)
+{
+	struct rnicpi_key_slot *slot = &t->slots[index];
+	uint8_t b = key_byte_at(t, index, ++slot->turn);
+
+	if (b == slot->key_byte)
+		b = key_byte_at(t, index, ++slot->turn);
+	slot->key_byte = b;
+}
+
+/* Under t->lock: append @index to the free queue. */
+static void key_queue_push(struct rnicpi_key_table *t, uint32_t index)
+{
+	t->slots[index].next_free = 0;
+	if (t->free_tail)
+		t->slots[t->free_tail].next_free = index;
+	else
+		t->free_head = index;
+	t->free_tail = index;
+	t->n_free++;
+}
+
+/* Under t->lock: take the index at the front of the free queue. */
+static uint32_t key_queue_pop(struct rnicpi_key_table *t)
+{
+	uint32_t index = t->free_head;
+
+	t->free_head = t->slots[index].next_free;
+	if (!t->free_head)
+		t->free_tail = 0;
+	t->slots[index].next_free = 0;
+	t->n_free--;
+	return index;
+}
+
+static uint64_t key_table_secret(void)
+{
+	uint64_t secret;
+
+	if (getrandom(&secret, sizeof(secret), GRND_NONBLOCK) ==
+	    (ssize_t)sizeof(secret))
+		return secret;
+	/* No getrandom (old kernel, seccomp) or its pool not ready yet:
+	 * GLib's generator, seeded from /dev/urandom or the time. */
+	return (uint64_t)g_random_int() << 32 | g_random_int();
+}
 
 int rnicpi_key_table_init(struct rnicpi_key_table *t, uint32_t max_entries,
 			  void (*get)(void *obj))
@@ -211,6 +302,8 @@ int rnicpi_key_table_init(struct rnicpi_key_table *t, uint32_t max_entries,
 	if (max_entries == 0 || max_entries > KEY_INDEX_MAX)
 		return -EINVAL;
 	t->max_slots = max_entries + 1; /* slot 0 is never handed out */
+	t->reserve = MIN(max_entries, RNICPI_KEY_REUSE_DEPTH);
+	t->secret = key_table_secret();
 	t->get = get;
 	pthread_mutex_init(&t->lock, NULL);
 	return 0;
@@ -238,14 +331,15 @@ static int key_table_grow(struct rnicpi_key_table *t)
 	if (!slots)
 		return -ENOMEM;
 	memset(slots + t->n_slots, 0, (n - t->n_slots) * sizeof(*slots));
-	/* Chain the new slots (never slot 0) into the free list in order. */
-	for (i = n; i-- > (t->n_slots ? t->n_slots : 1);) {
-		slots[i].next_free = t->first_free;
-		/* A pseudo-random start keeps keys of fresh tables apart. */
-		slots[i].key_byte = (uint8_t)(i * 37u + 11u);
-		t->first_free = i;
-	}
 	t->slots = slots;
+	/* New slots (never slot 0) join the back of the free queue, behind
+	 * the indices freed before them. */
+	for (i = t->n_slots ? t->n_slots : 1; i < n; i++) {
+		/* turn 0's byte, as if handed out before: the first key is
+		 * turn 1's */
+		slots[i].key_byte = key_byte_at(t, i, 0);
+		key_queue_push(t, i);
+	}
 	t->n_slots = n;
 	return 0;
 }
@@ -259,19 +353,25 @@ int rnicpi_key_alloc(struct rnicpi_key_table *t, void *obj, uint32_t *key)
 	if (!obj)
 		return -EINVAL;
 	pthread_mutex_lock(&t->lock);
-	if (t->first_free == 0) {
+	/* Keep the free queue at least t->reserve long while the table may
+	 * grow, so that a freed index waits behind that many others. */
+	while (t->n_free < t->reserve && t->n_slots < t->max_slots) {
 		err = key_table_grow(t);
-		if (err) {
+		if (err && !t->n_free) {
 			pthread_mutex_unlock(&t->lock);
 			return err;
 		}
+		if (err)
+			break; /* out of memory: reuse sooner rather than fail */
 	}
-	index = t->first_free;
+	if (!t->n_free) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOSPC;
+	}
+	index = key_queue_pop(t);
 	slot = &t->slots[index];
-	t->first_free = slot->next_free;
-	slot->next_free = 0;
 	slot->obj = obj;
-	slot->key_byte++;
+	key_slot_next(t, index);
 	t->in_use++;
 	*key = index << 8 | slot->key_byte;
 	pthread_mutex_unlock(&t->lock);
@@ -320,7 +420,7 @@ int rnicpi_key_rekey(struct rnicpi_key_table *t, uint32_t key,
 		pthread_mutex_unlock(&t->lock);
 		return -ENOENT;
 	}
-	slot->key_byte++;
+	key_slot_next(t, rnicpi_key_index(key));
 	*new_key = rnicpi_key_index(key) << 8 | slot->key_byte;
 	pthread_mutex_unlock(&t->lock);
 	return 0;
@@ -358,8 +458,9 @@ int rnicpi_key_free(struct rnicpi_key_table *t, uint32_t key)
 		return -ENOENT;
 	}
 	slot->obj = NULL;
-	slot->next_free = t->first_free;
-	t->first_free = rnicpi_key_index(key);
+	/* To the back of the queue: every index freed before it is reused
+	 * first (a stack would hand it straight back). */
+	key_queue_push(t, rnicpi_key_index(key));
 	t->in_use--;
 	pthread_mutex_unlock(&t->lock);
 	return 0;

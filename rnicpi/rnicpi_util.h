@@ -92,15 +92,45 @@ uint32_t rnicpi_cq_ring_count(struct rnicpi_cq_ring *ring);
  * changes every time a slot is handed out again or re-keyed, so a key from
  * an earlier registration no longer matches (RFC 5040 §5.1 STag,
  * IBA 10.6.3.3). Index 0 is never used, so key 0 is never valid (iWARP
- * reserves STag 0 for privileged consumers). Thread-safe.
+ * reserves STag 0 for privileged consumers). Thread-safe; allocation, free,
+ * lookup and re-keying are O(1) (growth doubles the table, up to its
+ * bound).
+ *
+ * How long a peer's stale key stays stale:
+ *
+ * - Freed indices are reused first in, first out, and while the table may
+ *   still grow it keeps at least RNICPI_KEY_REUSE_DEPTH (or the table's
+ *   bound, if smaller) indices in the free queue. With at most U keys in
+ *   use at once, a freed index therefore waits behind at least
+ *   D = min(RNICPI_KEY_REUSE_DEPTH - 1, max_entries - U) others: it comes
+ *   back no sooner than D + 1 allocations after it was last handed out.
+ * - A slot's key bytes follow a permutation of the 256 byte values, a
+ *   different one for every index and table, drawn from a secret the
+ *   table takes from getrandom(2): the bytes look random to a peer, no
+ *   byte follows itself, and a byte comes back only after all 256 have
+ *   been handed out for that index (allocations and re-keys both count).
+ *
+ * So, without re-keying, no key (index and byte) is handed out twice
+ * within 256 * (D + 1) allocations: 256 * max_entries for a table of up
+ * to RNICPI_KEY_REUSE_DEPTH entries with one key in use, 256 * 1024 for a
+ * larger one. (A consumer-chosen byte, rnicpi_key_set_byte, is outside
+ * the permutation: the next byte the table chooses skips it, and if the
+ * table cannot allocate memory to grow it reuses a free index sooner
+ * rather than fail.)
  */
+#define RNICPI_KEY_REUSE_DEPTH 1024u
+
 struct rnicpi_key_table {
 	pthread_mutex_t lock;
 	struct rnicpi_key_slot *slots;
 	uint32_t n_slots;	/* allocated */
 	uint32_t max_slots;	/* hard limit */
-	uint32_t first_free;	/* head of the free list, 0 = none */
+	uint32_t free_head;	/* the free queue, oldest first; 0 = empty */
+	uint32_t free_tail;
+	uint32_t n_free;
+	uint32_t reserve;	/* free indices kept while it may grow */
 	uint32_t in_use;
+	uint64_t secret;	/* keys the key byte permutations */
 	void (*get)(void *obj);	/* takes a reference in lookups */
 };
 

@@ -164,12 +164,13 @@ START_TEST(test_keys_stale_and_rekey)
 	ck_assert_ptr_eq(rnicpi_key_lookup(&t, ka2), &a);
 	ck_assert_errno(rnicpi_key_rekey(&t, ka, &ka2), ENOENT);
 
-	/* A freed slot comes back with a different key. */
+	/* A freed slot waits behind the other free ones: the next key
+	 * names another index, and the old key stays stale. */
 	ck_assert_ok(rnicpi_key_free(&t, kb));
 	ck_assert_errno(rnicpi_key_free(&t, kb), ENOENT);
 	ck_assert_ptr_null(rnicpi_key_lookup(&t, kb));
 	ck_assert_ok(rnicpi_key_alloc(&t, &b, &kb2));
-	ck_assert_uint_eq(rnicpi_key_index(kb2), rnicpi_key_index(kb));
+	ck_assert_uint_ne(rnicpi_key_index(kb2), rnicpi_key_index(kb));
 	ck_assert_uint_ne(kb2, kb);
 	ck_assert_ptr_null(rnicpi_key_lookup(&t, kb));
 
@@ -201,6 +202,148 @@ START_TEST(test_keys_table_full)
 	ck_assert_ok(rnicpi_key_alloc(&t, &objs[3], &extra));
 	ck_assert_ptr_eq(rnicpi_key_lookup(&t, extra), &objs[3]);
 	rnicpi_key_table_fini(&t);
+}
+END_TEST
+
+/* The header's bound: with at most @in_use keys live at once, no key is
+ * handed out twice within this many allocations. */
+static uint64_t key_repeat_bound(uint32_t max_entries, uint32_t in_use)
+{
+	uint64_t d = MIN(RNICPI_KEY_REUSE_DEPTH - 1, max_entries - in_use);
+
+	return 256 * (d + 1);
+}
+
+/*
+ * Register/free cycles on a table of @max_entries: @cycles allocations,
+ * with @in_use keys live after each (before each allocation beyond the
+ * first @in_use - 1, a live key is freed: the newest, or with @random one
+ * picked at random). Asserts that
+ * no index gets the key byte it had the time before, and returns the
+ * shortest distance, in allocations, between two hand-outs of one key
+ * (G_MAXUINT64 if none came back).
+ */
+static uint64_t key_cycles(uint32_t max_entries, uint32_t in_use,
+			   bool random, uint64_t cycles)
+{
+	g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+	g_autoptr(GHashTable) last_byte = g_hash_table_new(NULL, NULL);
+	g_autoptr(GRand) rand = g_rand_new_with_seed(11);
+	g_autofree uint32_t *live = g_new0(uint32_t, in_use);
+	struct rnicpi_key_table t;
+	uint64_t shortest = G_MAXUINT64;
+	uint32_t n_live = 0;
+	int obj;
+
+	ck_assert_ok(rnicpi_key_table_init(&t, max_entries, NULL));
+	for (uint64_t n = 1; n <= cycles; n++) {
+		uint32_t key, index;
+		gpointer prev;
+
+		if (n_live == in_use) {
+			uint32_t i = random ? (uint32_t)g_rand_int_range(
+						      rand, 0, (gint32)n_live) :
+					      n_live - 1;
+
+			ck_assert_ok(rnicpi_key_free(&t, live[i]));
+			live[i] = live[--n_live];
+		}
+		ck_assert_ok(rnicpi_key_alloc(&t, &obj, &key));
+		live[n_live++] = key;
+		index = rnicpi_key_index(key);
+		/* values are stored + 1, so that 0 means "never" */
+		prev = g_hash_table_lookup(last_byte, GUINT_TO_POINTER(index));
+		ck_assert_msg(GPOINTER_TO_UINT(prev) != (key & 0xff) + 1,
+			      "index %u got key byte 0x%02x twice in a row",
+			      index, key & 0xff);
+		g_hash_table_insert(last_byte, GUINT_TO_POINTER(index),
+				    GUINT_TO_POINTER((key & 0xff) + 1));
+		prev = g_hash_table_lookup(seen, GUINT_TO_POINTER(key));
+		if (prev && n - (GPOINTER_TO_SIZE(prev) - 1) < shortest)
+			shortest = n - (GPOINTER_TO_SIZE(prev) - 1);
+		g_hash_table_insert(seen, GUINT_TO_POINTER(key),
+				    GSIZE_TO_POINTER((gsize)n + 1));
+	}
+	rnicpi_key_table_fini(&t);
+	return shortest;
+}
+
+/*
+ * Issue 11/3: a peer holding a freed key must not reach whatever is
+ * registered next. A small table cycles through all its indices, so its
+ * first repeat comes exactly at the bound (the bound is tight there); a
+ * table the size the providers use keeps 1024 indices in its free queue.
+ */
+START_TEST(test_keys_no_repeat_within_bound)
+{
+	static const struct {
+		uint32_t max_entries, in_use;
+		bool random;	/* which live key goes: random, or the newest */
+		bool tight;	/* the first repeat falls on the bound */
+	} cases[] = {
+		{ 16, 1, false, true },	     /* 256 * 16 = 4096 */
+		{ 16, 16, false, true },     /* a full table, one index: 256 */
+		{ 64, 8, true, false },	     /* 256 * 57 = 14592 */
+		{ 65536, 1, false, false },  /* 256 * 1024 = 262144 */
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		uint64_t bound = key_repeat_bound(cases[i].max_entries,
+						  cases[i].in_use);
+		uint64_t cycles = cases[i].tight ? 3 * bound : bound + 4096;
+		uint64_t shortest = key_cycles(cases[i].max_entries,
+					       cases[i].in_use,
+					       cases[i].random, cycles);
+
+		ck_assert_msg(shortest >= bound,
+			      "table of %u, %u in use: a key came back after "
+			      "%" G_GUINT64_FORMAT " allocations, bound %"
+			      G_GUINT64_FORMAT, cases[i].max_entries,
+			      cases[i].in_use, shortest, bound);
+		if (cases[i].tight)
+			ck_assert_uint_eq(shortest, bound);
+	}
+}
+END_TEST
+
+/* Re-keying one slot runs through all 256 bytes before one comes back, in
+ * an order that differs between tables and indices. */
+START_TEST(test_keys_rekey_cycle)
+{
+	struct rnicpi_key_table t1, t2;
+	uint32_t k1, k2, a1, a2, first;
+	bool seen[256] = { false }, differ = false;
+	int obj;
+
+	ck_assert_ok(rnicpi_key_table_init(&t1, 8, NULL));
+	ck_assert_ok(rnicpi_key_table_init(&t2, 8, NULL));
+	ck_assert_ok(rnicpi_key_alloc(&t1, &obj, &k1));
+	ck_assert_ok(rnicpi_key_alloc(&t2, &obj, &k2));
+	ck_assert_ok(rnicpi_key_alloc(&t1, &obj, &a1));
+	ck_assert_ok(rnicpi_key_alloc(&t2, &obj, &a2));
+	first = k1;
+	seen[k1 & 0xff] = true;
+	for (int i = 1; i < 256; i++) {
+		uint32_t prev = k1;
+
+		ck_assert_ok(rnicpi_key_rekey(&t1, k1, &k1));
+		ck_assert_ok(rnicpi_key_rekey(&t2, k2, &k2));
+		ck_assert_ok(rnicpi_key_rekey(&t1, a1, &a1));
+		ck_assert_ok(rnicpi_key_rekey(&t2, a2, &a2));
+		ck_assert_uint_ne(k1, prev);
+		ck_assert_msg(!seen[k1 & 0xff], "byte 0x%02x again after %d",
+			      k1 & 0xff, i);
+		seen[k1 & 0xff] = true;
+		/* two secrets of 64 random bits, two indices */
+		differ |= (k1 & 0xff) != (k2 & 0xff);
+		differ |= (k1 & 0xff) != (a1 & 0xff);
+	}
+	ck_assert(differ);
+	/* all 256 bytes were handed out; the 257th key is the first again */
+	ck_assert_ok(rnicpi_key_rekey(&t1, k1, &k1));
+	ck_assert_uint_eq(k1, first);
+	rnicpi_key_table_fini(&t1);
+	rnicpi_key_table_fini(&t2);
 }
 END_TEST
 
@@ -252,6 +395,8 @@ Suite *suite_rnicpi_util(void)
 	tc = tcase_create("key-table");
 	tcase_add_test(tc, test_keys_stale_and_rekey);
 	tcase_add_test(tc, test_keys_table_full);
+	tcase_add_test(tc, test_keys_no_repeat_within_bound);
+	tcase_add_test(tc, test_keys_rekey_cycle);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("debug-log");
 	tcase_add_test(tc, test_debug_list);
