@@ -5,7 +5,8 @@
 # two-process suite.
 tests_check_all_SOURCES += tests/itapi_testutil.c tests/itapi_testutil.h \
 	tests/check_itapi_ia.c tests/check_itapi_evd.c tests/check_itapi_cm.c \
-	tests/check_itapi_mem.c tests/check_itapi_ep.c tests/check_itapi_post.c \
+	tests/check_itapi_mem.c tests/check_itapi_keys.c \
+	tests/check_itapi_ep.c tests/check_itapi_post.c \
 	tests/check_itapi_mp.c tests/check_itapi_cm_ib.c tests/check_itapi_atomic.c \
 	tests/check_itapi_ud_rxe.c \
 	tests/check_cm_mad.c tests/data/ib_cm_kernel_mads.h \

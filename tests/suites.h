@@ -21,6 +21,7 @@
 	X(suite_itapi_ia, "itapi-ia")                                       \
 	X(suite_itapi_evd, "itapi-evd")                                     \
 	X(suite_itapi_mem, "itapi-mem")                                     \
+	X(suite_itapi_keys, "itapi-keys")                                   \
 	X(suite_itapi_ep, "itapi-ep")                                       \
 	X(suite_itapi_post, "itapi-post")                                   \
 	X(suite_itapi_cm, "itapi-cm")                                       \
@@ -36,6 +37,7 @@
 	X(suite_itapi_cm_rxe, "itapi-cm-rxe")                               \
 	X(suite_itapi_cm_ib, "itapi-cm-ib")                                 \
 	X(suite_itapi_atomic, "itapi-atomic-rxe")                           \
+	X(suite_itapi_keys_rxe, "itapi-keys-rxe")                           \
 	X(suite_itapi_ud_rxe, "itapi-ud-rxe")
 #else
 #define HOSTRDMA_SUITES_ITAPI_RXE(X)

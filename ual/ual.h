@@ -4,9 +4,10 @@
  *
  * Providers (loaded modules or built in), the devices they run on network
  * interfaces, and the verbs objects on those devices with reference counts
- * and parent/child rules; memory registration with pinning (kal/) and a
- * registration cache; completion notification through file descriptors and
- * GLib sources; asynchronous events fanned out to subscribers.
+ * and parent/child rules; memory registration with pinning (kal/), shared
+ * between registrations of the same pages; completion notification through
+ * file descriptors and GLib sources; asynchronous events fanned out to
+ * subscribers.
  *
  * Conventions: functions return 0 or a negative errno and log (GLib domain
  * "hostrdma-ual") what was wrong, naming the object ("PD[3] siw_lo:") and
@@ -125,19 +126,22 @@ struct ual_device *ual_pd_device(const struct ual_pd *pd); /* borrowed */
 
 /*
  * Register @len bytes at @addr with @access (enum rnicpi_access_flags):
- * pins the pages through kal, then registers with the provider. A second
- * registration of the same range with the same access on the same PD
- * returns the same MR with one more reference (the registration cache);
- * the registration goes when its last reference is dropped with
- * ual_mr_dereg. ZERO_BASED in @access makes the tagged offset of the first
- * byte 0 (such MRs are cached too, apart from VA-based ones).
+ * pins the pages through kal, then registers with the provider. Every
+ * call is a registration of its own with its own lkey and rkey, also for
+ * a range and rights another MR of the PD has: deregistering or
+ * invalidating one MR ends its keys only. (The pinning is shared: pages
+ * another registration pinned are not pinned again.) ZERO_BASED in
+ * @access makes the tagged offset of the first byte 0. Returns 0 and an
+ * MR the caller owns (ual_mr_dereg), or -errno: -EINVAL (bad range or
+ * access bits, or the provider refused them), -ENOMEM / -EFAULT from
+ * pinning (kal_pin), the provider's errors.
  */
 int ual_mr_reg(struct ual_pd *pd, void *addr, size_t len,
 	       unsigned int access, struct ual_mr **out);
-/* Drop one reference; -EBUSY (reference kept) while a window is bound. */
+/* Deregister and unpin; -EBUSY (still registered) while a window is
+ * bound, -ENODEV if already deregistered. */
 int ual_mr_dereg(struct ual_mr *mr);
-/* Change access (and/or the range) in place; keys change. -EBUSY when
- * the MR is shared through the cache (more than one reference). */
+/* Change access (and/or the range) in place; keys change. */
 int ual_mr_rereg(struct ual_mr *mr, void *addr, size_t len,
 		 unsigned int access);
 uint32_t ual_mr_lkey(const struct ual_mr *mr);

@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ual_mr.c - memory registration: pinning through kal, the provider's
- * reg_mr, and a per-PD registration cache.
+ * ual_mr.c - memory registration: pinning through kal and the provider's
+ * reg_mr.
  *
- * The cache maps (address, length, access) to a registered MR; a second
- * registration of the same range with the same rights on the same PD
- * returns that MR with one more registration reference instead of pinning
- * and registering again (applications and IT-API consumers register the
- * same buffers over and over). ZERO_BASED is part of the access, so a
- * zero-based and a VA-based registration of one range stay apart. The
- * provider deregisters when the last reference goes; while a window is
- * bound the provider refuses (-EBUSY) and the reference stays.
+ * Every registration is the provider's own MR with its own keys, even of a
+ * range another registration on the same PD covers with the same rights.
+ * A key is a capability handed to a peer: an application (or an IT-API
+ * server revoking a client's access) that frees a registration, or a peer
+ * that invalidates its key (RFC 5040 §6.10, IBA 10.6.6), must end that
+ * access and no other. Handing two registrations one MR, as this layer's
+ * registration cache did, left a freed LMR's key working while the other
+ * lived, and an invalidation took both (issue 11, finding 2).
  *
- * The cache lock is held across pin and reg_mr so that two threads
- * registering the same range end up with one MR.
+ * What re-registering the same buffers does share is the pinning: kal
+ * counts the pins covering each page and locks a page once, so a second
+ * registration of a pinned range costs the provider's reg_mr and kal's
+ * bookkeeping, not another pinning of the memory.
  */
 #define G_LOG_DOMAIN "hostrdma-ual"
 
@@ -57,9 +59,8 @@ static uint64_t mr_iova(void *addr, unsigned int access)
 	return access & RNICPI_ACCESS_ZERO_BASED ? 0 : (uint64_t)(uintptr_t)addr;
 }
 
-/* Under pd->cache_lock: a new registration. */
-static int mr_register(struct ual_pd *pd, void *addr, size_t len,
-		       unsigned int access, struct ual_mr **out)
+int ual_mr_reg(struct ual_pd *pd, void *addr, size_t len,
+	       unsigned int access, struct ual_mr **out)
 {
 	struct ual_device *d = pd->dev;
 	struct rnicpi_mr *rmr = NULL;
@@ -68,6 +69,9 @@ static int mr_register(struct ual_pd *pd, void *addr, size_t len,
 	struct ual_mr *mr;
 	int err;
 
+	err = check_range(pd, addr, len, access, "reg_mr");
+	if (err)
+		return err;
 	err = ual_obj_reserve_child(&pd->obj, "an MR");
 	if (err)
 		return err;
@@ -92,15 +96,12 @@ static int mr_register(struct ual_pd *pd, void *addr, size_t len,
 	mr->rmr = rmr;
 	rmr->core_ctx = mr;
 	mr->pin = pin;
-	mr->key.addr = (uintptr_t)addr;
-	mr->key.len = len;
-	mr->key.access = access;
+	mr->addr = (uintptr_t)addr;
+	mr->len = len;
+	mr->access = access;
 	mr->iova = iova;
 	mr->lkey = rmr->lkey;
 	mr->rkey = rmr->rkey;
-	mr->users = 1;
-	mr->cached = true;
-	g_hash_table_insert(pd->mr_cache, &mr->key, mr);
 	ual_obj_debug(&mr->obj, "registered %zu bytes at %p access 0x%x", len,
 		      addr, access);
 	*out = mr;
@@ -113,67 +114,26 @@ err_child:
 	return err;
 }
 
-int ual_mr_reg(struct ual_pd *pd, void *addr, size_t len,
-	       unsigned int access, struct ual_mr **out)
-{
-	struct ual_mr_key key = {
-		.addr = (uintptr_t)addr, .len = len, .access = access,
-	};
-	struct ual_mr *mr;
-	int err;
-
-	err = check_range(pd, addr, len, access, "reg_mr");
-	if (err)
-		return err;
-	g_mutex_lock(&pd->cache_lock);
-	mr = g_hash_table_lookup(pd->mr_cache, &key);
-	if (mr) {
-		mr->users++;
-		ual_obj_debug(&mr->obj, "cache hit, %u users", mr->users);
-		*out = mr;
-		err = 0;
-	} else {
-		err = mr_register(pd, addr, len, access, out);
-	}
-	g_mutex_unlock(&pd->cache_lock);
-	return err;
-}
-
 int ual_mr_dereg(struct ual_mr *mr)
 {
 	struct ual_pd *pd = mr->pd;
 	int err;
 
-	g_mutex_lock(&pd->cache_lock);
-	if (ual_obj_dead(&mr->obj)) {
-		g_mutex_unlock(&pd->cache_lock);
-		ual_obj_fail(&mr->obj, -ENODEV, "dereg: already deregistered");
-		return -ENODEV;
-	}
-	if (mr->users > 1) {
-		mr->users--;
-		g_mutex_unlock(&pd->cache_lock);
-		ual_obj_debug(&mr->obj, "dereg: %u users left", mr->users);
-		return 0;
-	}
-	g_rec_mutex_lock(&mr->obj.ctl);
+	err = ual_obj_lock_alive(&mr->obj, "dereg");
+	if (err)
+		return err;
 	g_rw_lock_writer_lock(&mr->obj.live);
 	err = pd->dev->ops.dereg_mr(mr->rmr);
 	if (err) {
 		g_rw_lock_writer_unlock(&mr->obj.live);
 		g_rec_mutex_unlock(&mr->obj.ctl);
-		g_mutex_unlock(&pd->cache_lock);
 		ual_obj_fail(&mr->obj, err, "dereg_mr (the MR stays registered)");
 		return err;
 	}
 	mr->rmr = NULL;
-	mr->users = 0;
-	if (mr->cached)
-		g_hash_table_remove(pd->mr_cache, &mr->key);
-	mr->cached = false;
 	ual_obj_end_destroy(&mr->obj);
 	g_rec_mutex_unlock(&mr->obj.ctl);
-	g_mutex_unlock(&pd->cache_lock);
+	/* Only now: the provider touches no byte after dereg_mr returned. */
 	kal_unpin(g_steal_pointer(&mr->pin));
 	ual_obj_release_child(&pd->obj);
 	ual_obj_debug(&mr->obj, "deregistered");
@@ -193,23 +153,12 @@ int ual_mr_rereg(struct ual_mr *mr, void *addr, size_t len,
 	err = check_range(pd, addr, len, access, "rereg_mr");
 	if (err)
 		return err;
-	g_mutex_lock(&pd->cache_lock);
-	if (ual_obj_dead(&mr->obj)) {
-		err = -ENODEV;
-		ual_obj_fail(&mr->obj, err, "rereg: already deregistered");
-		goto out_unlock;
-	}
-	if (mr->users > 1) {
-		err = -EBUSY;
-		ual_obj_fail(&mr->obj, err,
-			     "rereg: shared through the registration cache by %u users",
-			     mr->users);
-		goto out_unlock;
-	}
-	if ((uintptr_t)addr != mr->key.addr || len != mr->key.len ||
-	    iova != mr->iova)
+	err = ual_obj_lock_alive(&mr->obj, "rereg");
+	if (err)
+		return err;
+	if ((uintptr_t)addr != mr->addr || len != mr->len || iova != mr->iova)
 		flags |= RNICPI_REREG_TRANSLATION;
-	if (access != mr->key.access)
+	if (access != mr->access)
 		flags |= RNICPI_REREG_ACCESS;
 	if (!flags)
 		goto out_unlock; /* nothing changes */
@@ -222,44 +171,34 @@ int ual_mr_rereg(struct ual_mr *mr, void *addr, size_t len,
 			goto out_unlock;
 		}
 	}
-	g_rec_mutex_lock(&mr->obj.ctl);
 	g_rw_lock_writer_lock(&mr->obj.live);
 	err = pd->dev->ops.rereg_mr(mr->rmr, flags, pd->rpd, addr, len, iova,
 				    access);
 	if (err) {
 		g_rw_lock_writer_unlock(&mr->obj.live);
-		g_rec_mutex_unlock(&mr->obj.ctl);
 		ual_obj_fail(&mr->obj, err,
 			     "rereg_mr flags 0x%x to %zu bytes at %p access 0x%x",
 			     flags, len, addr, access);
 		kal_unpin(pin);
 		goto out_unlock;
 	}
-	if (mr->cached)
-		g_hash_table_remove(pd->mr_cache, &mr->key);
 	if (pin) {
 		kal_unpin(mr->pin);
 		mr->pin = pin;
 	}
-	mr->key.addr = (uintptr_t)addr;
-	mr->key.len = len;
-	mr->key.access = access;
+	mr->addr = (uintptr_t)addr;
+	mr->len = len;
+	mr->access = access;
 	mr->iova = iova;
 	mr->lkey = mr->rmr->lkey;
 	mr->rkey = mr->rmr->rkey;
-	/* Another MR may already be cached under the new key: that one stays
-	 * the one the cache hands out. */
-	mr->cached = !g_hash_table_contains(pd->mr_cache, &mr->key);
-	if (mr->cached)
-		g_hash_table_insert(pd->mr_cache, &mr->key, mr);
 	ual_obj_set_prefix(&mr->obj, "MR[0x%x] %s:", mr->lkey, pd->dev->name);
 	g_rw_lock_writer_unlock(&mr->obj.live);
-	g_rec_mutex_unlock(&mr->obj.ctl);
 	ual_obj_debug(&mr->obj, "reregistered %zu bytes at %p access 0x%x",
 		      len, addr, access);
 
 out_unlock:
-	g_mutex_unlock(&pd->cache_lock);
+	g_rec_mutex_unlock(&mr->obj.ctl);
 	return err;
 }
 
@@ -275,12 +214,12 @@ uint32_t ual_mr_rkey(const struct ual_mr *mr)
 
 void *ual_mr_addr(const struct ual_mr *mr)
 {
-	return (void *)mr->key.addr;
+	return (void *)mr->addr;
 }
 
 size_t ual_mr_length(const struct ual_mr *mr)
 {
-	return mr->key.len;
+	return mr->len;
 }
 
 uint64_t ual_mr_iova(const struct ual_mr *mr)
@@ -290,7 +229,7 @@ uint64_t ual_mr_iova(const struct ual_mr *mr)
 
 unsigned int ual_mr_access(const struct ual_mr *mr)
 {
-	return mr->key.access;
+	return mr->access;
 }
 
 struct rnicpi_mr *ual_mr_rnicpi(struct ual_mr *mr)

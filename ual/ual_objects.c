@@ -118,28 +118,10 @@ void ual_obj_end_destroy(struct ual_obj *obj)
 /* Protection domains                                                  */
 /* ------------------------------------------------------------------ */
 
-static guint mr_key_hash(gconstpointer p)
-{
-	const struct ual_mr_key *k = p;
-
-	return g_int64_hash(&(gint64){ (gint64)k->addr }) ^
-	       (guint)(k->len * 31u) ^ (k->access << 24);
-}
-
-static gboolean mr_key_equal(gconstpointer a, gconstpointer b)
-{
-	const struct ual_mr_key *x = a, *y = b;
-
-	return x->addr == y->addr && x->len == y->len &&
-	       x->access == y->access;
-}
-
 static void pd_release(struct ual_obj *obj)
 {
 	struct ual_pd *pd = container_of(obj, struct ual_pd, obj);
 
-	g_hash_table_unref(pd->mr_cache);
-	g_mutex_clear(&pd->cache_lock);
 	ual_device_put(pd->dev);
 	g_free(pd);
 }
@@ -177,8 +159,6 @@ int ual_pd_alloc(struct ual_device *d, struct ual_pd **out)
 	pd->dev = ual_device_get(d);
 	pd->rpd = rpd;
 	rpd->core_ctx = pd;
-	g_mutex_init(&pd->cache_lock);
-	pd->mr_cache = g_hash_table_new(mr_key_hash, mr_key_equal);
 	ual_obj_debug(&pd->obj, "allocated");
 	*out = pd;
 	return 0;

@@ -5,11 +5,11 @@
  * counts, and the functions one file offers another.
  *
  * Lock order (outer first): the process-wide open lock (ual_context.c),
- * u->lock (providers, devices), a PD's cache_lock, an object's ctl
- * (child before parent: a create holds nothing while it reserves on the
- * parents, a destroy releases its own ctl first), that object's live
- * lock, a device's qp_lock, u->ev_lock. No lock of ual is held while a subscriber or the connection
- * handler runs.
+ * u->lock (providers, devices), an object's ctl (child before parent:
+ * a create holds nothing while it reserves on the parents, a destroy
+ * releases its own ctl first), that object's live lock, a device's
+ * qp_lock, u->ev_lock. No lock of ual is held while a subscriber or the
+ * connection handler runs.
  */
 #ifndef UAL_PRIVATE_H
 #define UAL_PRIVATE_H
@@ -250,30 +250,23 @@ extern const struct rnicpi_core_ops ual_core_ops;
 /* Objects                                                             */
 /* ------------------------------------------------------------------ */
 
-struct ual_mr_key {
-	uintptr_t addr;
-	size_t len;
-	unsigned int access;
-};
-
 struct ual_pd {
 	struct ual_obj obj;	/* children: MRs, MWs, QPs, SRQs, AHs */
 	struct ual_device *dev;	/* memory reference */
 	struct rnicpi_pd *rpd;
-	GMutex cache_lock;
-	GHashTable *mr_cache;	/* struct ual_mr_key * -> struct ual_mr * */
 };
 
+/* One registration: one provider MR with keys of its own. */
 struct ual_mr {
 	struct ual_obj obj;
 	struct ual_pd *pd;	/* memory reference */
 	struct rnicpi_mr *rmr;
 	struct kal_pin *pin;
-	struct ual_mr_key key;	/* addr, len, access as registered */
+	uintptr_t addr;		/* addr, len, access as registered */
+	size_t len;
+	unsigned int access;
 	uint64_t iova;
 	uint32_t lkey, rkey;	/* kept readable after dereg */
-	guint users;		/* registration references; under cache_lock */
-	bool cached;		/* in pd->mr_cache under key */
 };
 
 struct ual_mw {

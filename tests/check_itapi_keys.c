@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * LMR keys against a live peer, over soft-iWARP (itapi-keys) and soft-RoCE
+ * (itapi-keys-rxe), with two endpoints of one IA connected on loopback:
+ * every registration has keys of its own, so freeing an LMR or
+ * invalidating its key revokes that registration's access and nobody
+ * else's, even when another LMR covers the same bytes with the same
+ * privileges.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/itapi_testutil.h"
+#ifdef HAVE_PROV_RXE
+#include "tests/rxe_testlib.h"
+#endif
+#include "tests/suites.h"
+
+#define CN ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
+#define PRIV_TARGET                                                         \
+	((it_mem_priv_t)(IT_PRIV_LOCAL | IT_PRIV_REMOTE_WRITE |             \
+			 IT_PRIV_REMOTE_READ))
+#define TLEN 4096u
+
+static struct it_fix F;
+static it_ep_handle_t A, B;	/* A writes into memory registered for B */
+static struct it_buf S, M;	/* A's source, the Sends' message buffer */
+
+static void setup_common(void)
+{
+	it_fix_open(&F);
+	A = it_ep_new(&F);
+	B = it_ep_new(&F);
+	it_connect_pair(&F, A, B);
+	it_buf_new(&F, &S, TLEN, IT_PRIV_LOCAL);
+	it_buf_new(&F, &M, 256, IT_PRIV_LOCAL);
+}
+
+static void setup_siw(void)
+{
+	it_setup_siw();
+	setup_common();
+}
+
+#ifdef HAVE_PROV_RXE
+/* soft-RoCE in a network namespace of the test's own, so that UDP port
+ * 4791 on its lo is free whatever else runs on the machine. */
+static void setup_rxe(void)
+{
+	rxe_t_netns_setup();
+	it_setup_rxe();
+	setup_common();
+}
+#endif
+
+static void teardown(void)
+{
+	it_buf_free(&S);
+	it_buf_free(&M);
+	it_fix_close(&F);
+	it_teardown();
+}
+
+#ifdef HAVE_PROV_RXE
+static void teardown_rxe(void)
+{
+	teardown();
+	rxe_t_netns_teardown();
+}
+#endif
+
+/* @len bytes of page-aligned memory filled with 0xee (free()). */
+static unsigned char *target_new(size_t len)
+{
+	void *t = NULL;
+
+	ck_assert_int_eq(posix_memalign(&t, (size_t)sysconf(_SC_PAGESIZE),
+					len),
+			 0);
+	return memset(t, 0xee, len);
+}
+
+static it_lmr_handle_t lmr_new(void *mem, size_t len, it_rmr_context_t *key)
+{
+	it_lmr_handle_t lmr = NULL;
+
+	ck_assert_it_ok(it_lmr_create21(F.pz, mem, NULL, len,
+					IT_ADDR_MODE_ABSOLUTE, PRIV_TARGET,
+					IT_LMR_FLAG_NONE, 0, &lmr, key));
+	return lmr;
+}
+
+/* The next DTO event, which must be @type with @cookie and @status. */
+static void expect_dto(it_event_type_t type, it_dto_cookie_t cookie,
+		       it_dto_status_t status)
+{
+	it_event_t ev;
+
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, type);
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, cookie);
+	ck_assert_msg(ev.dto_cmpl.dto_status == status,
+		      "cookie %llu: DTO status %d, expected %d",
+		      (unsigned long long)cookie, ev.dto_cmpl.dto_status,
+		      status);
+}
+
+/* Wait for the next completion of each cookie in @cookies (any order:
+ * A's and B's queues complete independently), all successful. */
+static void expect_all_ok(const it_dto_cookie_t *cookies, int n)
+{
+	bool got[8] = { false };
+
+	ck_assert_int_le(n, 8);
+	for (int i = 0; i < n; i++) {
+		it_event_t ev;
+		int j;
+
+		it_wait_event(F.dto, &ev);
+		for (j = 0; j < n; j++)
+			if (!got[j] && cookies[j] == ev.dto_cmpl.cookie)
+				break;
+		ck_assert_msg(j < n, "unexpected %s cookie %llu",
+			      itapi_event_name(ev.event_number),
+			      (unsigned long long)ev.dto_cmpl.cookie);
+		ck_assert_msg(ev.dto_cmpl.dto_status == IT_DTO_SUCCESS,
+			      "cookie %llu: DTO status %d",
+			      (unsigned long long)cookies[j],
+			      ev.dto_cmpl.dto_status);
+		got[j] = true;
+	}
+}
+
+/*
+ * A writes @len bytes of a pattern (@seed) through @key at @dst; a Send
+ * behind the Write, once received, says it was placed (RFC 5040 §5.5,
+ * IBA 9.5: in order). Then exactly those bytes of @mem (@mem_len long)
+ * changed.
+ */
+static void write_lands(it_rmr_context_t key, unsigned char *mem,
+			size_t mem_len, unsigned char *dst, size_t len,
+			unsigned int seed, it_dto_cookie_t c)
+{
+	g_autofree unsigned char *before = g_memdup2(mem, mem_len);
+	it_lmr_triplet_t t;
+	const it_dto_cookie_t cookies[] = { c, c + 1, c + 2 };
+
+	for (size_t i = 0; i < len; i++)
+		S.mem[i] = (unsigned char)(i * 13 + seed);
+	t = it_seg(&M, 128, 64);
+	ck_assert_it_ok(it_post_recv(B, &t, 1, c + 2, CN));
+	t = it_seg(&S, 0, len);
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, c, CN,
+					   it_make_rdma_addr_absolute(dst),
+					   key));
+	t = it_seg(&M, 0, 1);
+	ck_assert_it_ok(it_post_send(A, &t, 1, c + 1, CN));
+	expect_all_ok(cookies, 3);
+	for (size_t i = 0; i < mem_len; i++) {
+		bool in = mem + i >= dst && mem + i < dst + len;
+		unsigned char want = in ? S.mem[mem + i - dst] : before[i];
+
+		ck_assert_msg(mem[i] == want,
+			      "byte %zu is 0x%02x, expected 0x%02x (key 0x%llx)",
+			      i, mem[i], want, (unsigned long long)key);
+	}
+}
+
+/*
+ * A writes through @key at @dst and the target refuses: IB answers with a
+ * remote access NAK (IBA 9.7.5.2.4), the Write completes with
+ * IT_DTO_ERR_REMOTE_ACCESS; iWARP's Write completes when it has left, and
+ * the target's Terminate (RFC 5040 §7.4: remote protection error, invalid
+ * STag) comes back as an access violation on A. Either way nothing of
+ * @mem changes and the connection is over.
+ */
+static void write_refused(it_rmr_context_t key, unsigned char *mem,
+			  size_t mem_len, unsigned char *dst, it_dto_cookie_t c)
+{
+	g_autofree unsigned char *before = g_memdup2(mem, mem_len);
+	it_lmr_triplet_t t = it_seg(&S, 0, 64);
+	it_event_t ev;
+
+	memset(S.mem, 0x77, 64);
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, c, CN,
+					   it_make_rdma_addr_absolute(dst),
+					   key));
+	if (it_env_is_rxe()) {
+		expect_dto(IT_DTO_RDMA_WRITE_CMPL_EVENT, c,
+			   IT_DTO_ERR_REMOTE_ACCESS);
+	} else {
+		expect_dto(IT_DTO_RDMA_WRITE_CMPL_EVENT, c, IT_DTO_SUCCESS);
+		do {
+			it_wait_event(F.aff, &ev);
+		} while (ev.aff_async.cause.ep != A);
+		ck_assert_event(&ev, IT_ASYNC_AFF_EP_R_ACCESS_VIOLATION);
+	}
+	ck_assert_msg(memcmp(mem, before, mem_len) == 0,
+		      "a refused Write (key 0x%llx) changed the target",
+		      (unsigned long long)key);
+}
+
+/*
+ * Issue 11/2: two LMRs on one range with the same privileges are two
+ * registrations. Freeing one revokes its key, not the other's.
+ */
+START_TEST(freed_lmr_revokes_its_key)
+{
+	unsigned char *t = target_new(TLEN);
+	it_rmr_context_t k1, k2;
+	it_lmr_handle_t l1 = lmr_new(t, TLEN, &k1);
+	it_lmr_handle_t l2 = lmr_new(t, TLEN, &k2);
+
+	ck_assert_msg(k1 != k2, "both LMRs got key 0x%llx",
+		      (unsigned long long)k1);
+	write_lands(k1, t, TLEN, t + 100, 200, 1, 10);
+	write_lands(k2, t, TLEN, t + 1000, 300, 2, 20);
+	ck_assert_it_ok(it_lmr_free(l1));
+	write_lands(k2, t, TLEN, t + 2000, 300, 3, 30);
+	write_refused(k1, t, TLEN, t + 3000, 40);
+	ck_assert_it_ok(it_lmr_free(l2));
+	free(t);
+}
+END_TEST
+
+/*
+ * Issue 11/2: a Send with Invalidate of one LMR's key (RFC 5040 §6.10,
+ * IBA 10.6.6) leaves the other LMR on the same range working.
+ */
+START_TEST(invalidate_revokes_one_key)
+{
+	unsigned char *t = target_new(TLEN);
+	it_rmr_context_t k1, k2;
+	it_lmr_handle_t l1 = lmr_new(t, TLEN, &k1);
+	it_lmr_handle_t l2 = lmr_new(t, TLEN, &k2);
+	it_lmr_triplet_t seg;
+	const it_dto_cookie_t cookies[] = { 50, 51 };
+
+	ck_assert_uint_ne(k1, k2);
+	seg = it_seg(&M, 128, 64);
+	ck_assert_it_ok(it_post_recv(B, &seg, 1, 50, CN));
+	seg = it_seg(&M, 0, 8);
+	ck_assert_it_ok(it_post_send_and_unlink(A, &seg, 1, 51, CN, k1));
+	expect_all_ok(cookies, 2);
+	write_lands(k2, t, TLEN, t + 500, 100, 4, 60);
+	write_refused(k1, t, TLEN, t + 1500, 70);
+	ck_assert_it_ok(it_lmr_free(l1));
+	ck_assert_it_ok(it_lmr_free(l2));
+	free(t);
+}
+END_TEST
+
+static TCase *keys_tcase(const char *name, void (*setup)(void),
+			 void (*down)(void))
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, setup, down);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, freed_lmr_revokes_its_key);
+	tcase_add_test(tc, invalidate_revokes_one_key);
+	return tc;
+}
+
+Suite *suite_itapi_keys(void)
+{
+	Suite *s = suite_create("itapi-keys");
+
+	suite_add_tcase(s, keys_tcase("siw", setup_siw, teardown));
+	return s;
+}
+
+#ifdef HAVE_PROV_RXE
+Suite *suite_itapi_keys_rxe(void)
+{
+	Suite *s = suite_create("itapi-keys-rxe");
+
+	suite_add_tcase(s, keys_tcase("rxe", setup_rxe, teardown_rxe));
+	return s;
+}
+#endif
