@@ -23,66 +23,6 @@
 
 static size_t pg;
 
-/* What smaps says about the mapping holding one page. */
-struct page_state {
-	bool found;
-	bool locked;	/* VmFlags "lo" and Locked: covers the mapping */
-	bool dontfork;	/* VmFlags "dc" */
-};
-
-static bool has_flag(const char *vmflags, const char *flag)
-{
-	g_auto(GStrv) words = g_strsplit_set(vmflags, " \t\n", -1);
-	guint i;
-
-	for (i = 0; words[i]; i++)
-		if (strcmp(words[i], flag) == 0)
-			return true;
-	return false;
-}
-
-static struct page_state page_state(const void *addr)
-{
-	struct page_state st = { 0 };
-	g_autofree char *text = NULL;
-	g_auto(GStrv) lines = NULL;
-	uintptr_t a = (uintptr_t)addr;
-	unsigned long size_kb = 0, locked_kb = 0;
-	bool in = false, lo = false;
-	guint i;
-
-	ck_assert(g_file_get_contents("/proc/self/smaps", &text, NULL, NULL));
-	lines = g_strsplit(text, "\n", -1);
-	for (i = 0; lines[i]; i++) {
-		uintptr_t s, e;
-		char dash;
-
-		if (sscanf(lines[i], "%" SCNxPTR "%c%" SCNxPTR " ", &s, &dash,
-			   &e) == 3 && dash == '-') {
-			if (in)
-				break; /* VmFlags is the last line of a block */
-			in = a >= s && a < e;
-			continue;
-		}
-		if (!in)
-			continue;
-		st.found = true;
-		sscanf(lines[i], "Size: %lu kB", &size_kb);
-		sscanf(lines[i], "Locked: %lu kB", &locked_kb);
-		if (g_str_has_prefix(lines[i], "VmFlags:")) {
-			lo = has_flag(lines[i] + 8, "lo");
-			st.dontfork = has_flag(lines[i] + 8, "dc");
-		}
-	}
-	ck_assert_msg(st.found, "no mapping holds %p", addr);
-	/* mlock splits mappings at its edges, so a locked page's mapping is
-	 * locked and resident as a whole */
-	st.locked = lo && locked_kb == size_kb;
-	ck_assert_msg(lo || locked_kb == 0, "%p: %lu kB locked but no lo flag",
-		      addr, locked_kb);
-	return st;
-}
-
 /* Assert pages [first, last) of @buf are pinned (or not). */
 static void assert_pages(const char *buf, unsigned int first,
 			 unsigned int last, bool pinned)
@@ -90,7 +30,7 @@ static void assert_pages(const char *buf, unsigned int first,
 	unsigned int i;
 
 	for (i = first; i < last; i++) {
-		struct page_state st = page_state(buf + i * pg);
+		struct tu_page_state st = tu_page_state(buf + i * pg);
 
 		ck_assert_msg(st.locked == pinned,
 			      "page %u: locked %d, expected %d", i, st.locked,

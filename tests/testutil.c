@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -294,4 +295,61 @@ uint16_t tu_free_tcp_ports(unsigned int n)
 	}
 	ck_abort_msg("no %u free consecutive TCP ports in [%u, %u)", n, lo, hi);
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pinned pages                                                        */
+/* ------------------------------------------------------------------ */
+
+static bool has_flag(const char *vmflags, const char *flag)
+{
+	g_auto(GStrv) words = g_strsplit_set(vmflags, " \t\n", -1);
+	guint i;
+
+	for (i = 0; words[i]; i++)
+		if (strcmp(words[i], flag) == 0)
+			return true;
+	return false;
+}
+
+struct tu_page_state tu_page_state(const void *addr)
+{
+	struct tu_page_state st = { 0 };
+	g_autofree char *text = NULL;
+	g_auto(GStrv) lines = NULL;
+	uintptr_t a = (uintptr_t)addr;
+	unsigned long size_kb = 0, locked_kb = 0;
+	bool in = false, lo = false;
+	guint i;
+
+	ck_assert(g_file_get_contents("/proc/self/smaps", &text, NULL, NULL));
+	lines = g_strsplit(text, "\n", -1);
+	for (i = 0; lines[i]; i++) {
+		uintptr_t s, e;
+		char dash;
+
+		if (sscanf(lines[i], "%" SCNxPTR "%c%" SCNxPTR " ", &s, &dash,
+			   &e) == 3 && dash == '-') {
+			if (in)
+				break; /* VmFlags is the last line of a block */
+			in = a >= s && a < e;
+			continue;
+		}
+		if (!in)
+			continue;
+		st.found = true;
+		sscanf(lines[i], "Size: %lu kB", &size_kb);
+		sscanf(lines[i], "Locked: %lu kB", &locked_kb);
+		if (g_str_has_prefix(lines[i], "VmFlags:")) {
+			lo = has_flag(lines[i] + 8, "lo");
+			st.dontfork = has_flag(lines[i] + 8, "dc");
+		}
+	}
+	ck_assert_msg(st.found, "no mapping holds %p", addr);
+	/* mlock splits mappings at its edges, so a locked page's mapping is
+	 * locked and resident as a whole */
+	st.locked = lo && locked_kb == size_kb;
+	ck_assert_msg(lo || locked_kb == 0, "%p: %lu kB locked but no lo flag",
+		      addr, locked_kb);
+	return st;
 }

@@ -121,6 +121,20 @@ char *tu_wait_status_str(int status);
 	} while (0)
 
 /* ------------------------------------------------------------------ */
+/* Pinned pages                                                        */
+/* ------------------------------------------------------------------ */
+
+/* What /proc/self/smaps says about the mapping holding one page. */
+struct tu_page_state {
+	bool found;
+	bool locked;	/* VmFlags "lo" and Locked: covers the mapping */
+	bool dontfork;	/* VmFlags "dc" (MADV_DONTFORK) */
+};
+
+/* The state of the mapping holding @addr; asserts that there is one. */
+struct tu_page_state tu_page_state(const void *addr);
+
+/* ------------------------------------------------------------------ */
 /* Ports                                                               */
 /* ------------------------------------------------------------------ */
 
