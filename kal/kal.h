@@ -36,6 +36,16 @@ struct kal_pin;
  * RLIMIT_MEMLOCK, root included (CAP_IPC_LOCK would let mlock pass, but the
  * limit is the administrator's statement of intent).
  *
+ * Every pin locks and marks its whole range, also the pages other pins
+ * cover: kal counts by address, and if the application unmapped pinned
+ * memory and mapped new memory at the same address (the kernel drops the
+ * lock and MADV_DONTFORK with the old mapping), a new pin of the address
+ * pins the new pages: those present at once, the others when first
+ * touched (MLOCK_ONFAULT, which costs nothing where the pages are locked
+ * already). The pin over the old memory is stale: it still counts its
+ * addresses (once, like every overlap) until it is released, and
+ * releasing it unlocks only addresses no other pin covers.
+ *
  * Returns 0 and a pin the caller owns (release with kal_unpin), or
  * -EINVAL (len 0, range wraps), -ENOMEM (over RLIMIT_MEMLOCK: the log line
  * names the limit, what is pinned already and the request; or mlock itself

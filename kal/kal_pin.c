@@ -7,10 +7,15 @@
  * mlock() calls on a page, and MADV_DOFORK likewise. So kal keeps the
  * process's pinned memory as a map of disjoint page-aligned segments, each
  * with the number of pins covering it. A pin splits the segments at its
- * ends, raises the count of those it covers and locks only the gaps; an
- * unpin lowers the counts and unlocks only what drops to zero. The map
- * holds one entry per distinct run of coverage, not per page, so a GiB
- * registration costs one node.
+ * ends, raises the count of those it covers and charges only the gaps to
+ * RLIMIT_MEMLOCK; an unpin lowers the counts and unlocks only what drops
+ * to zero. The map holds one entry per distinct run of coverage, not per
+ * page, so a GiB registration costs one node.
+ *
+ * The map describes addresses, and memory can change under an address: a
+ * pin locks its whole range, covered parts included, so that memory
+ * mapped anew where pinned memory was unmapped is pinned too (see
+ * kal_pin).
  */
 #include "config.h"
 
@@ -203,19 +208,26 @@ static void seg_merge_around(uintptr_t start, uintptr_t end)
 	}
 }
 
-/* Lock or unlock the pages of [start, end); returns 0 or -errno. */
-static int pages_pin(uintptr_t start, uintptr_t end)
+/*
+ * Lock the pages of [start, end) and mark them MADV_DONTFORK; returns 0 or
+ * -errno. @populate: fault every page in now (mlock), for pages no pin
+ * covers; else lock what is present and the rest as it is touched
+ * (mlock2 MLOCK_ONFAULT), for pages pinned already (see kal_pin). On
+ * failure part of the range may be locked or marked: the caller undoes
+ * what is its own.
+ */
+static int pages_pin(uintptr_t start, uintptr_t end, bool populate)
 {
 	void *addr = (void *)start;
 	size_t len = end - start;
 	char sz[32];
+	int rc;
 
 	/* madvise first: it fails with ENOMEM only for unmapped pages, which
 	 * mlock would report the same way as a resource shortage. */
 	if (madvise(addr, len, MADV_DONTFORK) < 0) {
 		int err = errno;
 
-		madvise(addr, len, MADV_DOFORK);
 		if (err == ENOMEM) {
 			g_warning("cannot pin %s at %p: not mapped",
 				  size_str(len, sz, sizeof(sz)), addr);
@@ -226,12 +238,15 @@ static int pages_pin(uintptr_t start, uintptr_t end)
 			  g_strerror(err));
 		return -err;
 	}
-	if (mlock(addr, len) < 0) {
+	rc = populate ? -1 : mlock2(addr, len, MLOCK_ONFAULT);
+	/* Without mlock2 (Linux before 4.4, or valgrind, which does not
+	 * know it: glibc then answers EINVAL for MLOCK_ONFAULT), mlock, which
+	 * walks every page. */
+	if (populate || (rc < 0 && (errno == EINVAL || errno == ENOSYS)))
+		rc = mlock(addr, len);
+	if (rc < 0) {
 		int err = errno;
 
-		/* mlock may have locked a prefix before failing */
-		munlock(addr, len);
-		madvise(addr, len, MADV_DOFORK);
 		g_warning("cannot pin %s at %p: mlock: %s",
 			  size_str(len, sz, sizeof(sz)), addr,
 			  g_strerror(err));
@@ -290,12 +305,12 @@ static GArray *pin_gaps(uintptr_t start, uintptr_t end, uint64_t *new_bytes)
 
 int kal_pin(const void *addr, size_t len, struct kal_pin **out)
 {
-	uintptr_t first = (uintptr_t)addr, start, end;
+	uintptr_t first = (uintptr_t)addr, start, end, at;
 	uint64_t new_bytes, limit;
 	struct kal_pin *pin;
 	GTreeNode *node;
 	GArray *gaps;
-	guint i;
+	guint i, touched = 0;
 	int err;
 
 	g_return_val_if_fail(out != NULL, -EINVAL);
@@ -336,14 +351,41 @@ int kal_pin(const void *addr, size_t len, struct kal_pin **out)
 		goto err_unlock;
 	}
 
-	/* Lock the gaps first: the map changes only once nothing can fail. */
-	for (i = 0; i < gaps->len; i++) {
-		struct pin_gap *gap = &g_array_index(gaps, struct pin_gap, i);
+	/*
+	 * Lock the whole range, the pages other pins cover too, before the
+	 * map changes (only once nothing can fail). The map knows addresses,
+	 * not pages: if the application unmapped pinned memory and mapped
+	 * new memory at the same address, the kernel dropped the lock and
+	 * MADV_DONTFORK with the old mapping, and the map still counts the
+	 * addresses as pinned. Skipping the covered pages, as kal did, left
+	 * the new ones neither locked nor kept from a fork()ed child, and
+	 * nothing that cheap tells whether they are the pinned ones still
+	 * (mincore says resident, not locked; /proc/self/pagemap's frame
+	 * numbers are CAP_SYS_ADMIN's). So the covered runs are locked again,
+	 * with MLOCK_ONFAULT: over pages locked already that changes at most
+	 * the mappings' flags, where mlock walks every page (re-registering
+	 * a pinned 4 MiB buffer took 250 us with mlock, 3 with this); over
+	 * memory mapped anew it locks the pages present and the others when
+	 * first touched.
+	 */
+	at = start;
+	for (touched = 0; touched < gaps->len; touched++) {
+		struct pin_gap *gap =
+			&g_array_index(gaps, struct pin_gap, touched);
 
-		err = pages_pin(gap->start, gap->end);
+		err = at < gap->start ? pages_pin(at, gap->start, false) : 0;
 		if (err)
 			goto err_unpin_gaps;
+		err = pages_pin(gap->start, gap->end, true);
+		if (err) {
+			touched++; /* it may be locked or marked in part */
+			goto err_unpin_gaps;
+		}
+		at = gap->end;
 	}
+	err = at < end ? pages_pin(at, end, false) : 0;
+	if (err)
+		goto err_unpin_gaps;
 
 	seg_split_at(start);
 	seg_split_at(end);
@@ -379,7 +421,9 @@ int kal_pin(const void *addr, size_t len, struct kal_pin **out)
 	return 0;
 
 err_unpin_gaps:
-	while (i-- > 0) {
+	/* Undo what was this pin's own (the gaps it touched); the covered
+	 * pages stay as the pins covering them need. */
+	for (i = 0; i < touched; i++) {
 		struct pin_gap *gap = &g_array_index(gaps, struct pin_gap, i);
 
 		pages_unpin(gap->start, gap->end);

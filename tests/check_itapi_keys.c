@@ -5,14 +5,17 @@
  * every registration has keys of its own, so freeing an LMR or
  * invalidating its key revokes that registration's access and nobody
  * else's, even when another LMR covers the same bytes with the same
- * privileges.
+ * privileges; and memory mapped anew where registered memory was is
+ * registered afresh.
  */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include "kal/kal.h"
 #include "tests/itapi_testutil.h"
 #ifdef HAVE_PROV_RXE
 #include "tests/rxe_testlib.h"
@@ -253,6 +256,68 @@ START_TEST(invalidate_revokes_one_key)
 }
 END_TEST
 
+static void assert_pinned(const unsigned char *mem, size_t len, bool pinned)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	for (size_t off = 0; off < len; off += pg) {
+		struct tu_page_state st = tu_page_state(mem + off);
+
+		ck_assert_msg(st.locked == pinned && st.dontfork == pinned,
+			      "page at +%zu: locked %d, dontfork %d, expected "
+			      "%d", off, st.locked, st.dontfork, pinned);
+	}
+}
+
+/*
+ * Issue 11/4: registered memory unmapped and mapped anew at the same
+ * address (which it_api(3) tells applications not to do: free the LMR
+ * first). A new registration of the range is registered afresh: new keys,
+ * the new pages locked and MADV_DONTFORK, a peer's Write lands in them,
+ * kal counts the range once; freeing the stale LMR leaves the new one's
+ * pages pinned.
+ */
+START_TEST(remapped_range_registered_afresh)
+{
+	size_t len = 4 * (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t base = kal_pinned_bytes();
+	it_rmr_context_t k_old, k_new;
+	it_lmr_handle_t stale, lmr;
+	unsigned char *mem, *again;
+
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(mem != MAP_FAILED);
+	memset(mem, 0x11, len);
+	stale = lmr_new(mem, len, &k_old);
+	assert_pinned(mem, len, true);
+	ck_assert_uint_eq(kal_pinned_bytes(), base + len);
+
+	ck_assert_int_eq(munmap(mem, len), 0);
+	again = mmap(mem, len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ck_assert_ptr_eq(again, mem);
+	memset(mem, 0xee, len);
+	assert_pinned(mem, len, false);
+
+	lmr = lmr_new(mem, len, &k_new);
+	ck_assert_uint_ne(k_new, k_old);
+	assert_pinned(mem, len, true);
+	ck_assert_uint_eq(kal_pinned_bytes(), base + len);
+	write_lands(k_new, mem, len, mem + len / 2 - 100, 300, 5, 80);
+
+	ck_assert_it_ok(it_lmr_free(stale));
+	assert_pinned(mem, len, true);
+	ck_assert_uint_eq(kal_pinned_bytes(), base + len);
+	write_lands(k_new, mem, len, mem + 10, 50, 6, 90);
+
+	ck_assert_it_ok(it_lmr_free(lmr));
+	assert_pinned(mem, len, false);
+	ck_assert_uint_eq(kal_pinned_bytes(), base);
+	munmap(mem, len);
+}
+END_TEST
+
 static TCase *keys_tcase(const char *name, void (*setup)(void),
 			 void (*down)(void))
 {
@@ -262,6 +327,7 @@ static TCase *keys_tcase(const char *name, void (*setup)(void),
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, freed_lmr_revokes_its_key);
 	tcase_add_test(tc, invalidate_revokes_one_key);
+	tcase_add_test(tc, remapped_range_registered_afresh);
 	return tc;
 }
 

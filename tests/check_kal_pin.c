@@ -299,6 +299,61 @@ START_TEST(test_pin_unmapped)
 }
 END_TEST
 
+/*
+ * Issue 11/4: pinned memory unmapped and mapped anew at the same address
+ * (the kernel unlocks with the old mapping). A new pin of the address
+ * pins the new pages (those touched after it too), though the stale pin
+ * still covers them; the addresses count once; releasing the stale pin
+ * leaves the new one's pages pinned.
+ */
+START_TEST(test_pin_remapped)
+{
+	char *buf = map_pages(3), *again;
+	struct kal_pin *stale = NULL, *pin = NULL;
+
+	ck_assert_ok(kal_pin(buf, 3 * pg, &stale));
+	assert_pages(buf, 0, 3, true);
+	ck_assert_int_eq(munmap(buf, 3 * pg), 0);
+	again = mmap(buf, 3 * pg, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ck_assert_ptr_eq(again, buf);
+	memset(again, 'x', 2 * pg); /* page 2 is touched only once pinned */
+	assert_pages(buf, 0, 2, false);
+	ck_assert_uint_eq(kal_pinned_bytes(), 3 * pg);
+
+	ck_assert_ok(kal_pin(buf + pg, 2 * pg, &pin));
+	memset(again + 2 * pg, 'y', pg);
+	assert_pages(buf, 1, 3, true);
+	ck_assert_uint_eq(kal_pinned_bytes(), 3 * pg);
+	kal_unpin(stale);
+	assert_pages(buf, 1, 3, true);
+	ck_assert_uint_eq(kal_pinned_bytes(), 2 * pg);
+	kal_unpin(pin);
+	assert_pages(buf, 0, 3, false);
+	ck_assert_uint_eq(kal_pinned_bytes(), 0);
+	munmap(buf, 3 * pg);
+}
+END_TEST
+
+/* A pin over memory unmapped under another pin fails: the old pin's word
+ * is not taken for it. */
+START_TEST(test_pin_over_unmapped_pin)
+{
+	g_autoptr(tu_log_capture) log = tu_log_capture_begin("hostrdma-kal");
+	char *buf = map_pages(2);
+	struct kal_pin *stale = NULL, *pin = NULL;
+
+	ck_assert_ok(kal_pin(buf, 2 * pg, &stale));
+	ck_assert_int_eq(munmap(buf, 2 * pg), 0);
+	ck_assert_errno(kal_pin(buf, pg, &pin), EFAULT);
+	ck_assert_ptr_null(pin);
+	ck_assert_uint_eq(kal_pinned_bytes(), 2 * pg);
+	ck_assert_uint_eq(tu_log_count(log, G_LOG_LEVEL_WARNING,
+				       "not mapped"), 1);
+	kal_unpin(stale);
+}
+END_TEST
+
 static void child_read_page(void *arg)
 {
 	const volatile char *p = arg;
@@ -466,6 +521,8 @@ Suite *suite_kal_pin(void)
 	tcase_add_test(tc, test_pin_limit);
 	tcase_add_test(tc, test_pin_invalid);
 	tcase_add_test(tc, test_pin_unmapped);
+	tcase_add_test(tc, test_pin_remapped);
+	tcase_add_test(tc, test_pin_over_unmapped_pin);
 	tcase_add_test(tc, test_pin_dontfork);
 	tcase_add_test(tc, test_pin_fork_resets_child);
 	tcase_add_test(tc, test_pin_threads);

@@ -13,9 +13,23 @@
  * lived, and an invalidation took both (issue 11, finding 2).
  *
  * What re-registering the same buffers does share is the pinning: kal
- * counts the pins covering each page and locks a page once, so a second
+ * counts the pins covering each page and charges a page once, so a second
  * registration of a pinned range costs the provider's reg_mr and kal's
- * bookkeeping, not another pinning of the memory.
+ * bookkeeping (and an mlock/madvise that finds the pages locked already),
+ * not another charge against RLIMIT_MEMLOCK.
+ *
+ * Memory unmapped under a registration (issue 11, finding 4): the
+ * application must free its registrations first (it_api(3) says so). The
+ * providers reach memory by virtual address, so the key of a registration
+ * whose memory was unmapped reaches whatever is mapped there when a peer
+ * uses it. Nothing here notices an unmapping: that takes hooking munmap,
+ * mremap, brk and madvise(MADV_DONTNEED) as MPI registration caches do, or
+ * a userfaultfd monitor with its own thread; comparing the pages' identity
+ * needs /proc/self/pagemap's frame numbers, which only CAP_SYS_ADMIN sees.
+ * What is guaranteed: no registration reuses another's keys (above) nor a
+ * stale pin, as kal_pin locks and marks every page of its range whoever
+ * else covers it, so a registration of memory mapped anew at the same
+ * address gets new keys and pins the new pages.
  */
 #define G_LOG_DOMAIN "hostrdma-ual"
 
