@@ -278,9 +278,15 @@ void cm_copy_peer_addrs(struct sockaddr_storage *local,
 /* cm_req.c: a REQUEST or ERROR of a conn the transport handed over. */
 void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev);
 
-/* Provider connection events (ual's connection handler). */
+/* Provider connection events (ual's connection handler): the connection
+ * is found by ev->qp, which the provider keeps alive during the upcall. */
 void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 		   void *user_data);
+/* An event of @id's connection from a transport that runs the connection
+ * itself (cm_ib.c), moving @id as a provider's event would. The caller
+ * holds a reference on @id; ev->qp is not read: the consumer may have
+ * destroyed its QP already (a destroyed @id drops the event). */
+void cm_id_conn_event(struct cm_id *id, const struct rnicpi_conn_event *ev);
 
 /* A v4-mapped IPv6 address (what a dual-stack socket reports for IPv4
  * peers) becomes the plain IPv4 address; others are left alone. */

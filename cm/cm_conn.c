@@ -467,9 +467,7 @@ void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 		   void *user_data)
 {
 	struct cm *cm = user_data;
-	struct ual_cm_event out = { 0 };
 	struct cm_id *id;
-	enum cm_id_state was;
 
 	if (ev->conn && (ev->type == RNICPI_CONN_REQUEST ||
 			 (ev->type == RNICPI_CONN_ERROR && !ev->qp))) {
@@ -481,6 +479,11 @@ void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 		       ual_device_name(d), ev->type);
 		return;
 	}
+	/* ev->qp is the provider's, alive until its upcall returns: a
+	 * provider's destroy_qp waits out a delivery under way and drops
+	 * the QP's queued events (siw_destroy_qp). The IB CM, which is no
+	 * provider and cannot promise that, reports through
+	 * cm_id_conn_event instead. */
 	g_mutex_lock(&cm->lock);
 	id = g_hash_table_lookup(cm->ids, ev->qp);
 	if (id)
@@ -491,6 +494,15 @@ void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 			ual_device_name(d), ev->type, ev->qp->qp_num);
 		return;
 	}
+	cm_id_conn_event(id, ev);
+	cm_id_unref(id);
+}
+
+void cm_id_conn_event(struct cm_id *id, const struct rnicpi_conn_event *ev)
+{
+	struct cm *cm = id->cm;
+	struct ual_cm_event out = { 0 };
+	enum cm_id_state was;
 
 	g_mutex_lock(&cm->lock);
 	was = id->state;
@@ -544,14 +556,12 @@ void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 			cm_id_convert_done(id, out.status);
 		cm_id_deliver(id, &out);
 	}
-	cm_id_unref(id);
 	return;
 
 stale:
 	g_mutex_unlock(&cm->lock);
-	cm_debug(id, "provider event %d in state %s ignored", ev->type,
+	cm_debug(id, "connection event %d in state %s ignored", ev->type,
 		 cm_id_state_name(was));
-	cm_id_unref(id);
 }
 
 /* ------------------------------------------------------------------ */

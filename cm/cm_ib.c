@@ -32,8 +32,8 @@
  * DREQ/DREP, release), cm_ib_gsi.c (QP1), ib_mad.c (the wire).
  *
  * The consumer's side of each connection is cm.c's struct cm_id; events
- * reach it through cm_conn_event / cm_req_event like a provider's, so the
- * consumer sees exactly what it sees on iWARP. Locking: ib->lock guards
+ * reach it through cm_id_conn_event / cm_req_event as a provider's do, so
+ * the consumer sees exactly what it sees on iWARP. Locking: ib->lock guards
  * the tables and each ib_conn; nothing above is called with it held.
  */
 #define G_LOG_DOMAIN "hostrdma-cm"
@@ -272,6 +272,13 @@ uint32_t ib_pdata_used(const uint8_t *p, uint32_t room)
 	return room;
 }
 
+/*
+ * To @id itself (the caller's reference keeps it), not through its QP: the
+ * callers move the QP to ERR first (a DREQ, a REJ), and the flush that
+ * causes may lead the consumer to free its endpoint, QP and all, before
+ * this runs. The provider QP is then gone, and the same address may be a
+ * new QP with a connection of its own.
+ */
 void ibc_report(struct ib_conn *c, struct cm_id *id,
 		   enum rnicpi_conn_event_type type, int status,
 		   const void *pdata, uint32_t len)
@@ -279,7 +286,6 @@ void ibc_report(struct ib_conn *c, struct cm_id *id,
 	struct rnicpi_conn_event ev = {
 		.type = type,
 		.status = status,
-		.qp = id->rqp,
 		.private_data = len ? pdata : NULL,
 		.private_data_len = len,
 		.ird = c->init_depth,
@@ -288,7 +294,7 @@ void ibc_report(struct ib_conn *c, struct cm_id *id,
 		.remote_addr = c->remote_addr,
 	};
 
-	cm_conn_event(id->dev, &ev, c->cm);
+	cm_id_conn_event(id, &ev);
 }
 
 /* ------------------------------------------------------------------ */

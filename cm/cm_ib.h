@@ -164,7 +164,9 @@ void ib_send_rej(struct ib_port *p, const struct ib_dest *dst, uint64_t tid,
 		 uint16_t reason, const void *pdata, uint32_t len,
 		 struct ib_mad *keep);
 void ib_reply_dest(const struct ib_src *src, int gidx, struct ib_dest *d);
-/* An event of @id's connection for cm.c, as a provider would give it. */
+/* An event of @id's connection for cm.c, as a provider would give it,
+ * to @id itself: the caller holds a reference on it, and its QP may be
+ * gone already. */
 void ibc_report(struct ib_conn *c, struct cm_id *id,
 		enum rnicpi_conn_event_type type, int status,
 		const void *pdata, uint32_t len);

@@ -3,13 +3,17 @@
  * IT-API connections over soft-RoCE on lo, the InfiniBand CM's own cases:
  * service IDs, a peer that never answers (REQ retries, then the time-out),
  * a slow consumer (MRA), lost and duplicated MADs (the provider's fault
- * hooks on every received packet, QP1's included).
+ * hooks on every received packet, QP1's included), and an application
+ * that frees its endpoint on the receive a DREQ or REJ flushed.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -300,12 +304,178 @@ START_TEST(duplicated_mads)
 }
 END_TEST
 
+/*
+ * The end of a connection as an application that frees its endpoint on
+ * the flushed receive sees it (hostrdma-ping -s without -C does): the
+ * passive side's receive is flushed by the peer's DREQ, or by its REJ
+ * when the peer frees a connected endpoint (12.9.8.3.1), and a thread
+ * frees that EP the moment the flush wakes it. The manager moves the QP
+ * to ERR before it reports the end of the connection; the report must
+ * not reach into the QP freed in between (ASan: heap-use-after-free in
+ * cm_conn_event, freed by rxe_destroy_qp <- it_ep_free), nor name a QP
+ * made since at the same address.
+ *
+ * On a host with spare cores the manager's thread is nearly always
+ * through its report before the woken thread has freed anything. To make
+ * the free land between the flush and the report every time, the
+ * manager's thread runs SCHED_IDLE on the one CPU the freeing thread is
+ * pinned to: each wake-up of the freeing thread (by the flush, then by
+ * the manager letting go of the QP's lock) preempts it there and then.
+ */
+struct free_on_flush {
+	it_evd_handle_t rq;
+	it_ep_handle_t ep;
+	int cpu;
+	it_event_t ev;
+	it_status_t wait_st, free_st;
+};
+
+static void *free_on_flush_main(void *arg)
+{
+	struct free_on_flush *f = arg;
+	cpu_set_t set;
+	size_t nmore;
+
+	CPU_ZERO(&set);
+	CPU_SET(f->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	f->wait_st = it_evd_wait(f->rq, IT_WAIT_US, &f->ev, &nmore);
+	f->free_st = f->wait_st == IT_SUCCESS ? it_ep_free(f->ep) :
+						IT_SUCCESS;
+	return NULL;
+}
+
+/* The thread of this process named @name, or 0. */
+static pid_t thread_named(const char *name)
+{
+	g_autoptr(GDir) dir = g_dir_open("/proc/self/task", 0, NULL);
+	const char *ent;
+
+	ck_assert_ptr_nonnull(dir);
+	while ((ent = g_dir_read_name(dir))) {
+		g_autofree char *path =
+			g_strdup_printf("/proc/self/task/%s/comm", ent);
+		g_autofree char *comm = NULL;
+
+		if (g_file_get_contents(path, &comm, NULL, NULL) &&
+		    strcmp(g_strchomp(comm), name) == 0)
+			return (pid_t)atoi(ent);
+	}
+	return 0;
+}
+
+/* The CPU the manager's thread and the freeing thread share; -1 when
+ * the host refuses (the test still runs, unforced). */
+static int cm_thread_idle_on_one_cpu(void)
+{
+	struct sched_param none = { 0 };
+	pid_t tid = thread_named("hostrdma-cm");
+	cpu_set_t set, one;
+	int cpu = 0;
+
+	ck_assert_int_ne(tid, 0);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set))
+		cpu++;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(tid, sizeof(one), &one) ||
+	    sched_setscheduler(tid, SCHED_IDLE, &none))
+		return -1;
+	return cpu;
+}
+
+static void close_frees_on_flush(bool peer_frees)
+{
+	enum { ROUNDS = 3 };
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_ep_attributes_t attr;
+	it_listen_handle_t l;
+	struct it_buf buf;
+	int cpu = -1;
+
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, 0, &q, &l));
+	it_ep_attr_default(&F, &attr, 8);
+	it_buf_new(&F, &buf, 64, IT_PRIV_LOCAL);
+	for (int i = 0; i < ROUNDS; i++) {
+		struct free_on_flush f = { 0 };
+		it_ep_handle_t a = it_ep_new(&F);
+		it_lmr_triplet_t seg = it_seg(&buf, 0, 64);
+		bool a_done = peer_frees;
+		pthread_t th;
+		it_event_t ev;
+
+		ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 16,
+					      0, NULL, &f.rq, NULL));
+		ck_assert_it_ok(it_ep_rc_create(F.pz, F.dto, f.rq, F.msg,
+						IT_EP_NO_FLAG, &attr, &f.ep));
+		connect_accept(a, f.ep, &q);
+		ck_assert_it_ok(it_post_recv(f.ep, &seg, 1, 7,
+					     IT_COMPLETION_FLAG));
+		if (i == 0)
+			cpu = cm_thread_idle_on_one_cpu();
+		f.cpu = cpu < 0 ? 0 : cpu;
+		ck_assert_int_eq(pthread_create(&th, NULL, free_on_flush_main,
+						&f),
+				 0);
+		/* Let it block in it_evd_wait first. */
+		g_usleep(50 * 1000);
+		if (peer_frees)
+			ck_assert_it_ok(it_ep_free(a));
+		else
+			ck_assert_it_ok(it_ep_disconnect(a, NULL, 0));
+		pthread_join(th, NULL);
+		ck_assert_it_ok(f.wait_st);
+		ck_assert_msg(f.ev.event_number == IT_DTO_RC_RECV_CMPL_EVENT,
+			      "round %d: %s, expected the flushed receive", i,
+			      itapi_event_name(f.ev.event_number));
+		ck_assert_int_eq(f.ev.dto_cmpl.dto_status, IT_DTO_ERR_FLUSHED);
+		ck_assert_uint_eq(f.ev.dto_cmpl.cookie, 7);
+		ck_assert_it_ok(f.free_st);
+		/* The peer that disconnected in order hears the DREP. The
+		 * freed EP's own report may have come before it went; none
+		 * comes after, and nothing names another EP. */
+		while (!a_done) {
+			it_wait_event(F.msg, &ev);
+			ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
+			a_done = ev.conn.ep == a;
+		}
+		while (it_wait_event_for(F.msg, 300 * 1000, &ev)) {
+			ck_assert_msg(ev.conn.ep == f.ep,
+				      "round %d: %s for EP %p", i,
+				      itapi_event_name(ev.event_number),
+				      (void *)ev.conn.ep);
+			ck_assert_event(&ev, peer_frees ?
+						     IT_CM_MSG_CONN_BROKEN_EVENT :
+						     IT_CM_MSG_CONN_DISCONNECT_EVENT);
+		}
+		if (!peer_frees)
+			ck_assert_it_ok(it_ep_free(a));
+		ck_assert_it_ok(it_evd_free(f.rq));
+	}
+	it_buf_free(&buf);
+	ck_assert_it_ok(it_listen_free(l));
+}
+
+START_TEST(dreq_frees_ep_on_flush)
+{
+	close_frees_on_flush(false);
+}
+END_TEST
+
+START_TEST(rej_frees_ep_on_flush)
+{
+	close_frees_on_flush(true);
+}
+END_TEST
+
 Suite *suite_itapi_cm_ib(void)
 {
 	Suite *s = suite_create("itapi-cm-ib");
 	TCase *tc = tcase_create("rxe-lo");
 	TCase *lossy = tcase_create("rxe-lo-lossy");
 	TCase *dup = tcase_create("rxe-lo-dup");
+	TCase *flush = tcase_create("rxe-lo-free-on-flush");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -322,5 +492,12 @@ Suite *suite_itapi_cm_ib(void)
 	tcase_set_timeout(dup, 60);
 	tcase_add_test(dup, duplicated_mads);
 	suite_add_tcase(s, dup);
+	/* Its own case: the manager's thread is made SCHED_IDLE, which
+	 * lasts until its IA is freed at teardown. */
+	tcase_add_checked_fixture(flush, setup, teardown);
+	tcase_set_timeout(flush, 60);
+	tcase_add_test(flush, dreq_frees_ep_on_flush);
+	tcase_add_test(flush, rej_frees_ep_on_flush);
+	suite_add_tcase(s, flush);
 	return s;
 }
