@@ -104,6 +104,36 @@ static int finish(struct proc *p)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* finish(), but a tool still running @secs seconds from now is killed
+ * (SIGKILL) and the test fails: a hang shows as a failure, not as the
+ * suite's time-out. */
+static int finish_within(struct proc *p, int secs)
+{
+	gint64 end = g_get_monotonic_time() + (gint64)secs * G_USEC_PER_SEC;
+	char buf[4096];
+	int st = 0;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = p->out, .events = POLLIN };
+		gint64 left_ms = (end - g_get_monotonic_time()) / 1000;
+		ssize_t r;
+
+		if (left_ms <= 0 || poll(&pfd, 1, (int)left_ms) != 1) {
+			kill(p->pid, SIGKILL);
+			waitpid(p->pid, &st, 0);
+			ck_abort_msg("still running after %d s; so far:\n%s", secs,
+				     tail(p->text->str));
+		}
+		r = read(p->out, buf, sizeof(buf));
+		if (r <= 0)
+			break;
+		g_string_append_len(p->text, buf, r);
+	}
+	close(p->out);
+	ck_assert_int_eq(waitpid(p->pid, &st, 0), p->pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 static void done(struct proc *p)
 {
 	g_string_free(p->text, TRUE);
@@ -697,6 +727,7 @@ static void env_setup_both(void)
 		 SIW_PROVIDER_DIR ":" RXE_PROVIDER_DIR, TRUE);
 	g_unsetenv("HOSTRDMA_DEVICES");
 	g_unsetenv("HOSTRDMA_OPTIONS");
+	g_unsetenv("HOSTRDMA_CM_TIMEOUT_MS");
 }
 
 /* Runs @argv to its end in @p. (A retry on a timed-out connection set-up
@@ -779,6 +810,93 @@ START_TEST(scale_short_rxe)
 }
 END_TEST
 
+/* Neither a sanitizer's report nor a tool's status message of a failed
+ * wait in @text. */
+static void assert_clean(const char *text)
+{
+	ck_assert_msg(!strstr(text, "AddressSanitizer") &&
+			      !strstr(text, "runtime error") &&
+			      !strstr(text, "IT_ERR_"),
+		      "%s", tail(text));
+}
+
+/* "WHO: N rounds" in @text: N, or -1. */
+static int rounds_of(const char *text, const char *who)
+{
+	g_autofree char *key = g_strdup_printf("%s: ", who);
+	const char *at = strstr(text, key);
+	int n;
+
+	return at && sscanf(at + strlen(key), "%d rounds", &n) == 1 ? n : -1;
+}
+
+/*
+ * -L interrupted (SIGINT, twice, as a user's ^C ^C): hostrdma-ping(1)'s
+ * clean stop. The client ends after the round it is in and disconnects,
+ * the server ends with it; status 0 and both summaries, the same number
+ * of rounds. A packet in fifty is dropped so that the client spends its
+ * time in waits (retransmissions): a signal then lands in one nearly
+ * every time. It used to end the client's wait with IT_ERR_INTERRUPT,
+ * status 1, and run_loopback returned while the server's thread still
+ * used its frame (ASan: stack-use-after-scope in serve/recv_advert).
+ */
+START_TEST(ping_loopback_sigint)
+{
+	char port[8];
+	const char *argv[] = { TOOLS "hostrdma-ping", "-L", "-D", "rxe_lo",
+			       "-p", free_port(port, sizeof(port)), "-S",
+			       "1000", "-v", NULL };
+	struct proc p;
+	int rc, n;
+
+	g_setenv("HOSTRDMA_OPTIONS",
+		 "rxe.fault_drop_ppm=20000,rxe.fault_seed=11", TRUE);
+	start(&p, argv);
+	ck_assert(read_until(&p, "ping data: rdma-ping-3: "));
+	ck_assert_int_eq(kill(p.pid, SIGINT), 0);
+	g_usleep(20 * 1000);
+	kill(p.pid, SIGINT);
+	rc = finish_within(&p, 90);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(p.text->str));
+	assert_clean(p.text->str);
+	n = rounds_of(p.text->str, "client");
+	ck_assert_msg(n >= 4, "%s", tail(p.text->str));
+	ck_assert_int_eq(rounds_of(p.text->str, "server"), n);
+	done(&p);
+}
+END_TEST
+
+/*
+ * -L whose client fails: every packet is dropped, so its connection
+ * request is never answered while the server's thread waits for it.
+ * Status 1 with the client's message, at once: the server's thread is
+ * told to stop and joined before the process ends (it was left running
+ * on a frame that had returned).
+ */
+START_TEST(ping_loopback_client_fails)
+{
+	char port[8];
+	const char *argv[] = { TOOLS "hostrdma-ping", "-L", "-D", "rxe_lo",
+			       "-p", free_port(port, sizeof(port)), "-C", "3",
+			       NULL };
+	struct proc p;
+	int rc;
+
+	g_setenv("HOSTRDMA_OPTIONS", "rxe.fault_drop_ppm=1000000", TRUE);
+	g_setenv("HOSTRDMA_CM_TIMEOUT_MS", "2000", TRUE);
+	start(&p, argv);
+	rc = finish_within(&p, 60);
+	ck_assert_msg(rc == 1, "exit %d:\n%s", rc, tail(p.text->str));
+	ck_assert_msg(strstr(p.text->str,
+			     "expected a connection established"),
+		      "%s", tail(p.text->str));
+	ck_assert_msg(!strstr(p.text->str, "AddressSanitizer") &&
+			      !strstr(p.text->str, "runtime error"),
+		      "%s", tail(p.text->str));
+	done(&p);
+}
+END_TEST
+
 START_TEST(demo_both_transports)
 {
 	char port[8];
@@ -835,6 +953,8 @@ Suite *suite_tools(void)
 	tcase_add_test(tc, perf_loopback_rxe);
 	tcase_add_test(tc, ping_loopback_rxe);
 	tcase_add_test(tc, scale_short_rxe);
+	tcase_add_test(tc, ping_loopback_sigint);
+	tcase_add_test(tc, ping_loopback_client_fails);
 	tcase_add_test(tc, demo_both_transports);
 	suite_add_tcase(s, tc);
 #endif

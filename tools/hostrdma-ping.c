@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,16 @@ struct ping {
 	/* server: called once it listens */
 	void (*ready)(void *arg);
 	void *ready_arg;
+	/* A wait a signal interrupts goes on: the client stops between
+	 * rounds (stop), a -L server when its client disconnects. A -s
+	 * server's wait ends (IT_ERR_INTERRUPT). */
+	bool resume_on_signal;
+	/* -L server: set once its client failed; its waits end then. */
+	const atomic_bool *quit;
 };
+
+/* How often a -L server looks whether its client has failed. */
+#define QUIT_POLL_US (100ull * 1000)
 
 static volatile sig_atomic_t stop;
 
@@ -91,6 +101,50 @@ static void debug(const struct opts *o, const char *fmt, ...)
 static int check(const char *what, it_status_t st)
 {
 	return tool_check(PROG, what, st);
+}
+
+/*
+ * it_evd_wait up to @timeout_us (or IT_TIMEOUT_INFINITE) as this end's
+ * role wants it (resume_on_signal, quit): 0 with the wait's status in
+ * *@st, or -1 when a -L server stops because its client failed (the
+ * client has said why).
+ */
+static int ping_wait(struct ping *p, it_evd_handle_t evd, uint64_t timeout_us,
+		     it_event_t *ev, it_status_t *st)
+{
+	bool forever = timeout_us == IT_TIMEOUT_INFINITE;
+	uint64_t end = forever ? 0 : tool_now_ns() / 1000 + timeout_us;
+
+	for (;;) {
+		uint64_t now = tool_now_ns() / 1000;
+		uint64_t slice = forever ? IT_TIMEOUT_INFINITE :
+				 end > now ? end - now :
+					     0;
+		size_t nmore;
+
+		if (p->quit && atomic_load(p->quit))
+			return -1;
+		if (p->quit && slice > QUIT_POLL_US)
+			slice = QUIT_POLL_US;
+		*st = it_evd_wait(evd, slice, ev, &nmore);
+		if (*st == IT_ERR_INTERRUPT && p->resume_on_signal)
+			continue;
+		if (*st == IT_ERR_TIMEOUT_EXPIRED && p->quit &&
+		    (forever || tool_now_ns() / 1000 < end))
+			continue;
+		return 0;
+	}
+}
+
+/* tool_wait_event, waiting through ping_wait. */
+static int wait_event(struct ping *p, it_evd_handle_t evd,
+		      it_event_type_t type, uint64_t timeout_us, it_event_t *ev)
+{
+	it_status_t st;
+
+	if (ping_wait(p, evd, timeout_us, ev, &st))
+		return -1;
+	return tool_check_event(PROG, type, st, ev);
 }
 
 static int reg(struct ping *p, void *buf, size_t len, it_mem_priv_t privs,
@@ -168,8 +222,7 @@ static int send_advert(struct ping *p)
 	t.addr.abs = &p->send_buf;
 	if (check("it_post_send", it_post_send(p->ep, &t, 1, 2, FLAGS)))
 		return -1;
-	return tool_wait_event(PROG, p->sq, IT_DTO_SEND_CMPL_EVENT,
-			       TOOL_WAIT_US, &ev);
+	return wait_event(p, p->sq, IT_DTO_SEND_CMPL_EVENT, TOOL_WAIT_US, &ev);
 }
 
 /*
@@ -179,9 +232,10 @@ static int send_advert(struct ping *p)
 static int recv_advert(struct ping *p, uint64_t timeout_us)
 {
 	it_event_t ev;
-	size_t nmore;
-	it_status_t st = it_evd_wait(p->rq, timeout_us, &ev, &nmore);
+	it_status_t st;
 
+	if (ping_wait(p, p->rq, timeout_us, &ev, &st))
+		return -1;
 	if (st != IT_SUCCESS)
 		return check("waiting for the peer's message", st);
 	if (ev.event_number == IT_DTO_RC_RECV_CMPL_EVENT &&
@@ -267,8 +321,8 @@ static int run_client(struct ping *p)
 	if (check("it_ep_connect",
 		  it_ep_connect(p->ep, &path, NULL, &q,
 				IT_CONNECT_FLAG_TWO_WAY, NULL, 0)) ||
-	    tool_wait_event(PROG, p->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT,
-			    TOOL_WAIT_US, &ev))
+	    wait_event(p, p->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT,
+		       TOOL_WAIT_US, &ev))
 		return 1;
 	debug(o, "connected: IRD %u ORD %u", ev.conn.rdma_read_ird,
 	      ev.conn.rdma_read_ord);
@@ -297,8 +351,8 @@ static int run_client(struct ping *p)
 	}
 	fflush(stdout);
 	if (check("it_ep_disconnect", it_ep_disconnect(p->ep, NULL, 0)) ||
-	    tool_wait_event(PROG, p->cm, IT_CM_MSG_CONN_DISCONNECT_EVENT,
-			    TOOL_WAIT_US, &ev))
+	    wait_event(p, p->cm, IT_CM_MSG_CONN_DISCONNECT_EVENT, TOOL_WAIT_US,
+		       &ev))
 		return 1;
 	if (!rc)
 		fprintf(stderr, "%s: client: %d rounds of %u bytes%s\n", PROG,
@@ -332,14 +386,13 @@ static int rdma(struct ping *p, bool read, uint32_t len, uint64_t raddr,
 		return check("it_post_rdma_read",
 			     it_post_rdma_read(p->ep, &t, 1, 3, FLAGS, raddr,
 					       rkey)) ||
-		       tool_wait_event(PROG, p->sq,
-				       IT_DTO_RDMA_READ_CMPL_EVENT,
-				       TOOL_WAIT_US, &ev);
+		       wait_event(p, p->sq, IT_DTO_RDMA_READ_CMPL_EVENT,
+				  TOOL_WAIT_US, &ev);
 	return check("it_post_rdma_write",
 		     it_post_rdma_write(p->ep, &t, 1, 4, FLAGS, raddr,
 					rkey)) ||
-	       tool_wait_event(PROG, p->sq, IT_DTO_RDMA_WRITE_CMPL_EVENT,
-			       TOOL_WAIT_US, &ev);
+	       wait_event(p, p->sq, IT_DTO_RDMA_WRITE_CMPL_EVENT, TOOL_WAIT_US,
+			  &ev);
 }
 
 /* One client, until it disconnects (or -C rounds). */
@@ -351,8 +404,8 @@ static int serve(struct ping *p, it_cn_est_identifier_t id)
 
 	if (post_recv(p) ||
 	    check("it_ep_accept", it_ep_accept(p->ep, id, NULL, 0)) ||
-	    tool_wait_event(PROG, p->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT,
-			    TOOL_WAIT_US, &ev))
+	    wait_event(p, p->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT,
+		       TOOL_WAIT_US, &ev))
 		return 1;
 	for (ping = 0; !o->count || ping < o->count; ping++) {
 		uint64_t raddr;
@@ -385,9 +438,8 @@ static int serve(struct ping *p, it_cn_est_identifier_t id)
 	fflush(stdout);
 	if (o->count) {
 		/* The client disconnects after its last round. */
-		if (tool_wait_event(PROG, p->cm,
-				    IT_CM_MSG_CONN_DISCONNECT_EVENT,
-				    TOOL_WAIT_US, &ev))
+		if (wait_event(p, p->cm, IT_CM_MSG_CONN_DISCONNECT_EVENT,
+			       TOOL_WAIT_US, &ev))
 			return 1;
 	} else {
 		it_ep_disconnect(p->ep, NULL, 0);
@@ -409,8 +461,8 @@ static int run_server(struct ping *p)
 	do {
 		it_event_t ev;
 
-		if (tool_wait_event(PROG, p->req, IT_CM_REQ_CONN_REQUEST_EVENT,
-				    IT_TIMEOUT_INFINITE, &ev))
+		if (wait_event(p, p->req, IT_CM_REQ_CONN_REQUEST_EVENT,
+			       IT_TIMEOUT_INFINITE, &ev))
 			return 1;
 		debug(o, "connection request: IRD %u ORD %u",
 		      ev.conn_req.rdma_read_ird, ev.conn_req.rdma_read_ord);
@@ -438,6 +490,13 @@ static int run_server(struct ping *p)
  * -L: the server in a thread, the client here, one process. A user-space
  * soft-RoCE device holds UDP port 4791 of its addresses, so only one
  * process on a host can open rxe_lo; two IAs of one process can.
+ *
+ * The server's thread works on a struct loop_server in run_loopback's
+ * frame: it is joined on every path. When the client fails, the server
+ * may be waiting for a request or a message that will not come; `quit`
+ * ends its waits. SIGINT and SIGTERM are the client's (it stops between
+ * rounds and disconnects, which ends the server): the server's thread,
+ * and the threads its IA starts, block them.
  */
 struct loop_server {
 	struct opts o;
@@ -446,6 +505,7 @@ struct loop_server {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int listening;			/* 0 not yet, 1 yes, -1 failed */
+	atomic_bool quit;		/* the client failed */
 };
 
 static void loop_signal(struct loop_server *s, int state)
@@ -478,8 +538,9 @@ static void *loop_server_main(void *arg)
 static int run_loopback(struct ping *p)
 {
 	struct loop_server s = { .o = *p->o };
+	sigset_t sigs, old;
 	pthread_t th;
-	int ok, rc;
+	int ok, rc, err;
 
 	s.o.server = true;
 	s.o.client = false;
@@ -487,10 +548,20 @@ static int run_loopback(struct ping *p)
 	s.p.o = &s.o;
 	s.p.ready = loop_ready;
 	s.p.ready_arg = &s;
+	s.p.resume_on_signal = true;
+	s.p.quit = &s.quit;
+	atomic_init(&s.quit, false);
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.cond, NULL);
-	if (pthread_create(&th, NULL, loop_server_main, &s)) {
-		fprintf(stderr, "%s: cannot start the server thread\n", PROG);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, &old);
+	err = pthread_create(&th, NULL, loop_server_main, &s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		fprintf(stderr, "%s: cannot start the server thread: %s\n",
+			PROG, strerror(err));
 		rc = 1;
 		goto out;
 	}
@@ -500,10 +571,8 @@ static int run_loopback(struct ping *p)
 	ok = s.listening > 0;
 	pthread_mutex_unlock(&s.lock);
 	rc = ok ? run_client(p) : 1;
-	/* A server still waiting for a client that failed to come ends
-	 * with the process. */
-	if (ok && rc)
-		return rc;
+	if (rc)
+		atomic_store(&s.quit, true);
 	pthread_join(th, NULL);
 	rc = rc || s.rc;
 out:
@@ -612,6 +681,7 @@ int main(int argc, char **argv)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	p.resume_on_signal = o.client;
 	if (o.loopback)
 		rc = run_loopback(&p);
 	else

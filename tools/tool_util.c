@@ -444,6 +444,12 @@ int tool_wait_event(const char *prog, it_evd_handle_t evd,
 	size_t nmore;
 	it_status_t st = it_evd_wait(evd, timeout_us, ev, &nmore);
 
+	return tool_check_event(prog, type, st, ev);
+}
+
+int tool_check_event(const char *prog, it_event_type_t type, it_status_t st,
+		     const it_event_t *ev)
+{
 	if (st != IT_SUCCESS) {
 		fprintf(stderr, "%s: waiting for a %s: %s\n", prog,
 			tool_event_name(type), tool_status_name(st));

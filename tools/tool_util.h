@@ -61,6 +61,10 @@ int tool_listen(const char *prog, const char *device, const char *bind,
  */
 int tool_wait_event(const char *prog, it_evd_handle_t evd,
 		    it_event_type_t type, uint64_t timeout_us, it_event_t *ev);
+/* The checks of tool_wait_event on what a wait of the caller's own
+ * returned (@st, and @ev when it succeeded). */
+int tool_check_event(const char *prog, it_event_type_t type, it_status_t st,
+		     const it_event_t *ev);
 
 /* Raises RLIMIT_MEMLOCK as far as allowed (root: unlimited): registered
  * memory is pinned, and the default 8 MiB is less than one 8 MiB run. */
