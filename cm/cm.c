@@ -228,6 +228,13 @@ int cm_open(struct ual *u)
 	cm->next_req_id = 1;
 	cm->ctx = g_main_context_new();
 	cm->loop = g_main_loop_new(cm->ctx, FALSE);
+	/* The manager's thread starts with
+	 * g_main_context_push_thread_default(), which compares with GLib's
+	 * default context and so makes it (an eventfd) if nobody has: made
+	 * here, with the manager's own descriptors, not whenever the thread
+	 * first runs. By then the application may have used every
+	 * descriptor, and GLib aborts the process when it gets none. */
+	g_main_context_default();
 	cm_iwarp_init(cm);
 	cm_ib_init(cm);
 	cm->thread = g_thread_new("hostrdma-cm", cm_thread_main, cm);
