@@ -9,7 +9,9 @@
  * its local address; it is handed to that device's provider at once
  * (iw_take_request), which reads the peer's MPA Request on its own
  * thread, so a slow or silent peer holds nothing but its own request,
- * whose time-out (cm->timeout_ms) ends it.
+ * whose time-out (cm->timeout_ms) ends it. When the process is out of
+ * descriptors (or the host out of files or memory) the listening socket
+ * is left alone for a while: its connections wait in the backlog.
  *
  * Connecting: a non-blocking TCP connect watched by the manager's thread
  * with the consumer's time-out; once connected the socket goes to the
@@ -31,6 +33,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -40,15 +43,23 @@
 
 #define IW_BACKLOG 128
 
+/* How long a listening socket is not watched after accept ran out of
+ * descriptors or memory: the connection it could not take stays queued,
+ * so the socket stays readable and watching it would spin. */
+#define IW_ACCEPT_BACKOFF_MS 250u
+
 /* MPA allows 512 bytes of private data in Request and Reply (RFC 5044
  * §7.1); the provider may offer less. */
 #define IW_MPA_PDATA_MAX 512u
 
-/* One listening TCP socket, shared by the listeners on its port. */
+/* One listening TCP socket, shared by the listeners on its port. The
+ * fields below `port` are under cm->lock. */
 struct iw_port {
 	uint16_t port;
 	int fd;
-	GSource *src;
+	GSource *src;		/* watches fd; NULL while backing off */
+	GSource *backoff;	/* then: the timer that watches it again */
+	bool starved;		/* accept is out of resources (logged once) */
 	guint users;
 	struct cm *cm;
 };
@@ -188,6 +199,67 @@ static void iw_take_one(struct iw_port *p, int fd)
 	cm_req_unref(req);
 }
 
+static gboolean iw_port_readable(gint fd, GIOCondition cond, gpointer data);
+
+/* Watch p->fd. Called with cm->lock held. */
+static void iw_port_watch_locked(struct iw_port *p)
+{
+	p->src = g_unix_fd_source_new(p->fd, G_IO_IN);
+	g_source_set_callback(p->src, G_SOURCE_FUNC(iw_port_readable), p,
+			      NULL);
+	g_source_attach(p->src, p->cm->ctx);
+}
+
+/* The back-off is over (the manager's thread). */
+static gboolean iw_port_rewatch(gpointer data)
+{
+	struct iw_port *p = data;
+	struct cm *cm = p->cm;
+
+	g_mutex_lock(&cm->lock);
+	/* iw_unlisten drops the timer; p lives until the manager's thread
+	 * frees it after this dispatch. */
+	if (p->fd >= 0 && p->backoff &&
+	    !g_source_is_destroyed(g_main_current_source())) {
+		g_source_unref(p->backoff);
+		p->backoff = NULL;
+		iw_port_watch_locked(p);
+	}
+	g_mutex_unlock(&cm->lock);
+	return G_SOURCE_REMOVE;
+}
+
+/* accept failed for want of @err (EMFILE, ENFILE, ENOBUFS, ENOMEM): the
+ * connection stays queued, so stop watching the socket for a while
+ * instead of failing again at once, forever, at a core's full speed. One
+ * warning per shortage, not one per attempt. Called with cm->lock held,
+ * from p->src's dispatch. */
+static void iw_port_back_off_locked(struct iw_port *p, int err)
+{
+	if (!p->starved) {
+		struct rlimit rl = { 0 };
+
+		getrlimit(RLIMIT_NOFILE, &rl);
+		if (err == EMFILE)
+			g_warning("cm: port %u: accept: %s: all %llu descriptors of the process's RLIMIT_NOFILE are open; connections wait in the listen backlog, tried again every %u ms",
+				  p->port, g_strerror(err),
+				  (unsigned long long)rl.rlim_cur,
+				  IW_ACCEPT_BACKOFF_MS);
+		else
+			g_warning("cm: port %u: accept: %s%s; connections wait in the listen backlog, tried again every %u ms",
+				  p->port, g_strerror(err),
+				  err == ENFILE ? " (the host's open files are at fs.file-max)" :
+						  "",
+				  IW_ACCEPT_BACKOFF_MS);
+		p->starved = true;
+	}
+	g_source_destroy(p->src);
+	g_source_unref(p->src);
+	p->src = NULL;
+	p->backoff = cm_timeout_add(p->cm, IW_ACCEPT_BACKOFF_MS,
+				    iw_port_rewatch, p, NULL);
+}
+
 static gboolean iw_port_readable(gint fd, GIOCondition cond, gpointer data)
 {
 	struct iw_port *p = data;
@@ -207,6 +279,16 @@ static gboolean iw_port_readable(gint fd, GIOCondition cond, gpointer data)
 		c = accept4(p->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (c < 0)
 			c = -errno;
+		if (c == -EMFILE || c == -ENFILE || c == -ENOBUFS ||
+		    c == -ENOMEM) {
+			iw_port_back_off_locked(p, -c);
+			g_mutex_unlock(&cm->lock);
+			return G_SOURCE_REMOVE;
+		}
+		if (c >= 0 && p->starved) {
+			p->starved = false;
+			g_info("cm: port %u: accepting again", p->port);
+		}
 		g_mutex_unlock(&cm->lock);
 		if (c < 0) {
 			if (c == -EINTR || c == -ECONNABORTED)
@@ -293,10 +375,7 @@ static int iw_listen(struct cm *cm, struct cm_listen *l)
 		p->port = bound;
 		p->fd = fd;
 		p->cm = cm;
-		p->src = g_unix_fd_source_new(fd, G_IO_IN);
-		g_source_set_callback(p->src, G_SOURCE_FUNC(iw_port_readable),
-				      p, NULL);
-		g_source_attach(p->src, cm->ctx);
+		iw_port_watch_locked(p);
 		g_hash_table_insert(st->ports, GUINT_TO_POINTER(p->port), p);
 	}
 	p->users++;
@@ -319,9 +398,8 @@ static void iw_unlisten(struct cm *cm, struct cm_listen *l)
 	 * be running on the manager's thread, which frees p after it. */
 	close(p->fd);
 	p->fd = -1;
-	g_source_destroy(p->src);
-	g_source_unref(p->src);
-	p->src = NULL;
+	cm_source_drop(&p->src);
+	cm_source_drop(&p->backoff);
 	g_source_unref(cm_timeout_add(cm, 0, iw_port_free_cb, p, NULL));
 }
 

@@ -2,7 +2,8 @@
 /*
  * IT-API connections in one process over siw on lo: listen, connect,
  * accept, reject with private data, private data limits, disconnect,
- * time-outs, hand-off, many connections, socket conversion.
+ * time-outs, hand-off, many connections, socket conversion, a listener
+ * whose process runs out of descriptors.
  */
 #include "config.h"
 
@@ -13,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -968,6 +970,181 @@ START_TEST(socket_convert_errors)
 }
 END_TEST
 
+/* In a forked child (no ck_assert there, see tu_fork_child). */
+#define child_it_ok(expr)                                                   \
+	do {                                                                \
+		it_status_t child_st_ = (expr);                             \
+		tu_child_assert(child_st_ == IT_SUCCESS, "%s",              \
+				itapi_status_name(child_st_));              \
+	} while (0)
+
+static void child_wait(it_evd_handle_t evd, it_event_type_t want,
+		       it_event_t *ev)
+{
+	size_t nmore;
+
+	child_it_ok(it_evd_wait(evd, IT_WAIT_US, ev, &nmore));
+	tu_child_assert(ev->event_number == want, "%s, expected %s",
+			itapi_event_name(ev->event_number),
+			itapi_event_name(want));
+}
+
+/* The highest descriptor this process has open. */
+static int highest_fd(void)
+{
+	g_autoptr(GDir) dir = g_dir_open("/proc/self/fd", 0, NULL);
+	const char *ent;
+	int max = 2;
+
+	tu_child_assert(dir != NULL, "/proc/self/fd");
+	while ((ent = g_dir_read_name(dir)))
+		max = MAX(max, atoi(ent));
+	return max;
+}
+
+static double cpu_seconds(const struct rusage *r)
+{
+	return (double)r->ru_utime.tv_sec + r->ru_utime.tv_usec / 1e6 +
+	       (double)r->ru_stime.tv_sec + r->ru_stime.tv_usec / 1e6;
+}
+
+/*
+ * The listener's process out of descriptors: accept4 fails with EMFILE
+ * and the connection stays queued, so the listening socket stays
+ * readable. The manager tried again at once, for ever, a core at 100 %
+ * (with an INFO line per try). It must idle instead, warn once naming
+ * RLIMIT_NOFILE, and take connections again once descriptors are free.
+ * A child process lowers its own limit, so the runner keeps its own.
+ */
+static void out_of_descriptors_child(void *arg)
+{
+	g_autoptr(tu_log_capture) cap = NULL;
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_net_addr_t na = { .addr_type = IT_IPV4 };
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	it_evd_handle_t dto, req, msg;
+	it_ia_handle_t ia;
+	it_pz_handle_t pz;
+	it_listen_handle_t l;
+	it_ep_attributes_t attr;
+	it_ep_handle_t a, b;
+	it_path_t path;
+	it_event_t ev;
+	it_lmr_handle_t lmr;
+	it_lmr_triplet_t seg;
+	struct rlimit rl, low;
+	struct rusage r0, r1;
+	GArray *fill = g_array_new(FALSE, FALSE, sizeof(int));
+	static char mem[2][64];
+	size_t n = 1, total = 0;
+	gint64 t0, t1;
+	double cpu, wall;
+	int raw, fd;
+
+	(void)arg;
+	it_setup_siw();
+	child_it_ok(it_ia_create("siw_lo", 2, 1, &ia));
+	child_it_ok(it_pz_create(ia, &pz));
+	child_it_ok(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 64, 0, NULL,
+				  &dto, NULL));
+	child_it_ok(it_evd_create(ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0, NULL,
+				  &req, NULL));
+	child_it_ok(it_evd_create(ia, IT_CM_MSG_EVENT_STREAM, 0, 8, 0, NULL,
+				  &msg, NULL));
+	child_it_ok(it_listen_create(ia, 0, req, IT_LISTEN_NO_FLAG, &q, &l));
+	raw = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	tu_child_assert(raw >= 0, "socket: %s", g_strerror(errno));
+	cap = tu_log_capture_begin("hostrdma-cm");
+
+	/* A few descriptors above what is open, then all of them taken. */
+	tu_child_assert(getrlimit(RLIMIT_NOFILE, &rl) == 0, "getrlimit");
+	low = rl;
+	low.rlim_cur = (rlim_t)highest_fd() + 8;
+	tu_child_assert(setrlimit(RLIMIT_NOFILE, &low) == 0, "setrlimit: %s",
+			g_strerror(errno));
+	while ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		g_array_append_val(fill, fd);
+	tu_child_assert(errno == EMFILE, "open: %s", g_strerror(errno));
+
+	/* The handshake completes in the kernel; accept has no descriptor
+	 * to give it. */
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	to.sin_port = q.conn_qual.port;
+	tu_child_assert(connect(raw, (void *)&to, sizeof(to)) == 0,
+			"connect: %s", g_strerror(errno));
+	g_usleep(100 * 1000);
+	getrusage(RUSAGE_SELF, &r0);
+	t0 = g_get_monotonic_time();
+	g_usleep(G_USEC_PER_SEC);
+	getrusage(RUSAGE_SELF, &r1);
+	t1 = g_get_monotonic_time();
+	cpu = cpu_seconds(&r1) - cpu_seconds(&r0);
+	wall = (double)(t1 - t0) / G_USEC_PER_SEC;
+	tu_child_assert(cpu < 0.3 * wall,
+			"%.2f s of CPU in %.2f s out of descriptors", cpu, wall);
+	tu_child_assert(tu_log_count(cap, G_LOG_LEVEL_WARNING,
+				     "RLIMIT_NOFILE") == 1,
+			"%u warnings naming RLIMIT_NOFILE:\n%s",
+			tu_log_count(cap, G_LOG_LEVEL_WARNING,
+				     "RLIMIT_NOFILE"),
+			tu_log_text(cap));
+
+	/* Descriptors free again: a connection is taken and carries data
+	 * (the first one, gone meanwhile, goes nowhere). */
+	for (guint i = 0; i < fill->len; i++)
+		close(g_array_index(fill, int, i));
+	g_array_free(fill, TRUE);
+	tu_child_assert(setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit");
+	close(raw);
+	memset(&attr, 0, sizeof(attr));
+	attr.max_dto_payload_size = 1024;
+	attr.max_request_dtos = attr.max_recv_dtos = 4;
+	attr.max_send_segments = attr.max_recv_segments = 1;
+	attr.srv.rc.hard_hi_watermark = IT_HARD_HI_WATERMARK_DISABLE;
+	child_it_ok(it_ep_rc_create(pz, dto, dto, msg, IT_EP_NO_FLAG, &attr,
+				    &a));
+	child_it_ok(it_ep_rc_create(pz, dto, dto, msg, IT_EP_NO_FLAG, &attr,
+				    &b));
+	child_it_ok(it_lmr_create21(pz, mem, NULL, sizeof(mem),
+				    IT_ADDR_MODE_ABSOLUTE, IT_PRIV_LOCAL,
+				    IT_LMR_FLAG_NONE, 0, &lmr, NULL));
+	seg = (it_lmr_triplet_t){ .lmr = lmr, .length = sizeof(mem[1]) };
+	seg.addr.abs = mem[1];
+	child_it_ok(it_post_recv(b, &seg, 1, 2, IT_COMPLETION_FLAG));
+	na.addr.ipv4.s_addr = htonl(INADDR_LOOPBACK);
+	child_it_ok(it_get_pathinfo(ia, 0, &na, &n, &total, &path));
+	child_it_ok(it_ep_connect(a, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
+				  NULL, 0));
+	child_wait(req, IT_CM_REQ_CONN_REQUEST_EVENT, &ev);
+	child_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
+	child_wait(msg, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
+	child_wait(msg, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
+	snprintf(mem[0], sizeof(mem[0]), "after EMFILE");
+	seg.addr.abs = mem[0];
+	child_it_ok(it_post_send(a, &seg, 1, 1, IT_COMPLETION_FLAG));
+	for (int got = 0; got < 2; got++) {
+		size_t nmore;
+
+		child_it_ok(it_evd_wait(dto, IT_WAIT_US, &ev, &nmore));
+		tu_child_assert(ev.dto_cmpl.dto_status == IT_DTO_SUCCESS,
+				"DTO %s status %d",
+				itapi_event_name(ev.event_number),
+				ev.dto_cmpl.dto_status);
+	}
+	tu_child_assert(strcmp(mem[1], "after EMFILE") == 0, "got \"%s\"",
+			mem[1]);
+	tu_child_assert(tu_log_count(cap, G_LOG_LEVEL_MASK,
+				     "accepting again") >= 1,
+			"no \"accepting again\":\n%s", tu_log_text(cap));
+	child_it_ok(it_ia_free(ia));
+}
+
+START_TEST(listener_out_of_descriptors)
+{
+	tu_run_child(out_of_descriptors_child, NULL);
+}
+END_TEST
+
 Suite *suite_itapi_cm(void)
 {
 	Suite *s = suite_create("itapi-cm");
@@ -995,6 +1172,11 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, socket_convert_errors);
 	tcase_add_test(tc, socket_convert_peer_closes);
 	tcase_add_test(tc, socket_convert_timeout_state);
+	suite_add_tcase(s, tc);
+	/* No fixture: the case forks, and its child opens the IA. */
+	tc = tcase_create("siw-lo-emfile");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, listener_out_of_descriptors);
 	suite_add_tcase(s, tc);
 	return s;
 }
