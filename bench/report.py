@@ -24,6 +24,8 @@ def base(metric, size):
         return val.get(("sockperf", "pingpong", size, "lat_us"))
     if metric.startswith("cpu"):
         return val.get(("iperf3", "bw", size, metric))
+    if metric != "bw_gbps":
+        return None  # connections, memory: no raw-TCP counterpart
     return val.get(("iperf3", "bw", size, "bw_gbps"))
 
 
@@ -80,6 +82,16 @@ for s in sizes:
         tg.append(verdict("siw WRITE lat %s B ahead of %s (ours/theirs)" % (s, other),
                           ratio((S, "write_lat", s, "lat_us"), (other, ot, s, "lat_us")),
                           lambda x: x < 1.0))
+for dev in ("siw_lo", "rxe_lo"):
+    c = "hostrdma-" + dev
+    for (t, sz, m), v in sorted((k[1:], v) for k, v in val.items()
+                                if k[0] == c and k[1] == "conns"):
+        if m == "kb_per_qp":
+            tg.append(verdict("%s memory per idle QP <= 16 kB (kB)" % dev, v,
+                              lambda x: x <= 16))
+        elif m == "setup_per_s":
+            tg.append(verdict("%s connection set-up >= 5000/s" % dev, v,
+                              lambda x: x >= 5000))
 machine = open(os.path.join(out, "machine.txt")).read().strip()
 open(os.path.join(out, "table.md"), "w").write(
     machine + "\n\n" + "\n".join(lines + tg) + "\n")
