@@ -133,8 +133,10 @@ static void send_raw(struct hostile *h, uint8_t opcode, uint32_t qpn,
 	ck_assert_uint_le(n + pad + 4, sizeof(pkt));
 	bth_init((struct ib_bth *)pkt, opcode, false, false, pad, 0xffff, qpn,
 		 ackreq, psn);
-	memcpy(pkt + IB_BTH_BYTES, ext, ext_len);
-	memcpy(pkt + IB_BTH_BYTES + ext_len, payload, len);
+	if (ext_len) /* ext and payload may be NULL when empty */
+		memcpy(pkt + IB_BTH_BYTES, ext, ext_len);
+	if (len)
+		memcpy(pkt + IB_BTH_BYTES + ext_len, payload, len);
 	memset(pkt + n, 0, pad);
 	n += pad;
 	inet_pton(AF_INET, "127.0.0.2", a.saddr);

@@ -326,6 +326,7 @@ static int server(const char *dev, size_t n, size_t window, int in, int out)
 				 u.rss_kb);
 		} else if (!strcmp(line, "exit")) {
 			CHECK(it_ia_free(s.ia));
+			free(s.slots);
 			return 0;
 		}
 	}
@@ -770,6 +771,8 @@ int main(int argc, char **argv)
 	}
 	put_line(c.to_srv, "exit");
 	CHECK(it_ia_free(c.s.ia));
+	free(c.s.slots);
+	free(c.a);
 	if (same) {
 		pthread_join(srv_thread, NULL);
 		status = sa.rc << 8;
