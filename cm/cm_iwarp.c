@@ -524,10 +524,22 @@ static int iw_connect(struct cm *cm, struct cm_id *id)
 	if (fd < 0)
 		return -errno;
 	if (id->local_addr.ss_family != AF_UNSPEC) {
+		int one = 1;
+
 		if (id->local_addr.ss_family != dst.ss_family) {
 			close(fd);
 			return -EAFNOSUPPORT;
 		}
+		/* The source port is left to connect(), which may take one
+		 * whose last connection is in TIME_WAIT to a different peer
+		 * (and, with tcp_tw_reuse, to this one). bind() choosing it
+		 * would skip every port in TIME_WAIT: a client that connects
+		 * and disconnects some 28 000 times a minute (the ephemeral
+		 * range) ran out of ports ("EADDRINUSE"). */
+		if (setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one,
+			       sizeof(one)) < 0)
+			cm_debug(id, "IP_BIND_ADDRESS_NO_PORT: %s",
+				 g_strerror(errno));
 		if (bind(fd, (void *)&id->local_addr,
 			 sockaddr_len(&id->local_addr)) < 0) {
 			err = -errno;
