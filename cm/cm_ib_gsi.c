@@ -24,7 +24,12 @@
 
 #include "cm/cm_ib.h"
 
-#define GSI_NRECV 64u
+/* Receive buffers posted on QP1. UD has no flow control: a MAD that finds
+ * none is dropped, and the CM's retries of a burst of DREQs or REQs come
+ * back as a burst again. 64 lost some of 2000 DREQs sent at once (their
+ * connections never ended at the passive side); 512 is what Linux's MAD
+ * layer posts (ib_mad recv_queue_size). */
+#define GSI_NRECV 512u
 #define GSI_NSEND 64u
 #define GSI_RECV_SLOT (IB_GRH_BYTES_CM + 4096u)
 #define GSI_SEND_SLOT IB_MAD_BYTES
