@@ -31,7 +31,8 @@
 #include "vp/rxe/rxe_icrc.h"
 
 #define RXE_MAX_GID 16
-#define RXE_MAX_QP 4096
+/* QPs per device, as Linux rxe (RXE_MAX_QP 0x10000). */
+#define RXE_MAX_QP 65536
 #define RXE_MAX_QP_WR 16384
 #define RXE_MAX_SGE 16
 #define RXE_MAX_INLINE 256
@@ -685,6 +686,8 @@ int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
 void rxe_schedule(struct rxe_qp *qp);
 void rxe_queue_ack(struct rxe_qp *qp);
 /* Arm (@usec > 0) or stop (0) the QP's timer. */
+/* Watch the QP's transport timer (its descriptor is made with the QP). */
+void rxe_timer_watch(struct rxe_qp *qp);
 void rxe_timer_set(struct rxe_qp *qp, uint64_t usec);
 void rxe_dev_wake(struct rxe_dev *dev);
 

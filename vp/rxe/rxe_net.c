@@ -384,26 +384,19 @@ out:
 /* Timers, scheduling                                                 */
 /* ------------------------------------------------------------------ */
 
+void rxe_timer_watch(struct rxe_qp *qp)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	ev.data.u64 = ev_data(RXE_EV_TIMER, qp->ibqp.qp_num);
+	if (epoll_ctl(qp->dev->epfd, EPOLL_CTL_ADD, qp->timer_fd, &ev) < 0)
+		rxe_qp_warn(qp, "epoll timer: %s", g_strerror(errno));
+}
+
 void rxe_timer_set(struct rxe_qp *qp, uint64_t usec)
 {
 	struct itimerspec its = { 0 };
 
-	if (qp->timer_fd < 0) {
-		struct epoll_event ev = { .events = EPOLLIN };
-
-		if (!usec)
-			return;
-		qp->timer_fd = timerfd_create(CLOCK_MONOTONIC,
-					      TFD_NONBLOCK | TFD_CLOEXEC);
-		if (qp->timer_fd < 0) {
-			rxe_qp_warn(qp, "timerfd: %s", g_strerror(errno));
-			return;
-		}
-		ev.data.u64 = ev_data(RXE_EV_TIMER, qp->ibqp.qp_num);
-		if (epoll_ctl(qp->dev->epfd, EPOLL_CTL_ADD, qp->timer_fd,
-			      &ev) < 0)
-			rxe_qp_warn(qp, "epoll timer: %s", g_strerror(errno));
-	}
 	its.it_value.tv_sec = (time_t)(usec / 1000000);
 	its.it_value.tv_nsec = (long)(usec % 1000000) * 1000;
 	timerfd_settime(qp->timer_fd, 0, &its, NULL);
