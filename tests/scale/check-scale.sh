@@ -20,12 +20,13 @@ export HOSTRDMA_CONF=
 unset HOSTRDMA_OPTIONS
 fail=0 pass=0
 
-# soft-RoCE: both ends in one process, and each QP sends from a UDP
-# socket of its own: two descriptors a connection in one process.
+# soft-RoCE: both ends in one process, and each QP has two descriptors
+# (the UDP socket it sends from, its transport timer): four a connection
+# in one process.
 hard=$(ulimit -Hn)
 rxe_conns=$conns
-if [ "$hard" != unlimited ] && [ $((2 * conns + 256)) -gt "$hard" ]; then
-	rxe_conns=$(((hard - 256) / 2))
+if [ "$hard" != unlimited ] && [ $((4 * conns + 256)) -gt "$hard" ]; then
+	rxe_conns=$(((hard - 256) / 4))
 	echo "soft-RoCE: RLIMIT_NOFILE's hard limit is $hard: $rxe_conns connections instead of $conns"
 fi
 

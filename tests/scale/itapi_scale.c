@@ -409,18 +409,20 @@ static void connect_some(struct client *c, size_t k, size_t window,
 }
 
 /* Disconnect c->a[0..k) gracefully (iWARP: FIN; IB: DREQ, retried, and
- * DREP), wait until each end reports it, and free them; the server frees
- * its ends when it sees the disconnect. */
-static void disconnect_some(struct client *c, size_t k)
+ * DREP), at most @window under way at a time, wait until each end
+ * reports it, and free them; the server frees its ends when it sees the
+ * disconnect. */
+static void disconnect_some(struct client *c, size_t k, size_t window)
 {
-	size_t ended = 0;
+	size_t ended = 0, next = 0;
 	double deadline = now_s() + 120;
 
-	for (size_t i = 0; i < k; i++)
-		CHECK(it_ep_disconnect(c->a[i], NULL, 0));
 	while (ended < k) {
 		it_event_t ev;
 		size_t nmore;
+
+		while (next < k && next < ended + window)
+			CHECK(it_ep_disconnect(c->a[next++], NULL, 0));
 
 		if (it_evd_wait(c->s.msgs, 1000, &ev, &nmore) == IT_SUCCESS) {
 			do {
@@ -444,25 +446,29 @@ static void disconnect_some(struct client *c, size_t k)
 	}
 }
 
-/* Each connection sends its index; the server checks its slots. */
-static size_t send_all(struct client *c)
+/* Each connection sends its index, at most @window Sends under way at a
+ * time; the server checks its slots. */
+static size_t send_all(struct client *c, size_t window)
 {
 	char line[128];
-	size_t done = 0, bad = 0;
+	size_t done = 0, bad = 0, next = 0;
 
 	put_line(c->to_srv, "verify %zu", c->s.n);
-	for (size_t i = 0; i < c->s.n; i++) {
-		it_lmr_triplet_t t = { .lmr = c->s.lmr,
-				       .addr.abs = c->s.slots + i * MSG,
-				       .length = MSG };
-		uint64_t v = MAGIC | i;
-
-		memcpy(c->s.slots + i * MSG, &v, MSG);
-		CHECK(it_post_send(c->a[i], &t, 1, i, CN));
-	}
 	while (done < c->s.n) {
 		it_event_t ev;
 		size_t nmore;
+
+		for (; next < c->s.n && next < done + window; next++) {
+			it_lmr_triplet_t t = {
+				.lmr = c->s.lmr,
+				.addr.abs = c->s.slots + next * MSG,
+				.length = MSG,
+			};
+			uint64_t v = MAGIC | next;
+
+			memcpy(c->s.slots + next * MSG, &v, MSG);
+			CHECK(it_post_send(c->a[next], &t, 1, next, CN));
+		}
 
 		CHECK(it_evd_wait(c->s.dto, TIMEOUT_US, &ev, &nmore));
 		if (ev.dto_cmpl.dto_status != IT_DTO_SUCCESS) {
@@ -614,7 +620,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!nofile_for(same ? 2 * conns : conns))
+	/* Soft-RoCE QPs take two descriptors each (--same-process). */
+	if (!nofile_for(same ? 4 * conns : conns))
 		return 1;
 	if (!dev) {
 		it_interface_list(&itf, &n_itf, &total);
@@ -677,7 +684,7 @@ int main(int argc, char **argv)
 	 * default main context in the CM thread, route look-ups), is not
 	 * counted as growth. */
 	connect_some(&c, 1, 1, false);
-	disconnect_some(&c, 1);
+	disconnect_some(&c, 1, 1);
 	nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
 	c0 = usage_now();
 	s0 = server_usage(&c);
@@ -704,11 +711,11 @@ int main(int argc, char **argv)
 		       conns, t_conn, conns / t_conn, per_conn,
 		       (double)(c1.rss_kb - c0.rss_kb) / (double)conns,
 		       (double)(s1.rss_kb - s0.rss_kb) / (double)conns);
-	bad = send_all(&c);
+	bad = send_all(&c, window);
 	if (!json)
 		printf("  one message each: %zu of %zu intact\n",
 		       conns - (bad < conns ? bad : conns), conns);
-	disconnect_some(&c, conns);
+	disconnect_some(&c, conns, window);
 
 	if (cycles) {
 		size_t done = 0, next_report = cycles / 10;
@@ -721,7 +728,7 @@ int main(int argc, char **argv)
 			if (k > conns)
 				k = conns;
 			connect_some(&c, k, window, false);
-			disconnect_some(&c, k);
+			disconnect_some(&c, k, window);
 			done += k;
 			if (!json && cycles >= 10000 && done >= next_report) {
 				fprintf(stderr, "  %zu of %zu cycles\n", done,
