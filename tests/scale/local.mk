@@ -5,7 +5,7 @@
 check_PROGRAMS += tests/scale/itapi-scale
 tests_scale_itapi_scale_SOURCES = tests/scale/itapi_scale.c
 tests_scale_itapi_scale_LDADD = libhostrdma.la
-EXTRA_DIST += tests/scale/check-scale.sh
+EXTRA_DIST += tests/scale/check-scale.sh docs/SCALE.md
 
 check-scale: tests/scale/itapi-scale$(EXEEXT) all
 	BUILD_DIR=$(abs_top_builddir) $(srcdir)/tests/scale/check-scale.sh
