@@ -691,6 +691,16 @@ void siw_dev_timed_add(struct siw_device *dev, struct siw_timed *t,
 		       uint32_t ms);
 void siw_dev_timed_del(struct siw_device *dev, struct siw_timed *t);
 void siw_device_destroy(struct rnicpi_device *d);
+/*
+ * One pass of the progress thread: wait up to @timeout_ms (0: not at all,
+ * -1: until something happens) for socket events and handle them, run
+ * the expired deadlines, deliver the upcalls, free what was destroyed.
+ * *@busy (may be NULL) is set when the traffic makes polling on worth it
+ * (option busy_poll_us). Returns how many events came, or -errno when
+ * epoll failed. The progress thread loops on it; a test harness that
+ * stopped the thread may call it instead.
+ */
+int siw_dev_progress(struct siw_device *dev, int timeout_ms, bool *busy);
 
 void siw_dev_queue_async(struct siw_device *dev,
 			 const struct rnicpi_async_event *ev);

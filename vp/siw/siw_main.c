@@ -487,6 +487,56 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+int siw_dev_progress(struct siw_device *dev, int timeout_ms, bool *busy)
+{
+	struct epoll_event evs[64];
+	int n, i;
+
+	n = epoll_wait(dev->epfd, evs, 64, timeout_ms);
+	if (n < 0 && errno != EINTR) {
+		int err = -errno;
+
+		siw_info(dev, "epoll_wait: %s", strerror(-err));
+		return err;
+	}
+	for (i = 0; i < n; i++) {
+		struct siw_item *item = evs[i].data.ptr;
+
+		switch (item->type) {
+		case SIW_ITEM_WAKE: {
+			uint64_t v;
+
+			if (read(dev->wake_fd, &v, sizeof(v)) < 0)
+				break; /* EAGAIN: raced, fine */
+			break;
+		}
+		case SIW_ITEM_QP:
+			/* Spin after data only: room to send (EPOLLOUT)
+			 * comes back to a sender that is busy on the other
+			 * core already. */
+			if (siw_qp_handle(container_of(item, struct siw_qp,
+						       item),
+					  evs[i].events) &&
+			    busy)
+				*busy = true;
+			break;
+		case SIW_ITEM_CONN:
+			siw_conn_handle(container_of(item, struct siw_conn,
+						     item),
+					evs[i].events);
+			break;
+		}
+	}
+	run_timeouts(dev);
+	siw_dev_deliver(dev);
+	free_zombies(dev);
+	pthread_mutex_lock(&dev->lock);
+	dev->batch_gen++;
+	pthread_cond_broadcast(&dev->batch_cond);
+	pthread_mutex_unlock(&dev->lock);
+	return n < 0 ? 0 : n;
+}
+
 /*
  * The progress thread. After socket traffic it keeps polling epoll for
  * busy_poll_us before it sleeps: a thread that sleeps between bursts is
@@ -499,56 +549,18 @@ static uint64_t now_ns(void)
 static void *progress_main(void *arg)
 {
 	struct siw_device *dev = arg;
-	struct epoll_event evs[64];
 	uint64_t spin_ns = (uint64_t)dev->opts.busy_poll_us * 1000u;
 	uint64_t spin_until = 0;
 
 	while (!atomic_load(&dev->stop)) {
-		int n, i, timeout = next_timeout(dev);
+		int timeout = next_timeout(dev);
 		bool spinning = spin_ns && now_ns() < spin_until;
+		bool busy = false;
 
-		n = epoll_wait(dev->epfd, evs, 64, spinning ? 0 : timeout);
-		if (n < 0 && errno != EINTR) {
-			siw_info(dev, "epoll_wait: %s", strerror(errno));
+		if (siw_dev_progress(dev, spinning ? 0 : timeout, &busy) < 0)
 			break;
-		}
-		for (i = 0; i < n; i++) {
-			struct siw_item *item = evs[i].data.ptr;
-
-			switch (item->type) {
-			case SIW_ITEM_WAKE: {
-				uint64_t v;
-
-				if (read(dev->wake_fd, &v, sizeof(v)) < 0)
-					break; /* EAGAIN: raced, fine */
-				break;
-			}
-			case SIW_ITEM_QP:
-				/* Spin after data only: room to send
-				 * (EPOLLOUT) comes back to a sender that is
-				 * busy on the other core already. */
-				if (siw_qp_handle(container_of(item,
-							       struct siw_qp,
-							       item),
-						  evs[i].events) &&
-				    spin_ns)
-					spin_until = now_ns() + spin_ns;
-				break;
-			case SIW_ITEM_CONN:
-				siw_conn_handle(container_of(item,
-							     struct siw_conn,
-							     item),
-						evs[i].events);
-				break;
-			}
-		}
-		run_timeouts(dev);
-		siw_dev_deliver(dev);
-		free_zombies(dev);
-		pthread_mutex_lock(&dev->lock);
-		dev->batch_gen++;
-		pthread_cond_broadcast(&dev->batch_cond);
-		pthread_mutex_unlock(&dev->lock);
+		if (busy && spin_ns)
+			spin_until = now_ns() + spin_ns;
 	}
 	return NULL;
 }
