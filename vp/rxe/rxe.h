@@ -685,6 +685,11 @@ int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
 /* Ask the progress thread to call rxe_resp_continue / rxe_req_run. */
 void rxe_schedule(struct rxe_qp *qp);
 void rxe_queue_ack(struct rxe_qp *qp);
+/* The work the progress thread does after reading: the coalesced ACKs,
+ * one burst of each scheduled QP's transmissions (READ responses, the
+ * send queue), the ACKs again. True when some is left for another round.
+ * A test harness that stopped the thread calls it instead. */
+bool rxe_net_run_work(struct rxe_dev *dev);
 /* Arm (@usec > 0) or stop (0) the QP's timer. */
 /* Watch the QP's transport timer (its descriptor is made with the QP). */
 void rxe_timer_watch(struct rxe_qp *qp);

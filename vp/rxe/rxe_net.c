@@ -689,6 +689,16 @@ static bool run_pending(struct rxe_dev *dev)
 	return more;
 }
 
+bool rxe_net_run_work(struct rxe_dev *dev)
+{
+	bool more;
+
+	flush_acks(dev);
+	more = run_pending(dev);
+	flush_acks(dev);
+	return more;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -742,9 +752,7 @@ static void *progress_thread(void *arg)
 				break;
 			}
 		}
-		flush_acks(dev);
-		more = run_pending(dev);
-		flush_acks(dev);
+		more = rxe_net_run_work(dev);
 	}
 	g_free(b->buf);
 	g_free(b);
