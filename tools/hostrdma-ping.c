@@ -12,6 +12,7 @@
  * compares. The adverts from the peer are checked before use.
  */
 #define _GNU_SOURCE
+#include "tools/ping_wire.h"
 #include "tools/tool_util.h"
 
 #include <arpa/inet.h>
@@ -32,14 +33,6 @@
 #define MAX_SIZE (64 * 1024 - 1)
 #define FLAGS ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
 
-/* rping's advert: what a Send carries (struct rping_rdma_info). */
-struct advert {
-	uint64_t buf_be;
-	uint32_t rkey_be;
-	uint32_t size_be;
-} __attribute__((packed));
-_Static_assert(sizeof(struct advert) == 16, "rping advert is 16 bytes");
-
 struct opts {
 	bool server, client, verbose, validate, debug, persistent;
 	bool loopback;			/* -L: both roles, one process */
@@ -56,7 +49,7 @@ struct ping {
 	it_evd_handle_t sq, rq, cm, req;
 	it_listen_handle_t listen;
 	it_ep_handle_t ep;
-	struct advert recv_buf, send_buf;
+	struct ping_advert recv_buf, send_buf;
 	uint8_t *start_buf, *rdma_buf;
 	it_lmr_handle_t recv_lmr, send_lmr, start_lmr, rdma_lmr;
 	it_rmr_context_t start_key, rdma_key;
@@ -247,10 +240,10 @@ static int recv_advert(struct ping *p, uint64_t timeout_us)
 			tool_dto_status_name(ev.dto_cmpl.dto_status));
 		return -1;
 	}
-	if (ev.dto_cmpl.transferred_length != sizeof(struct advert)) {
+	if (ev.dto_cmpl.transferred_length != sizeof(struct ping_advert)) {
 		fprintf(stderr, "%s: the peer sent %u bytes, rping's message is %zu\n",
 			PROG, ev.dto_cmpl.transferred_length,
-			sizeof(struct advert));
+			sizeof(struct ping_advert));
 		return -1;
 	}
 	return post_recv(p);
@@ -364,15 +357,8 @@ static int run_client(struct ping *p)
 static int take_advert(struct ping *p, uint64_t *addr, uint32_t *rkey,
 		       uint32_t *len)
 {
-	*addr = it_ntoh64(p->recv_buf.buf_be);
-	*rkey = ntohl(p->recv_buf.rkey_be);
-	*len = ntohl(p->recv_buf.size_be);
-	if (*len == 0 || *len > p->o->size) {
-		fprintf(stderr, "%s: the client advertised %u bytes, our buffers hold %u (-S)\n",
-			PROG, *len, p->o->size);
-		return -1;
-	}
-	return 0;
+	return ping_advert_take(PROG, &p->recv_buf, p->o->size, addr, rkey,
+				len);
 }
 
 static int rdma(struct ping *p, bool read, uint32_t len, uint64_t raddr,
@@ -430,7 +416,7 @@ static int serve(struct ping *p, it_cn_est_identifier_t id)
 		    take_advert(p, &raddr, &rkey, &len))
 			return 1;
 		/* rping echoes the text up to its NUL. */
-		len = (uint32_t)strnlen((char *)p->rdma_buf, o->size - 1) + 1;
+		len = ping_echo_len(p->rdma_buf, o->size);
 		debug(o, "round %d: writing %u bytes back", ping, len);
 		if (rdma(p, false, len, raddr, rkey) || send_advert(p))
 			return 1;

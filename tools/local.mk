@@ -2,6 +2,7 @@
 # libhostrdma and include it_api.h only.
 noinst_LTLIBRARIES += tools/libtools.la
 tools_libtools_la_SOURCES = tools/tool_util.c tools/tool_util.h \
+	tools/ping_wire.c tools/ping_wire.h tools/perf_wire.c \
 	tools/perf.h tools/perf_priv.h tools/perf_conn.c tools/perf_loop.c \
 	tools/perf_report.c tools/perf_rcm.c tools/perf_loopback.c
 tools_libtools_la_LIBADD = libhostrdma.la $(PTHREAD_LIBS)

@@ -110,11 +110,11 @@ static int ctl_slot(const it_event_t *ev)
 
 /* A control receive completion @ev, which must carry a message of
  * @type: copied to c->last, its receive posted again. */
+
 static int ctl_take(struct perf_ctx *c, const it_event_t *ev,
 		    enum perf_ctl_type type)
 {
 	int slot = ctl_slot(ev);
-	uint32_t got;
 
 	if (slot < 0)
 		return -1;
@@ -127,18 +127,7 @@ static int ctl_take(struct perf_ctx *c, const it_event_t *ev,
 	c->last = c->cbuf[1 + slot];
 	if (ctl_post_recv(c, (unsigned int)slot))
 		return -1;
-	if (ntohl(c->last.magic_be) != PERF_MAGIC) {
-		fprintf(stderr, "%s: control message with magic %#x: not a hostrdma-perf peer\n",
-			PERF_PROG, ntohl(c->last.magic_be));
-		return -1;
-	}
-	got = ntohl(c->last.type_be);
-	if (got != type) {
-		fprintf(stderr, "%s: control message type %u, expected %u\n",
-			PERF_PROG, got, (unsigned int)type);
-		return -1;
-	}
-	return 0;
+	return perf_ctl_check(&c->last, type);
 }
 
 int perf_ctl_recv(struct perf_ctx *c, enum perf_ctl_type type,
@@ -320,30 +309,6 @@ int perf_make_qp(struct perf_ctx *c, unsigned int i)
 	return 0;
 }
 
-static void take_adverts(struct perf_ctx *c)
-{
-	for (unsigned int i = 0; i < c->nqp; i++) {
-		c->qp[i].raddr = it_ntoh64(c->last.adv[i].addr_be);
-		c->qp[i].rrkey = ntohl(c->last.adv[i].rkey_be);
-		c->qp[i].rlen = it_ntoh64(c->last.adv[i].len_be);
-	}
-}
-
-static int adverts_ok(struct perf_ctx *c)
-{
-	for (unsigned int i = 0; i < c->nqp; i++) {
-		if (c->qp[i].rlen < c->credit_off + 72) {
-			fprintf(stderr, "%s: the peer's buffer %u holds %llu bytes, a run of %llu needs %llu\n",
-				PERF_PROG, i,
-				(unsigned long long)c->qp[i].rlen,
-				(unsigned long long)c->max_size,
-				(unsigned long long)(c->credit_off + 72));
-			return -1;
-		}
-	}
-	return 0;
-}
-
 static uint64_t run_max_size(const struct perf_opts *o)
 {
 	uint64_t m = o->all_sizes ? o->all_max : o->size;
@@ -368,53 +333,6 @@ static void params_out(const struct perf_opts *o, uint64_t *v)
 	v[PV_VERIFY] = o->verify;
 	v[PV_MAX_SIZE] = run_max_size(o);
 	v[PV_POST_LIST] = o->post_list;
-}
-
-/* The client's parameters become the server's: checked first. */
-static int params_in(struct perf_ctx *c)
-{
-	struct perf_opts *o = c->o;
-	uint64_t v[24];
-
-	for (unsigned int i = 0; i < 24; i++)
-		v[i] = it_ntoh64(c->last.v_be[i]);
-	if (v[PV_VERB] > PERF_SEND || v[PV_QPS] < 1 ||
-	    v[PV_QPS] > PERF_MAX_QPS || v[PV_TX_DEPTH] < 1 ||
-	    v[PV_TX_DEPTH] > 8192 || v[PV_RX_DEPTH] < 1 ||
-	    v[PV_RX_DEPTH] > 8192 || v[PV_CQ_MOD] < 1 || v[PV_OUTS] < 1 ||
-	    v[PV_OUTS] > 128 || v[PV_SIZE] < 1 ||
-	    v[PV_MAX_SIZE] > PERF_MAX_SIZE || v[PV_SIZE] > v[PV_MAX_SIZE] ||
-	    v[PV_ITERS] > (1ull << 40) || v[PV_DURATION] > 86400 ||
-	    v[PV_POST_LIST] < 1 || v[PV_POST_LIST] > 8192) {
-		fprintf(stderr, "%s: the client's parameters are out of range (verb %llu, QPs %llu, size %llu of %llu, depths %llu/%llu)\n",
-			PERF_PROG, (unsigned long long)v[PV_VERB],
-			(unsigned long long)v[PV_QPS],
-			(unsigned long long)v[PV_SIZE],
-			(unsigned long long)v[PV_MAX_SIZE],
-			(unsigned long long)v[PV_TX_DEPTH],
-			(unsigned long long)v[PV_RX_DEPTH]);
-		return -1;
-	}
-	o->verb = (enum perf_verb)v[PV_VERB];
-	o->lat = v[PV_LAT];
-	o->bidir = v[PV_BIDIR];
-	o->qps = (unsigned int)v[PV_QPS];
-	o->tx_depth = (unsigned int)v[PV_TX_DEPTH];
-	o->rx_depth = (unsigned int)v[PV_RX_DEPTH];
-	o->cq_mod = (unsigned int)v[PV_CQ_MOD];
-	o->outs = (unsigned int)v[PV_OUTS];
-	o->size = v[PV_SIZE];
-	o->all_sizes = v[PV_ALL];
-	o->iters = v[PV_ITERS];
-	o->duration_s = (unsigned int)v[PV_DURATION];
-	o->verify = v[PV_VERIFY];
-	o->post_list = (unsigned int)v[PV_POST_LIST];
-	c->max_size = v[PV_MAX_SIZE] < 64 ? 64 : v[PV_MAX_SIZE];
-	/* The client's -a may stop early (its RLIMIT_MEMLOCK): the sizes
-	 * the server walks end where the client's buffers do. */
-	if (o->all_sizes)
-		o->all_max = v[PV_MAX_SIZE];
-	return 0;
 }
 
 int perf_wait_established(struct perf_ctx *c, it_ep_handle_t ep)
@@ -480,8 +398,8 @@ int perf_connect(struct perf_ctx *c)
 	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_POST_LIST + 1, true) ||
 	    perf_ctl_recv(c, PERF_CTL_PARAMS, TOOL_WAIT_US))
 		return -1;
-	take_adverts(c);
-	if (adverts_ok(c))
+	perf_take_adverts(c);
+	if (perf_adverts_ok(c))
 		return -1;
 	for (unsigned int i = 0; i < o->qps; i++) {
 		if (connect_ep(c, c->qp[i].ep, 1, i))
@@ -497,18 +415,14 @@ static int next_request(struct perf_ctx *c, uint8_t role, unsigned int index,
 			it_cn_est_identifier_t *id)
 {
 	it_event_t ev;
-	struct perf_hello h;
 
 	for (;;) {
 		if (tool_wait_event(PERF_PROG, c->req,
 				    IT_CM_REQ_CONN_REQUEST_EVENT,
 				    role ? TOOL_WAIT_US : IT_TIMEOUT_INFINITE, &ev))
 			return -1;
-		memcpy(&h, ev.conn_req.private_data, sizeof(h));
 		if (ev.conn_req.private_data_present &&
-		    ntohl(h.magic_be) == PERF_MAGIC &&
-		    h.version == PERF_VERSION && h.role == role &&
-		    ntohs(h.index_be) == index) {
+		    perf_hello_ok(ev.conn_req.private_data, role, index)) {
 			*id = ev.conn_req.cn_est_id;
 			return 0;
 		}
@@ -546,14 +460,14 @@ int perf_accept(struct perf_ctx *c)
 	if (perf_make_base(c) ||
 	    check("it_ep_accept", it_ep_accept(c->cep, id, NULL, 0)) ||
 	    perf_wait_established(c, c->cep) ||
-	    perf_ctl_recv(c, PERF_CTL_PARAMS, TOOL_WAIT_US) || params_in(c))
+	    perf_ctl_recv(c, PERF_CTL_PARAMS, TOOL_WAIT_US) || perf_params_in(c))
 		return -1;
 	perf_layout(c);
 	for (unsigned int i = 0; i < o->qps; i++)
 		if (perf_make_qp(c, i))
 			return -1;
-	take_adverts(c);
-	if (adverts_ok(c))
+	perf_take_adverts(c);
+	if (perf_adverts_ok(c))
 		return -1;
 	params_out(o, v);
 	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_POST_LIST + 1, true))

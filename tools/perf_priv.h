@@ -130,6 +130,58 @@ void perf_fill(uint8_t *p, uint64_t len, uint64_t size, unsigned int qp);
 uint32_t perf_check(const uint8_t *p, uint64_t size, uint64_t max,
 		    unsigned int qp);
 
+/*
+ * What the peer's messages say, checked before anything in them is used
+ * (tests/fuzz/fuzz_tools.c runs them on hostile bytes). perf_conn.c:
+ * a control message must carry our magic and @type (0, or -1 with a
+ * message on stderr); the client's PARAMS in c->last become the server's
+ * options, each value checked; the peer's buffer adverts in c->last go
+ * to c->qp[0..c->nqp), and must hold a run; a connection request's
+ * private data must be the hello of @role and data index @index.
+ */
+int perf_ctl_check(const struct perf_ctl *m, enum perf_ctl_type type);
+int perf_params_in(struct perf_ctx *c);
+void perf_take_adverts(struct perf_ctx *c);
+int perf_adverts_ok(struct perf_ctx *c);
+bool perf_hello_ok(const uint8_t pdata[IT_MAX_PRIV_DATA], uint8_t role,
+		   unsigned int index);
+/* perf_report.c: the peer's DONE in c->last and this side's numbers in
+ * @mine become what both sides print (the client's, or both directions'
+ * with -b). */
+void perf_combine(const struct perf_ctx *c, struct perf_result *mine);
+
+/* perftest's exchange (-R, perf_rcm.c). Its version string, 16 bytes
+ * not necessarily NUL-terminated; its cycle buffer size, big-endian,
+ * which becomes ours when larger (0, or -1 with a message). */
+#define PT_VERSION_LEN 16
+#define PT_CYCLE_BUFFER 4096
+int perf_pt_version_ok(const char theirs[PT_VERSION_LEN]);
+int perf_pt_cycle(uint32_t rem_be, uint32_t *cycle);
+
+/* struct pingpong_dest as perftest sends it: 56 bytes, big-endian. */
+struct perf_pt_dest {
+	uint32_t lid_be;
+	uint32_t out_reads_be;
+	uint32_t qpn_be;
+	uint32_t psn_be;
+	uint32_t rkey_be;
+	uint32_t pad;
+	uint64_t vaddr_be;
+	uint8_t gid[16];
+	uint32_t srqn_be;
+	uint32_t gid_index_be;
+} __attribute__((packed));
+_Static_assert(sizeof(struct perf_pt_dest) == 56,
+	       "perftest's pingpong_dest");
+
+/* The buffer of QP @i the peer targets, from its hand shake @rem. */
+void perf_pt_dest_in(struct perf_ctx *c, unsigned int i,
+		     const struct perf_pt_dest *rem);
+/* The client's report (size, iterations as 8-byte big-endian, peak and
+ * average bandwidth in MiB/s and message rate as byte-swapped doubles)
+ * as the server prints it, in @r. */
+void perf_pt_report_in(const uint64_t theirs[5], struct perf_result *r);
+
 /* perf_loop.c: run one size; the side's own numbers in @r. */
 int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r);
 /* The measurement alone, no control messages (-R: perftest's peer). */

@@ -41,26 +41,9 @@
 #include <unistd.h>
 
 #define PT_VERSION "6.06"
-#define PT_VERSION_LEN 16
-#define PT_CYCLE_BUFFER 4096
 #define PT_CACHE_LINE 64
 #define PT_RETRIES 10
 #define PT_RETRY_US 100000
-
-/* struct pingpong_dest as perftest sends it: 56 bytes, big-endian. */
-struct pt_dest {
-	uint32_t lid_be;
-	uint32_t out_reads_be;
-	uint32_t qpn_be;
-	uint32_t psn_be;
-	uint32_t rkey_be;
-	uint32_t pad;
-	uint64_t vaddr_be;
-	uint8_t gid[16];
-	uint32_t srqn_be;
-	uint32_t gid_index_be;
-} __attribute__((packed));
-_Static_assert(sizeof(struct pt_dest) == 56, "perftest's pingpong_dest");
 
 /* One exchange: the client writes first, the server reads first. */
 static int xchg(struct perf_ctx *c, const void *mine, void *theirs,
@@ -75,10 +58,10 @@ static int xchg(struct perf_ctx *c, const void *mine, void *theirs,
 
 /* A hand shake: our QP @i's buffer out (none when @i < 0), the peer's
  * into @rem (may be NULL). */
-static int hand_shake(struct perf_ctx *c, int i, struct pt_dest *rem,
+static int hand_shake(struct perf_ctx *c, int i, struct perf_pt_dest *rem,
 		      uint64_t timeout_us)
 {
-	struct pt_dest me = { 0 }, peer;
+	struct perf_pt_dest me = { 0 }, peer;
 
 	me.out_reads_be = htonl(c->o->outs);
 	if (i >= 0) {
@@ -95,28 +78,17 @@ static int hand_shake(struct perf_ctx *c, int i, struct pt_dest *rem,
 /* Versions, buffer sizes, MTU: the first exchanges on the control EP. */
 static int preamble(struct perf_ctx *c, uint32_t *cycle)
 {
-	char mine[PT_VERSION_LEN] = PT_VERSION, theirs[PT_VERSION_LEN + 1];
+	char mine[PT_VERSION_LEN] = PT_VERSION, theirs[PT_VERSION_LEN];
 	uint32_t v_be, rem_be;
 	char mtu[2] = { 0 }, rem_mtu[2];
 
-	memset(theirs, 0, sizeof(theirs));
-	if (xchg(c, mine, theirs, PT_VERSION_LEN, TOOL_WAIT_US))
+	if (xchg(c, mine, theirs, PT_VERSION_LEN, TOOL_WAIT_US) ||
+	    perf_pt_version_ok(theirs))
 		return -1;
-	if (atof(theirs) < 5.70) {
-		fprintf(stderr, "%s: the peer's perftest is version \"%s\", -R needs 5.70 or newer\n",
-			PERF_PROG, theirs);
-		return -1;
-	}
 	v_be = htonl(PT_CYCLE_BUFFER);
-	if (xchg(c, &v_be, &rem_be, 4, TOOL_WAIT_US))
+	if (xchg(c, &v_be, &rem_be, 4, TOOL_WAIT_US) ||
+	    perf_pt_cycle(rem_be, cycle))
 		return -1;
-	*cycle = ntohl(rem_be) > PT_CYCLE_BUFFER ? ntohl(rem_be)
-						 : PT_CYCLE_BUFFER;
-	if (*cycle > (64u << 20)) {
-		fprintf(stderr, "%s: the peer's cycle buffer of %u bytes is too large\n",
-			PERF_PROG, *cycle);
-		return -1;
-	}
 	v_be = htonl(PT_CACHE_LINE);
 	if (xchg(c, &v_be, &rem_be, 4, TOOL_WAIT_US))
 		return -1;
@@ -175,7 +147,7 @@ static int accept_data(struct perf_ctx *c, unsigned int i)
 static int setup(struct perf_ctx *c)
 {
 	struct perf_opts *o = c->o;
-	struct pt_dest rem;
+	struct perf_pt_dest rem;
 	uint32_t cycle;
 
 	if (preamble(c, &cycle))
@@ -199,8 +171,7 @@ static int setup(struct perf_ctx *c)
 	for (unsigned int i = 0; i < o->qps; i++) {
 		if (hand_shake(c, (int)i, &rem, TOOL_WAIT_US))
 			return -1;
-		c->qp[i].raddr = be64toh(rem.vaddr_be);
-		c->qp[i].rrkey = ntohl(rem.rkey_be);
+		perf_pt_dest_in(c, i, &rem);
 	}
 	/* write_bw / read_bw: one more per QP, then one; send_bw: one,
 	 * one more per QP, then (receives posted) one before the run. */
@@ -226,15 +197,6 @@ static uint64_t swap_double(double d)
 	return htobe64(u);
 }
 
-static double unswap_double(uint64_t u)
-{
-	double d;
-
-	u = be64toh(u);
-	memcpy(&d, &u, sizeof(d));
-	return d;
-}
-
 /* The client's report (size, iterations, bandwidths, message rate) out,
  * the server's back; the server turns the client's into @r. */
 static int reports(struct perf_ctx *c, struct perf_result *r)
@@ -256,16 +218,8 @@ static int reports(struct perf_ctx *c, struct perf_result *r)
 	for (int k = 0; k < 5; k++)
 		if (xchg(c, &mine[k], &theirs[k], 8, TOOL_WAIT_US))
 			return -1;
-	if (c->server) {
-		double bw = unswap_double(theirs[3]);
-
-		r->size = be64toh(theirs[0]);
-		r->iters = be64toh(theirs[1]);
-		r->ns = bw > 0 ? (uint64_t)((double)r->size *
-					    (double)r->iters /
-					    (bw * 1048576.0) * 1e9)
-			       : 0;
-	}
+	if (c->server)
+		perf_pt_report_in(theirs, r);
 	return 0;
 }
 

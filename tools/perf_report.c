@@ -209,45 +209,6 @@ void perf_print_footer(const struct perf_opts *o)
 		printf(BW_LINE);
 }
 
-/* What both sides print: the client's numbers, or both directions'. */
-static void combine(const struct perf_ctx *c, struct perf_result *mine)
-{
-	const struct perf_ctl *m = &c->last;
-	struct perf_result peer = { 0 };
-
-	peer.size = it_ntoh64(m->v_be[DV_SIZE]);
-	peer.iters = it_ntoh64(m->v_be[DV_ITERS]);
-	peer.ns = it_ntoh64(m->v_be[DV_NS]);
-	peer.cpu_s = (double)it_ntoh64(m->v_be[DV_CPU_US]) / 1e6;
-	peer.lat_min = (double)it_ntoh64(m->v_be[DV_LAT_MIN]) / 1e3;
-	peer.lat_max = (double)it_ntoh64(m->v_be[DV_LAT_MAX]) / 1e3;
-	peer.lat_avg = (double)it_ntoh64(m->v_be[DV_LAT_AVG]) / 1e3;
-	peer.lat_p50 = (double)it_ntoh64(m->v_be[DV_LAT_P50]) / 1e3;
-	peer.lat_p99 = (double)it_ntoh64(m->v_be[DV_LAT_P99]) / 1e3;
-	peer.lat_p999 = (double)it_ntoh64(m->v_be[DV_LAT_P999]) / 1e3;
-	peer.verify_errors =
-		(uint32_t)it_ntoh64(m->v_be[DV_VERIFY_ERRORS]);
-	if (c->o->bidir) {
-		mine->iters += peer.iters;
-		if (peer.ns > mine->ns)
-			mine->ns = peer.ns;
-		mine->verify_errors += peer.verify_errors;
-		mine->peer_cpu_s = peer.cpu_s;
-		return;
-	}
-	if (c->server) {
-		/* The client's numbers, our CPU and data check. */
-		peer.peer_cpu_s = mine->cpu_s;
-		peer.verify_errors += mine->verify_errors;
-		peer.cpu_s = mine->cpu_s;
-		peer.peer_cpu_s = (double)it_ntoh64(m->v_be[DV_CPU_US]) / 1e6;
-		*mine = peer;
-		return;
-	}
-	mine->peer_cpu_s = peer.cpu_s;
-	mine->verify_errors += peer.verify_errors;
-}
-
 int perf_run(struct perf_opts *o, perf_report_fn report, void *arg)
 {
 	struct perf_ctx c = { .o = o };
@@ -270,7 +231,7 @@ int perf_run(struct perf_opts *o, perf_report_fn report, void *arg)
 			failed = 1;
 			break;
 		}
-		combine(&c, &r);
+		perf_combine(&c, &r);
 		if (r.verify_errors)
 			failed = 1;
 		report(o, &r, arg);
