@@ -1,0 +1,31 @@
+# tests/fuzz: a fuzz target for every parser of remote bytes
+# (docs/FUZZING.md). With --enable-fuzzing (clang) they are libFuzzer
+# programs with ASan and UBSan, and `make check-fuzz` runs each for
+# FUZZ_SECONDS seconds, failing on any crash, leak or UBSan report;
+# without it they replay their corpus through a plain main.
+# FUZZ_TARGETS="fuzz_siw_rx ..." picks some.
+FUZZ_SECONDS = 10
+fuzz_programs =
+fuzz_common = tests/fuzz/fuzz.h tests/fuzz/fuzz_util.c tests/fuzz/fuzz_main.c
+fuzz_ldflags = $(AM_LDFLAGS) $(FUZZ_LDFLAGS)
+
+EXTRA_PROGRAMS += $(fuzz_programs)
+CLEANFILES += $(fuzz_programs)
+EXTRA_DIST += tests/fuzz/run-fuzz tests/fuzz/options
+
+if ENABLE_FUZZING
+fuzz_mode = fuzz
+else
+fuzz_mode = replay
+endif
+
+check-fuzz: $(fuzz_programs)
+	$(AM_V_at)FUZZ_SECONDS='$(FUZZ_SECONDS)' FUZZ_TARGETS='$(FUZZ_TARGETS)' \
+	$(SHELL) $(srcdir)/tests/fuzz/run-fuzz $(fuzz_mode) \
+		$(abs_top_srcdir)/tests/fuzz $(abs_top_builddir)/tests/fuzz \
+		$(fuzz_programs)
+
+clean-local: clean-fuzz
+clean-fuzz:
+	-rm -rf tests/fuzz/work
+.PHONY: check-fuzz clean-fuzz fuzz-corpus
