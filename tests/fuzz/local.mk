@@ -9,6 +9,27 @@ fuzz_programs =
 fuzz_common = tests/fuzz/fuzz.h tests/fuzz/fuzz_util.c tests/fuzz/fuzz_main.c
 fuzz_ldflags = $(AM_LDFLAGS) $(FUZZ_LDFLAGS)
 
+if PROV_SIW
+fuzz_siw = $(fuzz_common) tests/fuzz/fuzz_siw.c tests/fuzz/fuzz_siw.h
+fuzz_siw_ldadd = vp/siw/libsiw_core.la rnicpi/librnicpi_util.la \
+	$(ISAL_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
+
+fuzz_programs += tests/fuzz/fuzz_siw_mpa
+tests_fuzz_fuzz_siw_mpa_SOURCES = tests/fuzz/fuzz_siw_mpa.c $(fuzz_siw)
+tests_fuzz_fuzz_siw_mpa_LDFLAGS = $(fuzz_ldflags)
+tests_fuzz_fuzz_siw_mpa_LDADD = $(fuzz_siw_ldadd)
+
+fuzz_programs += tests/fuzz/fuzz_siw_rx
+tests_fuzz_fuzz_siw_rx_SOURCES = tests/fuzz/fuzz_siw_rx.c $(fuzz_siw)
+tests_fuzz_fuzz_siw_rx_LDFLAGS = $(fuzz_ldflags)
+tests_fuzz_fuzz_siw_rx_LDADD = $(fuzz_siw_ldadd)
+
+fuzz_programs += tests/fuzz/fuzz_siw_term
+tests_fuzz_fuzz_siw_term_SOURCES = tests/fuzz/fuzz_siw_term.c $(fuzz_siw)
+tests_fuzz_fuzz_siw_term_LDFLAGS = $(fuzz_ldflags)
+tests_fuzz_fuzz_siw_term_LDADD = $(fuzz_siw_ldadd)
+endif
+
 EXTRA_PROGRAMS += $(fuzz_programs)
 CLEANFILES += $(fuzz_programs)
 EXTRA_DIST += tests/fuzz/run-fuzz tests/fuzz/options
