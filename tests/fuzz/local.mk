@@ -30,6 +30,22 @@ tests_fuzz_fuzz_siw_term_LDFLAGS = $(fuzz_ldflags)
 tests_fuzz_fuzz_siw_term_LDADD = $(fuzz_siw_ldadd)
 endif
 
+if PROV_RXE
+fuzz_rxe = $(fuzz_common) tests/fuzz/fuzz_rxe.c tests/fuzz/fuzz_rxe.h
+fuzz_rxe_ldadd = vp/rxe/librxe_core.la rnicpi/librnicpi_util.la \
+	$(RXE_CRC_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
+
+fuzz_programs += tests/fuzz/fuzz_rxe_rcv
+tests_fuzz_fuzz_rxe_rcv_SOURCES = tests/fuzz/fuzz_rxe_rcv.c $(fuzz_rxe)
+tests_fuzz_fuzz_rxe_rcv_LDFLAGS = $(fuzz_ldflags)
+tests_fuzz_fuzz_rxe_rcv_LDADD = $(fuzz_rxe_ldadd)
+
+fuzz_programs += tests/fuzz/fuzz_rxe_direct
+tests_fuzz_fuzz_rxe_direct_SOURCES = tests/fuzz/fuzz_rxe_direct.c $(fuzz_rxe)
+tests_fuzz_fuzz_rxe_direct_LDFLAGS = $(fuzz_ldflags)
+tests_fuzz_fuzz_rxe_direct_LDADD = $(fuzz_rxe_ldadd)
+endif
+
 EXTRA_PROGRAMS += $(fuzz_programs)
 CLEANFILES += $(fuzz_programs)
 EXTRA_DIST += tests/fuzz/run-fuzz tests/fuzz/options
