@@ -46,6 +46,30 @@ tests_fuzz_fuzz_rxe_direct_LDFLAGS = $(fuzz_ldflags)
 tests_fuzz_fuzz_rxe_direct_LDADD = $(fuzz_rxe_ldadd)
 endif
 
+fuzz_programs += tests/fuzz/fuzz_cm_mad
+tests_fuzz_fuzz_cm_mad_SOURCES = tests/fuzz/fuzz_cm_mad.c cm/ib_mad.c \
+	$(fuzz_common)
+# (flags of its own: cm/ib_mad.c gets an object apart from libcm's)
+tests_fuzz_fuzz_cm_mad_CFLAGS = $(AM_CFLAGS)
+tests_fuzz_fuzz_cm_mad_LDFLAGS = $(fuzz_ldflags)
+tests_fuzz_fuzz_cm_mad_LDADD = $(GLIB_LIBS)
+
+# The CM over the whole stack: IT-API, ual, cm, and the soft-RoCE module
+# loaded from the build tree.
+if PROV_RXE
+fuzz_programs += tests/fuzz/fuzz_cm_ib
+tests_fuzz_fuzz_cm_ib_SOURCES = tests/fuzz/fuzz_cm_ib.c $(fuzz_common)
+tests_fuzz_fuzz_cm_ib_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DFZ_RXE_PROVIDER_DIR=\"$(abs_top_builddir)/vp/rxe/.libs\"
+tests_fuzz_fuzz_cm_ib_CFLAGS = $(AM_CFLAGS) $(LIBNL_CFLAGS)
+tests_fuzz_fuzz_cm_ib_LDFLAGS = $(fuzz_ldflags)
+tests_fuzz_fuzz_cm_ib_LDADD = itapi/libitapi.la cm/libcm.la ual/libual.la \
+	$(LIBNL_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
+if PROV_RXE_DL
+EXTRA_tests_fuzz_fuzz_cm_ib_DEPENDENCIES = vp/rxe/rxe.la
+endif
+endif
+
 EXTRA_PROGRAMS += $(fuzz_programs)
 CLEANFILES += $(fuzz_programs)
 EXTRA_DIST += tests/fuzz/run-fuzz tests/fuzz/options
