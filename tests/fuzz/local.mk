@@ -70,6 +70,11 @@ EXTRA_tests_fuzz_fuzz_cm_ib_DEPENDENCIES = vp/rxe/rxe.la
 endif
 endif
 
+fuzz_programs += tests/fuzz/fuzz_tools
+tests_fuzz_fuzz_tools_SOURCES = tests/fuzz/fuzz_tools.c $(fuzz_common)
+tests_fuzz_fuzz_tools_LDFLAGS = $(fuzz_ldflags)
+tests_fuzz_fuzz_tools_LDADD = tools/libtools.la $(GLIB_LIBS)
+
 EXTRA_PROGRAMS += $(fuzz_programs)
 CLEANFILES += $(fuzz_programs)
 EXTRA_DIST += tests/fuzz/run-fuzz tests/fuzz/options
