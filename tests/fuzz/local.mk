@@ -75,9 +75,32 @@ tests_fuzz_fuzz_tools_SOURCES = tests/fuzz/fuzz_tools.c $(fuzz_common)
 tests_fuzz_fuzz_tools_LDFLAGS = $(fuzz_ldflags)
 tests_fuzz_fuzz_tools_LDADD = tools/libtools.la $(GLIB_LIBS)
 
+# The seed corpus: `make fuzz-corpus` writes it again into the source
+# tree from the Check vectors and tests/data (gen-corpus.c).
+if PROV_SIW
+if PROV_RXE
+EXTRA_PROGRAMS += tests/fuzz/gen-corpus
+tests_fuzz_gen_corpus_SOURCES = tests/fuzz/gen-corpus.c cm/ib_mad.c \
+	tests/fuzz/fuzz_siw.c tests/fuzz/fuzz_util.c
+tests_fuzz_gen_corpus_CFLAGS = $(AM_CFLAGS)
+tests_fuzz_gen_corpus_LDADD = vp/siw/libsiw_core.la vp/rxe/librxe_core.la \
+	rnicpi/librnicpi_util.la $(ISAL_LIBS) $(RXE_CRC_LIBS) $(GLIB_LIBS) \
+	$(PTHREAD_LIBS)
+CLEANFILES += tests/fuzz/gen-corpus
+fuzz-corpus: tests/fuzz/gen-corpus$(EXEEXT)
+	rm -rf $(srcdir)/tests/fuzz/corpus.new
+	tests/fuzz/gen-corpus $(srcdir)/tests/fuzz/corpus.new
+	for d in $(srcdir)/tests/fuzz/corpus.new/*; do \
+		mkdir -p $(srcdir)/tests/fuzz/corpus/$${d##*/} && \
+		cp $$d/* $(srcdir)/tests/fuzz/corpus/$${d##*/}/ || exit 1; \
+	done
+	rm -rf $(srcdir)/tests/fuzz/corpus.new
+endif
+endif
+
 EXTRA_PROGRAMS += $(fuzz_programs)
 CLEANFILES += $(fuzz_programs)
-EXTRA_DIST += tests/fuzz/run-fuzz tests/fuzz/options
+EXTRA_DIST += tests/fuzz/run-fuzz tests/fuzz/corpus tests/fuzz/options
 
 if ENABLE_FUZZING
 fuzz_mode = fuzz
