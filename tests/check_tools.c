@@ -6,12 +6,15 @@
  * itself and against it-rping in both roles, a ping server refusing an
  * advert larger than its buffer, hostrdma-info's JSON, and the README
  * demo. The tools run as separate processes (fork and exec), natively
- * under valgrind.
+ * under valgrind. And the checks the tools make of their peer's messages
+ * (tools/ping_wire.c, tools/perf_wire.c), on the inputs fuzz_tools found.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +29,8 @@
 
 #include "tests/suites.h"
 #include "tests/testutil.h"
+#include "tools/perf_priv.h"
+#include "tools/ping_wire.h"
 
 #define TOOLS TOOLS_DIR "/"
 
@@ -917,6 +922,50 @@ END_TEST
 
 #endif /* HAVE_PROV_SIW */
 
+/* ------------------------------------------------------------------ */
+/* What the tools read from their peer (tools/ping_wire.c, perf_wire.c) */
+/* ------------------------------------------------------------------ */
+
+static uint64_t swapped(double d)
+{
+	uint64_t u;
+
+	memcpy(&u, &d, sizeof(u));
+	return htobe64(u);
+}
+
+/* Found by fuzz_tools: a perftest client's report with a bandwidth so
+ * small that the time it implies is past 2^64 ns made the server convert
+ * an out-of-range double (UBSan: "9.33604e+87 is outside the range of
+ * representable values"). Such a report, and one with no usable
+ * bandwidth (0, negative, NaN, infinite), has no time. */
+START_TEST(wire_perftest_report_out_of_range)
+{
+	static const double bad[] = { 1e-300, 4.9e-324, 0.0, -1.0, NAN,
+				      INFINITY, -INFINITY };
+	uint64_t r5[5];
+	struct perf_result r;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		r5[0] = htobe64(1ull << 40);
+		r5[1] = htobe64(1ull << 40);
+		r5[2] = r5[3] = swapped(bad[i]);
+		r5[4] = swapped(1.0);
+		memset(&r, 0xff, sizeof(r));
+		perf_pt_report_in(r5, &r);
+		ck_assert_uint_eq(r.size, 1ull << 40);
+		ck_assert_uint_eq(r.iters, 1ull << 40);
+		ck_assert_uint_eq(r.ns, 0);
+	}
+	/* A sane report: 65536 x 5000 bytes at 9000 MiB/s. */
+	r5[0] = htobe64(65536);
+	r5[1] = htobe64(5000);
+	r5[2] = r5[3] = swapped(9000.0);
+	perf_pt_report_in(r5, &r);
+	ck_assert_uint_eq(r.ns, 34722222);
+}
+END_TEST
+
 Suite *suite_tools(void)
 {
 	Suite *s = suite_create("tools");
@@ -926,6 +975,9 @@ Suite *suite_tools(void)
 
 	tcase_add_test(tc, cli_help);
 	tcase_add_test(tc, cli_bad_option);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("wire");
+	tcase_add_test(tc, wire_perftest_report_out_of_range);
 	suite_add_tcase(s, tc);
 #ifdef HAVE_PROV_SIW
 	tc = tcase_create("siw");

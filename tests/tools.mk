@@ -1,7 +1,9 @@
 # tests/tools.mk: the tools suite runs the programs of tools/ (built by
 # `make all`): their command lines always, and with a provider built over
-# soft-iWARP on lo, parsing their JSON with json-glib.
-tests_check_all_SOURCES += tests/check_tools.c
+# soft-iWARP on lo, parsing their JSON with json-glib; and it links the
+# tools' checks of their peer's messages, which need no IT-API.
+tests_check_all_SOURCES += tests/check_tools.c tools/ping_wire.c \
+	tools/perf_wire.c
 tests_check_all_CFLAGS += $(JSON_GLIB_CFLAGS) \
 	-DTOOLS_DIR=\"$(abs_top_builddir)/tools\" \
 	-DSCALE_PROG=\"$(abs_top_builddir)/tests/scale/itapi-scale\"

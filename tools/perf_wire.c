@@ -196,11 +196,21 @@ void perf_pt_dest_in(struct perf_ctx *c, unsigned int i,
 
 void perf_pt_report_in(const uint64_t theirs[5], struct perf_result *r)
 {
-	double bw = unswap_double(theirs[3]);
+	double bw = unswap_double(theirs[3]), ns = 0;
 
 	r->size = be64toh(theirs[0]);
 	r->iters = be64toh(theirs[1]);
-	r->ns = bw > 0 ? (uint64_t)((double)r->size * (double)r->iters /
-				    (bw * 1048576.0) * 1e9)
-		       : 0;
+	if (bw > 0)
+		ns = (double)r->size * (double)r->iters / (bw * 1048576.0) *
+		     1e9;
+	/* The peer's double is any 64 bits: a tiny bandwidth makes a time
+	 * past 2^64 ns, whose conversion is undefined (C11 6.3.1.4). Such a
+	 * report has no time, as one without a bandwidth. */
+	if (ns >= 18446744073709551616.0) {
+		fprintf(stderr, "%s: the peer reports %g MiB/s for %llu messages of %llu bytes: no time to show\n",
+			PERF_PROG, bw, (unsigned long long)r->iters,
+			(unsigned long long)r->size);
+		ns = 0;
+	}
+	r->ns = (uint64_t)ns;
 }

@@ -6,7 +6,9 @@
 #ifndef HOSTRDMA_TOOL_UTIL_H
 #define HOSTRDMA_TOOL_UTIL_H
 
+#ifndef ITAPI_ENABLE_V21_BINDINGS
 #define ITAPI_ENABLE_V21_BINDINGS
+#endif
 #include "it_api.h"
 
 #include <stdbool.h>
