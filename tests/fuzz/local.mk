@@ -100,7 +100,8 @@ endif
 
 EXTRA_PROGRAMS += $(fuzz_programs)
 CLEANFILES += $(fuzz_programs)
-EXTRA_DIST += tests/fuzz/run-fuzz tests/fuzz/corpus tests/fuzz/options
+EXTRA_DIST += tests/fuzz/run-fuzz tests/fuzz/corpus tests/fuzz/options \
+	docs/FUZZING.md
 
 if ENABLE_FUZZING
 fuzz_mode = fuzz
