@@ -434,12 +434,36 @@ void fz_siw_post(struct fz_siw *w, bool sends)
 	fz_siw_progress(w);
 }
 
+/* The bytes each WR of fz_siw_post() has room for. */
+static uint32_t wr_room(uint64_t wr_id)
+{
+	switch (wr_id) {
+	case 1: return 4096;
+	case 2: return 1000;
+	case 3: return 256;
+	case 4: return 64;
+	case 10: return FZ_READ_LEN;
+	case 11: return FZ_SEND_LEN;
+	default: return 0;
+	}
+}
+
+/* Every completion names a WR we posted, and one that succeeded says it
+ * moved no more bytes than that WR had room for: a consumer believes
+ * byte_len. */
 static void drain_cq(struct fz_siw *w, struct rnicpi_cq *cq)
 {
 	struct rnicpi_wc wc[16];
+	int n;
 
-	while (w->ops->poll_cq(cq, 16, wc) > 0)
-		;
+	while ((n = w->ops->poll_cq(cq, 16, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			FZ_CHECK(wr_room(wc[i].wr_id));
+			if (wc[i].status == RNICPI_WC_SUCCESS)
+				FZ_CHECK(wc[i].byte_len <=
+					 wr_room(wc[i].wr_id));
+		}
+	}
 }
 
 static void check_guards(const uint8_t *p, size_t len)
