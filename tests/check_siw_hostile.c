@@ -698,6 +698,54 @@ START_TEST(test_read_response_short)
 }
 END_TEST
 
+/* Found by fuzz_siw_rx: two Read Response segments over the same bytes
+ * of a 100-byte Read, each in bounds, and the Read completed with
+ * byte_len 120. A segment that does not continue where the last one
+ * ended is out of bounds: the Read fails with BAD_RESP_ERR, the
+ * Terminate is DDP tagged base/bounds with the second segment's header,
+ * and nothing past the 60 bytes of the first segment was written. */
+START_TEST(test_read_response_overlap)
+{
+	struct target t;
+	struct iwarp_tagged_hdr h;
+	uint8_t buf[256], copy[16];
+	const struct iwarp_read_req_hdr *rq = (const void *)buf;
+	struct rnicpi_wc wc;
+	uint32_t sink;
+	uint64_t to;
+	size_t i;
+
+	target_up(&t, NULL);
+	ck_assert_ok(raw_accept(&t.r, &t.s));
+	ck_assert_ok(h_post_send(&t.s, RNICPI_WR_RDMA_READ, &t.rw, 0, 100,
+				 56, RNICPI_SEND_SIGNALED, 0x10000, 0x4242));
+	ck_assert_int_eq(raw_recv_fpdu(&t.r, buf, sizeof(buf), H_WAIT_MS), 46);
+	sink = be32toh(rq->rreq.sink_stag_be);
+	to = be64toh(rq->rreq.sink_to_be);
+	memset(payload, 0x66, 60);
+	iwarp_ctrl_init(&h.ctrl, RDMAP_RDMA_READ_RESP, false);
+	h.stag_be = htobe32(sink);
+	h.to_be = htobe64(to);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 60, 0, false);
+	memset(payload, 0x77, 60);
+	tagged_hdr(&h, RDMAP_RDMA_READ_RESP, sink, to);
+	raw_send_fpdu(&t.r, &h, sizeof(h), payload, 60, 0, false);
+	memcpy(copy, &h, sizeof(copy));
+	ck_assert(h_poll(&t.s, t.s.scq, &wc, H_WAIT_MS));
+	ck_assert_uint_eq(wc.wr_id, 56);
+	ck_assert_int_eq(wc.status, RNICPI_WC_BAD_RESP_ERR);
+	expect_terminate(&t, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
+			 DDP_ECODE_T_BASE_BOUNDS, copy, 14, false,
+			 RNICPI_EVENT_QP_ACCESS_ERR);
+	for (i = 0; i < 60; i++)
+		ck_assert_uint_eq(t.rw.p[i], 0x66);
+	for (i = 60; i < LEN; i++)
+		ck_assert_uint_eq(t.rw.p[i], 0);
+	ck_assert(h_buf_guards_ok(&t.rw));
+	target_down(&t);
+}
+END_TEST
+
 /* RFC 5040 §6.10: Send with Invalidate naming an STag it may not
  * invalidate. The receive fails with REM_INV_REQ_ERR and the Terminate
  * says "STag cannot be invalidated" (§7.4 lists it under both Remote
@@ -1029,6 +1077,7 @@ Suite *suite_siw_hostile(void)
 	tcase_add_test(tc, test_peer_ird_zero);
 	tcase_add_test(tc, test_read_timeout);
 	tcase_add_test(tc, test_rereg_under_read);
+	tcase_add_test(tc, test_read_response_overlap);
 	tcase_add_test(tc, test_invalidate_wrong_pd);
 	tcase_add_test(tc, test_invalidate_region);
 	tcase_add_test(tc, test_markers_refused);

@@ -285,6 +285,16 @@ static int check_read_resp(struct siw_qp *qp)
 		return read_resp_fail(qp, o, DDP_ECODE_T_BASE_BOUNDS);
 	}
 	off = to - o->sink_to;
+	/* The Data Source answers a Read in order (RFC 5040 §4.5, DDP over
+	 * an in-order LLP): a segment that does not continue where the last
+	 * one ended is out of bounds, as Linux siw sees it. Bytes placed
+	 * twice would also count twice: a Read's completion must not say
+	 * it brought more than it asked for. */
+	if (off != o->got) {
+		siw_qp_info(qp, "Read Response at offset %llu, the next byte "
+			    "due is %u", (unsigned long long)off, o->got);
+		return read_resp_fail(qp, o, DDP_ECODE_T_BASE_BOUNDS);
+	}
 	if (off > o->size || rx->payload_len > o->size - off) {
 		siw_qp_info(qp, "Read Response [%llu, +%u) beyond the %u bytes "
 			    "asked for", (unsigned long long)off,
