@@ -115,6 +115,8 @@ void fz_rxe_init(void)
 	pthread_join(F.rdev->thread, NULL);
 	F.rdev->thread_started = false;
 
+	/* Before the first registration: the R_Keys of fuzz_rxe.h. */
+	F.rdev->keys.secret = FZ_KEY_SECRET;
 	FZ_CHECK(F.ops->alloc_pd(F.dev, &F.pd) == 0);
 	FZ_CHECK(F.ops->alloc_pd(F.dev, &F.pd2) == 0);
 	F.tgt = guarded(FZ_RXE_MEM);

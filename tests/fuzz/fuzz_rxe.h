@@ -13,7 +13,7 @@
  * PD), each over FZ_RXE_MEM bytes at VA FZ_VA_RW / FZ_VA_RO / FZ_VA_PD2;
  * FZ_LKEY_LOCAL (local write) at FZ_VA_LOCAL for receives and READ
  * sinks. The values are what rnicpi_key_alloc() hands out first on a
- * fresh table (checked).
+ * fresh table whose secret is FZ_KEY_SECRET (fuzz_siw.h; checked).
  */
 #ifndef TESTS_FUZZ_FUZZ_RXE_H
 #define TESTS_FUZZ_FUZZ_RXE_H
@@ -24,6 +24,9 @@
 
 #include "rnicpi/rnicpi.h"
 
+#ifndef FZ_KEY_SECRET
+#define FZ_KEY_SECRET 0xfef0481eull /* as in fuzz_siw.h */
+#endif
 #define FZ_RKEY_RW 0x131u
 #define FZ_RKEY_RO 0x256u
 #define FZ_RKEY_PD2 0x37bu

@@ -156,6 +156,8 @@ static void dev_open(enum fz_siw_profile profile)
 					    &core_ops, &d->dev) == 0);
 	d->dev->provider = &siw_provider;
 	stop_progress_thread(to_siw_dev(d->dev));
+	/* Before the first registration: the STags of fuzz_siw.h. */
+	to_siw_dev(d->dev)->mr_keys.secret = FZ_KEY_SECRET;
 	ops = d->dev->ops;
 	FZ_CHECK(ops->alloc_pd(d->dev, &d->pd) == 0);
 	FZ_CHECK(ops->alloc_pd(d->dev, &d->pd2) == 0);
