@@ -260,7 +260,7 @@ int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 	struct perf_ctx c = { .o = o, .perftest = true };
 	struct perf_result r = { 0 };
 	uint64_t sizes[32];
-	unsigned int n = 0;
+	unsigned int n = 0, ended;
 	int failed = 1;
 	it_event_t ev;
 
@@ -331,13 +331,22 @@ int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 	if (hand_shake(&c, 0, NULL, TOOL_WAIT_US))
 		goto out;
 	failed = 0;
+	ended = 0;
 	if (!c.server) {
+		/* perftest's server sends its last hand shake and then polls
+		 * for that Send's completion. A FIN from us that arrives first
+		 * makes the kernel's siw fail the Send (perftest: "Bad wc
+		 * status 2 ... Failed to close connection"; seen when the
+		 * guest ran slowly). So give the server a moment to end the
+		 * connections itself, then end what is still up. */
+		if (!it_evd_wait(c.cm, 1000000, &ev, &(size_t){ 0 }))
+			ended++;
 		for (unsigned int i = 0; i < c.nqp; i++)
 			it_ep_disconnect(c.qp[i].ep, NULL, 0);
 		it_ep_disconnect(c.cep, NULL, 0);
 	}
 	/* Either side: the connections go down (or time out). */
-	for (unsigned int i = 0; i <= c.nqp; i++)
+	for (; ended <= c.nqp; ended++)
 		if (it_evd_wait(c.cm, 5000000, &ev, &(size_t){ 0 }))
 			break;
 out:
