@@ -155,8 +155,12 @@ static pthread_once_t cm_atfork_once = PTHREAD_ONCE_INIT;
  * sockets and netlink socket are shared with the parent. It forgets the
  * manager without touching it (see ual_atfork_child); its next cm_open
  * starts one of its own. */
+static struct cm *volatile parent_cm; /* kept reachable, never touched */
+
 static void cm_atfork_child(void)
 {
+	if (the_cm)
+		parent_cm = the_cm;
 	the_cm = NULL;
 	cm_opens = 0;
 	g_mutex_init(&cm_global_lock);

@@ -344,6 +344,10 @@ static struct {
 	GThread *thread;
 } pump;
 
+/* The parent's pump state, kept (never touched) so that what it points
+ * to stays reachable in the child rather than leaked. */
+static GHashTable *volatile parent_sevds;
+
 void itapi_evq_atfork_child(void)
 {
 	/* The thread is the parent's; its epoll set and eventfd are shared
@@ -353,6 +357,8 @@ void itapi_evq_atfork_child(void)
 		close(pump.wake);
 	}
 	pump.thread = NULL;
+	if (pump.sevds)
+		parent_sevds = pump.sevds;
 	pump.sevds = NULL;
 	pump.stop = false;
 	g_mutex_init(&pump.lock);

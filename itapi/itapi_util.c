@@ -40,6 +40,11 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * opens an IA of its own (ual and cm forget their contexts too). Registered buffers are MADV_DONTFORK and
  * are not mapped in the child at all (kal/kal.h).
  */
+/* The lock as the child inherited it, in whatever state another thread
+ * of the parent left it: kept, never used, so that what GLib allocated
+ * for it stays reachable (valgrind would count it lost). */
+static void *volatile parent_registry_lock_impl;
+
 static void itapi_atfork_child(void)
 {
 	if (registry) {
@@ -55,6 +60,7 @@ static void itapi_atfork_child(void)
 		}
 		registry = NULL;
 	}
+	parent_registry_lock_impl = registry_lock.p;
 	g_rw_lock_init(&registry_lock);
 	itapi_evq_atfork_child();
 }

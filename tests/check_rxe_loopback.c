@@ -170,6 +170,8 @@ START_TEST(test_qp_out_of_descriptors)
 	struct rlimit old, low;
 	int fillers[64], n = 0, fd;
 
+	if (tu_under_valgrind())
+		return; /* see tu_under_valgrind() */
 	ck_assert_ok(rxe_t_dev_open(&t, NULL));
 	ck_assert_ok(rxe_t_side_create(&t, &s, RNICPI_QPT_RC, NULL));
 	qa.send_cq = s.scq;

@@ -312,6 +312,13 @@ static bool has_flag(const char *vmflags, const char *flag)
 	return false;
 }
 
+bool tu_under_valgrind(void)
+{
+	const char *p = g_getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload");
+}
+
 struct tu_page_state tu_page_state(const void *addr)
 {
 	struct tu_page_state st = { 0 };

@@ -134,6 +134,12 @@ struct tu_page_state {
 /* The state of the mapping holding @addr; asserts that there is one. */
 struct tu_page_state tu_page_state(const void *addr);
 
+/* Whether this process runs under valgrind, which keeps descriptors of
+ * its own at the top of RLIMIT_NOFILE and refuses (EINVAL) a limit
+ * lowered below them: tests that run a process out of descriptors cannot
+ * run there (they do in make check and check-sanitizers). */
+bool tu_under_valgrind(void);
+
 /* AddressSanitizer's interceptors turn mlock() and munlock() into no-ops
  * (mlock2() it lets through), so in a sanitizer build (configure
  * --enable-sanitizers) whether a page is locked says nothing about kal:

@@ -35,8 +35,12 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * as rdma-core promises after ibv_fork_init. No other thread exists in
  * the child, so the lock is made anew whatever state it was copied in.
  */
+static struct ual *volatile parent_ual; /* kept reachable, never touched */
+
 static void ual_atfork_child(void)
 {
+	if (the_ual)
+		parent_ual = the_ual;
 	the_ual = NULL;
 	g_mutex_init(&open_lock);
 }
