@@ -25,7 +25,7 @@ static struct {
 	const struct rnicpi_device_ops *ops;
 	struct rnicpi_pd *pd, *pd2;
 	struct rnicpi_mr *mr[4];	/* RW, RO, PD2, LOCAL */
-	uint8_t *tgt, *loc;
+	uint8_t *tgt, *ro, *pd2m, *loc;	/* RW, RO, PD2 memory, local */
 	int peer;			/* the peer's UDP socket */
 	struct sockaddr_storage peer_addr, peer_addr6;
 	uint8_t *bounce, *scratch;
@@ -57,6 +57,47 @@ static void check_guards(const uint8_t *p, size_t len)
 	for (size_t i = 0; i < GUARD; i++) {
 		FZ_CHECK(p[i] == GUARD_BYTE);
 		FZ_CHECK(p[GUARD + len + i] == GUARD_BYTE);
+	}
+}
+
+/* What the peer may read but never change. */
+static uint8_t fill_byte(size_t i)
+{
+	return (uint8_t)(i * 29 + 7);
+}
+
+static void fill(uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = fill_byte(i);
+}
+
+static bool filled(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != fill_byte(i))
+			return false;
+	return true;
+}
+
+/* The parts of the local region a peer's bytes may land in: the
+ * receives, the READ's sink and the atomics' results of fz_rxe_open(). */
+static void check_local(const uint8_t *p)
+{
+	static const uint32_t open[][2] = {
+		{ 0, 320 }, { 512, 1012 }, { 1024, 1524 }, { 2048, 7220 },
+		{ 7232, 8132 }, { 8192, 9692 }, { 10240, 10256 },
+	};
+	uint32_t i = 0;
+
+	for (size_t k = 0; k <= sizeof(open) / sizeof(open[0]); k++) {
+		uint32_t end = k < sizeof(open) / sizeof(open[0])
+				       ? open[k][0] : FZ_RXE_LOCAL;
+
+		for (; i < end; i++)
+			FZ_CHECK(p[i] == 0);
+		if (k < sizeof(open) / sizeof(open[0]))
+			i = open[k][1];
 	}
 }
 
@@ -120,6 +161,8 @@ void fz_rxe_init(void)
 	FZ_CHECK(F.ops->alloc_pd(F.dev, &F.pd) == 0);
 	FZ_CHECK(F.ops->alloc_pd(F.dev, &F.pd2) == 0);
 	F.tgt = guarded(FZ_RXE_MEM);
+	F.ro = guarded(FZ_RXE_MEM);
+	F.pd2m = guarded(FZ_RXE_MEM);
 	F.loc = guarded(FZ_RXE_LOCAL);
 	FZ_CHECK(F.ops->reg_mr(F.pd, F.tgt + GUARD, FZ_RXE_MEM, FZ_VA_RW,
 			       RNICPI_ACCESS_LOCAL_WRITE |
@@ -127,11 +170,11 @@ void fz_rxe_init(void)
 				       RNICPI_ACCESS_REMOTE_READ |
 				       RNICPI_ACCESS_REMOTE_ATOMIC,
 			       &F.mr[0]) == 0);
-	FZ_CHECK(F.ops->reg_mr(F.pd, F.tgt + GUARD, FZ_RXE_MEM, FZ_VA_RO,
+	FZ_CHECK(F.ops->reg_mr(F.pd, F.ro + GUARD, FZ_RXE_MEM, FZ_VA_RO,
 			       RNICPI_ACCESS_LOCAL_WRITE |
 				       RNICPI_ACCESS_REMOTE_READ,
 			       &F.mr[1]) == 0);
-	FZ_CHECK(F.ops->reg_mr(F.pd2, F.tgt + GUARD, FZ_RXE_MEM, FZ_VA_PD2,
+	FZ_CHECK(F.ops->reg_mr(F.pd2, F.pd2m + GUARD, FZ_RXE_MEM, FZ_VA_PD2,
 			       RNICPI_ACCESS_LOCAL_WRITE |
 				       RNICPI_ACCESS_REMOTE_WRITE,
 			       &F.mr[2]) == 0);
@@ -315,6 +358,8 @@ void fz_rxe_open(struct fz_rxe *w, unsigned int flags)
 
 	memset(w, 0, sizeof(*w));
 	memset(F.tgt + GUARD, 0, FZ_RXE_MEM);
+	fill(F.ro + GUARD, FZ_RXE_MEM);
+	fill(F.pd2m + GUARD, FZ_RXE_MEM);
 	memset(F.loc + GUARD, 0, FZ_RXE_LOCAL);
 	for (int i = 0; i < 4; i++)	/* after a SEND with Invalidate */
 		atomic_store(&to_rxe_mr(F.mr[i])->invalid, false);
@@ -403,7 +448,15 @@ void fz_rxe_close(struct fz_rxe *w)
 	FZ_CHECK(F.ops->destroy_cq(w->rcq) == 0);
 	drain_peer();
 	check_guards(F.tgt, FZ_RXE_MEM);
+	check_guards(F.ro, FZ_RXE_MEM);
+	check_guards(F.pd2m, FZ_RXE_MEM);
 	check_guards(F.loc, FZ_RXE_LOCAL);
+	/* No right, no change: the read-only region and the other PD's
+	 * keep their bytes, and the local region changed only where a
+	 * receive, our READ's sink or our atomics' results lie. */
+	FZ_CHECK(filled(F.ro + GUARD, FZ_RXE_MEM));
+	FZ_CHECK(filled(F.pd2m + GUARD, FZ_RXE_MEM));
+	check_local(F.loc + GUARD);
 }
 
 /* ------------------------------------------------------------------ */

@@ -10,7 +10,8 @@
  *
  * R_Keys (registered in this order): FZ_RKEY_RW (remote write, read and
  * atomics), FZ_RKEY_RO (remote read), FZ_RKEY_PD2 (remote write, another
- * PD), each over FZ_RXE_MEM bytes at VA FZ_VA_RW / FZ_VA_RO / FZ_VA_PD2;
+ * PD), each over FZ_RXE_MEM bytes of its own at VA FZ_VA_RW / FZ_VA_RO /
+ * FZ_VA_PD2 (the last two must come out of every input unchanged);
  * FZ_LKEY_LOCAL (local write) at FZ_VA_LOCAL for receives and READ
  * sinks. The values are what rnicpi_key_alloc() hands out first on a
  * fresh table whose secret is FZ_KEY_SECRET (fuzz_siw.h; checked).

@@ -19,7 +19,9 @@ struct fz_siw_dev {
 	struct rnicpi_device *dev;
 	struct rnicpi_pd *pd, *pd2;
 	struct rnicpi_mr *mr[4];	/* RW, RO, PD2, LOCAL */
-	uint8_t *tgt, *loc;		/* each with FZ_GUARD bytes around */
+	/* RW, RO and PD2 memory, the local region; each with FZ_GUARD
+	 * bytes around */
+	uint8_t *tgt, *ro, *pd2m, *loc;
 };
 
 static struct fz_siw_dev devs[FZ_SIW_NPROFILES];
@@ -132,6 +134,47 @@ static uint8_t *guarded(size_t len)
 	return p;
 }
 
+/* What the peer may read but never change. */
+static uint8_t fill_byte(size_t i)
+{
+	return (uint8_t)(i * 29 + 7);
+}
+
+static void fill(uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = fill_byte(i);
+}
+
+static bool filled(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != fill_byte(i))
+			return false;
+	return true;
+}
+
+/* The parts of the local region a peer's bytes may land in: the
+ * receives and the Read's sink of fz_siw_post(). */
+static void check_local(const uint8_t *p)
+{
+	static const uint32_t open[][2] = {
+		{ 0, 320 }, { 512, 1012 }, { 1024, 1524 }, { 2048, 6144 },
+		{ FZ_READ_SINK_OFF, FZ_READ_SINK_OFF + FZ_READ_LEN },
+	};
+	uint32_t i = 0;
+
+	for (size_t k = 0; k <= sizeof(open) / sizeof(open[0]); k++) {
+		uint32_t end = k < sizeof(open) / sizeof(open[0])
+				       ? open[k][0] : FZ_LOCAL_LEN;
+
+		for (; i < end; i++)
+			FZ_CHECK(p[i] == 0);
+		if (k < sizeof(open) / sizeof(open[0]))
+			i = open[k][1];
+	}
+}
+
 static void dev_open(enum fz_siw_profile profile)
 {
 	struct fz_siw_dev *d = &devs[profile];
@@ -162,6 +205,8 @@ static void dev_open(enum fz_siw_profile profile)
 	FZ_CHECK(ops->alloc_pd(d->dev, &d->pd) == 0);
 	FZ_CHECK(ops->alloc_pd(d->dev, &d->pd2) == 0);
 	d->tgt = guarded(FZ_MEM_LEN);
+	d->ro = guarded(FZ_MEM_LEN);
+	d->pd2m = guarded(FZ_MEM_LEN);
 	d->loc = guarded(FZ_LOCAL_LEN);
 	/* The registration order makes the STags of fuzz_siw.h. */
 	FZ_CHECK(ops->reg_mr(d->pd, d->tgt + FZ_GUARD, FZ_MEM_LEN, FZ_TO_RW,
@@ -169,9 +214,9 @@ static void dev_open(enum fz_siw_profile profile)
 				     RNICPI_ACCESS_REMOTE_WRITE |
 				     RNICPI_ACCESS_REMOTE_READ,
 			     &d->mr[0]) == 0);
-	FZ_CHECK(ops->reg_mr(d->pd, d->tgt + FZ_GUARD, FZ_MEM_LEN, FZ_TO_RO,
+	FZ_CHECK(ops->reg_mr(d->pd, d->ro + FZ_GUARD, FZ_MEM_LEN, FZ_TO_RO,
 			     RNICPI_ACCESS_REMOTE_READ, &d->mr[1]) == 0);
-	FZ_CHECK(ops->reg_mr(d->pd2, d->tgt + FZ_GUARD, FZ_MEM_LEN,
+	FZ_CHECK(ops->reg_mr(d->pd2, d->pd2m + FZ_GUARD, FZ_MEM_LEN,
 			     FZ_TO_PD2,
 			     RNICPI_ACCESS_LOCAL_WRITE |
 				     RNICPI_ACCESS_REMOTE_WRITE,
@@ -209,6 +254,8 @@ void fz_siw_open(struct fz_siw *w, enum fz_siw_profile profile,
 	w->ops = d->dev->ops;
 	w->pd = d->pd;
 	memset(d->tgt + FZ_GUARD, 0, FZ_MEM_LEN);
+	fill(d->ro + FZ_GUARD, FZ_MEM_LEN);
+	fill(d->pd2m + FZ_GUARD, FZ_MEM_LEN);
 	memset(d->loc + FZ_GUARD, 0, FZ_LOCAL_LEN);
 	for (int i = 0; i < 4; i++)	/* after a Send with Invalidate */
 		atomic_store(&to_siw_mr(d->mr[i])->valid, true);
@@ -511,7 +558,15 @@ void fz_siw_close(struct fz_siw *w)
 	FZ_CHECK(w->ops->destroy_cq(w->scq) == 0);
 	FZ_CHECK(w->ops->destroy_cq(w->rcq) == 0);
 	check_guards(d->tgt, FZ_MEM_LEN);
+	check_guards(d->ro, FZ_MEM_LEN);
+	check_guards(d->pd2m, FZ_MEM_LEN);
 	check_guards(d->loc, FZ_LOCAL_LEN);
+	/* No right, no change: the read-only region and the other PD's
+	 * keep their bytes, and the local region changed only where a
+	 * receive or our Read's sink lies. */
+	FZ_CHECK(filled(d->ro + FZ_GUARD, FZ_MEM_LEN));
+	FZ_CHECK(filled(d->pd2m + FZ_GUARD, FZ_MEM_LEN));
+	check_local(d->loc + FZ_GUARD);
 	cur = NULL;
 }
 

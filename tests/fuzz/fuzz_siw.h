@@ -9,8 +9,9 @@
  *
  * STags (registered in this order on every device): FZ_STAG_RW (remote
  * write and read), FZ_STAG_RO (remote read only), FZ_STAG_PD2 (remote
- * write, another PD), each over the same FZ_MEM_LEN bytes at TO
- * FZ_TO_RW / FZ_TO_RO / FZ_TO_PD2; FZ_STAG_LOCAL, local write only, at
+ * write, another PD), each over FZ_MEM_LEN bytes of its own at TO
+ * FZ_TO_RW / FZ_TO_RO / FZ_TO_PD2 (the last two must come out of every
+ * input unchanged); FZ_STAG_LOCAL, local write only, at
  * FZ_TO_LOCAL, where receives and READ sinks go. The values are what
  * rnicpi_key_alloc() hands out first on a fresh table whose secret is
  * FZ_KEY_SECRET (checked): key bytes are keyed by a random secret per
