@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cm/cm.h"
+#include "cm/cm_private.h"
 
 /* ------------------------------------------------------------------ */
 /* Names and small helpers                                             */
@@ -49,17 +49,17 @@ const char *cm_id_state_name(enum cm_id_state s)
 }
 
 static const char *const cm_event_names[] = {
-	[UAL_CM_EV_REQUEST] = "REQUEST",
-	[UAL_CM_EV_ESTABLISHED] = "ESTABLISHED",
-	[UAL_CM_EV_REJECTED] = "REJECTED",
-	[UAL_CM_EV_UNREACHABLE] = "UNREACHABLE",
-	[UAL_CM_EV_DISCONNECTED] = "DISCONNECTED",
-	[UAL_CM_EV_BROKEN] = "BROKEN",
-	[UAL_CM_EV_SIDR_REQUEST] = "SIDR_REQUEST",
-	[UAL_CM_EV_SIDR_REPLY] = "SIDR_REPLY",
+	[CM_EV_REQUEST] = "REQUEST",
+	[CM_EV_ESTABLISHED] = "ESTABLISHED",
+	[CM_EV_REJECTED] = "REJECTED",
+	[CM_EV_UNREACHABLE] = "UNREACHABLE",
+	[CM_EV_DISCONNECTED] = "DISCONNECTED",
+	[CM_EV_BROKEN] = "BROKEN",
+	[CM_EV_SIDR_REQUEST] = "SIDR_REQUEST",
+	[CM_EV_SIDR_REPLY] = "SIDR_REPLY",
 };
 
-const char *ual_cm_event_name(enum ual_cm_event_type type)
+const char *cm_event_name(enum cm_event_type type)
 {
 	if ((unsigned int)type < G_N_ELEMENTS(cm_event_names) &&
 	    cm_event_names[type])
@@ -91,7 +91,7 @@ const char *cm_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
 	return buf;
 }
 
-uint32_t ual_cm_default_timeout_ms(void)
+uint32_t cm_default_timeout_ms(void)
 {
 	const char *s = getenv(CM_ENV_TIMEOUT);
 	char *end = NULL;
@@ -121,6 +121,13 @@ const struct cm_transport *cm_transport_of(struct ual_device *d)
 	g_info("%s: no connection manager for this transport yet",
 	       ual_device_name(d));
 	return NULL;
+}
+
+uint32_t cm_max_private_data(struct ual_device *d, enum cm_pdata_op op)
+{
+	const struct cm_transport *tp = cm_transport_of(d);
+
+	return tp ? tp->max_private_data(d, op) : 0;
 }
 
 GSource *cm_timeout_add(struct cm *cm, uint32_t ms, GSourceFunc fn,
@@ -181,6 +188,16 @@ struct cm *cm_get(void)
 	return cm;
 }
 
+struct cm *cm_running(const char *fn)
+{
+	struct cm *cm = cm_get();
+
+	if (!cm)
+		g_warning("%s: the connection manager is not open (cm_open)",
+			  fn);
+	return cm;
+}
+
 static gpointer cm_thread_main(gpointer data)
 {
 	struct cm *cm = data;
@@ -224,7 +241,7 @@ int cm_open(struct ual *u)
 		g_free(cm);
 		return err;
 	}
-	cm->timeout_ms = ual_cm_default_timeout_ms();
+	cm->timeout_ms = cm_default_timeout_ms();
 	g_mutex_init(&cm->lock);
 	cm->listens = g_ptr_array_new();
 	cm->reqs = g_hash_table_new(g_int64_hash, g_int64_equal);
@@ -398,9 +415,9 @@ int cm_ifindex_of_local(struct cm *cm, const struct sockaddr *sa)
 	return ifindex;
 }
 
-int cm_resolve(struct cm *cm, const struct sockaddr *dst,
-	       const struct sockaddr *src, enum rnicpi_transport transport,
-	       struct ual_cm_route *out)
+int cm_route_resolve(struct cm *cm, const struct sockaddr *dst,
+		     const struct sockaddr *src, enum rnicpi_transport transport,
+		     struct cm_route *out)
 {
 	struct kal_route r;
 	char buf[64];
@@ -445,12 +462,23 @@ int cm_resolve(struct cm *cm, const struct sockaddr *dst,
 	return 0;
 }
 
-GArray *cm_device_addrs(struct cm *cm, struct ual_device *d)
+int cm_resolve(const struct sockaddr *dst, const struct sockaddr *src,
+	       enum rnicpi_transport transport, struct cm_route *out)
+{
+	struct cm *cm = cm_running(__func__);
+
+	return cm ? cm_route_resolve(cm, dst, src, transport, out) : -ENOTCONN;
+}
+
+GArray *cm_device_addrs(struct ual_device *d)
 {
 	GArray *out = g_array_new(FALSE, TRUE, sizeof(struct sockaddr_storage));
-	struct kal_link *l =
-		kal_nl_link_by_index(cm->nl, ual_device_ifindex(d), NULL);
+	struct cm *cm = cm_running(__func__);
+	struct kal_link *l;
 
+	if (!cm)
+		return out;
+	l = kal_nl_link_by_index(cm->nl, ual_device_ifindex(d), NULL);
 	if (l && l->addrs)
 		g_array_append_vals(out, l->addrs->data, l->addrs->len);
 	kal_link_free(l);
@@ -518,8 +546,8 @@ void cm_listen_unref(struct cm_listen *l)
 /* Provider ops, tolerating a short or sparse table                    */
 /* ------------------------------------------------------------------ */
 
-void cm_to_rnicpi_param(const struct ual_cm_param *p,
-			    struct rnicpi_conn_param *rp)
+void cm_to_rnicpi_param(const struct cm_param *p,
+			struct rnicpi_conn_param *rp)
 {
 	memset(rp, 0, sizeof(*rp));
 	rp->private_data = p->private_data_len ? p->private_data : NULL;
@@ -532,18 +560,14 @@ void cm_to_rnicpi_param(const struct ual_cm_param *p,
 void cm_provider_conn_reject(struct ual_device *d, struct rnicpi_conn *c,
 				 const void *pdata, uint32_t len)
 {
-	struct rnicpi_device *rdev = ual_device_rnicpi(d);
 	const struct cm_transport *tp = cm_transport_of(d);
-	int (*fn)(struct rnicpi_conn *, const void *, uint32_t) =
-		CM_RDEV_OP(rdev, conn_reject);
 	int err;
 
 	if (tp && tp->reject) {
 		tp->reject(cm_get(), c, pdata, len);
 		return;
 	}
-	err = fn ? fn(c, pdata, len) : -EOPNOTSUPP;
-
+	err = ual_device_conn_reject(d, c, pdata, len);
 	if (err)
 		g_info("%s: conn_reject: %s", ual_device_name(d),
 		       g_strerror(-err));

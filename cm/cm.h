@@ -1,29 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cm.h - the connection manager: transport-neutral connection set-up and
- * tear-down for the QPs of the user access layer.
+ * cm.h - the connection manager's interface, for the layer above (itapi).
  *
- * One connection manager serves the process (like the ual context it
- * works on): a thread running a GLib main context watches listening and
- * connecting sockets and fires time-outs; provider connection events
- * arrive through ual_set_conn_handler on provider threads. Both feed the
- * same objects:
+ * Transport-neutral connection set-up and tear-down for the QPs of the user
+ * access layer: cm/ resolves addresses and routes through kal/, runs the
+ * transport's side of the set-up (TCP for iWARP, the InfiniBand CM for
+ * RoCE) and drives the provider's connection hooks through ual/; the
+ * provider's connection events reach cm/ through ual_set_conn_handler.
+ * The objects and the transports behind this interface are in
+ * cm_private.h.
  *
- *   struct cm_listen   a listener: (device, port, connection qualifier)
- *   struct cm_req      a connection request, from arrival until the
- *                      consumer accepted or rejected it (named by a
- *                      64-bit id the consumer hands back)
- *   struct cm_id       the connection of one QP, active or passive
- *
- * What depends on the transport (how a listener listens, how a connect
- * starts, how the private data limits look) sits behind
- * struct cm_transport: cm_iwarp.c does TCP and hands the socket to the
- * provider, which runs MPA (RFC 5044); cm_ib.c runs the InfiniBand CM
- * (REQ/REP/RTU/REJ/MRA/DREQ/DREP over QP1, IBA chapter 12) itself for
- * RoCE and IB devices and moves their QPs through RESET/INIT/RTR/RTS.
- *
- * The public face is ual.h's ual_cm_* (ual_conn.c forwards here). Errors
- * are 0 / -errno, logged in domain "hostrdma-cm" naming the object.
+ * Errors are 0 / -errno, logged in domain "hostrdma-cm" naming the object.
  */
 #ifndef CM_H
 #define CM_H
@@ -34,310 +21,224 @@
 
 #include <glib.h>
 
-#include "kal/kal.h"
 #include "ual/ual.h"
 
-#define CM_PREFIX_MAX 64
-#define CM_DEFAULT_TIMEOUT_MS 10000u
-/* The provider's own request time-out should fire first. */
-#define CM_REQ_GRACE_MS 2000u
-#define CM_ENV_TIMEOUT "HOSTRDMA_CM_TIMEOUT_MS"
 
-struct cm;
-struct cm_listen;
-struct cm_req;
-struct cm_id;
+/*
+ * Events are delivered to the cm_event_fn given when the object was
+ * made, from cm's thread or a provider thread, with no cm lock held; the
+ * callback may call any cm_* function except destroying the object
+ * the event is about. After cm_listen_destroy / cm_id_destroy
+ * return, their callback is not running and will not run again.
+ */
+struct cm_listen;	/* a listener on a connection qualifier */
+struct cm_id;	/* the connection of one QP */
 
-enum cm_id_state {
-	CM_ID_IDLE = 0,
-	CM_ID_SOCKET,		/* transport's own phase (TCP connect) */
-	CM_ID_PROVIDER,		/* the provider runs the set-up (MPA) */
-	CM_ID_ACCEPTING,	/* passive: accepted, waiting for RTS */
-	CM_ID_ESTABLISHED,
-	CM_ID_CLOSING,		/* orderly close started */
-	CM_ID_CLOSED,
-	CM_ID_NSTATES
-};
-
-/* Per-transport operations. Called without cm->lock held unless the
- * comment says so. */
-struct cm_transport {
-	const char *name;
-	/* Start / stop listening for @l (its port may be 0: pick one and
-	 * store it in l->port). */
-	int (*listen)(struct cm *cm, struct cm_listen *l);
-	void (*unlisten)(struct cm *cm, struct cm_listen *l);
-	/* Start connecting @id to id->remote_addr; report through
-	 * cm_id_report_*. */
-	int (*connect)(struct cm *cm, struct cm_id *id);
-	/* Abandon the set-up of @id that connect started (socket phase). */
-	void (*cancel)(struct cm *cm, struct cm_id *id);
-	/* Turn a connected socket into @id's connection. */
-	int (*socket_convert)(struct cm *cm, struct cm_id *id, int sockfd);
-	/* Bytes of private data for @op on @d. */
-	uint32_t (*max_private_data)(struct ual_device *d,
-				     enum ual_cm_pdata_op op);
-	/* Optional: a transport that runs the set-up itself instead of the
-	 * provider's conn_accept / conn_reject (IB CM). @conn is what the
-	 * transport handed over in its REQUEST; consumed as there. */
-	int (*accept)(struct cm *cm, struct rnicpi_conn *conn,
-		      struct cm_id *id);
-	void (*reject)(struct cm *cm, struct rnicpi_conn *conn,
-		       const void *pdata, uint32_t len);
-	/* Optional: close an ESTABLISHED / CLOSING @id (instead of moving
-	 * the QP to CLOSING), and forget the transport's state of @id when
-	 * it is destroyed or its set-up abandoned in state @was. */
-	int (*disconnect)(struct cm *cm, struct cm_id *id, bool abortive);
-	void (*release)(struct cm *cm, struct cm_id *id, enum cm_id_state was);
-};
-
-extern const struct cm_transport cm_iwarp_transport;
-extern const struct cm_transport cm_ib_transport;
-
-/* The transport table for @d, or NULL (logged) when there is none. */
-const struct cm_transport *cm_transport_of(struct ual_device *d);
-
-/* ------------------------------------------------------------------ */
-/* Objects                                                             */
-/* ------------------------------------------------------------------ */
-
-struct cm {
-	gint ref;
-	struct ual *u;
-	struct kal_nl *nl;
-	GMainContext *ctx;
-	GMainLoop *loop;
-	GThread *thread;
-	uint32_t timeout_ms;
-
-	GMutex lock;		/* everything below, and object states */
-	GPtrArray *listens;	/* struct cm_listen *, one reference each */
-	GHashTable *reqs;	/* id -> struct cm_req * (a reference) */
-	GHashTable *ids;	/* struct rnicpi_qp * -> struct cm_id * (ref) */
-	uint64_t next_req_id;
-	guint next_obj;
-	void *iwarp;		/* cm_iwarp.c's state */
-	void *ib;		/* cm_ib.c's state */
-};
-
-struct cm_listen {
-	gint ref;
-	struct cm *cm;
-	const struct cm_transport *tp;
-	struct ual_device *dev;	/* reference */
-	uint8_t port_num;
-	uint16_t port;		/* host order */
-	uint64_t sid;		/* IB CM service ID (host order), else 0 */
-	ual_cm_event_fn fn;
-	void *user_data;
-	GRecMutex cb_lock;	/* held while fn runs */
-	bool dead;		/* under cb_lock and cm->lock */
-	void *tp_data;		/* the transport's */
-	char prefix[CM_PREFIX_MAX];
-};
-
-enum cm_req_state {
-	CM_REQ_READING = 1,	/* the provider reads the peer's request */
-	CM_REQ_REPORTED,	/* the consumer has it, no answer yet */
-	CM_REQ_ANSWERED,	/* accepted or rejected: gone */
-	CM_REQ_FAILED,		/* time-out or the peer gave up: gone */
-};
-
-struct cm_req {
-	gint ref;
-	struct cm *cm;
-	uint64_t id;
-	enum cm_req_state state;	/* under cm->lock */
-	struct ual_device *dev;		/* reference */
-	uint8_t port_num;
-	uint16_t port;			/* listener's, host order */
-	struct cm_listen *listen;	/* reference; NULL for a conversion */
-	struct cm_id *convert;		/* reference: socket conversion */
-	struct rnicpi_conn *conn;	/* the provider's */
-	GSource *timer;
-	struct sockaddr_storage local_addr, remote_addr;
-	uint32_t ird, ord;
-	uint8_t *private_data;
-	uint32_t private_data_len;
-	char prefix[CM_PREFIX_MAX];
-};
-
-
-const char *cm_id_state_name(enum cm_id_state s);
-
-struct cm_id {
-	gint ref;
-	struct cm *cm;
-	const struct cm_transport *tp;
-	struct ual_qp *qp;		/* reference */
-	struct rnicpi_qp *rqp;
-	struct ual_device *dev;		/* reference */
-	bool active;
-	enum cm_id_state state;		/* under cm->lock */
-	ual_cm_event_fn fn;
-	void *user_data;
-	GRecMutex cb_lock;
-	bool dead;			/* under cb_lock */
-	uint64_t req_id;
-	struct sockaddr_storage local_addr, remote_addr;
-	uint16_t port;			/* remote qualifier, host order */
-	uint64_t sid;			/* IB CM service ID, host order */
-	void *tp_data;			/* the transport's, under cm->lock */
-	struct ual_cm_param param;	/* private data copied below */
-	uint8_t pdata[512];
-	/* Transport phase (cm_iwarp.c): socket, watch, time-out. */
-	int sockfd;
-	GSource *io_source;
-	GSource *timer;
-	/* Socket conversion: the caller waits for the outcome; until it
-	 * succeeded, failures go to the caller only (not to fn). */
-	bool converting;
-	GCond cond;
-	bool convert_done;
-	int convert_err;
-	char prefix[CM_PREFIX_MAX];
-};
-
-/* ------------------------------------------------------------------ */
-/* Process-wide manager (cm.c)                                         */
-/* ------------------------------------------------------------------ */
-
-/* Take a reference on the manager of @u, starting it on first use. */
+/* Take / drop a reference on the process's connection manager (its thread
+ * runs while one is held). Every other cm_* call needs one:
+ * without it they fail with -ENOTCONN (logged). */
 int cm_open(struct ual *u);
 void cm_close(void);
-/* The running manager, or NULL. Borrowed: valid while a reference from
- * cm_open is held by the caller. */
-struct cm *cm_get(void);
 
-/* Run @fn(@data) on the manager's thread soon. */
-GSource *cm_timeout_add(struct cm *cm, uint32_t ms, GSourceFunc fn,
-			void *data, GDestroyNotify destroy);
+enum cm_event_type {
+	/* Listener: a peer asks to connect. req_id names the request for
+	 * cm_accept / cm_reject / cm_handoff; private data,
+	 * ird and ord are the peer's. */
+	CM_EV_REQUEST = 1,
+	/* Connected, the QP is in RTS. Active side: private data is the
+	 * peer's reply. */
+	CM_EV_ESTABLISHED,
+	/* Active side: the peer refused; private data is the peer's. */
+	CM_EV_REJECTED,
+	/* Active side: no peer answered. status: -ETIMEDOUT (no answer in
+	 * time), -ECONNREFUSED (nothing listens), -EHOSTUNREACH /
+	 * -ENETUNREACH (no path), -ECONNRESET / -EPROTO (the peer closed or
+	 * spoke something else). */
+	CM_EV_UNREACHABLE,
+	/* An established connection ended in order (either side closed). */
+	CM_EV_DISCONNECTED,
+	/* An accepted or established connection broke; status says why. */
+	CM_EV_BROKEN,
+	/* Listener (IB CM): a UD service request (SIDR_REQ). req_id names it
+	 * for cm_sidr_reply; private data is the requester's. */
+	CM_EV_SIDR_REQUEST,
+	/* Requester: the answer (SIDR_REP): status 0 with sidr_status, qpn,
+	 * qkey and the replier's private data, or -ETIMEDOUT. */
+	CM_EV_SIDR_REPLY,
+};
 
-/* Which interface owns the local address @sa (lo for 127/8 and ::1);
- * 0 when none does. */
-int cm_ifindex_of_local(struct cm *cm, const struct sockaddr *sa);
+const char *cm_event_name(enum cm_event_type type);
 
-/* References. */
-struct cm_id *cm_id_ref(struct cm_id *id);
-void cm_id_unref(struct cm_id *id);
-struct cm_req *cm_req_ref(struct cm_req *req);
-void cm_req_unref(struct cm_req *req);
-struct cm_listen *cm_listen_ref(struct cm_listen *l);
-void cm_listen_unref(struct cm_listen *l);
+struct cm_event {
+	enum cm_event_type type;
+	int status;			/* 0 or a negative errno */
+	uint64_t req_id;		/* REQUEST; else the id's request or 0 */
+	const void *private_data;	/* valid during the callback */
+	uint32_t private_data_len;
+	uint32_t ird, ord;		/* the peer's (REQUEST), else agreed */
+	struct sockaddr_storage local_addr;
+	struct sockaddr_storage remote_addr;
+	struct ual_device *device;	/* borrowed */
+	uint8_t port_num;
+	uint16_t port;			/* REQUEST: the listener's, host order */
+	/* REQUEST on an InfiniBand CM listener: the service ID asked for
+	 * (host order); 0 on iWARP. */
+	uint64_t service_id;
+	/* SIDR_REPLY: the status (IBA table 121: 0 valid, 1 service ID not
+	 * supported, 2 rejected, 3 no QP, 4 redirect), the QP and Q_Key. */
+	uint8_t sidr_status;
+	uint32_t qpn, qkey;
+};
 
-/* Deliver an event to @id's / @l's consumer (unless destroyed). */
-void cm_id_deliver(struct cm_id *id, struct ual_cm_event *ev);
+typedef void (*cm_event_fn)(const struct cm_event *event,
+			    void *user_data);
 
-/* Transports report the outcome of their phase of @id. Status -errno. */
-void cm_id_report_failure(struct cm_id *id, int status);
-/* The transport handed the connection to the provider (CM_ID_PROVIDER). */
-void cm_id_set_state(struct cm_id *id, enum cm_id_state s);
+struct cm_param {
+	const void *private_data;
+	uint32_t private_data_len;
+	uint32_t ird;		/* incoming RDMA Reads we accept at once */
+	uint32_t ord;		/* outgoing RDMA Reads we issue at once */
+	uint32_t timeout_ms;	/* whole set-up; 0 = the cm default */
+};
 
-/* A new request arrived on @l (transport's thread): registered with a
- * fresh id, a time-out started. The caller hands req->id's request to
- * the provider next. Returns a reference. */
-struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
-			  struct ual_device *dev,
-			  const struct sockaddr_storage *local,
-			  const struct sockaddr_storage *remote);
-/* Give up on @req: refused if the consumer had it, left to the provider
- * if it still reads it (it reports back, and the request is ended then),
- * forgotten if it never reached the provider. */
-void cm_req_abandon(struct cm_req *req, int status);
+enum cm_pdata_op {
+	CM_PDATA_CONNECT,
+	CM_PDATA_ACCEPT,
+	CM_PDATA_REJECT,
+	CM_PDATA_DISCONNECT,
+};
 
-/* The listener for (@dev, @port_num, @port), new reference, or NULL.
- * Called with cm->lock held. */
-struct cm_listen *cm_listen_find_locked(struct cm *cm, struct ual_device *dev,
-					uint8_t port_num, uint16_t port);
-/* The IB listener for service ID @sid on @dev, new reference, or NULL.
- * Called with cm->lock held. */
-struct cm_listen *cm_listen_find_sid_locked(struct cm *cm,
-					    struct ual_device *dev,
-					    uint8_t port_num, uint64_t sid);
+/* Bytes of private data @d's transport carries for @op (0: none). */
+uint32_t cm_max_private_data(struct ual_device *d,
+			     enum cm_pdata_op op);
 
-/* Provider op @op of @rdev, NULL when the provider's table (checked for
- * its size) lacks it. */
-#define CM_RDEV_OP(rdev, op)                                                \
-	((rdev)->ops->size >= offsetof(struct rnicpi_device_ops, op) +      \
-				      sizeof((rdev)->ops->op) &&            \
-			 (rdev)->ops->op ?                                  \
-		 (rdev)->ops->op :                                          \
-		 NULL)
+/* The default set-up time-out in ms (HOSTRDMA_CM_TIMEOUT_MS or 10000). */
+uint32_t cm_default_timeout_ms(void);
 
-/* cm.c helpers shared by the files of cm/. */
-void cm_source_drop(GSource **s);
-void cm_to_rnicpi_param(const struct ual_cm_param *p,
-			struct rnicpi_conn_param *rp);
-/* Refuse @c (the provider consumes it); failures are logged. */
-void cm_provider_conn_reject(struct ual_device *d, struct rnicpi_conn *c,
-			     const void *pdata, uint32_t len);
-/* The addresses a provider event names, unmapped, over @local/@remote. */
-void cm_copy_peer_addrs(struct sockaddr_storage *local,
-			struct sockaddr_storage *remote,
-			const struct rnicpi_conn_event *ev);
-/* cm_req.c: a REQUEST or ERROR of a conn the transport handed over. */
-void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev);
+/* What reaches a destination. */
+struct cm_route {
+	struct sockaddr_storage src;	/* source address to use */
+	int ifindex;			/* interface the traffic belongs to */
+	char ifname[RNICPI_IFNAMSIZ];
+	uint32_t mtu;
+	/* A device of the asked transport on that interface (new
+	 * reference), or NULL when the interface has none. */
+	struct ual_device *device;
+};
 
-/* Provider connection events (ual's connection handler): the connection
- * is found by ev->qp, which the provider keeps alive during the upcall. */
-void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
-		   void *user_data);
-/* An event of @id's connection from a transport that runs the connection
- * itself (cm_ib.c), moving @id as a provider's event would. The caller
- * holds a reference on @id; ev->qp is not read: the consumer may have
- * destroyed its QP already (a destroyed @id drops the event). */
-void cm_id_conn_event(struct cm_id *id, const struct rnicpi_conn_event *ev);
+/*
+ * Resolve @dst (from @src if not NULL): the source address, the interface
+ * (for a local destination, the one that owns the address), and a device
+ * of @transport (0 = any) on it. 0 with *@out filled (device may be NULL:
+ * the log names the interface that has no RDMA device), or
+ * -ENETUNREACH / -EHOSTUNREACH, -EADDRNOTAVAIL (@src is not ours),
+ * -EAFNOSUPPORT.
+ */
+int cm_resolve(const struct sockaddr *dst, const struct sockaddr *src,
+	       enum rnicpi_transport transport,
+	       struct cm_route *out);
 
-/* A v4-mapped IPv6 address (what a dual-stack socket reports for IPv4
- * peers) becomes the plain IPv4 address; others are left alone. */
-void cm_sockaddr_unmap(struct sockaddr_storage *ss);
+/* The AF_INET/AF_INET6 addresses of the interface @d is bound to, as
+ * struct sockaddr_storage (port 0). The caller frees it. */
+GArray *cm_device_addrs(struct ual_device *d);
 
-/* Format "1.2.3.4:5" / "[::1]:5" into @buf of at least 64 bytes. */
-const char *cm_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
-
-#define cm_info(obj, fmt, ...) \
-	g_info("%s " fmt, (obj)->prefix, ##__VA_ARGS__)
-#define cm_debug(obj, fmt, ...) \
-	g_debug("%s " fmt, (obj)->prefix, ##__VA_ARGS__)
-#define cm_warn(obj, fmt, ...) \
-	g_warning("%s " fmt, (obj)->prefix, ##__VA_ARGS__)
-
-/* ------------------------------------------------------------------ */
-/* Entry points (ual_conn.c forwards the ual_cm_* calls here)          */
-/* ------------------------------------------------------------------ */
-
-int cm_resolve(struct cm *cm, const struct sockaddr *dst,
-	       const struct sockaddr *src, enum rnicpi_transport transport,
-	       struct ual_cm_route *out);
-GArray *cm_device_addrs(struct cm *cm, struct ual_device *d);
-/* @sid: an IB CM service ID (0: the one of *@port on IB devices). */
-int cm_listen(struct cm *cm, struct ual_device *d, uint8_t port_num,
-	      uint16_t *port, uint64_t sid, ual_cm_event_fn fn,
-	      void *user_data, struct cm_listen **out);
+/*
+ * Listen on @d's port @port_num for connection qualifier *@port (host
+ * order; 0 picks a free one, written back). -EADDRINUSE when another
+ * listener has it, -EOPNOTSUPP when @d's transport has no CM here.
+ */
+int cm_listen(struct ual_device *d, uint8_t port_num, uint16_t *port,
+	      cm_event_fn fn, void *user_data,
+	      struct cm_listen **out);
+/*
+ * InfiniBand CM (RoCE/IB devices): listen for service ID @service_id
+ * (host order) instead of a port. A port listener above is the service ID
+ * of that port in rdma_cm's TCP port space (0x0000000001060000 + port),
+ * whose REQs carry librdmacm's address header; other service IDs are
+ * plain IB CM, all 92 bytes of REQ private data the consumer's.
+ * -EOPNOTSUPP on iWARP, -EADDRINUSE when taken.
+ */
+int cm_listen_service(struct ual_device *d, uint8_t port_num,
+		      uint64_t service_id, cm_event_fn fn,
+		      void *user_data, struct cm_listen **out);
+/* Stop listening (NULL: nothing). Requests already reported stay valid. */
 void cm_listen_destroy(struct cm_listen *l);
-int cm_connect(struct cm *cm, struct ual_qp *qp, const struct sockaddr *dst,
-	       uint16_t port, uint64_t sid, const struct sockaddr *src,
-	       const struct ual_cm_param *param, ual_cm_event_fn fn,
+
+/*
+ * Connect @qp (IDLE/INIT, RC) to @dst's connection qualifier @port (host
+ * order), from @src if not NULL (its port, if not 0, is the local port).
+ * Returns at once; ESTABLISHED, REJECTED or UNREACHABLE follows.
+ * -EMSGSIZE for more private data than the transport carries.
+ */
+int cm_connect(struct ual_qp *qp, const struct sockaddr *dst,
+	       uint16_t port, const struct sockaddr *src,
+	       const struct cm_param *param, cm_event_fn fn,
 	       void *user_data, struct cm_id **out);
-int cm_accept(struct cm *cm, uint64_t req_id, struct ual_qp *qp,
-	      const struct ual_cm_param *param, ual_cm_event_fn fn,
+
+/* Connect @qp to service ID @service_id (host order) at @dst over the
+ * InfiniBand CM; as cm_connect otherwise. -EOPNOTSUPP on iWARP. */
+int cm_connect_service(struct ual_qp *qp, const struct sockaddr *dst,
+		       uint64_t service_id, const struct sockaddr *src,
+		       const struct cm_param *param,
+		       cm_event_fn fn, void *user_data,
+		       struct cm_id **out);
+
+/* Accept request @req_id with @qp; ESTABLISHED or BROKEN follows.
+ * -ENOENT for an unknown or already answered request, -EXDEV when @qp is
+ * on another device than the request. */
+int cm_accept(uint64_t req_id, struct ual_qp *qp,
+	      const struct cm_param *param, cm_event_fn fn,
 	      void *user_data, struct cm_id **out);
-int cm_reject(struct cm *cm, uint64_t req_id, const void *private_data,
+/* Refuse request @req_id, sending @private_data to the peer. -ENOENT;
+ * -EMSGSIZE (request kept) past the transport's reject limit. */
+int cm_reject(uint64_t req_id, const void *private_data,
 	      uint32_t private_data_len);
-int cm_handoff(struct cm *cm, uint64_t req_id, uint8_t port_num,
-	       uint16_t port);
+/* Hand request @req_id to the listener on port @port_num, qualifier
+ * @port of the device the request came to, which reports it as a new
+ * REQUEST. -ENOENT unknown request, -ERANGE no such port, -ESRCH no such
+ * listener. */
+int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port);
+
+/*
+ * Service ID resolution (IB CM SIDR, IBA 12.11): ask @dst which UD QP
+ * serves service ID @service_id (0: @port's in rdma_cm's UDP port space,
+ * 0x0000000001110000 + port, whose requests carry librdmacm's header),
+ * sending @pdata. SIDR_REPLY follows (sent again on the way, at most
+ * @timeout_ms in all; 0 = the cm default). -EOPNOTSUPP on iWARP.
+ */
+struct cm_sidr;
+int cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
+		    uint64_t service_id, uint16_t port, const void *pdata,
+		    uint32_t len, uint32_t timeout_ms, cm_event_fn fn,
+		    void *user_data, struct cm_sidr **out);
+/* Forget it (NULL: nothing); its callback is not running and will not
+ * run again. */
+void cm_sidr_destroy(struct cm_sidr *s);
+/* Answer the SIDR_REQUEST @req_id. -ENOENT unknown or answered,
+ * -EMSGSIZE past 136 bytes of private data. */
+int cm_sidr_reply(uint64_t req_id, uint8_t sidr_status, uint32_t qpn,
+		  uint32_t qkey, const void *pdata, uint32_t len);
+
+/* Close the connection: in order (the peer sees DISCONNECTED) or, with
+ * @abortive, at once (the peer sees BROKEN). A set-up in progress is
+ * abandoned. -ENOTCONN when there is nothing to close. */
 int cm_disconnect(struct cm_id *id, bool abortive);
+/* Forget @id (closing abortively what is still open); NULL: nothing. */
 void cm_id_destroy(struct cm_id *id);
-int cm_sidr_request(struct cm *cm, struct ual_device *d,
-		    const struct sockaddr *dst, uint64_t sid, const void *pdata,
-		    uint32_t len, uint32_t timeout_ms, ual_cm_event_fn fn,
-		    void *user_data, void **out);
-void cm_sidr_destroy(struct cm *cm, void *s);
-int cm_sidr_reply(struct cm *cm, uint64_t req_id, uint8_t status,
-		  uint32_t qpn, uint32_t qkey, const void *pdata,
-		  uint32_t len);
-int cm_socket_convert(struct cm *cm, struct ual_qp *qp, int sockfd,
-		      const struct ual_cm_param *param, ual_cm_event_fn fn,
-		      void *user_data, struct cm_id **out);
+
+/*
+ * Turn the connected stream socket @sockfd into @qp's connection (iWARP):
+ * the side whose (address, port) is lower starts MPA as initiator, the
+ * other answers. Waits until the connection is established (ESTABLISHED is
+ * also reported to @fn) or has failed. The caller's @sockfd stays open and
+ * its own whatever the result: the provider works on a duplicate.
+ * -ETIMEDOUT when the peer did not take part in time, -EPROTO when it
+ * spoke something else, -ENOTSOCK / -ENOTCONN / -EOPNOTSUPP for a socket
+ * that is not a connected TCP socket or a device without iWARP CM.
+ */
+int cm_socket_convert(struct ual_qp *qp, int sockfd,
+		      const struct cm_param *param,
+		      cm_event_fn fn, void *user_data,
+		      struct cm_id **out);
 
 #endif /* CM_H */

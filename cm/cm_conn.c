@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cm/cm.h"
+#include "cm/cm_private.h"
 #include "cm/ib_mad.h"
 
 /* ------------------------------------------------------------------ */
@@ -31,8 +31,8 @@
 
 static struct cm_id *cm_id_new(struct cm *cm, const struct cm_transport *tp,
 			       struct ual_qp *qp, bool active,
-			       const struct ual_cm_param *param,
-			       ual_cm_event_fn fn, void *user_data)
+			       const struct cm_param *param,
+			       cm_event_fn fn, void *user_data)
 {
 	struct cm_id *id = g_new0(struct cm_id, 1);
 	struct ual_device *d = ual_pd_device(ual_qp_pd(qp));
@@ -66,7 +66,7 @@ static struct cm_id *cm_id_new(struct cm *cm, const struct cm_transport *tp,
 	return id;
 }
 
-void cm_id_deliver(struct cm_id *id, struct ual_cm_event *ev)
+void cm_id_deliver(struct cm_id *id, struct cm_event *ev)
 {
 	ev->device = id->dev;
 	ev->port_num = 1;
@@ -77,15 +77,15 @@ void cm_id_deliver(struct cm_id *id, struct ual_cm_event *ev)
 	if (ev->remote_addr.ss_family == AF_UNSPEC)
 		ev->remote_addr = id->remote_addr;
 	g_mutex_lock(&id->cm->lock);
-	if (id->converting && ev->type != UAL_CM_EV_ESTABLISHED &&
+	if (id->converting && ev->type != CM_EV_ESTABLISHED &&
 	    !(id->convert_done && id->convert_err == 0)) {
 		g_mutex_unlock(&id->cm->lock);
 		cm_debug(id, "%s (status %d) goes to the converting caller",
-			 ual_cm_event_name(ev->type), ev->status);
+			 cm_event_name(ev->type), ev->status);
 		return;
 	}
 	g_mutex_unlock(&id->cm->lock);
-	cm_debug(id, "%s (status %d)", ual_cm_event_name(ev->type),
+	cm_debug(id, "%s (status %d)", cm_event_name(ev->type),
 		 ev->status);
 	g_rec_mutex_lock(&id->cb_lock);
 	if (!id->dead && id->fn)
@@ -116,8 +116,8 @@ static void cm_id_convert_done(struct cm_id *id, int err)
 
 void cm_id_report_failure(struct cm_id *id, int status)
 {
-	struct ual_cm_event ev = {
-		.type = id->active ? UAL_CM_EV_UNREACHABLE : UAL_CM_EV_BROKEN,
+	struct cm_event ev = {
+		.type = id->active ? CM_EV_UNREACHABLE : CM_EV_BROKEN,
 		.status = status,
 	};
 
@@ -187,10 +187,12 @@ static gboolean cm_close_timeout(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
-int cm_connect(struct cm *cm, struct ual_qp *qp, const struct sockaddr *dst,
-	       uint16_t port, uint64_t sid, const struct sockaddr *src,
-	       const struct ual_cm_param *param, ual_cm_event_fn fn,
-	       void *user_data, struct cm_id **out)
+/* cm_connect and cm_connect_service: @sid 0 connects to @port. */
+static int connect_start(struct cm *cm, struct ual_qp *qp,
+			 const struct sockaddr *dst, uint16_t port,
+			 uint64_t sid, const struct sockaddr *src,
+			 const struct cm_param *param, cm_event_fn fn,
+			 void *user_data, struct cm_id **out)
 {
 	struct ual_device *d = ual_pd_device(ual_qp_pd(qp));
 	const struct cm_transport *tp = cm_transport_of(d);
@@ -217,10 +219,10 @@ int cm_connect(struct cm *cm, struct ual_qp *qp, const struct sockaddr *dst,
 	}
 	if (param && !(sid && !ib_cma_ps_of(sid)) &&
 	    param->private_data_len >
-		    tp->max_private_data(d, UAL_CM_PDATA_CONNECT)) {
+		    tp->max_private_data(d, CM_PDATA_CONNECT)) {
 		g_info("%s: connect with %u bytes of private data; the transport carries %u",
 		       ual_device_name(d), param->private_data_len,
-		       tp->max_private_data(d, UAL_CM_PDATA_CONNECT));
+		       tp->max_private_data(d, CM_PDATA_CONNECT));
 		return -EMSGSIZE;
 	}
 	id = cm_id_new(cm, tp, qp, true, param, fn, user_data);
@@ -256,18 +258,43 @@ int cm_connect(struct cm *cm, struct ual_qp *qp, const struct sockaddr *dst,
 	return 0;
 }
 
-int cm_accept(struct cm *cm, uint64_t req_id, struct ual_qp *qp,
-	      const struct ual_cm_param *param, ual_cm_event_fn fn,
-	      void *user_data, struct cm_id **out)
+int cm_connect(struct ual_qp *qp, const struct sockaddr *dst, uint16_t port,
+	       const struct sockaddr *src, const struct cm_param *param,
+	       cm_event_fn fn, void *user_data, struct cm_id **out)
 {
+	struct cm *cm = cm_running(__func__);
+
+	return cm ? connect_start(cm, qp, dst, port, 0, src, param, fn,
+				  user_data, out) :
+		    -ENOTCONN;
+}
+
+int cm_connect_service(struct ual_qp *qp, const struct sockaddr *dst,
+		       uint64_t service_id, const struct sockaddr *src,
+		       const struct cm_param *param, cm_event_fn fn,
+		       void *user_data, struct cm_id **out)
+{
+	struct cm *cm = cm_running(__func__);
+
+	if (!service_id)
+		return -EINVAL;
+	return cm ? connect_start(cm, qp, dst, 0, service_id, src, param, fn,
+				  user_data, out) :
+		    -ENOTCONN;
+}
+
+int cm_accept(uint64_t req_id, struct ual_qp *qp, const struct cm_param *param,
+	      cm_event_fn fn, void *user_data, struct cm_id **out)
+{
+	struct cm *cm = cm_running(__func__);
 	struct ual_device *d = ual_pd_device(ual_qp_pd(qp));
 	struct rnicpi_conn_param rp;
-	struct rnicpi_device *rdev;
-	int (*accept_fn)(struct rnicpi_conn *, struct rnicpi_qp *,
-			 const struct rnicpi_conn_param *);
 	struct cm_req *req;
 	struct cm_id *id;
 	int err;
+
+	if (!cm)
+		return -ENOTCONN;
 
 	g_mutex_lock(&cm->lock);
 	req = g_hash_table_lookup(cm->reqs, &req_id);
@@ -284,7 +311,7 @@ int cm_accept(struct cm *cm, uint64_t req_id, struct ual_qp *qp,
 	}
 	if (param && param->private_data_len >
 			     cm_transport_of(d)->max_private_data(
-				     d, UAL_CM_PDATA_ACCEPT)) {
+				     d, CM_PDATA_ACCEPT)) {
 		g_mutex_unlock(&cm->lock);
 		cm_info(req, "accept with %u bytes of private data: too many",
 			param->private_data_len);
@@ -308,14 +335,11 @@ int cm_accept(struct cm *cm, uint64_t req_id, struct ual_qp *qp,
 	g_hash_table_insert(cm->ids, id->rqp, cm_id_ref(id));
 	g_mutex_unlock(&cm->lock);
 
-	rdev = ual_device_rnicpi(d);
-	accept_fn = CM_RDEV_OP(rdev, conn_accept);
 	cm_to_rnicpi_param(&id->param, &rp);
 	if (id->tp->accept)
 		err = id->tp->accept(cm, req->conn, id);
 	else
-		err = accept_fn ? accept_fn(req->conn, id->rqp, &rp) :
-				  -EOPNOTSUPP;
+		err = ual_qp_conn_accept(id->qp, req->conn, &rp);
 	if (err) {
 		cm_info(id, "conn_accept of request %" PRIu64 ": %s", req_id,
 			g_strerror(-err));
@@ -333,8 +357,17 @@ int cm_accept(struct cm *cm, uint64_t req_id, struct ual_qp *qp,
 	return 0;
 }
 
-int cm_reject(struct cm *cm, uint64_t req_id, const void *private_data,
+int cm_reject(uint64_t req_id, const void *private_data,
 	      uint32_t private_data_len)
+{
+	struct cm *cm = cm_running(__func__);
+
+	return cm ? cm_req_reject(cm, req_id, private_data, private_data_len) :
+		    -ENOTCONN;
+}
+
+int cm_req_reject(struct cm *cm, uint64_t req_id, const void *private_data,
+		  uint32_t private_data_len)
 {
 	struct cm_req *req;
 
@@ -346,7 +379,7 @@ int cm_reject(struct cm *cm, uint64_t req_id, const void *private_data,
 		return -ENOENT;
 	}
 	if (private_data_len > cm_transport_of(req->dev)->max_private_data(
-				       req->dev, UAL_CM_PDATA_REJECT)) {
+				       req->dev, CM_PDATA_REJECT)) {
 		g_mutex_unlock(&cm->lock);
 		cm_info(req, "reject with %u bytes of private data: too many",
 			private_data_len);
@@ -365,8 +398,8 @@ int cm_reject(struct cm *cm, uint64_t req_id, const void *private_data,
 int cm_disconnect(struct cm_id *id, bool abortive)
 {
 	struct cm *cm = id->cm;
-	struct ual_cm_event ev = {
-		.type = UAL_CM_EV_DISCONNECTED, .status = -ECANCELED,
+	struct cm_event ev = {
+		.type = CM_EV_DISCONNECTED, .status = -ECANCELED,
 	};
 	enum cm_id_state was;
 
@@ -430,9 +463,12 @@ int cm_disconnect(struct cm_id *id, bool abortive)
 
 void cm_id_destroy(struct cm_id *id)
 {
-	struct cm *cm = id->cm;
+	struct cm *cm;
 	enum cm_id_state was;
 
+	if (!id)
+		return;
+	cm = id->cm;
 	g_mutex_lock(&cm->lock);
 	was = id->state;
 	id->state = CM_ID_CLOSED;
@@ -501,7 +537,7 @@ void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 void cm_id_conn_event(struct cm_id *id, const struct rnicpi_conn_event *ev)
 {
 	struct cm *cm = id->cm;
-	struct ual_cm_event out = { 0 };
+	struct cm_event out = { 0 };
 	enum cm_id_state was;
 
 	g_mutex_lock(&cm->lock);
@@ -512,21 +548,21 @@ void cm_id_conn_event(struct cm_id *id, const struct rnicpi_conn_event *ev)
 		if (was != CM_ID_PROVIDER && was != CM_ID_ACCEPTING)
 			goto stale;
 		id->state = CM_ID_ESTABLISHED;
-		out.type = UAL_CM_EV_ESTABLISHED;
+		out.type = CM_EV_ESTABLISHED;
 		break;
 	case RNICPI_CONN_REJECTED:
 		if (was != CM_ID_PROVIDER)
 			goto stale;
 		id->state = CM_ID_CLOSED;
-		out.type = UAL_CM_EV_REJECTED;
+		out.type = CM_EV_REJECTED;
 		out.status = -ECONNREFUSED;
 		break;
 	case RNICPI_CONN_ERROR:
 		if (was != CM_ID_PROVIDER && was != CM_ID_ACCEPTING)
 			goto stale;
 		id->state = CM_ID_CLOSED;
-		out.type = id->active ? UAL_CM_EV_UNREACHABLE :
-					UAL_CM_EV_BROKEN;
+		out.type = id->active ? CM_EV_UNREACHABLE :
+					CM_EV_BROKEN;
 		out.status = ev->status ? ev->status : -ECONNABORTED;
 		break;
 	case RNICPI_CONN_DISCONNECTED:
@@ -534,8 +570,8 @@ void cm_id_conn_event(struct cm_id *id, const struct rnicpi_conn_event *ev)
 			goto stale;
 		id->state = CM_ID_CLOSED;
 		cm_source_drop(&id->timer);
-		out.type = ev->status ? UAL_CM_EV_BROKEN :
-					UAL_CM_EV_DISCONNECTED;
+		out.type = ev->status ? CM_EV_BROKEN :
+					CM_EV_DISCONNECTED;
 		out.status = ev->status;
 		break;
 	default:
@@ -546,13 +582,13 @@ void cm_id_conn_event(struct cm_id *id, const struct rnicpi_conn_event *ev)
 	out.private_data_len = ev->private_data_len;
 	out.ird = ev->ird;
 	out.ord = ev->ord;
-	if (out.type == UAL_CM_EV_ESTABLISHED) {
+	if (out.type == CM_EV_ESTABLISHED) {
 		/* Delivered before a converting caller returns, so that
 		 * its endpoint is connected when it_socket_convert is. */
 		cm_id_deliver(id, &out);
 		cm_id_convert_done(id, 0);
 	} else {
-		if (out.type != UAL_CM_EV_DISCONNECTED)
+		if (out.type != CM_EV_DISCONNECTED)
 			cm_id_convert_done(id, out.status);
 		cm_id_deliver(id, &out);
 	}
@@ -568,16 +604,19 @@ stale:
 /* Socket conversion                                                   */
 /* ------------------------------------------------------------------ */
 
-int cm_socket_convert(struct cm *cm, struct ual_qp *qp, int sockfd,
-		      const struct ual_cm_param *param, ual_cm_event_fn fn,
+int cm_socket_convert(struct ual_qp *qp, int sockfd,
+		      const struct cm_param *param, cm_event_fn fn,
 		      void *user_data, struct cm_id **out)
 {
+	struct cm *cm = cm_running(__func__);
 	struct ual_device *d = ual_pd_device(ual_qp_pd(qp));
 	const struct cm_transport *tp = cm_transport_of(d);
 	struct cm_id *id;
 	gint64 deadline;
 	int err;
 
+	if (!cm)
+		return -ENOTCONN;
 	if (!tp || !tp->socket_convert)
 		return -EOPNOTSUPP;
 	id = cm_id_new(cm, tp, qp, true, param, fn, user_data);

@@ -512,7 +512,7 @@ static void ib_cancel(struct cm *cm, struct cm_id *id)
 }
 
 static uint32_t ib_max_private_data(struct ual_device *d,
-				    enum ual_cm_pdata_op op)
+				    enum cm_pdata_op op)
 {
 	struct rnicpi_device_attr a;
 
@@ -520,15 +520,15 @@ static uint32_t ib_max_private_data(struct ual_device *d,
 	if (ual_device_query(d, &a) || !(a.caps & RNICPI_DEV_CAP_GSI))
 		return 0;
 	switch (op) {
-	case UAL_CM_PDATA_CONNECT:
+	case CM_PDATA_CONNECT:
 		/* rdma_cm's header takes 36 of the REQ's 92 bytes. */
 		return IB_CMA_PDATA;
-	case UAL_CM_PDATA_ACCEPT:
+	case CM_PDATA_ACCEPT:
 		return IB_CM_REP_PDATA;
-	case UAL_CM_PDATA_REJECT:
+	case CM_PDATA_REJECT:
 		return IB_CM_REJ_PDATA;
-	case UAL_CM_PDATA_DISCONNECT:
-		/* A DREQ could carry 220, but ual_cm_disconnect takes none. */
+	case CM_PDATA_DISCONNECT:
+		/* A DREQ could carry 220, but cm_disconnect takes none. */
 		return 0;
 	}
 	return 0;

@@ -7,7 +7,7 @@
 #ifndef CM_IB_H
 #define CM_IB_H
 
-#include "cm/cm.h"
+#include "cm/cm_private.h"
 #include "cm/ib_mad.h"
 
 /* Where a MAD goes (or came from): the peer's GID and our GID index. */
@@ -121,7 +121,7 @@ struct ib_state {
 	GMutex lock;
 	GHashTable *ports;	/* struct ual_device * -> struct ib_port * */
 	GHashTable *conns;	/* local comm ID -> struct ib_conn * (ref) */
-	GHashTable *sidr_out;	/* request ID -> struct ib_sidr_out * (ref) */
+	GHashTable *sidr_out;	/* request ID -> struct cm_sidr * (ref) */
 	GHashTable *sidr_in;	/* &req_id -> struct ib_sidr_in * */
 	GRand *rand;
 };

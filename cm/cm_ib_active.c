@@ -25,7 +25,7 @@ int ib_connect(struct cm *cm, struct cm_id *id)
 	struct ib_state *st = ib_of(cm);
 	struct ual_device *d = id->dev;
 	struct rnicpi_device_attr da;
-	struct ual_cm_route route;
+	struct cm_route route;
 	struct sockaddr_storage src;
 	struct ib_cm_req req;
 	struct ib_port *p;
@@ -34,11 +34,11 @@ int ib_connect(struct cm *cm, struct cm_id *id)
 	uint32_t rto, pdata_off = 0;
 	int gidx, err;
 
-	err = cm_resolve(cm, (const void *)&id->remote_addr,
-			 id->local_addr.ss_family ?
-				 (const void *)&id->local_addr :
-				 NULL,
-			 ual_device_transport(d), &route);
+	err = cm_route_resolve(cm, (const void *)&id->remote_addr,
+			       id->local_addr.ss_family ?
+			       (const void *)&id->local_addr :
+			       NULL,
+			       ual_device_transport(d), &route);
 	if (err)
 		return err;
 	if (route.device != d) {
@@ -303,7 +303,7 @@ void ib_recv_mra(struct cm *cm, struct ib_port *p, const struct ib_mad *m)
 	ibc_unref(c);
 }
 
-/* What a REJ reason means to the consumer (ual_cm_event status). */
+/* What a REJ reason means to the consumer (cm_event status). */
 static int rej_status(uint16_t reason)
 {
 	switch (reason) {

@@ -7,7 +7,7 @@
  * for REQs; a listener on an IANA port (rdma_cm's TCP space) answers the
  * same port's UDP service ID too, so one IT-API listener takes both.
  *
- * Requester: struct ib_sidr_out, named by its 32-bit request ID, sent
+ * Requester: struct cm_sidr, named by its 32-bit request ID, sent
  * again after each response time-out until the reply or the consumer's
  * time-out. Replier: struct ib_sidr_in, named by a cm request id (the
  * consumer's ud_svc_req_id), answered once; a duplicate SIDR_REQ gets the
@@ -30,7 +30,7 @@
 #define SIDR_RETRIES 5u
 #define SIDR_REMEMBER_MS 2000u
 
-struct ib_sidr_out {
+struct cm_sidr {
 	gint ref;
 	struct cm *cm;
 	struct ib_port *port;
@@ -41,7 +41,7 @@ struct ib_sidr_out {
 	uint32_t retries_left;
 	bool done;			/* under st->lock */
 	GSource *timer;
-	ual_cm_event_fn fn;
+	cm_event_fn fn;
 	void *user_data;
 	GRecMutex cb_lock;
 	bool dead;			/* under cb_lock */
@@ -63,13 +63,13 @@ struct ib_sidr_in {
 	char prefix[CM_PREFIX_MAX];
 };
 
-static struct ib_sidr_out *out_ref(struct ib_sidr_out *s)
+static struct cm_sidr *out_ref(struct cm_sidr *s)
 {
 	g_atomic_int_inc(&s->ref);
 	return s;
 }
 
-static void out_unref(struct ib_sidr_out *s)
+static void out_unref(struct cm_sidr *s)
 {
 	if (!s || !g_atomic_int_dec_and_test(&s->ref))
 		return;
@@ -90,7 +90,7 @@ void ib_sidr_fini(struct ib_state *st)
 
 	g_hash_table_iter_init(&it, st->sidr_out);
 	while (g_hash_table_iter_next(&it, NULL, &val)) {
-		struct ib_sidr_out *s = val;
+		struct cm_sidr *s = val;
 
 		cm_source_drop(&s->timer);
 		out_unref(s);
@@ -106,7 +106,7 @@ void ib_sidr_fini(struct ib_state *st)
 /* Requester                                                           */
 /* ------------------------------------------------------------------ */
 
-static void out_deliver(struct ib_sidr_out *s, struct ual_cm_event *ev)
+static void out_deliver(struct cm_sidr *s, struct cm_event *ev)
 {
 	ev->device = ib_port_device(s->port);
 	ev->port_num = 1;
@@ -119,10 +119,10 @@ static void out_deliver(struct ib_sidr_out *s, struct ual_cm_event *ev)
 
 static gboolean out_timeout(gpointer data)
 {
-	struct ib_sidr_out *s = data;
+	struct cm_sidr *s = data;
 	struct ib_state *st = ib_of(s->cm);
-	struct ual_cm_event ev = {
-		.type = UAL_CM_EV_SIDR_REPLY, .status = -ETIMEDOUT,
+	struct cm_event ev = {
+		.type = CM_EV_SIDR_REPLY, .status = -ETIMEDOUT,
 	};
 	bool fail = false;
 
@@ -153,23 +153,30 @@ static gboolean out_timeout(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
-int cm_sidr_request(struct cm *cm, struct ual_device *d,
-		    const struct sockaddr *dst, uint64_t sid, const void *pdata,
-		    uint32_t len, uint32_t timeout_ms, ual_cm_event_fn fn,
-		    void *user_data, void **out)
+int cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
+		    uint64_t sid, uint16_t port, const void *pdata,
+		    uint32_t len, uint32_t timeout_ms, cm_event_fn fn,
+		    void *user_data, struct cm_sidr **out)
 {
-	struct ib_state *st = ib_of(cm);
+	struct cm *cm = cm_running(__func__);
+	struct ib_state *st;
 	const struct cm_transport *tp = cm_transport_of(d);
 	struct ib_cm_sidr_req r = { 0 };
-	struct ual_cm_route route;
+	struct cm_route route;
 	struct sockaddr_storage src, to = { 0 };
-	struct ib_sidr_out *s;
+	struct cm_sidr *s;
 	struct ib_port *p;
 	uint32_t off = 0;
 	int gidx, err;
 
+	if (!cm)
+		return -ENOTCONN;
 	if (tp != &cm_ib_transport)
 		return -EOPNOTSUPP;
+	st = ib_of(cm);
+	/* rdma_cm's UDP port space (librdmacm's header in the requests). */
+	if (!sid)
+		sid = 0x0000000001110000ull | port;
 	if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)
 		return -EAFNOSUPPORT;
 	memcpy(&to, dst, dst->sa_family == AF_INET ?
@@ -178,7 +185,7 @@ int cm_sidr_request(struct cm *cm, struct ual_device *d,
 	if (len > (ib_cma_ps_of(sid) ? IB_CMA_SIDR_PDATA :
 				       IB_CM_SIDR_REQ_PDATA))
 		return -EMSGSIZE;
-	err = cm_resolve(cm, dst, NULL, ual_device_transport(d), &route);
+	err = cm_route_resolve(cm, dst, NULL, ual_device_transport(d), &route);
 	if (err)
 		return err;
 	if (route.device)
@@ -195,7 +202,7 @@ int cm_sidr_request(struct cm *cm, struct ual_device *d,
 		err = gidx;
 		goto out;
 	}
-	s = g_new0(struct ib_sidr_out, 1);
+	s = g_new0(struct cm_sidr, 1);
 	s->ref = 1;
 	s->cm = cm;
 	s->port = p;
@@ -258,11 +265,14 @@ out:
 	return err;
 }
 
-void cm_sidr_destroy(struct cm *cm, void *sp)
+void cm_sidr_destroy(struct cm_sidr *s)
 {
-	struct ib_state *st = ib_of(cm);
-	struct ib_sidr_out *s = sp;
+	struct cm *cm = cm_get();
+	struct ib_state *st;
 
+	if (!s || !cm)
+		return;
+	st = ib_of(cm);
 	g_mutex_lock(&st->lock);
 	s->done = true;
 	cm_source_drop(&s->timer);
@@ -284,8 +294,8 @@ void ib_recv_sidr_rep(struct cm *cm, struct ib_port *p,
 {
 	struct ib_state *st = ib_of(cm);
 	struct ib_cm_sidr_rep r;
-	struct ib_sidr_out *s;
-	struct ual_cm_event ev = { .type = UAL_CM_EV_SIDR_REPLY };
+	struct cm_sidr *s;
+	struct cm_event ev = { .type = CM_EV_SIDR_REPLY };
 
 	ib_cm_sidr_rep_decode(m, &r);
 	g_mutex_lock(&st->lock);
@@ -486,8 +496,8 @@ void ib_recv_sidr_req(struct cm *cm, struct ib_port *p,
 	if (!l)
 		return;
 	{
-		struct ual_cm_event ev = {
-			.type = UAL_CM_EV_SIDR_REQUEST,
+		struct cm_event ev = {
+			.type = CM_EV_SIDR_REQUEST,
 			.req_id = in->req_id,
 			.private_data = pdata,
 			.private_data_len = ib_pdata_used(pdata, pdata_len),
@@ -509,14 +519,17 @@ void ib_recv_sidr_req(struct cm *cm, struct ib_port *p,
 	cm_listen_unref(l);
 }
 
-int cm_sidr_reply(struct cm *cm, uint64_t req_id, uint8_t status,
-		  uint32_t qpn, uint32_t qkey, const void *pdata,
-		  uint32_t len)
+int cm_sidr_reply(uint64_t req_id, uint8_t status, uint32_t qpn,
+		  uint32_t qkey, const void *pdata, uint32_t len)
 {
-	struct ib_state *st = ib_of(cm);
+	struct cm *cm = cm_running(__func__);
+	struct ib_state *st;
 	struct ib_cm_sidr_rep r = { 0 };
 	struct ib_sidr_in *in;
 
+	if (!cm)
+		return -ENOTCONN;
+	st = ib_of(cm);
 	if (len > IB_CM_SIDR_REP_PDATA)
 		return -EMSGSIZE;
 	if (status > IB_SIDR_REDIRECT || qpn > 0xffffff)

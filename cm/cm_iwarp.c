@@ -39,7 +39,7 @@
 
 #include <glib-unix.h>
 
-#include "cm/cm.h"
+#include "cm/cm_private.h"
 
 #define IW_BACKLOG 128
 
@@ -119,14 +119,6 @@ static uint16_t sockaddr_port(const struct sockaddr_storage *ss)
 	return 0;
 }
 
-/* Provider op, NULL when the provider's table lacks it. */
-#define IW_OP(rdev, op)                                                     \
-	((rdev)->ops->size >= offsetof(struct rnicpi_device_ops, op) +      \
-				      sizeof((rdev)->ops->op) &&            \
-			 (rdev)->ops->op ?                                  \
-		 (rdev)->ops->op :                                          \
-		 NULL)
-
 /* ------------------------------------------------------------------ */
 /* Listening                                                           */
 /* ------------------------------------------------------------------ */
@@ -138,9 +130,6 @@ static void iw_take_one(struct iw_port *p, int fd)
 	struct sockaddr_storage local = { 0 }, remote = { 0 };
 	socklen_t len = sizeof(local);
 	struct ual_device *dev;
-	struct rnicpi_device *rdev;
-	int (*take)(struct rnicpi_device *, int, void *,
-		    struct rnicpi_conn **);
 	struct rnicpi_conn *conn = NULL;
 	struct cm_listen *l;
 	struct cm_req *req;
@@ -182,9 +171,8 @@ static void iw_take_one(struct iw_port *p, int fd)
 	req = cm_req_new(cm, l, dev, &local, &remote);
 	cm_listen_unref(l);
 	ual_device_put(dev);
-	rdev = ual_device_rnicpi(dev);
-	take = IW_OP(rdev, iw_take_request);
-	err = take ? take(rdev, fd, req, &conn) : -EOPNOTSUPP;
+	/* req->dev holds the device from here. */
+	err = ual_device_iw_take_request(req->dev, fd, req, &conn);
 	if (err) {
 		cm_info(req, "iw_take_request: %s", g_strerror(-err));
 		close(fd);
@@ -410,10 +398,6 @@ static void iw_unlisten(struct cm *cm, struct cm_listen *l)
 static void iw_hand_to_provider(struct cm *cm, struct cm_id *id, int fd,
 				uint32_t left_ms)
 {
-	struct rnicpi_device *rdev = ual_device_rnicpi(id->dev);
-	int (*conn_fn)(struct rnicpi_qp *, int,
-		       const struct rnicpi_conn_param *) =
-		IW_OP(rdev, iw_connect);
 	struct rnicpi_conn_param rp = {
 		.private_data = id->param.private_data_len ? id->pdata : NULL,
 		.private_data_len = id->param.private_data_len,
@@ -424,7 +408,7 @@ static void iw_hand_to_provider(struct cm *cm, struct cm_id *id, int fd,
 	int err;
 
 	cm_id_set_state(id, CM_ID_PROVIDER);
-	err = conn_fn ? conn_fn(id->rqp, fd, &rp) : -EOPNOTSUPP;
+	err = ual_qp_iw_connect(id->qp, fd, &rp);
 	if (err) {
 		cm_info(id, "iw_connect: %s", g_strerror(-err));
 		close(fd);
@@ -626,7 +610,6 @@ static int sockaddr_cmp(const struct sockaddr_storage *a,
 static int iw_socket_convert(struct cm *cm, struct cm_id *id, int sockfd)
 {
 	struct sockaddr_storage local = { 0 }, remote = { 0 };
-	struct rnicpi_device *rdev = ual_device_rnicpi(id->dev);
 	socklen_t len;
 	int type = 0, proto = 0, dfd, err;
 	char lbuf[64], rbuf[64];
@@ -672,9 +655,6 @@ static int iw_socket_convert(struct cm *cm, struct cm_id *id, int sockfd)
 		 id->active ? "initiator" : "responder");
 
 	if (id->active) {
-		int (*conn_fn)(struct rnicpi_qp *, int,
-			       const struct rnicpi_conn_param *) =
-			IW_OP(rdev, iw_connect);
 		struct rnicpi_conn_param rp = {
 			.private_data = id->param.private_data_len ? id->pdata :
 								     NULL,
@@ -685,7 +665,7 @@ static int iw_socket_convert(struct cm *cm, struct cm_id *id, int sockfd)
 		};
 
 		cm_id_set_state(id, CM_ID_PROVIDER);
-		err = conn_fn ? conn_fn(id->rqp, dfd, &rp) : -EOPNOTSUPP;
+		err = ual_qp_iw_connect(id->qp, dfd, &rp);
 		if (err) {
 			cm_info(id, "iw_connect: %s", g_strerror(-err));
 			close(dfd);
@@ -693,16 +673,13 @@ static int iw_socket_convert(struct cm *cm, struct cm_id *id, int sockfd)
 		}
 		return err;
 	} else {
-		int (*take)(struct rnicpi_device *, int, void *,
-			    struct rnicpi_conn **) =
-			IW_OP(rdev, iw_take_request);
 		struct rnicpi_conn *conn = NULL;
 		struct cm_req *req;
 
 		cm_id_set_state(id, CM_ID_PROVIDER);
 		req = cm_req_new(cm, NULL, id->dev, &local, &remote);
 		req->convert = cm_id_ref(id);
-		err = take ? take(rdev, dfd, req, &conn) : -EOPNOTSUPP;
+		err = ual_device_iw_take_request(id->dev, dfd, req, &conn);
 		if (err) {
 			cm_info(id, "iw_take_request: %s", g_strerror(-err));
 			close(dfd);
@@ -728,12 +705,12 @@ static int iw_socket_convert(struct cm *cm, struct cm_id *id, int sockfd)
 /* ------------------------------------------------------------------ */
 
 static uint32_t iw_max_private_data(struct ual_device *d,
-				    enum ual_cm_pdata_op op)
+				    enum cm_pdata_op op)
 {
 	struct rnicpi_device_attr attr;
 
 	/* An iWARP close is TCP's FIN: no private data (RFC 5044). */
-	if (op == UAL_CM_PDATA_DISCONNECT)
+	if (op == CM_PDATA_DISCONNECT)
 		return 0;
 	if (ual_device_query(d, &attr))
 		return 0;

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cm/cm.h"
+#include "cm/cm_private.h"
 
 /* ------------------------------------------------------------------ */
 /* Listeners and requests                                              */
@@ -51,9 +51,11 @@ struct cm_listen *cm_listen_find_sid_locked(struct cm *cm,
 	return NULL;
 }
 
-int cm_listen(struct cm *cm, struct ual_device *d, uint8_t port_num,
-	      uint16_t *port, uint64_t sid, ual_cm_event_fn fn,
-	      void *user_data, struct cm_listen **out)
+/* cm_listen and cm_listen_service: @sid 0 listens on *@port. */
+static int listen_start(struct cm *cm, struct ual_device *d,
+			uint8_t port_num, uint16_t *port, uint64_t sid,
+			cm_event_fn fn, void *user_data,
+			struct cm_listen **out)
 {
 	const struct cm_transport *tp = cm_transport_of(d);
 	struct cm_listen *l, *other;
@@ -121,10 +123,35 @@ int cm_listen(struct cm *cm, struct ual_device *d, uint8_t port_num,
 	return 0;
 }
 
+int cm_listen(struct ual_device *d, uint8_t port_num, uint16_t *port,
+	      cm_event_fn fn, void *user_data, struct cm_listen **out)
+{
+	struct cm *cm = cm_running(__func__);
+
+	return cm ? listen_start(cm, d, port_num, port, 0, fn, user_data,
+				 out) :
+		    -ENOTCONN;
+}
+
+int cm_listen_service(struct ual_device *d, uint8_t port_num,
+		      uint64_t service_id, cm_event_fn fn, void *user_data,
+		      struct cm_listen **out)
+{
+	struct cm *cm = cm_running(__func__);
+	uint16_t port = 0;
+
+	return cm ? listen_start(cm, d, port_num, &port, service_id, fn,
+				 user_data, out) :
+		    -ENOTCONN;
+}
+
 void cm_listen_destroy(struct cm_listen *l)
 {
-	struct cm *cm = l->cm;
+	struct cm *cm;
 
+	if (!l)
+		return;
+	cm = l->cm;
 	g_mutex_lock(&cm->lock);
 	if (g_ptr_array_remove(cm->listens, l)) {
 		l->tp->unlisten(cm, l);
@@ -238,8 +265,8 @@ static gboolean cm_req_timeout(gpointer data)
 
 static void cm_req_report(struct cm_req *req, struct cm_listen *l)
 {
-	struct ual_cm_event ev = {
-		.type = UAL_CM_EV_REQUEST,
+	struct cm_event ev = {
+		.type = CM_EV_REQUEST,
 		.req_id = req->id,
 		.private_data = req->private_data,
 		.private_data_len = req->private_data_len,
@@ -262,15 +289,18 @@ static void cm_req_report(struct cm_req *req, struct cm_listen *l)
 	}
 	g_rec_mutex_unlock(&l->cb_lock);
 	cm_info(req, "the listener went away; refusing");
-	cm_reject(req->cm, req->id, NULL, 0);
+	cm_req_reject(req->cm, req->id, NULL, 0);
 }
 
-int cm_handoff(struct cm *cm, uint64_t req_id, uint8_t port_num,
-	       uint16_t port)
+int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port)
 {
+	struct cm *cm = cm_running(__func__);
 	struct rnicpi_device_attr attr;
 	struct cm_listen *l, *old;
 	struct cm_req *req;
+
+	if (!cm)
+		return -ENOTCONN;
 
 	g_mutex_lock(&cm->lock);
 	req = g_hash_table_lookup(cm->reqs, &req_id);
@@ -379,19 +409,11 @@ void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev)
 		convert->state = CM_ID_ACCEPTING;
 		g_mutex_unlock(&cm->lock);
 		{
-			struct rnicpi_device *rdev =
-				ual_device_rnicpi(req->dev);
-			int (*accept_fn)(struct rnicpi_conn *,
-					 struct rnicpi_qp *,
-					 const struct rnicpi_conn_param *) =
-				CM_RDEV_OP(rdev, conn_accept);
 			struct rnicpi_conn_param rp;
 			int err;
 
 			cm_to_rnicpi_param(&convert->param, &rp);
-			err = accept_fn ? accept_fn(ev->conn, convert->rqp,
-						    &rp) :
-					  -EOPNOTSUPP;
+			err = ual_qp_conn_accept(convert->qp, ev->conn, &rp);
 			if (err)
 				cm_id_report_failure(convert, err);
 		}
@@ -409,7 +431,7 @@ void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev)
 		cm_listen_unref(l);
 	} else {
 		cm_info(req, "its listener is gone; refusing");
-		cm_reject(cm, req->id, NULL, 0);
+		cm_req_reject(cm, req->id, NULL, 0);
 	}
 	cm_req_unref(req);
 }

@@ -33,9 +33,9 @@
 
 #include "itapi/itapi_priv.h"
 
-static size_t pdata_limit(struct itapi_ia *ia, enum ual_cm_pdata_op op)
+static size_t pdata_limit(struct itapi_ia *ia, enum cm_pdata_op op)
 {
-	return MIN((size_t)ual_cm_max_private_data(ia->dev, op),
+	return MIN((size_t)cm_max_private_data(ia->dev, op),
 		   (size_t)IT_MAX_PRIV_DATA);
 }
 
@@ -59,7 +59,7 @@ static void copy_pdata(unsigned char *dst, it_boolean_t *present,
 
 /* A UD service request (SIDR) on the listener. */
 static void listen_sidr_event(struct itapi_listen *l,
-			      const struct ual_cm_event *ev)
+			      const struct cm_event *ev)
 {
 	it_ud_svc_request_event_t *r;
 	it_event_t out = { 0 };
@@ -77,23 +77,23 @@ static void listen_sidr_event(struct itapi_listen *l,
 	if (itapi_evd_post(l->evd, &out, true) != IT_SUCCESS) {
 		g_info("%s UD service request %llu refused: its EVD is full",
 		       l->obj.prefix, (unsigned long long)ev->req_id);
-		ual_cm_sidr_reply(ev->req_id, IT_UD_SVC_REQ_REJECTED, 0, 0,
-				  NULL, 0);
+		cm_sidr_reply(ev->req_id, IT_UD_SVC_REQ_REJECTED, 0, 0,
+			      NULL, 0);
 	}
 }
 
-static void listen_event(const struct ual_cm_event *ev, void *data)
+static void listen_event(const struct cm_event *ev, void *data)
 {
 	struct itapi_listen *l = data;
 	struct itapi_ia *ia = l->obj.ia;
 	it_conn_request_event_t *r;
 	it_event_t out = { 0 };
 
-	if (ev->type == UAL_CM_EV_SIDR_REQUEST) {
+	if (ev->type == CM_EV_SIDR_REQUEST) {
 		listen_sidr_event(l, ev);
 		return;
 	}
-	if (ev->type != UAL_CM_EV_REQUEST)
+	if (ev->type != CM_EV_REQUEST)
 		return;
 	r = &out.conn_req;
 	r->event_number = IT_CM_REQ_CONN_REQUEST_EVENT;
@@ -123,7 +123,7 @@ static void listen_event(const struct ual_cm_event *ev, void *data)
 		 * left to time out at the peer. */
 		g_info("%s connection request %llu refused: its EVD is full",
 		       l->obj.prefix, (unsigned long long)ev->req_id);
-		ual_cm_reject(ev->req_id, NULL, 0);
+		cm_reject(ev->req_id, NULL, 0);
 	}
 }
 
@@ -204,11 +204,11 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 	l->spigot_id = spigot_id;
 	l->evd = evd;
 	if (sid)
-		err = ual_cm_listen_service(ia->dev, (uint8_t)(spigot_id + 1),
-					    sid, listen_event, l, &l->cm);
+		err = cm_listen_service(ia->dev, (uint8_t)(spigot_id + 1),
+					sid, listen_event, l, &l->cm);
 	else
-		err = ual_cm_listen(ia->dev, (uint8_t)(spigot_id + 1), &port,
-				    listen_event, l, &l->cm);
+		err = cm_listen(ia->dev, (uint8_t)(spigot_id + 1), &port,
+				listen_event, l, &l->cm);
 	if (err) {
 		g_free(l);
 		return IT_FAIL_ERRNO(&ia->obj, err, ITAPI_CTX_LISTEN,
@@ -245,7 +245,7 @@ void itapi_listen_destroy(struct itapi_listen *l)
 	struct itapi_ia *ia = l->obj.ia;
 
 	itapi_ia_del_child(ia, &l->obj);
-	ual_cm_listen_destroy(l->cm);
+	cm_listen_destroy(l->cm);
 	g_mutex_lock(&ia->lock);
 	l->evd->users--;
 	g_mutex_unlock(&ia->lock);
@@ -318,7 +318,7 @@ static it_conn_reject_code_t reject_code(int status)
 	}
 }
 
-void itapi_ep_cm_event(const struct ual_cm_event *ev, void *user_data)
+void itapi_ep_cm_event(const struct cm_event *ev, void *user_data)
 {
 	struct itapi_ep *ep = user_data;
 	it_connection_event_t *c;
@@ -327,24 +327,24 @@ void itapi_ep_cm_event(const struct ual_cm_event *ev, void *user_data)
 
 	c = &out.conn;
 	switch (ev->type) {
-	case UAL_CM_EV_ESTABLISHED:
+	case CM_EV_ESTABLISHED:
 		c->event_number = IT_CM_MSG_CONN_ESTABLISHED_EVENT;
 		to = IT_EP_STATE_CONNECTED;
 		break;
-	case UAL_CM_EV_REJECTED:
+	case CM_EV_REJECTED:
 		c->event_number = IT_CM_MSG_CONN_PEER_REJECT_EVENT;
 		to = IT_EP_STATE_NONOPERATIONAL;
 		break;
-	case UAL_CM_EV_UNREACHABLE:
+	case CM_EV_UNREACHABLE:
 		c->event_number = IT_CM_MSG_CONN_NONPEER_REJECT_EVENT;
 		c->reject_reason_code = reject_code(ev->status);
 		to = IT_EP_STATE_NONOPERATIONAL;
 		break;
-	case UAL_CM_EV_DISCONNECTED:
+	case CM_EV_DISCONNECTED:
 		c->event_number = IT_CM_MSG_CONN_DISCONNECT_EVENT;
 		to = IT_EP_STATE_NONOPERATIONAL;
 		break;
-	case UAL_CM_EV_BROKEN:
+	case CM_EV_BROKEN:
 		c->event_number = IT_CM_MSG_CONN_BROKEN_EVENT;
 		to = IT_EP_STATE_NONOPERATIONAL;
 		break;
@@ -353,11 +353,11 @@ void itapi_ep_cm_event(const struct ual_cm_event *ev, void *user_data)
 	}
 	g_mutex_lock(&ep->lock);
 	itapi_debug(&ep->obj, "%s: %s -> %s (status %d)",
-		    ual_cm_event_name(ev->type),
+		    cm_event_name(ev->type),
 		    itapi_ep_state_name(ep->state.rc),
 		    itapi_ep_state_name(to), ev->status);
 	ep->state.rc = to;
-	if (ev->type == UAL_CM_EV_ESTABLISHED)
+	if (ev->type == CM_EV_ESTABLISHED)
 		itapi_path_from_sockaddrs(ep->obj.ia, ep->spigot_id,
 					  &ev->local_addr, &ev->remote_addr,
 					  &ep->dst_path);
@@ -408,8 +408,8 @@ static struct itapi_ep *ep_idle(it_ep_handle_t h, it_status_t *st,
 	return ep;
 }
 
-static void cm_param(struct itapi_ep *ep, const unsigned char *pdata,
-		     size_t len, struct ual_cm_param *p)
+static void itapi_cm_param(struct itapi_ep *ep, const unsigned char *pdata,
+			   size_t len, struct cm_param *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->private_data = pdata;
@@ -569,9 +569,9 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 			  size_t private_data_length)
 {
 	struct sockaddr_storage dst = { 0 }, src = { 0 };
-	struct ual_cm_route route;
-	struct ual_cm_param param;
-	struct ual_cm_id *cm = NULL;
+	struct cm_route route;
+	struct cm_param param;
+	struct cm_id *cm = NULL;
 	struct itapi_ia *ia;
 	struct itapi_ep *ep;
 	uint16_t port = 0;
@@ -604,11 +604,11 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	if (cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
 			       "IRD/ORD suppression is not supported");
-	if (private_data_length > pdata_limit(ia, UAL_CM_PDATA_CONNECT))
+	if (private_data_length > pdata_limit(ia, CM_PDATA_CONNECT))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data; connect carries %zu here",
 			       private_data_length,
-			       pdata_limit(ia, UAL_CM_PDATA_CONNECT));
+			       pdata_limit(ia, CM_PDATA_CONNECT));
 	if (private_data_length && !private_data)
 		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "private_data is NULL");
 	if (ia->transport == RNICPI_TRANSPORT_IWARP)
@@ -623,9 +623,9 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	(void)conn_attr;	/* no connection attributes are taken */
 
 	/* The destination must be reached through this IA's interface. */
-	err = ual_cm_resolve(ia->u, (void *)&dst, src_given ? (void *)&src :
-							      NULL,
-			     ia->transport, &route);
+	err = cm_resolve((void *)&dst, src_given ? (void *)&src :
+			 NULL,
+			 ia->transport, &route);
 	if (err)
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
 				     "no route to %s: %s",
@@ -645,7 +645,7 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	}
 	ual_device_put(route.device);
 
-	cm_param(ep, private_data, private_data_length, &param);
+	itapi_cm_param(ep, private_data, private_data_length, &param);
 	if (path->timeout && path->timeout != IT_TIMEOUT_INFINITE)
 		param.timeout_ms = (uint32_t)MIN((path->timeout + 999) / 1000,
 						 (uint64_t)3600000);
@@ -658,13 +658,13 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	ep->cn_est_id = 0;
 	g_mutex_unlock(&ep->lock);
 	if (sid)
-		err = ual_cm_connect_service(ep->qp, (void *)&dst, sid,
-					     have_src ? (void *)&src : NULL,
-					     &param, itapi_ep_cm_event, ep, &cm);
+		err = cm_connect_service(ep->qp, (void *)&dst, sid,
+					 have_src ? (void *)&src : NULL,
+					 &param, itapi_ep_cm_event, ep, &cm);
 	else
-		err = ual_cm_connect(ep->qp, (void *)&dst, port,
-				     have_src ? (void *)&src : NULL, &param,
-				     itapi_ep_cm_event, ep, &cm);
+		err = cm_connect(ep->qp, (void *)&dst, port,
+				 have_src ? (void *)&src : NULL, &param,
+				 itapi_ep_cm_event, ep, &cm);
 	if (err) {
 		ep_abort_start(ep);
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
@@ -683,8 +683,8 @@ it_status_t it_ep_accept(it_ep_handle_t ep_handle,
 			 const unsigned char *private_data,
 			 size_t private_data_length)
 {
-	struct ual_cm_param param;
-	struct ual_cm_id *cm = NULL;
+	struct cm_param param;
+	struct cm_id *cm = NULL;
 	struct itapi_ep *ep;
 	it_status_t st;
 	int err;
@@ -693,22 +693,22 @@ it_status_t it_ep_accept(it_ep_handle_t ep_handle,
 	if (!ep)
 		return st;
 	if (private_data_length >
-	    pdata_limit(ep->obj.ia, UAL_CM_PDATA_ACCEPT))
+	    pdata_limit(ep->obj.ia, CM_PDATA_ACCEPT))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data; accept carries %zu here",
 			       private_data_length,
-			       pdata_limit(ep->obj.ia, UAL_CM_PDATA_ACCEPT));
+			       pdata_limit(ep->obj.ia, CM_PDATA_ACCEPT));
 	if (private_data_length && !private_data)
 		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "private_data is NULL");
-	cm_param(ep, private_data, private_data_length, &param);
+	itapi_cm_param(ep, private_data, private_data_length, &param);
 	if (!ep_start(ep, IT_EP_STATE_PASSIVE_CONNECTION_PENDING))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
 			       "the endpoint changed state meanwhile");
 	g_mutex_lock(&ep->lock);
 	ep->cn_est_id = cn_est_id;
 	g_mutex_unlock(&ep->lock);
-	err = ual_cm_accept(cn_est_id, ep->qp, &param, itapi_ep_cm_event, ep,
-			    &cm);
+	err = cm_accept(cn_est_id, ep->qp, &param, itapi_ep_cm_event, ep,
+			&cm);
 	if (err) {
 		ep_abort_start(ep);
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
@@ -734,8 +734,8 @@ it_status_t it_reject(it_cn_est_identifier_t cn_est_id,
 				private_data_length, IT_MAX_PRIV_DATA);
 	if (private_data_length && !private_data)
 		return IT_FAIL0(IT_ERR_FAULT, "private_data is NULL");
-	err = ual_cm_reject(cn_est_id, private_data,
-			    (uint32_t)private_data_length);
+	err = cm_reject(cn_est_id, private_data,
+			(uint32_t)private_data_length);
 	if (err)
 		return IT_FAIL0(itapi_status(err, ITAPI_CTX_CONN),
 				"reject of request %llu: %s",
@@ -761,7 +761,7 @@ it_status_t it_handoff(const it_conn_qual_t *conn_qual, size_t spigot_id,
 		return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
 	if (spigot_id > 254)
 		return IT_FAIL0(IT_ERR_INVALID_SPIGOT, "spigot %zu", spigot_id);
-	err = ual_cm_handoff(cn_est_id, (uint8_t)(spigot_id + 1), port);
+	err = cm_handoff(cn_est_id, (uint8_t)(spigot_id + 1), port);
 	if (err)
 		return IT_FAIL0(itapi_status(err, ITAPI_CTX_CONN),
 				"hand-off of request %llu to port %u: %s",
@@ -776,7 +776,7 @@ it_status_t it_ep_disconnect(it_ep_handle_t ep_handle,
 {
 	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
 					   IT_HANDLE_TYPE_EP);
-	struct ual_cm_id *cm;
+	struct cm_id *cm;
 	it_ep_state_rc_t s;
 	int err;
 
@@ -787,12 +787,12 @@ it_status_t it_ep_disconnect(it_ep_handle_t ep_handle,
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_TYPE,
 			       "disconnect of a UD endpoint");
 	if (private_data_length >
-	    pdata_limit(ep->obj.ia, UAL_CM_PDATA_DISCONNECT))
+	    pdata_limit(ep->obj.ia, CM_PDATA_DISCONNECT))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data; disconnect carries %zu on this transport",
 			       private_data_length,
 			       pdata_limit(ep->obj.ia,
-					   UAL_CM_PDATA_DISCONNECT));
+					   CM_PDATA_DISCONNECT));
 	g_mutex_lock(&ep->lock);
 	s = ep->state.rc;
 	cm = ep->cm;
@@ -813,7 +813,7 @@ it_status_t it_ep_disconnect(it_ep_handle_t ep_handle,
 			       "no connection");
 	/* Connected: an orderly close, the event follows. Pending: the
 	 * set-up is abandoned and the event is posted now. */
-	err = ual_cm_disconnect(cm, false);
+	err = cm_disconnect(cm, false);
 	if (err)
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
 				     "disconnect: %s", g_strerror(-err));
@@ -865,8 +865,8 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 			      it_sc_flags_t flags, const unsigned char *msg,
 			      size_t len)
 {
-	struct ual_cm_param param;
-	struct ual_cm_id *cm = NULL;
+	struct cm_param param;
+	struct cm_id *cm = NULL;
 	struct sock_saved saved;
 	struct itapi_ep *ep;
 	it_status_t st;
@@ -887,11 +887,11 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 		 * provider hook RNICPI does not have. */
 		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
 			       "IT_SC_NO_REQ_REP: conversion always runs MPA here");
-	if (len > pdata_limit(ep->obj.ia, UAL_CM_PDATA_CONNECT))
+	if (len > pdata_limit(ep->obj.ia, CM_PDATA_CONNECT))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data; MPA carries %zu here",
 			       len,
-			       pdata_limit(ep->obj.ia, UAL_CM_PDATA_CONNECT));
+			       pdata_limit(ep->obj.ia, CM_PDATA_CONNECT));
 	if (len && !msg)
 		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "msg is NULL");
 	fl = fcntl(sd, F_GETFL);
@@ -899,12 +899,12 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONVERSION,
 			       "descriptor %d is not open", sd);
 	sock_save(sd, fl, &saved);
-	cm_param(ep, msg, len, &param);
+	itapi_cm_param(ep, msg, len, &param);
 	if (!ep_start(ep, IT_EP_STATE_PASSIVE_WAIT_RDMA_TRANS_REQ))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
 			       "the endpoint changed state meanwhile");
-	err = ual_cm_socket_convert(ep->qp, sd, &param, itapi_ep_cm_event, ep,
-				    &cm);
+	err = cm_socket_convert(ep->qp, sd, &param, itapi_ep_cm_event, ep,
+				&cm);
 	if (err) {
 		/* The socket is still the consumer's: as it was. */
 		sock_restore(sd, &saved);

@@ -208,13 +208,13 @@ static it_status_t ep_make_qp(struct itapi_ep *ep, struct rnicpi_qp_cap *cap)
  */
 static int ep_drop_qp(struct itapi_ep *ep)
 {
-	struct ual_cm_id *cm;
+	struct cm_id *cm;
 	int err;
 
 	g_mutex_lock(&ep->lock);
 	cm = g_steal_pointer(&ep->cm);
 	g_mutex_unlock(&ep->lock);
-	ual_cm_id_destroy(cm);
+	cm_id_destroy(cm);
 	err = ual_qp_destroy(ep->qp);
 	if (err) {
 		g_warning("%s destroy_qp: %s", ep->obj.prefix,

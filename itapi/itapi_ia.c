@@ -322,7 +322,7 @@ it_status_t it_ia_create(const char *name, uint32_t major_version,
 				"no interface \"%s\" (it_interface_list names them)",
 				name);
 	}
-	err = ual_cm_open(u);
+	err = cm_open(u);
 	if (err) {
 		ual_device_put(d);
 		ual_close(u);
@@ -338,7 +338,7 @@ it_status_t it_ia_create(const char *name, uint32_t major_version,
 	ia->name = g_strdup(name);
 	err = ual_device_query(d, &ia->attr);
 	if (err) {
-		ual_cm_close(u);
+		cm_close();
 		ual_device_put(d);
 		ual_close(u);
 		g_free(ia->name);
@@ -438,7 +438,7 @@ it_status_t it_ia_free(it_ia_handle_t ia_handle)
 		itapi_evd_destroy((struct itapi_evd *)o);
 
 	itapi_debug(&ia->obj, "freed");
-	ual_cm_close(ia->u);
+	cm_close();
 	ual_device_put(ia->dev);
 	ual_close(ia->u);
 	g_ptr_array_free(ia->children, TRUE);
@@ -450,9 +450,9 @@ it_status_t it_ia_free(it_ia_handle_t ia_handle)
 	return IT_SUCCESS;
 }
 
-static size_t pdata_cap(struct itapi_ia *ia, enum ual_cm_pdata_op op)
+static size_t pdata_cap(struct itapi_ia *ia, enum cm_pdata_op op)
 {
-	return MIN((size_t)ual_cm_max_private_data(ia->dev, op),
+	return MIN((size_t)cm_max_private_data(ia->dev, op),
 		   (size_t)IT_MAX_PRIV_DATA);
 }
 
@@ -486,7 +486,7 @@ static void fill_spigot(struct itapi_ia *ia, size_t id, it_spigot_info_t *s)
 		s->active_side_conn_qual = q;
 		s->passive_side_conn_qual = q;
 	}
-	addrs = ual_cm_device_addrs(ia->dev);
+	addrs = cm_device_addrs(ia->dev);
 	s->net_addr = g_new0(it_net_addr_t, MAX(addrs->len, 1));
 	for (guint i = 0; i < addrs->len; i++) {
 		const struct sockaddr_storage *ss =
@@ -558,11 +558,11 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 		((a->caps & RNICPI_DEV_CAP_UD) ? IT_UD_SERVICE : 0);
 	info->ep_work_queues_resizable = IT_FALSE;
 	info->three_way_handshake_support = IT_FALSE;
-	info->connect_private_data_len = pdata_cap(ia, UAL_CM_PDATA_CONNECT);
-	info->accept_private_data_len = pdata_cap(ia, UAL_CM_PDATA_ACCEPT);
-	info->reject_private_data_len = pdata_cap(ia, UAL_CM_PDATA_REJECT);
+	info->connect_private_data_len = pdata_cap(ia, CM_PDATA_CONNECT);
+	info->accept_private_data_len = pdata_cap(ia, CM_PDATA_ACCEPT);
+	info->reject_private_data_len = pdata_cap(ia, CM_PDATA_REJECT);
 	info->disconnect_private_data_len =
-		pdata_cap(ia, UAL_CM_PDATA_DISCONNECT);
+		pdata_cap(ia, CM_PDATA_DISCONNECT);
 	info->ud_req_private_data_len = 0;
 	info->ud_rep_private_data_len = 0;
 	info->private_data_support = info->connect_private_data_len ?
@@ -650,7 +650,7 @@ it_status_t it_get_pathinfo(it_ia_handle_t ia_handle, size_t spigot_id,
 	struct itapi_ia *ia = ITAPI_LOOKUP(ia_handle, struct itapi_ia,
 					   IT_HANDLE_TYPE_IA);
 	struct sockaddr_storage dst;
-	struct ual_cm_route r;
+	struct cm_route r;
 	char buf[64];
 	size_t room;
 	int err;
@@ -675,7 +675,7 @@ it_status_t it_get_pathinfo(it_ia_handle_t ia_handle, size_t spigot_id,
 			       net_addr->addr_type);
 	*num_paths = 0;
 	*total_paths = 0;
-	err = ual_cm_resolve(ia->u, (void *)&dst, NULL, ia->transport, &r);
+	err = cm_resolve((void *)&dst, NULL, ia->transport, &r);
 	if (err) {
 		itapi_debug(&ia->obj, "no path to %s: %s",
 			    itapi_sockaddr_str(&dst, buf, sizeof(buf)),
@@ -697,7 +697,7 @@ it_status_t it_get_pathinfo(it_ia_handle_t ia_handle, size_t spigot_id,
 	if (room) {
 		itapi_path_from_sockaddrs(ia, spigot_id, &r.src, &dst,
 					  &paths[0]);
-		paths[0].timeout = (uint64_t)ual_cm_default_timeout_ms() * 1000;
+		paths[0].timeout = (uint64_t)cm_default_timeout_ms() * 1000;
 		*num_paths = 1;
 	}
 	return IT_SUCCESS;

@@ -21,6 +21,7 @@
 #include <glib.h>
 
 #include "it_api.h"
+#include "cm/cm.h"
 #include "ual/ual.h"
 
 #define ITAPI_PREFIX_MAX 64
@@ -261,7 +262,7 @@ struct itapi_ep {
 
 	GMutex lock;			/* state, cm, path */
 	it_ep_state_t state;
-	struct ual_cm_id *cm;
+	struct cm_id *cm;
 	it_path_t dst_path;
 	it_cn_est_identifier_t cn_est_id;
 };
@@ -271,7 +272,7 @@ struct itapi_listen {
 	size_t spigot_id;
 	struct itapi_evd *evd;
 	it_conn_qual_t conn_qual;	/* network byte order, as given */
-	struct ual_cm_listen *cm;
+	struct cm_listen *cm;
 };
 
 /* SRQ receive slots complete in any order: a free list, and the wr_id
@@ -409,7 +410,7 @@ struct itapi_evd *itapi_dto_evd(struct itapi_ia *ia, it_evd_handle_t h);
 const char *itapi_ep_state_name(it_ep_state_rc_t s);
 
 /* A connection event for an EP (from cm/). */
-void itapi_ep_cm_event(const struct ual_cm_event *ev, void *user_data);
+void itapi_ep_cm_event(const struct cm_event *ev, void *user_data);
 
 /* Conversions (util.c). */
 int itapi_net_addr_to_sockaddr(const it_net_addr_t *na,

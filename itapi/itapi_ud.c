@@ -433,7 +433,7 @@ struct itapi_ud_svc {
 	unsigned char pdata[IT_MAX_PRIV_DATA];
 	size_t pdata_len;
 	GMutex lock;
-	struct ual_cm_sidr *cm;		/* the request under way */
+	struct cm_sidr *cm;		/* the request under way */
 	uint32_t requests;		/* how many were made */
 };
 
@@ -446,13 +446,13 @@ static uint64_t svc_sid(const it_conn_qual_t *q)
 	return be64toh(q->conn_qual.serviceid);
 }
 
-static void ud_svc_event(const struct ual_cm_event *ev, void *data)
+static void ud_svc_event(const struct cm_event *ev, void *data)
 {
 	struct itapi_ud_svc *u = data;
 	it_ud_svc_reply_event_t *r;
 	it_event_t out = { 0 };
 
-	if (ev->type != UAL_CM_EV_SIDR_REPLY)
+	if (ev->type != CM_EV_SIDR_REPLY)
 		return;
 	r = &out.ud_svc_reply;
 	r->event_number = IT_CM_MSG_UD_SERVICE_REPLY_EVENT;
@@ -539,13 +539,13 @@ it_status_t it_ud_service_request_handle_create(
 void itapi_ud_svc_destroy(struct itapi_ud_svc *u)
 {
 	struct itapi_ia *ia = u->obj.ia;
-	struct ual_cm_sidr *cm;
+	struct cm_sidr *cm;
 
 	itapi_ia_del_child(ia, &u->obj);
 	g_mutex_lock(&u->lock);
 	cm = g_steal_pointer(&u->cm);
 	g_mutex_unlock(&u->lock);
-	ual_cm_sidr_destroy(cm);
+	cm_sidr_destroy(cm);
 	g_mutex_lock(&ia->lock);
 	u->evd->users--;
 	g_mutex_unlock(&ia->lock);
@@ -612,7 +612,7 @@ it_status_t it_ud_service_request(it_ud_svc_req_handle_t ud_svc_handle)
 					      struct itapi_ud_svc,
 					      IT_HANDLE_TYPE_UD_SVC_REQ);
 	struct sockaddr_storage dst = { 0 };
-	struct ual_cm_sidr *cm = NULL, *old;
+	struct cm_sidr *cm = NULL, *old;
 	const struct in6_addr *g;
 	uint32_t timeout_ms = 0;
 	int err;
@@ -640,11 +640,11 @@ it_status_t it_ud_service_request(it_ud_svc_req_handle_t ud_svc_handle)
 	g_mutex_lock(&u->lock);
 	old = g_steal_pointer(&u->cm);
 	g_mutex_unlock(&u->lock);
-	ual_cm_sidr_destroy(old);
-	err = ual_cm_sidr_request(u->obj.ia->dev, (void *)&dst,
-				  svc_sid(&u->conn_qual), 0, u->pdata,
-				  (uint32_t)u->pdata_len, timeout_ms,
-				  ud_svc_event, u, &cm);
+	cm_sidr_destroy(old);
+	err = cm_sidr_request(u->obj.ia->dev, (void *)&dst,
+			      svc_sid(&u->conn_qual), 0, u->pdata,
+			      (uint32_t)u->pdata_len, timeout_ms,
+			      ud_svc_event, u, &cm);
 	if (err)
 		return IT_FAIL_ERRNO(&u->obj, err, ITAPI_CTX_CONN,
 				     "SIDR request: %s", g_strerror(-err));
@@ -676,10 +676,10 @@ it_status_t it_ud_service_reply(it_ud_svc_req_identifier_t ud_svc_req_id,
 		return IT_FAIL0(IT_ERR_INVALID_EP, "QP number %u",
 				(unsigned int)ep_info.ud_ep_id);
 	/* IT-API's status values are IBA's SIDR_REP statuses. */
-	err = ual_cm_sidr_reply(ud_svc_req_id, (uint8_t)status,
-				(uint32_t)ep_info.ud_ep_id,
-				(uint32_t)ep_info.ud_ep_key, private_data,
-				(uint32_t)private_data_length);
+	err = cm_sidr_reply(ud_svc_req_id, (uint8_t)status,
+			    (uint32_t)ep_info.ud_ep_id,
+			    (uint32_t)ep_info.ud_ep_key, private_data,
+			    (uint32_t)private_data_length);
 	if (err)
 		return IT_FAIL0(err == -ENOENT ? IT_ERR_INVALID_UD_SVC_REQ_ID :
 						 itapi_status(err,

@@ -6,9 +6,11 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "kal/kal.h"
@@ -247,6 +249,39 @@ START_TEST(test_lookup_survives_destroy)
 	again = ual_qp_get(found);
 	ual_qp_put(again);
 	ual_qp_put(found); /* the last reference: freed (valgrind checks) */
+}
+END_TEST
+
+/* The provider's connection hooks go through ual's ops table (a provider
+ * without them answers -EOPNOTSUPP, the test provider has none) and follow
+ * the QP's lifetime: a destroyed QP refuses them, so cm/ can never hand a
+ * socket or a request to a QP that is gone. */
+START_TEST(test_conn_hooks_follow_object_rules)
+{
+	struct ual_qp *qp = ut_qp(pd, cq_a, cq_b, NULL);
+	struct ual_qp *held = ual_qp_get(qp);
+	struct rnicpi_conn_param p = { .ird = 1, .ord = 1 };
+	struct rnicpi_conn conn = { .device = ual_device_rnicpi(dev) };
+	struct rnicpi_conn *out = NULL;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_errno(ual_qp_iw_connect(qp, sv[0], &p), EOPNOTSUPP);
+	ck_assert_errno(ual_device_iw_take_request(dev, sv[0], NULL, &out),
+			EOPNOTSUPP);
+	ck_assert_ptr_null(out);
+	ck_assert_errno(ual_device_conn_reject(dev, &conn, NULL, 0),
+			EOPNOTSUPP);
+	/* Refused: the socket stays the caller's. */
+	ck_assert_int_ge(fcntl(sv[0], F_GETFD), 0);
+
+	ck_assert_ok(ual_qp_destroy(qp));
+	ck_assert_errno(ual_qp_iw_connect(held, sv[0], &p), ENODEV);
+	ck_assert_errno(ual_qp_conn_accept(held, &conn, &p), ENODEV);
+	ck_assert_int_ge(fcntl(sv[0], F_GETFD), 0);
+	ual_qp_put(held);
+	close(sv[0]);
+	close(sv[1]);
 }
 END_TEST
 
@@ -661,6 +696,7 @@ Suite *suite_ual_objects(void)
 	tcase_add_test(tc, test_srq_busy_while_used);
 	tcase_add_test(tc, test_create_rejects_bad_parents);
 	tcase_add_test(tc, test_close_busy);
+	tcase_add_test(tc, test_conn_hooks_follow_object_rules);
 	tcase_add_test(tc, test_device_outlives_close);
 	tcase_add_test(tc, test_lookup_survives_destroy);
 	tcase_add_test(tc, test_lookup_races_destroy);

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cm_private.h - the connection manager inside: its objects, the
+ * transports behind struct cm_transport, and the helpers cm/'s files share.
+ *
+ * One connection manager serves the process (like the ual context it
+ * works on): a thread running a GLib main context watches listening and
+ * connecting sockets and fires time-outs; provider connection events
+ * arrive through ual_set_conn_handler on provider threads. Both feed the
+ * same objects:
+ *
+ *   struct cm_listen   a listener: (device, port, connection qualifier)
+ *   struct cm_req      a connection request, from arrival until the
+ *                      consumer accepted or rejected it (named by a
+ *                      64-bit id the consumer hands back)
+ *   struct cm_id       the connection of one QP, active or passive
+ *
+ * What depends on the transport (how a listener listens, how a connect
+ * starts, how the private data limits look) sits behind
+ * struct cm_transport: cm_iwarp.c does TCP and hands the socket to the
+ * provider, which runs MPA (RFC 5044); cm_ib.c runs the InfiniBand CM
+ * (REQ/REP/RTU/REJ/MRA/DREQ/DREP over QP1, IBA chapter 12) itself for
+ * RoCE and IB devices and moves their QPs through RESET/INIT/RTR/RTS.
+ *
+ * The public face is cm.h. Errors are 0 / -errno, logged in domain
+ * "hostrdma-cm" naming the object.
+ */
+#ifndef CM_PRIVATE_H
+#define CM_PRIVATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <glib.h>
+
+#include "cm/cm.h"
+#include "kal/kal.h"
+#include "ual/ual.h"
+
+#define CM_PREFIX_MAX 64
+#define CM_DEFAULT_TIMEOUT_MS 10000u
+/* The provider's own request time-out should fire first. */
+#define CM_REQ_GRACE_MS 2000u
+#define CM_ENV_TIMEOUT "HOSTRDMA_CM_TIMEOUT_MS"
+
+struct cm;
+struct cm_listen;
+struct cm_req;
+struct cm_id;
+
+enum cm_id_state {
+	CM_ID_IDLE = 0,
+	CM_ID_SOCKET,		/* transport's own phase (TCP connect) */
+	CM_ID_PROVIDER,		/* the provider runs the set-up (MPA) */
+	CM_ID_ACCEPTING,	/* passive: accepted, waiting for RTS */
+	CM_ID_ESTABLISHED,
+	CM_ID_CLOSING,		/* orderly close started */
+	CM_ID_CLOSED,
+	CM_ID_NSTATES
+};
+
+/* Per-transport operations. Called without cm->lock held unless the
+ * comment says so. */
+struct cm_transport {
+	const char *name;
+	/* Start / stop listening for @l (its port may be 0: pick one and
+	 * store it in l->port). */
+	int (*listen)(struct cm *cm, struct cm_listen *l);
+	void (*unlisten)(struct cm *cm, struct cm_listen *l);
+	/* Start connecting @id to id->remote_addr; report through
+	 * cm_id_report_*. */
+	int (*connect)(struct cm *cm, struct cm_id *id);
+	/* Abandon the set-up of @id that connect started (socket phase). */
+	void (*cancel)(struct cm *cm, struct cm_id *id);
+	/* Turn a connected socket into @id's connection. */
+	int (*socket_convert)(struct cm *cm, struct cm_id *id, int sockfd);
+	/* Bytes of private data for @op on @d. */
+	uint32_t (*max_private_data)(struct ual_device *d,
+				     enum cm_pdata_op op);
+	/* Optional: a transport that runs the set-up itself instead of the
+	 * provider's conn_accept / conn_reject (IB CM). @conn is what the
+	 * transport handed over in its REQUEST; consumed as there. */
+	int (*accept)(struct cm *cm, struct rnicpi_conn *conn,
+		      struct cm_id *id);
+	void (*reject)(struct cm *cm, struct rnicpi_conn *conn,
+		       const void *pdata, uint32_t len);
+	/* Optional: close an ESTABLISHED / CLOSING @id (instead of moving
+	 * the QP to CLOSING), and forget the transport's state of @id when
+	 * it is destroyed or its set-up abandoned in state @was. */
+	int (*disconnect)(struct cm *cm, struct cm_id *id, bool abortive);
+	void (*release)(struct cm *cm, struct cm_id *id, enum cm_id_state was);
+};
+
+extern const struct cm_transport cm_iwarp_transport;
+extern const struct cm_transport cm_ib_transport;
+
+/* The transport table for @d, or NULL (logged) when there is none. */
+const struct cm_transport *cm_transport_of(struct ual_device *d);
+
+/* ------------------------------------------------------------------ */
+/* Objects                                                             */
+/* ------------------------------------------------------------------ */
+
+struct cm {
+	gint ref;
+	struct ual *u;
+	struct kal_nl *nl;
+	GMainContext *ctx;
+	GMainLoop *loop;
+	GThread *thread;
+	uint32_t timeout_ms;
+
+	GMutex lock;		/* everything below, and object states */
+	GPtrArray *listens;	/* struct cm_listen *, one reference each */
+	GHashTable *reqs;	/* id -> struct cm_req * (a reference) */
+	GHashTable *ids;	/* struct rnicpi_qp * -> struct cm_id * (ref) */
+	uint64_t next_req_id;
+	guint next_obj;
+	void *iwarp;		/* cm_iwarp.c's state */
+	void *ib;		/* cm_ib.c's state */
+};
+
+struct cm_listen {
+	gint ref;
+	struct cm *cm;
+	const struct cm_transport *tp;
+	struct ual_device *dev;	/* reference */
+	uint8_t port_num;
+	uint16_t port;		/* host order */
+	uint64_t sid;		/* IB CM service ID (host order), else 0 */
+	cm_event_fn fn;
+	void *user_data;
+	GRecMutex cb_lock;	/* held while fn runs */
+	bool dead;		/* under cb_lock and cm->lock */
+	void *tp_data;		/* the transport's */
+	char prefix[CM_PREFIX_MAX];
+};
+
+enum cm_req_state {
+	CM_REQ_READING = 1,	/* the provider reads the peer's request */
+	CM_REQ_REPORTED,	/* the consumer has it, no answer yet */
+	CM_REQ_ANSWERED,	/* accepted or rejected: gone */
+	CM_REQ_FAILED,		/* time-out or the peer gave up: gone */
+};
+
+struct cm_req {
+	gint ref;
+	struct cm *cm;
+	uint64_t id;
+	enum cm_req_state state;	/* under cm->lock */
+	struct ual_device *dev;		/* reference */
+	uint8_t port_num;
+	uint16_t port;			/* listener's, host order */
+	struct cm_listen *listen;	/* reference; NULL for a conversion */
+	struct cm_id *convert;		/* reference: socket conversion */
+	struct rnicpi_conn *conn;	/* the provider's */
+	GSource *timer;
+	struct sockaddr_storage local_addr, remote_addr;
+	uint32_t ird, ord;
+	uint8_t *private_data;
+	uint32_t private_data_len;
+	char prefix[CM_PREFIX_MAX];
+};
+
+
+const char *cm_id_state_name(enum cm_id_state s);
+
+struct cm_id {
+	gint ref;
+	struct cm *cm;
+	const struct cm_transport *tp;
+	struct ual_qp *qp;		/* reference */
+	struct rnicpi_qp *rqp;
+	struct ual_device *dev;		/* reference */
+	bool active;
+	enum cm_id_state state;		/* under cm->lock */
+	cm_event_fn fn;
+	void *user_data;
+	GRecMutex cb_lock;
+	bool dead;			/* under cb_lock */
+	uint64_t req_id;
+	struct sockaddr_storage local_addr, remote_addr;
+	uint16_t port;			/* remote qualifier, host order */
+	uint64_t sid;			/* IB CM service ID, host order */
+	void *tp_data;			/* the transport's, under cm->lock */
+	struct cm_param param;	/* private data copied below */
+	uint8_t pdata[512];
+	/* Transport phase (cm_iwarp.c): socket, watch, time-out. */
+	int sockfd;
+	GSource *io_source;
+	GSource *timer;
+	/* Socket conversion: the caller waits for the outcome; until it
+	 * succeeded, failures go to the caller only (not to fn). */
+	bool converting;
+	GCond cond;
+	bool convert_done;
+	int convert_err;
+	char prefix[CM_PREFIX_MAX];
+};
+
+/* ------------------------------------------------------------------ */
+/* Process-wide manager (cm.c)                                         */
+/* ------------------------------------------------------------------ */
+
+/* The running manager, or NULL. Borrowed: valid while a reference from
+ * cm_open is held by the caller. */
+struct cm *cm_get(void);
+
+/* Run @fn(@data) on the manager's thread soon. */
+GSource *cm_timeout_add(struct cm *cm, uint32_t ms, GSourceFunc fn,
+			void *data, GDestroyNotify destroy);
+
+/* Which interface owns the local address @sa (lo for 127/8 and ::1);
+ * 0 when none does. */
+int cm_ifindex_of_local(struct cm *cm, const struct sockaddr *sa);
+
+/* References. */
+struct cm_id *cm_id_ref(struct cm_id *id);
+void cm_id_unref(struct cm_id *id);
+struct cm_req *cm_req_ref(struct cm_req *req);
+void cm_req_unref(struct cm_req *req);
+struct cm_listen *cm_listen_ref(struct cm_listen *l);
+void cm_listen_unref(struct cm_listen *l);
+
+/* Deliver an event to @id's / @l's consumer (unless destroyed). */
+void cm_id_deliver(struct cm_id *id, struct cm_event *ev);
+
+/* Transports report the outcome of their phase of @id. Status -errno. */
+void cm_id_report_failure(struct cm_id *id, int status);
+/* The transport handed the connection to the provider (CM_ID_PROVIDER). */
+void cm_id_set_state(struct cm_id *id, enum cm_id_state s);
+
+/* A new request arrived on @l (transport's thread): registered with a
+ * fresh id, a time-out started. The caller hands req->id's request to
+ * the provider next. Returns a reference. */
+struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
+			  struct ual_device *dev,
+			  const struct sockaddr_storage *local,
+			  const struct sockaddr_storage *remote);
+/* Give up on @req: refused if the consumer had it, left to the provider
+ * if it still reads it (it reports back, and the request is ended then),
+ * forgotten if it never reached the provider. */
+void cm_req_abandon(struct cm_req *req, int status);
+
+/* The listener for (@dev, @port_num, @port), new reference, or NULL.
+ * Called with cm->lock held. */
+struct cm_listen *cm_listen_find_locked(struct cm *cm, struct ual_device *dev,
+					uint8_t port_num, uint16_t port);
+/* The IB listener for service ID @sid on @dev, new reference, or NULL.
+ * Called with cm->lock held. */
+struct cm_listen *cm_listen_find_sid_locked(struct cm *cm,
+					    struct ual_device *dev,
+					    uint8_t port_num, uint64_t sid);
+
+/* cm.c helpers shared by the files of cm/. */
+void cm_source_drop(GSource **s);
+void cm_to_rnicpi_param(const struct cm_param *p,
+			struct rnicpi_conn_param *rp);
+/* Refuse @c (the provider consumes it); failures are logged. */
+void cm_provider_conn_reject(struct ual_device *d, struct rnicpi_conn *c,
+			     const void *pdata, uint32_t len);
+/* The addresses a provider event names, unmapped, over @local/@remote. */
+void cm_copy_peer_addrs(struct sockaddr_storage *local,
+			struct sockaddr_storage *remote,
+			const struct rnicpi_conn_event *ev);
+/* cm_req.c: a REQUEST or ERROR of a conn the transport handed over. */
+void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev);
+
+/* Provider connection events (ual's connection handler): the connection
+ * is found by ev->qp, which the provider keeps alive during the upcall. */
+void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
+		   void *user_data);
+/* An event of @id's connection from a transport that runs the connection
+ * itself (cm_ib.c), moving @id as a provider's event would. The caller
+ * holds a reference on @id; ev->qp is not read: the consumer may have
+ * destroyed its QP already (a destroyed @id drops the event). */
+void cm_id_conn_event(struct cm_id *id, const struct rnicpi_conn_event *ev);
+
+/* A v4-mapped IPv6 address (what a dual-stack socket reports for IPv4
+ * peers) becomes the plain IPv4 address; others are left alone. */
+void cm_sockaddr_unmap(struct sockaddr_storage *ss);
+
+/* Format "1.2.3.4:5" / "[::1]:5" into @buf of at least 64 bytes. */
+const char *cm_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
+
+#define cm_info(obj, fmt, ...) \
+	g_info("%s " fmt, (obj)->prefix, ##__VA_ARGS__)
+#define cm_debug(obj, fmt, ...) \
+	g_debug("%s " fmt, (obj)->prefix, ##__VA_ARGS__)
+#define cm_warn(obj, fmt, ...) \
+	g_warning("%s " fmt, (obj)->prefix, ##__VA_ARGS__)
+
+/* ------------------------------------------------------------------ */
+/* Entry points' helpers                                               */
+/* ------------------------------------------------------------------ */
+
+/* The running manager for a cm.h entry point @fn, or NULL (logged: the
+ * caller holds no cm_open reference). */
+struct cm *cm_running(const char *fn);
+/* cm_resolve on @cm (the transports resolve on the manager they run on). */
+int cm_route_resolve(struct cm *cm, const struct sockaddr *dst,
+		     const struct sockaddr *src, enum rnicpi_transport transport,
+		     struct cm_route *out);
+/* cm_reject on @cm, for the manager's own refusals. */
+int cm_req_reject(struct cm *cm, uint64_t req_id, const void *private_data,
+		  uint32_t private_data_len);
+
+#endif /* CM_PRIVATE_H */
