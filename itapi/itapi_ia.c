@@ -102,16 +102,6 @@ bool itapi_ia_spigot_ok(struct itapi_ia *ia, size_t spigot_id)
 	return spigot_id < MAX(ia->attr.phys_port_cnt, 1);
 }
 
-struct itapi_ep *itapi_ia_ep_by_qpn(struct itapi_ia *ia, uint32_t qpn)
-{
-	struct itapi_ep *ep;
-
-	g_rw_lock_reader_lock(&ia->qpn_lock);
-	ep = g_hash_table_lookup(ia->qpn_eps, GUINT_TO_POINTER(qpn));
-	g_rw_lock_reader_unlock(&ia->qpn_lock);
-	return ep;
-}
-
 /* ------------------------------------------------------------------ */
 /* Asynchronous events                                                 */
 /* ------------------------------------------------------------------ */

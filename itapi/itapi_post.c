@@ -56,16 +56,6 @@ void itapi_wq_fini(struct itapi_wq *wq)
 	g_mutex_clear(&wq->lock);
 }
 
-uint32_t itapi_wq_outstanding(struct itapi_wq *wq)
-{
-	uint32_t n;
-
-	g_mutex_lock(&wq->lock);
-	n = (uint32_t)(wq->head - wq->tail);
-	g_mutex_unlock(&wq->lock);
-	return n;
-}
-
 /* The completion of @seq: its slot in *@out, retiring it and the
  * unsignalled ones before it. False for a sequence not outstanding. */
 static bool wq_complete(struct itapi_wq *wq, uint64_t seq,

@@ -313,8 +313,6 @@ void itapi_ia_add_child(struct itapi_ia *ia, struct itapi_obj *child);
 void itapi_ia_del_child(struct itapi_ia *ia, struct itapi_obj *child);
 /* IT_ERR_IA_CATASTROPHE once the device failed, else IT_SUCCESS. */
 it_status_t itapi_ia_check(struct itapi_ia *ia);
-/* The EP of QP number @qpn, or NULL. */
-struct itapi_ep *itapi_ia_ep_by_qpn(struct itapi_ia *ia, uint32_t qpn);
 /* Spigot id -> port number; false if the IA has no such spigot. */
 bool itapi_ia_spigot_ok(struct itapi_ia *ia, size_t spigot_id);
 
@@ -383,8 +381,6 @@ it_status_t itapi_post_recv_ep(struct itapi_ep *ep,
 /* rmr.c: a link / unlink completed (from the EVD pump). */
 void itapi_rmr_link_done(struct itapi_wr_slot *slot, bool ok);
 void itapi_wq_fini(struct itapi_wq *wq);
-/* Number of posted but not completed WRs. */
-uint32_t itapi_wq_outstanding(struct itapi_wq *wq);
 
 /* ep.c: free an EP / listener / SRQ / AH during it_ia_free. */
 void itapi_ep_destroy(struct itapi_ep *ep);
