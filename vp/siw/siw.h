@@ -754,9 +754,6 @@ int siw_post_recv(struct rnicpi_qp *qp, const struct rnicpi_recv_wr *wr,
 /* siw_qp.c: states, completions, flush, Terminate, close              */
 /* ------------------------------------------------------------------ */
 
-extern const char *const siw_qp_state_names[];
-const char *siw_qp_state_name(enum rnicpi_qp_state s);
-
 /* Complete SQ slot @idx with @status (signalled or error). */
 /* The completion opcode of a send WR's opcode. */
 enum rnicpi_wc_opcode siw_wc_opcode(enum rnicpi_wr_opcode op);
