@@ -555,6 +555,21 @@ static int check_terminate(struct siw_qp *qp)
 	return rx->payload_len ? SIW_RX_PAYLOAD : SIW_RX_TRAILER;
 }
 
+typedef int (*rx_step_fn)(struct siw_qp *qp);
+
+/* The checks of each opcode's header, with its whole header in hand and
+ * its opcode known to be one of RFC 5040's: the next state. */
+static const rx_step_fn rx_hdr_checks[RDMAP_OPCODE_COUNT] = {
+	[RDMAP_RDMA_WRITE] = check_write,
+	[RDMAP_RDMA_READ_REQ] = check_read_req,
+	[RDMAP_RDMA_READ_RESP] = check_read_resp,
+	[RDMAP_SEND] = check_send,
+	[RDMAP_SEND_INV] = check_send,
+	[RDMAP_SEND_SE] = check_send,
+	[RDMAP_SEND_SE_INV] = check_send,
+	[RDMAP_TERMINATE] = check_terminate,
+};
+
 /* RFC 6581 §9.2: in peer-to-peer mode the responder's first FPDU must be
  * the negotiated zero-length RTR. */
 static bool is_matching_rtr(struct siw_qp *qp)
@@ -580,6 +595,7 @@ static int rx_step_ctrl(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
 	const struct iwarp_ctrl *c = (const void *)rx->hdr;
+	const struct rdmap_opcode_info *info;
 	uint8_t op;
 	ssize_t got;
 	int rc;
@@ -608,10 +624,15 @@ static int rx_step_ctrl(struct siw_qp *qp)
 	rx->ulpdu_len = iwarp_mpa_len(c);
 	op = rdmap_opcode(c);
 	rx->opcode = op;
-	rx->hdr_len = ddp_tagged(c) ? sizeof(struct iwarp_tagged_hdr)
-		      : op == RDMAP_RDMA_READ_REQ
-			      ? sizeof(struct iwarp_read_req_hdr)
-			      : sizeof(struct iwarp_untagged_hdr);
+	info = rdmap_opcode_info(op);
+	/* A header whose T flag disagrees with its opcode (or of an opcode
+	 * RFC 5040 does not define) is read as long as the flag says: the
+	 * Terminate that refuses it carries it back whole. */
+	if (info && rdmap_opcode_tagged(info) == ddp_tagged(c))
+		rx->hdr_len = info->hdr_len;
+	else
+		rx->hdr_len = ddp_tagged(c) ? sizeof(struct iwarp_tagged_hdr)
+					    : sizeof(struct iwarp_untagged_hdr);
 	/* The ULPDU must hold at least the header it announces. */
 	if (rx->ulpdu_len < rx->hdr_len - MPA_HDR_SIZE) {
 		siw_qp_info(qp, "ULPDU length %u shorter than the %u-byte "
@@ -630,6 +651,7 @@ static int rx_step_hdr(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
 	const struct iwarp_ctrl *c = (const void *)rx->hdr;
+	const struct rdmap_opcode_info *info;
 	uint8_t op = rx->opcode;
 	ssize_t got;
 	int rc;
@@ -667,9 +689,8 @@ static int rx_step_hdr(struct siw_qp *qp)
 		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
 			       RDMAP_ECODE_VERSION, RNICPI_EVENT_QP_REQ_ERR);
 	}
-	if (op >= RDMAP_OPCODE_COUNT ||
-	    ddp_tagged(c) != (op == RDMAP_RDMA_WRITE ||
-			      op == RDMAP_RDMA_READ_RESP)) {
+	info = rdmap_opcode_info(op);
+	if (!info || ddp_tagged(c) != rdmap_opcode_tagged(info)) {
 		siw_qp_info(qp, "RDMAP opcode %u with tagged flag %d", op,
 			    ddp_tagged(c));
 		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
@@ -690,47 +711,29 @@ static int rx_step_hdr(struct siw_qp *qp)
 			       MPA_ECODE_NO_MATCHING_RTR,
 			       RNICPI_EVENT_QP_REQ_ERR);
 	}
-	switch (rx->opcode) {
-	case RDMAP_RDMA_WRITE:
-		return check_write(qp);
-	case RDMAP_RDMA_READ_RESP:
-		return check_read_resp(qp);
-	case RDMAP_RDMA_READ_REQ:
-		return check_read_req(qp);
-	case RDMAP_SEND:
-	case RDMAP_SEND_INV:
-	case RDMAP_SEND_SE:
-	case RDMAP_SEND_SE_INV:
-		return check_send(qp);
-	case RDMAP_TERMINATE:
-		return check_terminate(qp);
-	}
-	return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-		       RDMAP_ECODE_OPCODE, RNICPI_EVENT_QP_REQ_ERR);
+	return rx_hdr_checks[op](qp);
 }
 
 /* The regions behind rx->dst (none for a Terminate's body). */
 static uint32_t rx_dst_mrs(struct siw_qp *qp, struct siw_mr *const **mrs)
 {
 	struct siw_rx *rx = &qp->rx;
+	uint8_t flags = rdmap_opcode_info(rx->opcode)->flags;
 
-	switch (rx->opcode) {
-	case RDMAP_RDMA_WRITE:
-		*mrs = &rx->wmr;
-		return 1;
-	case RDMAP_RDMA_READ_RESP:
+	if (flags & RDMAP_OPF_READ_RESP) {
 		*mrs = qp->orq[qp->orq_head].mr;
 		return qp->orq[qp->orq_head].n_seg;
-	case RDMAP_SEND:
-	case RDMAP_SEND_INV:
-	case RDMAP_SEND_SE:
-	case RDMAP_SEND_SE_INV:
+	}
+	if (flags & RDMAP_OPF_TAGGED) {
+		*mrs = &rx->wmr;
+		return 1;
+	}
+	if (flags & RDMAP_OPF_RECV_WQE) {
 		*mrs = rx->rqe_mr;
 		return rx->rqe_nseg;
-	default:
-		*mrs = NULL;
-		return 0;
 	}
+	*mrs = NULL;
+	return 0;
 }
 
 /* A region the payload goes to was deregistered in the middle of the
@@ -738,8 +741,9 @@ static uint32_t rx_dst_mrs(struct siw_qp *qp, struct siw_mr *const **mrs)
 static int rx_dead_mr(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
+	uint8_t flags = rdmap_opcode_info(rx->opcode)->flags;
 
-	if (rx->opcode == RDMAP_RDMA_WRITE) {
+	if ((flags & RDMAP_OPF_TAGGED) && !(flags & RDMAP_OPF_READ_RESP)) {
 		/* RFC 5041 §7.2: the STag is no longer valid, which the
 		 * Write's next FPDU would find as well. */
 		siw_qp_info(qp, "RDMA Write: STag 0x%08x deregistered during "
@@ -748,7 +752,7 @@ static int rx_dead_mr(struct siw_qp *qp)
 			       DDP_ECODE_T_INVALID_STAG,
 			       RNICPI_EVENT_QP_ACCESS_ERR);
 	}
-	if (rx->opcode == RDMAP_RDMA_READ_RESP) {
+	if (flags & RDMAP_OPF_READ_RESP) {
 		struct siw_orqe *o = &qp->orq[qp->orq_head];
 
 		siw_qp_info(qp, "Read Response: a sink region was "
@@ -887,12 +891,146 @@ static int rx_step_payload(struct siw_qp *qp)
 						 : SIW_RX_TRAILER;
 }
 
+/* ------------------------------------------------------------------ */
+/* A whole FPDU arrived and passed its CRC: what each opcode does       */
+/* ------------------------------------------------------------------ */
+
+static int rx_done_write(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+
+	siw_mr_put(rx->wmr);
+	rx->wmr = NULL;
+	return SIW_RX_CTRL;
+}
+
+static int rx_done_read_resp(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	struct siw_orqe *o = &qp->orq[qp->orq_head];
+
+	o->got += rx->payload_len;
+	if (!ddp_last((const struct iwarp_ctrl *)rx->hdr))
+		return SIW_RX_CTRL;
+	/* RFC 5040 §4.4: the Read Response carries exactly the RDMARDSZ
+	 * bytes asked for; one that ends early would complete the Read
+	 * with a hole in its sink. */
+	if (o->got != o->size) {
+		siw_qp_info(qp, "Read Response ended after %u of the %u bytes "
+			    "asked for", o->got, o->size);
+		if (o->sq_idx >= 0)
+			siw_sq_complete(qp, (uint32_t)o->sq_idx,
+					RNICPI_WC_BAD_RESP_ERR,
+					(uint32_t)TERM_LAYER_RDMAP << 12 |
+						(uint32_t)RDMAP_ETYPE_REMOTE_OP
+							<< 8 |
+						RDMAP_ECODE_CATASTROPHIC_STREAM);
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_CATASTROPHIC_STREAM,
+			       RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (o->sq_idx >= 0) {
+		qp->sq[o->sq_idx].total_len = o->got;
+		siw_sq_complete(qp, (uint32_t)o->sq_idx, RNICPI_WC_SUCCESS, 0);
+	}
+	for (uint32_t i = 0; i < o->n_seg; i++) {
+		siw_mr_put(o->mr[i]);
+		o->mr[i] = NULL;
+	}
+	o->n_seg = 0;
+	qp->orq_head = (qp->orq_head + 1) % qp->orq_size;
+	qp->orq_count--;
+	siw_qp_read_timer_arm(qp);
+	return SIW_RX_CTRL;
+}
+
+/* The Read Request goes on the IRQ, its response to the transmitter. */
+static int rx_done_read_req(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_read_req_hdr *h = (const void *)rx->hdr;
+	struct siw_irqe *r = &qp->irq[(qp->irq_head + qp->irq_count) %
+				      qp->irq_size];
+
+	rx->msn[DDP_QN_READ_REQ]++;
+	r->sink_stag = be32toh(h->rreq.sink_stag_be);
+	r->sink_to = be64toh(h->rreq.sink_to_be);
+	r->size = be32toh(h->rreq.size_be);
+	r->src_stag = be32toh(h->rreq.src_stag_be);
+	r->src_to = be64toh(h->rreq.src_to_be);
+	r->mr = rx->wmr;
+	r->src = r->mr ? r->mr->addr + (r->src_to - r->mr->iova) : NULL;
+	rx->wmr = NULL;
+	qp->irq_count++;
+	return SIW_RX_CTRL;
+}
+
+/* Send, with or without Solicited Event and Invalidate. */
+static int rx_done_send(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_untagged_hdr *h = (const void *)rx->hdr;
+	uint8_t flags = rdmap_opcode_info(rx->opcode)->flags;
+	bool inv = flags & RDMAP_OPF_INVALIDATE;
+	bool se = flags & RDMAP_OPF_SOLICITED;
+	uint32_t stag = be32toh(h->inval_stag_be);
+
+	rx->send_got += rx->payload_len;
+	if (!ddp_last(&h->ctrl))
+		return SIW_RX_CTRL;
+	rx->msn[DDP_QN_SEND]++;
+	if (inv) {
+		/* RFC 5040 §6.10: invalidate only an STag of this QP's PD,
+		 * region or not (as Linux siw does); otherwise "STag cannot
+		 * be invalidated", which §7.4 lists as a Remote Protection
+		 * and as a Remote Operation error: like Linux siw, the first
+		 * for another PD's STag, the second for an unknown one. */
+		struct siw_mr *mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
+		bool known = mr != NULL;
+		bool ok = known && mr->pd == &qp->pd->base;
+
+		if (ok)
+			atomic_store(&mr->valid, false);
+		siw_mr_put(mr);
+		if (!ok) {
+			siw_qp_info(qp, "Send with Invalidate of STag 0x%08x: "
+				    "%s", stag, known ? "another PD" : "unknown");
+			complete_rqe(qp, RNICPI_WC_REM_INV_REQ_ERR, false, 0,
+				     false);
+			return rx_fail(qp, TERM_LAYER_RDMAP,
+				       known ? RDMAP_ETYPE_REMOTE_PROT
+					     : RDMAP_ETYPE_REMOTE_OP,
+				       RDMAP_ECODE_CANNOT_INVALIDATE,
+				       RNICPI_EVENT_QP_ACCESS_ERR);
+		}
+	}
+	complete_rqe(qp, RNICPI_WC_SUCCESS, inv, stag, se);
+	return SIW_RX_CTRL;
+}
+
+static int rx_done_terminate(struct siw_qp *qp)
+{
+	qp->rx.msn[DDP_QN_TERMINATE]++;
+	siw_qp_term_received(qp);
+	return SIW_RX_DISCARD;
+}
+
+static const rx_step_fn rx_fpdu_done[RDMAP_OPCODE_COUNT] = {
+	[RDMAP_RDMA_WRITE] = rx_done_write,
+	[RDMAP_RDMA_READ_REQ] = rx_done_read_req,
+	[RDMAP_RDMA_READ_RESP] = rx_done_read_resp,
+	[RDMAP_SEND] = rx_done_send,
+	[RDMAP_SEND_INV] = rx_done_send,
+	[RDMAP_SEND_SE] = rx_done_send,
+	[RDMAP_SEND_SE_INV] = rx_done_send,
+	[RDMAP_TERMINATE] = rx_done_terminate,
+};
+
 /* The FPDU passed its CRC: act on it. */
 static int fpdu_done(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
-	const struct iwarp_ctrl *c = (const void *)rx->hdr;
-	bool last = ddp_last(c);
+	int next;
 
 	qp->rx_fpdus++;
 
@@ -915,122 +1053,12 @@ static int fpdu_done(struct siw_qp *qp)
 		siw_dev_queue_conn(qp->dev, &ev);
 		siw_qp_dbg(qp, "RTR received: RTS");
 	}
-	switch (rx->opcode) {
-	case RDMAP_RDMA_WRITE:
-		siw_mr_put(rx->wmr);
-		rx->wmr = NULL;
-		break;
-	case RDMAP_RDMA_READ_RESP: {
-		struct siw_orqe *o = &qp->orq[qp->orq_head];
-
-		o->got += rx->payload_len;
-		if (!last)
-			break;
-		/* RFC 5040 §4.4: the Read Response carries exactly the
-		 * RDMARDSZ bytes asked for; one that ends early would
-		 * complete the Read with a hole in its sink. */
-		if (o->got != o->size) {
-			siw_qp_info(qp, "Read Response ended after %u of the "
-				    "%u bytes asked for", o->got, o->size);
-			if (o->sq_idx >= 0)
-				siw_sq_complete(qp, (uint32_t)o->sq_idx,
-						RNICPI_WC_BAD_RESP_ERR,
-						(uint32_t)TERM_LAYER_RDMAP << 12 |
-							(uint32_t)RDMAP_ETYPE_REMOTE_OP
-								<< 8 |
-							RDMAP_ECODE_CATASTROPHIC_STREAM);
-			return rx_fail(qp, TERM_LAYER_RDMAP,
-				       RDMAP_ETYPE_REMOTE_OP,
-				       RDMAP_ECODE_CATASTROPHIC_STREAM,
-				       RNICPI_EVENT_QP_REQ_ERR);
-		}
-		if (o->sq_idx >= 0) {
-			qp->sq[o->sq_idx].total_len = o->got;
-			siw_sq_complete(qp, (uint32_t)o->sq_idx,
-					RNICPI_WC_SUCCESS, 0);
-		}
-		for (uint32_t i = 0; i < o->n_seg; i++) {
-			siw_mr_put(o->mr[i]);
-			o->mr[i] = NULL;
-		}
-		o->n_seg = 0;
-		qp->orq_head = (qp->orq_head + 1) % qp->orq_size;
-		qp->orq_count--;
-		siw_qp_read_timer_arm(qp);
-		break;
-	}
-	case RDMAP_RDMA_READ_REQ: {
-		const struct iwarp_read_req_hdr *h = (const void *)rx->hdr;
-		struct siw_irqe *r = &qp->irq[(qp->irq_head + qp->irq_count) %
-					      qp->irq_size];
-
-		rx->msn[DDP_QN_READ_REQ]++;
-		r->sink_stag = be32toh(h->rreq.sink_stag_be);
-		r->sink_to = be64toh(h->rreq.sink_to_be);
-		r->size = be32toh(h->rreq.size_be);
-		r->src_stag = be32toh(h->rreq.src_stag_be);
-		r->src_to = be64toh(h->rreq.src_to_be);
-		r->mr = rx->wmr;
-		r->src = r->mr ? r->mr->addr + (r->src_to - r->mr->iova)
-			       : NULL;
-		rx->wmr = NULL;
-		qp->irq_count++;
-		break;
-	}
-	case RDMAP_SEND:
-	case RDMAP_SEND_INV:
-	case RDMAP_SEND_SE:
-	case RDMAP_SEND_SE_INV: {
-		const struct iwarp_untagged_hdr *h = (const void *)rx->hdr;
-		bool inv = rx->opcode == RDMAP_SEND_INV ||
-			   rx->opcode == RDMAP_SEND_SE_INV;
-		bool se = rx->opcode == RDMAP_SEND_SE ||
-			  rx->opcode == RDMAP_SEND_SE_INV;
-		uint32_t stag = be32toh(h->inval_stag_be);
-
-		rx->send_got += rx->payload_len;
-		if (!last)
-			break;
-		rx->msn[DDP_QN_SEND]++;
-		if (inv) {
-			/* RFC 5040 §6.10: invalidate only an STag of this
-			 * QP's PD, region or not (as Linux siw does);
-			 * otherwise "STag cannot be invalidated", which
-			 * §7.4 lists as a Remote Protection and as a Remote
-			 * Operation error: like Linux siw, the first for
-			 * another PD's STag, the second for an unknown one. */
-			struct siw_mr *mr = rnicpi_key_lookup(
-				&qp->dev->mr_keys, stag);
-			bool known = mr != NULL;
-			bool ok = known && mr->pd == &qp->pd->base;
-
-			if (ok)
-				atomic_store(&mr->valid, false);
-			siw_mr_put(mr);
-			if (!ok) {
-				siw_qp_info(qp, "Send with Invalidate of STag "
-					    "0x%08x: %s", stag,
-					    known ? "another PD" : "unknown");
-				complete_rqe(qp, RNICPI_WC_REM_INV_REQ_ERR,
-					     false, 0, false);
-				return rx_fail(qp, TERM_LAYER_RDMAP,
-					       known ? RDMAP_ETYPE_REMOTE_PROT
-						     : RDMAP_ETYPE_REMOTE_OP,
-					       RDMAP_ECODE_CANNOT_INVALIDATE,
-					       RNICPI_EVENT_QP_ACCESS_ERR);
-			}
-		}
-		complete_rqe(qp, RNICPI_WC_SUCCESS, inv, stag, se);
-		break;
-	}
-	case RDMAP_TERMINATE:
-		rx->msn[DDP_QN_TERMINATE]++;
-		siw_qp_term_received(qp);
-		return SIW_RX_DISCARD;
-	}
+	/* The header's checks let only RFC 5040's opcodes this far. */
+	next = rx_fpdu_done[rx->opcode](qp);
 	/* The next FPDU begins with what waits in the stash, if anything. */
-	rx->hdr_got = 0;
-	return SIW_RX_CTRL;
+	if (next == SIW_RX_CTRL)
+		rx->hdr_got = 0;
+	return next;
 }
 
 static int rx_step_trailer(struct siw_qp *qp)
@@ -1086,8 +1114,6 @@ static int rx_step_stop(struct siw_qp *qp)
 {
 	return SIW_RX_WAIT;
 }
-
-typedef int (*rx_step_fn)(struct siw_qp *qp);
 
 static const rx_step_fn rx_steps[SIW_RX_STATE_COUNT] = {
 	[SIW_RX_CTRL] = rx_step_ctrl,

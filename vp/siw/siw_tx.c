@@ -240,6 +240,7 @@ static bool start_sq(struct siw_qp *qp)
 	struct siw_tx *tx = &qp->tx;
 	uint32_t idx = qp->sq_tx;
 	struct siw_wqe *w = &qp->sq[idx];
+	const struct rdmap_opcode_info *op;
 	int rc;
 
 	/* RFC 5040 §5.1 / verbs: a fenced WR waits for earlier Reads. */
@@ -305,8 +306,9 @@ static bool start_sq(struct siw_qp *qp)
 	tx->zc = qp->zc_enabled && !w->inline_data &&
 		 w->total_len >= qp->dev->opts.zcopy_min &&
 		 qp->zc_count < SIW_ZC_PENDING;
-	if (tx->opcode != RDMAP_RDMA_WRITE)
-		tx->msn = qp->tx_msn[DDP_QN_SEND]++;
+	op = rdmap_opcode_info(tx->opcode);
+	if (!rdmap_opcode_tagged(op))
+		tx->msn = qp->tx_msn[op->ddp_qn]++;
 	return true;
 
 err_local:
@@ -445,9 +447,103 @@ static int tx_dead_mr(struct siw_qp *qp)
 	return -EFAULT;
 }
 
+/* ------------------------------------------------------------------ */
+/* The header fields after the control bytes, one writer per DDP model  */
+/* ------------------------------------------------------------------ */
+
+/* Tagged (RFC 5041 §4.3): Write and Read Response name the sink buffer
+ * by STag and Tagged Offset. */
+static void fill_tagged_hdr(struct siw_qp *qp, struct siw_tx_fpdu *f,
+			    uint64_t off)
+{
+	struct siw_tx *tx = &qp->tx;
+	struct iwarp_tagged_hdr *h = (struct iwarp_tagged_hdr *)f->hdr;
+	uint32_t stag;
+	uint64_t to;
+
+	if (tx->kind == SIW_TX_RRESP) {
+		stag = qp->irq[qp->irq_head].sink_stag;
+		to = qp->irq[qp->irq_head].sink_to;
+	} else if (tx->kind == SIW_TX_RTR_WRITE) {
+		stag = 1; /* non-zero, see start of next_message() */
+		to = 0;
+	} else {
+		stag = qp->sq[tx->sq_idx].rkey;
+		to = qp->sq[tx->sq_idx].raddr;
+	}
+	h->stag_be = htobe32(stag);
+	h->to_be = htobe64(to + off);
+}
+
+/* Untagged on queue 1 with the Read Request's own header (RFC 5040
+ * §4.4): one segment, MO 0. */
+static void fill_read_req_hdr(struct siw_qp *qp, struct siw_tx_fpdu *f,
+			      uint64_t off)
+{
+	struct siw_tx *tx = &qp->tx;
+	struct iwarp_read_req_hdr *h = (struct iwarp_read_req_hdr *)f->hdr;
+
+	(void)off;
+	h->u.inval_stag_be = 0;
+	h->u.qn_be = htobe32(DDP_QN_READ_REQ);
+	h->u.msn_be = htobe32(tx->msn);
+	h->u.mo_be = 0;
+	if (tx->kind == SIW_TX_RTR_READ) {
+		h->rreq.sink_stag_be = htobe32(1);
+		h->rreq.sink_to_be = 0;
+		h->rreq.size_be = 0;
+		h->rreq.src_stag_be = htobe32(1);
+		h->rreq.src_to_be = 0;
+	} else {
+		const struct siw_wqe *w = &qp->sq[tx->sq_idx];
+		const struct siw_orqe *o =
+			&qp->orq[(qp->orq_head + qp->orq_count - 1) %
+				 qp->orq_size];
+
+		h->rreq.sink_stag_be = htobe32(o->sink_stag);
+		h->rreq.sink_to_be = htobe64(o->sink_to);
+		h->rreq.size_be = htobe32(o->size);
+		h->rreq.src_stag_be = htobe32(w->rkey);
+		h->rreq.src_to_be = htobe64(w->raddr);
+	}
+}
+
+/* Untagged (RFC 5041 §4.4): the Sends and Terminate, on the opcode's
+ * queue, MSN and Message Offset; the Invalidate STag when the opcode
+ * carries one (RFC 5040 §4.3). */
+static void fill_untagged_hdr(struct siw_qp *qp, struct siw_tx_fpdu *f,
+			      uint64_t off)
+{
+	struct siw_tx *tx = &qp->tx;
+	const struct rdmap_opcode_info *op = rdmap_opcode_info(tx->opcode);
+	struct iwarp_untagged_hdr *h = (struct iwarp_untagged_hdr *)f->hdr;
+	uint32_t inval = 0;
+
+	if (op->flags & RDMAP_OPF_INVALIDATE)
+		inval = qp->sq[tx->sq_idx].inv_stag;
+	h->inval_stag_be = htobe32(inval);
+	h->qn_be = htobe32(op->ddp_qn);
+	h->msn_be = htobe32(tx->msn);
+	h->mo_be = htobe32((uint32_t)off);
+}
+
+typedef void (*fill_hdr_fn)(struct siw_qp *qp, struct siw_tx_fpdu *f,
+			    uint64_t off);
+
+static const fill_hdr_fn fill_hdr[RDMAP_OPCODE_COUNT] = {
+	[RDMAP_RDMA_WRITE] = fill_tagged_hdr,
+	[RDMAP_RDMA_READ_REQ] = fill_read_req_hdr,
+	[RDMAP_RDMA_READ_RESP] = fill_tagged_hdr,
+	[RDMAP_SEND] = fill_untagged_hdr,
+	[RDMAP_SEND_INV] = fill_untagged_hdr,
+	[RDMAP_SEND_SE] = fill_untagged_hdr,
+	[RDMAP_SEND_SE_INV] = fill_untagged_hdr,
+	[RDMAP_TERMINATE] = fill_untagged_hdr,
+};
+
 /* Build the header and trailer of the FPDU of the message that starts at
  * payload offset @off into @f: 0, or -EFAULT when its source region is
- * gone. */
+ * gone. tx->opcode is one of RFC 5040's: we chose it. */
 static int build_fpdu(struct siw_qp *qp, struct siw_tx_fpdu *f, uint64_t off)
 {
 	struct siw_tx *tx = &qp->tx;
@@ -462,73 +558,7 @@ static int build_fpdu(struct siw_qp *qp, struct siw_tx_fpdu *f, uint64_t off)
 	payload = left > max ? max : (uint32_t)left;
 	last = off + payload == tx->msg_len;
 	iwarp_ctrl_init(c, tx->opcode, last);
-
-	switch (tx->opcode) {
-	case RDMAP_RDMA_WRITE:
-	case RDMAP_RDMA_READ_RESP: {
-		struct iwarp_tagged_hdr *h = (struct iwarp_tagged_hdr *)f->hdr;
-		uint32_t stag;
-		uint64_t to;
-
-		if (tx->kind == SIW_TX_RRESP) {
-			stag = qp->irq[qp->irq_head].sink_stag;
-			to = qp->irq[qp->irq_head].sink_to;
-		} else if (tx->kind == SIW_TX_RTR_WRITE) {
-			stag = 1; /* non-zero, see start of next_message() */
-			to = 0;
-		} else {
-			stag = qp->sq[tx->sq_idx].rkey;
-			to = qp->sq[tx->sq_idx].raddr;
-		}
-		h->stag_be = htobe32(stag);
-		h->to_be = htobe64(to + off);
-		break;
-	}
-	case RDMAP_RDMA_READ_REQ: {
-		struct iwarp_read_req_hdr *h =
-			(struct iwarp_read_req_hdr *)f->hdr;
-
-		h->u.inval_stag_be = 0;
-		h->u.qn_be = htobe32(DDP_QN_READ_REQ);
-		h->u.msn_be = htobe32(tx->msn);
-		h->u.mo_be = 0;
-		if (tx->kind == SIW_TX_RTR_READ) {
-			h->rreq.sink_stag_be = htobe32(1);
-			h->rreq.sink_to_be = 0;
-			h->rreq.size_be = 0;
-			h->rreq.src_stag_be = htobe32(1);
-			h->rreq.src_to_be = 0;
-		} else {
-			const struct siw_wqe *w = &qp->sq[tx->sq_idx];
-			const struct siw_orqe *o =
-				&qp->orq[(qp->orq_head + qp->orq_count - 1) %
-					 qp->orq_size];
-
-			h->rreq.sink_stag_be = htobe32(o->sink_stag);
-			h->rreq.sink_to_be = htobe64(o->sink_to);
-			h->rreq.size_be = htobe32(o->size);
-			h->rreq.src_stag_be = htobe32(w->rkey);
-			h->rreq.src_to_be = htobe64(w->raddr);
-		}
-		break;
-	}
-	default: {
-		struct iwarp_untagged_hdr *h =
-			(struct iwarp_untagged_hdr *)f->hdr;
-		uint32_t inval = 0;
-
-		if (tx->opcode == RDMAP_SEND_INV ||
-		    tx->opcode == RDMAP_SEND_SE_INV)
-			inval = qp->sq[tx->sq_idx].inv_stag;
-		h->inval_stag_be = htobe32(inval);
-		h->qn_be = htobe32(tx->opcode == RDMAP_TERMINATE
-					   ? DDP_QN_TERMINATE
-					   : DDP_QN_SEND);
-		h->msn_be = htobe32(tx->msn);
-		h->mo_be = htobe32((uint32_t)off);
-		break;
-	}
-	}
+	fill_hdr[tx->opcode](qp, f, off);
 	ulpdu = f->hdr_len - MPA_HDR_SIZE + payload;
 	iwarp_set_mpa_len(c, (uint16_t)ulpdu);
 	pad = mpa_pad_len(ulpdu);
