@@ -122,7 +122,7 @@ static void flush_all(struct siw_qp *qp)
 	/* An FPDU half on the wire must be finished first (siw_qp_tx does,
 	 * then drops the message): anything else would corrupt the stream
 	 * our Terminate still has to travel on. */
-	if (!(qp->tx.fpdu_ready && qp->tx.fpdu_sent && qp->fd >= 0))
+	if (!(qp->tx.state == SIW_TXS_SEND && qp->tx.fpdu_sent && qp->fd >= 0))
 		siw_tx_release(qp);
 	siw_tx_zc_flush(qp);
 	while (qp->orq_count) {

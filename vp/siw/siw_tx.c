@@ -31,7 +31,7 @@ void siw_tx_release(struct siw_qp *qp)
 	}
 	tx->n_src = 0;
 	tx->kind = SIW_TX_IDLE;
-	tx->fpdu_ready = false;
+	tx->state = SIW_TXS_SELECT;
 	tx->sq_idx = -1;
 	tx->zc = tx->zc_used = false;
 }
@@ -366,61 +366,125 @@ static void set_want_out(struct siw_qp *qp, bool want)
 	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
 }
 
+/* ------------------------------------------------------------------ */
+/* Steps                                                               */
+/* ------------------------------------------------------------------ */
+
+/* What a step returns instead of a next state: siw_qp_tx() stops. */
+#define SIW_TX_EMPTY (-1)	/* nothing more to write for now */
+#define SIW_TX_FULL (-2)	/* the socket is full: wait for EPOLLOUT */
+#define SIW_TX_BROKEN (-3)	/* the stream failed and is closed */
+
+const char *const siw_tx_state_names[SIW_TX_STATE_COUNT] = {
+	[SIW_TXS_SELECT] = "SELECT",
+	[SIW_TXS_BUILD] = "BUILD",
+	[SIW_TXS_PACK] = "PACK",
+	[SIW_TXS_SEND] = "SEND",
+};
+
+/* Writing failed with @rc: the stream is closed (siw_qp_llp_closed). */
+static int tx_broken(struct siw_qp *qp, int rc)
+{
+	siw_qp_info(qp, "send: %s", strerror(-rc));
+	siw_qp_llp_closed(qp, rc);
+	return SIW_TX_BROKEN;
+}
+
+static int tx_step_select(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+	int rc;
+
+	/* A Terminate goes out at the next FPDU boundary. */
+	if (qp->term.valid && !qp->term_sent && tx->kind != SIW_TX_TERM &&
+	    tx->kind != SIW_TX_IDLE)
+		siw_tx_release(qp);
+	if (tx->kind == SIW_TX_IDLE && !next_message(qp)) {
+		/* Nothing follows the pack: it goes alone. */
+		rc = siw_tx_send_pack(qp);
+		if (!rc)
+			return SIW_TX_EMPTY;
+		if (rc == -EAGAIN)
+			return SIW_TX_FULL;
+		return tx_broken(qp, rc);
+	}
+	/* Starting the message may have ended the stream, or the message
+	 * (a local invalidate): look again. */
+	if (qp->fd < 0 || tx->kind == SIW_TX_IDLE)
+		return SIW_TXS_SELECT;
+	return SIW_TXS_BUILD;
+}
+
+static int tx_step_build(struct siw_qp *qp)
+{
+	int rc = siw_tx_build_batch(qp);
+
+	if (rc) {
+		siw_qp_llp_closed(qp, rc);
+		return SIW_TX_BROKEN;
+	}
+	return siw_tx_pack_wanted(qp) ? SIW_TXS_PACK : SIW_TXS_SEND;
+}
+
+static int tx_step_pack(struct siw_qp *qp)
+{
+	int rc = siw_tx_pack_message(qp);
+
+	if (rc) {
+		siw_qp_llp_closed(qp, rc);
+		return SIW_TX_BROKEN;
+	}
+	message_done(qp);
+	return SIW_TXS_SELECT;
+}
+
+static int tx_step_send(struct siw_qp *qp)
+{
+	struct siw_tx *tx = &qp->tx;
+	int rc = send_fpdu(qp);
+
+	if (rc == -EAGAIN)
+		return SIW_TX_FULL;
+	if (rc)
+		return tx_broken(qp, rc);
+	tx->msg_off += tx->batch_payload;
+	if (tx->msg_off >= tx->msg_len)
+		message_done(qp);
+	return SIW_TXS_SELECT;
+}
+
+typedef int (*tx_step_fn)(struct siw_qp *qp);
+
+static const tx_step_fn tx_steps[SIW_TX_STATE_COUNT] = {
+	[SIW_TXS_SELECT] = tx_step_select,
+	[SIW_TXS_BUILD] = tx_step_build,
+	[SIW_TXS_PACK] = tx_step_pack,
+	[SIW_TXS_SEND] = tx_step_send,
+};
+
 void siw_qp_tx(struct siw_qp *qp)
 {
 	struct siw_tx *tx = &qp->tx;
 
 	while (qp->fd >= 0 && qp->llp != SIW_LLP_DRAIN &&
 	       qp->llp != SIW_LLP_CLOSED) {
-		int rc;
+		enum siw_tx_state s = tx->state;
+		int next;
 
-		if (!tx->fpdu_ready) {
-			/* A Terminate goes out at the next FPDU boundary. */
-			if (qp->term.valid && !qp->term_sent &&
-			    tx->kind != SIW_TX_TERM && tx->kind != SIW_TX_IDLE)
-				siw_tx_release(qp);
-			if (tx->kind == SIW_TX_IDLE && !next_message(qp)) {
-				/* Nothing follows the pack: it goes alone. */
-				rc = siw_tx_send_pack(qp);
-				if (!rc)
-					break;
-				if (rc == -EAGAIN) {
-					set_want_out(qp, true);
-					return;
-				}
-				siw_qp_info(qp, "send: %s", strerror(-rc));
-				siw_qp_llp_closed(qp, rc);
-				return;
-			}
-			if (qp->fd < 0 || tx->kind == SIW_TX_IDLE)
-				continue;
-			rc = siw_tx_build_batch(qp);
-			if (!rc && siw_tx_pack_wanted(qp)) {
-				rc = siw_tx_pack_message(qp);
-				if (!rc) {
-					message_done(qp);
-					continue;
-				}
-			}
-			if (rc) {
-				siw_qp_llp_closed(qp, rc);
-				return;
-			}
+		if ((unsigned int)s >= SIW_TX_STATE_COUNT) {
+			siw_qp_info(qp, "bad transmit state %d", s);
+			return;
 		}
-		rc = send_fpdu(qp);
-		if (rc == -EAGAIN) {
+		next = tx_steps[s](qp);
+		if (next == SIW_TX_EMPTY)
+			break;
+		if (next == SIW_TX_FULL) {
 			set_want_out(qp, true);
 			return;
 		}
-		if (rc) {
-			siw_qp_info(qp, "send: %s", strerror(-rc));
-			siw_qp_llp_closed(qp, rc);
+		if (next == SIW_TX_BROKEN)
 			return;
-		}
-		tx->fpdu_ready = false;
-		tx->msg_off += tx->batch_payload;
-		if (tx->msg_off >= tx->msg_len)
-			message_done(qp);
+		tx->state = (enum siw_tx_state)next;
 	}
 	set_want_out(qp, false);
 	/* Graceful close: once everything queued went out and no Read is

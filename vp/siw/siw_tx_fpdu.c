@@ -238,7 +238,6 @@ int siw_tx_build_batch(struct siw_qp *qp)
 	} while (tx->n_fpdu < max && off < tx->msg_len);
 	qp->tx_fpdus += tx->n_fpdu;
 	tx->fpdu_sent = 0;
-	tx->fpdu_ready = true;
 	return 0;
 }
 

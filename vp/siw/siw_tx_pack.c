@@ -98,7 +98,6 @@ int siw_tx_pack_message(struct siw_qp *qp)
 	siw_mrs_access_end(mrs, n_mr);
 	memcpy(p, f->trailer, f->trailer_len);
 	tx->pack_len += tx->fpdu_total;
-	tx->fpdu_ready = false;
 	tx->msg_off = tx->msg_len;
 	return 0;
 }
