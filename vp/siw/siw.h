@@ -811,7 +811,7 @@ void siw_qp_read_timer_arm(struct siw_qp *qp);
 void siw_qp_unlock(struct siw_qp *qp);
 
 /* ------------------------------------------------------------------ */
-/* siw_tx.c / siw_rx.c                                                 */
+/* siw_tx*.c / siw_rx*.c: transmit and receive                         */
 /* ------------------------------------------------------------------ */
 
 /* What the progress thread's epoll watches on @qp's socket. */
