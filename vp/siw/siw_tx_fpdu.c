@@ -263,7 +263,8 @@ static uint32_t batch_iov(struct siw_tx *tx, uint32_t skip, struct iovec *iov)
 		}
 		if (skip < f->payload) {
 			n += siw_tx_gather(tx->src, tx->n_src, f->off + skip,
-				    f->payload - skip, iov + n, SIW_MAX_SGE);
+					   f->payload - skip, iov + n,
+					   SIW_MAX_SGE);
 			skip = 0;
 		} else {
 			skip -= f->payload;
@@ -301,6 +302,8 @@ ssize_t siw_tx_sendmsg(struct siw_qp *qp, struct iovec *iov, uint32_t n,
 	return rc;
 }
 
+/* The calls that copy: as many of the batch's bytes, the pack's ahead
+ * of them, as the socket takes in one sendmsg(), until all are out. */
 int siw_tx_send_copied(struct siw_qp *qp)
 {
 	struct siw_tx *tx = &qp->tx;
