@@ -644,8 +644,9 @@ static int rx_step_trailer(struct siw_qp *qp)
 		/* RFC 5044 §8: a CRC error is fatal to the stream. */
 		if (crc != wire) {
 			siw_qp_info(qp, "MPA CRC 0x%08x, computed 0x%08x "
-				    "(opcode %u, %u bytes)", wire, crc,
-				    rx->opcode, rx->ulpdu_len);
+				    "(%s, %u bytes)", wire, crc,
+				    rdmap_opcode_info(rx->opcode)->name,
+				    rx->ulpdu_len);
 			return rx_fail(qp, TERM_LAYER_LLP, 0, MPA_ECODE_CRC,
 				       RNICPI_EVENT_QP_FATAL);
 		}

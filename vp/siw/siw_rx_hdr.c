@@ -446,8 +446,8 @@ int siw_rx_check_hdr(struct siw_qp *qp)
 	rx->crc = qp->crc ? siw_crc32c(0, rx->hdr, rx->hdr_len) : 0;
 
 	if (qp->llp == SIW_LLP_AWAIT_RTR && !is_matching_rtr(qp)) {
-		siw_qp_info(qp, "first FPDU (opcode %u, %u bytes) is not the "
-			    "negotiated %s RTR", rx->opcode, rx->payload_len,
+		siw_qp_info(qp, "first FPDU (%s, %u bytes) is not the "
+			    "negotiated %s RTR", info->name, rx->payload_len,
 			    qp->rtr == MPA_V2_READ_RTR ? "Read" : "Write");
 		return rx_fail(qp, TERM_LAYER_LLP, 0,
 			       MPA_ECODE_NO_MATCHING_RTR,
