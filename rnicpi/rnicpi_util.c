@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Completion ring and key table shared by the software providers. */
+/* QP state names, completion ring and key table shared by the software
+ * providers. */
 #include "config.h"
 
 #include <errno.h>
@@ -47,6 +48,32 @@ bool rnicpi_debug_wanted(const char *domain)
 		return true;
 	return G_UNLIKELY(debug_env != NULL) &&
 	       rnicpi_debug_list_names(debug_env, domain);
+}
+
+/* ------------------------------------------------------------------ */
+/* QP state names                                                      */
+/* ------------------------------------------------------------------ */
+
+/* IBA 10.3.1 names for the IBA states, RDMA verbs names for iWARP's. */
+static const char *const qp_state_names[] = {
+	[RNICPI_QPS_RESET] = "RESET",
+	[RNICPI_QPS_INIT] = "INIT",
+	[RNICPI_QPS_RTR] = "RTR",
+	[RNICPI_QPS_RTS] = "RTS",
+	[RNICPI_QPS_SQD] = "SQD",
+	[RNICPI_QPS_SQE] = "SQE",
+	[RNICPI_QPS_ERR] = "ERR",
+	[RNICPI_QPS_IDLE] = "IDLE",
+	[RNICPI_QPS_CLOSING] = "CLOSING",
+	[RNICPI_QPS_TERMINATE] = "TERMINATE",
+};
+
+const char *rnicpi_qp_state_name(enum rnicpi_qp_state s)
+{
+	if ((unsigned int)s < G_N_ELEMENTS(qp_state_names) &&
+	    qp_state_names[s])
+		return qp_state_names[s];
+	return "?";
 }
 
 /* ------------------------------------------------------------------ */

@@ -37,6 +37,15 @@ bool rnicpi_debug_wanted(const char *domain);
 bool rnicpi_debug_list_names(const char *list, const char *domain);
 
 /* ------------------------------------------------------------------ */
+/* QP state names                                                      */
+/* ------------------------------------------------------------------ */
+
+/* The name of QP state @s for log lines ("RTS", "TERMINATE", ...), the
+ * one table every provider uses; "?" for a value outside
+ * enum rnicpi_qp_state. Static storage, never NULL. */
+const char *rnicpi_qp_state_name(enum rnicpi_qp_state s);
+
+/* ------------------------------------------------------------------ */
 /* Completion ring                                                     */
 /* ------------------------------------------------------------------ */
 

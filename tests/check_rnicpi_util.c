@@ -382,6 +382,21 @@ START_TEST(test_debug_enabled_by_program)
 }
 END_TEST
 
+/* One name per QP state, both the IBA and the iWARP set; "?" outside. */
+START_TEST(test_qp_state_names)
+{
+	ck_assert_str_eq(rnicpi_qp_state_name(RNICPI_QPS_RESET), "RESET");
+	ck_assert_str_eq(rnicpi_qp_state_name(RNICPI_QPS_RTS), "RTS");
+	ck_assert_str_eq(rnicpi_qp_state_name(RNICPI_QPS_ERR), "ERR");
+	ck_assert_str_eq(rnicpi_qp_state_name(RNICPI_QPS_IDLE), "IDLE");
+	ck_assert_str_eq(rnicpi_qp_state_name(RNICPI_QPS_TERMINATE),
+			 "TERMINATE");
+	ck_assert_str_eq(rnicpi_qp_state_name((enum rnicpi_qp_state)7), "?");
+	ck_assert_str_eq(rnicpi_qp_state_name((enum rnicpi_qp_state)19), "?");
+	ck_assert_str_eq(rnicpi_qp_state_name((enum rnicpi_qp_state)-1), "?");
+}
+END_TEST
+
 Suite *suite_rnicpi_util(void)
 {
 	Suite *s = suite_create("rnicpi-util");
@@ -401,6 +416,9 @@ Suite *suite_rnicpi_util(void)
 	tc = tcase_create("debug-log");
 	tcase_add_test(tc, test_debug_list);
 	tcase_add_test(tc, test_debug_enabled_by_program);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("qp-state-names");
+	tcase_add_test(tc, test_qp_state_names);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -792,9 +792,6 @@ uint8_t *rxe_sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 #define rxe_dev_warn(dev, fmt, ...)                                         \
 	g_info("%s: " fmt, (dev)->ibdev.name, ##__VA_ARGS__)
 
-extern const char *const rxe_qp_state_names[];
-const char *rxe_qp_state_name(enum rnicpi_qp_state s);
-
 /* IBA 9.7.5.2.8: RNR NAK timer code -> microseconds. */
 uint32_t rxe_rnr_timer_usec(unsigned int code);
 

@@ -14,21 +14,6 @@
 
 #include "vp/rxe/rxe.h"
 
-const char *const rxe_qp_state_names[] = {
-	[RNICPI_QPS_RESET] = "RESET", [RNICPI_QPS_INIT] = "INIT",
-	[RNICPI_QPS_RTR] = "RTR",     [RNICPI_QPS_RTS] = "RTS",
-	[RNICPI_QPS_SQD] = "SQD",     [RNICPI_QPS_SQE] = "SQE",
-	[RNICPI_QPS_ERR] = "ERR",
-};
-
-const char *rxe_qp_state_name(enum rnicpi_qp_state s)
-{
-	if ((unsigned int)s < G_N_ELEMENTS(rxe_qp_state_names) &&
-	    rxe_qp_state_names[s])
-		return rxe_qp_state_names[s];
-	return "?";
-}
-
 uint32_t rxe_rnr_timer_usec(unsigned int code)
 {
 	/* IBA 9.7.5.2.8 table 45, in microseconds. */
@@ -170,7 +155,7 @@ static void flush_recv(struct rxe_qp *qp)
 void rxe_qp_error(struct rxe_qp *qp)
 {
 	if (qp->state != RNICPI_QPS_ERR)
-		rxe_qp_dbg(qp, "%s -> ERR", rxe_qp_state_name(qp->state));
+		rxe_qp_dbg(qp, "%s -> ERR", rnicpi_qp_state_name(qp->state));
 	qp->state = RNICPI_QPS_ERR;
 	rxe_comp_drain(qp);
 	flush_send(qp);
@@ -481,22 +466,22 @@ static int check_transition(struct rxe_qp *qp, enum rnicpi_qp_state cur,
 	t = &transitions[cur][next];
 	if (!t->valid) {
 		rxe_qp_warn(qp, "modify_qp: %s -> %s is not a legal "
-			    "transition (IBA 10.3.1)", rxe_qp_state_name(cur),
-			    rxe_qp_state_name(next));
+			    "transition (IBA 10.3.1)", rnicpi_qp_state_name(cur),
+			    rnicpi_qp_state_name(next));
 		return -EINVAL;
 	}
 	req = t->req[c];
 	opt = t->opt[c];
 	if ((mask & req) != req) {
 		rxe_qp_warn(qp, "modify_qp: %s -> %s needs attributes 0x%x, "
-			    "got 0x%x", rxe_qp_state_name(cur),
-			    rxe_qp_state_name(next), req, mask);
+			    "got 0x%x", rnicpi_qp_state_name(cur),
+			    rnicpi_qp_state_name(next), req, mask);
 		return -EINVAL;
 	}
 	if (mask & ~(req | opt | M(STATE))) {
 		rxe_qp_warn(qp, "modify_qp: %s -> %s cannot change attributes "
-			    "0x%x", rxe_qp_state_name(cur),
-			    rxe_qp_state_name(next),
+			    "0x%x", rnicpi_qp_state_name(cur),
+			    rnicpi_qp_state_name(next),
 			    mask & ~(req | opt | M(STATE)));
 		return -EINVAL;
 	}
@@ -526,8 +511,8 @@ int rxe_modify_qp(struct rnicpi_qp *ibqp, struct rnicpi_qp_attr *attr,
 	cur = (mask & M(CUR_STATE)) ? attr->cur_qp_state : qp->state;
 	if ((mask & M(CUR_STATE)) && cur != qp->state) {
 		rxe_qp_warn(qp, "modify_qp: current state is %s, not %s",
-			    rxe_qp_state_name(qp->state),
-			    rxe_qp_state_name(cur));
+			    rnicpi_qp_state_name(qp->state),
+			    rnicpi_qp_state_name(cur));
 		err = -EINVAL;
 		goto out;
 	}
@@ -635,8 +620,8 @@ int rxe_modify_qp(struct rnicpi_qp *ibqp, struct rnicpi_qp_attr *attr,
 		qp->max_rd_atomic = attr->max_rd_atomic;
 
 	if (next != cur)
-		rxe_qp_dbg(qp, "%s -> %s", rxe_qp_state_name(cur),
-			   rxe_qp_state_name(next));
+		rxe_qp_dbg(qp, "%s -> %s", rnicpi_qp_state_name(cur),
+			   rnicpi_qp_state_name(next));
 	/* The consumer ends the QP: a coalesced ACK still owed goes out
 	 * first, or the peer's last Send (often the message that led to
 	 * the disconnect) never completes there and its requester retries

@@ -225,7 +225,7 @@ static void rcv_dispatch(struct rxe_qp *qp, struct rxe_pkt *pkt,
 {
 	if (!rcv_qp_ok(qp, pkt)) {
 		rxe_qp_dbg(qp, "drop: %s (state %s)", pkt->op->name,
-			   rxe_qp_state_name(qp->state));
+			   rnicpi_qp_state_name(qp->state));
 		rxe_count(qp->dev, RXE_CNT_HDR_ERR);
 	} else if (qp->type != RNICPI_QPT_RC) {
 		build_grh(pkt, a, pkt->len + IB_ICRC_BYTES + 8);

@@ -716,7 +716,7 @@ int rxe_post_send(struct rnicpi_qp *ibqp, const struct rnicpi_send_wr *wr,
 	if (qp->state != RNICPI_QPS_RTS && qp->state != RNICPI_QPS_SQD &&
 	    qp->state != RNICPI_QPS_ERR) {
 		rxe_qp_warn(qp, "post_send in state %s",
-			    rxe_qp_state_name(qp->state));
+			    rnicpi_qp_state_name(qp->state));
 		*bad = wr;
 		rxe_qp_unlock(qp);
 		return -EINVAL;

@@ -204,6 +204,38 @@ enum ddp_queue {
 	DDP_QN_COUNT = 3,
 };
 
+/*
+ * What RFC 5040 and RFC 5041 say about each RDMAP opcode, in one table
+ * (siw_opcode.c): every per-opcode decision of the transmit and receive
+ * paths reads it rather than keeping a switch of its own.
+ */
+#define RDMAP_OPF_TAGGED 0x01u	   /* DDP tagged model (RFC 5040 §4.2) */
+#define RDMAP_OPF_INVALIDATE 0x02u /* carries an STag to invalidate
+				    * (RFC 5040 §4.3, §6.10) */
+#define RDMAP_OPF_SOLICITED 0x04u  /* Solicited Event (RFC 5040 §5.4) */
+#define RDMAP_OPF_RECV_WQE 0x08u   /* placed into an untagged buffer, a
+				    * posted receive (RFC 5040 §5.2) */
+#define RDMAP_OPF_READ_RESP 0x10u  /* answers one of our Read Requests:
+				    * lands in that Read's sink (§4.5) */
+#define RDMAP_OPF_READ_REQ 0x20u   /* asks for a Read Response; its RDMAP
+				    * header follows the DDP header (§4.4) */
+
+struct rdmap_opcode_info {
+	const char *name;  /* RFC 5040 §4.2 Table 1, for log lines */
+	uint8_t hdr_len;   /* bytes before the payload, MPA length included */
+	uint8_t ddp_qn;	   /* enum ddp_queue when untagged (RFC 5040 §5.1) */
+	uint8_t flags;	   /* RDMAP_OPF_* */
+};
+
+/* The facts of @opcode (the 4-bit field of the RDMAP control byte), or
+ * NULL for one RFC 5040 does not define. Static storage. */
+const struct rdmap_opcode_info *rdmap_opcode_info(uint8_t opcode);
+
+static inline bool rdmap_opcode_tagged(const struct rdmap_opcode_info *op)
+{
+	return op->flags & RDMAP_OPF_TAGGED;
+}
+
 /* The first 4 bytes of every FPDU: MPA ULPDU length, DDP and RDMAP
  * control. */
 struct iwarp_ctrl {
@@ -249,12 +281,13 @@ static inline uint8_t rdmap_opcode(const struct iwarp_ctrl *c)
 }
 
 /* Control bytes for @opcode; tagged follows from the opcode (RFC 5040
- * §4.2: Write and Read Response are tagged, the rest untagged). */
+ * §4.2: Write and Read Response are tagged, the rest untagged; an opcode
+ * RFC 5040 does not define is sent untagged). */
 static inline void iwarp_ctrl_init(struct iwarp_ctrl *c, uint8_t opcode,
 				   bool last)
 {
-	bool tagged = opcode == RDMAP_RDMA_WRITE ||
-		      opcode == RDMAP_RDMA_READ_RESP;
+	const struct rdmap_opcode_info *op = rdmap_opcode_info(opcode);
+	bool tagged = op && rdmap_opcode_tagged(op);
 
 	c->ddp = (tagged ? DDP_FLAG_TAGGED : 0) | (last ? DDP_FLAG_LAST : 0) |
 		 DDP_VERSION;
@@ -419,21 +452,9 @@ enum mpa_ecode {
  * with; 0 for an unknown opcode. */
 static inline uint32_t iwarp_hdr_len(uint8_t opcode)
 {
-	switch (opcode) {
-	case RDMAP_RDMA_WRITE:
-	case RDMAP_RDMA_READ_RESP:
-		return sizeof(struct iwarp_tagged_hdr);
-	case RDMAP_RDMA_READ_REQ:
-		return sizeof(struct iwarp_read_req_hdr);
-	case RDMAP_SEND:
-	case RDMAP_SEND_INV:
-	case RDMAP_SEND_SE:
-	case RDMAP_SEND_SE_INV:
-	case RDMAP_TERMINATE:
-		return sizeof(struct iwarp_untagged_hdr);
-	default:
-		return 0;
-	}
+	const struct rdmap_opcode_info *op = rdmap_opcode_info(opcode);
+
+	return op ? op->hdr_len : 0;
 }
 
 #endif /* SIW_IWARP_H */

@@ -399,6 +399,21 @@ enum siw_tx_kind {
 #define SIW_TX_PACK (32u * 1024)
 #define SIW_DEFAULT_TX_PACK 4096u
 
+/*
+ * The transmit state machine (siw_tx.c): each step returns the next
+ * state. Between calls the transmitter rests in SELECT, or in SEND when
+ * the socket filled up with FPDUs half written.
+ */
+enum siw_tx_state {
+	SIW_TXS_SELECT = 0,	/* between batches: drop a message for a
+				 * Terminate, take the next message, or
+				 * write the pack alone when none follows */
+	SIW_TXS_BUILD,		/* build the message's next FPDUs */
+	SIW_TXS_PACK,		/* copy its one FPDU into the pack */
+	SIW_TXS_SEND,		/* write the FPDUs built */
+	SIW_TX_STATE_COUNT,
+};
+
 /* One built FPDU: its header and trailer, the payload between them taken
  * from the message at @off. */
 struct siw_tx_fpdu {
@@ -423,7 +438,7 @@ struct siw_tx {
 	struct siw_mr *src_mr[SIW_MAX_SGE];
 	/* the FPDUs on their way: up to SIW_TX_BATCH of one message, built
 	 * together and written with one sendmsg() */
-	bool fpdu_ready;
+	enum siw_tx_state state;
 	uint32_t n_fpdu;
 	struct siw_tx_fpdu fpdu[SIW_TX_BATCH];
 	uint32_t batch_payload;	/* payload bytes in them */
@@ -754,9 +769,6 @@ int siw_post_recv(struct rnicpi_qp *qp, const struct rnicpi_recv_wr *wr,
 /* siw_qp.c: states, completions, flush, Terminate, close              */
 /* ------------------------------------------------------------------ */
 
-extern const char *const siw_qp_state_names[];
-const char *siw_qp_state_name(enum rnicpi_qp_state s);
-
 /* Complete SQ slot @idx with @status (signalled or error). */
 /* The completion opcode of a send WR's opcode. */
 enum rnicpi_wc_opcode siw_wc_opcode(enum rnicpi_wr_opcode op);
@@ -799,7 +811,7 @@ void siw_qp_read_timer_arm(struct siw_qp *qp);
 void siw_qp_unlock(struct siw_qp *qp);
 
 /* ------------------------------------------------------------------ */
-/* siw_tx.c / siw_rx.c                                                 */
+/* siw_tx*.c / siw_rx*.c: transmit and receive                         */
 /* ------------------------------------------------------------------ */
 
 /* What the progress thread's epoll watches on @qp's socket. */
@@ -829,6 +841,7 @@ void siw_tx_release(struct siw_qp *qp);
 void siw_qp_rx(struct siw_qp *qp);
 void siw_rx_release(struct siw_qp *qp);
 extern const char *const siw_rx_state_names[];
+extern const char *const siw_tx_state_names[];
 
 /* Largest ULPDU to send for an MSS of @mss bytes. */
 uint32_t siw_ulpdu_max(uint32_t mss, bool large);

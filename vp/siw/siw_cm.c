@@ -210,7 +210,7 @@ int siw_iw_connect(struct rnicpi_qp *q, int fd,
 	pthread_mutex_lock(&qp->lock);
 	if (qp->state != RNICPI_QPS_IDLE || qp->fd >= 0) {
 		siw_qp_info(qp, "iw_connect in state %s%s",
-			    siw_qp_state_name(qp->state),
+			    rnicpi_qp_state_name(qp->state),
 			    qp->fd >= 0 ? " with a stream" : "");
 		rc = -EINVAL;
 		goto out;

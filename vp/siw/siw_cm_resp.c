@@ -389,7 +389,7 @@ int siw_conn_accept(struct rnicpi_conn *c, struct rnicpi_qp *q,
 	pthread_mutex_lock(&qp->lock);
 	if (qp->state != RNICPI_QPS_IDLE || qp->fd >= 0) {
 		siw_qp_info(qp, "conn_accept: QP in state %s",
-			    siw_qp_state_name(qp->state));
+			    rnicpi_qp_state_name(qp->state));
 		pthread_mutex_unlock(&qp->lock);
 		rc = -EINVAL;
 		goto out_refuse;

@@ -17,33 +17,6 @@
 
 #include "vp/siw/siw.h"
 
-const char *siw_qp_state_name(enum rnicpi_qp_state s)
-{
-	switch (s) {
-	case RNICPI_QPS_IDLE:
-		return "IDLE";
-	case RNICPI_QPS_RTS:
-		return "RTS";
-	case RNICPI_QPS_CLOSING:
-		return "CLOSING";
-	case RNICPI_QPS_TERMINATE:
-		return "TERMINATE";
-	case RNICPI_QPS_ERR:
-		return "ERROR";
-	case RNICPI_QPS_RESET:
-		return "RESET";
-	case RNICPI_QPS_INIT:
-		return "INIT";
-	case RNICPI_QPS_RTR:
-		return "RTR";
-	case RNICPI_QPS_SQD:
-		return "SQD";
-	case RNICPI_QPS_SQE:
-		return "SQE";
-	}
-	return "?";
-}
-
 void siw_qp_unlock(struct siw_qp *qp)
 {
 	struct siw_device *dev = qp->dev;
@@ -149,7 +122,7 @@ static void flush_all(struct siw_qp *qp)
 	/* An FPDU half on the wire must be finished first (siw_qp_tx does,
 	 * then drops the message): anything else would corrupt the stream
 	 * our Terminate still has to travel on. */
-	if (!(qp->tx.fpdu_ready && qp->tx.fpdu_sent && qp->fd >= 0))
+	if (!(qp->tx.state == SIW_TXS_SEND && qp->tx.fpdu_sent && qp->fd >= 0))
 		siw_tx_release(qp);
 	siw_tx_zc_flush(qp);
 	while (qp->orq_count) {
@@ -221,7 +194,7 @@ void siw_qp_to_error(struct siw_qp *qp)
 		siw_dev_queue_async(qp->dev, &ev);
 	}
 	if (old != RNICPI_QPS_ERR)
-		siw_qp_dbg(qp, "%s -> ERROR", siw_qp_state_name(old));
+		siw_qp_dbg(qp, "%s -> ERR", rnicpi_qp_state_name(old));
 }
 
 /* ------------------------------------------------------------------ */
@@ -320,7 +293,7 @@ void siw_qp_llp_closed(struct siw_qp *qp, int status)
 		struct rnicpi_async_event ev = { .type = RNICPI_EVENT_QP_FATAL };
 
 		siw_qp_info(qp, "stream broke in state %s: %s",
-			    siw_qp_state_name(qp->state), strerror(-status));
+			    rnicpi_qp_state_name(qp->state), strerror(-status));
 		ev.element.qp = &qp->base;
 		ev.status = status;
 		if (!qp->destroyed && qp->state != RNICPI_QPS_ERR)

@@ -184,7 +184,7 @@ int siw_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 		    RNICPI_QP_MAX_DEST_RD_ATOMIC)) {
 		if (qp->state != RNICPI_QPS_IDLE) {
 			siw_qp_info(qp, "modify_qp: IRD/ORD only in IDLE, "
-				    "state is %s", siw_qp_state_name(qp->state));
+				    "state is %s", rnicpi_qp_state_name(qp->state));
 			rc = -EINVAL;
 			goto out;
 		}
@@ -241,7 +241,7 @@ int siw_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 			break;
 		if (qp->state != RNICPI_QPS_RTS) {
 			siw_qp_info(qp, "modify_qp: %s -> CLOSING not allowed",
-				    siw_qp_state_name(qp->state));
+				    rnicpi_qp_state_name(qp->state));
 			rc = -EINVAL;
 			break;
 		}
@@ -255,7 +255,7 @@ int siw_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 			break;
 		if (qp->state != RNICPI_QPS_ERR || qp->fd >= 0) {
 			siw_qp_info(qp, "modify_qp: %s -> IDLE not allowed%s",
-				    siw_qp_state_name(qp->state),
+				    rnicpi_qp_state_name(qp->state),
 				    qp->fd >= 0 ? " (stream still open)" : "");
 			rc = -EINVAL;
 			break;
@@ -268,8 +268,8 @@ int siw_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 			break;
 		siw_qp_info(qp, "modify_qp: %s -> %s not allowed (iWARP enters "
 			    "RTS through the connection hooks)",
-			    siw_qp_state_name(qp->state),
-			    siw_qp_state_name(attr->qp_state));
+			    rnicpi_qp_state_name(qp->state),
+			    rnicpi_qp_state_name(attr->qp_state));
 		rc = -EINVAL;
 		break;
 	}
@@ -372,7 +372,7 @@ static int flush_posted_sends(struct siw_qp *qp,
 		    wr->num_sge > qp->cap.max_send_sge) {
 			siw_qp_info(qp, "post_send in %s: opcode %d with %u "
 				    "SGEs refused",
-				    siw_qp_state_name(qp->state), wr->opcode,
+				    rnicpi_qp_state_name(qp->state), wr->opcode,
 				    wr->num_sge);
 			*bad = wr;
 			return -EINVAL;
@@ -398,7 +398,7 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 	}
 	if (qp->state != RNICPI_QPS_RTS) {
 		siw_qp_dbg(qp, "post_send in state %s",
-			   siw_qp_state_name(qp->state));
+			   rnicpi_qp_state_name(qp->state));
 		rc = qp->state == RNICPI_QPS_IDLE ? -ENOTCONN : -EINVAL;
 		goto out;
 	}

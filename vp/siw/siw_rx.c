@@ -20,9 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "vp/siw/siw.h"
-
-#define SIW_RX_WAIT (-1)
+#include "vp/siw/siw_rx.h"
 
 const char *const siw_rx_state_names[SIW_RX_STATE_COUNT] = {
 	[SIW_RX_CTRL] = "CTRL",
@@ -160,417 +158,6 @@ static int rx_read_ahead(struct siw_qp *qp, struct iovec *iov, int n,
 	return 0;
 }
 
-/* Terminate and stop reading FPDUs. */
-static int rx_fail(struct siw_qp *qp, uint8_t layer, uint8_t etype,
-		   uint8_t ecode, enum rnicpi_event_type event)
-{
-	/* RFC 5040 §4.8: DDP and RDMAP errors carry the offending headers
-	 * back; an MPA (LLP) error says nothing about them. */
-	siw_qp_terminate(qp, layer, etype, ecode, layer != TERM_LAYER_LLP,
-			 event);
-	return SIW_RX_DISCARD;
-}
-
-/* ------------------------------------------------------------------ */
-/* Header checks, one per opcode                                       */
-/* ------------------------------------------------------------------ */
-
-/* RFC 5041 §7.2 / RFC 5040 §7.4: tagged buffer checks for an inbound
- * RDMA Write, in the order STag, PD, rights, wrap, bounds. */
-static int check_write(struct siw_qp *qp)
-{
-	struct siw_rx *rx = &qp->rx;
-	const struct iwarp_tagged_hdr *h = (const void *)rx->hdr;
-	uint32_t stag = be32toh(h->stag_be);
-	uint64_t to = be64toh(h->to_be);
-	struct siw_mr *mr;
-
-	if (!(qp->access & RNICPI_ACCESS_REMOTE_WRITE)) {
-		siw_qp_info(qp, "RDMA Write refused: QP has no remote write");
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
-			       RDMAP_ECODE_ACCESS_RIGHTS,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	/* A zero-length Write carries nothing to place; its STag need not
-	 * be valid (RFC 6581 RTR uses one). */
-	if (!rx->payload_len)
-		return SIW_RX_TRAILER;
-	mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
-	if (!mr || !atomic_load(&mr->valid)) {
-		siw_qp_info(qp, "RDMA Write to invalid STag 0x%08x", stag);
-		siw_mr_put(mr);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
-			       DDP_ECODE_T_INVALID_STAG,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	rx->wmr = mr;
-	if (mr->pd != &qp->pd->base) {
-		siw_qp_info(qp, "RDMA Write: STag 0x%08x of another PD", stag);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
-			       DDP_ECODE_T_STAG_NOT_ASSOC,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	if (!(mr->access & RNICPI_ACCESS_REMOTE_WRITE)) {
-		siw_qp_info(qp, "RDMA Write: STag 0x%08x lacks remote write",
-			    stag);
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
-			       RDMAP_ECODE_ACCESS_RIGHTS,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	if (to + rx->payload_len < to) {
-		siw_qp_info(qp, "RDMA Write: TO 0x%llx + %u wraps",
-			    (unsigned long long)to, rx->payload_len);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
-			       DDP_ECODE_T_TO_WRAP,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	if (to < mr->iova || to - mr->iova > mr->length ||
-	    rx->payload_len > mr->length - (to - mr->iova)) {
-		siw_qp_info(qp, "RDMA Write: TO 0x%llx len %u outside STag "
-			    "0x%08x [0x%llx, +%llu)", (unsigned long long)to,
-			    rx->payload_len, stag,
-			    (unsigned long long)mr->iova,
-			    (unsigned long long)mr->length);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
-			       DDP_ECODE_T_BASE_BOUNDS,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	rx->dst[0].iov_base = mr->addr + (to - mr->iova);
-	rx->dst[0].iov_len = rx->payload_len;
-	rx->n_dst = 1;
-	rx->dst_off = 0;
-	return SIW_RX_PAYLOAD;
-}
-
-/* A Read Response that breaks the rules: the Read it answers fails with
- * a bad-response status (the QP flushes the rest), then Terminate. */
-static int read_resp_fail(struct siw_qp *qp, struct siw_orqe *o,
-			  uint8_t ecode)
-{
-	if (o->sq_idx >= 0)
-		siw_sq_complete(qp, (uint32_t)o->sq_idx,
-				RNICPI_WC_BAD_RESP_ERR,
-				(uint32_t)TERM_LAYER_DDP << 12 |
-					(uint32_t)DDP_ETYPE_TAGGED << 8 | ecode);
-	return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED, ecode,
-		       RNICPI_EVENT_QP_ACCESS_ERR);
-}
-
-/* A Read Response lands in the oldest outstanding Read's sink SGEs. */
-static int check_read_resp(struct siw_qp *qp)
-{
-	struct siw_rx *rx = &qp->rx;
-	const struct iwarp_tagged_hdr *h = (const void *)rx->hdr;
-	uint32_t stag = be32toh(h->stag_be);
-	uint64_t to = be64toh(h->to_be), off;
-	struct siw_orqe *o;
-
-	if (!qp->orq_count) {
-		siw_qp_info(qp, "Read Response with no Read outstanding");
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-			       RDMAP_ECODE_OPCODE, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	o = &qp->orq[qp->orq_head];
-	if (!rx->payload_len)
-		return SIW_RX_TRAILER;
-	if (stag != o->sink_stag) {
-		siw_qp_info(qp, "Read Response to STag 0x%08x, expected 0x%08x",
-			    stag, o->sink_stag);
-		return read_resp_fail(qp, o, DDP_ECODE_T_INVALID_STAG);
-	}
-	if (to < o->sink_to || to + rx->payload_len < to) {
-		siw_qp_info(qp, "Read Response TO 0x%llx below sink 0x%llx",
-			    (unsigned long long)to,
-			    (unsigned long long)o->sink_to);
-		return read_resp_fail(qp, o, DDP_ECODE_T_BASE_BOUNDS);
-	}
-	off = to - o->sink_to;
-	/* The Data Source answers a Read in order (RFC 5040 §4.5, DDP over
-	 * an in-order LLP): a segment that does not continue where the last
-	 * one ended is out of bounds, as Linux siw sees it. Bytes placed
-	 * twice would also count twice: a Read's completion must not say
-	 * it brought more than it asked for. */
-	if (off != o->got) {
-		siw_qp_info(qp, "Read Response at offset %llu, the next byte "
-			    "due is %u", (unsigned long long)off, o->got);
-		return read_resp_fail(qp, o, DDP_ECODE_T_BASE_BOUNDS);
-	}
-	if (off > o->size || rx->payload_len > o->size - off) {
-		siw_qp_info(qp, "Read Response [%llu, +%u) beyond the %u bytes "
-			    "asked for", (unsigned long long)off,
-			    rx->payload_len, o->size);
-		return read_resp_fail(qp, o, DDP_ECODE_T_BASE_BOUNDS);
-	}
-	memcpy(rx->dst, o->seg, o->n_seg * sizeof(o->seg[0]));
-	rx->n_dst = o->n_seg;
-	rx->dst_off = off;
-	return SIW_RX_PAYLOAD;
-}
-
-/* Take the next receive WR and resolve its SGEs for local write. */
-static int take_rqe(struct siw_qp *qp)
-{
-	struct siw_rx *rx = &qp->rx;
-	uint32_t i;
-
-	if (qp->srq) {
-		if (!siw_srq_take(qp->srq, &rx->rqe))
-			return -ENOBUFS;
-		rx->send_from_srq = true;
-	} else {
-		if (!qp->rq_count)
-			return -ENOBUFS;
-		rx->rqe = qp->rq[qp->rq_head];
-		qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
-		qp->rq_count--;
-		rx->send_from_srq = false;
-	}
-	rx->send_active = true;
-	rx->rqe_nseg = 0;
-	rx->rqe_len = 0;
-	for (i = 0; i < rx->rqe.num_sge; i++) {
-		uint8_t *ptr;
-		int rc;
-
-		if (!rx->rqe.sge[i].length)
-			continue;
-		rc = siw_sge_resolve(qp->dev, qp->pd, &rx->rqe.sge[i],
-				     RNICPI_ACCESS_LOCAL_WRITE,
-				     &rx->rqe_mr[rx->rqe_nseg], &ptr);
-		if (rc) {
-			siw_qp_info(qp, "receive WR 0x%llx SGE %u (lkey 0x%08x):"
-				    " %s", (unsigned long long)rx->rqe.wr_id, i,
-				    rx->rqe.sge[i].lkey, strerror(-rc));
-			return rc;
-		}
-		rx->rqe_seg[rx->rqe_nseg].iov_base = ptr;
-		rx->rqe_seg[rx->rqe_nseg].iov_len = rx->rqe.sge[i].length;
-		rx->rqe_len += rx->rqe.sge[i].length;
-		rx->rqe_nseg++;
-	}
-	return 0;
-}
-
-static void complete_rqe(struct siw_qp *qp, enum rnicpi_wc_status status,
-			 bool with_inv, uint32_t inv_stag, bool solicited)
-{
-	struct siw_rx *rx = &qp->rx;
-	struct rnicpi_wc wc = {
-		.wr_id = rx->rqe.wr_id,
-		.status = status,
-		.opcode = RNICPI_WC_RECV,
-		.qp_num = qp->base.qp_num,
-	};
-
-	if (status == RNICPI_WC_SUCCESS) {
-		wc.byte_len = (uint32_t)rx->send_got;
-		if (with_inv) {
-			wc.wc_flags |= RNICPI_WC_WITH_INV;
-			wc.invalidated_rkey = inv_stag;
-		}
-		if (solicited)
-			wc.wc_flags |= RNICPI_WC_SOLICITED;
-	}
-	siw_cq_push(qp->rcq, &wc, solicited);
-	siw_rx_release(qp);
-}
-
-/* Untagged Send segments (RFC 5041 §5.3): QN 0, MSN, MO in order. */
-static int check_send(struct siw_qp *qp)
-{
-	struct siw_rx *rx = &qp->rx;
-	const struct iwarp_untagged_hdr *h = (const void *)rx->hdr;
-	uint32_t qn = be32toh(h->qn_be), msn = be32toh(h->msn_be);
-	uint32_t mo = be32toh(h->mo_be);
-
-	if (qn != DDP_QN_SEND) {
-		siw_qp_info(qp, "Send on DDP queue %u", qn);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_INVALID_QN, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	if (!rx->send_active) {
-		int rc;
-
-		if (msn != rx->msn[DDP_QN_SEND]) {
-			siw_qp_info(qp, "Send MSN %u, expected %u", msn,
-				    rx->msn[DDP_QN_SEND]);
-			return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-				       DDP_ECODE_UT_MSN_RANGE,
-				       RNICPI_EVENT_QP_REQ_ERR);
-		}
-		if (mo != 0) {
-			siw_qp_info(qp, "Send starts at MO %u", mo);
-			return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-				       DDP_ECODE_UT_INVALID_MO,
-				       RNICPI_EVENT_QP_REQ_ERR);
-		}
-		rc = take_rqe(qp);
-		if (rc == -ENOBUFS) {
-			siw_qp_info(qp, "Send MSN %u: no receive posted", msn);
-			return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-				       DDP_ECODE_UT_NO_BUFFER,
-				       RNICPI_EVENT_QP_REQ_ERR);
-		}
-		if (rc) {
-			complete_rqe(qp, RNICPI_WC_LOC_PROT_ERR, false, 0,
-				     false);
-			return rx_fail(qp, TERM_LAYER_DDP,
-				       DDP_ETYPE_CATASTROPHIC,
-				       DDP_ECODE_CATASTROPHIC,
-				       RNICPI_EVENT_QP_FATAL);
-		}
-		rx->send_msn = msn;
-		rx->send_got = 0;
-	} else if (msn != rx->send_msn) {
-		siw_qp_info(qp, "Send segment MSN %u inside message %u", msn,
-			    rx->send_msn);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_MSN_RANGE, RNICPI_EVENT_QP_REQ_ERR);
-	} else if (mo != rx->send_got) {
-		siw_qp_info(qp, "Send segment MO %u, expected %llu", mo,
-			    (unsigned long long)rx->send_got);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_INVALID_MO, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	if (rx->payload_len > rx->rqe_len - rx->send_got) {
-		siw_qp_info(qp, "Send of at least %llu bytes into a %llu-byte "
-			    "receive", (unsigned long long)(rx->send_got +
-							    rx->payload_len),
-			    (unsigned long long)rx->rqe_len);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_TOO_LONG, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	memcpy(rx->dst, rx->rqe_seg, rx->rqe_nseg * sizeof(rx->dst[0]));
-	rx->n_dst = rx->rqe_nseg;
-	rx->dst_off = rx->send_got;
-	return rx->payload_len ? SIW_RX_PAYLOAD : SIW_RX_TRAILER;
-}
-
-/* RFC 5040 §4.4, §6.5: an RDMA Read Request, checked at the Data Source
- * before its response is queued. */
-static int check_read_req(struct siw_qp *qp)
-{
-	struct siw_rx *rx = &qp->rx;
-	const struct iwarp_read_req_hdr *h = (const void *)rx->hdr;
-	uint32_t qn = be32toh(h->u.qn_be), msn = be32toh(h->u.msn_be);
-	uint32_t size = be32toh(h->rreq.size_be);
-	uint32_t stag = be32toh(h->rreq.src_stag_be);
-	uint64_t to = be64toh(h->rreq.src_to_be);
-	struct siw_mr *mr;
-
-	if (qn != DDP_QN_READ_REQ) {
-		siw_qp_info(qp, "Read Request on DDP queue %u", qn);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_INVALID_QN, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	if (msn != rx->msn[DDP_QN_READ_REQ]) {
-		siw_qp_info(qp, "Read Request MSN %u, expected %u", msn,
-			    rx->msn[DDP_QN_READ_REQ]);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_MSN_RANGE, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	if (be32toh(h->u.mo_be) != 0 ||
-	    !ddp_last((const struct iwarp_ctrl *)rx->hdr)) {
-		siw_qp_info(qp, "Read Request not one whole segment");
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_INVALID_MO, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	if (rx->payload_len) {
-		siw_qp_info(qp, "Read Request with %u bytes of payload",
-			    rx->payload_len);
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_TOO_LONG, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	if (!(qp->access & RNICPI_ACCESS_REMOTE_READ)) {
-		siw_qp_info(qp, "RDMA Read refused: QP has no remote read");
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
-			       RDMAP_ECODE_ACCESS_RIGHTS,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	/* RFC 5040 §6.3: more Reads in flight than our IRD. */
-	if (qp->irq_count >= qp->ird) {
-		siw_qp_info(qp, "Read Request beyond IRD %u", qp->ird);
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-			       RDMAP_ECODE_CATASTROPHIC_STREAM,
-			       RNICPI_EVENT_QP_REQ_ERR);
-	}
-	if (!size)
-		return SIW_RX_TRAILER;
-	mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
-	if (!mr || !atomic_load(&mr->valid)) {
-		siw_qp_info(qp, "Read Request from invalid STag 0x%08x", stag);
-		siw_mr_put(mr);
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
-			       RDMAP_ECODE_INVALID_STAG,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	rx->wmr = mr;
-	if (mr->pd != &qp->pd->base) {
-		siw_qp_info(qp, "Read Request: STag 0x%08x of another PD",
-			    stag);
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
-			       RDMAP_ECODE_STAG_NOT_ASSOC,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	if (!(mr->access & RNICPI_ACCESS_REMOTE_READ)) {
-		siw_qp_info(qp, "Read Request: STag 0x%08x lacks remote read",
-			    stag);
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
-			       RDMAP_ECODE_ACCESS_RIGHTS,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	if (to + size < to) {
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
-			       RDMAP_ECODE_TO_WRAP, RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	if (to < mr->iova || to - mr->iova > mr->length ||
-	    size > mr->length - (to - mr->iova)) {
-		siw_qp_info(qp, "Read Request TO 0x%llx size %u outside STag "
-			    "0x%08x", (unsigned long long)to, size, stag);
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
-			       RDMAP_ECODE_BASE_BOUNDS,
-			       RNICPI_EVENT_QP_ACCESS_ERR);
-	}
-	return SIW_RX_TRAILER;
-}
-
-static int check_terminate(struct siw_qp *qp)
-{
-	struct siw_rx *rx = &qp->rx;
-	const struct iwarp_untagged_hdr *h = (const void *)rx->hdr;
-
-	if (be32toh(h->qn_be) != DDP_QN_TERMINATE) {
-		siw_qp_info(qp, "Terminate on DDP queue %u",
-			    be32toh(h->qn_be));
-		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
-			       DDP_ECODE_UT_INVALID_QN, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	/* The body we keep is bounded; extra bytes are read and dropped. */
-	rx->dst[0].iov_base = rx->term_body;
-	rx->dst[0].iov_len = rx->payload_len < sizeof(rx->term_body)
-				     ? rx->payload_len
-				     : sizeof(rx->term_body);
-	rx->n_dst = 1;
-	rx->dst_off = 0;
-	return rx->payload_len ? SIW_RX_PAYLOAD : SIW_RX_TRAILER;
-}
-
-/* RFC 6581 §9.2: in peer-to-peer mode the responder's first FPDU must be
- * the negotiated zero-length RTR. */
-static bool is_matching_rtr(struct siw_qp *qp)
-{
-	struct siw_rx *rx = &qp->rx;
-
-	if (qp->rtr == MPA_V2_WRITE_RTR)
-		return rx->opcode == RDMAP_RDMA_WRITE && !rx->payload_len;
-	if (qp->rtr == MPA_V2_READ_RTR) {
-		const struct iwarp_read_req_hdr *h = (const void *)rx->hdr;
-
-		return rx->opcode == RDMAP_RDMA_READ_REQ &&
-		       !be32toh(h->rreq.size_be);
-	}
-	return false;
-}
 
 /* ------------------------------------------------------------------ */
 /* Steps                                                               */
@@ -580,6 +167,7 @@ static int rx_step_ctrl(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
 	const struct iwarp_ctrl *c = (const void *)rx->hdr;
+	const struct rdmap_opcode_info *info;
 	uint8_t op;
 	ssize_t got;
 	int rc;
@@ -608,10 +196,15 @@ static int rx_step_ctrl(struct siw_qp *qp)
 	rx->ulpdu_len = iwarp_mpa_len(c);
 	op = rdmap_opcode(c);
 	rx->opcode = op;
-	rx->hdr_len = ddp_tagged(c) ? sizeof(struct iwarp_tagged_hdr)
-		      : op == RDMAP_RDMA_READ_REQ
-			      ? sizeof(struct iwarp_read_req_hdr)
-			      : sizeof(struct iwarp_untagged_hdr);
+	info = rdmap_opcode_info(op);
+	/* A header whose T flag disagrees with its opcode (or of an opcode
+	 * RFC 5040 does not define) is read as long as the flag says: the
+	 * Terminate that refuses it carries it back whole. */
+	if (info && rdmap_opcode_tagged(info) == ddp_tagged(c))
+		rx->hdr_len = info->hdr_len;
+	else
+		rx->hdr_len = ddp_tagged(c) ? sizeof(struct iwarp_tagged_hdr)
+					    : sizeof(struct iwarp_untagged_hdr);
 	/* The ULPDU must hold at least the header it announces. */
 	if (rx->ulpdu_len < rx->hdr_len - MPA_HDR_SIZE) {
 		siw_qp_info(qp, "ULPDU length %u shorter than the %u-byte "
@@ -629,8 +222,6 @@ static int rx_step_ctrl(struct siw_qp *qp)
 static int rx_step_hdr(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
-	const struct iwarp_ctrl *c = (const void *)rx->hdr;
-	uint8_t op = rx->opcode;
 	ssize_t got;
 	int rc;
 
@@ -651,86 +242,29 @@ static int rx_step_hdr(struct siw_qp *qp)
 		if (rx->hdr_got < rx->hdr_len)
 			return SIW_RX_HDR;
 	}
-	/* Versions and opcode, checked with the whole header in hand so
-	 * that the Terminate can carry it back. */
-	if (ddp_version(c) != DDP_VERSION) {
-		siw_qp_info(qp, "DDP version %u", ddp_version(c));
-		return rx_fail(qp, TERM_LAYER_DDP,
-			       ddp_tagged(c) ? DDP_ETYPE_TAGGED
-					     : DDP_ETYPE_UNTAGGED,
-			       ddp_tagged(c) ? DDP_ECODE_T_VERSION
-					     : DDP_ECODE_UT_VERSION,
-			       RNICPI_EVENT_QP_REQ_ERR);
-	}
-	if (rdmap_version(c) != RDMAP_VERSION) {
-		siw_qp_info(qp, "RDMAP version %u", rdmap_version(c));
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-			       RDMAP_ECODE_VERSION, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	if (op >= RDMAP_OPCODE_COUNT ||
-	    ddp_tagged(c) != (op == RDMAP_RDMA_WRITE ||
-			      op == RDMAP_RDMA_READ_RESP)) {
-		siw_qp_info(qp, "RDMAP opcode %u with tagged flag %d", op,
-			    ddp_tagged(c));
-		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-			       RDMAP_ECODE_OPCODE, RNICPI_EVENT_QP_REQ_ERR);
-	}
-	rx->payload_len = rx->ulpdu_len - (rx->hdr_len - MPA_HDR_SIZE);
-	rx->payload_got = 0;
-	rx->pad_len = mpa_pad_len(rx->ulpdu_len);
-	rx->trailer_got = 0;
-	rx->n_dst = 0;
-	rx->crc = qp->crc ? siw_crc32c(0, rx->hdr, rx->hdr_len) : 0;
-
-	if (qp->llp == SIW_LLP_AWAIT_RTR && !is_matching_rtr(qp)) {
-		siw_qp_info(qp, "first FPDU (opcode %u, %u bytes) is not the "
-			    "negotiated %s RTR", rx->opcode, rx->payload_len,
-			    qp->rtr == MPA_V2_READ_RTR ? "Read" : "Write");
-		return rx_fail(qp, TERM_LAYER_LLP, 0,
-			       MPA_ECODE_NO_MATCHING_RTR,
-			       RNICPI_EVENT_QP_REQ_ERR);
-	}
-	switch (rx->opcode) {
-	case RDMAP_RDMA_WRITE:
-		return check_write(qp);
-	case RDMAP_RDMA_READ_RESP:
-		return check_read_resp(qp);
-	case RDMAP_RDMA_READ_REQ:
-		return check_read_req(qp);
-	case RDMAP_SEND:
-	case RDMAP_SEND_INV:
-	case RDMAP_SEND_SE:
-	case RDMAP_SEND_SE_INV:
-		return check_send(qp);
-	case RDMAP_TERMINATE:
-		return check_terminate(qp);
-	}
-	return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
-		       RDMAP_ECODE_OPCODE, RNICPI_EVENT_QP_REQ_ERR);
+	return siw_rx_check_hdr(qp);
 }
 
 /* The regions behind rx->dst (none for a Terminate's body). */
 static uint32_t rx_dst_mrs(struct siw_qp *qp, struct siw_mr *const **mrs)
 {
 	struct siw_rx *rx = &qp->rx;
+	uint8_t flags = rdmap_opcode_info(rx->opcode)->flags;
 
-	switch (rx->opcode) {
-	case RDMAP_RDMA_WRITE:
-		*mrs = &rx->wmr;
-		return 1;
-	case RDMAP_RDMA_READ_RESP:
+	if (flags & RDMAP_OPF_READ_RESP) {
 		*mrs = qp->orq[qp->orq_head].mr;
 		return qp->orq[qp->orq_head].n_seg;
-	case RDMAP_SEND:
-	case RDMAP_SEND_INV:
-	case RDMAP_SEND_SE:
-	case RDMAP_SEND_SE_INV:
+	}
+	if (flags & RDMAP_OPF_TAGGED) {
+		*mrs = &rx->wmr;
+		return 1;
+	}
+	if (flags & RDMAP_OPF_RECV_WQE) {
 		*mrs = rx->rqe_mr;
 		return rx->rqe_nseg;
-	default:
-		*mrs = NULL;
-		return 0;
 	}
+	*mrs = NULL;
+	return 0;
 }
 
 /* A region the payload goes to was deregistered in the middle of the
@@ -738,8 +272,9 @@ static uint32_t rx_dst_mrs(struct siw_qp *qp, struct siw_mr *const **mrs)
 static int rx_dead_mr(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
+	uint8_t flags = rdmap_opcode_info(rx->opcode)->flags;
 
-	if (rx->opcode == RDMAP_RDMA_WRITE) {
+	if ((flags & RDMAP_OPF_TAGGED) && !(flags & RDMAP_OPF_READ_RESP)) {
 		/* RFC 5041 §7.2: the STag is no longer valid, which the
 		 * Write's next FPDU would find as well. */
 		siw_qp_info(qp, "RDMA Write: STag 0x%08x deregistered during "
@@ -748,7 +283,7 @@ static int rx_dead_mr(struct siw_qp *qp)
 			       DDP_ECODE_T_INVALID_STAG,
 			       RNICPI_EVENT_QP_ACCESS_ERR);
 	}
-	if (rx->opcode == RDMAP_RDMA_READ_RESP) {
+	if (flags & RDMAP_OPF_READ_RESP) {
 		struct siw_orqe *o = &qp->orq[qp->orq_head];
 
 		siw_qp_info(qp, "Read Response: a sink region was "
@@ -760,7 +295,8 @@ static int rx_dead_mr(struct siw_qp *qp)
 		siw_qp_info(qp, "Send: receive WR 0x%llx lost its region "
 			    "during the message",
 			    (unsigned long long)rx->rqe.wr_id);
-		complete_rqe(qp, RNICPI_WC_LOC_PROT_ERR, false, 0, false);
+		siw_rx_complete_rqe(qp, RNICPI_WC_LOC_PROT_ERR, false, 0,
+				    false);
 	}
 	return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_CATASTROPHIC,
 		       DDP_ECODE_CATASTROPHIC, RNICPI_EVENT_QP_FATAL);
@@ -887,12 +423,171 @@ static int rx_step_payload(struct siw_qp *qp)
 						 : SIW_RX_TRAILER;
 }
 
+void siw_rx_complete_rqe(struct siw_qp *qp, enum rnicpi_wc_status status,
+			 bool with_inv, uint32_t inv_stag, bool solicited)
+{
+	struct siw_rx *rx = &qp->rx;
+	struct rnicpi_wc wc = {
+		.wr_id = rx->rqe.wr_id,
+		.status = status,
+		.opcode = RNICPI_WC_RECV,
+		.qp_num = qp->base.qp_num,
+	};
+
+	if (status == RNICPI_WC_SUCCESS) {
+		wc.byte_len = (uint32_t)rx->send_got;
+		if (with_inv) {
+			wc.wc_flags |= RNICPI_WC_WITH_INV;
+			wc.invalidated_rkey = inv_stag;
+		}
+		if (solicited)
+			wc.wc_flags |= RNICPI_WC_SOLICITED;
+	}
+	siw_cq_push(qp->rcq, &wc, solicited);
+	siw_rx_release(qp);
+}
+
+/* ------------------------------------------------------------------ */
+/* A whole FPDU arrived and passed its CRC: what each opcode does       */
+/* ------------------------------------------------------------------ */
+
+static int rx_done_write(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+
+	siw_mr_put(rx->wmr);
+	rx->wmr = NULL;
+	return SIW_RX_CTRL;
+}
+
+static int rx_done_read_resp(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	struct siw_orqe *o = &qp->orq[qp->orq_head];
+
+	o->got += rx->payload_len;
+	if (!ddp_last((const struct iwarp_ctrl *)rx->hdr))
+		return SIW_RX_CTRL;
+	/* RFC 5040 §4.4: the Read Response carries exactly the RDMARDSZ
+	 * bytes asked for; one that ends early would complete the Read
+	 * with a hole in its sink. */
+	if (o->got != o->size) {
+		siw_qp_info(qp, "Read Response ended after %u of the %u bytes "
+			    "asked for", o->got, o->size);
+		if (o->sq_idx >= 0)
+			siw_sq_complete(qp, (uint32_t)o->sq_idx,
+					RNICPI_WC_BAD_RESP_ERR,
+					(uint32_t)TERM_LAYER_RDMAP << 12 |
+						(uint32_t)RDMAP_ETYPE_REMOTE_OP
+							<< 8 |
+						RDMAP_ECODE_CATASTROPHIC_STREAM);
+		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_OP,
+			       RDMAP_ECODE_CATASTROPHIC_STREAM,
+			       RNICPI_EVENT_QP_REQ_ERR);
+	}
+	if (o->sq_idx >= 0) {
+		qp->sq[o->sq_idx].total_len = o->got;
+		siw_sq_complete(qp, (uint32_t)o->sq_idx, RNICPI_WC_SUCCESS, 0);
+	}
+	for (uint32_t i = 0; i < o->n_seg; i++) {
+		siw_mr_put(o->mr[i]);
+		o->mr[i] = NULL;
+	}
+	o->n_seg = 0;
+	qp->orq_head = (qp->orq_head + 1) % qp->orq_size;
+	qp->orq_count--;
+	siw_qp_read_timer_arm(qp);
+	return SIW_RX_CTRL;
+}
+
+/* The Read Request goes on the IRQ, its response to the transmitter. */
+static int rx_done_read_req(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_read_req_hdr *h = (const void *)rx->hdr;
+	struct siw_irqe *r = &qp->irq[(qp->irq_head + qp->irq_count) %
+				      qp->irq_size];
+
+	rx->msn[DDP_QN_READ_REQ]++;
+	r->sink_stag = be32toh(h->rreq.sink_stag_be);
+	r->sink_to = be64toh(h->rreq.sink_to_be);
+	r->size = be32toh(h->rreq.size_be);
+	r->src_stag = be32toh(h->rreq.src_stag_be);
+	r->src_to = be64toh(h->rreq.src_to_be);
+	r->mr = rx->wmr;
+	r->src = r->mr ? r->mr->addr + (r->src_to - r->mr->iova) : NULL;
+	rx->wmr = NULL;
+	qp->irq_count++;
+	return SIW_RX_CTRL;
+}
+
+/* Send, with or without Solicited Event and Invalidate. */
+static int rx_done_send(struct siw_qp *qp)
+{
+	struct siw_rx *rx = &qp->rx;
+	const struct iwarp_untagged_hdr *h = (const void *)rx->hdr;
+	uint8_t flags = rdmap_opcode_info(rx->opcode)->flags;
+	bool inv = flags & RDMAP_OPF_INVALIDATE;
+	bool se = flags & RDMAP_OPF_SOLICITED;
+	uint32_t stag = be32toh(h->inval_stag_be);
+
+	rx->send_got += rx->payload_len;
+	if (!ddp_last(&h->ctrl))
+		return SIW_RX_CTRL;
+	rx->msn[DDP_QN_SEND]++;
+	if (inv) {
+		/* RFC 5040 §6.10: invalidate only an STag of this QP's PD,
+		 * region or not (as Linux siw does); otherwise "STag cannot
+		 * be invalidated", which §7.4 lists as a Remote Protection
+		 * and as a Remote Operation error: like Linux siw, the first
+		 * for another PD's STag, the second for an unknown one. */
+		struct siw_mr *mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
+		bool known = mr != NULL;
+		bool ok = known && mr->pd == &qp->pd->base;
+
+		if (ok)
+			atomic_store(&mr->valid, false);
+		siw_mr_put(mr);
+		if (!ok) {
+			siw_qp_info(qp, "Send with Invalidate of STag "
+				    "0x%08x: %s", stag,
+				    known ? "another PD" : "unknown");
+			siw_rx_complete_rqe(qp, RNICPI_WC_REM_INV_REQ_ERR,
+					    false, 0, false);
+			return rx_fail(qp, TERM_LAYER_RDMAP,
+				       known ? RDMAP_ETYPE_REMOTE_PROT
+					     : RDMAP_ETYPE_REMOTE_OP,
+				       RDMAP_ECODE_CANNOT_INVALIDATE,
+				       RNICPI_EVENT_QP_ACCESS_ERR);
+		}
+	}
+	siw_rx_complete_rqe(qp, RNICPI_WC_SUCCESS, inv, stag, se);
+	return SIW_RX_CTRL;
+}
+
+static int rx_done_terminate(struct siw_qp *qp)
+{
+	qp->rx.msn[DDP_QN_TERMINATE]++;
+	siw_qp_term_received(qp);
+	return SIW_RX_DISCARD;
+}
+
+static const siw_rx_step_fn rx_fpdu_done[RDMAP_OPCODE_COUNT] = {
+	[RDMAP_RDMA_WRITE] = rx_done_write,
+	[RDMAP_RDMA_READ_REQ] = rx_done_read_req,
+	[RDMAP_RDMA_READ_RESP] = rx_done_read_resp,
+	[RDMAP_SEND] = rx_done_send,
+	[RDMAP_SEND_INV] = rx_done_send,
+	[RDMAP_SEND_SE] = rx_done_send,
+	[RDMAP_SEND_SE_INV] = rx_done_send,
+	[RDMAP_TERMINATE] = rx_done_terminate,
+};
+
 /* The FPDU passed its CRC: act on it. */
 static int fpdu_done(struct siw_qp *qp)
 {
 	struct siw_rx *rx = &qp->rx;
-	const struct iwarp_ctrl *c = (const void *)rx->hdr;
-	bool last = ddp_last(c);
+	int next;
 
 	qp->rx_fpdus++;
 
@@ -915,122 +610,12 @@ static int fpdu_done(struct siw_qp *qp)
 		siw_dev_queue_conn(qp->dev, &ev);
 		siw_qp_dbg(qp, "RTR received: RTS");
 	}
-	switch (rx->opcode) {
-	case RDMAP_RDMA_WRITE:
-		siw_mr_put(rx->wmr);
-		rx->wmr = NULL;
-		break;
-	case RDMAP_RDMA_READ_RESP: {
-		struct siw_orqe *o = &qp->orq[qp->orq_head];
-
-		o->got += rx->payload_len;
-		if (!last)
-			break;
-		/* RFC 5040 §4.4: the Read Response carries exactly the
-		 * RDMARDSZ bytes asked for; one that ends early would
-		 * complete the Read with a hole in its sink. */
-		if (o->got != o->size) {
-			siw_qp_info(qp, "Read Response ended after %u of the "
-				    "%u bytes asked for", o->got, o->size);
-			if (o->sq_idx >= 0)
-				siw_sq_complete(qp, (uint32_t)o->sq_idx,
-						RNICPI_WC_BAD_RESP_ERR,
-						(uint32_t)TERM_LAYER_RDMAP << 12 |
-							(uint32_t)RDMAP_ETYPE_REMOTE_OP
-								<< 8 |
-							RDMAP_ECODE_CATASTROPHIC_STREAM);
-			return rx_fail(qp, TERM_LAYER_RDMAP,
-				       RDMAP_ETYPE_REMOTE_OP,
-				       RDMAP_ECODE_CATASTROPHIC_STREAM,
-				       RNICPI_EVENT_QP_REQ_ERR);
-		}
-		if (o->sq_idx >= 0) {
-			qp->sq[o->sq_idx].total_len = o->got;
-			siw_sq_complete(qp, (uint32_t)o->sq_idx,
-					RNICPI_WC_SUCCESS, 0);
-		}
-		for (uint32_t i = 0; i < o->n_seg; i++) {
-			siw_mr_put(o->mr[i]);
-			o->mr[i] = NULL;
-		}
-		o->n_seg = 0;
-		qp->orq_head = (qp->orq_head + 1) % qp->orq_size;
-		qp->orq_count--;
-		siw_qp_read_timer_arm(qp);
-		break;
-	}
-	case RDMAP_RDMA_READ_REQ: {
-		const struct iwarp_read_req_hdr *h = (const void *)rx->hdr;
-		struct siw_irqe *r = &qp->irq[(qp->irq_head + qp->irq_count) %
-					      qp->irq_size];
-
-		rx->msn[DDP_QN_READ_REQ]++;
-		r->sink_stag = be32toh(h->rreq.sink_stag_be);
-		r->sink_to = be64toh(h->rreq.sink_to_be);
-		r->size = be32toh(h->rreq.size_be);
-		r->src_stag = be32toh(h->rreq.src_stag_be);
-		r->src_to = be64toh(h->rreq.src_to_be);
-		r->mr = rx->wmr;
-		r->src = r->mr ? r->mr->addr + (r->src_to - r->mr->iova)
-			       : NULL;
-		rx->wmr = NULL;
-		qp->irq_count++;
-		break;
-	}
-	case RDMAP_SEND:
-	case RDMAP_SEND_INV:
-	case RDMAP_SEND_SE:
-	case RDMAP_SEND_SE_INV: {
-		const struct iwarp_untagged_hdr *h = (const void *)rx->hdr;
-		bool inv = rx->opcode == RDMAP_SEND_INV ||
-			   rx->opcode == RDMAP_SEND_SE_INV;
-		bool se = rx->opcode == RDMAP_SEND_SE ||
-			  rx->opcode == RDMAP_SEND_SE_INV;
-		uint32_t stag = be32toh(h->inval_stag_be);
-
-		rx->send_got += rx->payload_len;
-		if (!last)
-			break;
-		rx->msn[DDP_QN_SEND]++;
-		if (inv) {
-			/* RFC 5040 §6.10: invalidate only an STag of this
-			 * QP's PD, region or not (as Linux siw does);
-			 * otherwise "STag cannot be invalidated", which
-			 * §7.4 lists as a Remote Protection and as a Remote
-			 * Operation error: like Linux siw, the first for
-			 * another PD's STag, the second for an unknown one. */
-			struct siw_mr *mr = rnicpi_key_lookup(
-				&qp->dev->mr_keys, stag);
-			bool known = mr != NULL;
-			bool ok = known && mr->pd == &qp->pd->base;
-
-			if (ok)
-				atomic_store(&mr->valid, false);
-			siw_mr_put(mr);
-			if (!ok) {
-				siw_qp_info(qp, "Send with Invalidate of STag "
-					    "0x%08x: %s", stag,
-					    known ? "another PD" : "unknown");
-				complete_rqe(qp, RNICPI_WC_REM_INV_REQ_ERR,
-					     false, 0, false);
-				return rx_fail(qp, TERM_LAYER_RDMAP,
-					       known ? RDMAP_ETYPE_REMOTE_PROT
-						     : RDMAP_ETYPE_REMOTE_OP,
-					       RDMAP_ECODE_CANNOT_INVALIDATE,
-					       RNICPI_EVENT_QP_ACCESS_ERR);
-			}
-		}
-		complete_rqe(qp, RNICPI_WC_SUCCESS, inv, stag, se);
-		break;
-	}
-	case RDMAP_TERMINATE:
-		rx->msn[DDP_QN_TERMINATE]++;
-		siw_qp_term_received(qp);
-		return SIW_RX_DISCARD;
-	}
+	/* The header's checks let only RFC 5040's opcodes this far. */
+	next = rx_fpdu_done[rx->opcode](qp);
 	/* The next FPDU begins with what waits in the stash, if anything. */
-	rx->hdr_got = 0;
-	return SIW_RX_CTRL;
+	if (next == SIW_RX_CTRL)
+		rx->hdr_got = 0;
+	return next;
 }
 
 static int rx_step_trailer(struct siw_qp *qp)
@@ -1059,8 +644,9 @@ static int rx_step_trailer(struct siw_qp *qp)
 		/* RFC 5044 §8: a CRC error is fatal to the stream. */
 		if (crc != wire) {
 			siw_qp_info(qp, "MPA CRC 0x%08x, computed 0x%08x "
-				    "(opcode %u, %u bytes)", wire, crc,
-				    rx->opcode, rx->ulpdu_len);
+				    "(%s, %u bytes)", wire, crc,
+				    rdmap_opcode_info(rx->opcode)->name,
+				    rx->ulpdu_len);
 			return rx_fail(qp, TERM_LAYER_LLP, 0, MPA_ECODE_CRC,
 				       RNICPI_EVENT_QP_FATAL);
 		}
@@ -1087,9 +673,7 @@ static int rx_step_stop(struct siw_qp *qp)
 	return SIW_RX_WAIT;
 }
 
-typedef int (*rx_step_fn)(struct siw_qp *qp);
-
-static const rx_step_fn rx_steps[SIW_RX_STATE_COUNT] = {
+static const siw_rx_step_fn rx_steps[SIW_RX_STATE_COUNT] = {
 	[SIW_RX_CTRL] = rx_step_ctrl,
 	[SIW_RX_HDR] = rx_step_hdr,
 	[SIW_RX_PAYLOAD] = rx_step_payload,
