@@ -19,8 +19,8 @@ tests_interop_rxe_peer_LDADD = vp/rxe/librxe_core.la rnicpi/librnicpi_util.la $(
 interop_programs += tests/interop/rxe-peer$(EXEEXT)
 interop_scripts += rxe.sh
 
-# The interop cases against the kernel's rdma_rxe in a qemu guest (root,
-# qemu and ../shared/interop needed; exit 77 = skipped).
+# The interop cases against the kernel's rdma_rxe in a qemu guest (root
+# and qemu needed; the lab is tests/interop/lab; exit 77 = skipped).
 EXTRA_DIST += tests/interop/rxe.sh
 check-interop-rxe: tests/interop/rxe-peer$(EXEEXT)
 	HOSTRDMA_BUILDDIR=$(abs_top_builddir) HOSTRDMA_SRCDIR=$(abs_top_srcdir) \

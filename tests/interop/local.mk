@@ -1,5 +1,5 @@
 # tests/interop: runs against the Linux kernel's RDMA stack in a VM
-# (../shared/interop, rdmapeer). `make check-interop` runs every case and
+# (the lab in tests/interop/lab, rdmapeer). `make check-interop` runs every case and
 # skips (77) when the lab cannot be had. Later issues add their cases to
 # tests/interop/run.sh.
 if PROV_SIW
@@ -28,8 +28,19 @@ endif
 EXTRA_DIST += tests/interop/run.sh tests/interop/check-interop.sh \
 	tests/interop/labns.sh
 
+# The lab itself: rdmapeer boots the kernel's siw and rdma_rxe in qemu
+# guests (tests/interop/lab/README.md).
+EXTRA_DIST += tests/interop/lab/README.md tests/interop/lab/rdmapeer \
+	tests/interop/lab/selftest.sh \
+	tests/interop/lab/guest/cmd-handler tests/interop/lab/guest/cmd-server \
+	tests/interop/lab/guest/rc.sysinit tests/interop/lab/guest/siw-mode \
+	tests/interop/lab/guest/wait-listen \
+	tests/interop/lab/probes/icrc_check.py \
+	tests/interop/lab/probes/mpa_probe.sh \
+	tests/interop/lab/probes/roce_gsi_probe.py
+
 # Every interop script, one lab each. Exit 77 from the driver means the lab
-# cannot run on this machine (no qemu, not root, no ../shared/interop): say
+# cannot run on this machine (no qemu, not root): say
 # so loudly and succeed, so that such a machine can still run the rest.
 check-interop: $(interop_programs)
 	@rc=0; HOSTRDMA_BUILDDIR="$(abs_top_builddir)" \

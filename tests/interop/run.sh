@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: MIT
 #
 # run.sh - `make check-interop`: hostrdma against the Linux kernel's RDMA
-# stack in a VM on a private network namespace (../shared/interop,
-# rdmapeer). Every case prints "ok" or "FAIL"; a summary line follows;
+# stack in a VM on a private network namespace (the lab in
+# tests/interop/lab, rdmapeer). Every case prints "ok" or "FAIL"; a summary line follows;
 # the exit status is non-zero on any failure, 77 (skip) when the lab
-# cannot be had (no ../shared/interop, not root, no qemu).
+# cannot be had (not root, no qemu).
 #
 # Environment:
-#   HOSTRDMA_INTEROP_DIR  the interop kit (default: ../shared/interop next
-#                         to the source tree)
+#   HOSTRDMA_INTEROP_DIR  the interop kit (default: tests/interop/lab in
+#                         the source tree)
 #   HOSTRDMA_BUILDDIR     the build tree (set by make)
 #   RDMAPEER_NS           namespace (default hrinterop, or hrinterop-PID
 #                         when that name is taken: labns.sh; never a
@@ -24,7 +24,7 @@ set -uo pipefail
 
 srcdir=${HOSTRDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${HOSTRDMA_BUILDDIR:-$srcdir}
-interop=${HOSTRDMA_INTEROP_DIR:-$srcdir/../shared/interop}
+interop=${HOSTRDMA_INTEROP_DIR:-$srcdir/tests/interop/lab}
 COUNT=${INTEROP_COUNT:-10}
 PORT_BASE=7200
 SIW_PEER=192.0.2.2

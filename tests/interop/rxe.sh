@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/interop/rxe.sh: hostrdma's soft-RoCE provider against the Linux
-# kernel's rdma_rxe in a qemu guest (../shared/interop/rdmapeer), on the
+# kernel's rdma_rxe in a qemu guest (tests/interop/lab/rdmapeer), on the
 # lab's rxe network (198.51.100.0/24 and IPv6 link-local), in a network
 # namespace of its own (RDMAPEER_NS, default hrinterop-rxe, or
 # hrinterop-rxe-PID when that name is taken: tests/interop/labns.sh).
@@ -23,7 +23,7 @@
 # the bridge
 # (nftables in the lab namespace); every RoCE frame captured is
 # decoded by tshark's InfiniBand dissector (no malformed frame) and its
-# ICRC checked by the interop README's probes/icrc_check.py.
+# ICRC checked by the lab's probes/icrc_check.py (tests/interop/lab).
 # RXE_CASES="name ..." runs only those cases (and the capture checks,
 # without the one that wants every kind of CM MAD).
 # Prints "ok NAME" / "FAIL NAME" per case and "N passed, N failed";
@@ -33,7 +33,7 @@ set -u
 
 top=${HOSTRDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${HOSTRDMA_BUILDDIR:-${BUILD_DIR:-$top/build}}
-interop=${HOSTRDMA_INTEROP_DIR:-$top/../shared/interop}
+interop=${HOSTRDMA_INTEROP_DIR:-$top/tests/interop/lab}
 peer=$build/tests/interop/rxe-peer
 itr=$build/tests/interop/it-rping
 rp=$interop/rdmapeer
