@@ -16,6 +16,17 @@ tests_header_cxx_SOURCES = tests/header_cxx.cc tests/header_cxx_it_api.cc
 
 TESTS += tests/check-all tests/header-c tests/header-cxx
 
+# The shape of the house: includes follow the layer arrows and
+# docs/LAYERS.md draws them all (tests/layers.py, docs/ARCHITECTURE.md).
+TESTS += tests/check-layers.sh
+EXTRA_DIST += tests/check-layers.sh tests/layers.py tests/layers-allow.txt \
+	docs/LAYERS.md
+
+# Redraw docs/LAYERS.md from the includes after an arrow changed.
+layers-picture:
+	$(AM_V_GEN)python3 $(srcdir)/tests/layers.py --write-picture
+.PHONY: layers-picture
+
 # The unit tests under valgrind: in-process (CK_FORK=no) so memcheck sees
 # every test, zero errors and zero leaks or the target fails.
 VALGRIND_FLAGS = --tool=memcheck --leak-check=full \
