@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/itapi_testutil.h"
+#include "tests/testutil_itapi.h"
 #include "tests/suites.h"
 
 static struct it_fix F;

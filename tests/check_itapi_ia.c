@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "itapi/itapi_priv.h"
-#include "tests/itapi_testutil.h"
-#include "tests/ual_testutil.h"
+#include "tests/testutil_itapi.h"
+#include "tests/testutil_ual.h"
 #include "tests/suites.h"
 
 /* ------------------------------------------------------------------ */

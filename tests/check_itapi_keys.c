@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "kal/kal.h"
-#include "tests/itapi_testutil.h"
+#include "tests/testutil_itapi.h"
 #ifdef HAVE_PROV_RXE
-#include "tests/rxe_testlib.h"
+#include "tests/testutil_rxe.h"
 #endif
 #include "tests/suites.h"
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "itapi/itapi_priv.h"
-#include "tests/itapi_testutil.h"
+#include "tests/testutil_itapi.h"
 #include "tests/suites.h"
 
 static struct it_fix F;

@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/itapi_testutil.h"
+#include "tests/testutil_itapi.h"
 #include "tests/suites.h"
 
 #define CN ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))

@@ -10,7 +10,7 @@
 #include "config.h"
 
 #include "itapi/itapi_priv.h"
-#include "tests/itapi_testutil.h"
+#include "tests/testutil_itapi.h"
 #include "tests/suites.h"
 
 /* Completions that wake a waiter: it_evd_wait sleeps through the others

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "cm/ib_mad.h"
-#include "tests/itapi_testutil.h"
+#include "tests/testutil_itapi.h"
 #include "tests/suites.h"
 #include "vp/rxe/ib_hdr.h"
 #include "vp/rxe/rxe_icrc.h"

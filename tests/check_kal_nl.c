@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kal-netlink: links, addresses and change events, in the test network of
- * kalnet.h; route resolution is in check_kal_route.c.
+ * testutil_kal.h; route resolution is in check_kal_route.c.
  */
 #include "config.h"
 
@@ -11,7 +11,7 @@
 #include <netlink/route/link/bridge.h>
 
 #include "kal/kal_int.h"
-#include "tests/kalnet.h"
+#include "tests/testutil_kal.h"
 #include "tests/suites.h"
 
 static bool link_has_addr(const struct kal_link *link, const char *text,

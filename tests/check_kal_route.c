@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kal-netlink, route resolution: kal_route_resolve against the kernel's
- * routing and neighbour tables in the test network of kalnet.h.
+ * routing and neighbour tables in the test network of testutil_kal.h.
  */
 #include "config.h"
 
 #include <linux/rtnetlink.h>
 
-#include "tests/kalnet.h"
+#include "tests/testutil_kal.h"
 
 /* ------------------------------------------------------------------ */
 /* Routes                                                              */

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/rxe_testlib.h"
+#include "tests/testutil_rxe.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/rxe_testlib.h"
+#include "tests/testutil_rxe.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
 

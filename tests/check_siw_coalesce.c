@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/siw_harness.h"
+#include "tests/testutil_siw.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
 #include "vp/siw/siw.h"

@@ -16,8 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/siw_harness.h"
-#include "tests/siw_rawpeer.h"
+#include "tests/testutil_siw.h"
+#include "tests/testutil_siw_rawpeer.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
 #include "vp/siw/siw.h"

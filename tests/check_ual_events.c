@@ -15,7 +15,7 @@
 
 #include "tests/suites.h"
 #include "tests/testutil.h"
-#include "tests/ual_testutil.h"
+#include "tests/testutil_ual.h"
 #include "ual/ual_private.h"
 
 static int fd_readable(int fd)

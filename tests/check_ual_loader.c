@@ -12,7 +12,7 @@
 
 #include "tests/suites.h"
 #include "tests/testutil.h"
-#include "tests/ual_testutil.h"
+#include "tests/testutil_ual.h"
 #include "ual/ual_private.h"
 
 const struct rnicpi_provider *rnicpi_builtin_test(void);

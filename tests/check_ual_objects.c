@@ -16,7 +16,7 @@
 #include "kal/kal.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
-#include "tests/ual_testutil.h"
+#include "tests/testutil_ual.h"
 #include "ual/ual_private.h"
 
 /* One open context with test_lo, a PD and two CQs. */

@@ -1,9 +1,9 @@
 # tests/: Check suites run by one runner, the test provider, header checks.
 check_PROGRAMS += tests/check-all
 tests_check_all_SOURCES = tests/check-all.c tests/suites.h tests/testutil.h \
-	tests/testutil.c tests/nsutil.h tests/nsutil.c \
+	tests/testutil.c tests/testutil_ns.h tests/testutil_ns.c \
 	tests/check_rnicpi_util.c \
-	tests/check_kal_pin.c tests/kalnet.h tests/kalnet.c \
+	tests/check_kal_pin.c tests/testutil_kal.h tests/testutil_kal.c \
 	tests/check_kal_nl.c tests/check_kal_route.c
 tests_check_all_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBNL_CFLAGS)
 tests_check_all_LDADD = rnicpi/librnicpi_util.la kal/libkal.la \
@@ -47,12 +47,12 @@ check-valgrind: $(check_PROGRAMS) $(check_LTLIBRARIES)
 
 include tests/provider/local.mk
 if PROV_SIW
-include tests/siw.mk
-include tests/itapi.mk
+include tests/local-siw.mk
+include tests/local-itapi.mk
 endif
-include tests/tools.mk
+include tests/local-tools.mk
 if PROV_RXE
-include tests/rxe.mk
+include tests/local-rxe.mk
 endif
 
 # The same tests in a build configured with --enable-sanitizers (ASan and

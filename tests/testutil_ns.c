@@ -21,7 +21,7 @@
 #include <netlink/route/route.h>
 #include <netlink/socket.h>
 
-#include "tests/nsutil.h"
+#include "tests/testutil_ns.h"
 #include "tests/testutil.h"
 
 static bool veth_ready(struct tu_ns *ns);

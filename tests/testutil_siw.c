@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A test "core" for the soft-iWARP provider; see siw_harness.h. */
+/* A test "core" for the soft-iWARP provider; see testutil_siw.h. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/siw_harness.h"
+#include "tests/testutil_siw.h"
 #include "tests/testutil.h"
 
 /* The provider, linked in from vp/siw (its module entry point is not). */

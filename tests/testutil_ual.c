@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "tests/testutil.h"
-#include "tests/ual_testutil.h"
+#include "tests/testutil_ual.h"
 #include "ual/ual_private.h"
 
 static const char *const env_vars[] = {

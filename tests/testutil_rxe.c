@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers for the rxe suites; see rxe_testlib.h. */
+/* Helpers for the rxe suites; see testutil_rxe.h. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -19,7 +19,7 @@
 #include <glib.h>
 #include <stdlib.h>
 
-#include "tests/rxe_testlib.h"
+#include "tests/testutil_rxe.h"
 #include "tests/testutil.h"
 
 int rxe_t_netns_enter(void)

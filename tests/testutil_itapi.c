@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "itapi/itapi_priv.h"
-#include "tests/itapi_testutil.h"
+#include "tests/testutil_itapi.h"
 #include "ual/ual.h"
 
 const char *it_dev_name = "siw_lo";

@@ -4,8 +4,8 @@
  * interface driven through its rnicpi ops exactly as the core does, RC
  * QP pairs connected in-process, completion waits, async event capture.
  */
-#ifndef TESTS_RXE_TESTLIB_H
-#define TESTS_RXE_TESTLIB_H
+#ifndef TESTS_TESTUTIL_RXE_H
+#define TESTS_TESTUTIL_RXE_H
 
 #include <stdbool.h>
 #include <stdint.h>

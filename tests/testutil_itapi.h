@@ -2,8 +2,8 @@
 /* Helpers for the IT-API suites: environments (the soft-iWARP provider on
  * lo, or the in-memory test provider), an IA with the usual EVDs, endpoint
  * pairs, and assertions that print status names. */
-#ifndef TESTS_ITAPI_TESTUTIL_H
-#define TESTS_ITAPI_TESTUTIL_H
+#ifndef TESTS_TESTUTIL_ITAPI_H
+#define TESTS_TESTUTIL_ITAPI_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
  * tu_fork_child()/tu_run_child(): the namespaces replace the calling
  * thread's and vanish with the child.
  */
-#ifndef TESTS_NSUTIL_H
-#define TESTS_NSUTIL_H
+#ifndef TESTS_TESTUTIL_NS_H
+#define TESTS_TESTUTIL_NS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The test network of the kal-netlink suite (see kalnet.h). */
+/* The test network of the kal-netlink suite (see testutil_kal.h). */
 #include "config.h"
 
 #include <arpa/inet.h>
 
 #include <linux/rtnetlink.h>
 
-#include "tests/kalnet.h"
+#include "tests/testutil_kal.h"
 
 void kalnet_setup(struct kalnet *e)
 {

@@ -1,9 +1,9 @@
-# tests/itapi.mk: the IT-API suites (itapi-ia ... itapi-mp), which run over
-# soft-iWARP on lo and over the test provider, with the library's
+# tests/local-itapi.mk: the IT-API suites (itapi-ia ... itapi-mp), which
+# run over soft-iWARP on lo and over the test provider, with the library's
 # convenience parts linked in (the suites reach into itapi/ internals for
 # the test provider's "connected" QPs), and the peer process of the
 # two-process suite.
-tests_check_all_SOURCES += tests/itapi_testutil.c tests/itapi_testutil.h \
+tests_check_all_SOURCES += tests/testutil_itapi.c tests/testutil_itapi.h \
 	tests/check_itapi_ia.c tests/check_itapi_evd.c tests/check_itapi_cm.c \
 	tests/check_itapi_mem.c tests/check_itapi_keys.c \
 	tests/check_itapi_ep.c tests/check_itapi_post.c \
@@ -21,5 +21,5 @@ tests_check_all_LDADD += itapi/libitapi.la cm/libcm.la ual/libual.la
 
 # The other process of the itapi-mp suite: only it_api.h and libhostrdma.
 check_PROGRAMS += tests/itapi-peer
-tests_itapi_peer_SOURCES = tests/itapi_peer.c
+tests_itapi_peer_SOURCES = tests/itapi-peer.c
 tests_itapi_peer_LDADD = libhostrdma.la

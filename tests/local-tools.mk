@@ -1,4 +1,4 @@
-# tests/tools.mk: the tools suite runs the programs of tools/ (built by
+# tests/local-tools.mk: the tools suite runs the programs of tools/ (built by
 # `make all`): their command lines always, and with a provider built over
 # soft-iWARP on lo, parsing their JSON with json-glib; and it links the
 # tools' checks of their peer's messages, which need no IT-API.

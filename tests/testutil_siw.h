@@ -5,8 +5,8 @@
  * provider's own iw_connect / iw_take_request / conn_accept hooks, and
  * offers buffers with guard bytes. Every wait is bounded.
  */
-#ifndef TESTS_SIW_HARNESS_H
-#define TESTS_SIW_HARNESS_H
+#ifndef TESTS_TESTUTIL_SIW_H
+#define TESTS_TESTUTIL_SIW_H
 
 #include <pthread.h>
 #include <stdbool.h>

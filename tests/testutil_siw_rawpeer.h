@@ -4,14 +4,14 @@
  * hand on a plain TCP socket and then sends whatever FPDU a test crafts,
  * true or not, and reads back what the provider answers.
  */
-#ifndef TESTS_SIW_RAWPEER_H
-#define TESTS_SIW_RAWPEER_H
+#ifndef TESTS_TESTUTIL_SIW_RAWPEER_H
+#define TESTS_TESTUTIL_SIW_RAWPEER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tests/siw_harness.h"
+#include "tests/testutil_siw.h"
 #include "vp/siw/iwarp.h"
 
 struct rawpeer {

@@ -16,8 +16,8 @@
  * Expected values come from the kernel side (the peer's MAC as its own
  * namespace reports it), never from kal.
  */
-#ifndef TESTS_KALNET_H
-#define TESTS_KALNET_H
+#ifndef TESTS_TESTUTIL_KAL_H
+#define TESTS_TESTUTIL_KAL_H
 
 #include <check.h>
 #include <arpa/inet.h>
@@ -29,7 +29,7 @@
 #include <netlink/errno.h>
 
 #include "kal/kal.h"
-#include "tests/nsutil.h"
+#include "tests/testutil_ns.h"
 #include "tests/testutil.h"
 
 /* How long a test waits for something that takes milliseconds, before it

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A raw iWARP peer that lies; see siw_rawpeer.h. */
+/* A raw iWARP peer that lies; see testutil_siw_rawpeer.h. */
 #include "config.h"
 
 #include <check.h>
@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/siw_rawpeer.h"
+#include "tests/testutil_siw_rawpeer.h"
 #include "tests/testutil.h"
 #include "vp/siw/siw.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers for the ual suites: a hermetic environment around ual_open, the
  * test provider's objects, and an async event recorder. */
-#ifndef TESTS_UAL_TESTUTIL_H
-#define TESTS_UAL_TESTUTIL_H
+#ifndef TESTS_TESTUTIL_UAL_H
+#define TESTS_TESTUTIL_UAL_H
 
 #include <glib.h>
 
