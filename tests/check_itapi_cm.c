@@ -2,8 +2,8 @@
 /*
  * IT-API connections in one process over siw on lo: listen, connect,
  * accept, reject with private data, private data limits, disconnect,
- * time-outs, hand-off, many connections, socket conversion, a listener
- * whose process runs out of descriptors.
+ * time-outs, hand-off, many connections; socket conversion and a listener
+ * whose process runs out of descriptors are in check_itapi_cm_sockets.c.
  */
 #include "config.h"
 
@@ -18,10 +18,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/check_itapi_cm.h"
 #include "tests/testutil_itapi.h"
 #include "tests/suites.h"
 
-static struct it_fix F;
+struct it_fix itcm_fix;
 
 static void setup(void)
 {
@@ -112,30 +113,28 @@ START_TEST(connect_accept_send)
 }
 END_TEST
 
-
-#define CN ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
-
 /* The next CM message event for @ep (others of other endpoints are kept
  * in @stash and returned first by later calls). */
 static it_event_t stash[64];
-static int n_stash;
+int itcm_n_stash;
 
-static void conn_event_for(it_ep_handle_t ep, it_event_t *out)
+void itcm_conn_event_for(it_ep_handle_t ep, it_event_t *out)
 {
-	for (int i = 0; i < n_stash; i++)
+	for (int i = 0; i < itcm_n_stash; i++)
 		if (stash[i].conn.ep == ep) {
 			*out = stash[i];
 			memmove(&stash[i], &stash[i + 1],
-				(size_t)(n_stash - i - 1) * sizeof(stash[0]));
-			n_stash--;
+				(size_t)(itcm_n_stash - i - 1) *
+					sizeof(stash[0]));
+			itcm_n_stash--;
 			return;
 		}
 	for (;;) {
 		it_wait_event(F.msg, out);
 		if (out->conn.ep == ep)
 			return;
-		ck_assert_int_lt(n_stash, (int)G_N_ELEMENTS(stash));
-		stash[n_stash++] = *out;
+		ck_assert_int_lt(itcm_n_stash, (int)G_N_ELEMENTS(stash));
+		stash[itcm_n_stash++] = *out;
 	}
 }
 
@@ -149,7 +148,7 @@ static void start_connect(it_ep_handle_t ep, const it_conn_qual_t *q,
 				      IT_CONNECT_FLAG_TWO_WAY, pdata, len));
 }
 
-static it_ep_state_rc_t ep_state(it_ep_handle_t ep)
+it_ep_state_rc_t itcm_ep_state(it_ep_handle_t ep)
 {
 	it_ep_param_t p;
 
@@ -164,9 +163,10 @@ START_TEST(private_data_roundtrip)
 	it_listen_handle_t l = listen_any(&q);
 	it_event_t ev;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	start_connect(a, &q, "hello-connect", 13);
-	ck_assert_int_eq(ep_state(a), IT_EP_STATE_ACTIVE1_CONNECTION_PENDING);
+	ck_assert_int_eq(itcm_ep_state(a),
+			 IT_EP_STATE_ACTIVE1_CONNECTION_PENDING);
 	it_wait_event(F.req, &ev);
 	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
 	ck_assert_ptr_eq(ev.conn_req.evd, F.req);
@@ -184,10 +184,11 @@ START_TEST(private_data_roundtrip)
 	ck_assert_uint_eq(ev.conn_req.rdma_read_ird, 4);
 	ck_assert_uint_eq(ev.conn_req.rdma_read_ord, 4);
 	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, (const unsigned char *)"hello-accept", 12));
-	ck_assert_int_eq(ep_state(b) == IT_EP_STATE_PASSIVE_CONNECTION_PENDING ||
-				 ep_state(b) == IT_EP_STATE_CONNECTED,
-			 1);
-	conn_event_for(a, &ev);
+	ck_assert_int_eq(
+		itcm_ep_state(b) == IT_EP_STATE_PASSIVE_CONNECTION_PENDING ||
+			itcm_ep_state(b) == IT_EP_STATE_CONNECTED,
+		1);
+	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 	ck_assert(ev.conn.private_data_present);
 	ck_assert_int_eq(memcmp(ev.conn.private_data, "hello-accept", 12), 0);
@@ -206,10 +207,10 @@ START_TEST(private_data_roundtrip)
 			ev.conn.dst_path.remote.iwarp.raddr.ipv4.s_addr,
 			htonl(INADDR_LOOPBACK));
 	}
-	conn_event_for(b, &ev);
+	itcm_conn_event_for(b, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
-	ck_assert_int_eq(ep_state(a), IT_EP_STATE_CONNECTED);
-	ck_assert_int_eq(ep_state(b), IT_EP_STATE_CONNECTED);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_CONNECTED);
 	ck_assert_it_ok(it_listen_free(l));
 }
 END_TEST
@@ -222,22 +223,22 @@ START_TEST(reject_with_private_data)
 	it_cn_est_identifier_t id;
 	it_event_t ev;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	start_connect(a, &q, NULL, 0);
 	it_wait_event(F.req, &ev);
 	ck_assert(!ev.conn_req.private_data_present);
 	id = ev.conn_req.cn_est_id;
 	ck_assert_it(it_reject(id, NULL, 4), IT_ERR_FAULT);
 	ck_assert_it_ok(it_reject(id, (const unsigned char *)"no thanks", 9));
-	conn_event_for(a, &ev);
+	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_PEER_REJECT_EVENT);
 	ck_assert(ev.conn.private_data_present);
 	ck_assert_int_eq(memcmp(ev.conn.private_data, "no thanks", 9), 0);
-	ck_assert_int_eq(ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
 	/* Answered once. */
 	ck_assert_it(it_reject(id, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
 	ck_assert_it(it_ep_accept(b, id, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
-	ck_assert_int_eq(ep_state(b), IT_EP_STATE_UNCONNECTED);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_UNCONNECTED);
 	ck_assert_it(it_reject(987654, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
 	ck_assert_it_ok(it_listen_free(l));
 }
@@ -253,11 +254,11 @@ START_TEST(private_data_limits)
 	it_event_t ev;
 
 	memset(big, 0x33, sizeof(big));
-	n_stash = 0;
+	itcm_n_stash = 0;
 	it_loopback_path(&F, &path);
 	ck_assert_it(it_ep_connect(a, &path, NULL, &q, 0, big, sizeof(big)),
 		     IT_ERR_INVALID_PDATA_LENGTH);
-	ck_assert_int_eq(ep_state(a), IT_EP_STATE_UNCONNECTED);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_UNCONNECTED);
 	/* Exactly the limit passes, and arrives whole. */
 	start_connect(a, &q, big, IT_MAX_PRIV_DATA);
 	it_wait_event(F.req, &ev);
@@ -271,13 +272,13 @@ START_TEST(private_data_limits)
 	/* Still pending after the refusals. */
 	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, big,
 				     IT_MAX_PRIV_DATA));
-	conn_event_for(a, &ev);
+	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
-	conn_event_for(b, &ev);
+	itcm_conn_event_for(b, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 	/* An iWARP close carries none. */
 	ck_assert_it(it_ep_disconnect(a, big, 1), IT_ERR_INVALID_PDATA_LENGTH);
-	ck_assert_int_eq(ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
 	ck_assert_it(it_ep_accept(c, 1, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
 	ck_assert_it_ok(it_listen_free(l));
 }
@@ -290,19 +291,19 @@ START_TEST(disconnect_graceful)
 	it_lmr_triplet_t t;
 	it_event_t ev;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	ck_assert_it(it_ep_disconnect(a, NULL, 0), IT_ERR_INVALID_EP_STATE);
 	it_buf_new(&F, &r, 64, IT_PRIV_LOCAL);
 	it_connect_pair(&F, a, b);
 	t = it_seg(&r, 0, 64);
 	ck_assert_it_ok(it_post_recv(b, &t, 1, 5, CN));
 	ck_assert_it_ok(it_ep_disconnect(a, NULL, 0));
-	conn_event_for(a, &ev);
+	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
-	conn_event_for(b, &ev);
+	itcm_conn_event_for(b, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
-	ck_assert_int_eq(ep_state(a), IT_EP_STATE_NONOPERATIONAL);
-	ck_assert_int_eq(ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
 	/* b's receive comes back flushed. */
 	it_wait_event(F.dto, &ev);
 	ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
@@ -321,12 +322,12 @@ START_TEST(disconnect_abortive)
 	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
 	it_event_t ev;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	it_connect_pair(&F, a, b);
 	ck_assert_it_ok(it_ep_free(a));
-	conn_event_for(b, &ev);
+	itcm_conn_event_for(b, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
-	ck_assert_int_eq(ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
 }
 END_TEST
 
@@ -337,14 +338,14 @@ START_TEST(disconnect_pending)
 	it_listen_handle_t l = listen_any(&q);
 	it_event_t ev;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	start_connect(a, &q, NULL, 0);
 	it_wait_event(F.req, &ev);
 	/* Abandoned before the answer: the event comes at once. */
 	ck_assert_it_ok(it_ep_disconnect(a, NULL, 0));
-	conn_event_for(a, &ev);
+	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
-	ck_assert_int_eq(ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
 	ck_assert_it_ok(it_listen_free(l));
 }
 END_TEST
@@ -358,14 +359,14 @@ START_TEST(nonpeer_rejects)
 	it_event_t ev;
 	int mute;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	/* Nothing listens there. */
 	q.conn_qual.port = htons(free_port());
 	start_connect(a, &q, NULL, 0);
-	conn_event_for(a, &ev);
+	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT);
 	ck_assert_int_eq(ev.conn.reject_reason_code, IT_CN_REJ_OTHER);
-	ck_assert_int_eq(ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
 	/* Something listens but never speaks MPA: the time-out. */
 	mute = socket(AF_INET, SOCK_STREAM, 0);
 	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -374,10 +375,10 @@ START_TEST(nonpeer_rejects)
 	ck_assert_int_eq(getsockname(mute, (void *)&in, &len), 0);
 	q.conn_qual.port = in.sin_port;
 	start_connect(b, &q, NULL, 0);
-	conn_event_for(b, &ev);
+	itcm_conn_event_for(b, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT);
 	ck_assert_int_eq(ev.conn.reject_reason_code, IT_CN_REJ_TIMEOUT);
-	ck_assert_int_eq(ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
 	close(mute);
 }
 END_TEST
@@ -391,7 +392,7 @@ START_TEST(silent_peer_blocks_nobody)
 	char c;
 	int silent;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	/* A peer that connects and says nothing. */
 	silent = socket(AF_INET, SOCK_STREAM, 0);
 	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -403,7 +404,7 @@ START_TEST(silent_peer_blocks_nobody)
 	 * request event was ever posted for it. */
 	ck_assert_int_eq(read(silent, &c, 1), 0);
 	close(silent);
-	ck_assert_int_eq(ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
 	ck_assert_it_ok(it_listen_free(l));
 }
 END_TEST
@@ -419,7 +420,7 @@ START_TEST(listen_errors_and_query)
 	it_event_t ev;
 	int other;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	ck_assert_it_ok(it_listen_query(l, IT_LISTEN_PARAM_ALL, &p));
 	ck_assert_ptr_eq(p.ia_handle, F.ia);
 	ck_assert_uint_eq(p.spigot_id, 0);
@@ -468,7 +469,7 @@ START_TEST(listen_errors_and_query)
 	ck_assert_it_ok(it_listen_free(l));
 	ck_assert_it(it_listen_free(l), IT_ERR_INVALID_LISTEN);
 	start_connect(a, &q, NULL, 0);
-	conn_event_for(a, &ev);
+	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT);
 }
 END_TEST
@@ -535,7 +536,7 @@ START_TEST(connect_errors)
 					       "203.0.113.6"),
 				  0);
 	}
-	ck_assert_int_eq(ep_state(a), IT_EP_STATE_UNCONNECTED);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_UNCONNECTED);
 	/* A second connect while the first is under way. */
 	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, 0, &q, &l));
 	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q, 0, NULL, 0));
@@ -555,16 +556,16 @@ START_TEST(local_and_remote_port)
 	it_path_t path;
 	it_event_t ev;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	lr.conn_qual.lr_port.local = htons(mine);
 	lr.conn_qual.lr_port.remote = q.conn_qual.port;
 	it_loopback_path(&F, &path);
 	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &lr, 0, NULL, 0));
 	it_wait_event(F.req, &ev);
 	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
-	conn_event_for(a, &ev);
+	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
-	conn_event_for(b, &ev);
+	itcm_conn_event_for(b, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 	/* The local port is taken by the connection now. */
 	{
@@ -590,7 +591,7 @@ START_TEST(handoff)
 	it_cn_est_identifier_t id;
 	it_event_t ev;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	ck_assert_it_ok(it_evd_create(F.ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0,
 				      NULL, &req2, NULL));
 	ck_assert_it_ok(it_listen_create(F.ia, 0, req2, 0, &q2, &l2));
@@ -613,9 +614,9 @@ START_TEST(handoff)
 			  q2.conn_qual.port);
 	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "handoff", 7), 0);
 	ck_assert_it_ok(it_ep_accept(b, id, NULL, 0));
-	conn_event_for(a, &ev);
+	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
-	conn_event_for(b, &ev);
+	itcm_conn_event_for(b, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 	ck_assert_it_ok(it_listen_free(l1));
 	ck_assert_it_ok(it_listen_free(l2));
@@ -634,7 +635,7 @@ START_TEST(many_connections)
 	it_event_t ev;
 	int established = 0, accepted = 0, recvs = 0;
 
-	n_stash = 0;
+	itcm_n_stash = 0;
 	it_buf_new(&F, &sb, MANY * 16, IT_PRIV_LOCAL);
 	it_buf_new(&F, &rb, MANY * 16, IT_PRIV_LOCAL);
 	for (int i = 0; i < MANY; i++) {
@@ -687,466 +688,6 @@ START_TEST(many_connections)
 }
 END_TEST
 
-/* ------------------------------------------------------------------ */
-/* Socket conversion                                                   */
-/* ------------------------------------------------------------------ */
-
-/* A connected TCP pair on lo: fd[0] the connecting side, fd[1] the
- * accepted one. */
-static void tcp_pair(int fd[2])
-{
-	struct sockaddr_in in = { .sin_family = AF_INET };
-	socklen_t len = sizeof(in);
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-
-	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(l, (void *)&in, sizeof(in)), 0);
-	ck_assert_int_eq(listen(l, 1), 0);
-	ck_assert_int_eq(getsockname(l, (void *)&in, &len), 0);
-	fd[0] = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_eq(connect(fd[0], (void *)&in, sizeof(in)), 0);
-	fd[1] = accept(l, NULL, NULL);
-	ck_assert_int_ge(fd[1], 0);
-	close(l);
-}
-
-static int read_all(int fd, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	while (n < len) {
-		ssize_t r = read(fd, buf + n, len - n);
-
-		if (r <= 0)
-			return -1;
-		n += (size_t)r;
-	}
-	return 0;
-}
-
-static uint16_t local_port(int fd)
-{
-	struct sockaddr_in in;
-	socklen_t len = sizeof(in);
-
-	ck_assert_int_eq(getsockname(fd, (void *)&in, &len), 0);
-	return ntohs(in.sin_port);
-}
-
-struct conv {
-	int fd;
-	it_ep_handle_t ep;
-	it_status_t st;
-};
-
-static void *convert_thread(void *arg)
-{
-	struct conv *c = arg;
-
-	c->st = it_socket_convert(c->fd, c->ep, IT_SC_DEFAULT,
-				  (const unsigned char *)"sc", 2);
-	return NULL;
-}
-
-START_TEST(socket_convert_both)
-{
-	struct conv c0 = { .ep = it_ep_new(&F) }, c1 = { .ep = it_ep_new(&F) };
-	struct it_buf b;
-	it_lmr_triplet_t t;
-	it_event_t ev;
-	pthread_t th;
-	int fd[2];
-
-	n_stash = 0;
-	tcp_pair(fd);
-	/* They negotiated over the socket first. */
-	ck_assert_int_eq(write(fd[0], "go", 2), 2);
-	ck_assert_int_eq(read(fd[1], &ev, 2), 2);
-	c0.fd = fd[0];
-	c1.fd = fd[1];
-	it_buf_new(&F, &b, 64, IT_PRIV_LOCAL);
-	t = it_seg(&b, 32, 32);
-	ck_assert_it_ok(it_post_recv(c1.ep, &t, 1, 1, CN));
-	ck_assert_int_eq(pthread_create(&th, NULL, convert_thread, &c0), 0);
-	convert_thread(&c1);
-	pthread_join(th, NULL);
-	ck_assert_it(c0.st, IT_SUCCESS);
-	ck_assert_it(c1.st, IT_SUCCESS);
-	ck_assert_int_eq(ep_state(c0.ep), IT_EP_STATE_CONNECTED);
-	ck_assert_int_eq(ep_state(c1.ep), IT_EP_STATE_CONNECTED);
-	conn_event_for(c0.ep, &ev);
-	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
-	conn_event_for(c1.ep, &ev);
-	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
-	/* RDMA mode on the same connection. */
-	memcpy(b.mem, "converted", 9);
-	t = it_seg(&b, 0, 9);
-	ck_assert_it_ok(it_post_send(c0.ep, &t, 1, 2, 0));
-	it_wait_event(F.dto, &ev);
-	ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
-	ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 9);
-	ck_assert_int_eq(memcmp(b.mem + 32, "converted", 9), 0);
-	/* The descriptors were given up. */
-	ck_assert_int_eq(fcntl(fd[0], F_GETFD), -1);
-	ck_assert_int_eq(fcntl(fd[1], F_GETFD), -1);
-	it_buf_free(&b);
-}
-END_TEST
-
-/* Only the side at @conv_idx converts; @initiator says whether that side
- * has the lower port (and so sends the MPA Request). */
-static void one_side(bool initiator)
-{
-	it_ep_handle_t ep = it_ep_new(&F);
-	char buf[64] = { 0 };
-	int fd[2], me, peer;
-	it_status_t st;
-
-	tcp_pair(fd);
-	me = (local_port(fd[0]) < local_port(fd[1])) == initiator ? 0 : 1;
-	peer = 1 - me;
-	st = it_socket_convert(fd[me], ep, IT_SC_DEFAULT, NULL, 0);
-	/* A clear refusal: the peer never answered. */
-	ck_assert_it(st, IT_ERR_TIMEOUT_EXPIRED);
-	ck_assert_int_eq(ep_state(ep), IT_EP_STATE_UNCONNECTED);
-	if (initiator) {
-		/* What the peer saw: an MPA Request (RFC 5044 §7.1): the
-		 * key, flags and revision, private data length, the data. */
-		uint16_t pd_len;
-
-		ck_assert_int_eq(read_all(fd[peer], buf, 20), 0);
-		ck_assert_int_eq(memcmp(buf, "MPA ID Req Frame", 16), 0);
-		memcpy(&pd_len, buf + 18, 2);
-		pd_len = ntohs(pd_len);
-		ck_assert_uint_le(pd_len, sizeof(buf));
-		ck_assert_int_eq(read_all(fd[peer], buf, pd_len), 0);
-	}
-	/* The socket is not lost: still open, blocking as it was, and
-	 * carrying the application's bytes both ways. */
-	ck_assert_int_eq(fcntl(fd[me], F_GETFL) & O_NONBLOCK, 0);
-	ck_assert_int_eq(write(fd[me], "still here", 10), 10);
-	ck_assert_int_eq(read_all(fd[peer], buf, 10), 0);
-	ck_assert_int_eq(memcmp(buf, "still here", 10), 0);
-	ck_assert_int_eq(write(fd[peer], "and back", 8), 8);
-	ck_assert_int_eq(read(fd[me], buf, 8), 8);
-	ck_assert_int_eq(memcmp(buf, "and back", 8), 0);
-	/* The endpoint may try again. */
-	ck_assert_it(it_ep_query(ep, IT_EP_PARAM_STATE, &(it_ep_param_t){ 0 }),
-		     IT_SUCCESS);
-	close(fd[0]);
-	close(fd[1]);
-}
-
-START_TEST(socket_convert_initiator_alone)
-{
-	one_side(true);
-}
-END_TEST
-
-START_TEST(socket_convert_responder_alone)
-{
-	one_side(false);
-}
-END_TEST
-
-/* What a conversion may change on the consumer's socket: the flags of
- * the file description it shares with the provider's duplicate, and
- * socket options. */
-struct sock_state {
-	int fl;
-	int nodelay;
-	struct linger lg;
-};
-
-static void sock_state(int fd, struct sock_state *st)
-{
-	socklen_t len = sizeof(st->nodelay);
-
-	memset(st, 0, sizeof(*st));
-	st->fl = fcntl(fd, F_GETFL);
-	ck_assert_int_ge(st->fl, 0);
-	ck_assert_int_eq(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY,
-				    &st->nodelay, &len), 0);
-	len = sizeof(st->lg);
-	ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_LINGER, &st->lg,
-				    &len), 0);
-}
-
-/* The peer goes away while the socket converts (either role; the socket
- * blocking or not): the conversion fails, and the descriptor comes back
- * open with its flags and options as they were. */
-static void convert_peer_closes(bool initiator, bool nonblock)
-{
-	it_ep_handle_t ep = it_ep_new(&F);
-	struct sock_state before, after;
-	int fd[2], me, peer;
-	it_status_t st;
-
-	tcp_pair(fd);
-	me = (local_port(fd[0]) < local_port(fd[1])) == initiator ? 0 : 1;
-	peer = 1 - me;
-	if (nonblock)
-		ck_assert_int_eq(fcntl(fd[me], F_SETFL,
-				       fcntl(fd[me], F_GETFL) | O_NONBLOCK), 0);
-	sock_state(fd[me], &before);
-	close(fd[peer]);
-	st = it_socket_convert(fd[me], ep, IT_SC_DEFAULT, NULL, 0);
-	ck_assert_msg(st != IT_SUCCESS, "converted with the peer gone");
-	ck_assert_int_eq(ep_state(ep), IT_EP_STATE_UNCONNECTED);
-	ck_assert_int_ge(fcntl(fd[me], F_GETFD), 0);
-	sock_state(fd[me], &after);
-	ck_assert_int_eq(after.fl, before.fl);
-	ck_assert_int_eq(!!(after.fl & O_NONBLOCK), nonblock);
-	ck_assert_int_eq(after.nodelay, before.nodelay);
-	ck_assert_int_eq(after.lg.l_onoff, before.lg.l_onoff);
-	ck_assert_int_eq(after.lg.l_linger, before.lg.l_linger);
-	close(fd[me]);
-}
-
-START_TEST(socket_convert_peer_closes)
-{
-	convert_peer_closes(true, false);
-	convert_peer_closes(false, false);
-	convert_peer_closes(true, true);
-	convert_peer_closes(false, true);
-}
-END_TEST
-
-/* The MPA time-out path leaves the options as they were too. */
-START_TEST(socket_convert_timeout_state)
-{
-	it_ep_handle_t ep = it_ep_new(&F);
-	struct sock_state before, after;
-	int fd[2], me;
-
-	tcp_pair(fd);
-	me = local_port(fd[0]) < local_port(fd[1]) ? 0 : 1;
-	sock_state(fd[me], &before);
-	ck_assert_it(it_socket_convert(fd[me], ep, IT_SC_DEFAULT, NULL, 0),
-		     IT_ERR_TIMEOUT_EXPIRED);
-	sock_state(fd[me], &after);
-	ck_assert_int_eq(after.fl, before.fl);
-	ck_assert_int_eq(after.nodelay, before.nodelay);
-	ck_assert_int_eq(after.lg.l_onoff, before.lg.l_onoff);
-	close(fd[0]);
-	close(fd[1]);
-}
-END_TEST
-
-START_TEST(socket_convert_errors)
-{
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
-	unsigned char big[IT_MAX_PRIV_DATA + 1] = { 0 };
-	int p[2], fd[2], lone;
-
-	ck_assert_int_eq(pipe(p), 0);
-	ck_assert_it(it_socket_convert(p[0], a, IT_SC_DEFAULT, NULL, 0),
-		     IT_ERR_INVALID_CONVERSION);
-	close(p[0]);
-	close(p[1]);
-	ck_assert_it(it_socket_convert(-1, a, IT_SC_DEFAULT, NULL, 0),
-		     IT_ERR_INVALID_CONVERSION);
-	lone = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_it(it_socket_convert(lone, a, IT_SC_DEFAULT, NULL, 0),
-		     IT_ERR_INVALID_CONVERSION);
-	close(lone);
-	tcp_pair(fd);
-	ck_assert_it(it_socket_convert(fd[0], a, IT_SC_NO_REQ_REP, NULL, 0),
-		     IT_ERR_OP_NOT_SUPPORTED);
-	ck_assert_it(it_socket_convert(fd[0], a, (it_sc_flags_t)4, NULL, 0),
-		     IT_ERR_INVALID_FLAGS);
-	ck_assert_it(it_socket_convert(fd[0], a, IT_SC_DEFAULT, big,
-				       sizeof(big)),
-		     IT_ERR_INVALID_PDATA_LENGTH);
-	ck_assert_it(it_socket_convert(fd[0], NULL, IT_SC_DEFAULT, NULL, 0),
-		     IT_ERR_INVALID_EP);
-	it_connect_pair(&F, a, b);
-	ck_assert_it(it_socket_convert(fd[0], a, IT_SC_DEFAULT, NULL, 0),
-		     IT_ERR_INVALID_EP_STATE);
-	/* None of this closed the socket. */
-	ck_assert_int_eq(write(fd[0], "x", 1), 1);
-	close(fd[0]);
-	close(fd[1]);
-}
-END_TEST
-
-/* In a forked child (no ck_assert there, see tu_fork_child). */
-#define child_it_ok(expr)                                                   \
-	do {                                                                \
-		it_status_t child_st_ = (expr);                             \
-		tu_child_assert(child_st_ == IT_SUCCESS, "%s",              \
-				itapi_status_name(child_st_));              \
-	} while (0)
-
-static void child_wait(it_evd_handle_t evd, it_event_type_t want,
-		       it_event_t *ev)
-{
-	size_t nmore;
-
-	child_it_ok(it_evd_wait(evd, IT_WAIT_US, ev, &nmore));
-	tu_child_assert(ev->event_number == want, "%s, expected %s",
-			itapi_event_name(ev->event_number),
-			itapi_event_name(want));
-}
-
-/* The highest descriptor this process has open. */
-static int highest_fd(void)
-{
-	g_autoptr(GDir) dir = g_dir_open("/proc/self/fd", 0, NULL);
-	const char *ent;
-	int max = 2;
-
-	tu_child_assert(dir != NULL, "/proc/self/fd");
-	while ((ent = g_dir_read_name(dir)))
-		max = MAX(max, atoi(ent));
-	return max;
-}
-
-static double cpu_seconds(const struct rusage *r)
-{
-	return (double)r->ru_utime.tv_sec + r->ru_utime.tv_usec / 1e6 +
-	       (double)r->ru_stime.tv_sec + r->ru_stime.tv_usec / 1e6;
-}
-
-/*
- * The listener's process out of descriptors: accept4 fails with EMFILE
- * and the connection stays queued, so the listening socket stays
- * readable. The manager tried again at once, for ever, a core at 100 %
- * (with an INFO line per try). It must idle instead, warn once naming
- * RLIMIT_NOFILE, and take connections again once descriptors are free.
- * A child process lowers its own limit, so the runner keeps its own.
- */
-static void out_of_descriptors_child(void *arg)
-{
-	g_autoptr(tu_log_capture) cap = NULL;
-	it_conn_qual_t q = { .type = IT_IANA_PORT };
-	it_net_addr_t na = { .addr_type = IT_IPV4 };
-	struct sockaddr_in to = { .sin_family = AF_INET };
-	it_evd_handle_t dto, req, msg;
-	it_ia_handle_t ia;
-	it_pz_handle_t pz;
-	it_listen_handle_t l;
-	it_ep_attributes_t attr;
-	it_ep_handle_t a, b;
-	it_path_t path;
-	it_event_t ev;
-	it_lmr_handle_t lmr;
-	it_lmr_triplet_t seg;
-	struct rlimit rl, low;
-	struct rusage r0, r1;
-	GArray *fill = g_array_new(FALSE, FALSE, sizeof(int));
-	static char mem[2][64];
-	size_t n = 1, total = 0;
-	gint64 t0, t1;
-	double cpu, wall;
-	int raw, fd;
-
-	(void)arg;
-	it_setup_siw();
-	child_it_ok(it_ia_create("siw_lo", 2, 1, &ia));
-	child_it_ok(it_pz_create(ia, &pz));
-	child_it_ok(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 64, 0, NULL,
-				  &dto, NULL));
-	child_it_ok(it_evd_create(ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0, NULL,
-				  &req, NULL));
-	child_it_ok(it_evd_create(ia, IT_CM_MSG_EVENT_STREAM, 0, 8, 0, NULL,
-				  &msg, NULL));
-	child_it_ok(it_listen_create(ia, 0, req, IT_LISTEN_NO_FLAG, &q, &l));
-	raw = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	tu_child_assert(raw >= 0, "socket: %s", g_strerror(errno));
-	cap = tu_log_capture_begin("hostrdma-cm");
-
-	/* A few descriptors above what is open, then all of them taken. */
-	tu_child_assert(getrlimit(RLIMIT_NOFILE, &rl) == 0, "getrlimit");
-	low = rl;
-	low.rlim_cur = (rlim_t)highest_fd() + 8;
-	tu_child_assert(setrlimit(RLIMIT_NOFILE, &low) == 0, "setrlimit: %s",
-			g_strerror(errno));
-	while ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
-		g_array_append_val(fill, fd);
-	tu_child_assert(errno == EMFILE, "open: %s", g_strerror(errno));
-
-	/* The handshake completes in the kernel; accept has no descriptor
-	 * to give it. */
-	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	to.sin_port = q.conn_qual.port;
-	tu_child_assert(connect(raw, (void *)&to, sizeof(to)) == 0,
-			"connect: %s", g_strerror(errno));
-	g_usleep(100 * 1000);
-	getrusage(RUSAGE_SELF, &r0);
-	t0 = g_get_monotonic_time();
-	g_usleep(G_USEC_PER_SEC);
-	getrusage(RUSAGE_SELF, &r1);
-	t1 = g_get_monotonic_time();
-	cpu = cpu_seconds(&r1) - cpu_seconds(&r0);
-	wall = (double)(t1 - t0) / G_USEC_PER_SEC;
-	tu_child_assert(cpu < 0.3 * wall,
-			"%.2f s of CPU in %.2f s out of descriptors", cpu, wall);
-	tu_child_assert(tu_log_count(cap, G_LOG_LEVEL_WARNING,
-				     "RLIMIT_NOFILE") == 1,
-			"%u warnings naming RLIMIT_NOFILE:\n%s",
-			tu_log_count(cap, G_LOG_LEVEL_WARNING,
-				     "RLIMIT_NOFILE"),
-			tu_log_text(cap));
-
-	/* Descriptors free again: a connection is taken and carries data
-	 * (the first one, gone meanwhile, goes nowhere). */
-	for (guint i = 0; i < fill->len; i++)
-		close(g_array_index(fill, int, i));
-	g_array_free(fill, TRUE);
-	tu_child_assert(setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit");
-	close(raw);
-	memset(&attr, 0, sizeof(attr));
-	attr.max_dto_payload_size = 1024;
-	attr.max_request_dtos = attr.max_recv_dtos = 4;
-	attr.max_send_segments = attr.max_recv_segments = 1;
-	attr.srv.rc.hard_hi_watermark = IT_HARD_HI_WATERMARK_DISABLE;
-	child_it_ok(it_ep_rc_create(pz, dto, dto, msg, IT_EP_NO_FLAG, &attr,
-				    &a));
-	child_it_ok(it_ep_rc_create(pz, dto, dto, msg, IT_EP_NO_FLAG, &attr,
-				    &b));
-	child_it_ok(it_lmr_create21(pz, mem, NULL, sizeof(mem),
-				    IT_ADDR_MODE_ABSOLUTE, IT_PRIV_LOCAL,
-				    IT_LMR_FLAG_NONE, 0, &lmr, NULL));
-	seg = (it_lmr_triplet_t){ .lmr = lmr, .length = sizeof(mem[1]) };
-	seg.addr.abs = mem[1];
-	child_it_ok(it_post_recv(b, &seg, 1, 2, IT_COMPLETION_FLAG));
-	na.addr.ipv4.s_addr = htonl(INADDR_LOOPBACK);
-	child_it_ok(it_get_pathinfo(ia, 0, &na, &n, &total, &path));
-	child_it_ok(it_ep_connect(a, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
-				  NULL, 0));
-	child_wait(req, IT_CM_REQ_CONN_REQUEST_EVENT, &ev);
-	child_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
-	child_wait(msg, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
-	child_wait(msg, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
-	snprintf(mem[0], sizeof(mem[0]), "after EMFILE");
-	seg.addr.abs = mem[0];
-	child_it_ok(it_post_send(a, &seg, 1, 1, IT_COMPLETION_FLAG));
-	for (int got = 0; got < 2; got++) {
-		size_t nmore;
-
-		child_it_ok(it_evd_wait(dto, IT_WAIT_US, &ev, &nmore));
-		tu_child_assert(ev.dto_cmpl.dto_status == IT_DTO_SUCCESS,
-				"DTO %s status %d",
-				itapi_event_name(ev.event_number),
-				ev.dto_cmpl.dto_status);
-	}
-	tu_child_assert(strcmp(mem[1], "after EMFILE") == 0, "got \"%s\"",
-			mem[1]);
-	tu_child_assert(tu_log_count(cap, G_LOG_LEVEL_MASK,
-				     "accepting again") >= 1,
-			"no \"accepting again\":\n%s", tu_log_text(cap));
-	child_it_ok(it_ia_free(ia));
-}
-
-START_TEST(listener_out_of_descriptors)
-{
-	if (tu_under_valgrind())
-		return; /* see tu_under_valgrind() */
-	tu_run_child(out_of_descriptors_child, NULL);
-}
-END_TEST
-
 Suite *suite_itapi_cm(void)
 {
 	Suite *s = suite_create("itapi-cm");
@@ -1168,18 +709,9 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, local_and_remote_port);
 	tcase_add_test(tc, handoff);
 	tcase_add_test(tc, many_connections);
-	tcase_add_test(tc, socket_convert_both);
-	tcase_add_test(tc, socket_convert_initiator_alone);
-	tcase_add_test(tc, socket_convert_responder_alone);
-	tcase_add_test(tc, socket_convert_errors);
-	tcase_add_test(tc, socket_convert_peer_closes);
-	tcase_add_test(tc, socket_convert_timeout_state);
+	itapi_cm_add_socket_convert_tests(tc); /* check_itapi_cm_sockets.c */
 	suite_add_tcase(s, tc);
-	/* No fixture: the case forks, and its child opens the IA. */
-	tc = tcase_create("siw-lo-emfile");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, listener_out_of_descriptors);
-	suite_add_tcase(s, tc);
+	itapi_cm_add_emfile_case(s);
 	return s;
 }
 

@@ -4,7 +4,9 @@
 # the test provider's "connected" QPs), and the peer process of the
 # two-process suite.
 tests_check_all_SOURCES += tests/testutil_itapi.c tests/testutil_itapi.h \
-	tests/check_itapi_ia.c tests/check_itapi_evd.c tests/check_itapi_cm.c \
+	tests/check_itapi_ia.c tests/check_itapi_evd.c \
+	tests/check_itapi_evd_dto.c tests/check_itapi_evd.h tests/check_itapi_cm.c \
+	tests/check_itapi_cm_sockets.c tests/check_itapi_cm.h \
 	tests/check_itapi_mem.c tests/check_itapi_keys.c \
 	tests/check_itapi_ep.c tests/check_itapi_post.c \
 	tests/check_itapi_mp.c tests/check_itapi_cm_ib.c tests/check_itapi_atomic.c \

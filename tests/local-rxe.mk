@@ -3,7 +3,8 @@
 # ops like the core.
 tests_check_all_SOURCES += tests/check_rxe_wire.c \
 	tests/data/rxe_kernel_frames.h tests/testutil_rxe.c tests/testutil_rxe.h \
-	tests/check_rxe_loopback.c tests/check_rxe_memory.c \
+	tests/check_rxe_loopback.c tests/check_rxe_loopback_rc.c \
+	tests/check_rxe_memory.c \
 	tests/check_rxe_ud.c tests/check_rxe_faults.c \
 	tests/check_rxe_hostile.c
 tests_check_all_LDADD += vp/rxe/librxe_core.la rnicpi/librnicpi_util.la

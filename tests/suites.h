@@ -71,4 +71,19 @@
 HOSTRDMA_SUITES(X)
 #undef X
 
+/*
+ * Suites spread over several files (tests/check_<area>_<subject>.c, see
+ * docs/HACKING.md): the suite function calls these to add the cases of
+ * its other files. Suite, test case and test names stay those above.
+ */
+void itapi_cm_add_socket_convert_tests(TCase *tc); /* check_itapi_cm_sockets.c */
+void itapi_cm_add_emfile_case(Suite *s);	/* check_itapi_cm_sockets.c */
+void itapi_evd_add_dto_tests(TCase *tc);	/* check_itapi_evd_dto.c */
+void rxe_loopback_add_rc_cases(Suite *s);	/* check_rxe_loopback_rc.c */
+void siw_hostile_add_read_tests(TCase *tc);	/* check_siw_hostile_read.c */
+void siw_hostile_add_stream_tests(TCase *tc);	/* check_siw_hostile_stream.c */
+void siw_loopback_add_progress_tests(TCase *tc); /* check_siw_loopback_progress.c */
+void tools_add_siw_case(Suite *s);		/* check_tools_siw.c */
+void tools_add_rxe_case(Suite *s);		/* check_tools_rxe.c */
+
 #endif
