@@ -85,7 +85,8 @@ def source_files(top):
     files, unplaced = [], []
     for entry in sorted(os.listdir(top)):
         path = os.path.join(top, entry)
-        if entry.startswith(".") or entry in NOT_LAYERS:
+        # "_build", "_inst": make distcheck's trees inside the source.
+        if entry.startswith((".", "_")) or entry in NOT_LAYERS:
             continue
         if os.path.isfile(path):
             if entry.endswith((".c", ".h")):
