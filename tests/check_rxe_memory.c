@@ -193,6 +193,7 @@ START_TEST(test_memory_windows)
 	struct rnicpi_wc wc;
 	struct rxe_t_pair p;
 	uint32_t key1;
+	uint8_t byte;
 	size_t i;
 
 	rxe_t_pair_open(&p, NULL);
@@ -244,13 +245,15 @@ START_TEST(test_memory_windows)
 		  rxe_t_buf_va(&win) + 1024, mw1->rkey);
 	rxe_t_expect_wc(&p.t, p.a.scq, 7, RNICPI_WC_REM_ACCESS_ERR, NULL);
 
-	/* Type 2 bound to b's QP with our key byte 0x42; read through it,
+	/* Type 2 bound to b's QP with a key byte of ours (not the random
+	 * one it has: the same key again is refused); read through it,
 	 * then SEND_WITH_INV kills it. */
 	rxe_t_pair_renew(&p, NULL);
-	rxe_t_post_bind(&p, &p.b, 8, mw2, (mw2->rkey & ~0xffu) | 0x42, &win, 0,
+	byte = (mw2->rkey & 0xff) == 0x42 ? 0x24 : 0x42;
+	rxe_t_post_bind(&p, &p.b, 8, mw2, (mw2->rkey & ~0xffu) | byte, &win, 0,
 			4096, RNICPI_ACCESS_REMOTE_READ);
 	rxe_t_expect_wc(&p.t, p.b.scq, 8, RNICPI_WC_SUCCESS, NULL);
-	ck_assert_uint_eq(mw2->rkey & 0xff, 0x42);
+	ck_assert_uint_eq(mw2->rkey & 0xff, byte);
 	rxe_t_post_rdma(&p, &p.a, 9, RNICPI_WR_RDMA_READ, &dst,
 		  rxe_t_buf_va(&win) + 1024, mw2->rkey);
 	rxe_t_expect_wc(&p.t, p.a.scq, 9, RNICPI_WC_SUCCESS, NULL);
