@@ -58,6 +58,7 @@
 
 #define HOSTRDMA_SUITES(X)                                                  \
 	X(suite_rnicpi_util, "rnicpi-util")                                 \
+	X(suite_rnicpi_engine, "rnicpi-engine")                             \
 	X(suite_kal_pin, "kal-pin")                                         \
 	X(suite_kal_netlink, "kal-netlink")                                 \
 	X(suite_ual_loader, "ual-loader")                                   \
