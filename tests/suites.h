@@ -18,6 +18,7 @@
 	X(suite_siw_hostile, "siw-hostile")                                 \
 	X(suite_siw_lifetime, "siw-lifetime")                               \
 	X(suite_siw_coalesce, "siw-coalesce")                               \
+	X(suite_siw_park, "siw-park")                                       \
 	X(suite_itapi_ia, "itapi-ia")                                       \
 	X(suite_itapi_evd, "itapi-evd")                                     \
 	X(suite_itapi_mem, "itapi-mem")                                     \
