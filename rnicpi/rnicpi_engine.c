@@ -174,6 +174,20 @@ void rnicpi_timer_cancel(struct rnicpi_engine *e, struct rnicpi_timer *t)
 	pthread_mutex_unlock(&e->lock);
 }
 
+void rnicpi_timer_cancel_sync(struct rnicpi_engine *e,
+			      struct rnicpi_timer *t)
+{
+	pthread_mutex_lock(&e->lock);
+	if (t->heap_idx) {
+		heap_remove(e, t);
+		timerfd_sync(e);
+	}
+	/* On the engine's thread the callback is our caller: no wait. */
+	while (e->running == t && !rnicpi_engine_on_thread(e))
+		pthread_cond_wait(&e->timer_done, &e->lock);
+	pthread_mutex_unlock(&e->lock);
+}
+
 bool rnicpi_timer_pending(struct rnicpi_engine *e, struct rnicpi_timer *t)
 {
 	bool on;
@@ -205,9 +219,14 @@ static void run_timers(struct rnicpi_engine *e)
 		heap_remove(e, t);
 		fn = t->fn;
 		arg = t->arg;
+		e->running = t;
 		pthread_mutex_unlock(&e->lock);
 		atomic_fetch_add(&e->stats.timers_fired, 1);
 		fn(arg);
+		pthread_mutex_lock(&e->lock);
+		e->running = NULL;
+		pthread_cond_broadcast(&e->timer_done);
+		pthread_mutex_unlock(&e->lock);
 	}
 }
 
@@ -388,6 +407,7 @@ int rnicpi_engine_init(struct rnicpi_engine *e, const char *name,
 	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->timer_fd, &ev) < 0)
 		goto err;
 	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->timer_done, NULL);
 	return 0;
 
 err:
@@ -418,5 +438,6 @@ void rnicpi_engine_fini(struct rnicpi_engine *e)
 	close(e->wake_fd);
 	close(e->epfd);
 	e->epfd = e->wake_fd = e->timer_fd = -1;
+	pthread_cond_destroy(&e->timer_done);
 	pthread_mutex_destroy(&e->lock);
 }

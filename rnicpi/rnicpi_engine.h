@@ -59,7 +59,9 @@ struct rnicpi_engine {
 	int epfd;
 	int wake_fd;
 	int timer_fd;
-	pthread_mutex_t lock;	/* the heap and timer_set_ns */
+	pthread_mutex_t lock;	/* the heap, timer_set_ns, running */
+	pthread_cond_t timer_done;	/* running went back to NULL */
+	struct rnicpi_timer *running;	/* whose callback runs now */
 	struct rnicpi_timer **heap;
 	uint32_t n_heap, cap_heap;
 	uint64_t timer_set_ns;	/* what timer_fd is programmed to, 0 none */
@@ -128,6 +130,11 @@ void rnicpi_timer_arm(struct rnicpi_engine *e, struct rnicpi_timer *t,
 /* Disarm @t; a no-op when not pending. A callback already taken off the
  * heap still runs (see struct rnicpi_timer). */
 void rnicpi_timer_cancel(struct rnicpi_engine *e, struct rnicpi_timer *t);
+/* rnicpi_timer_cancel, and if @t's callback is running on another
+ * thread, wait for it to return: afterwards the owner may free what the
+ * callback's arg points to. Not with a lock the callback takes. */
+void rnicpi_timer_cancel_sync(struct rnicpi_engine *e,
+			      struct rnicpi_timer *t);
 /* Is @t armed and not yet fired? */
 bool rnicpi_timer_pending(struct rnicpi_engine *e, struct rnicpi_timer *t);
 
