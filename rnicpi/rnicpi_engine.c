@@ -357,12 +357,16 @@ static void *engine_main(void *arg)
 
 int rnicpi_engine_start(struct rnicpi_engine *e)
 {
+	char comm[16];
 	int rc;
 
 	atomic_store(&e->stop, false);
 	rc = -pthread_create(&e->thread, NULL, engine_main, e);
 	if (rc)
 		return rc;
+	/* Named after its owner in ps and gdb (16 bytes with the NUL). */
+	g_strlcpy(comm, e->name, sizeof(comm));
+	pthread_setname_np(e->thread, comm);
 	e->thread_running = true;
 	return 0;
 }

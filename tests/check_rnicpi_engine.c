@@ -254,6 +254,44 @@ START_TEST(test_engine_thread_wake_hook_timer)
 }
 END_TEST
 
+struct slow_cb {
+	atomic_int started, finished;
+};
+
+static void slow_fire(void *arg)
+{
+	struct slow_cb *c = arg;
+
+	atomic_store(&c->started, 1);
+	usleep(50000);
+	atomic_store(&c->finished, 1);
+}
+
+/* cancel_sync returns only once a callback that is running returned:
+ * the owner may then free what the callback uses (rxe_destroy_qp). */
+START_TEST(test_engine_cancel_sync_waits_for_callback)
+{
+	struct rnicpi_engine e;
+	struct rnicpi_timer t;
+	struct slow_cb c = { 0 };
+	uint64_t end;
+
+	ck_assert_ok(rnicpi_engine_init(&e, "t", 0, NULL, NULL));
+	ck_assert_ok(rnicpi_engine_start(&e));
+	rnicpi_timer_init(&t, slow_fire, &c);
+	rnicpi_timer_arm(&e, &t, 0);
+	end = rnicpi_now_ns() + 2000000000u;
+	while (!atomic_load(&c.started) && rnicpi_now_ns() < end)
+		usleep(100);
+	ck_assert(atomic_load(&c.started));
+	rnicpi_timer_cancel_sync(&e, &t);
+	ck_assert(atomic_load(&c.finished));
+	/* Not pending, not running: returns at once. */
+	rnicpi_timer_cancel_sync(&e, &t);
+	rnicpi_engine_fini(&e);
+}
+END_TEST
+
 Suite *suite_rnicpi_engine(void)
 {
 	Suite *s = suite_create("rnicpi-engine");
@@ -263,6 +301,7 @@ Suite *suite_rnicpi_engine(void)
 	tcase_add_test(tc, test_engine_timers_order_cancel_move);
 	tcase_add_test(tc, test_engine_timer_heap_many);
 	tcase_add_test(tc, test_engine_thread_wake_hook_timer);
+	tcase_add_test(tc, test_engine_cancel_sync_waits_for_callback);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -463,15 +463,6 @@ int siw_dev_progress(struct siw_device *dev, int timeout_ms, bool *busy)
 	return rnicpi_engine_run_once(&dev->engine, timeout_ms, busy, NULL);
 }
 
-/*
- * The progress thread is the engine's. After socket traffic it keeps
- * polling for busy_poll_us before it sleeps: a thread that sleeps between
- * bursts is woken by the sender's softirq, which costs the sender the
- * wake-up and all of TCP's receive processing, where a thread inside
- * recvmsg() leaves that work queued to its own socket's backlog (over
- * 127.0.0.1 the sender of a stream of RDMA Writes was the bottleneck, at
- * 13 000 wake-ups a second of the target's thread).
- */
 void siw_dev_stop_thread(struct siw_device *dev)
 {
 	if (!dev->thread_running)
@@ -559,6 +550,14 @@ static int siw_device_create(const struct rnicpi_netdev *nd,
 	rc = rnicpi_key_table_init(&dev->mr_keys, SIW_MAX_MR, mr_get_cb);
 	if (rc)
 		goto err_lock;
+	/* The progress thread is the engine's. After socket traffic it
+	 * keeps polling for busy_poll_us before it sleeps: a thread that
+	 * sleeps between bursts is woken by the sender's softirq, which
+	 * costs the sender the wake-up and all of TCP's receive processing,
+	 * where a thread inside recvmsg() leaves that work queued to its own
+	 * socket's backlog (over 127.0.0.1 the sender of a stream of RDMA
+	 * Writes was the bottleneck, at 13 000 wake-ups a second of the
+	 * target's thread). */
 	rc = rnicpi_engine_init(&dev->engine, dev->base.name,
 				dev->opts.busy_poll_us, after_pass, dev);
 	if (rc)
