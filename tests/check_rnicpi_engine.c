@@ -114,17 +114,19 @@ START_TEST(test_engine_timers_order_cancel_move)
 		ck_assert(!rnicpi_timer_pending(&e, &lt[i].t));
 	}
 	start = rnicpi_now_ns();
-	/* Armed out of order; 3 is cancelled, 4 moved earlier, 0 later. */
-	rnicpi_timer_arm(&e, &lt[0].t, 5000000);
-	rnicpi_timer_arm(&e, &lt[1].t, 1000000);
-	rnicpi_timer_arm(&e, &lt[2].t, 3000000);
-	rnicpi_timer_arm(&e, &lt[3].t, 2000000);
-	rnicpi_timer_arm(&e, &lt[4].t, 40000000);
+	/* Armed out of order; 3 is cancelled, 4 moved earlier, 0 later.
+	 * Deadlines 40 ms apart: under valgrind the arming itself takes
+	 * milliseconds. */
+	rnicpi_timer_arm(&e, &lt[0].t, 200000000);
+	rnicpi_timer_arm(&e, &lt[1].t, 40000000);
+	rnicpi_timer_arm(&e, &lt[2].t, 120000000);
+	rnicpi_timer_arm(&e, &lt[3].t, 80000000);
+	rnicpi_timer_arm(&e, &lt[4].t, 900000000);
 	rnicpi_timer_cancel(&e, &lt[3].t);
 	rnicpi_timer_cancel(&e, &lt[3].t);
 	ck_assert(!rnicpi_timer_pending(&e, &lt[3].t));
-	rnicpi_timer_arm(&e, &lt[4].t, 2000000);
-	rnicpi_timer_arm(&e, &lt[0].t, 8000000);
+	rnicpi_timer_arm(&e, &lt[4].t, 80000000);
+	rnicpi_timer_arm(&e, &lt[0].t, 160000000);
 	ck_assert(rnicpi_timer_pending(&e, &lt[0].t));
 	run_until_fired(&e, &log, 4);
 	ck_assert_int_eq(log.n, 4);
@@ -132,8 +134,8 @@ START_TEST(test_engine_timers_order_cancel_move)
 	ck_assert_int_eq(log.order[1], 4);
 	ck_assert_int_eq(log.order[2], 2);
 	ck_assert_int_eq(log.order[3], 0);
-	/* Nothing fires early: the last deadline was 8 ms out. */
-	ck_assert_uint_ge(rnicpi_now_ns() - start, 8000000);
+	/* Nothing fires early: the last deadline was 160 ms out. */
+	ck_assert_uint_ge(rnicpi_now_ns() - start, 160000000);
 	for (i = 0; i < 5; i++)
 		ck_assert(!rnicpi_timer_pending(&e, &lt[i].t));
 	/* A callback may re-arm its own timer. */
