@@ -51,9 +51,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
-
 
 #include "itapi/itapi_priv.h"
 
@@ -330,100 +328,94 @@ void itapi_evd_pump(struct itapi_evd *evd)
 }
 
 /*
- * One thread for the process watches the CQ fds of all DTO SEVDs. Its
- * lock is held while it works on an SEVD and while an SEVD is removed,
- * so a removed SEVD is never touched again.
+ * One progress engine for the process (rnicpi_engine.h through ual.h, the
+ * providers' engine) watches the CQ fds of all DTO SEVDs; its thread is the pump.
+ * Its lock is held while it works on an SEVD and while an SEVD is
+ * removed, so a removed SEVD is never touched again. An SEVD's fd is an
+ * engine source through a watch of its own: an epoll batch may still
+ * name a watch that was removed, so a watch is looked up in the live
+ * set before it is used, and freed only when the engine is.
  */
+struct pump_watch {
+	struct rnicpi_source src;
+	struct itapi_evd *evd;
+};
+
 static struct {
 	GMutex start_lock;	/* serialises starting and stopping */
 	GMutex lock;
-	GHashTable *sevds;	/* struct itapi_evd * (set) */
-	int epfd;
-	int wake;		/* eventfd: stop */
-	bool stop;
-	GThread *thread;
+	GHashTable *sevds;	/* struct itapi_evd * -> its pump_watch */
+	GHashTable *watches;	/* live struct pump_watch * (set) */
+	GPtrArray *dead;	/* removed watches, freed with the engine */
+	struct rnicpi_engine engine;
+	bool running;
 } pump;
 
 /* The parent's pump state, kept (never touched) so that what it points
  * to stays reachable in the child rather than leaked. */
-static GHashTable *volatile parent_sevds;
+static GHashTable *volatile parent_sevds, *volatile parent_watches;
+static GPtrArray *volatile parent_dead;
 
 void itapi_evq_atfork_child(void)
 {
-	/* The thread is the parent's; its epoll set and eventfd are shared
-	 * with the parent: only our copies of the descriptors are closed. */
-	if (pump.thread) {
-		close(pump.epfd);
-		close(pump.wake);
-	}
-	pump.thread = NULL;
-	if (pump.sevds)
+	/* The thread is the parent's; the engine's epoll set, eventfd and
+	 * timerfd are shared with the parent: only our copies of the
+	 * descriptors are closed, and nothing is joined. */
+	if (pump.running) {
+		close(pump.engine.epfd);
+		close(pump.engine.wake_fd);
+		close(pump.engine.timer_fd);
 		parent_sevds = pump.sevds;
+		parent_watches = pump.watches;
+		parent_dead = pump.dead;
+	}
+	pump.running = false;
 	pump.sevds = NULL;
-	pump.stop = false;
+	pump.watches = NULL;
+	pump.dead = NULL;
 	g_mutex_init(&pump.lock);
 	g_mutex_init(&pump.start_lock);
 }
 
-static gpointer pump_main(gpointer data)
+static bool pump_dispatch(struct rnicpi_source *src, uint32_t events)
 {
-	struct epoll_event evs[16];
+	struct itapi_evd *evd;
 
-	(void)data;
-	for (;;) {
-		int n = epoll_wait(pump.epfd, evs, G_N_ELEMENTS(evs), -1);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			g_warning("EVD pump: epoll_wait: %s",
-				  g_strerror(errno));
-			return NULL;
-		}
-		g_mutex_lock(&pump.lock);
-		if (pump.stop) {
-			g_mutex_unlock(&pump.lock);
-			return NULL;
-		}
-		for (int i = 0; i < n; i++) {
-			struct itapi_evd *evd = evs[i].data.ptr;
-
-			if (!evd || !g_hash_table_contains(pump.sevds, evd))
-				continue;
-			ual_cq_ack(evd->cq);
-			itapi_evd_pump(evd);
-			ual_cq_arm(evd->cq, false);
-			/* What arrived between the poll and the arm. */
-			itapi_evd_pump(evd);
-		}
+	(void)events;
+	g_mutex_lock(&pump.lock);
+	if (!pump.watches || !g_hash_table_contains(pump.watches, src)) {
 		g_mutex_unlock(&pump.lock);
+		return false;
 	}
+	evd = ((struct pump_watch *)src)->evd;
+	ual_cq_ack(evd->cq);
+	itapi_evd_pump(evd);
+	ual_cq_arm(evd->cq, false);
+	/* What arrived between the poll and the arm. */
+	itapi_evd_pump(evd);
+	g_mutex_unlock(&pump.lock);
+	return false;
 }
 
-/* With both locks held: if nothing is watched any more, ask the thread to
- * stop and return it (the caller joins it after dropping pump.lock and
- * calls pump_reap). */
-static GThread *pump_stop_if_idle_locked(void)
+/* With both locks held: if nothing is watched any more, say the engine
+ * is to go (the caller calls pump_reap after dropping pump.lock). */
+static bool pump_idle_locked(void)
 {
-	uint64_t one = 1;
-
-	if (!pump.thread || g_hash_table_size(pump.sevds))
-		return NULL;
-	pump.stop = true;
-	if (write(pump.wake, &one, sizeof(one)) < 0)
-		g_warning("EVD pump: wake: %s", g_strerror(errno));
-	return pump.thread;
+	return pump.running && !g_hash_table_size(pump.sevds);
 }
 
-/* start_lock held, pump.lock not: wait for the thread, free its state. */
-static void pump_reap(GThread *t)
+/* start_lock held, pump.lock not: stop the thread, free the engine and
+ * the watches. */
+static void pump_reap(void)
 {
-	g_thread_join(t);
-	pump.thread = NULL;
+	rnicpi_engine_fini(&pump.engine);
+	pump.running = false;
 	g_hash_table_destroy(pump.sevds);
 	pump.sevds = NULL;
-	close(pump.epfd);
-	close(pump.wake);
+	g_hash_table_destroy(pump.watches);
+	pump.watches = NULL;
+	g_ptr_array_free(pump.dead, TRUE);
+	pump.dead = NULL;
 }
 
 /* Does anything watch @evd's signal without calling into the library:
@@ -462,10 +454,9 @@ int itapi_evq_watch_update(struct itapi_evd *evd)
 
 int itapi_evq_pump_register(struct itapi_evd *evd)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = evd };
-	struct epoll_event w = { .events = EPOLLIN, .data.ptr = NULL };
 	int fd = ual_cq_fd(evd->cq);
-	GThread *t = NULL;
+	struct pump_watch *w;
+	bool reap = false;
 	int err = 0;
 
 	if (fd < 0) {
@@ -477,56 +468,62 @@ int itapi_evq_pump_register(struct itapi_evd *evd)
 	g_mutex_lock(&pump.lock);
 	if (evd->pump_registered)
 		goto out;
-	if (!pump.thread) {
-		pump.epfd = epoll_create1(EPOLL_CLOEXEC);
-		if (pump.epfd < 0) {
-			err = -errno;
+	if (!pump.running) {
+		err = rnicpi_engine_init(&pump.engine, "hostrdma-evd", 0, NULL,
+					 NULL);
+		if (err)
 			goto out;
-		}
-		pump.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (pump.wake < 0 ||
-		    epoll_ctl(pump.epfd, EPOLL_CTL_ADD, pump.wake, &w) < 0) {
-			err = -errno;
-			if (pump.wake >= 0)
-				close(pump.wake);
-			close(pump.epfd);
-			goto out;
-		}
 		pump.sevds = g_hash_table_new(g_direct_hash, g_direct_equal);
-		pump.stop = false;
-		pump.thread = g_thread_new("hostrdma-evd", pump_main, NULL);
+		pump.watches = g_hash_table_new(g_direct_hash, g_direct_equal);
+		pump.dead = g_ptr_array_new_with_free_func(g_free);
+		pump.running = true;
+		err = rnicpi_engine_start(&pump.engine);
+		if (err) {
+			reap = true;
+			goto out;
+		}
 	}
-	if (epoll_ctl(pump.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		err = -errno;
-		t = pump_stop_if_idle_locked();
+	w = g_new0(struct pump_watch, 1);
+	w->src.dispatch = pump_dispatch;
+	w->evd = evd;
+	err = rnicpi_engine_add(&pump.engine, fd, &w->src, EPOLLIN);
+	if (err) {
+		g_free(w);
+		reap = pump_idle_locked();
 		goto out;
 	}
-	g_hash_table_add(pump.sevds, evd);
+	g_hash_table_insert(pump.sevds, evd, w);
+	g_hash_table_add(pump.watches, w);
 	evd->pump_registered = true;
 	ual_cq_arm(evd->cq, false);
 out:
 	g_mutex_unlock(&pump.lock);
-	if (t)
-		pump_reap(t);
+	if (reap)
+		pump_reap();
 	g_mutex_unlock(&pump.start_lock);
 	return err;
 }
 
 void itapi_evq_pump_unregister(struct itapi_evd *evd)
 {
-	GThread *t;
+	struct pump_watch *w;
+	bool reap;
 
 	if (!evd->pump_registered)
 		return;
 	g_mutex_lock(&pump.start_lock);
 	g_mutex_lock(&pump.lock);
-	epoll_ctl(pump.epfd, EPOLL_CTL_DEL, ual_cq_fd(evd->cq), NULL);
+	rnicpi_engine_del(&pump.engine, ual_cq_fd(evd->cq));
+	w = g_hash_table_lookup(pump.sevds, evd);
 	g_hash_table_remove(pump.sevds, evd);
+	if (w) {
+		g_hash_table_remove(pump.watches, w);
+		g_ptr_array_add(pump.dead, w);
+	}
 	evd->pump_registered = false;
-	t = pump_stop_if_idle_locked();
+	reap = pump_idle_locked();
 	g_mutex_unlock(&pump.lock);
-	if (t)
-		pump_reap(t);
+	if (reap)
+		pump_reap();
 	g_mutex_unlock(&pump.start_lock);
 }
-

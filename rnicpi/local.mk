@@ -3,4 +3,5 @@
 pkginclude_HEADERS += rnicpi/rnicpi.h
 
 noinst_LTLIBRARIES += rnicpi/librnicpi_util.la
-rnicpi_librnicpi_util_la_SOURCES = rnicpi/rnicpi_util.c rnicpi/rnicpi_util.h
+rnicpi_librnicpi_util_la_SOURCES = rnicpi/rnicpi_util.c rnicpi/rnicpi_util.h \
+	rnicpi/rnicpi_engine.c rnicpi/rnicpi_engine.h

@@ -138,8 +138,10 @@ int rnicpi_cq_ring_push(struct rnicpi_cq_ring *ring,
 	notify = ring->arm == RNICPI_CQ_ARMED_ANY ||
 		 (ring->arm == RNICPI_CQ_ARMED_SOLICITED &&
 		  (solicited || wc->status != RNICPI_WC_SUCCESS));
-	if (notify)
+	if (notify) {
 		ring->arm = RNICPI_CQ_DISARMED;
+		atomic_store(&ring->armed, false);
+	}
 	pthread_mutex_unlock(&ring->lock);
 	if (notify)
 		cq_ring_signal(ring);
@@ -171,6 +173,7 @@ int rnicpi_cq_ring_arm(struct rnicpi_cq_ring *ring, int solicited_only)
 		ring->arm = RNICPI_CQ_ARMED_ANY;
 	else if (ring->arm == RNICPI_CQ_DISARMED)
 		ring->arm = RNICPI_CQ_ARMED_SOLICITED;
+	atomic_store(&ring->armed, true);
 	pthread_mutex_unlock(&ring->lock);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #define RNICPI_UTIL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -67,6 +68,9 @@ struct rnicpi_cq_ring {
 	uint32_t head;	/* next to poll */
 	uint32_t count;
 	enum rnicpi_cq_arm arm;
+	/* arm != DISARMED, readable without the lock (a provider asks on
+	 * its data path whether a consumer may be asleep on the ring). */
+	atomic_bool armed;
 	bool overflowed;
 	int efd;	/* eventfd, EFD_NONBLOCK | EFD_CLOEXEC */
 };
@@ -86,6 +90,13 @@ int rnicpi_cq_ring_poll(struct rnicpi_cq_ring *ring, int n,
 			struct rnicpi_wc *wc);
 /* Arm for the next (solicited) completion. Never fails. */
 int rnicpi_cq_ring_arm(struct rnicpi_cq_ring *ring, int solicited_only);
+/* Is the ring armed (a consumer may sleep on efd)? Lock-free; a
+ * sequentially consistent read, ordered after the arm's store, so a
+ * provider can pair it with a store of its own (see siw's rx park). */
+static inline bool rnicpi_cq_ring_armed(struct rnicpi_cq_ring *ring)
+{
+	return atomic_load(&ring->armed);
+}
 /* Consume the eventfd's readiness: 0, or -EAGAIN if it was not ready. */
 int rnicpi_cq_ring_ack(struct rnicpi_cq_ring *ring);
 /* Grow or shrink to @capacity; -EINVAL if fewer than the held entries. */

@@ -150,10 +150,11 @@ START_TEST(test_port_taken)
 END_TEST
 
 /*
- * Out of descriptors, create_qp is refused (-EMFILE) rather than making a
- * QP without a transport timer: such a QP never retried a lost packet,
- * and its WRs waited for ever (seen with 8000 connections in one process
- * under a 20 000-descriptor limit: a QP takes two). Fillers use every
+ * A QP's transport timer takes no descriptor: it lives on the progress
+ * engine's timer heap (once a timerfd of its own, which could run out:
+ * such a QP never retried a lost packet, seen with 8000 connections in
+ * one process under a 20 000-descriptor limit). So out of descriptors,
+ * create_qp still makes a QP with its timer. Fillers use every
  * descriptor below a lowered RLIMIT_NOFILE; the limit is restored after.
  */
 START_TEST(test_qp_out_of_descriptors)
@@ -185,8 +186,9 @@ START_TEST(test_qp_out_of_descriptors)
 	       (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
 		fillers[n++] = fd;
 	ck_assert_int_eq(errno, EMFILE);
-	ck_assert_errno(t.ops->create_qp(t.pd, &qa, &extra), EMFILE);
-	ck_assert_ptr_null(extra);
+	ck_assert_ok(t.ops->create_qp(t.pd, &qa, &extra));
+	ck_assert_ok(t.ops->destroy_qp(extra));
+	extra = NULL;
 	while (n)
 		close(fillers[--n]);
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);

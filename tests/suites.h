@@ -18,6 +18,7 @@
 	X(suite_siw_hostile, "siw-hostile")                                 \
 	X(suite_siw_lifetime, "siw-lifetime")                               \
 	X(suite_siw_coalesce, "siw-coalesce")                               \
+	X(suite_siw_park, "siw-park")                                       \
 	X(suite_itapi_ia, "itapi-ia")                                       \
 	X(suite_itapi_evd, "itapi-evd")                                     \
 	X(suite_itapi_mem, "itapi-mem")                                     \
@@ -58,6 +59,7 @@
 
 #define HOSTRDMA_SUITES(X)                                                  \
 	X(suite_rnicpi_util, "rnicpi-util")                                 \
+	X(suite_rnicpi_engine, "rnicpi-engine")                             \
 	X(suite_kal_pin, "kal-pin")                                         \
 	X(suite_kal_netlink, "kal-netlink")                                 \
 	X(suite_ual_loader, "ual-loader")                                   \

@@ -8,10 +8,7 @@ ual_libual_la_LIBADD = kal/libkal.la $(GLIB_LIBS) $(PTHREAD_LIBS) $(LIBS)
 
 # Builtin providers reach the helpers through the core library, once
 # however many providers are built in.
-if PROV_SIW_BUILTIN
+# The provider helpers: for builtin providers, and for the IT-API event
+# pump, which runs on the same progress engine (rnicpi_engine.h) as the
+# providers. Loadable providers link their own copy and export nothing.
 ual_libual_la_LIBADD += rnicpi/librnicpi_util.la
-else
-if PROV_RXE_BUILTIN
-ual_libual_la_LIBADD += rnicpi/librnicpi_util.la
-endif
-endif

@@ -28,6 +28,10 @@
 #include <glib.h>
 
 #include "rnicpi/rnicpi.h"
+/* The providers' progress engine is part of ual's interface for the layers
+ * above: itapi's event pump and cm's thread run on it, so the process has
+ * one kind of event loop and one timer model. */
+#include "rnicpi/rnicpi_engine.h"
 
 /* Environment and configuration (documented in man/hostrdma.7):
  *  HOSTRDMA_PROVIDER_PATH  colon-separated directories searched for

@@ -151,10 +151,7 @@ void fz_rxe_init(void)
 		 F.rdev->gids[1].addr.ss_family == AF_INET6);
 	/* Stopped as rxe_net_stop() stops it; the target's thread runs its
 	 * work from now on. */
-	atomic_store(&F.rdev->stop, true);
-	rxe_dev_wake(F.rdev);
-	pthread_join(F.rdev->thread, NULL);
-	F.rdev->thread_started = false;
+	rxe_net_stop_thread(F.rdev);
 
 	/* Before the first registration: the R_Keys of fuzz_rxe.h. */
 	F.rdev->keys.secret = FZ_KEY_SECRET;

@@ -117,12 +117,7 @@ static const struct rnicpi_option opts[FZ_SIW_NPROFILES][8] = {
  * the target's thread runs siw_dev_progress() itself. */
 static void stop_progress_thread(struct siw_device *sd)
 {
-	atomic_store(&sd->stop, true);
-	siw_dev_wake(sd);
-	pthread_join(sd->thread, NULL);
-	pthread_mutex_lock(&sd->lock);
-	sd->thread_running = false;
-	pthread_mutex_unlock(&sd->lock);
+	siw_dev_stop_thread(sd);
 }
 
 static uint8_t *guarded(size_t len)

@@ -26,6 +26,7 @@
 #include <sys/uio.h>
 
 #include "rnicpi/rnicpi.h"
+#include "rnicpi/rnicpi_engine.h"
 #include "rnicpi/rnicpi_util.h"
 #include "vp/rxe/ib_hdr.h"
 #include "vp/rxe/rxe_icrc.h"
@@ -100,14 +101,11 @@ struct rxe_gid {
 	union rnicpi_gid gid;
 	struct sockaddr_storage addr;	/* the address, port 4791 */
 	int rx_fd;			/* bound to addr:4791, -1 if none */
+	struct rnicpi_source src;	/* rx_fd in the progress engine */
+	struct rxe_dev *dev;
 };
 
-/* What the progress thread's epoll data names. */
-enum rxe_ev_kind {
-	RXE_EV_WAKE = 1,
-	RXE_EV_RX,	/* low 32 bits: GID index */
-	RXE_EV_TIMER,	/* low 32 bits: QPN */
-};
+struct rx_batch;
 
 struct rxe_dev {
 	struct rnicpi_device ibdev;
@@ -130,11 +128,13 @@ struct rxe_dev {
 
 	struct rnicpi_key_table keys; /* lkeys / rkeys -> struct rxe_mr */
 
-	int epfd;
-	int wake_fd;			/* eventfd: stop, pending work */
-	pthread_t thread;
-	atomic_bool stop;
-	bool thread_started;
+	/* The progress engine (rnicpi_engine.h): the receive sockets, the
+	 * QPs' transport timers, the wake-up; its thread is the progress
+	 * thread. */
+	struct rnicpi_engine engine;
+	bool engine_up;
+	struct rx_batch *rxb;		/* receive buffers (engine thread) */
+	uint32_t rx_seed;		/* the fault hooks' dice */
 
 	/* Options (rxe_main.c) */
 	uint32_t max_unacked;		/* packets in flight per QP */
@@ -469,7 +469,12 @@ struct rxe_qp {
 	uint16_t tx_port[2];	/* host order */
 	int tx_gid[2];		/* GID index the socket is bound to */
 	struct sockaddr_storage tx_src[2]; /* its address and port */
-	int timer_fd;
+	/* The transport timer (retransmit, RNR) on the engine's heap, and
+	 * when it is due (0: stopped), under the QP lock: an expiry the
+	 * engine took off its heap fires only if the timer was not moved or
+	 * stopped meanwhile, as a timerfd's would. */
+	struct rnicpi_timer timer;
+	uint64_t timer_due_ns;
 
 	/* send queue: free-running counters, index = counter % size */
 	struct rxe_send_wqe *sq;
@@ -674,6 +679,8 @@ enum rnicpi_wc_status rxe_mw_bind(struct rxe_qp *qp,
 /* rxe_net.c */
 int rxe_net_start(struct rxe_dev *dev);
 void rxe_net_stop(struct rxe_dev *dev);
+/* Close the engine; after the GIDs' sockets were closed. */
+void rxe_net_fini(struct rxe_dev *dev);
 int rxe_gid_open(struct rxe_dev *dev, int index);
 void rxe_gid_close(struct rxe_dev *dev, int index);
 /* Socket of @qp for sending to @av (created on first use). */
@@ -690,10 +697,14 @@ void rxe_queue_ack(struct rxe_qp *qp);
  * send queue), the ACKs again. True when some is left for another round.
  * A test harness that stopped the thread calls it instead. */
 bool rxe_net_run_work(struct rxe_dev *dev);
-/* Arm (@usec > 0) or stop (0) the QP's timer. */
-/* Watch the QP's transport timer (its descriptor is made with the QP). */
-void rxe_timer_watch(struct rxe_qp *qp);
+/* Arm (@usec > 0) or stop (0) the QP's timer; QP lock held. */
 void rxe_timer_set(struct rxe_qp *qp, uint64_t usec);
+/* Make the QP's timer; wait for its callback before freeing the QP. */
+void rxe_timer_init(struct rxe_qp *qp);
+void rxe_timer_fini(struct rxe_qp *qp);
+/* Stop the progress thread as rxe_net_stop() does, leaving the engine to
+ * a harness that calls rxe_net_run_work(). */
+void rxe_net_stop_thread(struct rxe_dev *dev);
 void rxe_dev_wake(struct rxe_dev *dev);
 
 /* rxe_recv.c: check and dispatch one received packet; @ip_id_hint is the

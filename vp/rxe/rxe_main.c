@@ -410,6 +410,7 @@ static void rxe_device_destroy(struct rnicpi_device *ibdev)
 	for (i = 0; i < RXE_MAX_GID; i++)
 		if (dev->gids[i].valid)
 			rxe_gid_close(dev, i);
+	rxe_net_fini(dev);
 	g_hash_table_destroy(dev->qps);
 	g_queue_clear(&dev->pending);
 	g_queue_clear(&dev->acks);
@@ -448,8 +449,6 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	atomic_init(&dev->gro, true);
 	dev->direct = 1;
 	dev->busy_poll_us = 0;
-	dev->epfd = -1;
-	dev->wake_fd = -1;
 	for (i = 0; i < RXE_MAX_GID; i++)
 		dev->gids[i].rx_fd = -1;
 	pthread_mutex_init(&dev->lock, NULL);
@@ -522,6 +521,7 @@ err_net:
 	for (i = 0; i < RXE_MAX_GID; i++)
 		if (dev->gids[i].valid)
 			rxe_gid_close(dev, i);
+	rxe_net_fini(dev);
 err_keys:
 	rnicpi_key_table_fini(&dev->keys);
 err_free:

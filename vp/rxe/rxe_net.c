@@ -21,18 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "vp/rxe/rxe.h"
 
 #define RXE_SOCKBUF (8u << 20)
 
-static uint64_t ev_data(enum rxe_ev_kind kind, uint32_t value)
-{
-	return (uint64_t)kind << 32 | value;
-}
+static bool rx_dispatch(struct rnicpi_source *src, uint32_t events);
 
 static void set_bufsize(int fd, int opt_force, int opt)
 {
@@ -55,7 +50,6 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 	int family = g->addr.ss_family;
 	socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in)
 					  : sizeof(struct sockaddr_in6);
-	struct epoll_event ev = { .events = EPOLLIN };
 	char buf[INET6_ADDRSTRLEN] = "?";
 	int fd, one = 1, err;
 
@@ -92,9 +86,10 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 		close(fd);
 		return err;
 	}
-	ev.data.u64 = ev_data(RXE_EV_RX, (uint32_t)index);
-	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		err = -errno;
+	g->dev = dev;
+	g->src.dispatch = rx_dispatch;
+	err = rnicpi_engine_add(&dev->engine, fd, &g->src, EPOLLIN);
+	if (err) {
 		close(fd);
 		return err;
 	}
@@ -110,7 +105,7 @@ void rxe_gid_close(struct rxe_dev *dev, int index)
 
 	if (g->rx_fd < 0)
 		return;
-	epoll_ctl(dev->epfd, EPOLL_CTL_DEL, g->rx_fd, NULL);
+	rnicpi_engine_del(&dev->engine, g->rx_fd);
 	close(g->rx_fd);
 	g->rx_fd = -1;
 }
@@ -384,30 +379,34 @@ out:
 /* Timers, scheduling                                                 */
 /* ------------------------------------------------------------------ */
 
-void rxe_timer_watch(struct rxe_qp *qp)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
+static void on_timer(void *arg);
 
-	ev.data.u64 = ev_data(RXE_EV_TIMER, qp->ibqp.qp_num);
-	if (epoll_ctl(qp->dev->epfd, EPOLL_CTL_ADD, qp->timer_fd, &ev) < 0)
-		rxe_qp_warn(qp, "epoll timer: %s", g_strerror(errno));
+void rxe_timer_init(struct rxe_qp *qp)
+{
+	rnicpi_timer_init(&qp->timer, on_timer, qp);
+}
+
+void rxe_timer_fini(struct rxe_qp *qp)
+{
+	rnicpi_timer_cancel_sync(&qp->dev->engine, &qp->timer);
 }
 
 void rxe_timer_set(struct rxe_qp *qp, uint64_t usec)
 {
-	struct itimerspec its = { 0 };
+	struct rnicpi_engine *e = &qp->dev->engine;
 
-	its.it_value.tv_sec = (time_t)(usec / 1000000);
-	its.it_value.tv_nsec = (long)(usec % 1000000) * 1000;
-	timerfd_settime(qp->timer_fd, 0, &its, NULL);
+	if (!usec) {
+		qp->timer_due_ns = 0;
+		rnicpi_timer_cancel(e, &qp->timer);
+		return;
+	}
+	qp->timer_due_ns = rnicpi_now_ns() + usec * 1000u;
+	rnicpi_timer_arm(e, &qp->timer, usec * 1000u);
 }
 
 void rxe_dev_wake(struct rxe_dev *dev)
 {
-	uint64_t one = 1;
-
-	if (write(dev->wake_fd, &one, sizeof(one)) < 0)
-		return; /* counter saturated: the thread wakes anyway */
+	rnicpi_engine_wake(&dev->engine);
 }
 
 void rxe_schedule(struct rxe_qp *qp)
@@ -613,17 +612,22 @@ static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
 	}
 }
 
-static void on_timer(struct rxe_dev *dev, uint32_t qpn)
+/* The QP's transport timer went off. The QP is there: rxe_destroy_qp
+ * waits for this callback (rxe_timer_fini) before it frees it; a lookup
+ * tells whether it is being destroyed. */
+static void on_timer(void *arg)
 {
-	struct rxe_qp *qp = rxe_qp_lookup(dev, qpn);
-	uint64_t ticks;
+	struct rxe_qp *q = arg;
+	struct rxe_qp *qp = rxe_qp_lookup(q->dev, q->ibqp.qp_num);
 
 	if (!qp)
 		return;
 	rxe_qp_lock(qp);
-	if (qp->timer_fd >= 0 &&
-	    read(qp->timer_fd, &ticks, sizeof(ticks)) == sizeof(ticks))
+	if (qp == q && qp->timer_due_ns &&
+	    qp->timer_due_ns <= rnicpi_now_ns()) {
+		qp->timer_due_ns = 0;
 		rxe_comp_timer(qp);
+	}
 	rxe_qp_unlock(qp);
 	rxe_qp_put(qp);
 }
@@ -699,113 +703,77 @@ bool rxe_net_run_work(struct rxe_dev *dev)
 	return more;
 }
 
-static uint64_t now_ns(void)
+/* A receive socket is readable. Returns true: data moved, so the
+ * engine polls on for busy_poll_us (option, off by default: in one
+ * process, hostrdma-perf -L, its spinning competes with the two
+ * application threads for two cores: 8-byte WRITE ping-pong 29 -> 41 us,
+ * 1 MiB WRITE 32 -> 34 Gbit/s, hostrdma-rxe(7)). */
+static bool rx_dispatch(struct rnicpi_source *src, uint32_t events)
 {
-	struct timespec ts;
+	struct rxe_gid *g = container_of(src, struct rxe_gid, src);
+	struct rxe_dev *dev = g->dev;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	(void)events;
+	rx_drain(dev, (int)(g - dev->gids), dev->rxb, &dev->rx_seed);
+	return true;
 }
 
-/*
- * The progress thread. With busy_poll_us, after it received something it
- * keeps polling that long before it sleeps again, sparing the sender's
- * side of the kernel a wake-up per datagram. Off by default: in one
- * process (hostrdma-perf -L) its spinning competes with the two
- * application threads for two cores (8-byte WRITE ping-pong 29 -> 41 us,
- * 1 MiB WRITE 32 -> 34 Gbit/s, hostrdma-rxe(7)).
- */
-static void *progress_thread(void *arg)
+/* After each pass: the coalesced ACKs and the transmit work; true when
+ * some is left, and the engine goes round again without sleeping. */
+static bool after_pass(void *arg)
 {
-	struct rxe_dev *dev = arg;
-	struct epoll_event evs[32];
-	struct rx_batch *b = g_new0(struct rx_batch, 1);
-	uint32_t seed = dev->fault_seed ? dev->fault_seed : 0x2545f491u;
-	uint64_t spin_ns = (uint64_t)dev->busy_poll_us * 1000u;
-	uint64_t spin_until = 0;
-	bool more = false;
-
-	b->buf = g_malloc((size_t)RXE_RX_BATCH * RXE_RX_SLOT);
-	while (!atomic_load(&dev->stop)) {
-		bool spinning = spin_ns && now_ns() < spin_until;
-		int n = epoll_wait(dev->epfd, evs, G_N_ELEMENTS(evs),
-				   more || spinning ? 0 : -1);
-		int i;
-
-		for (i = 0; i < n; i++) {
-			uint64_t d = evs[i].data.u64;
-			uint32_t v = (uint32_t)d;
-			uint64_t cnt;
-
-			switch ((enum rxe_ev_kind)(d >> 32)) {
-			case RXE_EV_WAKE:
-				if (read(dev->wake_fd, &cnt, sizeof(cnt)) < 0)
-					break;
-				break;
-			case RXE_EV_RX:
-				rx_drain(dev, (int)v, b, &seed);
-				if (spin_ns)
-					spin_until = now_ns() + spin_ns;
-				break;
-			case RXE_EV_TIMER:
-				on_timer(dev, v);
-				break;
-			}
-		}
-		more = rxe_net_run_work(dev);
-	}
-	g_free(b->buf);
-	g_free(b);
-	return NULL;
+	return rxe_net_run_work(arg);
 }
 
 int rxe_net_start(struct rxe_dev *dev)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
 	int err;
 
-	dev->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (dev->epfd < 0)
-		return -errno;
-	dev->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (dev->wake_fd < 0) {
-		err = -errno;
-		goto err_ep;
-	}
-	ev.data.u64 = ev_data(RXE_EV_WAKE, 0);
-	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, dev->wake_fd, &ev) < 0) {
-		err = -errno;
-		goto err_wake;
-	}
-	atomic_store(&dev->stop, false);
-	err = -pthread_create(&dev->thread, NULL, progress_thread, dev);
+	dev->rxb = g_new0(struct rx_batch, 1);
+	dev->rxb->buf = g_malloc((size_t)RXE_RX_BATCH * RXE_RX_SLOT);
+	dev->rx_seed = dev->fault_seed ? dev->fault_seed : 0x2545f491u;
+	err = rnicpi_engine_init(&dev->engine, dev->ibdev.name,
+				 dev->busy_poll_us, after_pass, dev);
 	if (err)
-		goto err_wake;
-	dev->thread_started = true;
+		goto err_buf;
+	dev->engine_up = true;
+	err = rnicpi_engine_start(&dev->engine);
+	if (err)
+		goto err_engine;
 	return 0;
 
-err_wake:
-	close(dev->wake_fd);
-	dev->wake_fd = -1;
-err_ep:
-	close(dev->epfd);
-	dev->epfd = -1;
+err_engine:
+	rnicpi_engine_fini(&dev->engine);
+	dev->engine_up = false;
+err_buf:
+	g_free(dev->rxb->buf);
+	g_free(dev->rxb);
+	dev->rxb = NULL;
 	return err;
+}
+
+void rxe_net_stop_thread(struct rxe_dev *dev)
+{
+	if (dev->engine_up)
+		rnicpi_engine_stop(&dev->engine);
 }
 
 void rxe_net_stop(struct rxe_dev *dev)
 {
-	if (dev->thread_started) {
-		atomic_store(&dev->stop, true);
-		rxe_dev_wake(dev);
-		pthread_join(dev->thread, NULL);
-		dev->thread_started = false;
+	rxe_net_stop_thread(dev);
+	/* The engine outlives the thread: the receive sockets are closed
+	 * with their GIDs, after this, and leave its epoll set then. */
+}
+
+/* After the GIDs are closed: the engine itself. */
+void rxe_net_fini(struct rxe_dev *dev)
+{
+	if (dev->engine_up)
+		rnicpi_engine_fini(&dev->engine);
+	dev->engine_up = false;
+	if (dev->rxb) {
+		g_free(dev->rxb->buf);
+		g_free(dev->rxb);
+		dev->rxb = NULL;
 	}
-	if (dev->wake_fd >= 0)
-		close(dev->wake_fd);
-	dev->wake_fd = -1;
-	/* The receive sockets are closed with their GIDs, after this. */
-	if (dev->epfd >= 0)
-		close(dev->epfd);
-	dev->epfd = -1;
 }

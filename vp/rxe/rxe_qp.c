@@ -8,8 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "vp/rxe/rxe.h"
@@ -223,7 +221,6 @@ int rxe_create_qp(struct rnicpi_pd *pd, struct rnicpi_qp_init_attr *attr,
 	qp->ibqp.pd = pd;
 	qp->tx_fd[0] = qp->tx_fd[1] = -1;
 	qp->tx_gid[0] = qp->tx_gid[1] = -1;
-	qp->timer_fd = -1;
 	qp->path_mtu = dev->active_mtu;
 	qp->mtu = rxe_mtu_bytes(qp->path_mtu);
 
@@ -245,23 +242,7 @@ int rxe_create_qp(struct rnicpi_pd *pd, struct rnicpi_qp_init_attr *attr,
 		qp->rq.wqe = g_new0(struct rxe_recv_wqe, qp->rq.size);
 	}
 	qp->cap = *cap;
-	/* The transport timer's descriptor now, not at the first send: a
-	 * QP that could not get one later would never time out a lost
-	 * packet, and its WRs would wait for ever. Out of descriptors, the
-	 * QP is refused here, where the consumer can see it. */
-	qp->timer_fd = timerfd_create(CLOCK_MONOTONIC,
-				      TFD_NONBLOCK | TFD_CLOEXEC);
-	if (qp->timer_fd < 0) {
-		struct rlimit rl = { 0 };
-
-		err = -errno;
-		getrlimit(RLIMIT_NOFILE, &rl);
-		rxe_dev_warn(dev, "create_qp: no descriptor for the transport "
-			     "timer: %s (RLIMIT_NOFILE %llu; each QP takes "
-			     "two)", g_strerror(-err),
-			     (unsigned long long)rl.rlim_cur);
-		goto err_free;
-	}
+	rxe_timer_init(qp);
 
 	pthread_mutex_lock(&dev->lock);
 	if (attr->qp_type == RNICPI_QPT_GSI) {
@@ -291,7 +272,6 @@ int rxe_create_qp(struct rnicpi_pd *pd, struct rnicpi_qp_init_attr *attr,
 	qp->ibqp.qp_num = qpn;
 	g_hash_table_insert(dev->qps, GUINT_TO_POINTER(qpn), qp);
 	pthread_mutex_unlock(&dev->lock);
-	rxe_timer_watch(qp);
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->users, 1);
 	rxe_qp_dbg(qp, "created, type %d, SQ %u RQ %u", qp->type, qp->sq_size,
@@ -300,8 +280,6 @@ int rxe_create_qp(struct rnicpi_pd *pd, struct rnicpi_qp_init_attr *attr,
 	return 0;
 
 err_free:
-	if (qp->timer_fd >= 0)
-		close(qp->timer_fd);
 	for (i = 0; i < qp->sq_size; i++)
 		g_free(qp->sq[i].inline_data);
 	g_free(qp->sq);
@@ -330,8 +308,7 @@ int rxe_destroy_qp(struct rnicpi_qp *ibqp)
 		rxe_qp_error(qp);
 	rxe_timer_set(qp, 0);
 	rxe_qp_unlock(qp);
-	if (qp->timer_fd >= 0)
-		close(qp->timer_fd);
+	rxe_timer_fini(qp);
 	for (i = 0; i < 2; i++)
 		if (qp->tx_fd[i] >= 0)
 			close(qp->tx_fd[i]);

@@ -130,7 +130,7 @@ static void mr_wait_unused(struct rxe_dev *dev, struct rxe_mr *mr)
 	struct timespec nap = { .tv_nsec = 20000 };
 	unsigned int naps = 0;
 
-	if (dev->thread_started && pthread_equal(pthread_self(), dev->thread))
+	if (rnicpi_engine_on_thread(&dev->engine))
 		return;
 	atomic_store(&mr->invalid, true);
 	while (atomic_load(&mr->hdr.ref) > 1) {

@@ -26,6 +26,7 @@
 #include <glib.h>
 
 #include "rnicpi/rnicpi.h"
+#include "rnicpi/rnicpi_engine.h"
 #include "rnicpi/rnicpi_util.h"
 #include "vp/siw/iwarp.h"
 
@@ -196,24 +197,35 @@ uint32_t siw_crc32c_path(enum siw_crc_path path, uint32_t crc,
 /* Objects                                                             */
 /* ------------------------------------------------------------------ */
 
-/* What the progress thread's epoll returns: a socket owner. */
+/* What the progress engine's epoll returns: a socket owner. */
 enum siw_item_type {
-	SIW_ITEM_WAKE,
-	SIW_ITEM_QP,
+	SIW_ITEM_QP = 1,
 	SIW_ITEM_CONN,
 };
 
 struct siw_item {
+	struct rnicpi_source src;	/* the engine dispatches here */
 	enum siw_item_type type;
 	struct siw_item *zombie_next; /* on dev->zombies once destroyed */
 };
 
-/* An entry on the device's deadline list. */
+/* A deadline of a QP or conn on the engine's timer heap. */
 struct siw_timed {
-	struct siw_list link;
-	uint64_t deadline_ms;
+	struct rnicpi_timer timer;
 	struct siw_item *item;
-	bool on;
+};
+
+/*
+ * How sockets moved between the progress engine and a polling consumer
+ * (option poll_rx), for tests and debugging. A completion the park timer
+ * delivers is a stall of up to SIW_PARK_MS: unpark_timer_data counts the
+ * times the timer found bytes waiting.
+ */
+struct siw_counters {
+	atomic_uint_fast64_t parks;	/* left to a polling consumer */
+	atomic_uint_fast64_t unpark_arm;	/* taken back at an arm or unlock */
+	atomic_uint_fast64_t unpark_timer;	/* taken back by the timer */
+	atomic_uint_fast64_t unpark_timer_data; /* ... with bytes waiting */
 };
 
 struct siw_device {
@@ -232,18 +244,16 @@ struct siw_device {
 	struct siw_list events;	   /* queued upcalls */
 	bool delivering;
 	pthread_t delivering_thread;
-	struct siw_list timed;	   /* QPs and conns with a deadline */
 	struct siw_item *zombies;  /* freed by the progress thread */
 	uint64_t batch_gen;	   /* progress loops completed */
 	pthread_cond_t batch_cond;
 	pthread_cond_t mr_cond;	   /* an access to a dead MR ended */
 
-	int epfd;
-	int wake_fd;
-	struct siw_item wake_item;
-	pthread_t thread;
-	bool thread_running;
-	atomic_bool stop;
+	/* The progress engine (rnicpi_engine.h): the sockets, the
+	 * deadlines, the wake-up; its thread is the progress thread. */
+	struct rnicpi_engine engine;
+	bool thread_running;	   /* under lock: zombies wait for it */
+	struct siw_counters counters;
 };
 
 struct siw_pd {
@@ -291,9 +301,6 @@ struct siw_cq {
 	pthread_mutex_t qps_lock;
 	struct siw_list qps;
 	uint32_t n_qps;		/* on qps */
-	/* When the consumer last armed the CQ (siw_cq_unpark): a poll
-	 * before that no longer makes its QPs "recently polled". */
-	atomic_uint_fast64_t armed_ms;
 };
 
 /* A QP on the list of its send or receive CQ. */
@@ -705,7 +712,11 @@ bool siw_dev_on_progress_thread(struct siw_device *dev);
 void siw_dev_timed_add(struct siw_device *dev, struct siw_timed *t,
 		       uint32_t ms);
 void siw_dev_timed_del(struct siw_device *dev, struct siw_timed *t);
+bool siw_dev_timed_pending(struct siw_device *dev, struct siw_timed *t);
 void siw_device_destroy(struct rnicpi_device *d);
+/* Stop the progress thread as siw_device_destroy() does, leaving the
+ * device for a harness to drive with siw_dev_progress(). */
+void siw_dev_stop_thread(struct siw_device *dev);
 /*
  * One pass of the progress thread: wait up to @timeout_ms (0: not at all,
  * -1: until something happens) for socket events and handle them, run
@@ -799,6 +810,9 @@ bool siw_qp_handle(struct siw_qp *qp, uint32_t events);
 void siw_qp_timeout(struct siw_qp *qp);
 /* Set or clear rx.parked, keeping dev->n_parked (under qp->lock). */
 void siw_qp_set_parked(struct siw_qp *qp, bool parked);
+/* qp->lock held: give a parked socket back to the engine if its consumer
+ * no longer polls (a CQ was armed, or no poll for SIW_PARK_MS). */
+void siw_qp_park_recheck(struct siw_qp *qp);
 /* Size the ORQ and IRQ rings for the ORD and IRD just negotiated (one
  * entry at least: a Read RTR takes an ORQ entry whatever ORD is); the
  * rings are empty. 0 or -ENOMEM. */

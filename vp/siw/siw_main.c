@@ -9,8 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -297,69 +295,92 @@ uint64_t siw_now_ms(void)
 
 void siw_dev_wake(struct siw_device *dev)
 {
-	uint64_t one = 1;
+	rnicpi_engine_wake(&dev->engine);
+}
 
-	if (write(dev->wake_fd, &one, sizeof(one)) < 0)
-		return; /* counter saturated: already readable */
+/* Every QP and conn socket dispatches here. */
+static bool item_dispatch(struct rnicpi_source *src, uint32_t events)
+{
+	struct siw_item *item = container_of(src, struct siw_item, src);
+
+	switch (item->type) {
+	case SIW_ITEM_QP:
+		/* Spin after data only: room to send (EPOLLOUT) comes back to
+		 * a sender that is busy on the other core already. */
+		return siw_qp_handle(container_of(item, struct siw_qp, item),
+				     events);
+	case SIW_ITEM_CONN:
+		siw_conn_handle(container_of(item, struct siw_conn, item),
+				events);
+		break;
+	}
+	return false;
 }
 
 int siw_dev_poll_add(struct siw_device *dev, int fd, struct siw_item *item,
 		     uint32_t events)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = item };
+	int rc;
 
-	if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		int err = -errno;
-
-		siw_info(dev, "epoll add fd %d: %s", fd, strerror(-err));
-		return err;
-	}
-	return 0;
+	item->src.dispatch = item_dispatch;
+	rc = rnicpi_engine_add(&dev->engine, fd, &item->src, events);
+	if (rc)
+		siw_info(dev, "epoll add fd %d: %s", fd, strerror(-rc));
+	return rc;
 }
 
 int siw_dev_poll_mod(struct siw_device *dev, int fd, struct siw_item *item,
 		     uint32_t events)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = item };
-
-	if (epoll_ctl(dev->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
-		return -errno;
-	return 0;
+	return rnicpi_engine_mod(&dev->engine, fd, &item->src, events);
 }
 
 void siw_dev_poll_del(struct siw_device *dev, int fd)
 {
-	/* ENOENT (never added) and EBADF are fine here. */
-	epoll_ctl(dev->epfd, EPOLL_CTL_DEL, fd, NULL);
+	rnicpi_engine_del(&dev->engine, fd);
 }
 
 bool siw_dev_on_progress_thread(struct siw_device *dev)
 {
-	return dev->thread_running && pthread_equal(pthread_self(),
-						    dev->thread);
+	return rnicpi_engine_on_thread(&dev->engine);
+}
+
+/* A deadline passed. The item is freed only between passes (zombies), so
+ * it is still there even if it was destroyed meanwhile; its handler looks
+ * at its state under its own lock. */
+static void timed_fire(void *arg)
+{
+	struct siw_timed *t = arg;
+	struct siw_item *item = t->item;
+
+	if (item->type == SIW_ITEM_QP) {
+		struct siw_qp *qp = container_of(item, struct siw_qp, item);
+
+		if (t == &qp->read_timed)
+			siw_qp_read_timeout(qp);
+		else
+			siw_qp_timeout(qp);
+	} else {
+		siw_conn_timeout(container_of(item, struct siw_conn, item));
+	}
 }
 
 void siw_dev_timed_add(struct siw_device *dev, struct siw_timed *t,
 		       uint32_t ms)
 {
-	pthread_mutex_lock(&dev->lock);
-	t->deadline_ms = siw_now_ms() + ms;
-	if (!t->on) {
-		siw_list_add_tail(&dev->timed, &t->link);
-		t->on = true;
-	}
-	pthread_mutex_unlock(&dev->lock);
-	siw_dev_wake(dev);
+	if (!t->timer.fn)
+		rnicpi_timer_init(&t->timer, timed_fire, t);
+	rnicpi_timer_arm(&dev->engine, &t->timer, (uint64_t)ms * 1000000u);
 }
 
 void siw_dev_timed_del(struct siw_device *dev, struct siw_timed *t)
 {
-	pthread_mutex_lock(&dev->lock);
-	if (t->on) {
-		siw_list_del(&t->link);
-		t->on = false;
-	}
-	pthread_mutex_unlock(&dev->lock);
+	rnicpi_timer_cancel(&dev->engine, &t->timer);
+}
+
+bool siw_dev_timed_pending(struct siw_device *dev, struct siw_timed *t)
+{
+	return rnicpi_timer_pending(&dev->engine, &t->timer);
 }
 
 static void free_item(struct siw_item *item)
@@ -421,148 +442,36 @@ void siw_dev_quiesce(struct siw_device *dev)
 	pthread_mutex_unlock(&dev->lock);
 }
 
-static int next_timeout(struct siw_device *dev)
+/* After each pass of the engine: the upcalls, then what was destroyed
+ * (no event of the pass can name it any more), then wake who waits for
+ * a pass to end. */
+static bool after_pass(void *arg)
 {
-	struct siw_list *l;
-	uint64_t now = siw_now_ms(), min = 0;
+	struct siw_device *dev = arg;
 
-	pthread_mutex_lock(&dev->lock);
-	for (l = dev->timed.next; l != &dev->timed; l = l->next) {
-		struct siw_timed *t = container_of(l, struct siw_timed, link);
-
-		if (!min || t->deadline_ms < min)
-			min = t->deadline_ms;
-	}
-	pthread_mutex_unlock(&dev->lock);
-	if (!min)
-		return -1;
-	return min <= now ? 0 : (int)(min - now);
-}
-
-/* Take expired entries one at a time and act on them with no lock held. */
-static void run_timeouts(struct siw_device *dev)
-{
-	uint64_t now = siw_now_ms();
-
-	for (;;) {
-		struct siw_list *l;
-		struct siw_item *hit = NULL;
-		struct siw_timed *hit_t = NULL;
-
-		pthread_mutex_lock(&dev->lock);
-		for (l = dev->timed.next; l != &dev->timed; l = l->next) {
-			struct siw_timed *t = container_of(l, struct siw_timed,
-							   link);
-
-			if (t->deadline_ms <= now) {
-				hit = t->item;
-				hit_t = t;
-				siw_list_del(l);
-				t->on = false;
-				break;
-			}
-		}
-		pthread_mutex_unlock(&dev->lock);
-		if (!hit)
-			return;
-		if (hit->type == SIW_ITEM_QP) {
-			struct siw_qp *qp = container_of(hit, struct siw_qp,
-							 item);
-
-			if (hit_t == &qp->read_timed)
-				siw_qp_read_timeout(qp);
-			else
-				siw_qp_timeout(qp);
-		} else
-			siw_conn_timeout(container_of(hit, struct siw_conn,
-						      item));
-	}
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-int siw_dev_progress(struct siw_device *dev, int timeout_ms, bool *busy)
-{
-	struct epoll_event evs[64];
-	int n, i;
-
-	n = epoll_wait(dev->epfd, evs, 64, timeout_ms);
-	if (n < 0 && errno != EINTR) {
-		int err = -errno;
-
-		siw_info(dev, "epoll_wait: %s", strerror(-err));
-		return err;
-	}
-	for (i = 0; i < n; i++) {
-		struct siw_item *item = evs[i].data.ptr;
-
-		switch (item->type) {
-		case SIW_ITEM_WAKE: {
-			uint64_t v;
-
-			if (read(dev->wake_fd, &v, sizeof(v)) < 0)
-				break; /* EAGAIN: raced, fine */
-			break;
-		}
-		case SIW_ITEM_QP:
-			/* Spin after data only: room to send (EPOLLOUT)
-			 * comes back to a sender that is busy on the other
-			 * core already. */
-			if (siw_qp_handle(container_of(item, struct siw_qp,
-						       item),
-					  evs[i].events) &&
-			    busy)
-				*busy = true;
-			break;
-		case SIW_ITEM_CONN:
-			siw_conn_handle(container_of(item, struct siw_conn,
-						     item),
-					evs[i].events);
-			break;
-		}
-	}
-	run_timeouts(dev);
 	siw_dev_deliver(dev);
 	free_zombies(dev);
 	pthread_mutex_lock(&dev->lock);
 	dev->batch_gen++;
 	pthread_cond_broadcast(&dev->batch_cond);
 	pthread_mutex_unlock(&dev->lock);
-	return n < 0 ? 0 : n;
+	return false;
 }
 
-/*
- * The progress thread. After socket traffic it keeps polling epoll for
- * busy_poll_us before it sleeps: a thread that sleeps between bursts is
- * woken by the sender's softirq, which costs the sender the wake-up and
- * all of TCP's receive processing, where a thread inside recvmsg() leaves
- * that work queued to its own socket's backlog (over 127.0.0.1 the
- * sender of a stream of RDMA Writes was the bottleneck, at 13 000
- * wake-ups a second of the target's thread).
- */
-static void *progress_main(void *arg)
+int siw_dev_progress(struct siw_device *dev, int timeout_ms, bool *busy)
 {
-	struct siw_device *dev = arg;
-	uint64_t spin_ns = (uint64_t)dev->opts.busy_poll_us * 1000u;
-	uint64_t spin_until = 0;
+	return rnicpi_engine_run_once(&dev->engine, timeout_ms, busy, NULL);
+}
 
-	while (!atomic_load(&dev->stop)) {
-		int timeout = next_timeout(dev);
-		bool spinning = spin_ns && now_ns() < spin_until;
-		bool busy = false;
-
-		if (siw_dev_progress(dev, spinning ? 0 : timeout, &busy) < 0)
-			break;
-		if (busy && spin_ns)
-			spin_until = now_ns() + spin_ns;
-	}
-	return NULL;
+void siw_dev_stop_thread(struct siw_device *dev)
+{
+	if (!dev->thread_running)
+		return;
+	rnicpi_engine_stop(&dev->engine);
+	pthread_mutex_lock(&dev->lock);
+	dev->thread_running = false;
+	pthread_cond_broadcast(&dev->batch_cond);
+	pthread_mutex_unlock(&dev->lock);
 }
 
 /* ------------------------------------------------------------------ */
@@ -585,15 +494,7 @@ void siw_device_destroy(struct rnicpi_device *d)
 {
 	struct siw_device *dev = to_siw_dev(d);
 
-	if (dev->thread_running) {
-		atomic_store(&dev->stop, true);
-		siw_dev_wake(dev);
-		pthread_join(dev->thread, NULL);
-		pthread_mutex_lock(&dev->lock);
-		dev->thread_running = false;
-		pthread_cond_broadcast(&dev->batch_cond);
-		pthread_mutex_unlock(&dev->lock);
-	}
+	siw_dev_stop_thread(dev);
 	free_zombies(dev);
 	siw_dev_deliver(dev);
 	siw_dev_purge_events(dev, NULL);
@@ -603,8 +504,7 @@ void siw_device_destroy(struct rnicpi_device *d)
 		siw_list_del(l);
 		event_free(container_of(l, struct siw_event, link));
 	}
-	close(dev->epfd);
-	close(dev->wake_fd);
+	rnicpi_engine_fini(&dev->engine);
 	rnicpi_key_table_fini(&dev->mr_keys);
 	pthread_cond_destroy(&dev->batch_cond);
 	pthread_cond_destroy(&dev->mr_cond);
@@ -646,28 +546,25 @@ static int siw_device_create(const struct rnicpi_netdev *nd,
 	pthread_cond_init(&dev->batch_cond, NULL);
 	pthread_cond_init(&dev->mr_cond, NULL);
 	siw_list_init(&dev->events);
-	siw_list_init(&dev->timed);
 	atomic_init(&dev->next_qpn, 2); /* QPN 1 is the GSI QP elsewhere */
 	rc = rnicpi_key_table_init(&dev->mr_keys, SIW_MAX_MR, mr_get_cb);
 	if (rc)
 		goto err_lock;
-	dev->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (dev->epfd < 0) {
-		rc = -errno;
+	/* The progress thread is the engine's. After socket traffic it
+	 * keeps polling for busy_poll_us before it sleeps: a thread that
+	 * sleeps between bursts is woken by the sender's softirq, which
+	 * costs the sender the wake-up and all of TCP's receive processing,
+	 * where a thread inside recvmsg() leaves that work queued to its own
+	 * socket's backlog (over 127.0.0.1 the sender of a stream of RDMA
+	 * Writes was the bottleneck, at 13 000 wake-ups a second of the
+	 * target's thread). */
+	rc = rnicpi_engine_init(&dev->engine, dev->base.name,
+				dev->opts.busy_poll_us, after_pass, dev);
+	if (rc)
 		goto err_keys;
-	}
-	dev->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (dev->wake_fd < 0) {
-		rc = -errno;
-		goto err_ep;
-	}
-	dev->wake_item.type = SIW_ITEM_WAKE;
-	rc = siw_dev_poll_add(dev, dev->wake_fd, &dev->wake_item, EPOLLIN);
+	rc = rnicpi_engine_start(&dev->engine);
 	if (rc)
-		goto err_wake;
-	rc = -pthread_create(&dev->thread, NULL, progress_main, dev);
-	if (rc)
-		goto err_wake;
+		goto err_engine;
 	dev->thread_running = true;
 	siw_dbg(dev, "created on %s (ifindex %d), MPA rev %u, crc %d, p2p %d, "
 		"CRC32c %s", dev->ifname, dev->base.ifindex, dev->opts.mpa_rev,
@@ -675,10 +572,8 @@ static int siw_device_create(const struct rnicpi_netdev *nd,
 	*out = &dev->base;
 	return 0;
 
-err_wake:
-	close(dev->wake_fd);
-err_ep:
-	close(dev->epfd);
+err_engine:
+	rnicpi_engine_fini(&dev->engine);
 err_keys:
 	rnicpi_key_table_fini(&dev->mr_keys);
 err_lock:

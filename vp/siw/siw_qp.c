@@ -21,6 +21,8 @@ void siw_qp_unlock(struct siw_qp *qp)
 {
 	struct siw_device *dev = qp->dev;
 
+	/* A CQ may have been armed while we held the lock. */
+	siw_qp_park_recheck(qp);
 	pthread_mutex_unlock(&qp->lock);
 	siw_dev_deliver(dev);
 }
@@ -244,8 +246,7 @@ void siw_qp_socket_close(struct siw_qp *qp, bool abort)
 	qp->llp = SIW_LLP_CLOSED;
 	qp->tx.want_out = false;
 	qp->tx.pack_len = qp->tx.pack_sent = 0;
-	if (qp->timed.on)
-		siw_dev_timed_del(qp->dev, &qp->timed);
+	siw_dev_timed_del(qp->dev, &qp->timed);
 	siw_qp_dbg(qp, "stream closed%s", abort ? " (reset)" : "");
 }
 
@@ -494,23 +495,36 @@ uint32_t siw_qp_poll_mask(const struct siw_qp *qp)
 	       (qp->tx.want_out ? EPOLLOUT : 0);
 }
 
-/* A poller read this QP's socket within the last SIW_PARK_MS. */
-static bool recently_polled(struct siw_qp *qp)
+/*
+ * Is the consumer polling @qp's CQs, not waiting on them? It read the
+ * socket from a poll within SIW_PARK_MS, and neither CQ is armed. An
+ * armed CQ is a consumer that may be asleep on it: its socket must stay
+ * with the engine, or what arrives waits for the park timer (issue 17:
+ * hostrdma-ping stalled 50 ms a round). That includes the poll a
+ * consumer makes right after arming, to catch what came before the arm:
+ * it is no sign of polling. A timestamp compared with the arm's time
+ * (milliseconds) told these apart only when the two fell in different
+ * milliseconds; the ring's armed state is exact.
+ */
+static bool consumer_polling(struct siw_qp *qp)
 {
 	uint64_t polled = atomic_load(&qp->polled_ms);
 
-	return siw_now_ms() - polled < SIW_PARK_MS &&
-	       polled > atomic_load(&qp->scq->armed_ms) &&
-	       polled > atomic_load(&qp->rcq->armed_ms);
+	return polled && siw_now_ms() - polled < SIW_PARK_MS &&
+	       !rnicpi_cq_ring_armed(&qp->scq->ring) &&
+	       !rnicpi_cq_ring_armed(&qp->rcq->ring);
 }
 
 /*
  * Data came while an application keeps polling the QP's CQ (poll_rx): it
  * will read the socket itself, and waking this thread for every message
  * only takes a core from it (on two cores, the tail of hostrdma-perf
- * write_lat). Leave the socket to it: EPOLLIN off, and a timer that turns
- * it back on once the polling stops. Not while the initiator's first
- * FPDU is held back (the timer is that hold's).
+ * write_lat). Leave the socket to it: EPOLLIN off. It comes back when a
+ * CQ is armed (siw_cq_unpark, or whoever holds the QP's lock then:
+ * siw_qp_park_recheck), and, for a consumer that neither polls nor
+ * waits any more, when the park timer sees no poll for SIW_PARK_MS. Not
+ * while the initiator's first FPDU is held back (the timer is that
+ * hold's).
  */
 void siw_qp_set_parked(struct siw_qp *qp, bool parked)
 {
@@ -523,27 +537,56 @@ void siw_qp_set_parked(struct siw_qp *qp, bool parked)
 		atomic_fetch_sub(&qp->dev->n_parked, 1);
 }
 
+static void rx_unpark(struct siw_qp *qp)
+{
+	siw_qp_set_parked(qp, false);
+	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
+}
+
 static bool rx_park(struct siw_qp *qp)
 {
 	if (!qp->dev->opts.poll_rx || qp->llp != SIW_LLP_RDMA ||
-	    qp->tx_hold || !recently_polled(qp))
+	    qp->tx_hold || !consumer_polling(qp))
 		return false;
 	siw_qp_set_parked(qp, true);
 	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
+	/* An arm between the test above and n_parked's increment saw no
+	 * parked QP and walked nothing: both are sequentially consistent,
+	 * so if the arm's walk missed us, this sees the arm. */
+	if (!consumer_polling(qp)) {
+		rx_unpark(qp);
+		return false;
+	}
+	atomic_fetch_add(&qp->dev->counters.parks, 1);
 	siw_dev_timed_add(qp->dev, &qp->timed, SIW_PARK_MS);
 	return true;
 }
 
+void siw_qp_park_recheck(struct siw_qp *qp)
+{
+	if (qp->rx.parked && qp->fd >= 0 && !consumer_polling(qp)) {
+		rx_unpark(qp);
+		atomic_fetch_add(&qp->dev->counters.unpark_arm, 1);
+	}
+}
+
+/* The park timer: the safety net for a consumer that stopped polling
+ * without arming a CQ (a consumer that waits arms, and gets its socket
+ * back at once). */
 static void rx_park_check(struct siw_qp *qp)
 {
+	struct pollfd p = { .fd = qp->fd, .events = POLLIN | POLLRDHUP };
+
 	if (!qp->rx.parked)
 		return;
-	if (recently_polled(qp)) {
+	if (consumer_polling(qp)) {
 		siw_dev_timed_add(qp->dev, &qp->timed, SIW_PARK_MS);
 		return;
 	}
-	siw_qp_set_parked(qp, false);
-	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
+	atomic_fetch_add(&qp->dev->counters.unpark_timer, 1);
+	if (poll(&p, 1, 0) > 0)
+		atomic_fetch_add(&qp->dev->counters.unpark_timer_data, 1);
+	rx_unpark(qp);
 }
 
 /*
@@ -661,6 +704,7 @@ void siw_cq_progress(struct siw_cq *cq)
 				 !qp->tx.want_out && qp->sq_unstarted)
 				siw_qp_tx(qp);
 		}
+		siw_qp_park_recheck(qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
@@ -673,18 +717,18 @@ void siw_cq_progress(struct siw_cq *cq)
 
 /*
  * The CQ is armed: its consumer is about to sleep on it and polls no
- * more. Hand the sockets it kept reading back to the progress thread now
- * instead of when the park timer notices (up to SIW_PARK_MS later). A QP
- * another thread holds is left to the timer.
+ * more. Hand the sockets it kept reading back to the progress engine now.
+ * A QP another thread holds is taken back by that thread when it lets go
+ * (siw_qp_unlock and siw_cq_progress call siw_qp_park_recheck), so no
+ * socket waits for the park timer.
  */
 void siw_cq_unpark(struct siw_cq *cq)
 {
 	struct siw_list *n;
 
-	/* Its QPs' polls from before now no longer count as recent: none
-	 * is parked from here on (recently_polled), and with nothing
-	 * parked on the device the walk below has nothing to do. */
-	atomic_store(&cq->armed_ms, siw_now_ms());
+	/* The arm (rnicpi_cq_ring_arm) came first; with nothing parked on
+	 * the device there is nothing to walk (rx_park looks at the arm
+	 * after it counted itself). */
 	if (!atomic_load(&cq->dev->n_parked))
 		return;
 	pthread_mutex_lock(&cq->qps_lock);
@@ -695,11 +739,8 @@ void siw_cq_unpark(struct siw_cq *cq)
 		atomic_store(&qp->polled_ms, 0);
 		if (pthread_mutex_trylock(&qp->lock))
 			continue;
-		if (qp->rx.parked && !qp->destroyed && qp->fd >= 0) {
-			siw_qp_set_parked(qp, false);
-			siw_dev_poll_mod(qp->dev, qp->fd, &qp->item,
-					 siw_qp_poll_mask(qp));
-		}
+		if (!qp->destroyed)
+			siw_qp_park_recheck(qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
 	pthread_mutex_unlock(&cq->qps_lock);

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * soft-iWARP with poll_rx (the default): a consumer that polls its CQ
+ * reads the QP's socket itself, and the progress engine leaves it alone
+ * ("parked") meanwhile. Once the consumer arms the CQ and sleeps, the
+ * socket must be the engine's again at once: a completion that waits for
+ * the park timer is a stall of SIW_PARK_MS (issue 17).
+ */
+#include "config.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "tests/testutil_siw.h"
+#include "tests/suites.h"
+#include "tests/testutil.h"
+#include "vp/siw/siw.h"
+
+#define ROUNDS 120
+#define MSG 64
+
+static uint64_t mono_us(void)
+{
+	return rnicpi_now_ns() / 1000u;
+}
+
+/* A consumer that polls: spin on poll_cq. */
+static void spin_for(struct h_side *s, struct rnicpi_cq *cq,
+		     struct rnicpi_wc *wc)
+{
+	uint64_t end = mono_us() + (uint64_t)H_WAIT_MS * 1000u;
+
+	for (;;) {
+		int n = s->d->ops->poll_cq(cq, 1, wc);
+
+		ck_assert_int_ge(n, 0);
+		if (n == 1)
+			return;
+		ck_assert_msg(mono_us() < end, "no completion while polling");
+	}
+}
+
+/* Arm @cq and make the poll a consumer makes after arming (what came
+ * before the arm raises no event). @straddle: let a millisecond pass
+ * between the two, as a consumer that is preempted there does. Returns
+ * whether that poll found the completion already. */
+static bool arm(struct h_side *s, struct rnicpi_cq *cq, struct rnicpi_wc *wc,
+		bool straddle)
+{
+	ck_assert_ok(s->d->ops->req_notify_cq(cq, 0));
+	if (straddle)
+		usleep(1100);
+	return s->d->ops->poll_cq(cq, 1, wc) == 1;
+}
+
+/* A consumer that sleeps on the notification fd; returns how long. */
+static uint64_t sleep_for(struct h_side *s, struct rnicpi_cq *cq,
+			  struct rnicpi_wc *wc)
+{
+	struct pollfd p = { .fd = cq->notify_fd, .events = POLLIN };
+	uint64_t t0 = mono_us();
+
+	ck_assert_int_eq(poll(&p, 1, H_WAIT_MS), 1);
+	ck_assert_ok(s->d->ops->ack_cq_event(cq));
+	ck_assert_int_eq(s->d->ops->poll_cq(cq, 1, wc), 1);
+	return mono_us() - t0;
+}
+
+/* One message from @from to @to, which polls (@block false) or arms and
+ * sleeps for it; the receive is posted again afterwards. Returns the
+ * sleep's length in microseconds (0 when polling). */
+static uint64_t one_way(struct h_side *from, struct h_buf *fb,
+			struct h_side *to, struct h_buf *tb, uint64_t id,
+			bool block, bool straddle)
+{
+	struct rnicpi_wc wc;
+	uint64_t slept = 0;
+	bool early = false;
+
+	if (block)
+		early = arm(to, to->rcq, &wc, straddle);
+	ck_assert_ok(h_post_send(from, RNICPI_WR_SEND, fb, 0, MSG, id,
+				 RNICPI_SEND_SIGNALED, 0, 0));
+	if (block && !early)
+		slept = sleep_for(to, to->rcq, &wc);
+	else if (!block)
+		spin_for(to, to->rcq, &wc);
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, MSG);
+	h_post_recv(to, tb, 0, MSG, id);
+	spin_for(from, from->scq, &wc);
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	return slept;
+}
+
+START_TEST(test_park_pingpong_poll_then_block)
+{
+	struct h_pair p;
+	struct h_buf sa, sb;
+	struct siw_device *da, *db;
+	uint64_t worst = 0, total = 0, timer_data;
+	int i;
+
+	h_pair_up_bufs(&p, NULL, NULL, &sa, &sb, MSG, 7);
+	da = to_siw_dev(p.da->dev);
+	db = to_siw_dev(p.db->dev);
+	ck_assert(da->opts.poll_rx && db->opts.poll_rx);
+	h_post_recv(&p.a, &sa, 0, MSG, 0);
+	h_post_recv(&p.b, &sb, 0, MSG, 0);
+	for (i = 0; i < ROUNDS; i++) {
+		/* Rounds alternate: two polled, then two asleep. */
+		bool block = (i / 2) % 2;
+		bool straddle = (i / 4) % 2;
+		uint64_t t;
+
+		t = one_way(&p.a, &sa, &p.b, &sb, (uint64_t)i, block,
+			    straddle);
+		t += one_way(&p.b, &sb, &p.a, &sa, (uint64_t)i, block,
+			     straddle);
+		total += t;
+		if (t > worst)
+			worst = t;
+	}
+	timer_data = atomic_load(&da->counters.unpark_timer_data) +
+		     atomic_load(&db->counters.unpark_timer_data);
+	printf("siw-park: %d rounds, parks %llu/%llu, unparks at arm "
+	       "%llu/%llu, by the timer %llu/%llu (%llu with data), "
+	       "longest sleep %llu us, all sleeps %llu us\n", ROUNDS,
+	       (unsigned long long)atomic_load(&da->counters.parks),
+	       (unsigned long long)atomic_load(&db->counters.parks),
+	       (unsigned long long)atomic_load(&da->counters.unpark_arm),
+	       (unsigned long long)atomic_load(&db->counters.unpark_arm),
+	       (unsigned long long)atomic_load(&da->counters.unpark_timer),
+	       (unsigned long long)atomic_load(&db->counters.unpark_timer),
+	       (unsigned long long)timer_data, (unsigned long long)worst,
+	       (unsigned long long)total);
+	/* The point: not one completion came through the park timer. */
+	ck_assert_uint_eq(timer_data, 0);
+	h_pair_down_bufs(&p, &sa, &sb);
+}
+END_TEST
+
+Suite *suite_siw_park(void)
+{
+	Suite *s = suite_create("siw-park");
+	TCase *tc = tcase_create("park");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_park_pingpong_poll_then_block);
+	suite_add_tcase(s, tc);
+	return s;
+}
