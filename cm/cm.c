@@ -202,8 +202,13 @@ static gpointer cm_thread_main(gpointer data)
 {
 	struct cm *cm = data;
 
+	int err;
+
 	g_main_context_push_thread_default(cm->ctx);
-	g_main_loop_run(cm->loop);
+	err = ual_engine_run_context(&cm->engine, cm->ctx, &cm->quit);
+	if (err)
+		g_warning("cm: the manager's thread stopped: %s",
+			  g_strerror(-err));
 	g_main_context_pop_thread_default(cm->ctx);
 	return NULL;
 }
@@ -247,8 +252,22 @@ int cm_open(struct ual *u)
 	cm->reqs = g_hash_table_new(g_int64_hash, g_int64_equal);
 	cm->ids = g_hash_table_new(g_direct_hash, g_direct_equal);
 	cm->next_req_id = 1;
+	/* The manager's thread is a progress engine, as the providers' and
+	 * the event pump's are, running the manager's GLib sources. */
+	err = rnicpi_engine_init(&cm->engine, "hostrdma-cm", 0, NULL, NULL);
+	if (err) {
+		g_mutex_unlock(&cm_global_lock);
+		g_warning("cm: cannot set up the manager's progress engine: %s",
+			  g_strerror(-err));
+		kal_nl_close(cm->nl);
+		g_ptr_array_free(cm->listens, TRUE);
+		g_hash_table_destroy(cm->reqs);
+		g_hash_table_destroy(cm->ids);
+		g_mutex_clear(&cm->lock);
+		g_free(cm);
+		return err;
+	}
 	cm->ctx = g_main_context_new();
-	cm->loop = g_main_loop_new(cm->ctx, FALSE);
 	/* The manager's thread starts with
 	 * g_main_context_push_thread_default(), which compares with GLib's
 	 * default context and so makes it (an eventfd) if nobody has: made
@@ -269,7 +288,9 @@ int cm_open(struct ual *u)
 
 static gboolean cm_quit_cb(gpointer data)
 {
-	g_main_loop_quit(data);
+	struct cm *cm = data;
+
+	g_atomic_int_set(&cm->quit, 1);
 	return G_SOURCE_REMOVE;
 }
 
@@ -314,7 +335,7 @@ void cm_close(void)
 			  g_hash_table_size(cm->ids));
 
 	s = g_idle_source_new();
-	g_source_set_callback(s, cm_quit_cb, cm->loop, NULL);
+	g_source_set_callback(s, cm_quit_cb, cm, NULL);
 	g_source_attach(s, cm->ctx);
 	g_source_unref(s);
 	g_thread_join(cm->thread);
@@ -323,8 +344,8 @@ void cm_close(void)
 	/* Sources destroyed after the thread stopped may hold callbacks. */
 	while (g_main_context_iteration(cm->ctx, FALSE))
 		;
-	g_main_loop_unref(cm->loop);
 	g_main_context_unref(cm->ctx);
+	rnicpi_engine_fini(&cm->engine);
 	g_ptr_array_free(cm->listens, TRUE);
 	g_hash_table_destroy(cm->reqs);
 	g_hash_table_destroy(cm->ids);

@@ -106,8 +106,9 @@ struct cm {
 	gint ref;
 	struct ual *u;
 	struct kal_nl *nl;
-	GMainContext *ctx;
-	GMainLoop *loop;
+	GMainContext *ctx;	/* the manager's sources */
+	struct rnicpi_engine engine;	/* runs ctx on the thread */
+	gint quit;		/* the thread stops (cm_close) */
 	GThread *thread;
 	uint32_t timeout_ms;
 

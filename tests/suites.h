@@ -65,6 +65,7 @@
 	X(suite_ual_loader, "ual-loader")                                   \
 	X(suite_ual_objects, "ual-objects")                                 \
 	X(suite_ual_events, "ual-events")                                   \
+	X(suite_ual_engine, "ual-engine")                                   \
 	X(suite_tools, "tools")                                             \
 	HOSTRDMA_SUITES_SIW(X)                                              \
 	HOSTRDMA_SUITES_RXE(X)

@@ -304,4 +304,14 @@ int ual_qp_iw_connect(struct ual_qp *qp, int sockfd,
 int ual_device_iw_take_request(struct ual_device *d, int sockfd,
 			       void *core_ctx, struct rnicpi_conn **out);
 
+/*
+ * Run the GLib main context @ctx on engine @e, on the calling thread,
+ * until *@stop is set (then wake @ctx: g_main_context_wakeup). GLib's
+ * descriptors become @e's sources and GLib's next time-out bounds @e's
+ * wait. @ctx must be free to acquire (-EBUSY otherwise); 0, or the
+ * engine's -errno if its wait failed.
+ */
+int ual_engine_run_context(struct rnicpi_engine *e, GMainContext *ctx,
+			   const gint *stop);
+
 #endif /* UAL_H */

@@ -61,7 +61,8 @@ tests_provider_libtestprov_builtin_la_CPPFLAGS = $(AM_CPPFLAGS) \
 
 # The ual suites.
 tests_check_all_SOURCES += tests/check_ual_loader.c tests/check_ual_objects.c \
-	tests/check_ual_events.c tests/testutil_ual.c tests/testutil_ual.h
+	tests/check_ual_events.c tests/check_ual_engine.c tests/testutil_ual.c \
+	tests/testutil_ual.h
 tests_check_all_CFLAGS += \
 	-DTESTPROV_DIR=\"$(abs_top_builddir)/tests/provider/.libs\" \
 	-DTESTPROV_BAD_DIR=\"$(abs_top_builddir)/tests/provider/bad/.libs\" \
