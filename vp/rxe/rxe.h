@@ -108,7 +108,7 @@ struct rxe_gid {
 struct rx_batch;
 
 struct rxe_dev {
-	struct rnicpi_device ibdev;
+	struct rnicpi_device base;
 	int gid_open_err;		/* the last rxe_gid_open failure */
 	char ifname[RNICPI_IFNAMSIZ];
 	uint32_t if_mtu;
@@ -173,7 +173,7 @@ static inline uint32_t rxe_direct_mode(struct rxe_dev *dev)
 
 static inline struct rxe_dev *to_rxe_dev(struct rnicpi_device *d)
 {
-	return container_of(d, struct rxe_dev, ibdev);
+	return container_of(d, struct rxe_dev, base);
 }
 
 static inline void rxe_count(struct rxe_dev *dev, enum rxe_counter c)
@@ -205,12 +205,12 @@ static inline uint32_t rxe_mtu_bytes(enum rnicpi_mtu mtu)
 /* ------------------------------------------------------------------ */
 
 struct rxe_pd {
-	struct rnicpi_pd ibpd;
+	struct rnicpi_pd base;
 };
 
 static inline struct rxe_pd *to_rxe_pd(struct rnicpi_pd *p)
 {
-	return container_of(p, struct rxe_pd, ibpd);
+	return container_of(p, struct rxe_pd, base);
 }
 
 /* What a key names: a memory region or a memory window. The key table
@@ -227,7 +227,7 @@ struct rxe_mem_hdr {
 
 struct rxe_mr {
 	struct rxe_mem_hdr hdr;
-	struct rnicpi_mr ibmr;
+	struct rnicpi_mr base;
 	uint8_t *addr;
 	uint64_t length;
 	uint64_t iova;
@@ -238,13 +238,13 @@ struct rxe_mr {
 
 static inline struct rxe_mr *to_rxe_mr(struct rnicpi_mr *m)
 {
-	return container_of(m, struct rxe_mr, ibmr);
+	return container_of(m, struct rxe_mr, base);
 }
 
 /* A memory window (IBA 10.6.7, rxe_mw.c). */
 struct rxe_mw {
 	struct rxe_mem_hdr hdr;
-	struct rnicpi_mw ibmw;
+	struct rnicpi_mw base;
 	pthread_mutex_t lock;	/* the binding below */
 	bool bound;
 	struct rxe_mr *mr;	/* referenced while bound */
@@ -256,7 +256,7 @@ struct rxe_mw {
 
 static inline struct rxe_mw *to_rxe_mw(struct rnicpi_mw *m)
 {
-	return container_of(m, struct rxe_mw, ibmw);
+	return container_of(m, struct rxe_mw, base);
 }
 
 void rxe_mem_get(struct rxe_mem_hdr *h);
@@ -291,13 +291,13 @@ int rxe_mem_invalidate(struct rxe_qp *qp, uint32_t key, bool remote);
 const char *rxe_mem_err_name(enum rxe_mem_err e);
 
 struct rxe_cq {
-	struct rnicpi_cq ibcq;
+	struct rnicpi_cq base;
 	struct rnicpi_cq_ring ring;
 };
 
 static inline struct rxe_cq *to_rxe_cq(struct rnicpi_cq *c)
 {
-	return container_of(c, struct rxe_cq, ibcq);
+	return container_of(c, struct rxe_cq, base);
 }
 
 struct rxe_recv_wqe {
@@ -317,7 +317,7 @@ struct rxe_rq {
 };
 
 struct rxe_srq {
-	struct rnicpi_srq ibsrq;
+	struct rnicpi_srq base;
 	pthread_mutex_t lock;
 	struct rxe_rq rq;
 	uint32_t limit;
@@ -326,7 +326,7 @@ struct rxe_srq {
 
 static inline struct rxe_srq *to_rxe_srq(struct rnicpi_srq *s)
 {
-	return container_of(s, struct rxe_srq, ibsrq);
+	return container_of(s, struct rxe_srq, base);
 }
 
 /* Where packets go: the peer's address and, for the source, a GID. */
@@ -340,13 +340,13 @@ struct rxe_av {
 };
 
 struct rxe_ah {
-	struct rnicpi_ah ibah;
+	struct rnicpi_ah base;
 	struct rxe_av av;
 };
 
 static inline struct rxe_ah *to_rxe_ah(struct rnicpi_ah *a)
 {
-	return container_of(a, struct rxe_ah, ibah);
+	return container_of(a, struct rxe_ah, base);
 }
 
 /* Fill @av from @attr; -EINVAL with a log line if the GID index or the
@@ -432,7 +432,7 @@ struct rxe_deferred {
 };
 
 struct rxe_qp {
-	struct rnicpi_qp ibqp;
+	struct rnicpi_qp base;
 	struct rxe_dev *dev;
 	atomic_int ref;
 	pthread_mutex_t lock;
@@ -534,7 +534,7 @@ struct rxe_qp {
 
 static inline struct rxe_qp *to_rxe_qp(struct rnicpi_qp *q)
 {
-	return container_of(q, struct rxe_qp, ibqp);
+	return container_of(q, struct rxe_qp, base);
 }
 
 void rxe_qp_get(struct rxe_qp *qp);
@@ -788,20 +788,20 @@ uint8_t *rxe_sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 #define rxe_qp_dbg(qp, fmt, ...)                                            \
 	do {                                                                \
 		if (rnicpi_debug_wanted(G_LOG_DOMAIN))                       \
-			g_debug("QP[%u] %s: " fmt, (qp)->ibqp.qp_num,       \
-				(qp)->dev->ibdev.name, ##__VA_ARGS__);      \
+			g_debug("QP[%u] %s: " fmt, (qp)->base.qp_num,       \
+				(qp)->dev->base.name, ##__VA_ARGS__);      \
 	} while (0)
 #define rxe_qp_warn(qp, fmt, ...)                                           \
-	g_info("QP[%u] %s: " fmt, (qp)->ibqp.qp_num,                     \
-	       (qp)->dev->ibdev.name, ##__VA_ARGS__)
+	g_info("QP[%u] %s: " fmt, (qp)->base.qp_num,                     \
+	       (qp)->dev->base.name, ##__VA_ARGS__)
 #define rxe_dev_dbg(dev, fmt, ...)                                          \
 	do {                                                                \
 		if (rnicpi_debug_wanted(G_LOG_DOMAIN))                       \
-			g_debug("%s: " fmt, (dev)->ibdev.name,              \
+			g_debug("%s: " fmt, (dev)->base.name,              \
 				##__VA_ARGS__);                             \
 	} while (0)
 #define rxe_dev_warn(dev, fmt, ...)                                         \
-	g_info("%s: " fmt, (dev)->ibdev.name, ##__VA_ARGS__)
+	g_info("%s: " fmt, (dev)->base.name, ##__VA_ARGS__)
 
 /* IBA 9.7.5.2.8: RNR NAK timer code -> microseconds. */
 uint32_t rxe_rnr_timer_usec(unsigned int code);

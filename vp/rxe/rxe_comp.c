@@ -78,7 +78,7 @@ void rxe_comp_drain(struct rxe_qp *qp)
 			wc.status = w->state == WQE_ERROR ? w->status
 							  : RNICPI_WC_SUCCESS;
 			wc.opcode = wc_opcode(w->opcode);
-			wc.qp_num = qp->ibqp.qp_num;
+			wc.qp_num = qp->base.qp_num;
 			wc.byte_len = w->length;
 			rxe_cq_post(qp, qp->scq, &wc, false);
 		}

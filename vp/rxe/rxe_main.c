@@ -20,11 +20,11 @@ const char *const rxe_counter_names[RXE_NUM_COUNTERS] = {
 #undef X
 };
 
-uint64_t rxe_dev_counter(struct rnicpi_device *ibdev, enum rxe_counter c)
+uint64_t rxe_dev_counter(struct rnicpi_device *d, enum rxe_counter c)
 {
 	if (c >= RXE_NUM_COUNTERS)
 		return 0;
-	return atomic_load(&to_rxe_dev(ibdev)->counters[c]);
+	return atomic_load(&to_rxe_dev(d)->counters[c]);
 }
 
 /* RoCEv2 adds IP + UDP + BTH + the largest extension headers + ICRC to
@@ -177,10 +177,10 @@ static enum rnicpi_port_state port_state_of(unsigned int flags)
 /* Queries                                                            */
 /* ------------------------------------------------------------------ */
 
-static int rxe_query_device(struct rnicpi_device *ibdev,
+static int rxe_query_device(struct rnicpi_device *d,
 			    struct rnicpi_device_attr *attr)
 {
-	struct rxe_dev *dev = to_rxe_dev(ibdev);
+	struct rxe_dev *dev = to_rxe_dev(d);
 
 	memset(attr, 0, sizeof(*attr));
 	attr->transport = RNICPI_TRANSPORT_ROCE;
@@ -222,10 +222,10 @@ static int rxe_query_device(struct rnicpi_device *ibdev,
 	return 0;
 }
 
-static int rxe_query_port(struct rnicpi_device *ibdev, uint8_t port_num,
+static int rxe_query_port(struct rnicpi_device *d, uint8_t port_num,
 			  struct rnicpi_port_attr *attr)
 {
-	struct rxe_dev *dev = to_rxe_dev(ibdev);
+	struct rxe_dev *dev = to_rxe_dev(d);
 
 	if (port_num != 1) {
 		rxe_dev_warn(dev, "query_port: no port %u (only 1)", port_num);
@@ -244,10 +244,10 @@ static int rxe_query_port(struct rnicpi_device *ibdev, uint8_t port_num,
 	return 0;
 }
 
-static int rxe_query_gid(struct rnicpi_device *ibdev, uint8_t port_num,
+static int rxe_query_gid(struct rnicpi_device *d, uint8_t port_num,
 			 uint32_t index, struct rnicpi_gid_entry *entry)
 {
-	struct rxe_dev *dev = to_rxe_dev(ibdev);
+	struct rxe_dev *dev = to_rxe_dev(d);
 	int err = 0;
 
 	if (port_num != 1 || index >= RXE_MAX_GID) {
@@ -261,7 +261,7 @@ static int rxe_query_gid(struct rnicpi_device *ibdev, uint8_t port_num,
 	} else {
 		entry->gid = dev->gids[index].gid;
 		entry->type = RNICPI_GID_TYPE_ROCE_V2;
-		entry->ifindex = dev->ibdev.ifindex;
+		entry->ifindex = dev->base.ifindex;
 	}
 	pthread_mutex_unlock(&dev->lock);
 	return err;
@@ -272,15 +272,15 @@ static void raise_port_event(struct rxe_dev *dev, enum rnicpi_event_type t)
 	struct rnicpi_async_event ev = { .type = t };
 
 	ev.element.port_num = 1;
-	if (dev->ibdev.core && dev->ibdev.core->async_event)
-		dev->ibdev.core->async_event(&dev->ibdev, &ev);
+	if (dev->base.core && dev->base.core->async_event)
+		dev->base.core->async_event(&dev->base, &ev);
 }
 
-static void rxe_netdev_event(struct rnicpi_device *ibdev,
+static void rxe_netdev_event(struct rnicpi_device *d,
 			     const struct rnicpi_netdev *nd,
 			     enum rnicpi_netdev_event event)
 {
-	struct rxe_dev *dev = to_rxe_dev(ibdev);
+	struct rxe_dev *dev = to_rxe_dev(d);
 	enum rnicpi_port_state old, now;
 	bool gids_changed;
 
@@ -400,9 +400,9 @@ static void log_counters(struct rxe_dev *dev)
 	rxe_dev_dbg(dev, "counters:%s", s->len ? s->str : " all 0");
 }
 
-static void rxe_device_destroy(struct rnicpi_device *ibdev)
+static void rxe_device_destroy(struct rnicpi_device *d)
 {
-	struct rxe_dev *dev = to_rxe_dev(ibdev);
+	struct rxe_dev *dev = to_rxe_dev(d);
 	int i;
 
 	rxe_net_stop(dev);
@@ -433,10 +433,10 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	int err, i, n_gids = 0;
 
 	dev = g_new0(struct rxe_dev, 1);
-	dev->ibdev.ops = &rxe_device_ops;
-	dev->ibdev.core = core;
-	g_strlcpy(dev->ibdev.name, name, sizeof(dev->ibdev.name));
-	dev->ibdev.ifindex = nd->ifindex;
+	dev->base.ops = &rxe_device_ops;
+	dev->base.core = core;
+	g_strlcpy(dev->base.name, name, sizeof(dev->base.name));
+	dev->base.ifindex = nd->ifindex;
 	g_strlcpy(dev->ifname, nd->ifname, sizeof(dev->ifname));
 	dev->if_mtu = nd->mtu;
 	dev->nd_flags = nd->flags;
@@ -513,7 +513,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	}
 	rxe_dev_dbg(dev, "created on %s (ifindex %d, MTU %u, %d GIDs)",
 		    nd->ifname, nd->ifindex, nd->mtu, n_gids);
-	*out = &dev->ibdev;
+	*out = &dev->base;
 	return 0;
 
 err_net:

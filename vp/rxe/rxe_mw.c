@@ -55,9 +55,9 @@ static enum rxe_mem_err mr_check(struct rxe_qp *qp, struct rxe_mr *mr,
 				 uint64_t len, unsigned int access)
 {
 	if (atomic_load(&mr->invalid) ||
-	    (remote ? mr->ibmr.rkey : mr->ibmr.lkey) != key)
+	    (remote ? mr->base.rkey : mr->base.lkey) != key)
 		return RXE_MEM_BAD_KEY;
-	if (mr->ibmr.pd != qp->ibqp.pd)
+	if (mr->base.pd != qp->base.pd)
 		return RXE_MEM_BAD_PD;
 	if ((mr->access & access) != access)
 		return RXE_MEM_BAD_ACCESS;
@@ -75,11 +75,11 @@ static enum rxe_mem_err mw_check(struct rxe_qp *qp, struct rxe_mw *mw,
 	enum rxe_mem_err e = RXE_MEM_OK;
 
 	pthread_mutex_lock(&mw->lock);
-	if (!mw->bound || mw->ibmw.rkey != key)
+	if (!mw->bound || mw->base.rkey != key)
 		e = RXE_MEM_BAD_KEY;
-	else if (mw->ibmw.pd != qp->ibqp.pd ||
-		 (mw->ibmw.type == RNICPI_MW_TYPE_2 &&
-		  mw->qpn != qp->ibqp.qp_num))
+	else if (mw->base.pd != qp->base.pd ||
+		 (mw->base.type == RNICPI_MW_TYPE_2 &&
+		  mw->qpn != qp->base.qp_num))
 		e = RXE_MEM_BAD_PD;
 	else if ((mw->access & access) != access)
 		e = RXE_MEM_BAD_ACCESS;
@@ -144,7 +144,7 @@ int rxe_mem_invalidate(struct rxe_qp *qp, uint32_t key, bool remote)
 	if (h->kind == RXE_MEM_MR) {
 		struct rxe_mr *mr = container_of(h, struct rxe_mr, hdr);
 
-		if (mr->ibmr.pd != qp->ibqp.pd || mr->ibmr.rkey != key)
+		if (mr->base.pd != qp->base.pd || mr->base.rkey != key)
 			err = -EINVAL;
 		else
 			atomic_store(&mr->invalid, true);
@@ -155,9 +155,9 @@ int rxe_mem_invalidate(struct rxe_qp *qp, uint32_t key, bool remote)
 		 * QP of their PD (and remotely only by the QP they are bound
 		 * to). */
 		pthread_mutex_lock(&mw->lock);
-		if (mw->ibmw.type != RNICPI_MW_TYPE_2 || !mw->bound ||
-		    mw->ibmw.rkey != key || mw->ibmw.pd != qp->ibqp.pd ||
-		    (remote && mw->qpn != qp->ibqp.qp_num))
+		if (mw->base.type != RNICPI_MW_TYPE_2 || !mw->bound ||
+		    mw->base.rkey != key || mw->base.pd != qp->base.pd ||
+		    (remote && mw->qpn != qp->base.qp_num))
 			err = -EINVAL;
 		else
 			mw_unbind_locked(mw);
@@ -183,28 +183,28 @@ int rxe_alloc_mw(struct rnicpi_pd *pd, enum rnicpi_mw_type type,
 	mw->hdr.kind = RXE_MEM_MW;
 	atomic_init(&mw->hdr.ref, 1);
 	pthread_mutex_init(&mw->lock, NULL);
-	mw->ibmw.pd = pd;
-	mw->ibmw.type = type;
+	mw->base.pd = pd;
+	mw->base.type = type;
 	err = rnicpi_key_alloc(&dev->keys, &mw->hdr, &key);
 	if (err) {
 		pthread_mutex_destroy(&mw->lock);
 		g_free(mw);
 		return err;
 	}
-	mw->ibmw.rkey = key;
-	*out = &mw->ibmw;
+	mw->base.rkey = key;
+	*out = &mw->base;
 	return 0;
 }
 
-int rxe_dealloc_mw(struct rnicpi_mw *ibmw)
+int rxe_dealloc_mw(struct rnicpi_mw *w)
 {
-	struct rxe_mw *mw = to_rxe_mw(ibmw);
-	struct rxe_dev *dev = to_rxe_dev(ibmw->pd->device);
+	struct rxe_mw *mw = to_rxe_mw(w);
+	struct rxe_dev *dev = to_rxe_dev(w->pd->device);
 
 	pthread_mutex_lock(&mw->lock);
 	mw_unbind_locked(mw);
 	pthread_mutex_unlock(&mw->lock);
-	rnicpi_key_free(&dev->keys, ibmw->rkey);
+	rnicpi_key_free(&dev->keys, w->rkey);
 	rxe_mem_put(&mw->hdr);
 	return 0;
 }
@@ -220,33 +220,33 @@ enum rnicpi_wc_status rxe_mw_bind(struct rxe_qp *qp,
 	unsigned int remote = RNICPI_ACCESS_REMOTE_WRITE |
 			      RNICPI_ACCESS_REMOTE_READ |
 			      RNICPI_ACCESS_REMOTE_ATOMIC;
-	uint32_t key = mw->ibmw.rkey;
+	uint32_t key = mw->base.rkey;
 	int err;
 
 	pthread_mutex_lock(&mw->lock);
-	if (mw->ibmw.pd != qp->ibqp.pd)
+	if (mw->base.pd != qp->base.pd)
 		goto bad;
 	if (b->length == 0) {
-		if (mw->ibmw.type == RNICPI_MW_TYPE_2)
+		if (mw->base.type == RNICPI_MW_TYPE_2)
 			goto bad; /* type 2 is unbound by invalidation */
 		mw_unbind_locked(mw);
 		pthread_mutex_unlock(&mw->lock);
 		return RNICPI_WC_SUCCESS;
 	}
-	if (!mr || mr->ibmr.pd != qp->ibqp.pd || atomic_load(&mr->invalid) ||
+	if (!mr || mr->base.pd != qp->base.pd || atomic_load(&mr->invalid) ||
 	    !(mr->access & RNICPI_ACCESS_MW_BIND) ||
 	    (b->access & ~remote) ||
 	    ((b->access & (RNICPI_ACCESS_REMOTE_WRITE |
 			   RNICPI_ACCESS_REMOTE_ATOMIC)) &&
 	     !(mr->access & RNICPI_ACCESS_LOCAL_WRITE)) ||
 	    !in_range(b->addr, b->length, mr->iova, mr->length) ||
-	    (mw->ibmw.type == RNICPI_MW_TYPE_2 && mw->bound))
+	    (mw->base.type == RNICPI_MW_TYPE_2 && mw->bound))
 		goto bad;
 	/* A new key for the new binding: the old one stops working. Its
 	 * byte is the one the bind names, for both types (rnicpi.h; the
 	 * kernel's rxe takes it from the WR alike): the consumer announced
 	 * it before the bind ran. */
-	err = rnicpi_key_set_byte(&dev->keys, mw->ibmw.rkey,
+	err = rnicpi_key_set_byte(&dev->keys, mw->base.rkey,
 				  (uint8_t)w->bind_rkey, &key);
 	if (err)
 		goto bad;
@@ -257,15 +257,15 @@ enum rnicpi_wc_status rxe_mw_bind(struct rxe_qp *qp,
 	mw->va = b->addr;
 	mw->length = b->length;
 	mw->access = b->access;
-	mw->qpn = qp->ibqp.qp_num;
+	mw->qpn = qp->base.qp_num;
 	mw->bound = true;
-	mw->ibmw.rkey = key;
+	mw->base.rkey = key;
 	pthread_mutex_unlock(&mw->lock);
 	return RNICPI_WC_SUCCESS;
 bad:
 	pthread_mutex_unlock(&mw->lock);
 	rxe_qp_warn(qp, "BIND_MW of window 0x%x (type %d) onto [0x%" PRIx64
-		    ", +%" PRIu64 ") access 0x%x refused", mw->ibmw.rkey,
-		    mw->ibmw.type, b->addr, b->length, b->access);
+		    ", +%" PRIu64 ") access 0x%x refused", mw->base.rkey,
+		    mw->base.type, b->addr, b->length, b->access);
 	return RNICPI_WC_MW_BIND_ERR;
 }

@@ -417,7 +417,7 @@ void rxe_schedule(struct rxe_qp *qp)
 		return;
 	qp->resp.queued = true;
 	pthread_mutex_lock(&dev->lock);
-	g_queue_push_tail(&dev->pending, GUINT_TO_POINTER(qp->ibqp.qp_num));
+	g_queue_push_tail(&dev->pending, GUINT_TO_POINTER(qp->base.qp_num));
 	pthread_mutex_unlock(&dev->lock);
 	rxe_dev_wake(dev);
 }
@@ -430,7 +430,7 @@ void rxe_queue_ack(struct rxe_qp *qp)
 		return;
 	qp->resp.ack_queued = true;
 	pthread_mutex_lock(&dev->lock);
-	g_queue_push_tail(&dev->acks, GUINT_TO_POINTER(qp->ibqp.qp_num));
+	g_queue_push_tail(&dev->acks, GUINT_TO_POINTER(qp->base.qp_num));
 	pthread_mutex_unlock(&dev->lock);
 }
 
@@ -618,7 +618,7 @@ static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
 static void on_timer(void *arg)
 {
 	struct rxe_qp *q = arg;
-	struct rxe_qp *qp = rxe_qp_lookup(q->dev, q->ibqp.qp_num);
+	struct rxe_qp *qp = rxe_qp_lookup(q->dev, q->base.qp_num);
 
 	if (!qp)
 		return;
@@ -732,7 +732,7 @@ int rxe_net_start(struct rxe_dev *dev)
 	dev->rxb = g_new0(struct rx_batch, 1);
 	dev->rxb->buf = g_malloc((size_t)RXE_RX_BATCH * RXE_RX_SLOT);
 	dev->rx_seed = dev->fault_seed ? dev->fault_seed : 0x2545f491u;
-	err = rnicpi_engine_init(&dev->engine, dev->ibdev.name,
+	err = rnicpi_engine_init(&dev->engine, dev->base.name,
 				 dev->busy_poll_us, after_pass, dev);
 	if (err)
 		goto err_buf;

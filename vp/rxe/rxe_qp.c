@@ -59,7 +59,7 @@ void rxe_qp_lock(struct rxe_qp *qp)
 void rxe_qp_unlock(struct rxe_qp *qp)
 {
 	struct rxe_deferred ev[RXE_MAX_DEFERRED];
-	const struct rnicpi_core_ops *core = qp->dev->ibdev.core;
+	const struct rnicpi_core_ops *core = qp->dev->base.core;
 	uint32_t i, n = qp->n_deferred;
 
 	memcpy(ev, qp->deferred, n * sizeof(ev[0]));
@@ -67,7 +67,7 @@ void rxe_qp_unlock(struct rxe_qp *qp)
 	pthread_mutex_unlock(&qp->lock);
 	for (i = 0; i < n; i++)
 		if (core && core->async_event)
-			core->async_event(&qp->dev->ibdev, &ev[i].ev);
+			core->async_event(&qp->dev->base, &ev[i].ev);
 }
 
 void rxe_qp_event(struct rxe_qp *qp, enum rnicpi_event_type type, int status)
@@ -79,7 +79,7 @@ void rxe_qp_event(struct rxe_qp *qp, enum rnicpi_event_type type, int status)
 	ev = &qp->deferred[qp->n_deferred++].ev;
 	memset(ev, 0, sizeof(*ev));
 	ev->type = type;
-	ev->element.qp = &qp->ibqp;
+	ev->element.qp = &qp->base;
 	ev->status = status;
 }
 
@@ -91,12 +91,12 @@ void rxe_cq_post(struct rxe_qp *qp, struct rxe_cq *cq,
 	if (rnicpi_cq_ring_push(&cq->ring, wc, solicited) == 0)
 		return;
 	/* IBA 11.4.2.1: a CQ overrun is a CQ error, the QP goes to ERR. */
-	rxe_qp_warn(qp, "CQ overrun (capacity %u)", cq->ibcq.cqe);
+	rxe_qp_warn(qp, "CQ overrun (capacity %u)", cq->base.cqe);
 	if (qp->n_deferred < RXE_MAX_DEFERRED) {
 		ev = &qp->deferred[qp->n_deferred++].ev;
 		memset(ev, 0, sizeof(*ev));
 		ev->type = RNICPI_EVENT_CQ_ERR;
-		ev->element.cq = &cq->ibcq;
+		ev->element.cq = &cq->base;
 		ev->status = -ENOSPC;
 	}
 }
@@ -110,7 +110,7 @@ static void flush_send(struct rxe_qp *qp)
 			.status = w->state == WQE_ERROR
 					  ? w->status
 					  : RNICPI_WC_WR_FLUSH_ERR,
-			.qp_num = qp->ibqp.qp_num,
+			.qp_num = qp->base.qp_num,
 		};
 
 		rxe_cq_post(qp, qp->scq, &wc, false);
@@ -128,7 +128,7 @@ static void flush_recv(struct rxe_qp *qp)
 			.wr_id = qp->resp.rwqe.wr_id,
 			.status = RNICPI_WC_WR_FLUSH_ERR,
 			.opcode = RNICPI_WC_RECV,
-			.qp_num = qp->ibqp.qp_num,
+			.qp_num = qp->base.qp_num,
 		};
 
 		rxe_cq_post(qp, qp->rcq, &wc, false);
@@ -142,7 +142,7 @@ static void flush_recv(struct rxe_qp *qp)
 			.wr_id = w->wr_id,
 			.status = RNICPI_WC_WR_FLUSH_ERR,
 			.opcode = RNICPI_WC_RECV,
-			.qp_num = qp->ibqp.qp_num,
+			.qp_num = qp->base.qp_num,
 		};
 
 		rxe_cq_post(qp, qp->rcq, &wc, false);
@@ -218,7 +218,7 @@ int rxe_create_qp(struct rnicpi_pd *pd, struct rnicpi_qp_init_attr *attr,
 	qp->rcq = to_rxe_cq(attr->recv_cq);
 	qp->srq = attr->srq ? to_rxe_srq(attr->srq) : NULL;
 	qp->sq_sig_all = attr->sq_sig_all;
-	qp->ibqp.pd = pd;
+	qp->base.pd = pd;
 	qp->tx_fd[0] = qp->tx_fd[1] = -1;
 	qp->tx_gid[0] = qp->tx_gid[1] = -1;
 	qp->path_mtu = dev->active_mtu;
@@ -269,14 +269,14 @@ int rxe_create_qp(struct rnicpi_pd *pd, struct rnicpi_qp_init_attr *attr,
 		} while (
 			g_hash_table_contains(dev->qps, GUINT_TO_POINTER(qpn)));
 	}
-	qp->ibqp.qp_num = qpn;
+	qp->base.qp_num = qpn;
 	g_hash_table_insert(dev->qps, GUINT_TO_POINTER(qpn), qp);
 	pthread_mutex_unlock(&dev->lock);
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->users, 1);
 	rxe_qp_dbg(qp, "created, type %d, SQ %u RQ %u", qp->type, qp->sq_size,
 		   qp->rq.size);
-	*out = &qp->ibqp;
+	*out = &qp->base;
 	return 0;
 
 err_free:
@@ -289,14 +289,14 @@ err_free:
 	return err;
 }
 
-int rxe_destroy_qp(struct rnicpi_qp *ibqp)
+int rxe_destroy_qp(struct rnicpi_qp *q)
 {
-	struct rxe_qp *qp = to_rxe_qp(ibqp);
+	struct rxe_qp *qp = to_rxe_qp(q);
 	struct rxe_dev *dev = qp->dev;
 	uint32_t i;
 
 	pthread_mutex_lock(&dev->lock);
-	g_hash_table_remove(dev->qps, GUINT_TO_POINTER(ibqp->qp_num));
+	g_hash_table_remove(dev->qps, GUINT_TO_POINTER(q->qp_num));
 	pthread_mutex_unlock(&dev->lock);
 	/* Wait until the progress thread dropped the references it took
 	 * through lookups; the table no longer hands out new ones. */
@@ -476,10 +476,10 @@ static void qp_reset(struct rxe_qp *qp)
 	rxe_timer_set(qp, 0);
 }
 
-int rxe_modify_qp(struct rnicpi_qp *ibqp, struct rnicpi_qp_attr *attr,
+int rxe_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 		  unsigned int mask)
 {
-	struct rxe_qp *qp = to_rxe_qp(ibqp);
+	struct rxe_qp *qp = to_rxe_qp(q);
 	enum rnicpi_qp_state cur, next;
 	struct rxe_av av;
 	int err;
@@ -639,10 +639,10 @@ out:
 	return err;
 }
 
-int rxe_query_qp(struct rnicpi_qp *ibqp, struct rnicpi_qp_attr *attr,
+int rxe_query_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 		 unsigned int mask, struct rnicpi_qp_init_attr *init_attr)
 {
-	struct rxe_qp *qp = to_rxe_qp(ibqp);
+	struct rxe_qp *qp = to_rxe_qp(q);
 
 	memset(attr, 0, sizeof(*attr));
 	rxe_qp_lock(qp);
@@ -668,9 +668,9 @@ int rxe_query_qp(struct rnicpi_qp *ibqp, struct rnicpi_qp_attr *attr,
 	if (init_attr) {
 		memset(init_attr, 0, sizeof(*init_attr));
 		init_attr->qp_type = qp->type;
-		init_attr->send_cq = &qp->scq->ibcq;
-		init_attr->recv_cq = &qp->rcq->ibcq;
-		init_attr->srq = qp->srq ? &qp->srq->ibsrq : NULL;
+		init_attr->send_cq = &qp->scq->base;
+		init_attr->recv_cq = &qp->rcq->base;
+		init_attr->srq = qp->srq ? &qp->srq->base : NULL;
 		init_attr->cap = qp->cap;
 		init_attr->sq_sig_all = qp->sq_sig_all;
 		init_attr->port_num = 1;

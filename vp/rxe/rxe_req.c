@@ -242,7 +242,7 @@ static bool build_ud(struct rxe_qp *qp, struct rxe_send_wqe *w,
 	build_headers(qp, p, opcode, w->flags & RNICPI_SEND_SOLICITED, false,
 		      qp->req.psn, w->remote_qpn);
 	deth_set((struct ib_deth *)(p->hdr + op->deth_off), qkey,
-		 qp->ibqp.qp_num);
+		 qp->base.qp_num);
 	if (op->flags & IB_F_IMMDT)
 		immdt_set((struct ib_immdt *)(p->hdr + op->immdt_off),
 			  w->imm_or_inv);

@@ -559,7 +559,7 @@ static enum resp_state complete(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = qp->resp.rwqe.wr_id;
 	wc.status = RNICPI_WC_SUCCESS;
-	wc.qp_num = qp->ibqp.qp_num;
+	wc.qp_num = qp->base.qp_num;
 	wc.src_qp = qp->dest_qpn;
 	if (f & IB_F_SEND) {
 		wc.opcode = RNICPI_WC_RECV;
@@ -665,7 +665,7 @@ static void fail(struct rxe_qp *qp, struct rxe_pkt *pkt, enum ib_nak_code code,
 			.wr_id = qp->resp.rwqe.wr_id,
 			.status = wc_status,
 			.opcode = RNICPI_WC_RECV,
-			.qp_num = qp->ibqp.qp_num,
+			.qp_num = qp->base.qp_num,
 		};
 
 		rxe_cq_post(qp, qp->rcq, &wc, false);
@@ -810,7 +810,7 @@ void rxe_resp_ud(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	}
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = rwqe.wr_id;
-	wc.qp_num = qp->ibqp.qp_num;
+	wc.qp_num = qp->base.qp_num;
 	wc.opcode = RNICPI_WC_RECV;
 	wc.src_qp = deth_sqpn(pkt_deth(pkt));
 	wc.wc_flags = RNICPI_WC_GRH;

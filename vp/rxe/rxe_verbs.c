@@ -18,18 +18,18 @@
 /* Protection domains                                                 */
 /* ------------------------------------------------------------------ */
 
-int rxe_alloc_pd(struct rnicpi_device *ibdev, struct rnicpi_pd **out)
+int rxe_alloc_pd(struct rnicpi_device *d, struct rnicpi_pd **out)
 {
 	struct rxe_pd *pd = g_new0(struct rxe_pd, 1);
 
-	pd->ibpd.device = ibdev;
-	*out = &pd->ibpd;
+	pd->base.device = d;
+	*out = &pd->base;
 	return 0;
 }
 
-int rxe_dealloc_pd(struct rnicpi_pd *ibpd)
+int rxe_dealloc_pd(struct rnicpi_pd *p)
 {
-	g_free(to_rxe_pd(ibpd));
+	g_free(to_rxe_pd(p));
 	return 0;
 }
 
@@ -75,36 +75,36 @@ int rxe_reg_mr(struct rnicpi_pd *pd, void *addr, uint64_t length,
 	mr->length = length;
 	mr->iova = iova;
 	mr->access = access;
-	mr->ibmr.pd = pd;
+	mr->base.pd = pd;
 	err = rnicpi_key_alloc(&dev->keys, &mr->hdr, &key);
 	if (err) {
 		rxe_dev_warn(dev, "reg_mr: no key left (%d)", err);
 		g_free(mr);
 		return err;
 	}
-	mr->ibmr.lkey = mr->ibmr.rkey = key;
-	*out = &mr->ibmr;
+	mr->base.lkey = mr->base.rkey = key;
+	*out = &mr->base;
 	return 0;
 }
 
-int rxe_rereg_mr(struct rnicpi_mr *ibmr, unsigned int flags,
+int rxe_rereg_mr(struct rnicpi_mr *m, unsigned int flags,
 		 struct rnicpi_pd *pd, void *addr, uint64_t length,
 		 uint64_t iova, unsigned int access)
 {
-	struct rxe_mr *mr = to_rxe_mr(ibmr);
-	struct rxe_dev *dev = to_rxe_dev(ibmr->pd->device);
+	struct rxe_mr *mr = to_rxe_mr(m);
+	struct rxe_dev *dev = to_rxe_dev(m->pd->device);
 	uint32_t key;
 	int err;
 
 	if ((flags & RNICPI_REREG_ACCESS) && (err = check_access(dev, access)))
 		return err;
-	err = rnicpi_key_rekey(&dev->keys, ibmr->lkey, &key);
+	err = rnicpi_key_rekey(&dev->keys, m->lkey, &key);
 	if (err) {
-		rxe_dev_warn(dev, "rereg_mr: key 0x%x not current", ibmr->lkey);
+		rxe_dev_warn(dev, "rereg_mr: key 0x%x not current", m->lkey);
 		return err;
 	}
 	if (flags & RNICPI_REREG_PD)
-		ibmr->pd = pd;
+		m->pd = pd;
 	if (flags & RNICPI_REREG_ACCESS)
 		mr->access = access;
 	if (flags & RNICPI_REREG_TRANSLATION) {
@@ -113,7 +113,7 @@ int rxe_rereg_mr(struct rnicpi_mr *ibmr, unsigned int flags,
 		mr->iova = (mr->access & RNICPI_ACCESS_ZERO_BASED) ? 0 : iova;
 	}
 	atomic_store(&mr->invalid, false);
-	ibmr->lkey = ibmr->rkey = key;
+	m->lkey = m->rkey = key;
 	return 0;
 }
 
@@ -137,27 +137,27 @@ static void mr_wait_unused(struct rxe_dev *dev, struct rxe_mr *mr)
 		nanosleep(&nap, NULL);
 		if (++naps == 100000)
 			rxe_dev_warn(dev, "dereg_mr: key 0x%x still in use "
-				     "after 2 s", mr->ibmr.lkey);
+				     "after 2 s", mr->base.lkey);
 	}
 }
 
-int rxe_dereg_mr(struct rnicpi_mr *ibmr)
+int rxe_dereg_mr(struct rnicpi_mr *m)
 {
-	struct rxe_dev *dev = to_rxe_dev(ibmr->pd->device);
+	struct rxe_dev *dev = to_rxe_dev(m->pd->device);
 	int err;
 
-	if (atomic_load(&to_rxe_mr(ibmr)->n_binds) > 0) {
+	if (atomic_load(&to_rxe_mr(m)->n_binds) > 0) {
 		rxe_dev_warn(dev, "dereg_mr: key 0x%x has memory windows bound",
-			     ibmr->lkey);
+			     m->lkey);
 		return -EBUSY;
 	}
-	err = rnicpi_key_free(&dev->keys, ibmr->lkey);
+	err = rnicpi_key_free(&dev->keys, m->lkey);
 	if (err) {
-		rxe_dev_warn(dev, "dereg_mr: key 0x%x not current", ibmr->lkey);
+		rxe_dev_warn(dev, "dereg_mr: key 0x%x not current", m->lkey);
 		return err;
 	}
-	mr_wait_unused(dev, to_rxe_mr(ibmr));
-	rxe_mr_put(to_rxe_mr(ibmr));
+	mr_wait_unused(dev, to_rxe_mr(m));
+	rxe_mr_put(to_rxe_mr(m));
 	return 0;
 }
 
@@ -245,11 +245,11 @@ uint8_t *rxe_sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 /* Completion queues                                                  */
 /* ------------------------------------------------------------------ */
 
-int rxe_create_cq(struct rnicpi_device *ibdev,
+int rxe_create_cq(struct rnicpi_device *d,
 		  const struct rnicpi_cq_init_attr *attr,
 		  struct rnicpi_cq **out)
 {
-	struct rxe_dev *dev = to_rxe_dev(ibdev);
+	struct rxe_dev *dev = to_rxe_dev(d);
 	struct rxe_cq *cq;
 	int err;
 
@@ -264,48 +264,48 @@ int rxe_create_cq(struct rnicpi_device *ibdev,
 		g_free(cq);
 		return err;
 	}
-	cq->ibcq.device = ibdev;
-	cq->ibcq.cqe = attr->cqe;
-	cq->ibcq.notify_fd = cq->ring.efd;
-	*out = &cq->ibcq;
+	cq->base.device = d;
+	cq->base.cqe = attr->cqe;
+	cq->base.notify_fd = cq->ring.efd;
+	*out = &cq->base;
 	return 0;
 }
 
-int rxe_resize_cq(struct rnicpi_cq *ibcq, uint32_t cqe)
+int rxe_resize_cq(struct rnicpi_cq *c, uint32_t cqe)
 {
-	struct rxe_cq *cq = to_rxe_cq(ibcq);
+	struct rxe_cq *cq = to_rxe_cq(c);
 	int err;
 
 	if (cqe == 0 || cqe > RXE_MAX_CQE)
 		return -EINVAL;
 	err = rnicpi_cq_ring_resize(&cq->ring, cqe);
 	if (!err)
-		ibcq->cqe = cqe;
+		c->cqe = cqe;
 	return err;
 }
 
-int rxe_destroy_cq(struct rnicpi_cq *ibcq)
+int rxe_destroy_cq(struct rnicpi_cq *c)
 {
-	struct rxe_cq *cq = to_rxe_cq(ibcq);
+	struct rxe_cq *cq = to_rxe_cq(c);
 
 	rnicpi_cq_ring_fini(&cq->ring);
 	g_free(cq);
 	return 0;
 }
 
-int rxe_poll_cq(struct rnicpi_cq *ibcq, int n, struct rnicpi_wc *wc)
+int rxe_poll_cq(struct rnicpi_cq *c, int n, struct rnicpi_wc *wc)
 {
-	return rnicpi_cq_ring_poll(&to_rxe_cq(ibcq)->ring, n, wc);
+	return rnicpi_cq_ring_poll(&to_rxe_cq(c)->ring, n, wc);
 }
 
-int rxe_req_notify_cq(struct rnicpi_cq *ibcq, int solicited_only)
+int rxe_req_notify_cq(struct rnicpi_cq *c, int solicited_only)
 {
-	return rnicpi_cq_ring_arm(&to_rxe_cq(ibcq)->ring, solicited_only);
+	return rnicpi_cq_ring_arm(&to_rxe_cq(c)->ring, solicited_only);
 }
 
-int rxe_ack_cq_event(struct rnicpi_cq *ibcq)
+int rxe_ack_cq_event(struct rnicpi_cq *c)
 {
-	return rnicpi_cq_ring_ack(&to_rxe_cq(ibcq)->ring);
+	return rnicpi_cq_ring_ack(&to_rxe_cq(c)->ring);
 }
 
 /* ------------------------------------------------------------------ */
@@ -358,16 +358,16 @@ int rxe_create_srq(struct rnicpi_pd *pd, struct rnicpi_srq_attr *attr,
 	srq->rq.max_sge = attr->max_sge ? attr->max_sge : 1;
 	srq->rq.wqe = g_new0(struct rxe_recv_wqe, srq->rq.size);
 	srq->limit = attr->srq_limit;
-	srq->ibsrq.pd = pd;
+	srq->base.pd = pd;
 	attr->max_sge = srq->rq.max_sge;
-	*out = &srq->ibsrq;
+	*out = &srq->base;
 	return 0;
 }
 
-int rxe_modify_srq(struct rnicpi_srq *ibsrq, struct rnicpi_srq_attr *attr,
+int rxe_modify_srq(struct rnicpi_srq *s, struct rnicpi_srq_attr *attr,
 		   unsigned int mask)
 {
-	struct rxe_srq *srq = to_rxe_srq(ibsrq);
+	struct rxe_srq *srq = to_rxe_srq(s);
 	int err = 0;
 
 	pthread_mutex_lock(&srq->lock);
@@ -396,9 +396,9 @@ out:
 	return err;
 }
 
-int rxe_query_srq(struct rnicpi_srq *ibsrq, struct rnicpi_srq_attr *attr)
+int rxe_query_srq(struct rnicpi_srq *s, struct rnicpi_srq_attr *attr)
 {
-	struct rxe_srq *srq = to_rxe_srq(ibsrq);
+	struct rxe_srq *srq = to_rxe_srq(s);
 
 	pthread_mutex_lock(&srq->lock);
 	attr->max_wr = srq->rq.size;
@@ -408,9 +408,9 @@ int rxe_query_srq(struct rnicpi_srq *ibsrq, struct rnicpi_srq_attr *attr)
 	return 0;
 }
 
-int rxe_destroy_srq(struct rnicpi_srq *ibsrq)
+int rxe_destroy_srq(struct rnicpi_srq *s)
 {
-	struct rxe_srq *srq = to_rxe_srq(ibsrq);
+	struct rxe_srq *srq = to_rxe_srq(s);
 
 	if (atomic_load(&srq->users) > 0)
 		return -EBUSY;
@@ -420,11 +420,11 @@ int rxe_destroy_srq(struct rnicpi_srq *ibsrq)
 	return 0;
 }
 
-int rxe_post_srq_recv(struct rnicpi_srq *ibsrq, const struct rnicpi_recv_wr *wr,
+int rxe_post_srq_recv(struct rnicpi_srq *s, const struct rnicpi_recv_wr *wr,
 		      const struct rnicpi_recv_wr **bad)
 {
-	struct rxe_srq *srq = to_rxe_srq(ibsrq);
-	struct rxe_dev *dev = to_rxe_dev(ibsrq->pd->device);
+	struct rxe_srq *srq = to_rxe_srq(s);
+	struct rxe_dev *dev = to_rxe_dev(s->pd->device);
 	int err = 0;
 
 	pthread_mutex_lock(&srq->lock);
@@ -471,7 +471,7 @@ bool rxe_rq_take(struct rxe_qp *qp, struct rxe_recv_wqe *out)
 
 		memset(ev, 0, sizeof(*ev));
 		ev->type = RNICPI_EVENT_SRQ_LIMIT_REACHED;
-		ev->element.srq = &srq->ibsrq;
+		ev->element.srq = &srq->base;
 	}
 	return true;
 }
@@ -520,7 +520,7 @@ int rxe_av_from_attr(struct rxe_dev *dev, const struct rnicpi_ah_attr *attr,
 		sin6->sin6_port = htons(ROCE_V2_UDP_PORT);
 		memcpy(&sin6->sin6_addr, attr->dgid.raw, 16);
 		if (IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr))
-			sin6->sin6_scope_id = (uint32_t)dev->ibdev.ifindex;
+			sin6->sin6_scope_id = (uint32_t)dev->base.ifindex;
 		av->dst_len = sizeof(*sin6);
 	}
 	if (av->dst.ss_family != sfam) {
@@ -542,14 +542,14 @@ int rxe_create_ah(struct rnicpi_pd *pd, const struct rnicpi_ah_attr *attr,
 		g_free(ah);
 		return err;
 	}
-	ah->ibah.pd = pd;
-	*out = &ah->ibah;
+	ah->base.pd = pd;
+	*out = &ah->base;
 	return 0;
 }
 
-int rxe_destroy_ah(struct rnicpi_ah *ibah)
+int rxe_destroy_ah(struct rnicpi_ah *a)
 {
-	g_free(to_rxe_ah(ibah));
+	g_free(to_rxe_ah(a));
 	return 0;
 }
 
@@ -622,7 +622,7 @@ static int check_send_wr(struct rxe_qp *qp, const struct rnicpi_send_wr *wr,
 	}
 	if (wr->opcode == RNICPI_WR_BIND_MW &&
 	    (!wr->wr.bind_mw.mw ||
-	     wr->wr.bind_mw.mw->pd != qp->ibqp.pd)) {
+	     wr->wr.bind_mw.mw->pd != qp->base.pd)) {
 		rxe_qp_warn(qp, "post_send: BIND_MW without a window of this "
 			    "QP's PD");
 		return -EINVAL;
@@ -705,10 +705,10 @@ static int sq_post_one(struct rxe_qp *qp, const struct rnicpi_send_wr *wr)
 	return 0;
 }
 
-int rxe_post_send(struct rnicpi_qp *ibqp, const struct rnicpi_send_wr *wr,
+int rxe_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		  const struct rnicpi_send_wr **bad)
 {
-	struct rxe_qp *qp = to_rxe_qp(ibqp);
+	struct rxe_qp *qp = to_rxe_qp(q);
 	bool more = false;
 	int err = 0;
 
@@ -742,10 +742,10 @@ int rxe_post_send(struct rnicpi_qp *ibqp, const struct rnicpi_send_wr *wr,
 	return err;
 }
 
-int rxe_post_recv(struct rnicpi_qp *ibqp, const struct rnicpi_recv_wr *wr,
+int rxe_post_recv(struct rnicpi_qp *q, const struct rnicpi_recv_wr *wr,
 		  const struct rnicpi_recv_wr **bad)
 {
-	struct rxe_qp *qp = to_rxe_qp(ibqp);
+	struct rxe_qp *qp = to_rxe_qp(q);
 	int err = 0;
 
 	rxe_qp_lock(qp);
