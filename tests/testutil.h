@@ -16,7 +16,7 @@
 	do {                                                                \
 		int ck_ok_rc_ = (expr);                                     \
 		ck_assert_msg(ck_ok_rc_ == 0, "%s returned %d (%s)", #expr, \
-			      ck_ok_rc_, strerror(-ck_ok_rc_));             \
+			      ck_ok_rc_, g_strerror(-ck_ok_rc_));             \
 	} while (0)
 
 /* ck_assert that a call returned exactly -err. */
@@ -25,8 +25,8 @@
 		int ck_err_rc_ = (expr);                                    \
 		ck_assert_msg(ck_err_rc_ == -(err),                         \
 			      "%s returned %d (%s), expected %d (%s)", #expr, \
-			      ck_err_rc_, strerror(-ck_err_rc_), -(err),    \
-			      strerror(err));                               \
+			      ck_err_rc_, g_strerror(-ck_err_rc_), -(err),    \
+			      g_strerror(err));                               \
 	} while (0)
 
 /* ------------------------------------------------------------------ */
@@ -106,7 +106,7 @@ char *tu_wait_status_str(int status);
 		if (tu_ok_rc_ != 0)                                         \
 			tu_child_fail(__FILE__, __LINE__,                   \
 				      "%s returned %d (%s)", #expr,          \
-				      tu_ok_rc_, strerror(-tu_ok_rc_));      \
+				      tu_ok_rc_, g_strerror(-tu_ok_rc_));      \
 	} while (0)
 
 #define tu_child_assert_errno(expr, err)                                    \
@@ -116,8 +116,8 @@ char *tu_wait_status_str(int status);
 			tu_child_fail(__FILE__, __LINE__,                   \
 				      "%s returned %d (%s), expected %d (%s)", \
 				      #expr, tu_err_rc_,                    \
-				      strerror(-tu_err_rc_), -(err),        \
-				      strerror(err));                       \
+				      g_strerror(-tu_err_rc_), -(err),        \
+				      g_strerror(err));                       \
 	} while (0)
 
 /* ------------------------------------------------------------------ */

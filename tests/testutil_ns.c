@@ -39,7 +39,7 @@ static int ns_here(void)
 {
 	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 
-	tu_child_assert(fd >= 0, "open ns: %s", strerror(errno));
+	tu_child_assert(fd >= 0, "open ns: %s", g_strerror(errno));
 	return fd;
 }
 
@@ -57,7 +57,7 @@ static void dad_off(void)
 
 		tu_child_assert(fd >= 0 && write(fd, "0", 1) == 1,
 				"cannot write %s: %s", files[i],
-				strerror(errno));
+				g_strerror(errno));
 		close(fd);
 	}
 }
@@ -158,13 +158,13 @@ void tu_ns_setup(struct tu_ns *ns, const char *ifname,
 
 	/* the peer namespace first, keeping a socket into it */
 	tu_child_assert(unshare(CLONE_NEWNET) == 0, "unshare: %s",
-			strerror(errno));
+			g_strerror(errno));
 	ns->peer_fd = ns_here();
 	dad_off();
 	ns->peer_sk = sock_here();
 	/* then ours, where the caller stays */
 	tu_child_assert(unshare(CLONE_NEWNET) == 0, "unshare: %s",
-			strerror(errno));
+			g_strerror(errno));
 	ns->local_fd = ns_here();
 	dad_off();
 	ns->sk = sock_here();

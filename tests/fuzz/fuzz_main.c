@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 		if (argv[i][0] == '-')
 			continue;	/* libFuzzer's flags: not ours */
 		if (stat(argv[i], &st) < 0) {
-			dprintf(2, "%s: %s\n", argv[i], strerror(errno));
+			dprintf(2, "%s: %s\n", argv[i], g_strerror(errno));
 			failed = 1;
 			continue;
 		}

@@ -67,7 +67,7 @@ void fz_netns_enter(void)
 	if (unshare(CLONE_NEWNET) < 0) {
 		fprintf(stderr, "fuzz: no network namespace of our own (%s): "
 			"sharing the machine's, UDP port 4791 on lo\n",
-			strerror(errno));
+			g_strerror(errno));
 		return;
 	}
 	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

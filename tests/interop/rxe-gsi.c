@@ -77,7 +77,7 @@ int rxe_gsi_probe(struct rnicpi_device *dev, uint8_t gid_index,
 				      (uint64_t)(uintptr_t)buf,
 				      RNICPI_ACCESS_LOCAL_WRITE, &mr);
 	if (err) {
-		fprintf(stderr, "rxe-peer: GSI set-up: %s\n", strerror(-err));
+		fprintf(stderr, "rxe-peer: GSI set-up: %s\n", g_strerror(-err));
 		return 1;
 	}
 

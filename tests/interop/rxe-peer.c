@@ -50,7 +50,7 @@
 static void die(const char *what, int err)
 {
 	fprintf(stderr, "rxe-peer: %s: %s\n", what,
-		strerror(err < 0 ? -err : err));
+		g_strerror(err < 0 ? -err : err));
 	exit(1);
 }
 

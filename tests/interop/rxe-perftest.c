@@ -262,7 +262,7 @@ int rxe_perftest(struct rxe_peer *pp, const char *server,
 				     RNICPI_QP_RNR_RETRY | RNICPI_QP_SQ_PSN |
 				     RNICPI_QP_MAX_QP_RD_ATOMIC);
 	if (err) {
-		fprintf(stderr, "rxe-peer: connect QP: %s\n", strerror(-err));
+		fprintf(stderr, "rxe-peer: connect QP: %s\n", g_strerror(-err));
 		return 1;
 	}
 	hs_before = test == RXE_PERF_SEND ? 3 : 2;
@@ -334,7 +334,7 @@ int rxe_perftest(struct rxe_peer *pp, const char *server,
 			err = ops->post_send(pp->qp, &wr, &bad);
 			if (err) {
 				fprintf(stderr, "rxe-peer: post_send: %s\n",
-					strerror(-err));
+					g_strerror(-err));
 				return 1;
 			}
 			posted++;

@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <glib.h>
+
 #include "rnicpi/rnicpi.h"
 
 /* The provider, linked in from vp/siw (its module entry point is not). */
@@ -555,7 +557,7 @@ int main(int argc, char **argv)
 	local = server ? addr : "0.0.0.0";
 	rc = setup(&c, opts, local);
 	if (rc) {
-		fprintf(stderr, "siw-rping: setup: %s\n", strerror(-rc));
+		fprintf(stderr, "siw-rping: setup: %s\n", g_strerror(-rc));
 		teardown(&c);
 		return 1;
 	}

@@ -104,7 +104,7 @@ int siw_socket_setup(struct siw_device *dev, int fd)
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		siw_info(dev, "socket %d: cannot make it non-blocking: %s", fd,
-			 strerror(errno));
+			 g_strerror(errno));
 		return -errno;
 	}
 	if (dev->opts.nodelay)
@@ -128,7 +128,7 @@ int siw_socket_setup(struct siw_device *dev, int fd)
 		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt,
 			       sizeof(cnt)) < 0)
 			siw_info(dev, "socket %d: tcp_user_timeout_ms=%u: %s",
-				 fd, ut, strerror(errno));
+				 fd, ut, g_strerror(errno));
 	}
 	return 0;
 }
@@ -222,7 +222,7 @@ int siw_iw_connect(struct rnicpi_qp *q, int fd,
 		     param->private_data, param->private_data_len, timeout);
 	if (rc) {
 		siw_qp_info(qp, "iw_connect: sending the MPA Request: %s",
-			    strerror(-rc));
+			    g_strerror(-rc));
 		goto out;
 	}
 	qp->fd = fd;
@@ -458,7 +458,7 @@ void siw_qp_mpa_reply_rx(struct siw_qp *qp)
 			return;
 		if (rc <= 0) {
 			siw_qp_info(qp, "stream %s while waiting for the MPA "
-				    "Reply", rc ? strerror(errno) : "closed");
+				    "Reply", rc ? g_strerror(errno) : "closed");
 			initiator_fail(qp, -ECONNRESET);
 			return;
 		}

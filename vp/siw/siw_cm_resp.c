@@ -273,7 +273,7 @@ void siw_conn_handle(struct siw_conn *conn, uint32_t events)
 			break;
 		if (rc <= 0) {
 			siw_dbg(conn->dev, "stream %s before the MPA Request",
-				rc ? strerror(errno) : "closed");
+				rc ? g_strerror(errno) : "closed");
 			conn_fail(conn, -ECONNRESET, true);
 			break;
 		}
@@ -427,7 +427,7 @@ int siw_conn_accept(struct rnicpi_conn *c, struct rnicpi_qp *q,
 				      EPOLLIN | EPOLLRDHUP);
 	if (rc) {
 		siw_qp_info(qp, "conn_accept: sending the MPA Reply: %s",
-			    strerror(-rc));
+			    g_strerror(-rc));
 		siw_qp_socket_close(qp, true);
 		qp->llp = SIW_LLP_NONE;
 		qp->state = RNICPI_QPS_IDLE;

@@ -325,7 +325,7 @@ int siw_dev_poll_add(struct siw_device *dev, int fd, struct siw_item *item,
 	item->src.dispatch = item_dispatch;
 	rc = rnicpi_engine_add(&dev->engine, fd, &item->src, events);
 	if (rc)
-		siw_info(dev, "epoll add fd %d: %s", fd, strerror(-rc));
+		siw_info(dev, "epoll add fd %d: %s", fd, g_strerror(-rc));
 	return rc;
 }
 

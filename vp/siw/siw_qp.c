@@ -294,7 +294,7 @@ void siw_qp_llp_closed(struct siw_qp *qp, int status)
 		struct rnicpi_async_event ev = { .type = RNICPI_EVENT_QP_FATAL };
 
 		siw_qp_info(qp, "stream broke in state %s: %s",
-			    rnicpi_qp_state_name(qp->state), strerror(-status));
+			    rnicpi_qp_state_name(qp->state), g_strerror(-status));
 		ev.element.qp = &qp->base;
 		ev.status = status;
 		if (!qp->destroyed && qp->state != RNICPI_QPS_ERR)

@@ -184,7 +184,7 @@ static int take_rqe(struct siw_qp *qp)
 		if (rc) {
 			siw_qp_info(qp, "receive WR 0x%llx SGE %u (lkey 0x%08x):"
 				    " %s", (unsigned long long)rx->rqe.wr_id, i,
-				    rx->rqe.sge[i].lkey, strerror(-rc));
+				    rx->rqe.sge[i].lkey, g_strerror(-rc));
 			return rc;
 		}
 		rx->rqe_seg[rx->rqe_nseg].iov_base = ptr;

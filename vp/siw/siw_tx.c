@@ -112,7 +112,7 @@ static int resolve_sges(struct siw_qp *qp, const struct siw_wqe *w,
 				    (unsigned long long)w->wr_id, i,
 				    w->sge[i].lkey,
 				    (unsigned long long)w->sge[i].addr,
-				    w->sge[i].length, strerror(-rc));
+				    w->sge[i].length, g_strerror(-rc));
 			while (*n)
 				siw_mr_put(mrs[--*n]);
 			return rc;
@@ -385,7 +385,7 @@ const char *const siw_tx_state_names[SIW_TX_STATE_COUNT] = {
 /* Writing failed with @rc: the stream is closed (siw_qp_llp_closed). */
 static int tx_broken(struct siw_qp *qp, int rc)
 {
-	siw_qp_info(qp, "send: %s", strerror(-rc));
+	siw_qp_info(qp, "send: %s", g_strerror(-rc));
 	siw_qp_llp_closed(qp, rc);
 	return SIW_TX_BROKEN;
 }

@@ -28,7 +28,7 @@ void siw_tx_zc_setup(struct siw_qp *qp)
 	if (setsockopt(qp->fd, SOL_SOCKET, SO_ZEROCOPY, &one,
 		       sizeof(one)) < 0) {
 		siw_qp_info(qp, "SO_ZEROCOPY: %s; sending with copies",
-			    strerror(errno));
+			    g_strerror(errno));
 		return;
 	}
 	qp->zc_enabled = true;
