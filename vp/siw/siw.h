@@ -706,13 +706,11 @@ void siw_dev_poll_del(struct siw_device *dev, int fd);
 void siw_dev_defer_free(struct siw_device *dev, struct siw_item *item);
 /* Wait until no other thread is in the middle of an upcall. */
 void siw_dev_quiesce(struct siw_device *dev);
-bool siw_dev_on_progress_thread(struct siw_device *dev);
 /* Deadline list (MPA time-outs, lingering closes): the progress thread
  * calls siw_qp_timeout / siw_conn_timeout once @ms have passed. */
 void siw_dev_timed_add(struct siw_device *dev, struct siw_timed *t,
 		       uint32_t ms);
 void siw_dev_timed_del(struct siw_device *dev, struct siw_timed *t);
-bool siw_dev_timed_pending(struct siw_device *dev, struct siw_timed *t);
 void siw_device_destroy(struct rnicpi_device *d);
 /* Stop the progress thread as siw_device_destroy() does, leaving the
  * device for a harness to drive with siw_dev_progress(). */

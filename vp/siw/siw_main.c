@@ -340,11 +340,6 @@ void siw_dev_poll_del(struct siw_device *dev, int fd)
 	rnicpi_engine_del(&dev->engine, fd);
 }
 
-bool siw_dev_on_progress_thread(struct siw_device *dev)
-{
-	return rnicpi_engine_on_thread(&dev->engine);
-}
-
 /* A deadline passed. The item is freed only between passes (zombies), so
  * it is still there even if it was destroyed meanwhile; its handler looks
  * at its state under its own lock. */
@@ -376,11 +371,6 @@ void siw_dev_timed_add(struct siw_device *dev, struct siw_timed *t,
 void siw_dev_timed_del(struct siw_device *dev, struct siw_timed *t)
 {
 	rnicpi_timer_cancel(&dev->engine, &t->timer);
-}
-
-bool siw_dev_timed_pending(struct siw_device *dev, struct siw_timed *t)
-{
-	return rnicpi_timer_pending(&dev->engine, &t->timer);
 }
 
 static void free_item(struct siw_item *item)
