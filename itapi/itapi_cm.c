@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * itapi_cm.c - listeners and connections: it_listen_*, it_ep_connect,
- * it_ep_accept, it_reject, it_handoff, it_ep_disconnect,
- * it_socket_convert, and the connection manager's events turned into
- * IT-API connection events.
+ * itapi_cm.c - connections: it_ep_connect, it_ep_accept, it_reject,
+ * it_handoff, it_ep_disconnect, it_socket_convert, and the connection
+ * manager's events turned into IT-API connection events (listeners and
+ * their requests are itapi_listen.c).
  *
  * The cm/ events map as follows (the EP state after it in brackets):
  *   REQUEST       IT_CM_REQ_CONN_REQUEST_EVENT on the listener's EVD
@@ -39,8 +39,8 @@ static size_t pdata_limit(struct itapi_ia *ia, enum cm_pdata_op op)
 		   (size_t)IT_MAX_PRIV_DATA);
 }
 
-static void copy_pdata(unsigned char *dst, it_boolean_t *present,
-		       const void *src, uint32_t len, const char *prefix)
+void itapi_copy_pdata(unsigned char *dst, it_boolean_t *present,
+		      const void *src, uint32_t len, const char *prefix)
 {
 	if (!len || !src) {
 		*present = IT_FALSE;
@@ -51,248 +51,6 @@ static void copy_pdata(unsigned char *dst, it_boolean_t *present,
 		       prefix, len, IT_MAX_PRIV_DATA);
 	memcpy(dst, src, MIN(len, (uint32_t)IT_MAX_PRIV_DATA));
 	*present = IT_TRUE;
-}
-
-/* ------------------------------------------------------------------ */
-/* Listeners                                                           */
-/* ------------------------------------------------------------------ */
-
-/* A UD service request (SIDR) on the listener. */
-static void listen_sidr_event(struct itapi_listen *l,
-			      const struct cm_event *ev)
-{
-	it_ud_svc_request_event_t *r;
-	it_event_t out = { 0 };
-
-	r = &out.ud_svc_request;
-	r->event_number = IT_CM_REQ_UD_SERVICE_REQUEST_EVENT;
-	r->ud_svc_req_id = ev->req_id;
-	r->conn_qual = l->conn_qual;
-	if (l->conn_qual.type == IT_IB_SERVICEID)
-		r->conn_qual.conn_qual.serviceid = htobe64(ev->service_id);
-	itapi_sockaddr_to_net_addr(&ev->remote_addr, &r->source_addr);
-	r->spigot_id = ev->port_num ? ev->port_num - 1u : 0;
-	copy_pdata(r->private_data, &r->private_data_present,
-		   ev->private_data, ev->private_data_len, l->obj.prefix);
-	if (itapi_evd_post(l->evd, &out, true) != IT_SUCCESS) {
-		g_info("%s UD service request %llu refused: its EVD is full",
-		       l->obj.prefix, (unsigned long long)ev->req_id);
-		cm_sidr_reply(ev->req_id, IT_UD_SVC_REQ_REJECTED, 0, 0,
-			      NULL, 0);
-	}
-}
-
-static void listen_event(const struct cm_event *ev, void *data)
-{
-	struct itapi_listen *l = data;
-	struct itapi_ia *ia = l->obj.ia;
-	it_conn_request_event_t *r;
-	it_event_t out = { 0 };
-
-	if (ev->type == CM_EV_SIDR_REQUEST) {
-		listen_sidr_event(l, ev);
-		return;
-	}
-	if (ev->type != CM_EV_REQUEST)
-		return;
-	r = &out.conn_req;
-	r->event_number = IT_CM_REQ_CONN_REQUEST_EVENT;
-	r->cn_est_id = ev->req_id;
-	if (l->conn_qual.type == IT_IB_SERVICEID) {
-		r->conn_qual.type = IT_IB_SERVICEID;
-		r->conn_qual.conn_qual.serviceid = htobe64(ev->service_id);
-	} else {
-		r->conn_qual.type = IT_IANA_PORT;
-		r->conn_qual.conn_qual.port = htons(ev->port);
-	}
-	itapi_sockaddr_to_net_addr(&ev->remote_addr, &r->source_addr);
-	/* RoCE GIDs are IP addresses: reported as such (as rdma_cm does);
-	 * native IB names the GID. */
-	if (ia->transport == RNICPI_TRANSPORT_IB)
-		it_convert_net_addr(&r->source_addr, IT_IB_GID,
-				    &r->source_addr);
-	r->spigot_id = ev->port_num ? ev->port_num - 1u : 0;
-	r->max_message_size = (uint32_t)MIN(ia->attr.max_msg_size,
-					    (uint64_t)UINT32_MAX);
-	r->rdma_read_ird = ev->ird;
-	r->rdma_read_ord = ev->ord;
-	copy_pdata(r->private_data, &r->private_data_present,
-		   ev->private_data, ev->private_data_len, l->obj.prefix);
-	if (itapi_evd_post(l->evd, &out, true) != IT_SUCCESS) {
-		/* A request nobody can see is refused at once rather than
-		 * left to time out at the peer. */
-		g_info("%s connection request %llu refused: its EVD is full",
-		       l->obj.prefix, (unsigned long long)ev->req_id);
-		cm_reject(ev->req_id, NULL, 0);
-	}
-}
-
-it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
-			     it_evd_handle_t connect_evd,
-			     it_listen_flags_t flags, it_conn_qual_t *conn_qual,
-			     it_listen_handle_t *listen_handle)
-{
-	struct itapi_ia *ia = ITAPI_LOOKUP(ia_handle, struct itapi_ia,
-					   IT_HANDLE_TYPE_IA);
-	struct itapi_evd *evd;
-	struct itapi_listen *l;
-	uint16_t port = 0;
-	uint64_t sid = 0;
-	bool want_sid = false;
-	it_status_t st;
-	int err;
-
-	if (!ia)
-		return IT_FAIL0(IT_ERR_INVALID_IA, "IA handle %p is not live",
-				(void *)ia_handle);
-	if (!conn_qual || !listen_handle)
-		return IT_FAIL(&ia->obj, IT_ERR_FAULT,
-			       "conn_qual or listen_handle is NULL");
-	st = itapi_ia_check(ia);
-	if (st)
-		return IT_FAIL(&ia->obj, st, "the device failed");
-	if (!itapi_ia_spigot_ok(ia, spigot_id))
-		return IT_FAIL(&ia->obj, IT_ERR_INVALID_SPIGOT,
-			       "spigot %zu: the IA has %u", spigot_id,
-			       MAX(ia->attr.phys_port_cnt, 1));
-	evd = ITAPI_LOOKUP(connect_evd, struct itapi_evd, IT_HANDLE_TYPE_EVD);
-	if (!evd || evd->obj.ia != ia)
-		return IT_FAIL(&ia->obj, IT_ERR_INVALID_EVD,
-			       "EVD handle %p is not an EVD of this IA",
-			       (void *)connect_evd);
-	if (evd->is_aevd || evd->stream != IT_CM_REQ_EVENT_STREAM)
-		return IT_FAIL(&ia->obj, IT_ERR_INVALID_EVD_TYPE,
-			       "the EVD is not a CM request SEVD");
-	if ((unsigned int)flags &
-	    ~(unsigned int)(IT_LISTEN_CONN_QUAL_INPUT |
-			    IT_LISTEN_SUPPRESS_IRD_ORD))
-		return IT_FAIL(&ia->obj, IT_ERR_INVALID_FLAGS,
-			       "unknown flag bits 0x%x", (unsigned int)flags);
-	if (flags & IT_LISTEN_SUPPRESS_IRD_ORD)
-		return IT_FAIL(&ia->obj, IT_ERR_INVALID_FLAGS,
-			       "IRD/ORD suppression is not supported");
-	if (flags & IT_LISTEN_CONN_QUAL_INPUT) {
-		if (conn_qual->type == IT_IB_SERVICEID &&
-		    ia->transport != RNICPI_TRANSPORT_IWARP) {
-			sid = be64toh(conn_qual->conn_qual.serviceid);
-			if (!sid)
-				return IT_FAIL(&ia->obj,
-					       IT_ERR_INVALID_CONN_QUAL,
-					       "service ID 0");
-		} else if (conn_qual->type != IT_IANA_PORT) {
-			return IT_FAIL(&ia->obj, IT_ERR_INVALID_CONN_QUAL,
-				       "qualifier type %d; this IA listens on %s",
-				       conn_qual->type,
-				       ia->transport == RNICPI_TRANSPORT_IWARP ?
-					       "IANA ports" :
-					       "service IDs and IANA ports");
-		} else {
-			port = ntohs(conn_qual->conn_qual.port);
-			if (!port)
-				return IT_FAIL(&ia->obj,
-					       IT_ERR_INVALID_CONN_QUAL,
-					       "port 0");
-		}
-	} else if (conn_qual->type == IT_IB_SERVICEID &&
-		   ia->transport != RNICPI_TRANSPORT_IWARP) {
-		/* A service ID picked for the consumer: a free port of
-		 * rdma_cm's TCP space, reported as its service ID. */
-		want_sid = true;
-	}
-	l = g_new0(struct itapi_listen, 1);
-	itapi_obj_init(&l->obj, IT_HANDLE_TYPE_LISTEN, ia, NULL);
-	l->spigot_id = spigot_id;
-	l->evd = evd;
-	if (sid)
-		err = cm_listen_service(ia->dev, (uint8_t)(spigot_id + 1),
-					sid, listen_event, l, &l->cm);
-	else
-		err = cm_listen(ia->dev, (uint8_t)(spigot_id + 1), &port,
-				listen_event, l, &l->cm);
-	if (err) {
-		g_free(l);
-		return IT_FAIL_ERRNO(&ia->obj, err, ITAPI_CTX_LISTEN,
-				     "listen on %s %" G_GINT64_MODIFIER "x: %s",
-				     sid ? "service ID" : "port",
-				     sid ? sid : (uint64_t)port,
-				     g_strerror(-err));
-	}
-	if (sid || want_sid) {
-		if (!sid)
-			sid = 0x0000000001060000ull | port;
-		l->conn_qual.type = IT_IB_SERVICEID;
-		l->conn_qual.conn_qual.serviceid = htobe64(sid);
-		snprintf(l->obj.prefix, sizeof(l->obj.prefix),
-			 "LISTEN[0x%" G_GINT64_MODIFIER "x] %s:", sid,
-			 ual_device_name(ia->dev));
-	} else {
-		l->conn_qual.type = IT_IANA_PORT;
-		l->conn_qual.conn_qual.port = htons(port);
-		snprintf(l->obj.prefix, sizeof(l->obj.prefix),
-			 "LISTEN[%u] %s:", port, ual_device_name(ia->dev));
-	}
-	g_mutex_lock(&ia->lock);
-	evd->users++;
-	g_mutex_unlock(&ia->lock);
-	itapi_ia_add_child(ia, &l->obj);
-	*conn_qual = l->conn_qual;
-	*listen_handle = (it_listen_handle_t)l;
-	return IT_SUCCESS;
-}
-
-void itapi_listen_destroy(struct itapi_listen *l)
-{
-	struct itapi_ia *ia = l->obj.ia;
-
-	itapi_ia_del_child(ia, &l->obj);
-	cm_listen_destroy(l->cm);
-	g_mutex_lock(&ia->lock);
-	l->evd->users--;
-	g_mutex_unlock(&ia->lock);
-	g_free(l);
-}
-
-it_status_t it_listen_free(it_listen_handle_t listen_handle)
-{
-	struct itapi_listen *l = ITAPI_LOOKUP(listen_handle,
-					      struct itapi_listen,
-					      IT_HANDLE_TYPE_LISTEN);
-
-	if (!l)
-		return IT_FAIL0(IT_ERR_INVALID_LISTEN,
-				"listen handle %p is not live",
-				(void *)listen_handle);
-	itapi_listen_destroy(l);
-	return IT_SUCCESS;
-}
-
-it_status_t it_listen_query(it_listen_handle_t listen_handle,
-			    it_listen_param_mask_t mask,
-			    it_listen_param_t *params)
-{
-	struct itapi_listen *l = ITAPI_LOOKUP(listen_handle,
-					      struct itapi_listen,
-					      IT_HANDLE_TYPE_LISTEN);
-	bool all = mask & IT_LISTEN_PARAM_ALL;
-
-	if (!l)
-		return IT_FAIL0(IT_ERR_INVALID_LISTEN,
-				"listen handle %p is not live",
-				(void *)listen_handle);
-	if ((unsigned int)mask & ~0x1fu)
-		return IT_FAIL(&l->obj, IT_ERR_INVALID_MASK,
-			       "mask 0x%x has unknown bits", (unsigned int)mask);
-	if (!params)
-		return IT_FAIL(&l->obj, IT_ERR_FAULT, "params is NULL");
-	if (all || (mask & IT_LISTEN_PARAM_IA_HANDLE))
-		params->ia_handle = (it_ia_handle_t)l->obj.ia;
-	if (all || (mask & IT_LISTEN_PARAM_SPIGOT_ID))
-		params->spigot_id = l->spigot_id;
-	if (all || (mask & IT_LISTEN_PARAM_CONNECT_EVD))
-		params->connect_evd = (it_evd_handle_t)l->evd;
-	if (all || (mask & IT_LISTEN_PARAM_CONN_QUAL))
-		params->connect_qual = l->conn_qual;
-	return IT_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ */
@@ -367,7 +125,7 @@ void itapi_ep_cm_event(const struct cm_event *ev, void *user_data)
 	c->ep = (it_ep_handle_t)ep;
 	c->rdma_read_ird = ev->ird;
 	c->rdma_read_ord = ev->ord;
-	copy_pdata(c->private_data, &c->private_data_present,
+	itapi_copy_pdata(c->private_data, &c->private_data_present,
 		   ev->private_data, ev->private_data_len, ep->obj.prefix);
 	itapi_evd_post(ep->conn_evd, &out, true);
 }

@@ -387,6 +387,10 @@ void itapi_ep_destroy(struct itapi_ep *ep);
 struct itapi_ud_svc;
 void itapi_ud_svc_destroy(struct itapi_ud_svc *u);
 void itapi_listen_destroy(struct itapi_listen *l);
+/* Copy up to IT_MAX_PRIV_DATA bytes of the peer's private data into an
+ * event (logging what did not fit); *@present says whether there was any. */
+void itapi_copy_pdata(unsigned char *dst, it_boolean_t *present,
+		      const void *src, uint32_t len, const char *prefix);
 void itapi_srq_destroy(struct itapi_srq *srq);
 void itapi_addr_destroy(struct itapi_addr *a);
 void itapi_lmr_destroy(struct itapi_lmr *lmr);
