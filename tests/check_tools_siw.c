@@ -219,6 +219,56 @@ START_TEST(perf_latency_tests)
 }
 END_TEST
 
+/*
+ * -R latency: ib_{write,send,read}_lat -R's exchange on both ends. Both
+ * ping-pong ends print their own numbers (write_lat's server pings
+ * first, as perftest's does); read_lat's server only waits.
+ */
+START_TEST(perf_perftest_latency)
+{
+	static const char *const tests[] = { "write_lat", "send_lat",
+					     "read_lat" };
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(tests); i++) {
+		char port[8];
+		const char *sargv[] = { TOOLS "hostrdma-perf", tests[i], "-R",
+					"-d", "siw_lo", "-s", "8", "-n", "200",
+					"-p", free_port(port, sizeof(port)),
+					"--json", NULL };
+		const char *cargv[] = { TOOLS "hostrdma-perf", tests[i], "-R",
+					"-s", "8", "-n", "200", "-p", port,
+					"--json", "127.0.0.1", NULL };
+		bool reader = !strcmp(tests[i], "read_lat");
+		struct proc s, c;
+		GPtrArray *cj, *sj;
+		int rc;
+
+		start(&s, sargv);
+		ck_assert_msg(read_until(&s, "waiting for a client"),
+			      "the server did not listen:\n%s",
+			      tail(s.text->str));
+		start(&c, cargv);
+		rc = finish(&c);
+		ck_assert_msg(rc == 0, "%s client exit %d:\n%s", tests[i], rc,
+			      tail(c.text->str));
+		rc = finish(&s);
+		ck_assert_msg(rc == 0, "%s server exit %d:\n%s", tests[i], rc,
+			      tail(s.text->str));
+		cj = json_lines(c.text->str);
+		sj = json_lines(s.text->str);
+		ck_assert_uint_eq(cj->len, 1);
+		assert_lat(cj->pdata[0], tests[i], 8);
+		ck_assert_uint_eq(sj->len, reader ? 0 : 1);
+		if (!reader)
+			assert_lat(sj->pdata[0], tests[i], 8);
+		g_ptr_array_unref(cj);
+		g_ptr_array_unref(sj);
+		done(&s);
+		done(&c);
+	}
+}
+END_TEST
+
 START_TEST(perf_bad_command_lines)
 {
 	static const char *const bad[][5] = {
@@ -226,7 +276,7 @@ START_TEST(perf_bad_command_lines)
 		{ "write_bw", "-q", "17", NULL },
 		{ "write_lat", "-b", NULL },
 		{ "write_bw", "-s", "0", NULL },
-		{ "write_lat", "-R", NULL },
+		{ "write_lat", "-R", "-D", "2", NULL },
 		/* perftest's send_bw credits on iWARP: not spoken */
 		{ "send_bw", "-R", "-d", "siw_lo", "127.0.0.1" },
 	};
@@ -463,6 +513,7 @@ void tools_add_siw_case(Suite *s)
 	tcase_add_test(tc, perf_all_sizes);
 	tcase_add_test(tc, perf_perftest_exchange);
 	tcase_add_test(tc, perf_latency_tests);
+	tcase_add_test(tc, perf_perftest_latency);
 	tcase_add_test(tc, perf_bad_command_lines);
 	tcase_add_test(tc, ping_both_ends_ours);
 	tcase_add_test(tc, ping_against_it_rping);

@@ -290,22 +290,30 @@ int perf_make_qp(struct perf_ctx *c, unsigned int i)
 		  it_ep_rc_create(c->pz, c->sq, c->rq, c->cm, IT_EP_NO_FLAG,
 				  &a, &q->ep)))
 		return -1;
-	/* Receives for Send tests stay posted for the whole run: every one
-	 * can take the largest message. */
-	if (o->verb == PERF_SEND) {
-		for (unsigned int r = 0; r < o->rx_depth; r++) {
-			it_lmr_triplet_t t = { .lmr = q->lmr,
-					       .length = c->max_size };
-
-			t.addr.abs = q->buf + c->sink_off;
-			if (check("it_post_recv",
-				  it_post_recv(q->ep, &t, 1,
-					       ((uint64_t)i << 56) | r,
-					       FLAGS)))
-				return -1;
-		}
-	}
 	c->nqp = i + 1;
+	/* perftest's peer (-R) may refuse a first data connection, and
+	 * it_ep_reset flushes what is posted: its receives wait for the
+	 * connection (perf_rcm.c). */
+	return c->perftest ? 0 : perf_post_receives(c, i);
+}
+
+/* Receives for Send tests stay posted for the whole run: every one can
+ * take the largest message. */
+int perf_post_receives(struct perf_ctx *c, unsigned int i)
+{
+	struct perf_qp *q = &c->qp[i];
+
+	if (c->o->verb != PERF_SEND)
+		return 0;
+	for (unsigned int r = 0; r < c->o->rx_depth; r++) {
+		it_lmr_triplet_t t = { .lmr = q->lmr, .length = c->max_size };
+
+		t.addr.abs = q->buf + c->sink_off;
+		if (check("it_post_recv",
+			  it_post_recv(q->ep, &t, 1, ((uint64_t)i << 56) | r,
+				       FLAGS)))
+			return -1;
+	}
 	return 0;
 }
 

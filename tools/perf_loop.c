@@ -172,8 +172,11 @@ static int post_one(struct perf_ctx *c, struct perf_qp *q, uint64_t size,
 	switch (c->o->verb) {
 	case PERF_WRITE:
 		t.addr.abs = q->buf;
+		/* perftest (-R) names its sink itself; ours is at sink_off */
 		st = it_post_rdma_write(q->ep, &t, 1, ck, fl,
-					q->raddr + c->sink_off, q->rrkey);
+					q->raddr +
+						(c->perftest ? 0 : c->sink_off),
+					q->rrkey);
 		break;
 	case PERF_READ:
 		t.addr.abs = q->buf + c->sink_off;
@@ -437,9 +440,11 @@ static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 	return 0;
 }
 
-static inline uint8_t tag_of(uint64_t i)
+/* The byte that marks ping @i: never 0 between us; perftest (-R) counts
+ * 1, 2, ... in a char and so writes 0 every 256th time. */
+static inline uint8_t tag_of(const struct perf_ctx *c, uint64_t i)
 {
-	return (uint8_t)(i % 255 + 1);
+	return c->perftest ? (uint8_t)(i + 1) : (uint8_t)(i % 255 + 1);
 }
 
 /* Spins until the byte holds @tag. Polling the send EVD meanwhile, as
@@ -506,17 +511,35 @@ static int wait_one(struct perf_ctx *c, it_evd_handle_t evd, uint64_t size,
 	}
 }
 
+/*
+ * Who starts a ping-pong: our client; against perftest (-R) its own rule,
+ * the server for write_lat and the client for send_lat.
+ */
+static bool pings_first(const struct perf_ctx *c)
+{
+	if (c->perftest && c->o->verb == PERF_WRITE)
+		return c->server;
+	return !c->server;
+}
+
+/*
+ * Each iteration's time: a Read's own, a ping's half round trip. The side
+ * that answers has no round trip of its own; against perftest, which
+ * prints numbers on both sides, it takes half the time from one of its
+ * posts to the next (what perftest's answering side reports too).
+ */
 static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 {
 	const struct perf_opts *o = c->o;
 	struct perf_qp *q = &c->qp[0];
 	volatile uint8_t *sink = q->buf + c->sink_off;
-	bool pinger = !c->server;
-	uint64_t n = o->iters, t0 = 0, tstart;
+	bool pinger = pings_first(c);
+	bool timed = pinger || c->perftest;
+	uint64_t n = o->iters, t0 = 0, tstart, nus = 0;
 	double *us = NULL;
 	uint32_t bad = 0;
 
-	if (pinger) {
+	if (timed) {
 		us = calloc(n ? n : 1, sizeof(*us));
 		if (!us)
 			return -1;
@@ -524,22 +547,28 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 	tstart = tool_now_ns();
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t before = q->completed;
+		uint8_t tag = tag_of(c, i);
 
 		if (pinger)
 			t0 = tool_now_ns();
 		switch (o->verb) {
 		case PERF_WRITE:
-			if (!pinger &&
-			    wait_byte(c, sink + size - 1, tag_of(i)))
+			if (!pinger && wait_byte(c, sink + size - 1, tag))
 				goto err;
-			q->buf[size - 1] = tag_of(i);
+			q->buf[size - 1] = tag;
 			if (q->posted - q->completed >= o->tx_depth &&
 			    wait_one(c, c->sq, size, &bad))
 				goto err;
+			if (!pinger && timed) {
+				uint64_t now = tool_now_ns();
+
+				if (i)
+					us[nus++] = (double)(now - t0) / 2e3;
+				t0 = now;
+			}
 			if (post_one(c, q, size, true, false))
 				goto err;
-			if (pinger &&
-			    wait_byte(c, sink + size - 1, tag_of(i)))
+			if (pinger && wait_byte(c, sink + size - 1, tag))
 				goto err;
 			if (reap_sq(c, false) < 0)
 				goto err;
@@ -550,6 +579,13 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			if (q->posted - q->completed >= o->tx_depth &&
 			    wait_one(c, c->sq, size, &bad))
 				goto err;
+			if (!pinger && timed) {
+				uint64_t now = tool_now_ns();
+
+				if (i)
+					us[nus++] = (double)(now - t0) / 2e3;
+				t0 = now;
+			}
 			if (post_one(c, q, size, true, false))
 				goto err;
 			if (pinger && wait_one(c, c->rq, size, &bad))
@@ -568,7 +604,7 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		if (pinger) {
 			double d = (double)(tool_now_ns() - t0) / 1e3;
 
-			us[i] = o->verb == PERF_READ ? d : d / 2;
+			us[nus++] = o->verb == PERF_READ ? d : d / 2;
 		}
 	}
 	while (q->completed < q->posted)
@@ -576,8 +612,8 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			goto err;
 	r->ns = tool_now_ns() - tstart;
 	r->iters = n;
-	if (pinger)
-		lat_stats(us, n, r);
+	if (timed)
+		lat_stats(us, nus, r);
 	free(us);
 	r->verify_errors = bad;
 	return 0;

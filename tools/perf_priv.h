@@ -119,6 +119,7 @@ int perf_raw_recv(struct perf_ctx *c, void *buf, size_t len,
 /* Pieces of perf_connect()/perf_accept() that -R puts together its way. */
 int perf_make_base(struct perf_ctx *c);
 void perf_layout(struct perf_ctx *c);
+int perf_post_receives(struct perf_ctx *c, unsigned int i);
 int perf_make_qp(struct perf_ctx *c, unsigned int i);
 int perf_connect_ep(struct perf_ctx *c, it_ep_handle_t ep,
 		    const void *pdata, size_t len);

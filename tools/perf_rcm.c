@@ -26,6 +26,15 @@
  *     average bandwidth in MiB/s and message rate in Mpps as byte-swapped
  *     doubles; the server sends its own back); a last hand shake.
  *
+ * The latency tests (write_lat.c, read_lat.c, send_lat.c) differ:
+ * write_lat and read_lat add a hand shake before the per-QP ones; then
+ * no report is exchanged. write_lat's server writes first (its client
+ * answers), each side writing the count of its Writes, from 1 in a char,
+ * into the last byte of the peer's message; read_lat's client reads and
+ * its server waits in a last hand shake; send_lat's client sends first
+ * and both end with a hand shake. write_lat ends with none: each side
+ * tears down when its own count is done.
+ *
  * Every message from the peer is checked for its length; the fields used
  * (VA, rkey, sizes) only steer where our own work requests go, which the
  * peer's RNIC checks against its regions.
@@ -66,7 +75,8 @@ static int hand_shake(struct perf_ctx *c, int i, struct perf_pt_dest *rem,
 	me.out_reads_be = htonl(c->o->outs);
 	if (i >= 0) {
 		me.rkey_be = htonl((uint32_t)c->qp[i].rkey);
-		me.vaddr_be = htobe64((uintptr_t)c->qp[i].buf);
+		me.vaddr_be = htobe64((uintptr_t)(c->qp[i].buf +
+						  c->sink_off));
 	}
 	if (xchg(c, &me, &peer, sizeof(peer), timeout_us))
 		return -1;
@@ -165,16 +175,24 @@ static int setup(struct perf_ctx *c)
 		if (c->server ? accept_data(c, i) : connect_data(c, i))
 			return -1;
 		c->qp[i].connected = true;
+		/* before any hand shake lets the peer send */
+		if (perf_post_receives(c, i))
+			return -1;
 	}
 	if (hand_shake(c, -1, NULL, TOOL_WAIT_US))
+		return -1;
+	/* write_lat / read_lat: one more before the QPs' own */
+	if (o->lat && o->verb != PERF_SEND &&
+	    hand_shake(c, 0, NULL, TOOL_WAIT_US))
 		return -1;
 	for (unsigned int i = 0; i < o->qps; i++) {
 		if (hand_shake(c, (int)i, &rem, TOOL_WAIT_US))
 			return -1;
 		perf_pt_dest_in(c, i, &rem);
 	}
-	/* write_bw / read_bw: one more per QP, then one; send_bw: one,
-	 * one more per QP, then (receives posted) one before the run. */
+	/* write_bw / read_bw (and _lat): one more per QP, then one;
+	 * send_bw and send_lat: one, one more per QP, then (receives
+	 * posted) one before the run. */
 	if (o->verb == PERF_SEND) {
 		if (hand_shake(c, 0, NULL, TOOL_WAIT_US))
 			return -1;
@@ -225,8 +243,8 @@ static int reports(struct perf_ctx *c, struct perf_result *r)
 
 static int check_opts(const struct perf_opts *o)
 {
-	if (o->lat || o->bidir || o->verify || o->duration_s) {
-		fprintf(stderr, "%s: -R speaks perftest's exchange of ib_write_bw, ib_read_bw and ib_send_bw with a message count (not the _lat tests, -b, -D or data checks)\n",
+	if (o->bidir || o->verify || o->duration_s) {
+		fprintf(stderr, "%s: -R speaks perftest's exchange of ib_{write,read,send}_{bw,lat} with a message count (not -b, -D or data checks)\n",
 			PERF_PROG);
 		return -1;
 	}
@@ -241,7 +259,7 @@ static int check_transport(struct perf_ctx *c)
 	it_ia_info_t *info;
 	bool iwarp;
 
-	if (c->o->verb != PERF_SEND)
+	if (c->o->verb != PERF_SEND || c->o->lat)
 		return 0;
 	if (tool_check(PERF_PROG, "it_ia_query", it_ia_query(c->ia, &info)))
 		return -1;
@@ -305,7 +323,21 @@ int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 	if (setup(&c))
 		goto out;
 	perf_print_header(o);
-	if (o->verb == PERF_SEND) {
+	if (o->lat) {
+		/* Both ends ping-pong and print their own numbers, but only
+		 * the client reads. read_lat and send_lat end with a hand
+		 * shake (the server waits in it while the client runs),
+		 * write_lat with none. */
+		if (!(o->verb == PERF_READ && c.server)) {
+			if (perf_measure(&c, o->size, &r))
+				goto out;
+			report(o, &r, arg);
+		}
+		if (o->verb != PERF_WRITE &&
+		    hand_shake(&c, 0, NULL, c.server ? IT_TIMEOUT_INFINITE
+						     : TOOL_WAIT_US))
+			goto out;
+	} else if (o->verb == PERF_SEND) {
 		/* Both ends count: the sender its Sends, the receiver its
 		 * receives (its own -n), and each prints its own numbers. */
 		if (perf_measure(&c, o->size, &r))
@@ -328,7 +360,7 @@ int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 		if (c.server)
 			report(o, &r, arg);
 	}
-	if (hand_shake(&c, 0, NULL, TOOL_WAIT_US))
+	if (!o->lat && hand_shake(&c, 0, NULL, TOOL_WAIT_US))
 		goto out;
 	failed = 0;
 	ended = 0;

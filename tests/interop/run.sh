@@ -305,58 +305,79 @@ PERF_N=200
 perf_guest_log() { # $1 pid: the guest's log once the process ended
 	peer run -t 60 "while kill -0 $1 2>/dev/null; do sleep 0.2; done; cat /tmp/bg/$1.log" 2>/dev/null
 }
-perf_checks() { # $1 our log, $2 the guest's output
+# $1 our log, $2 the guest's output, $3 size, $4 $5 whether we and perftest
+# print the run (read_lat's server does not)
+perf_checks() {
 	echo "--- guest perftest:" >>"$1"
 	echo "$2" | tail -8 | cut -c1-160 >>"$1"
-	grep -q "\"msg_size\":65536,\"iterations\":$PERF_N," "$1" ||
-		why "we did not report $PERF_N messages of 65536 bytes"
-	grep -qE " 65536 +$PERF_N " <<<"$2" ||
-		why "perftest did not report $PERF_N messages of 65536 bytes"
+	[ "$(grep -cE "\"msg_size\": *$3, *\"iterations\": *$PERF_N," "$1")" = "$4" ] ||
+		why "we did not report $PERF_N messages of $3 bytes $4 time(s)"
+	[ "$(grep -cE " $3 +$PERF_N " <<<"$2")" = "$5" ] ||
+		why "perftest did not report $PERF_N messages of $3 bytes $5 time(s)"
 	grep -qiE 'error|fail|couldn' <<<"$2" && why "perftest reported an error"
 	return 0
 }
-perf_client_case() { # $1 name, $2 test (write_bw, read_bw)
+# $1 name, $2 test (write_bw, read_bw, write_lat, ...), $3 size
+perf_client_case() {
 	local name=$1 port=$((PORT_BASE + ${#results[@]})) rc=0 out pid
+	local size=${3:-65536}
 	reason=
 	start_capture "$name"
 	it_env
-	out=$(peer bg "ib_$2 -d siw0 -R -p $port -n $PERF_N -s 65536")
+	out=$(peer bg "ib_$2 -d siw0 -R -p $port -n $PERF_N -s $size")
 	pid=${out%% *}
 	peer run wait-listen "$port" 20 >/dev/null 2>&1
 	HOSTRDMA_OPTIONS=siw.rts_delay_ms=100 peer ns timeout 180 \
-		"$HOSTRDMA_PERF" "$2" -R -p "$port" -n $PERF_N -s 65536 --json \
-		"$SIW_PEER" >"$work/$name.log" 2>&1 || why "our client failed"
-	perf_checks "$work/$name.log" "$(perf_guest_log "$pid")"
+		"$HOSTRDMA_PERF" "$2" -R -p "$port" -n $PERF_N -s "$size" \
+		--json "$SIW_PEER" >"$work/$name.log" 2>&1 ||
+		why "our client failed"
+	local theirs=1
+	[ "$2" = read_lat ] && theirs=0
+	perf_checks "$work/$name.log" "$(perf_guest_log "$pid")" "$size" 1 \
+		"$theirs"
 	peer run "kill $pid 2>/dev/null" >/dev/null 2>&1
 	stop_capture
-	check_capture "$pcap" 100 0 || why "capture check"
+	check_capture "$pcap" "$(perf_fpdus "$2")" 0 || why "capture check"
 	record "$name" "$rc" "$capinfo${reason:+ ($reason)}"
 }
-perf_server_case() { # $1 name, $2 test
+perf_server_case() { # $1 name, $2 test, $3 size
 	local name=$1 port=$((PORT_BASE + ${#results[@]})) rc=0 out spid
+	local size=${3:-65536} lines=1
 	reason=
 	start_capture "$name"
 	it_env
-	peer ns timeout 180 "$HOSTRDMA_PERF" "$2" -R -p "$port" -s 65536 \
-		--json >"$work/$name.log" 2>&1 &
+	peer ns timeout 180 "$HOSTRDMA_PERF" "$2" -R -p "$port" -s "$size" \
+		-n $PERF_N --json >"$work/$name.log" 2>&1 &
 	spid=$!
 	for _ in $(seq 50); do
 		grep -q "waiting for a client" "$work/$name.log" 2>/dev/null &&
 			break
 		sleep 0.1
 	done
-	out=$(peer run -t 180 "ib_$2 -d siw0 -R -p $port -n $PERF_N -s 65536 $SIW_HOST" 2>&1) ||
+	out=$(peer run -t 180 "ib_$2 -d siw0 -R -p $port -n $PERF_N -s $size $SIW_HOST" 2>&1) ||
 		why "guest perftest client failed"
 	wait "$spid" || why "our server failed"
-	perf_checks "$work/$name.log" "$out"
+	# read_lat's server only waits: no line of its own
+	[ "$2" = read_lat ] && lines=0
+	perf_checks "$work/$name.log" "$out" "$size" "$lines" 1
 	stop_capture
-	check_capture "$pcap" 100 0 || why "capture check"
+	check_capture "$pcap" "$(perf_fpdus "$2")" 0 || why "capture check"
 	record "$name" "$rc" "$capinfo${reason:+ ($reason)}"
 }
+# FPDUs a run must show at least: one per message for the latency tests
+perf_fpdus() { case $1 in *_lat) echo $PERF_N ;; *) echo 100 ;; esac; }
 case_perftest_R_write_client() { siw_mode default; perf_client_case perftest_R_write_client write_bw; }
 case_perftest_R_write_server() { siw_mode default; perf_server_case perftest_R_write_server write_bw; }
 case_perftest_R_read_client() { siw_mode default; perf_client_case perftest_R_read_client read_bw; }
 case_perftest_R_read_server() { siw_mode default; perf_server_case perftest_R_read_server read_bw; }
+# The latency tests, 8-byte messages: perftest exchanges no size or count,
+# so both ends are given the same -s and -n.
+case_perftest_R_write_lat_client() { siw_mode default; perf_client_case perftest_R_write_lat_client write_lat 8; }
+case_perftest_R_write_lat_server() { siw_mode default; perf_server_case perftest_R_write_lat_server write_lat 8; }
+case_perftest_R_read_lat_client() { siw_mode default; perf_client_case perftest_R_read_lat_client read_lat 8; }
+case_perftest_R_read_lat_server() { siw_mode default; perf_server_case perftest_R_read_lat_server read_lat 8; }
+case_perftest_R_send_lat_client() { siw_mode default; perf_client_case perftest_R_send_lat_client send_lat 8; }
+case_perftest_R_send_lat_server() { siw_mode default; perf_server_case perftest_R_send_lat_server send_lat 8; }
 
 all_cases=$(declare -F | awk '{print $3}' | grep '^case_' | sed 's/^case_//')
 for c in ${INTEROP_CASES:-$all_cases}; do

@@ -333,32 +333,36 @@ perf_rxe() {
 		timeout 180 "$hperf" -d rxe_rdmabr0 "$@"
 }
 # The guest's perftest serves, hostrdma-perf -R measures. $1 name, $2
-# test (write_bw, read_bw), $3 guest address.
+# test (write_bw, read_bw, write_lat, ...), $3 guest address, $4 size.
 rperf_guest_server() {
-	local name=$1 st=0 bgout pid log
+	local name=$1 st=0 bgout pid log size=${4:-65536}
 	want "$1" || return 0
 	guest_kill
-	bgout=$("$rp" bg "ib_$2 -d rxe0 -R -p 18520 -n 300 -s 65536") || st=1
+	bgout=$("$rp" bg "ib_$2 -d rxe0 -R -p 18520 -n 300 -s $size") || st=1
 	pid=${bgout%% *}
 	log=${bgout##* }
 	"$rp" run wait-listen 18520 20 >/dev/null || st=1
-	perf_rxe "$2" -R -p 18520 -n 300 -s 65536 --json "$3" \
+	perf_rxe "$2" -R -p 18520 -n 300 -s "$size" --json "$3" \
 		>"$work/$name.ours" 2>&1 || st=1
 	"$rp" run -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
 		>"$work/$name.guest" 2>&1 || st=1
-	# Both print the run: 65536-byte messages, 300 of them.
-	grep -q '"msg_size": *65536, *"iterations": *300,' "$work/$name.ours" ||
-		st=1
-	grep -q " 65536 *300 " "$work/$name.guest" || st=1
+	# Both print the run, $size-byte messages, 300 of them (not
+	# read_lat's server, which only waits).
+	grep -q "\"msg_size\": *$size, *\"iterations\": *300," \
+		"$work/$name.ours" || st=1
+	if [ "$2" != read_lat ]; then
+		grep -q " $size *300 " "$work/$name.guest" || st=1
+	fi
 	grep -qi "error\|fail\|couldn" "$work/$name.guest" && st=1
 	result "$name" $st
 }
-# hostrdma-perf -R serves, the guest's perftest is the client.
+# hostrdma-perf -R serves, the guest's perftest is the client. read_lat's
+# server only waits and prints no run of its own.
 rperf_guest_client() {
-	local name=$1 st=0 ours i
+	local name=$1 st=0 ours i size=${4:-65536}
 	want "$1" || return 0
 	guest_kill
-	perf_rxe "$2" -R -p 18521 -n 300 -s 65536 --json \
+	perf_rxe "$2" -R -p 18521 -n 300 -s "$size" --json \
 		>"$work/$name.ours" 2>&1 &
 	ours=$!
 	for i in $(seq 100); do
@@ -366,19 +370,29 @@ rperf_guest_client() {
 			break
 		sleep 0.1
 	done
-	"$rp" run -t 120 "ib_$2 -d rxe0 -R -p 18521 -n 300 -s 65536 $3" \
+	"$rp" run -t 120 "ib_$2 -d rxe0 -R -p 18521 -n 300 -s $size $3" \
 		>"$work/$name.guest" 2>&1 || st=1
 	wait "$ours" || st=1
-	grep -q " 65536 *300 " "$work/$name.guest" || st=1
+	grep -q " $size *300 " "$work/$name.guest" || st=1
 	grep -qi "error\|fail\|couldn" "$work/$name.guest" && st=1
-	grep -q '"msg_size": *65536, *"iterations": *300,' "$work/$name.ours" ||
-		st=1
+	if [ "$2" != read_lat ]; then
+		grep -q "\"msg_size\": *$size, *\"iterations\": *300," \
+			"$work/$name.ours" || st=1
+	fi
 	result "$name" $st
 }
 if [ -x "$hperf" ]; then
 	for t in write_bw read_bw send_bw; do
 		rperf_guest_server "perftest-R-$t-guest-server" "$t" "$guest_ip"
 		rperf_guest_client "perftest-R-$t-guest-client" "$t" "$host_ip"
+	done
+	# The latency tests: perftest exchanges no size or count, both ends
+	# are given the same.
+	for t in write_lat read_lat send_lat; do
+		rperf_guest_server "perftest-R-$t-guest-server" "$t" \
+			"$guest_ip" 8
+		rperf_guest_client "perftest-R-$t-guest-client" "$t" \
+			"$host_ip" 8
 	done
 else
 	echo "   $hperf not built (make -C $build)"
