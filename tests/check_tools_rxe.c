@@ -87,6 +87,65 @@ START_TEST(perf_loopback_rxe)
 }
 END_TEST
 
+/*
+ * atomic_bw / atomic_lat, both atomic types, several QPs for the
+ * bandwidth test: with --verify the server's target words must add up to
+ * the client's count (each atomic done once, Compare-and-Swap finding
+ * the value it expects every time). soft-iWARP has no atomics: refused,
+ * naming the device.
+ */
+START_TEST(perf_atomics_rxe)
+{
+	static const char *const tests[] = { "atomic_bw", "atomic_lat" };
+	static const char *const types[] = { "FETCH_AND_ADD",
+					     "CMP_AND_SWAP" };
+	char port[8];
+	const char *siw[] = { TOOLS "hostrdma-perf", "atomic_bw", "-L", "-d",
+			      "siw_lo", "-p", free_port(port, sizeof(port)),
+			      NULL };
+	struct proc p;
+	int rc;
+
+	for (unsigned int i = 0; i < 4; i++) {
+		bool bw = i < 2;
+		const char *argv[] = { TOOLS "hostrdma-perf", tests[!bw], "-L",
+				       "-d", "rxe_lo", "-p",
+				       free_port(port, sizeof(port)), "-A",
+				       types[i % 2], "-n", "300", "-q",
+				       bw ? "3" : "1", "--verify", "--json",
+				       NULL };
+		GPtrArray *j;
+
+		rc = run_rxe(&p, argv);
+		ck_assert_msg(rc == 0, "%s -A %s: exit %d:\n%s", tests[!bw],
+			      types[i % 2], rc, tail(p.text->str));
+		j = json_lines(p.text->str);
+		ck_assert_uint_eq(j->len, 1);
+		ck_assert_str_eq(json_object_get_string_member(j->pdata[0],
+							       "test"),
+				 tests[!bw]);
+		ck_assert_int_eq(json_object_get_int_member(j->pdata[0],
+							    "msg_size"),
+				 8);
+		ck_assert_int_eq(json_object_get_int_member(j->pdata[0],
+							    "iterations"),
+				 bw ? 900 : 300);
+		assert_verified(j->pdata[0]);
+		if (!bw)
+			ck_assert(json_object_get_double_member(
+					  j->pdata[0], "lat_us_min") > 0);
+		g_ptr_array_unref(j);
+		done(&p);
+	}
+	rc = run_rxe(&p, siw);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_msg(strstr(p.text->str,
+			     "device siw_lo has no atomic operations"),
+		      "%s", tail(p.text->str));
+	done(&p);
+}
+END_TEST
+
 START_TEST(ping_loopback_rxe)
 {
 	char port[8];
@@ -234,6 +293,7 @@ void tools_add_rxe_case(Suite *s)
 	tcase_add_checked_fixture(tc, env_setup_both, NULL);
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, perf_loopback_rxe);
+	tcase_add_test(tc, perf_atomics_rxe);
 	tcase_add_test(tc, ping_loopback_rxe);
 	tcase_add_test(tc, scale_short_rxe);
 	tcase_add_test(tc, ping_loopback_sigint);

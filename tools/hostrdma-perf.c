@@ -22,6 +22,7 @@ static void usage(FILE *f)
 		"Usage: %s TEST [options]                  (server)\n"
 		"       %s TEST [options] SERVER-ADDRESS   (client)\n"
 		"TEST: write_bw write_lat read_bw read_lat send_bw send_lat\n"
+		"      atomic_bw atomic_lat (devices with atomics: soft-RoCE)\n"
 		"\n"
 		"  -s, --size=BYTES        message size (bw 65536, lat 2)\n"
 		"  -a, --all               every size from 2 B to 8 MiB\n"
@@ -34,7 +35,8 @@ static void usage(FILE *f)
 		"  -Q, --cq-mod=N          one completion per N requests (100)\n"
 		"  -l, --post_list=N       start N requests together: the others\n"
 		"                          are posted with IT_COALESCE_WR_FLAG (1)\n"
-		"  -o, --outs=N            RDMA Reads in flight per QP (16)\n"
+		"  -o, --outs=N            RDMA Reads or atomics in flight per QP (16)\n"
+		"  -A, --atomic_type=TYPE  FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
 		"  -I, --inline_size=N     accepted; IT-API has no inline data\n"
 		"  -e, --events            sleep on completion events, do not poll\n"
 		"  -p, --port=PORT         the server's port (18515)\n"
@@ -101,6 +103,7 @@ int main(int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },
 		{ "ib-dev", required_argument, NULL, 'd' },
 		{ "rdma_cm", no_argument, NULL, 'R' },
+		{ "atomic_type", required_argument, NULL, 'A' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "bind", required_argument, NULL, OPT_BIND },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
@@ -117,7 +120,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int opt, rc;
 
-	while ((opt = getopt_long(argc, argv, "-s:an:D:q:bt:r:Q:l:o:I:ep:d:RLFx:c:m:h",
+	while ((opt = getopt_long(argc, argv, "-s:an:D:q:bt:r:Q:l:o:I:ep:d:RLFx:c:m:A:h",
 				  longs, NULL)) != -1) {
 		rc = 0;
 		switch (opt) {
@@ -133,6 +136,15 @@ int main(int argc, char **argv)
 			rc = number("-s", optarg, 1, 8ull << 20, &o.size);
 			break;
 		case 'a': o.all_sizes = true; break;
+		case 'A':
+			if (!strcmp(optarg, "CMP_AND_SWAP")) {
+				o.cas = true;
+			} else if (strcmp(optarg, "FETCH_AND_ADD")) {
+				fprintf(stderr, "%s: -A %s: the atomic types are FETCH_AND_ADD and CMP_AND_SWAP\n",
+					PROG, optarg);
+				return 2;
+			}
+			break;
 		case 'n':
 			rc = number("-n", optarg, 1, 1ull << 40, &o.iters);
 			break;
@@ -208,6 +220,12 @@ int main(int argc, char **argv)
 		o.server = "127.0.0.1";
 	if (o.bidir && o.lat) {
 		fprintf(stderr, "%s: -b is for bandwidth tests\n", PROG);
+		return 2;
+	}
+	if (o.verb == PERF_ATOMIC &&
+	    ((o.size && o.size != 8) || o.all_sizes || o.bidir)) {
+		fprintf(stderr, "%s: atomics are 8 bytes, one way (no -s other than 8, -a or -b)\n",
+			PROG);
 		return 2;
 	}
 	if (o.lat && o.qps > 1) {

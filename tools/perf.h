@@ -2,8 +2,8 @@
 /*
  * perf.h - the measurement engine behind hostrdma-perf and the README
  * demo (hostrdma-demo): connections, the control exchange, and the
- * bandwidth and latency loops for RDMA Write, RDMA Read and Send, all on
- * IT-API.
+ * bandwidth and latency loops for RDMA Write, RDMA Read, Send and
+ * atomics, all on IT-API.
  *
  * A run is one control connection (Send/Receive of struct perf_ctl)
  * plus -q data connections. The client sends its parameters and buffer
@@ -23,7 +23,9 @@
 #define PERF_MAX_SIZE (8ull << 20)	/* -a goes from 2 B to 8 MiB */
 #define PERF_DEFAULT_PORT 18515		/* perftest's */
 
-enum perf_verb { PERF_WRITE, PERF_READ, PERF_SEND };
+/* PERF_ATOMIC: 8-byte Fetch-and-Add or Compare-and-Swap (-A), one-sided
+ * like Reads, on devices with atomic_support (soft-RoCE, not iWARP). */
+enum perf_verb { PERF_WRITE, PERF_READ, PERF_SEND, PERF_ATOMIC };
 
 struct perf_opts {
 	enum perf_verb verb;
@@ -46,7 +48,8 @@ struct perf_opts {
 	unsigned int cq_mod;		/* -Q: one completion per cq_mod */
 	unsigned int post_list;		/* -l: WRs started together
 					 * (IT_COALESCE_WR_FLAG on the others) */
-	unsigned int outs;		/* -o: RDMA Reads in flight per QP */
+	unsigned int outs;		/* -o: Reads/atomics in flight per QP */
+	bool cas;			/* -A CMP_AND_SWAP, else FETCH_AND_ADD */
 	bool events;			/* -e: sleep on events, do not poll */
 	bool json;			/* --json */
 	bool quiet;			/* no progress lines, no banner */

@@ -246,10 +246,28 @@ int perf_make_base(struct perf_ctx *c)
  */
 void perf_layout(struct perf_ctx *c)
 {
-	bool split = c->o->verify || c->o->lat;
+	/* atomics: the target word (the sink) apart from the results */
+	bool split = c->o->verify || c->o->lat || c->o->verb == PERF_ATOMIC;
 
 	c->sink_off = split ? c->max_size : 0;
 	c->credit_off = c->sink_off + c->max_size;
+}
+
+/* Atomic tests need a device that has them (IT-API's atomic_support). */
+static int atomics_ok(struct perf_ctx *c)
+{
+	it_ia_info_t *info;
+	bool ok;
+
+	if (check("it_ia_query", it_ia_query(c->ia, &info)))
+		return -1;
+	ok = info->atomic_support;
+	if (!ok)
+		fprintf(stderr, "%s: device %s has no atomic operations (%s); use a RoCE device such as rxe_lo\n",
+			PERF_PROG, info->ia_name ? info->ia_name : "?",
+			tool_transport_name(info->transport_type));
+	it_ia_info_free(info);
+	return ok ? 0 : -1;
 }
 
 /* A data EP and its buffer. */
@@ -259,6 +277,10 @@ int perf_make_qp(struct perf_ctx *c, unsigned int i)
 	struct perf_qp *q = &c->qp[i];
 	it_ep_attributes_t a = { 0 };
 	size_t len = c->credit_off + 128;
+	bool atomic = o->verb == PERF_ATOMIC;
+
+	if (atomic && i == 0 && atomics_ok(c))
+		return -1;
 
 	q->index = i;
 	q->buf_len = (len + 4095) & ~(size_t)4095;
@@ -276,7 +298,8 @@ int perf_make_qp(struct perf_ctx *c, unsigned int i)
 	if (check("it_lmr_create",
 		  it_lmr_create(c->pz, q->buf, NULL, q->buf_len,
 				IT_ADDR_MODE_ABSOLUTE,
-				IT_PRIV_LOCAL | IT_PRIV_REMOTE,
+				IT_PRIV_LOCAL | IT_PRIV_REMOTE |
+					(atomic ? IT_PRIV_ATOMIC : 0),
 				IT_LMR_FLAG_NONE, 0, &q->lmr, &q->rkey)))
 		return -1;
 	a.max_request_dtos = o->tx_depth + 4;
@@ -286,6 +309,7 @@ int perf_make_qp(struct perf_ctx *c, unsigned int i)
 	a.srv.rc.max_rdma_read_segments = 1;
 	a.srv.rc.max_rdma_write_segments = 1;
 	a.srv.rc.rdma_read_ird = a.srv.rc.rdma_read_ord = o->outs;
+	a.srv.rc.atomics_enable = atomic;
 	if (check("it_ep_rc_create",
 		  it_ep_rc_create(c->pz, c->sq, c->rq, c->cm, IT_EP_NO_FLAG,
 				  &a, &q->ep)))

@@ -37,6 +37,12 @@ static double cpu_now(void)
 	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
+/* Reads and atomics: one side works, its time is a whole round trip. */
+static bool one_sided(const struct perf_opts *o)
+{
+	return o->verb == PERF_READ || o->verb == PERF_ATOMIC;
+}
+
 bool perf_active(const struct perf_ctx *c)
 {
 	const struct perf_opts *o = c->o;
@@ -44,7 +50,9 @@ bool perf_active(const struct perf_ctx *c)
 	if (!c->server || o->bidir)
 		return true;
 	/* The server answers ping-pongs and receives Sends. */
-	return o->lat ? o->verb != PERF_READ : o->verb == PERF_SEND;
+	if (o->lat)
+		return o->verb == PERF_WRITE || o->verb == PERF_SEND;
+	return o->verb == PERF_SEND;
 }
 
 static int dto_failed(const it_event_t *ev)
@@ -183,6 +191,21 @@ static int post_one(struct perf_ctx *c, struct perf_qp *q, uint64_t size,
 		st = it_post_rdma_read(q->ep, &t, 1, ck, fl, q->raddr,
 				       q->rrkey);
 		break;
+	case PERF_ATOMIC:
+		/* Every atomic adds one to the peer's word, or swaps in the
+		 * next count where it finds this one: either way the word
+		 * ends at the count (check_sinks). The results all land in
+		 * our source's first 8 bytes. */
+		t.addr.abs = q->buf;
+		t.length = 8;
+		st = it_post_atomic(q->ep,
+				    c->o->cas ? IT_COMPARE_AND_SWAP
+					      : IT_FETCH_AND_ADD,
+				    c->o->cas ? q->atomics + 1 : 1, q->atomics,
+				    &t, ck, fl, q->raddr + c->sink_off,
+				    q->rrkey);
+		q->atomics++;
+		break;
 	default:
 		t.addr.abs = q->buf;
 		st = it_post_send(q->ep, &t, 1, ck, fl);
@@ -198,7 +221,8 @@ static int post_one(struct perf_ctx *c, struct perf_qp *q, uint64_t size,
 
 static uint64_t depth(const struct perf_ctx *c)
 {
-	return c->o->verb == PERF_READ ? c->o->outs : c->o->tx_depth;
+	return c->o->verb == PERF_READ || c->o->verb == PERF_ATOMIC ?
+		       c->o->outs : c->o->tx_depth;
 }
 
 /* How many more the QP may have in flight now. */
@@ -593,7 +617,7 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			if (reap_sq(c, false) < 0)
 				goto err;
 			break;
-		default:	/* RDMA Read: the client only */
+		default:	/* RDMA Read or atomic: the client only */
 			if (post_one(c, q, size, true, false))
 				goto err;
 			while (q->completed == before)
@@ -604,7 +628,7 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		if (pinger) {
 			double d = (double)(tool_now_ns() - t0) / 1e3;
 
-			us[nus++] = o->verb == PERF_READ ? d : d / 2;
+			us[nus++] = one_sided(o) ? d : d / 2;
 		}
 	}
 	while (q->completed < q->posted)
@@ -629,6 +653,22 @@ static uint32_t check_sinks(struct perf_ctx *c, uint64_t size)
 	const struct perf_opts *o = c->o;
 	uint32_t bad = 0;
 
+	/* Atomics: the server's words add up to the client's count (its
+	 * DONE is in c->last), each atomic done exactly once. */
+	if (o->verify && o->verb == PERF_ATOMIC) {
+		uint64_t sum = 0, want = be64toh(c->last.v_be[DV_ITERS]);
+
+		if (!c->server)
+			return 0;
+		for (unsigned int i = 0; i < c->nqp; i++)
+			sum += *(uint64_t *)(c->qp[i].buf + c->sink_off);
+		if (sum == want)
+			return 0;
+		fprintf(stderr, "%s: the atomics' target words add up to %llu, the client did %llu\n",
+			PERF_PROG, (unsigned long long)sum,
+			(unsigned long long)want);
+		return 1;
+	}
 	if (!o->verify || o->lat ||
 	    !((o->verb == PERF_WRITE && (c->server || o->bidir)) ||
 	      (o->verb == PERF_READ && (!c->server || o->bidir))))
@@ -651,8 +691,10 @@ int perf_measure(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 
 	memset(r, 0, sizeof(*r));
 	r->size = size;
-	for (unsigned int i = 0; i < c->nqp; i++)
+	for (unsigned int i = 0; i < c->nqp; i++) {
 		perf_fill(c->qp[i].buf, size, size, i);
+		c->qp[i].atomics = 0;
+	}
 	cpu0 = cpu_now();
 	rc = c->o->lat ? lat(c, size, r) : bw(c, size, r);
 	r->cpu_s = cpu_now() - cpu0;
@@ -672,6 +714,7 @@ int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		if (c->sink_off)
 			memset(c->qp[i].buf + c->sink_off, 0, c->max_size);
 		perf_fill(c->qp[i].buf, size, size, i);
+		c->qp[i].atomics = 0;
 	}
 	if (c->server) {
 		if (perf_ctl_recv(c, PERF_CTL_READY, IT_TIMEOUT_INFINITE) ||

@@ -74,6 +74,8 @@ struct perf_qp {
 	/* the sender's side */
 	uint64_t posted, completed;	/* work requests, all sizes */
 	uint64_t sends_total;		/* Sends ever posted (credits) */
+	uint64_t atomics;		/* this size's atomics: the value a
+					 * Compare-and-Swap expects */
 	uint64_t peer_sent;		/* from DONE: the peer's Sends */
 	/* the receiver's side */
 	uint64_t received;		/* receive completions, all sizes */

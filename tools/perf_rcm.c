@@ -243,6 +243,11 @@ static int reports(struct perf_ctx *c, struct perf_result *r)
 
 static int check_opts(const struct perf_opts *o)
 {
+	if (o->verb == PERF_ATOMIC) {
+		fprintf(stderr, "%s: -R does not speak perftest's ib_atomic_bw/ib_atomic_lat exchange; run both ends as hostrdma-perf\n",
+			PERF_PROG);
+		return -1;
+	}
 	if (o->bidir || o->verify || o->duration_s) {
 		fprintf(stderr, "%s: -R speaks perftest's exchange of ib_{write,read,send}_{bw,lat} with a message count (not -b, -D or data checks)\n",
 			PERF_PROG);
