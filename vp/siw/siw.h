@@ -59,8 +59,10 @@
 #define SIW_LINGER_MS 2000
 /* FPDUs one receive pass handles before letting other QPs run. */
 #define SIW_RX_BUDGET 64
-/* poll_rx: a QP whose CQ was polled this recently is left to the poller. */
-#define SIW_PARK_MS 50
+/* poll_rx: a QP whose CQ was polled this recently is left to the poller
+ * (its lease, option park_lease_us). A lease that runs out with bytes
+ * waiting ends parking for that QP (siw_qp.c, rx_park_check). */
+#define SIW_DEFAULT_PARK_LEASE_US 10000
 /* A poll of an empty CQ looks at this many of its QPs' sockets (poll_rx,
  * poll_tx), round robin: all of them for the few QPs a latency-bound
  * consumer has, a bounded cost for a CQ that serves thousands. */
@@ -165,6 +167,7 @@ struct siw_options {
 				   * together when more wait, 0 = never */
 	uint32_t busy_poll_us;	  /* progress thread spins this long after
 				   * socket traffic before it sleeps */
+	uint32_t park_lease_us;	  /* poll_rx: a poll's lease on its QPs */
 	uint32_t max_qp;	  /* QPs per device, 1..SIW_MAX_QP */
 	uint32_t read_timeout_ms; /* an RDMA Read unanswered this long
 				   * fails the stream, 0 = never */
@@ -217,15 +220,16 @@ struct siw_timed {
 
 /*
  * How sockets moved between the progress engine and a polling consumer
- * (option poll_rx), for tests and debugging. A completion the park timer
- * delivers is a stall of up to SIW_PARK_MS: unpark_timer_data counts the
- * times the timer found bytes waiting.
+ * (option poll_rx), for tests and debugging. Bytes the park timer finds
+ * waited up to the lease (park_lease_us): unpark_timer_data counts
+ * those times, each of which also ended parking for its QP (park_off).
  */
 struct siw_counters {
 	atomic_uint_fast64_t parks;	/* left to a polling consumer */
 	atomic_uint_fast64_t unpark_arm;	/* taken back at an arm or unlock */
 	atomic_uint_fast64_t unpark_timer;	/* taken back by the timer */
 	atomic_uint_fast64_t unpark_timer_data; /* ... with bytes waiting */
+	atomic_uint_fast64_t park_off;	/* QPs no longer parked */
 };
 
 struct siw_device {
@@ -239,6 +243,11 @@ struct siw_device {
 	atomic_uint next_qpn;
 	atomic_uint n_qp, n_cq, n_pd, n_srq;
 	atomic_uint n_parked;	/* QPs with rx.parked set */
+	/* Bumped by every CQ arm on the device: a consumer going to sleep
+	 * (on any of its CQs) polls none of them meanwhile. */
+	atomic_uint arm_gen;
+	pthread_mutex_t park_lock;
+	struct siw_list parked;	/* the parked QPs (park_node) */
 
 	pthread_mutex_t lock;
 	struct siw_list events;	   /* queued upcalls */
@@ -529,6 +538,9 @@ struct siw_rx {
 	/* EPOLLIN is off: an application polls the CQ (poll_rx) and reads
 	 * the socket itself; a timer checks it still does. */
 	bool parked;
+	/* Its consumer waited for data without polling the CQ (it watches
+	 * memory, say): this QP is not parked again. */
+	bool park_off;
 };
 
 /* A Terminate to send (or received) (RFC 5040 §4.8). */
@@ -583,7 +595,9 @@ struct siw_qp {
 	uint16_t rtr;		/* MPA_V2_*_RTR negotiated, 0 none */
 	bool rtr_pending;	/* initiator: RTR not sent yet */
 	bool tx_hold;		/* initiator: rts_delay_ms not over yet */
-	atomic_uint_fast64_t polled_ms;	/* siw_cq_progress() last read here */
+	atomic_uint_fast64_t polled_ns;	/* siw_cq_progress() last read here */
+	atomic_uint polled_gen;	/* the device's arm_gen then */
+	struct siw_list park_node;	/* on dev->parked while parked */
 	/* FPDUs built and sendmsg() calls that wrote some of them */
 	uint64_t tx_fpdus, tx_calls;
 	/* recvmsg() calls that brought bytes, the bytes, FPDUs done */
@@ -710,6 +724,8 @@ void siw_dev_quiesce(struct siw_device *dev);
  * calls siw_qp_timeout / siw_conn_timeout once @ms have passed. */
 void siw_dev_timed_add(struct siw_device *dev, struct siw_timed *t,
 		       uint32_t ms);
+void siw_dev_timed_add_ns(struct siw_device *dev, struct siw_timed *t,
+			  uint64_t ns);
 void siw_dev_timed_del(struct siw_device *dev, struct siw_timed *t);
 void siw_device_destroy(struct rnicpi_device *d);
 /* Stop the progress thread as siw_device_destroy() does, leaving the
@@ -809,7 +825,7 @@ void siw_qp_timeout(struct siw_qp *qp);
 /* Set or clear rx.parked, keeping dev->n_parked (under qp->lock). */
 void siw_qp_set_parked(struct siw_qp *qp, bool parked);
 /* qp->lock held: give a parked socket back to the engine if its consumer
- * no longer polls (a CQ was armed, or no poll for SIW_PARK_MS). */
+ * no longer polls (a CQ was armed, or its lease ran out). */
 void siw_qp_park_recheck(struct siw_qp *qp);
 /* Size the ORQ and IRQ rings for the ORD and IRD just negotiated (one
  * entry at least: a Read RTR takes an ORQ entry whatever ORD is); the

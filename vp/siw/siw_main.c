@@ -66,6 +66,7 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 	o->tx_pack = SIW_DEFAULT_TX_PACK;
 	o->large_fpdu = true;
 	o->busy_poll_us = SIW_DEFAULT_BUSY_POLL_US;
+	o->park_lease_us = SIW_DEFAULT_PARK_LEASE_US;
 	o->max_qp = SIW_MAX_QP;
 
 	for (; opt && opt->key; opt++) {
@@ -120,6 +121,8 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 			rc = parse_u32(v, 0, SIW_TX_PACK / 2, &o->tx_pack);
 		} else if (!strcmp(k, "busy_poll_us")) {
 			rc = parse_u32(v, 0, 1000000, &o->busy_poll_us);
+		} else if (!strcmp(k, "park_lease_us")) {
+			rc = parse_u32(v, 10, 1000000, &o->park_lease_us);
 		} else if (!strcmp(k, "max_qp")) {
 			rc = parse_u32(v, 1, SIW_MAX_QP, &o->max_qp);
 		} else if (!strcmp(k, "read_timeout_ms")) {
@@ -360,12 +363,18 @@ static void timed_fire(void *arg)
 	}
 }
 
-void siw_dev_timed_add(struct siw_device *dev, struct siw_timed *t,
-		       uint32_t ms)
+void siw_dev_timed_add_ns(struct siw_device *dev, struct siw_timed *t,
+			  uint64_t ns)
 {
 	if (!t->timer.fn)
 		rnicpi_timer_init(&t->timer, timed_fire, t);
-	rnicpi_timer_arm(&dev->engine, &t->timer, (uint64_t)ms * 1000000u);
+	rnicpi_timer_arm(&dev->engine, &t->timer, ns);
+}
+
+void siw_dev_timed_add(struct siw_device *dev, struct siw_timed *t,
+		       uint32_t ms)
+{
+	siw_dev_timed_add_ns(dev, t, (uint64_t)ms * 1000000u);
 }
 
 void siw_dev_timed_del(struct siw_device *dev, struct siw_timed *t)
@@ -499,6 +508,7 @@ void siw_device_destroy(struct rnicpi_device *d)
 	pthread_cond_destroy(&dev->batch_cond);
 	pthread_cond_destroy(&dev->mr_cond);
 	pthread_mutex_destroy(&dev->lock);
+	pthread_mutex_destroy(&dev->park_lock);
 	siw_dbg(dev, "destroyed");
 	free(dev);
 }
@@ -533,6 +543,8 @@ static int siw_device_create(const struct rnicpi_netdev *nd,
 		dev->nd_flags = nd->flags;
 	}
 	pthread_mutex_init(&dev->lock, NULL);
+	pthread_mutex_init(&dev->park_lock, NULL);
+	siw_list_init(&dev->parked);
 	pthread_cond_init(&dev->batch_cond, NULL);
 	pthread_cond_init(&dev->mr_cond, NULL);
 	siw_list_init(&dev->events);
@@ -570,6 +582,7 @@ err_lock:
 	pthread_cond_destroy(&dev->batch_cond);
 	pthread_cond_destroy(&dev->mr_cond);
 	pthread_mutex_destroy(&dev->lock);
+	pthread_mutex_destroy(&dev->park_lock);
 err_free:
 	free(dev);
 	return rc;

@@ -497,7 +497,8 @@ uint32_t siw_qp_poll_mask(const struct siw_qp *qp)
 
 /*
  * Is the consumer polling @qp's CQs, not waiting on them? It read the
- * socket from a poll within SIW_PARK_MS, and neither CQ is armed. An
+ * socket from a poll within its lease (option park_lease_us), and neither
+ * CQ is armed. An
  * armed CQ is a consumer that may be asleep on it: its socket must stay
  * with the engine, or what arrives waits for the park timer (issue 17:
  * hostrdma-ping stalled 50 ms a round). That includes the poll a
@@ -506,13 +507,29 @@ uint32_t siw_qp_poll_mask(const struct siw_qp *qp)
  * (milliseconds) told these apart only when the two fell in different
  * milliseconds; the ring's armed state is exact.
  */
+static uint64_t lease_ns(const struct siw_qp *qp)
+{
+	return (uint64_t)qp->dev->opts.park_lease_us * 1000u;
+}
+
 static bool consumer_polling(struct siw_qp *qp)
 {
-	uint64_t polled = atomic_load(&qp->polled_ms);
+	uint64_t polled = atomic_load(&qp->polled_ns);
 
-	return polled && siw_now_ms() - polled < SIW_PARK_MS &&
+	return polled && rnicpi_now_ns() - polled < lease_ns(qp) &&
+	       atomic_load(&qp->polled_gen) == atomic_load(&qp->dev->arm_gen) &&
 	       !rnicpi_cq_ring_armed(&qp->scq->ring) &&
 	       !rnicpi_cq_ring_armed(&qp->rcq->ring);
+}
+
+/* When the lease of the consumer's last poll runs out (at least 10 us
+ * from now: a poll that lands meanwhile moves it on). */
+static uint64_t lease_left_ns(struct siw_qp *qp)
+{
+	uint64_t polled = atomic_load(&qp->polled_ns);
+	uint64_t now = rnicpi_now_ns(), end = polled + lease_ns(qp);
+
+	return end > now + 10000 ? end - now : 10000;
 }
 
 /*
@@ -522,19 +539,31 @@ static bool consumer_polling(struct siw_qp *qp)
  * write_lat). Leave the socket to it: EPOLLIN off. It comes back when a
  * CQ is armed (siw_cq_unpark, or whoever holds the QP's lock then:
  * siw_qp_park_recheck), and, for a consumer that neither polls nor
- * waits any more, when the park timer sees no poll for SIW_PARK_MS. Not
- * while the initiator's first FPDU is held back (the timer is that
- * hold's).
+ * waits any more, when the park timer sees its lease run out. Not while
+ * the initiator's first FPDU is held back (the timer is that hold's), and
+ * never again for a QP whose consumer was found waiting without polling
+ * (park_off).
  */
+/* dev->park_lock held */
+static void parked_set_locked(struct siw_qp *qp, bool parked)
+{
+	qp->rx.parked = parked;
+	if (parked) {
+		siw_list_add_tail(&qp->dev->parked, &qp->park_node);
+		atomic_fetch_add(&qp->dev->n_parked, 1);
+	} else {
+		siw_list_del(&qp->park_node);
+		atomic_fetch_sub(&qp->dev->n_parked, 1);
+	}
+}
+
 void siw_qp_set_parked(struct siw_qp *qp, bool parked)
 {
 	if (qp->rx.parked == parked)
 		return;
-	qp->rx.parked = parked;
-	if (parked)
-		atomic_fetch_add(&qp->dev->n_parked, 1);
-	else
-		atomic_fetch_sub(&qp->dev->n_parked, 1);
+	pthread_mutex_lock(&qp->dev->park_lock);
+	parked_set_locked(qp, parked);
+	pthread_mutex_unlock(&qp->dev->park_lock);
 }
 
 static void rx_unpark(struct siw_qp *qp)
@@ -546,7 +575,7 @@ static void rx_unpark(struct siw_qp *qp)
 static bool rx_park(struct siw_qp *qp)
 {
 	if (!qp->dev->opts.poll_rx || qp->llp != SIW_LLP_RDMA ||
-	    qp->tx_hold || !consumer_polling(qp))
+	    qp->tx_hold || qp->rx.park_off || !consumer_polling(qp))
 		return false;
 	siw_qp_set_parked(qp, true);
 	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
@@ -558,7 +587,7 @@ static bool rx_park(struct siw_qp *qp)
 		return false;
 	}
 	atomic_fetch_add(&qp->dev->counters.parks, 1);
-	siw_dev_timed_add(qp->dev, &qp->timed, SIW_PARK_MS);
+	siw_dev_timed_add_ns(qp->dev, &qp->timed, lease_left_ns(qp));
 	return true;
 }
 
@@ -570,9 +599,15 @@ void siw_qp_park_recheck(struct siw_qp *qp)
 	}
 }
 
-/* The park timer: the safety net for a consumer that stopped polling
- * without arming a CQ (a consumer that waits arms, and gets its socket
- * back at once). */
+/*
+ * The park timer, at the end of the consumer's lease: the safety net for
+ * a consumer that stopped polling without arming a CQ (one that waits
+ * arms, and gets its socket back at once). Found with bytes waiting, the
+ * consumer is one that waits for data some other way, without polling
+ * the CQ: perftest's write_lat spins on its buffer's last byte, and here
+ * every round trip took the lease. Such a QP is not parked again: after
+ * at most one lease, what arrives is placed as it comes.
+ */
 static void rx_park_check(struct siw_qp *qp)
 {
 	struct pollfd p = { .fd = qp->fd, .events = POLLIN | POLLRDHUP };
@@ -580,12 +615,20 @@ static void rx_park_check(struct siw_qp *qp)
 	if (!qp->rx.parked)
 		return;
 	if (consumer_polling(qp)) {
-		siw_dev_timed_add(qp->dev, &qp->timed, SIW_PARK_MS);
+		siw_dev_timed_add_ns(qp->dev, &qp->timed, lease_left_ns(qp));
 		return;
 	}
 	atomic_fetch_add(&qp->dev->counters.unpark_timer, 1);
-	if (poll(&p, 1, 0) > 0)
+	if (poll(&p, 1, 0) > 0) {
 		atomic_fetch_add(&qp->dev->counters.unpark_timer_data, 1);
+		/* No arm since its last poll: not a consumer asleep */
+		if (atomic_load(&qp->polled_gen) ==
+		    atomic_load(&qp->dev->arm_gen)) {
+			atomic_fetch_add(&qp->dev->counters.park_off, 1);
+			qp->rx.park_off = true;
+			siw_qp_dbg(qp, "bytes waited for the park timer: parking off");
+		}
+	}
 	rx_unpark(qp);
 }
 
@@ -688,7 +731,10 @@ void siw_cq_progress(struct siw_cq *cq)
 			continue;
 		if (!qp->destroyed && qp->fd >= 0 && qp->llp == SIW_LLP_RDMA) {
 			if (dev->opts.poll_rx) {
-				atomic_store(&qp->polled_ms, siw_now_ms());
+				atomic_store(&qp->polled_gen,
+					     atomic_load(&dev->arm_gen));
+				atomic_store(&qp->polled_ns,
+					     rnicpi_now_ns());
 				if (rx_worth_reading(qp))
 					siw_qp_rx(qp);
 			}
@@ -716,34 +762,43 @@ void siw_cq_progress(struct siw_cq *cq)
 }
 
 /*
- * The CQ is armed: its consumer is about to sleep on it and polls no
- * more. Hand the sockets it kept reading back to the progress engine now.
- * A QP another thread holds is taken back by that thread when it lets go
- * (siw_qp_unlock and siw_cq_progress call siw_qp_park_recheck), so no
- * socket waits for the park timer.
+ * A CQ of the device is armed: its consumer is about to sleep and polls
+ * none of its CQs meanwhile (it may be waiting for a reply on a control
+ * connection while the peer writes to a data QP it polled a moment ago).
+ * Hand every parked socket back to the progress engine now; a consumer
+ * that still polls in another thread parks its QP again at its next
+ * message. A QP another thread holds is taken back by that thread when it
+ * lets go (siw_qp_unlock and siw_cq_progress call siw_qp_park_recheck:
+ * the new arm_gen makes consumer_polling false), so no socket waits for
+ * the park timer.
  */
 void siw_cq_unpark(struct siw_cq *cq)
 {
-	struct siw_list *n;
+	struct siw_device *dev = cq->dev;
+	struct siw_list *n, *next;
 
-	/* The arm (rnicpi_cq_ring_arm) came first; with nothing parked on
-	 * the device there is nothing to walk (rx_park looks at the arm
-	 * after it counted itself). */
-	if (!atomic_load(&cq->dev->n_parked))
+	atomic_fetch_add(&dev->arm_gen, 1);
+	/* The arm (rnicpi_cq_ring_arm) and the generation came first; with
+	 * nothing parked on the device there is nothing to walk (rx_park
+	 * looks at both after it counted itself). */
+	if (!atomic_load(&dev->n_parked))
 		return;
-	pthread_mutex_lock(&cq->qps_lock);
-	for (n = cq->qps.next; n != &cq->qps; n = n->next) {
-		struct siw_qp *qp = container_of(n, struct siw_cq_link,
-						 node)->qp;
+	pthread_mutex_lock(&dev->park_lock);
+	for (n = dev->parked.next; n != &dev->parked; n = next) {
+		struct siw_qp *qp = container_of(n, struct siw_qp, park_node);
 
-		atomic_store(&qp->polled_ms, 0);
+		next = n->next;
 		if (pthread_mutex_trylock(&qp->lock))
 			continue;
-		if (!qp->destroyed)
-			siw_qp_park_recheck(qp);
+		if (!qp->destroyed && qp->fd >= 0 && !consumer_polling(qp)) {
+			parked_set_locked(qp, false);
+			siw_dev_poll_mod(dev, qp->fd, &qp->item,
+					 siw_qp_poll_mask(qp));
+			atomic_fetch_add(&dev->counters.unpark_arm, 1);
+		}
 		pthread_mutex_unlock(&qp->lock);
 	}
-	pthread_mutex_unlock(&cq->qps_lock);
+	pthread_mutex_unlock(&dev->park_lock);
 }
 
 int siw_qp_read_queues_size(struct siw_qp *qp)

@@ -72,6 +72,7 @@ int siw_create_qp(struct rnicpi_pd *p, struct rnicpi_qp_init_attr *attr,
 			goto err_free;
 	}
 	pthread_mutex_init(&qp->lock, NULL);
+	siw_list_init(&qp->park_node);
 	qp->item.type = SIW_ITEM_QP;
 	qp->timed.item = &qp->item;
 	qp->read_timed.item = &qp->item;
