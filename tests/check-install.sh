@@ -4,7 +4,9 @@
 # pkg-config, against the shared library and statically against
 # libhostrdma.a (pkg-config --static), and run both: each finds the
 # providers in `pkg-config --variable=providerdir hostrdma`. Also checks
-# that what the man pages cite is installed (docs under $(docdir)).
+# that what the man pages cite is installed (docs under $(docdir)), that
+# every IT-API function has a man page (a page or a .so link) and that the
+# pages format without groff warnings.
 #
 # Run by make check from the top build directory through tests/check-install,
 # which sets CC, PKG_CONFIG, MAKE, PROVIDER_LAS (the loadable providers'
@@ -89,11 +91,19 @@ int main(void)
 }
 EOS
 
+# The programs run with the installed providers only. When soft-iWARP is
+# one, with it alone: soft-RoCE takes UDP port 4791 for the process, which
+# the test suite running next to this test (make -j check) may need.
+rundir=$providerdir
+if [ -f "$providerdir/siw.so" ]; then
+	rundir=$tmp/providers
+	mkdir -p "$rundir"
+	ln -s "$providerdir/siw.so" "$rundir/siw.so"
+fi
 run() {
-	# Only the installed providers: no others from the build tree. A build
-	# without loadable providers may have no device here (exit 2).
+	# A build without loadable providers may have no device here (exit 2).
 	rc=0
-	env LD_LIBRARY_PATH="$libdir" HOSTRDMA_PROVIDER_PATH="$providerdir" \
+	env LD_LIBRARY_PATH="$libdir" HOSTRDMA_PROVIDER_PATH="$rundir" \
 		"$@" >"$tmp/run.out" 2>&1 || rc=$?
 	if [ $rc -ne 0 ] && ! { [ $rc -eq 2 ] && [ "$nprov" -eq 0 ]; }; then
 		cat "$tmp/run.out" >&2
@@ -154,10 +164,45 @@ for f in README.md $(cd "$srcdir/docs" && ls *.md); do
 done
 mandir=$(find "$dest" -type d -path '*/share/man' | head -n 1)
 [ -n "$mandir" ] || fail "no man pages installed"
-for cite in $(grep -ho 'share/doc/hostrdma/[A-Za-z0-9_./-]*[A-Za-z0-9]' \
-	"$mandir"/man*/* | sort -u); do
-	[ -e "$docdir/${cite#share/doc/hostrdma/}" ] ||
-		fail "a man page cites $cite, which is not installed"
+# A man page cites docs/X.md (installed as $(docdir)/docs/X.md).
+for cite in $(grep -ho 'docs/[A-Za-z0-9_-]*\.md' "$mandir"/man*/* | sort -u); do
+	[ -f "$docdir/$cite" ] ||
+		fail "a man page cites $cite, not installed in $docdir"
 done
 
+# Every function it_api.h declares has an installed man page (a page or a
+# .so link), so that `man it_FUNCTION` works.
+funcs=$(sed -n 's/^[a-z_0-9]*[ *]\{1,\}\(it_[a-z_0-9]*\)(.*/\1/p' \
+	"$srcdir/it_api.h"; sed -n 's/^#define \(it_[a-z_0-9]*\) it_.*/\1/p' \
+	"$srcdir/it_api.h")
+n=0
+for f in $funcs; do
+	[ -f "$mandir/man3/$f.3" ] || fail "no man page for $f (man/$f.3)"
+	n=$((n + 1))
+done
+[ "$n" -ge 80 ] || fail "found only $n functions in it_api.h"
+echo "$n IT-API functions, each with a man page"
+
+# A link leads to a page, and it_api(3) names every family page.
+for f in "$mandir"/man3/it_*.3; do
+	so=$(sed -n 's/^\.so //p' "$f")
+	if [ -n "$so" ]; then
+		[ -f "$mandir/$so" ] || fail "$f links to $so, not installed"
+	elif [ "$(basename "$f")" != it_api.3 ]; then
+		grep -q "^\.BR $(basename "$f" .3) (3)" "$mandir/man3/it_api.3" ||
+			fail "it_api(3) does not name $(basename "$f" .3)(3)"
+	fi
+done
+
+# Every installed page formats without a warning (groff -ww).
+if command -v groff >/dev/null 2>&1; then
+	for f in "$mandir"/man*/*; do
+		out=$(cd "$mandir" && LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z \
+			"${f#"$mandir"/}" 2>&1) || fail "groff failed on $f"
+		[ -z "$out" ] || fail "groff warns on $f: $out"
+	done
+	echo "man pages format without warnings"
+else
+	echo "groff not found: man page warnings not checked"
+fi
 echo PASS
