@@ -99,6 +99,9 @@ struct cm_param {
 	uint32_t ird;		/* incoming RDMA Reads we accept at once */
 	uint32_t ord;		/* outgoing RDMA Reads we issue at once */
 	uint32_t timeout_ms;	/* whole set-up; 0 = the cm default */
+	/* iWARP: no IRD/ORD exchange (IT_CONNECT_SUPPRESS_IRD_ORD): MPA
+	 * revision 1, without RFC 6581's enhanced header. */
+	bool no_ird_ord;
 };
 
 enum cm_pdata_op {

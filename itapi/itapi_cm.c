@@ -359,9 +359,12 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	if (cn_est_flags & IT_CONNECT_FLAG_THREE_WAY)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
 			       "three-way handshake: not supported by this IA");
-	if (cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD)
+	/* Suppression is MPA without its IRD/ORD header; the InfiniBand
+	 * CM's REQ carries them in fields of its own, always. */
+	if ((cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD) &&
+	    ia->transport != RNICPI_TRANSPORT_IWARP)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
-			       "IRD/ORD suppression is not supported");
+			       "IRD/ORD suppression: iWARP only (the InfiniBand CM's REQ always carries them)");
 	if (private_data_length > pdata_limit(ia, CM_PDATA_CONNECT))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data; connect carries %zu here",
@@ -404,6 +407,7 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	ual_device_put(route.device);
 
 	itapi_cm_param(ep, private_data, private_data_length, &param);
+	param.no_ird_ord = (cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD) != 0;
 	if (path->timeout && path->timeout != IT_TIMEOUT_INFINITE)
 		param.timeout_ms = (uint32_t)MIN((path->timeout + 999) / 1000,
 						 (uint64_t)3600000);
@@ -465,9 +469,12 @@ it_status_t it_ep_accept(it_ep_handle_t ep_handle,
 	g_mutex_lock(&ep->lock);
 	ep->cn_est_id = cn_est_id;
 	g_mutex_unlock(&ep->lock);
+	param.no_ird_ord = itapi_listen_take_no_ird_ord(cn_est_id);
 	err = cm_accept(cn_est_id, ep->qp, &param, itapi_ep_cm_event, ep,
 			&cm);
 	if (err) {
+		if (param.no_ird_ord)
+			itapi_listen_keep_no_ird_ord(cn_est_id);
 		ep_abort_start(ep);
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
 				     "accept of request %llu: %s",
@@ -494,6 +501,8 @@ it_status_t it_reject(it_cn_est_identifier_t cn_est_id,
 		return IT_FAIL0(IT_ERR_FAULT, "private_data is NULL");
 	err = cm_reject(cn_est_id, private_data,
 			(uint32_t)private_data_length);
+	if (!err)
+		itapi_listen_take_no_ird_ord(cn_est_id);
 	if (err)
 		return IT_FAIL0(itapi_status(err, ITAPI_CTX_CONN),
 				"reject of request %llu: %s",
@@ -506,6 +515,7 @@ it_status_t it_handoff(const it_conn_qual_t *conn_qual, size_t spigot_id,
 		       it_cn_est_identifier_t cn_est_id)
 {
 	uint16_t port;
+	bool quiet;
 	int err;
 
 	if (!conn_qual)
@@ -519,7 +529,11 @@ it_status_t it_handoff(const it_conn_qual_t *conn_qual, size_t spigot_id,
 		return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
 	if (spigot_id > 254)
 		return IT_FAIL0(IT_ERR_INVALID_SPIGOT, "spigot %zu", spigot_id);
+	/* The listener handed to decides anew (its event marks again). */
+	quiet = itapi_listen_take_no_ird_ord(cn_est_id);
 	err = cm_handoff(cn_est_id, (uint8_t)(spigot_id + 1), port);
+	if (err && quiet)
+		itapi_listen_keep_no_ird_ord(cn_est_id);
 	if (err)
 		return IT_FAIL0(itapi_status(err, ITAPI_CTX_CONN),
 				"hand-off of request %llu to port %u: %s",

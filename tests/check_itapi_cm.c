@@ -460,7 +460,7 @@ START_TEST(listen_errors_and_query)
 	ck_assert_it(it_listen_create(F.ia, 1, F.req, 0, &q2, &l2),
 		     IT_ERR_INVALID_SPIGOT);
 	ck_assert_it(it_listen_create(F.ia, 0, F.req,
-				      IT_LISTEN_SUPPRESS_IRD_ORD, &q2, &l2),
+				      (it_listen_flags_t)0x80, &q2, &l2),
 		     IT_ERR_INVALID_FLAGS);
 	ck_assert_it(it_listen_create(F.ia, 0, F.req, 0, NULL, &l2),
 		     IT_ERR_FAULT);
@@ -487,9 +487,6 @@ START_TEST(connect_errors)
 		     IT_ERR_FAULT);
 	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
 				   IT_CONNECT_FLAG_THREE_WAY, NULL, 0),
-		     IT_ERR_INVALID_CN_EST_FLAGS);
-	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
-				   IT_CONNECT_SUPPRESS_IRD_ORD, NULL, 0),
 		     IT_ERR_INVALID_CN_EST_FLAGS);
 	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
 				   (it_cn_est_flags_t)0x40, NULL, 0),
@@ -688,6 +685,155 @@ START_TEST(many_connections)
 }
 END_TEST
 
+/* IT_CONNECT_SUPPRESS_IRD_ORD: on iWARP the connection is made without
+ * the IRD/ORD exchange (MPA revision 1, no RFC 6581 header), so the
+ * listener learns none and the private data arrives as sent; the
+ * InfiniBand CM's REQ always carries them, so RoCE refuses the flag. */
+START_TEST(suppress_ird_ord)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q), l2;
+	it_ia_info_t *info;
+	it_path_t path;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	it_loopback_path(&F, &path);
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert_int_eq(info->ird_ord_suppressible,
+			 it_env_is_rxe() ? IT_FALSE : IT_TRUE);
+	it_ia_info_free(info);
+	if (it_env_is_rxe()) {
+		ck_assert_it(it_ep_connect(a, &path, NULL, &q,
+					   IT_CONNECT_SUPPRESS_IRD_ORD,
+					   NULL, 0),
+			     IT_ERR_INVALID_CN_EST_FLAGS);
+		ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_UNCONNECTED);
+		ck_assert_it(it_listen_create(F.ia, 0, F.req,
+					      IT_LISTEN_SUPPRESS_IRD_ORD, &q,
+					      &l2),
+			     IT_ERR_INVALID_FLAGS);
+		ck_assert_it_ok(it_listen_free(l));
+		return;
+	}
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
+				      IT_CONNECT_FLAG_TWO_WAY |
+					      IT_CONNECT_SUPPRESS_IRD_ORD,
+				      (const unsigned char *)"quiet", 5));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	/* With the exchange (private_data_roundtrip) these are 4 and 4. */
+	ck_assert_uint_eq(ev.conn_req.rdma_read_ird, 0);
+	ck_assert_uint_eq(ev.conn_req.rdma_read_ord, 0);
+	ck_assert(ev.conn_req.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "quiet", 5), 0);
+	ck_assert_uint_eq(ev.conn_req.private_data[5], 0);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id,
+				     (const unsigned char *)"ok", 2));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn.private_data, "ok", 2), 0);
+	ck_assert_uint_eq(ev.conn.private_data[2], 0);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_CONNECTED);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+/* IT_LISTEN_SUPPRESS_IRD_ORD: the listener answers an enhanced MPA
+ * Request (RFC 6581, IRD/ORD in front of the private data) with a
+ * revision 1 Reply that has no IRD/ORD; a listener without the flag
+ * answers with the enhanced header. The initiator here is a raw socket
+ * that sends the Request and reads the Reply's bytes. */
+static void raw_read(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		ck_assert_msg(n > 0, "MPA Reply: read %zd (%s)", n,
+			      g_strerror(errno));
+		got += (size_t)n;
+	}
+}
+
+static void raw_mpa_exchange(bool suppress)
+{
+	it_ep_handle_t b = it_ep_new(&F);
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_listen_handle_t l;
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	struct timeval tv = { .tv_sec = 10 };
+	unsigned char req[20 + 4 + 5], rep[20 + 4 + 2];
+	uint16_t pd_len;
+	it_event_t ev;
+	int fd;
+
+	itcm_n_stash = 0;
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req,
+					 suppress ? IT_LISTEN_SUPPRESS_IRD_ORD :
+						    IT_LISTEN_NO_FLAG,
+					 &q, &l));
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	in.sin_port = q.conn_qual.port;
+	ck_assert_int_eq(connect(fd, (void *)&in, sizeof(in)), 0);
+	/* Key, flags (enhanced), revision 2, private data length; IRD 4,
+	 * ORD 4; then the consumer's private data. */
+	memcpy(req, "MPA ID Req Frame", 16);
+	req[16] = 0x10;
+	req[17] = 2;
+	req[18] = 0;
+	req[19] = 4 + 5;
+	req[20] = 0;
+	req[21] = 4;
+	req[22] = 0;
+	req[23] = 4;
+	memcpy(req + 24, "hello", 5);
+	ck_assert_int_eq(write(fd, req, sizeof(req)), (ssize_t)sizeof(req));
+
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_uint_eq(ev.conn_req.rdma_read_ird, 4);
+	ck_assert_uint_eq(ev.conn_req.rdma_read_ord, 4);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "hello", 5), 0);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id,
+				     (const unsigned char *)"ok", 2));
+
+	raw_read(fd, rep, 20);
+	ck_assert_int_eq(memcmp(rep, "MPA ID Rep Frame", 16), 0);
+	pd_len = (uint16_t)(rep[18] << 8 | rep[19]);
+	if (suppress) {
+		ck_assert_uint_eq(rep[17], 1);
+		ck_assert_uint_eq(rep[16] & 0x10, 0);
+		ck_assert_uint_eq(pd_len, 2);
+		raw_read(fd, rep + 20, 2);
+		ck_assert_int_eq(memcmp(rep + 20, "ok", 2), 0);
+	} else {
+		ck_assert_uint_eq(rep[17], 2);
+		ck_assert_uint_ne(rep[16] & 0x10, 0);
+		ck_assert_uint_eq(pd_len, 4 + 2);
+		raw_read(fd, rep + 20, 4 + 2);
+		ck_assert_int_eq(memcmp(rep + 24, "ok", 2), 0);
+	}
+	close(fd);
+	ck_assert_it_ok(it_listen_free(l));
+}
+
+START_TEST(listen_suppress_ird_ord)
+{
+	raw_mpa_exchange(false);
+	raw_mpa_exchange(true);
+}
+END_TEST
+
 Suite *suite_itapi_cm(void)
 {
 	Suite *s = suite_create("itapi-cm");
@@ -707,6 +853,8 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, listen_errors_and_query);
 	tcase_add_test(tc, connect_errors);
 	tcase_add_test(tc, local_and_remote_port);
+	tcase_add_test(tc, suppress_ird_ord);
+	tcase_add_test(tc, listen_suppress_ird_ord);
 	tcase_add_test(tc, handoff);
 	tcase_add_test(tc, many_connections);
 	itapi_cm_add_socket_convert_tests(tc); /* check_itapi_cm_sockets.c */
@@ -731,6 +879,7 @@ Suite *suite_itapi_cm_rxe(void)
 	tcase_add_test(tc, disconnect_graceful);
 	tcase_add_test(tc, disconnect_abortive);
 	tcase_add_test(tc, disconnect_pending);
+	tcase_add_test(tc, suppress_ird_ord);
 	tcase_add_test(tc, handoff);
 	tcase_add_test(tc, many_connections);
 	/* The transport's own cases: itapi-cm-ib (check_itapi_cm_ib.c). */
