@@ -491,8 +491,8 @@ static void posting_order_rounds(size_t big)
 
 /*
  * IT_UNLINK_FENCE_FLAG on Sends, Writes and Reads (a local fence: the
- * request starts after every earlier one finished): taken, and the
- * fenced requests behind a Read complete in order with their data.
+ * request waits for earlier RMR unlinks; siw waits for earlier Reads as
+ * well): taken, and the fenced requests complete with their data.
  */
 START_TEST(unlink_fence_flag)
 {
