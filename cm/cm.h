@@ -197,10 +197,12 @@ int cm_accept(uint64_t req_id, struct ual_qp *qp,
 int cm_reject(uint64_t req_id, const void *private_data,
 	      uint32_t private_data_len);
 /* Hand request @req_id to the listener on port @port_num, qualifier
- * @port of the device the request came to, which reports it as a new
- * REQUEST. -ENOENT unknown request, -ERANGE no such port, -ESRCH no such
- * listener. */
-int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port);
+ * @port (or, when @service_id is not 0, InfiniBand service ID
+ * @service_id, host order) of the device the request came to, which
+ * reports it as a new REQUEST. -ENOENT unknown request, -ERANGE no such
+ * port, -ESRCH no such listener. */
+int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port,
+	       uint64_t service_id);
 
 /*
  * Service ID resolution (IB CM SIDR, IBA 12.11): ask @dst which UD QP

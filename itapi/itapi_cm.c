@@ -514,30 +514,43 @@ it_status_t it_reject(it_cn_est_identifier_t cn_est_id,
 it_status_t it_handoff(const it_conn_qual_t *conn_qual, size_t spigot_id,
 		       it_cn_est_identifier_t cn_est_id)
 {
-	uint16_t port;
+	uint16_t port = 0;
+	uint64_t sid = 0;
 	bool quiet;
 	int err;
 
 	if (!conn_qual)
 		return IT_FAIL0(IT_ERR_FAULT, "conn_qual is NULL");
-	if (conn_qual->type != IT_IANA_PORT)
+	/* A service ID names a listener of the InfiniBand CM (RoCE); on an
+	 * iWARP request the cm finds none. */
+	if (conn_qual->type == IT_IB_SERVICEID) {
+		sid = be64toh(conn_qual->conn_qual.serviceid);
+		if (!sid)
+			return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL,
+					"service ID 0");
+	} else if (conn_qual->type == IT_IANA_PORT) {
+		port = ntohs(conn_qual->conn_qual.port);
+		if (!port)
+			return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
+	} else {
 		return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL,
-				"qualifier type %d: hand-off is to an IANA port",
+				"qualifier type %d: hand-off is to an IANA port or a service ID",
 				conn_qual->type);
-	port = ntohs(conn_qual->conn_qual.port);
-	if (!port)
-		return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
+	}
 	if (spigot_id > 254)
 		return IT_FAIL0(IT_ERR_INVALID_SPIGOT, "spigot %zu", spigot_id);
 	/* The listener handed to decides anew (its event marks again). */
 	quiet = itapi_listen_take_no_ird_ord(cn_est_id);
-	err = cm_handoff(cn_est_id, (uint8_t)(spigot_id + 1), port);
+	err = cm_handoff(cn_est_id, (uint8_t)(spigot_id + 1), port, sid);
 	if (err && quiet)
 		itapi_listen_keep_no_ird_ord(cn_est_id);
 	if (err)
 		return IT_FAIL0(itapi_status(err, ITAPI_CTX_CONN),
-				"hand-off of request %llu to port %u: %s",
-				(unsigned long long)cn_est_id, port,
+				"hand-off of request %llu to %s %llx: %s",
+				(unsigned long long)cn_est_id,
+				sid ? "service ID" : "port",
+				sid ? (unsigned long long)sid :
+				      (unsigned long long)port,
 				g_strerror(-err));
 	return IT_SUCCESS;
 }

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -620,6 +621,60 @@ START_TEST(handoff)
 }
 END_TEST
 
+/* it_handoff to a listener on an InfiniBand service ID: RoCE hands the
+ * request over (the new listener reports it under its service ID);
+ * iWARP has no such listeners. */
+START_TEST(handoff_service_id)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_evd_handle_t req2;
+	it_conn_qual_t q1, q2 = { .type = IT_IB_SERVICEID };
+	it_listen_handle_t l1 = listen_any(&q1), l2 = NULL;
+	uint64_t sid = 0x0000000012340000ull | (uint64_t)(getpid() & 0xffff);
+	it_cn_est_identifier_t id;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	ck_assert_it_ok(it_evd_create(F.ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0,
+				      NULL, &req2, NULL));
+	q2.conn_qual.serviceid = htobe64(sid);
+	if (it_env_is_rxe())
+		ck_assert_it_ok(it_listen_create(F.ia, 0, req2,
+						 IT_LISTEN_CONN_QUAL_INPUT,
+						 &q2, &l2));
+	start_connect(a, &q1, "to-sid", 6);
+	it_wait_event(F.req, &ev);
+	id = ev.conn_req.cn_est_id;
+	if (!it_env_is_rxe()) {
+		ck_assert_it(it_handoff(&q2, 0, id), IT_ERR_INVALID_CONN_QUAL);
+		ck_assert_it_ok(it_reject(id, NULL, 0));
+		ck_assert_it_ok(it_listen_free(l1));
+		ck_assert_it_ok(it_evd_free(req2));
+		return;
+	}
+	q2.conn_qual.serviceid = 0;
+	ck_assert_it(it_handoff(&q2, 0, id), IT_ERR_INVALID_CONN_QUAL);
+	q2.conn_qual.serviceid = htobe64(sid + 1);
+	ck_assert_it(it_handoff(&q2, 0, id), IT_ERR_INVALID_CONN_QUAL);
+	q2.conn_qual.serviceid = htobe64(sid);
+	ck_assert_it_ok(it_handoff(&q2, 0, id));
+	it_wait_event(req2, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_uint_eq(ev.conn_req.cn_est_id, id);
+	ck_assert_int_eq(ev.conn_req.conn_qual.type, IT_IB_SERVICEID);
+	ck_assert_uint_eq(be64toh(ev.conn_req.conn_qual.conn_qual.serviceid),
+			  sid);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "to-sid", 6), 0);
+	ck_assert_it_ok(it_ep_accept(b, id, NULL, 0));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_it_ok(it_listen_free(l1));
+	ck_assert_it_ok(it_listen_free(l2));
+}
+END_TEST
+
 #define MANY 16
 
 START_TEST(many_connections)
@@ -856,6 +911,7 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, suppress_ird_ord);
 	tcase_add_test(tc, listen_suppress_ird_ord);
 	tcase_add_test(tc, handoff);
+	tcase_add_test(tc, handoff_service_id);
 	tcase_add_test(tc, many_connections);
 	itapi_cm_add_socket_convert_tests(tc); /* check_itapi_cm_sockets.c */
 	suite_add_tcase(s, tc);
@@ -881,6 +937,7 @@ Suite *suite_itapi_cm_rxe(void)
 	tcase_add_test(tc, disconnect_pending);
 	tcase_add_test(tc, suppress_ird_ord);
 	tcase_add_test(tc, handoff);
+	tcase_add_test(tc, handoff_service_id);
 	tcase_add_test(tc, many_connections);
 	/* The transport's own cases: itapi-cm-ib (check_itapi_cm_ib.c). */
 	suite_add_tcase(s, tc);
