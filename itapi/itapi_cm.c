@@ -286,10 +286,20 @@ static it_status_t ib_endpoints(struct itapi_ep *ep, const it_path_t *path,
 				uint64_t *sid, bool *have_src)
 {
 	const it_ib_net_endpoint_t *ib = &path->remote.ib;
+	uint16_t lport = 0;
 
 	switch (q->type) {
 	case IT_IANA_PORT:
 		*port = ntohs(q->conn_qual.port);
+		if (!*port)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
+				       "port 0");
+		break;
+	case IT_IANA_LR_PORT:
+		/* The local port is the source port of rdma_cm's private
+		 * data header, which names the connection to the peer. */
+		*port = ntohs(q->conn_qual.lr_port.remote);
+		lport = ntohs(q->conn_qual.lr_port.local);
 		if (!*port)
 			return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
 				       "port 0");
@@ -302,7 +312,7 @@ static it_status_t ib_endpoints(struct itapi_ep *ep, const it_path_t *path,
 		break;
 	default:
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
-			       "qualifier type %d: this IA connects to service IDs or IANA ports",
+			       "qualifier type %d: this IA connects to service IDs and IANA ports (IT_IANA_LR_PORT too)",
 			       q->type);
 	}
 	if (IN6_IS_ADDR_UNSPECIFIED(&ib->remote_port_gid))
@@ -314,6 +324,17 @@ static it_status_t ib_endpoints(struct itapi_ep *ep, const it_path_t *path,
 		if (src->ss_family != dst->ss_family)
 			return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
 				       "the local and remote GIDs are of different IP versions");
+		*have_src = true;
+	}
+	if (lport) {
+		if (!*have_src)	/* the route picks the address */
+			src->ss_family = dst->ss_family;
+		if (src->ss_family == AF_INET)
+			((struct sockaddr_in *)(void *)src)->sin_port =
+				htons(lport);
+		else
+			((struct sockaddr_in6 *)(void *)src)->sin6_port =
+				htons(lport);
 		*have_src = true;
 	}
 	return IT_SUCCESS;

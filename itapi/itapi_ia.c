@@ -473,8 +473,11 @@ static void fill_spigot(struct itapi_ia *ia, size_t id, it_spigot_info_t *s)
 
 		if (ia->attr.caps & RNICPI_DEV_CAP_GSI)
 			q = (it_conn_qual_type_t)(q | IT_IANA_PORT);
-		s->active_side_conn_qual = q;
 		s->passive_side_conn_qual = q;
+		/* IT_IANA_LR_PORT: the local port is rdma_cm's source port. */
+		if (q & IT_IANA_PORT)
+			q = (it_conn_qual_type_t)(q | IT_IANA_LR_PORT);
+		s->active_side_conn_qual = q;
 	}
 	addrs = cm_device_addrs(ia->dev);
 	s->net_addr = g_new0(it_net_addr_t, MAX(addrs->len, 1));

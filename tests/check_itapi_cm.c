@@ -551,10 +551,17 @@ START_TEST(local_and_remote_port)
 	it_conn_qual_t q, lr = { .type = IT_IANA_LR_PORT };
 	it_listen_handle_t l = listen_any(&q);
 	uint16_t mine = free_port();
+	it_ia_info_t *info;
 	it_path_t path;
 	it_event_t ev;
 
 	itcm_n_stash = 0;
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert(info->spigot_info[0].active_side_conn_qual &
+		  IT_IANA_LR_PORT);
+	ck_assert(!(info->spigot_info[0].passive_side_conn_qual &
+		    IT_IANA_LR_PORT));
+	it_ia_info_free(info);
 	lr.conn_qual.lr_port.local = htons(mine);
 	lr.conn_qual.lr_port.remote = q.conn_qual.port;
 	it_loopback_path(&F, &path);
@@ -672,6 +679,50 @@ START_TEST(handoff_service_id)
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 	ck_assert_it_ok(it_listen_free(l1));
 	ck_assert_it_ok(it_listen_free(l2));
+}
+END_TEST
+
+/* RoCE: IT_IANA_LR_PORT's local port is the source port of rdma_cm's
+ * private data header; the listener's side names the request by it.
+ * With the path's local GID, and without (the route picks the address). */
+static void lr_port_rxe(bool local_gid, uint16_t mine)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_conn_qual_t q, lr = { .type = IT_IANA_LR_PORT };
+	it_listen_handle_t l = listen_any(&q);
+	g_autoptr(tu_log_capture) cap = tu_log_capture_begin("hostrdma-cm");
+	g_autofree char *want = g_strdup_printf("from 127.0.0.1:%u", mine);
+	it_path_t path;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	lr.conn_qual.lr_port.local = htons(mine);
+	lr.conn_qual.lr_port.remote = q.conn_qual.port;
+	it_loopback_path(&F, &path);
+	ck_assert(!IN6_IS_ADDR_UNSPECIFIED(&path.remote.ib.local_port_gid));
+	if (!local_gid)
+		path.remote.ib.local_port_gid = in6addr_any;
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &lr, 0,
+				      (const unsigned char *)"lr", 2));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "lr", 2), 0);
+	ck_assert_msg(tu_log_count(cap, G_LOG_LEVEL_MASK, want) > 0,
+		      "no \"%s\" in the cm's log", want);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_it_ok(it_listen_free(l));
+}
+
+START_TEST(local_and_remote_port_rxe)
+{
+	uint16_t mine = (uint16_t)(20000 + (getpid() % 10000) * 2);
+
+	lr_port_rxe(true, mine);
+	lr_port_rxe(false, (uint16_t)(mine + 1));
 }
 END_TEST
 
@@ -938,6 +989,7 @@ Suite *suite_itapi_cm_rxe(void)
 	tcase_add_test(tc, suppress_ird_ord);
 	tcase_add_test(tc, handoff);
 	tcase_add_test(tc, handoff_service_id);
+	tcase_add_test(tc, local_and_remote_port_rxe);
 	tcase_add_test(tc, many_connections);
 	/* The transport's own cases: itapi-cm-ib (check_itapi_cm_ib.c). */
 	suite_add_tcase(s, tc);
