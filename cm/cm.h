@@ -228,6 +228,10 @@ int cm_sidr_reply(uint64_t req_id, uint8_t sidr_status, uint32_t qpn,
  * @abortive, at once (the peer sees BROKEN). A set-up in progress is
  * abandoned. -ENOTCONN when there is nothing to close. */
 int cm_disconnect(struct cm_id *id, bool abortive);
+/* An orderly cm_disconnect whose close carries @len bytes of private data
+ * to the peer's DISCONNECTED (RoCE: the DREQ's); -EMSGSIZE past the
+ * transport's limit (cm_max_private_data, CM_PDATA_DISCONNECT). */
+int cm_disconnect_pdata(struct cm_id *id, const void *pdata, uint32_t len);
 /* Forget @id (closing abortively what is still open); NULL: nothing. */
 void cm_id_destroy(struct cm_id *id);
 

@@ -619,7 +619,12 @@ it_status_t it_ep_disconnect(it_ep_handle_t ep_handle,
 			       "no connection");
 	/* Connected: an orderly close, the event follows. Pending: the
 	 * set-up is abandoned and the event is posted now. */
-	err = cm_disconnect(cm, false);
+	if (private_data_length && !private_data)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "private_data is NULL");
+	err = private_data_length ?
+		      cm_disconnect_pdata(cm, private_data,
+					  (uint32_t)private_data_length) :
+		      cm_disconnect(cm, false);
 	if (err)
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
 				     "disconnect: %s", g_strerror(-err));

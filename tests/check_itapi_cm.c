@@ -277,8 +277,13 @@ START_TEST(private_data_limits)
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 	itcm_conn_event_for(b, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
-	/* An iWARP close carries none. */
-	ck_assert_it(it_ep_disconnect(a, big, 1), IT_ERR_INVALID_PDATA_LENGTH);
+	/* An iWARP close carries none; a RoCE DREQ as much as the rest. */
+	if (it_env_is_rxe())
+		ck_assert_it(it_ep_disconnect(a, big, sizeof(big)),
+			     IT_ERR_INVALID_PDATA_LENGTH);
+	else
+		ck_assert_it(it_ep_disconnect(a, big, 1),
+			     IT_ERR_INVALID_PDATA_LENGTH);
 	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
 	ck_assert_it(it_ep_accept(c, 1, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
 	ck_assert_it_ok(it_listen_free(l));
@@ -313,6 +318,34 @@ START_TEST(disconnect_graceful)
 	ck_assert_it(it_ep_disconnect(a, NULL, 0), IT_ERR_INVALID_EP_STATE);
 	ck_assert_it(it_post_send(a, &t, 1, 1, CN), IT_ERR_INVALID_EP_STATE);
 	it_buf_free(&r);
+}
+END_TEST
+
+/* RoCE: an orderly close carries private data in the DREQ, which the
+ * peer's disconnect event shows; the closing side's own event has none. */
+START_TEST(disconnect_private_data)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_ia_info_t *info;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert_uint_eq(info->disconnect_private_data_len, IT_MAX_PRIV_DATA);
+	it_ia_info_free(info);
+	it_connect_pair(&F, a, b);
+	ck_assert_it(it_ep_disconnect(a, NULL, 4), IT_ERR_FAULT);
+	ck_assert_it_ok(it_ep_disconnect(a, (const unsigned char *)"bye!", 4));
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn.private_data, "bye!", 4), 0);
+	ck_assert_uint_eq(ev.conn.private_data[4], 0);
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
+	ck_assert(!ev.conn.private_data_present);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
 }
 END_TEST
 
@@ -990,6 +1023,7 @@ Suite *suite_itapi_cm_rxe(void)
 	tcase_add_test(tc, handoff);
 	tcase_add_test(tc, handoff_service_id);
 	tcase_add_test(tc, local_and_remote_port_rxe);
+	tcase_add_test(tc, disconnect_private_data);
 	tcase_add_test(tc, many_connections);
 	/* The transport's own cases: itapi-cm-ib (check_itapi_cm_ib.c). */
 	suite_add_tcase(s, tc);
