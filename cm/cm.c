@@ -576,6 +576,7 @@ void cm_to_rnicpi_param(const struct cm_param *p,
 	rp->ird = p->ird;
 	rp->ord = p->ord;
 	rp->timeout_ms = p->timeout_ms;
+	rp->flags = p->no_ird_ord ? RNICPI_CONN_MPA_REV1 : 0;
 }
 
 void cm_provider_conn_reject(struct ual_device *d, struct rnicpi_conn *c,

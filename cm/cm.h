@@ -99,6 +99,9 @@ struct cm_param {
 	uint32_t ird;		/* incoming RDMA Reads we accept at once */
 	uint32_t ord;		/* outgoing RDMA Reads we issue at once */
 	uint32_t timeout_ms;	/* whole set-up; 0 = the cm default */
+	/* iWARP: no IRD/ORD exchange (IT_CONNECT_SUPPRESS_IRD_ORD): MPA
+	 * revision 1, without RFC 6581's enhanced header. */
+	bool no_ird_ord;
 };
 
 enum cm_pdata_op {
@@ -194,10 +197,12 @@ int cm_accept(uint64_t req_id, struct ual_qp *qp,
 int cm_reject(uint64_t req_id, const void *private_data,
 	      uint32_t private_data_len);
 /* Hand request @req_id to the listener on port @port_num, qualifier
- * @port of the device the request came to, which reports it as a new
- * REQUEST. -ENOENT unknown request, -ERANGE no such port, -ESRCH no such
- * listener. */
-int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port);
+ * @port (or, when @service_id is not 0, InfiniBand service ID
+ * @service_id, host order) of the device the request came to, which
+ * reports it as a new REQUEST. -ENOENT unknown request, -ERANGE no such
+ * port, -ESRCH no such listener. */
+int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port,
+	       uint64_t service_id);
 
 /*
  * Service ID resolution (IB CM SIDR, IBA 12.11): ask @dst which UD QP
@@ -223,6 +228,10 @@ int cm_sidr_reply(uint64_t req_id, uint8_t sidr_status, uint32_t qpn,
  * @abortive, at once (the peer sees BROKEN). A set-up in progress is
  * abandoned. -ENOTCONN when there is nothing to close. */
 int cm_disconnect(struct cm_id *id, bool abortive);
+/* An orderly cm_disconnect whose close carries @len bytes of private data
+ * to the peer's DISCONNECTED (RoCE: the DREQ's); -EMSGSIZE past the
+ * transport's limit (cm_max_private_data, CM_PDATA_DISCONNECT). */
+int cm_disconnect_pdata(struct cm_id *id, const void *pdata, uint32_t len);
 /* Forget @id (closing abortively what is still open); NULL: nothing. */
 void cm_id_destroy(struct cm_id *id);
 

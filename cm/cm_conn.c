@@ -395,6 +395,24 @@ int cm_req_reject(struct cm *cm, uint64_t req_id, const void *private_data,
 	return 0;
 }
 
+int cm_disconnect_pdata(struct cm_id *id, const void *pdata, uint32_t len)
+{
+	struct cm *cm = id->cm;
+
+	if (len > id->tp->max_private_data(id->dev, CM_PDATA_DISCONNECT) ||
+	    len > sizeof(id->disc_pdata)) {
+		cm_info(id, "disconnect with %u bytes of private data: too many",
+			len);
+		return -EMSGSIZE;
+	}
+	g_mutex_lock(&cm->lock);
+	if (len)
+		memcpy(id->disc_pdata, pdata, len);
+	id->disc_pdata_len = len;
+	g_mutex_unlock(&cm->lock);
+	return cm_disconnect(id, false);
+}
+
 int cm_disconnect(struct cm_id *id, bool abortive)
 {
 	struct cm *cm = id->cm;

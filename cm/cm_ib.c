@@ -528,8 +528,7 @@ static uint32_t ib_max_private_data(struct ual_device *d,
 	case CM_PDATA_REJECT:
 		return IB_CM_REJ_PDATA;
 	case CM_PDATA_DISCONNECT:
-		/* A DREQ could carry 220, but cm_disconnect takes none. */
-		return 0;
+		return IB_CM_DREQ_PDATA;	/* cm_disconnect_pdata */
 	}
 	return 0;
 }

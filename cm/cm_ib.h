@@ -194,7 +194,8 @@ void ib_recv_rtu(struct cm *cm, struct ib_port *p, const struct ib_mad *m);
 /* cm_ib_close.c */
 gboolean ibc_timeout(gpointer data);
 void ibc_send_abort_locked(struct ib_conn *c);
-void ibc_send_dreq_locked(struct ib_state *st, struct ib_conn *c);
+void ibc_send_dreq_locked(struct ib_state *st, struct ib_conn *c,
+			  const void *pdata, uint32_t len);
 void ib_recv_dreq(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 		  const struct ib_src *src, uint64_t tid);
 void ib_recv_drep(struct cm *cm, struct ib_port *p, const struct ib_mad *m);

@@ -28,16 +28,29 @@ int ib_connect(struct cm *cm, struct cm_id *id)
 	struct cm_route route;
 	struct sockaddr_storage src;
 	struct ib_cm_req req;
+	bool src_addr = false;
+	uint16_t src_port = 0;
 	struct ib_port *p;
 	struct ib_conn *c;
 	struct ib_mad m;
 	uint32_t rto, pdata_off = 0;
 	int gidx, err;
 
+	/* A source may give the address, the port (rdma_cm's source port,
+	 * IT_IANA_LR_PORT) or both; the route picks a missing address. */
+	if (id->local_addr.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)&id->local_addr;
+
+		src_addr = in->sin_addr.s_addr != htonl(INADDR_ANY);
+		src_port = ntohs(in->sin_port);
+	} else if (id->local_addr.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)&id->local_addr;
+
+		src_addr = !IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr);
+		src_port = ntohs(in6->sin6_port);
+	}
 	err = cm_route_resolve(cm, (const void *)&id->remote_addr,
-			       id->local_addr.ss_family ?
-			       (const void *)&id->local_addr :
-			       NULL,
+			       src_addr ? (const void *)&id->local_addr : NULL,
 			       ual_device_transport(d), &route);
 	if (err)
 		return err;
@@ -50,8 +63,13 @@ int ib_connect(struct cm *cm, struct cm_id *id)
 	}
 	ual_device_put(route.device);
 	src = route.src;
-	if (id->local_addr.ss_family != AF_UNSPEC)
+	if (src_addr)
 		src = id->local_addr;
+	if (src.ss_family == AF_INET)
+		((struct sockaddr_in *)(void *)&src)->sin_port = htons(src_port);
+	else
+		((struct sockaddr_in6 *)(void *)&src)->sin6_port =
+			htons(src_port);
 	err = ual_device_query(d, &da);
 	if (err)
 		return err;

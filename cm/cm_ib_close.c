@@ -126,7 +126,8 @@ void ibc_send_abort_locked(struct ib_conn *c)
 	ibc_timewait(c);
 }
 
-void ibc_send_dreq_locked(struct ib_state *st, struct ib_conn *c)
+void ibc_send_dreq_locked(struct ib_state *st, struct ib_conn *c,
+			  const void *pdata, uint32_t len)
 {
 	struct ib_cm_dreq dq = {
 		.local_comm_id = c->local_id,
@@ -134,6 +135,9 @@ void ibc_send_dreq_locked(struct ib_state *st, struct ib_conn *c)
 		.remote_qpn = c->remote_qpn,
 	};
 	struct ib_mad m;
+
+	if (len)
+		memcpy(dq.private_data, pdata, MIN(len, IB_CM_DREQ_PDATA));
 
 	c->dreq_tid = (uint64_t)g_rand_int(st->rand) << 32 | c->local_id;
 	ib_mad_cm_init(&m, IB_CM_ATTR_DREQ, c->dreq_tid);
@@ -204,7 +208,10 @@ void ib_recv_dreq(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 		if (was == IBC_REP_SENT)
 			ibc_report(c, id, RNICPI_CONN_ERROR, -ECONNRESET, NULL, 0);
 		else
-			ibc_report(c, id, RNICPI_CONN_DISCONNECTED, 0, NULL, 0);
+			ibc_report(c, id, RNICPI_CONN_DISCONNECTED, 0,
+				   r.private_data,
+				   ib_pdata_used(r.private_data,
+						 IB_CM_DREQ_PDATA));
 		cm_id_unref(id);
 	}
 	ibc_unref(c);
@@ -246,9 +253,13 @@ int ib_disconnect(struct cm *cm, struct cm_id *id, bool abortive)
 	struct ib_state *st = ib_of(cm);
 	struct cm_id *drop = NULL;
 	struct ib_conn *c;
+	uint8_t pdata[IB_CM_DREQ_PDATA];
+	uint32_t len;
 
 	g_mutex_lock(&cm->lock);
 	c = id->tp_data ? ibc_ref(id->tp_data) : NULL;
+	len = MIN(id->disc_pdata_len, (uint32_t)sizeof(pdata));
+	memcpy(pdata, id->disc_pdata, len);
 	g_mutex_unlock(&cm->lock);
 	/* Either way the QP stops now (rdma_cm does the same); in order the
 	 * peer gets a DREQ and DISCONNECTED follows our DREP or time-out,
@@ -260,7 +271,7 @@ int ib_disconnect(struct cm *cm, struct cm_id *id, bool abortive)
 			drop = g_steal_pointer(&c->id);
 			ibc_send_abort_locked(c);
 		} else {
-			ibc_send_dreq_locked(st, c);
+			ibc_send_dreq_locked(st, c, pdata, len);
 		}
 	}
 	g_mutex_unlock(&st->lock);

@@ -403,6 +403,7 @@ static void iw_hand_to_provider(struct cm *cm, struct cm_id *id, int fd,
 		.private_data_len = id->param.private_data_len,
 		.ird = id->param.ird,
 		.ord = id->param.ord,
+		.flags = id->param.no_ird_ord ? RNICPI_CONN_MPA_REV1 : 0,
 		.timeout_ms = left_ms ? left_ms : 1,
 	};
 	int err;

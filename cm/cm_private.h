@@ -187,6 +187,10 @@ struct cm_id {
 	void *tp_data;			/* the transport's, under cm->lock */
 	struct cm_param param;	/* private data copied below */
 	uint8_t pdata[512];
+	/* cm_disconnect_pdata's, for the transport's close (under
+	 * cm->lock). */
+	uint8_t disc_pdata[256];
+	uint32_t disc_pdata_len;
 	/* Transport phase (cm_iwarp.c): socket, watch, time-out. */
 	int sockfd;
 	GSource *io_source;

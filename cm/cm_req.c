@@ -292,7 +292,8 @@ static void cm_req_report(struct cm_req *req, struct cm_listen *l)
 	cm_req_reject(req->cm, req->id, NULL, 0);
 }
 
-int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port)
+int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port,
+	       uint64_t service_id)
 {
 	struct cm *cm = cm_running(__func__);
 	struct rnicpi_device_attr attr;
@@ -316,15 +317,22 @@ int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port)
 			MAX(attr.phys_port_cnt, 1));
 		return -ERANGE;
 	}
-	l = cm_listen_find_locked(cm, req->dev, port_num, port);
+	l = service_id ? cm_listen_find_sid_locked(cm, req->dev, port_num,
+						   service_id) :
+			 cm_listen_find_locked(cm, req->dev, port_num, port);
 	if (!l) {
 		g_mutex_unlock(&cm->lock);
-		cm_info(req, "handoff: no listener on port %u", port);
+		if (service_id)
+			cm_info(req, "handoff: no listener on service ID 0x%" PRIx64,
+				service_id);
+		else
+			cm_info(req, "handoff: no listener on port %u", port);
 		return -ESRCH;
 	}
 	old = req->listen;
 	req->listen = cm_listen_ref(l);
-	req->port = port;
+	if (!service_id)
+		req->port = port;
 	cm_req_ref(req);
 	g_mutex_unlock(&cm->lock);
 	cm_listen_unref(old);

@@ -286,10 +286,20 @@ static it_status_t ib_endpoints(struct itapi_ep *ep, const it_path_t *path,
 				uint64_t *sid, bool *have_src)
 {
 	const it_ib_net_endpoint_t *ib = &path->remote.ib;
+	uint16_t lport = 0;
 
 	switch (q->type) {
 	case IT_IANA_PORT:
 		*port = ntohs(q->conn_qual.port);
+		if (!*port)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
+				       "port 0");
+		break;
+	case IT_IANA_LR_PORT:
+		/* The local port is the source port of rdma_cm's private
+		 * data header, which names the connection to the peer. */
+		*port = ntohs(q->conn_qual.lr_port.remote);
+		lport = ntohs(q->conn_qual.lr_port.local);
 		if (!*port)
 			return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
 				       "port 0");
@@ -302,7 +312,7 @@ static it_status_t ib_endpoints(struct itapi_ep *ep, const it_path_t *path,
 		break;
 	default:
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CONN_QUAL,
-			       "qualifier type %d: this IA connects to service IDs or IANA ports",
+			       "qualifier type %d: this IA connects to service IDs and IANA ports (IT_IANA_LR_PORT too)",
 			       q->type);
 	}
 	if (IN6_IS_ADDR_UNSPECIFIED(&ib->remote_port_gid))
@@ -314,6 +324,17 @@ static it_status_t ib_endpoints(struct itapi_ep *ep, const it_path_t *path,
 		if (src->ss_family != dst->ss_family)
 			return IT_FAIL(&ep->obj, IT_ERR_INVALID_NETADDR,
 				       "the local and remote GIDs are of different IP versions");
+		*have_src = true;
+	}
+	if (lport) {
+		if (!*have_src)	/* the route picks the address */
+			src->ss_family = dst->ss_family;
+		if (src->ss_family == AF_INET)
+			((struct sockaddr_in *)(void *)src)->sin_port =
+				htons(lport);
+		else
+			((struct sockaddr_in6 *)(void *)src)->sin6_port =
+				htons(lport);
 		*have_src = true;
 	}
 	return IT_SUCCESS;
@@ -359,9 +380,12 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	if (cn_est_flags & IT_CONNECT_FLAG_THREE_WAY)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
 			       "three-way handshake: not supported by this IA");
-	if (cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD)
+	/* Suppression is MPA without its IRD/ORD header; the InfiniBand
+	 * CM's REQ carries them in fields of its own, always. */
+	if ((cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD) &&
+	    ia->transport != RNICPI_TRANSPORT_IWARP)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
-			       "IRD/ORD suppression is not supported");
+			       "IRD/ORD suppression: iWARP only (the InfiniBand CM's REQ always carries them)");
 	if (private_data_length > pdata_limit(ia, CM_PDATA_CONNECT))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data; connect carries %zu here",
@@ -404,6 +428,7 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	ual_device_put(route.device);
 
 	itapi_cm_param(ep, private_data, private_data_length, &param);
+	param.no_ird_ord = (cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD) != 0;
 	if (path->timeout && path->timeout != IT_TIMEOUT_INFINITE)
 		param.timeout_ms = (uint32_t)MIN((path->timeout + 999) / 1000,
 						 (uint64_t)3600000);
@@ -465,9 +490,12 @@ it_status_t it_ep_accept(it_ep_handle_t ep_handle,
 	g_mutex_lock(&ep->lock);
 	ep->cn_est_id = cn_est_id;
 	g_mutex_unlock(&ep->lock);
+	param.no_ird_ord = itapi_listen_take_no_ird_ord(cn_est_id);
 	err = cm_accept(cn_est_id, ep->qp, &param, itapi_ep_cm_event, ep,
 			&cm);
 	if (err) {
+		if (param.no_ird_ord)
+			itapi_listen_keep_no_ird_ord(cn_est_id);
 		ep_abort_start(ep);
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
 				     "accept of request %llu: %s",
@@ -494,6 +522,8 @@ it_status_t it_reject(it_cn_est_identifier_t cn_est_id,
 		return IT_FAIL0(IT_ERR_FAULT, "private_data is NULL");
 	err = cm_reject(cn_est_id, private_data,
 			(uint32_t)private_data_length);
+	if (!err)
+		itapi_listen_take_no_ird_ord(cn_est_id);
 	if (err)
 		return IT_FAIL0(itapi_status(err, ITAPI_CTX_CONN),
 				"reject of request %llu: %s",
@@ -505,25 +535,43 @@ it_status_t it_reject(it_cn_est_identifier_t cn_est_id,
 it_status_t it_handoff(const it_conn_qual_t *conn_qual, size_t spigot_id,
 		       it_cn_est_identifier_t cn_est_id)
 {
-	uint16_t port;
+	uint16_t port = 0;
+	uint64_t sid = 0;
+	bool quiet;
 	int err;
 
 	if (!conn_qual)
 		return IT_FAIL0(IT_ERR_FAULT, "conn_qual is NULL");
-	if (conn_qual->type != IT_IANA_PORT)
+	/* A service ID names a listener of the InfiniBand CM (RoCE); on an
+	 * iWARP request the cm finds none. */
+	if (conn_qual->type == IT_IB_SERVICEID) {
+		sid = be64toh(conn_qual->conn_qual.serviceid);
+		if (!sid)
+			return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL,
+					"service ID 0");
+	} else if (conn_qual->type == IT_IANA_PORT) {
+		port = ntohs(conn_qual->conn_qual.port);
+		if (!port)
+			return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
+	} else {
 		return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL,
-				"qualifier type %d: hand-off is to an IANA port",
+				"qualifier type %d: hand-off is to an IANA port or a service ID",
 				conn_qual->type);
-	port = ntohs(conn_qual->conn_qual.port);
-	if (!port)
-		return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
+	}
 	if (spigot_id > 254)
 		return IT_FAIL0(IT_ERR_INVALID_SPIGOT, "spigot %zu", spigot_id);
-	err = cm_handoff(cn_est_id, (uint8_t)(spigot_id + 1), port);
+	/* The listener handed to decides anew (its event marks again). */
+	quiet = itapi_listen_take_no_ird_ord(cn_est_id);
+	err = cm_handoff(cn_est_id, (uint8_t)(spigot_id + 1), port, sid);
+	if (err && quiet)
+		itapi_listen_keep_no_ird_ord(cn_est_id);
 	if (err)
 		return IT_FAIL0(itapi_status(err, ITAPI_CTX_CONN),
-				"hand-off of request %llu to port %u: %s",
-				(unsigned long long)cn_est_id, port,
+				"hand-off of request %llu to %s %llx: %s",
+				(unsigned long long)cn_est_id,
+				sid ? "service ID" : "port",
+				sid ? (unsigned long long)sid :
+				      (unsigned long long)port,
 				g_strerror(-err));
 	return IT_SUCCESS;
 }
@@ -571,7 +619,12 @@ it_status_t it_ep_disconnect(it_ep_handle_t ep_handle,
 			       "no connection");
 	/* Connected: an orderly close, the event follows. Pending: the
 	 * set-up is abandoned and the event is posted now. */
-	err = cm_disconnect(cm, false);
+	if (private_data_length && !private_data)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "private_data is NULL");
+	err = private_data_length ?
+		      cm_disconnect_pdata(cm, private_data,
+					  (uint32_t)private_data_length) :
+		      cm_disconnect(cm, false);
 	if (err)
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
 				     "disconnect: %s", g_strerror(-err));

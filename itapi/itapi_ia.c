@@ -473,8 +473,11 @@ static void fill_spigot(struct itapi_ia *ia, size_t id, it_spigot_info_t *s)
 
 		if (ia->attr.caps & RNICPI_DEV_CAP_GSI)
 			q = (it_conn_qual_type_t)(q | IT_IANA_PORT);
-		s->active_side_conn_qual = q;
 		s->passive_side_conn_qual = q;
+		/* IT_IANA_LR_PORT: the local port is rdma_cm's source port. */
+		if (q & IT_IANA_PORT)
+			q = (it_conn_qual_type_t)(q | IT_IANA_LR_PORT);
+		s->active_side_conn_qual = q;
 	}
 	addrs = cm_device_addrs(ia->dev);
 	s->net_addr = g_new0(it_net_addr_t, MAX(addrs->len, 1));
@@ -559,7 +562,9 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 					     IT_TRUE : IT_FALSE;
 	info->max_message_size_support = IT_TRUE;
 	info->ird_ord_ia_support = IT_TRUE;
-	info->ird_ord_suppressible = IT_FALSE;
+	/* iWARP: MPA without RFC 6581's IRD/ORD header (revision 1). */
+	info->ird_ord_suppressible =
+		ia->transport == RNICPI_TRANSPORT_IWARP ? IT_TRUE : IT_FALSE;
 	info->spigot_online_support = IT_TRUE;
 	info->spigot_offline_support = IT_TRUE;
 	info->num_spigots = MAX(a->phys_port_cnt, 1);

@@ -18,6 +18,31 @@
 /* Listeners                                                           */
 /* ------------------------------------------------------------------ */
 
+/* Requests that came to a listener with IT_LISTEN_SUPPRESS_IRD_ORD, until
+ * answered: their accept goes without the IRD/ORD exchange. */
+static GMutex quiet_lock;
+static GHashTable *quiet_reqs;	/* set of uint64_t request IDs */
+
+void itapi_listen_keep_no_ird_ord(it_cn_est_identifier_t id)
+{
+	g_mutex_lock(&quiet_lock);
+	if (!quiet_reqs)
+		quiet_reqs = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+						   g_free, NULL);
+	g_hash_table_add(quiet_reqs, g_memdup2(&id, sizeof(id)));
+	g_mutex_unlock(&quiet_lock);
+}
+
+bool itapi_listen_take_no_ird_ord(it_cn_est_identifier_t id)
+{
+	bool found;
+
+	g_mutex_lock(&quiet_lock);
+	found = quiet_reqs && g_hash_table_remove(quiet_reqs, &id);
+	g_mutex_unlock(&quiet_lock);
+	return found;
+}
+
 /* A UD service request (SIDR) on the listener. */
 static void listen_sidr_event(struct itapi_listen *l,
 			      const struct cm_event *ev)
@@ -79,7 +104,11 @@ static void listen_event(const struct cm_event *ev, void *data)
 	r->rdma_read_ord = ev->ord;
 	itapi_copy_pdata(r->private_data, &r->private_data_present,
 		   ev->private_data, ev->private_data_len, l->obj.prefix);
+	/* Before the event: the consumer may accept as soon as it is out. */
+	if (l->no_ird_ord)
+		itapi_listen_keep_no_ird_ord(ev->req_id);
 	if (itapi_evd_post(l->evd, &out, true) != IT_SUCCESS) {
+		itapi_listen_take_no_ird_ord(ev->req_id);
 		/* A request nobody can see is refused at once rather than
 		 * left to time out at the peer. */
 		g_info("%s connection request %llu refused: its EVD is full",
@@ -129,9 +158,12 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 			    IT_LISTEN_SUPPRESS_IRD_ORD))
 		return IT_FAIL(&ia->obj, IT_ERR_INVALID_FLAGS,
 			       "unknown flag bits 0x%x", (unsigned int)flags);
-	if (flags & IT_LISTEN_SUPPRESS_IRD_ORD)
+	/* Suppression is MPA without its IRD/ORD header; the InfiniBand
+	 * CM's REP carries them in fields of its own, always. */
+	if ((flags & IT_LISTEN_SUPPRESS_IRD_ORD) &&
+	    ia->transport != RNICPI_TRANSPORT_IWARP)
 		return IT_FAIL(&ia->obj, IT_ERR_INVALID_FLAGS,
-			       "IRD/ORD suppression is not supported");
+			       "IRD/ORD suppression: iWARP only (the InfiniBand CM's REP always carries them)");
 	if (flags & IT_LISTEN_CONN_QUAL_INPUT) {
 		if (conn_qual->type == IT_IB_SERVICEID &&
 		    ia->transport != RNICPI_TRANSPORT_IWARP) {
@@ -164,6 +196,7 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 	itapi_obj_init(&l->obj, IT_HANDLE_TYPE_LISTEN, ia, NULL);
 	l->spigot_id = spigot_id;
 	l->evd = evd;
+	l->no_ird_ord = (flags & IT_LISTEN_SUPPRESS_IRD_ORD) != 0;
 	if (sid)
 		err = cm_listen_service(ia->dev, (uint8_t)(spigot_id + 1),
 					sid, listen_event, l, &l->cm);

@@ -249,12 +249,13 @@ static it_status_t check_rkey(struct itapi_obj *ep, it_rmr_context_t ctx,
 /* Send side                                                           */
 /* ------------------------------------------------------------------ */
 
+/* IT_UNLINK_FENCE_FLAG applies to every request of the send queue. */
 #define SEND_OK_FLAGS                                                       \
 	(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG | IT_SOLICITED_WAIT_FLAG |      \
-	 IT_BARRIER_FENCE_FLAG | IT_COALESCE_WR_FLAG)
+	 IT_BARRIER_FENCE_FLAG | IT_UNLINK_FENCE_FLAG | IT_COALESCE_WR_FLAG)
 #define RDMA_OK_FLAGS                                                       \
 	(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG | IT_BARRIER_FENCE_FLAG |       \
-	 IT_COALESCE_WR_FLAG)
+	 IT_UNLINK_FENCE_FLAG | IT_COALESCE_WR_FLAG)
 #define RECV_OK_FLAGS                                                       \
 	(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG | IT_SOLICITED_WAIT_FLAG |      \
 	 IT_COALESCE_WR_FLAG)
@@ -449,7 +450,7 @@ it_status_t it_post_atomic(it_ep_handle_t ep_handle, it_atomic_op_t op,
 			       "atomics are not enabled on the endpoint");
 	st = check_flags(ep, dto_flags,
 			 IT_COMPLETION_FLAG | IT_NOTIFY_FLAG |
-				 IT_BARRIER_FENCE_FLAG,
+				 IT_BARRIER_FENCE_FLAG | IT_UNLINK_FENCE_FLAG,
 			 name);
 	if (st)
 		return st;

@@ -273,6 +273,7 @@ struct itapi_listen {
 	struct itapi_evd *evd;
 	it_conn_qual_t conn_qual;	/* network byte order, as given */
 	struct cm_listen *cm;
+	bool no_ird_ord;		/* IT_LISTEN_SUPPRESS_IRD_ORD */
 };
 
 /* SRQ receive slots complete in any order: a free list, and the wr_id
@@ -387,6 +388,11 @@ void itapi_ep_destroy(struct itapi_ep *ep);
 struct itapi_ud_svc;
 void itapi_ud_svc_destroy(struct itapi_ud_svc *u);
 void itapi_listen_destroy(struct itapi_listen *l);
+/* Whether request @id came to a listener with IT_LISTEN_SUPPRESS_IRD_ORD
+ * (forgotten by the call: the request is being answered); and, for an
+ * answer that failed, remember it again. */
+bool itapi_listen_take_no_ird_ord(it_cn_est_identifier_t id);
+void itapi_listen_keep_no_ird_ord(it_cn_est_identifier_t id);
 /* Copy up to IT_MAX_PRIV_DATA bytes of the peer's private data into an
  * event (logging what did not fit); *@present says whether there was any. */
 void itapi_copy_pdata(unsigned char *dst, it_boolean_t *present,

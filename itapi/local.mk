@@ -28,6 +28,47 @@ EXTRA_DIST += itapi/libhostrdma.map
 
 man_MANS += man/it_api.3
 EXTRA_DIST += man/it_api.3 docs/IT-API.md
+# One page per IT-API function family (man/it_ep_connect.3, ...) and a
+# `.so` link for each other function of the family; tests/check-install.sh
+# fails when a function of it_api.h has none.
+itapi_man_pages = man/it_address_handle_create.3 man/it_address_handle_free.3 \
+	man/it_address_handle_modify.3 man/it_address_handle_query.3 \
+	man/it_convert_net_addr.3 man/it_ep_accept.3 man/it_ep_connect.3 \
+	man/it_ep_disconnect.3 man/it_ep_free.3 man/it_ep_modify.3 \
+	man/it_ep_query.3 man/it_ep_rc_create.3 man/it_ep_reset.3 \
+	man/it_ep_ud_create.3 man/it_evd_callback_attach.3 \
+	man/it_evd_callback_detach.3 man/it_evd_create.3 man/it_evd_dequeue.3 \
+	man/it_evd_dequeue_n.3 man/it_evd_free.3 man/it_evd_modify.3 \
+	man/it_evd_post_se.3 man/it_evd_query.3 man/it_evd_wait.3 \
+	man/it_get_consumer_context.3 man/it_get_handle_type.3 \
+	man/it_get_pathinfo.3 man/it_handoff.3 man/it_hton64.3 \
+	man/it_ia_create.3 man/it_ia_free.3 man/it_ia_info_free.3 \
+	man/it_ia_query.3 man/it_interface_list.3 man/it_listen_create.3 \
+	man/it_listen_free.3 man/it_listen_query.3 man/it_lmr_create.3 \
+	man/it_lmr_create10.3 man/it_lmr_create20.3 man/it_lmr_create21.3 \
+	man/it_lmr_create_unlinked.3 man/it_lmr_flush_to_mem.3 \
+	man/it_lmr_free.3 man/it_lmr_link.3 man/it_lmr_modify.3 \
+	man/it_lmr_query.3 man/it_lmr_refresh_from_mem.3 \
+	man/it_lmr_sync_rdma_read.3 man/it_lmr_sync_rdma_write.3 \
+	man/it_lmr_unlink.3 man/it_make_rdma_addr.3 \
+	man/it_make_rdma_addr_absolute.3 man/it_make_rdma_addr_relative.3 \
+	man/it_mem_map.3 man/it_mem_unmap.3 man/it_ntoh64.3 \
+	man/it_post_atomic.3 man/it_post_rdma_read.3 \
+	man/it_post_rdma_read_to_rmr.3 man/it_post_rdma_write.3 \
+	man/it_post_recv.3 man/it_post_recvfrom.3 man/it_post_send.3 \
+	man/it_post_send_and_unlink.3 man/it_post_sendto.3 man/it_pz_create.3 \
+	man/it_pz_free.3 man/it_pz_query.3 man/it_reject.3 man/it_rmr_bind.3 \
+	man/it_rmr_bind10.3 man/it_rmr_create.3 man/it_rmr_create10.3 \
+	man/it_rmr_create20.3 man/it_rmr_free.3 man/it_rmr_link.3 \
+	man/it_rmr_query.3 man/it_rmr_unbind.3 man/it_rmr_unlink.3 \
+	man/it_set_consumer_context.3 man/it_socket_convert.3 \
+	man/it_srq_create.3 man/it_srq_free.3 man/it_srq_modify.3 \
+	man/it_srq_query.3 man/it_ud_service_reply.3 \
+	man/it_ud_service_request.3 man/it_ud_service_request_handle_create.3 \
+	man/it_ud_service_request_handle_free.3 \
+	man/it_ud_service_request_handle_query.3
+man_MANS += $(itapi_man_pages)
+EXTRA_DIST += $(itapi_man_pages)
 
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = hostrdma.pc

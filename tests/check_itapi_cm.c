@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -276,8 +277,13 @@ START_TEST(private_data_limits)
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 	itcm_conn_event_for(b, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
-	/* An iWARP close carries none. */
-	ck_assert_it(it_ep_disconnect(a, big, 1), IT_ERR_INVALID_PDATA_LENGTH);
+	/* An iWARP close carries none; a RoCE DREQ as much as the rest. */
+	if (it_env_is_rxe())
+		ck_assert_it(it_ep_disconnect(a, big, sizeof(big)),
+			     IT_ERR_INVALID_PDATA_LENGTH);
+	else
+		ck_assert_it(it_ep_disconnect(a, big, 1),
+			     IT_ERR_INVALID_PDATA_LENGTH);
 	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
 	ck_assert_it(it_ep_accept(c, 1, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
 	ck_assert_it_ok(it_listen_free(l));
@@ -312,6 +318,34 @@ START_TEST(disconnect_graceful)
 	ck_assert_it(it_ep_disconnect(a, NULL, 0), IT_ERR_INVALID_EP_STATE);
 	ck_assert_it(it_post_send(a, &t, 1, 1, CN), IT_ERR_INVALID_EP_STATE);
 	it_buf_free(&r);
+}
+END_TEST
+
+/* RoCE: an orderly close carries private data in the DREQ, which the
+ * peer's disconnect event shows; the closing side's own event has none. */
+START_TEST(disconnect_private_data)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_ia_info_t *info;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert_uint_eq(info->disconnect_private_data_len, IT_MAX_PRIV_DATA);
+	it_ia_info_free(info);
+	it_connect_pair(&F, a, b);
+	ck_assert_it(it_ep_disconnect(a, NULL, 4), IT_ERR_FAULT);
+	ck_assert_it_ok(it_ep_disconnect(a, (const unsigned char *)"bye!", 4));
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn.private_data, "bye!", 4), 0);
+	ck_assert_uint_eq(ev.conn.private_data[4], 0);
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
+	ck_assert(!ev.conn.private_data_present);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
 }
 END_TEST
 
@@ -460,7 +494,7 @@ START_TEST(listen_errors_and_query)
 	ck_assert_it(it_listen_create(F.ia, 1, F.req, 0, &q2, &l2),
 		     IT_ERR_INVALID_SPIGOT);
 	ck_assert_it(it_listen_create(F.ia, 0, F.req,
-				      IT_LISTEN_SUPPRESS_IRD_ORD, &q2, &l2),
+				      (it_listen_flags_t)0x80, &q2, &l2),
 		     IT_ERR_INVALID_FLAGS);
 	ck_assert_it(it_listen_create(F.ia, 0, F.req, 0, NULL, &l2),
 		     IT_ERR_FAULT);
@@ -487,9 +521,6 @@ START_TEST(connect_errors)
 		     IT_ERR_FAULT);
 	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
 				   IT_CONNECT_FLAG_THREE_WAY, NULL, 0),
-		     IT_ERR_INVALID_CN_EST_FLAGS);
-	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
-				   IT_CONNECT_SUPPRESS_IRD_ORD, NULL, 0),
 		     IT_ERR_INVALID_CN_EST_FLAGS);
 	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
 				   (it_cn_est_flags_t)0x40, NULL, 0),
@@ -553,10 +584,17 @@ START_TEST(local_and_remote_port)
 	it_conn_qual_t q, lr = { .type = IT_IANA_LR_PORT };
 	it_listen_handle_t l = listen_any(&q);
 	uint16_t mine = free_port();
+	it_ia_info_t *info;
 	it_path_t path;
 	it_event_t ev;
 
 	itcm_n_stash = 0;
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert(info->spigot_info[0].active_side_conn_qual &
+		  IT_IANA_LR_PORT);
+	ck_assert(!(info->spigot_info[0].passive_side_conn_qual &
+		    IT_IANA_LR_PORT));
+	it_ia_info_free(info);
 	lr.conn_qual.lr_port.local = htons(mine);
 	lr.conn_qual.lr_port.remote = q.conn_qual.port;
 	it_loopback_path(&F, &path);
@@ -620,6 +658,104 @@ START_TEST(handoff)
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 	ck_assert_it_ok(it_listen_free(l1));
 	ck_assert_it_ok(it_listen_free(l2));
+}
+END_TEST
+
+/* it_handoff to a listener on an InfiniBand service ID: RoCE hands the
+ * request over (the new listener reports it under its service ID);
+ * iWARP has no such listeners. */
+START_TEST(handoff_service_id)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_evd_handle_t req2;
+	it_conn_qual_t q1, q2 = { .type = IT_IB_SERVICEID };
+	it_listen_handle_t l1 = listen_any(&q1), l2 = NULL;
+	uint64_t sid = 0x0000000012340000ull | (uint64_t)(getpid() & 0xffff);
+	it_cn_est_identifier_t id;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	ck_assert_it_ok(it_evd_create(F.ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0,
+				      NULL, &req2, NULL));
+	q2.conn_qual.serviceid = htobe64(sid);
+	if (it_env_is_rxe())
+		ck_assert_it_ok(it_listen_create(F.ia, 0, req2,
+						 IT_LISTEN_CONN_QUAL_INPUT,
+						 &q2, &l2));
+	start_connect(a, &q1, "to-sid", 6);
+	it_wait_event(F.req, &ev);
+	id = ev.conn_req.cn_est_id;
+	if (!it_env_is_rxe()) {
+		ck_assert_it(it_handoff(&q2, 0, id), IT_ERR_INVALID_CONN_QUAL);
+		ck_assert_it_ok(it_reject(id, NULL, 0));
+		ck_assert_it_ok(it_listen_free(l1));
+		ck_assert_it_ok(it_evd_free(req2));
+		return;
+	}
+	q2.conn_qual.serviceid = 0;
+	ck_assert_it(it_handoff(&q2, 0, id), IT_ERR_INVALID_CONN_QUAL);
+	q2.conn_qual.serviceid = htobe64(sid + 1);
+	ck_assert_it(it_handoff(&q2, 0, id), IT_ERR_INVALID_CONN_QUAL);
+	q2.conn_qual.serviceid = htobe64(sid);
+	ck_assert_it_ok(it_handoff(&q2, 0, id));
+	it_wait_event(req2, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_uint_eq(ev.conn_req.cn_est_id, id);
+	ck_assert_int_eq(ev.conn_req.conn_qual.type, IT_IB_SERVICEID);
+	ck_assert_uint_eq(be64toh(ev.conn_req.conn_qual.conn_qual.serviceid),
+			  sid);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "to-sid", 6), 0);
+	ck_assert_it_ok(it_ep_accept(b, id, NULL, 0));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_it_ok(it_listen_free(l1));
+	ck_assert_it_ok(it_listen_free(l2));
+}
+END_TEST
+
+/* RoCE: IT_IANA_LR_PORT's local port is the source port of rdma_cm's
+ * private data header; the listener's side names the request by it.
+ * With the path's local GID, and without (the route picks the address). */
+static void lr_port_rxe(bool local_gid, uint16_t mine)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_conn_qual_t q, lr = { .type = IT_IANA_LR_PORT };
+	it_listen_handle_t l = listen_any(&q);
+	g_autoptr(tu_log_capture) cap = tu_log_capture_begin("hostrdma-cm");
+	g_autofree char *want = g_strdup_printf("from 127.0.0.1:%u", mine);
+	it_path_t path;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	lr.conn_qual.lr_port.local = htons(mine);
+	lr.conn_qual.lr_port.remote = q.conn_qual.port;
+	it_loopback_path(&F, &path);
+	ck_assert(!IN6_IS_ADDR_UNSPECIFIED(&path.remote.ib.local_port_gid));
+	if (!local_gid)
+		path.remote.ib.local_port_gid = in6addr_any;
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &lr, 0,
+				      (const unsigned char *)"lr", 2));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "lr", 2), 0);
+	ck_assert_msg(tu_log_count(cap, G_LOG_LEVEL_MASK, want) > 0,
+		      "no \"%s\" in the cm's log", want);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_it_ok(it_listen_free(l));
+}
+
+START_TEST(local_and_remote_port_rxe)
+{
+	uint16_t mine = (uint16_t)(20000 + (getpid() % 10000) * 2);
+
+	lr_port_rxe(true, mine);
+	lr_port_rxe(false, (uint16_t)(mine + 1));
 }
 END_TEST
 
@@ -688,6 +824,155 @@ START_TEST(many_connections)
 }
 END_TEST
 
+/* IT_CONNECT_SUPPRESS_IRD_ORD: on iWARP the connection is made without
+ * the IRD/ORD exchange (MPA revision 1, no RFC 6581 header), so the
+ * listener learns none and the private data arrives as sent; the
+ * InfiniBand CM's REQ always carries them, so RoCE refuses the flag. */
+START_TEST(suppress_ird_ord)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q), l2;
+	it_ia_info_t *info;
+	it_path_t path;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	it_loopback_path(&F, &path);
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert_int_eq(info->ird_ord_suppressible,
+			 it_env_is_rxe() ? IT_FALSE : IT_TRUE);
+	it_ia_info_free(info);
+	if (it_env_is_rxe()) {
+		ck_assert_it(it_ep_connect(a, &path, NULL, &q,
+					   IT_CONNECT_SUPPRESS_IRD_ORD,
+					   NULL, 0),
+			     IT_ERR_INVALID_CN_EST_FLAGS);
+		ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_UNCONNECTED);
+		ck_assert_it(it_listen_create(F.ia, 0, F.req,
+					      IT_LISTEN_SUPPRESS_IRD_ORD, &q,
+					      &l2),
+			     IT_ERR_INVALID_FLAGS);
+		ck_assert_it_ok(it_listen_free(l));
+		return;
+	}
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
+				      IT_CONNECT_FLAG_TWO_WAY |
+					      IT_CONNECT_SUPPRESS_IRD_ORD,
+				      (const unsigned char *)"quiet", 5));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	/* With the exchange (private_data_roundtrip) these are 4 and 4. */
+	ck_assert_uint_eq(ev.conn_req.rdma_read_ird, 0);
+	ck_assert_uint_eq(ev.conn_req.rdma_read_ord, 0);
+	ck_assert(ev.conn_req.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "quiet", 5), 0);
+	ck_assert_uint_eq(ev.conn_req.private_data[5], 0);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id,
+				     (const unsigned char *)"ok", 2));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn.private_data, "ok", 2), 0);
+	ck_assert_uint_eq(ev.conn.private_data[2], 0);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_CONNECTED);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+/* IT_LISTEN_SUPPRESS_IRD_ORD: the listener answers an enhanced MPA
+ * Request (RFC 6581, IRD/ORD in front of the private data) with a
+ * revision 1 Reply that has no IRD/ORD; a listener without the flag
+ * answers with the enhanced header. The initiator here is a raw socket
+ * that sends the Request and reads the Reply's bytes. */
+static void raw_read(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		ck_assert_msg(n > 0, "MPA Reply: read %zd (%s)", n,
+			      g_strerror(errno));
+		got += (size_t)n;
+	}
+}
+
+static void raw_mpa_exchange(bool suppress)
+{
+	it_ep_handle_t b = it_ep_new(&F);
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_listen_handle_t l;
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	struct timeval tv = { .tv_sec = 10 };
+	unsigned char req[20 + 4 + 5], rep[20 + 4 + 2];
+	uint16_t pd_len;
+	it_event_t ev;
+	int fd;
+
+	itcm_n_stash = 0;
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req,
+					 suppress ? IT_LISTEN_SUPPRESS_IRD_ORD :
+						    IT_LISTEN_NO_FLAG,
+					 &q, &l));
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	in.sin_port = q.conn_qual.port;
+	ck_assert_int_eq(connect(fd, (void *)&in, sizeof(in)), 0);
+	/* Key, flags (enhanced), revision 2, private data length; IRD 4,
+	 * ORD 4; then the consumer's private data. */
+	memcpy(req, "MPA ID Req Frame", 16);
+	req[16] = 0x10;
+	req[17] = 2;
+	req[18] = 0;
+	req[19] = 4 + 5;
+	req[20] = 0;
+	req[21] = 4;
+	req[22] = 0;
+	req[23] = 4;
+	memcpy(req + 24, "hello", 5);
+	ck_assert_int_eq(write(fd, req, sizeof(req)), (ssize_t)sizeof(req));
+
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_uint_eq(ev.conn_req.rdma_read_ird, 4);
+	ck_assert_uint_eq(ev.conn_req.rdma_read_ord, 4);
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "hello", 5), 0);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id,
+				     (const unsigned char *)"ok", 2));
+
+	raw_read(fd, rep, 20);
+	ck_assert_int_eq(memcmp(rep, "MPA ID Rep Frame", 16), 0);
+	pd_len = (uint16_t)(rep[18] << 8 | rep[19]);
+	if (suppress) {
+		ck_assert_uint_eq(rep[17], 1);
+		ck_assert_uint_eq(rep[16] & 0x10, 0);
+		ck_assert_uint_eq(pd_len, 2);
+		raw_read(fd, rep + 20, 2);
+		ck_assert_int_eq(memcmp(rep + 20, "ok", 2), 0);
+	} else {
+		ck_assert_uint_eq(rep[17], 2);
+		ck_assert_uint_ne(rep[16] & 0x10, 0);
+		ck_assert_uint_eq(pd_len, 4 + 2);
+		raw_read(fd, rep + 20, 4 + 2);
+		ck_assert_int_eq(memcmp(rep + 24, "ok", 2), 0);
+	}
+	close(fd);
+	ck_assert_it_ok(it_listen_free(l));
+}
+
+START_TEST(listen_suppress_ird_ord)
+{
+	raw_mpa_exchange(false);
+	raw_mpa_exchange(true);
+}
+END_TEST
+
 Suite *suite_itapi_cm(void)
 {
 	Suite *s = suite_create("itapi-cm");
@@ -707,7 +992,10 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, listen_errors_and_query);
 	tcase_add_test(tc, connect_errors);
 	tcase_add_test(tc, local_and_remote_port);
+	tcase_add_test(tc, suppress_ird_ord);
+	tcase_add_test(tc, listen_suppress_ird_ord);
 	tcase_add_test(tc, handoff);
+	tcase_add_test(tc, handoff_service_id);
 	tcase_add_test(tc, many_connections);
 	itapi_cm_add_socket_convert_tests(tc); /* check_itapi_cm_sockets.c */
 	suite_add_tcase(s, tc);
@@ -731,7 +1019,11 @@ Suite *suite_itapi_cm_rxe(void)
 	tcase_add_test(tc, disconnect_graceful);
 	tcase_add_test(tc, disconnect_abortive);
 	tcase_add_test(tc, disconnect_pending);
+	tcase_add_test(tc, suppress_ird_ord);
 	tcase_add_test(tc, handoff);
+	tcase_add_test(tc, handoff_service_id);
+	tcase_add_test(tc, local_and_remote_port_rxe);
+	tcase_add_test(tc, disconnect_private_data);
 	tcase_add_test(tc, many_connections);
 	/* The transport's own cases: itapi-cm-ib (check_itapi_cm_ib.c). */
 	suite_add_tcase(s, tc);

@@ -489,6 +489,57 @@ static void posting_order_rounds(size_t big)
 	it_buf_free(&src);
 }
 
+/*
+ * IT_UNLINK_FENCE_FLAG on Sends, Writes and Reads (a local fence: the
+ * request waits for earlier RMR unlinks; siw waits for earlier Reads as
+ * well): taken, and the fenced requests complete with their data.
+ */
+START_TEST(unlink_fence_flag)
+{
+	const it_dto_flags_t CNF = IT_COMPLETION_FLAG | IT_NOTIFY_FLAG |
+				   IT_UNLINK_FENCE_FLAG;
+	struct it_buf sink, msg;
+	it_lmr_triplet_t t, m;
+
+	it_buf_new(&F, &sink, 4096, IT_PRIV_LOCAL | IT_PRIV_REMOTE_WRITE);
+	it_buf_new(&F, &msg, 64, IT_PRIV_LOCAL);
+	for (size_t i = 0; i < R.len; i++)
+		R.mem[i] = (unsigned char)(i ^ 0x5a);
+	for (size_t i = 0; i < 100; i++)
+		S.mem[i] = (unsigned char)(i + 1);
+	m = it_seg(&msg, 0, 64);
+	ck_assert_it_ok(it_post_recv(B, &m, 1, 40,
+				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	t = it_seg(&sink, 0, 1000);
+	ck_assert_it_ok(it_post_rdma_read(A, &t, 1, 41, CNF,
+					  (uintptr_t)R.mem + 2000, R.rkey));
+	t = it_seg(&S, 0, 100);
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, 42, CNF,
+					   (uintptr_t)R.mem, R.rkey));
+	t = it_seg(&S, 0, 8);
+	ck_assert_it_ok(it_post_send(A, &t, 1, 43, CNF));
+	{
+		/* A's complete in posting order; B's receive interleaves. */
+		struct want w[] = {
+			{ IT_DTO_RDMA_READ_CMPL_EVENT, 41, IT_DTO_SUCCESS },
+			{ IT_DTO_RDMA_WRITE_CMPL_EVENT, 42, IT_DTO_SUCCESS },
+			{ IT_DTO_SEND_CMPL_EVENT, 43, IT_DTO_SUCCESS },
+			{ IT_DTO_RC_RECV_CMPL_EVENT, 40, IT_DTO_SUCCESS },
+		};
+
+		expect_any_order(w, 4);
+		ck_assert_uint_eq(w[0].got.dto_cmpl.transferred_length, 1000);
+	}
+	for (size_t i = 0; i < 1000; i++)
+		ck_assert_uint_eq(sink.mem[i],
+				  (unsigned char)((2000 + i) ^ 0x5a));
+	ck_assert_int_eq(memcmp(R.mem, S.mem, 100), 0);
+	ck_assert_int_eq(memcmp(msg.mem, S.mem, 8), 0);
+	it_buf_free(&msg);
+	it_buf_free(&sink);
+}
+END_TEST
+
 START_TEST(posting_order)
 {
 	posting_order_rounds(1 << 20);
@@ -641,6 +692,7 @@ Suite *suite_itapi_post(void)
 	tcase_add_test(siw, rdma_write);
 	tcase_add_test(siw, coalesced_writes);
 	tcase_add_test(siw, rdma_read);
+	tcase_add_test(siw, unlink_fence_flag);
 	tcase_add_test(siw, send_recv_siw_and_flush);
 	tcase_add_test(siw, send_with_invalidate);
 	tcase_add_test(siw, not_supported);

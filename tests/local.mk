@@ -65,3 +65,5 @@ check-sanitizers:
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(MAKE) $(AM_MAKEFLAGS) check
 .PHONY: check-sanitizers
+
+include tests/local-install.mk
