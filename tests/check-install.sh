@@ -194,6 +194,15 @@ for f in "$mandir"/man3/it_*.3; do
 	fi
 done
 
+# The constants the pages set in bold are it_api.h's (no typo'd names).
+hdr=$(pcq --variable=includedir)/it_api.h
+[ -f "$hdr" ] || fail "it_api.h not installed in $(dirname "$hdr")"
+for t in $(grep -h '^\.\(B\|BR\|RB\) ' "$mandir"/man3/it_*.3 |
+	sed 's/IT_[A-Z0-9_]*_\*//g' | grep -o '\<IT_[A-Z0-9_]*[A-Z0-9]' |
+	sort -u); do
+	grep -qw "$t" "$hdr" || fail "a man page names $t, which it_api.h lacks"
+done
+
 # Every installed page formats without a warning (groff -ww).
 if command -v groff >/dev/null 2>&1; then
 	for f in "$mandir"/man*/*; do
