@@ -25,6 +25,17 @@
 
 enum perf_verb { PERF_WRITE, PERF_READ, PERF_SEND };
 
+/* --output: one number per size instead of the table. */
+enum perf_output { PERF_OUT_TABLE, PERF_OUT_BANDWIDTH, PERF_OUT_MSG_RATE,
+		   PERF_OUT_LATENCY };
+
+/* What the banner says about where the run goes (perf_describe). */
+struct perf_where {
+	char device[64];
+	char transport[32];
+	char local[64], remote[64];
+};
+
 struct perf_opts {
 	enum perf_verb verb;
 	bool lat;			/* a _lat test, else _bw */
@@ -40,7 +51,12 @@ struct perf_opts {
 	unsigned int duration_s;	/* -D: run by time, not count */
 	unsigned int qps;		/* -q */
 	bool bidir;			/* -b */
-	unsigned int inline_size;	/* -I: IT-API has no inline data */
+	unsigned int inline_size;	/* -I: only 0, IT-API has no inline
+					 * data */
+	unsigned int ib_port;		/* -i: the spigot + 1 */
+	enum perf_output output;	/* --output */
+	bool cpu_util;			/* --cpu_util: a CPU column */
+	struct perf_where where;	/* for the banner, once connected */
 	unsigned int tx_depth;		/* -t */
 	unsigned int rx_depth;		/* -r */
 	unsigned int cq_mod;		/* -Q: one completion per cq_mod */
@@ -65,6 +81,7 @@ struct perf_result {
 	uint64_t iters;			/* messages, all QPs together */
 	uint64_t ns;			/* first post to last completion */
 	double cpu_s;			/* this process's CPU time meanwhile */
+	double peak_bps;		/* bytes/s of the best window (bw) */
 	double peer_cpu_s;		/* the peer's, from its report */
 	/* latency tests: microseconds */
 	double lat_min, lat_max, lat_avg, lat_p50, lat_p99, lat_p999;

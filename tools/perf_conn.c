@@ -424,6 +424,8 @@ static int next_request(struct perf_ctx *c, uint8_t role, unsigned int index,
 		if (ev.conn_req.private_data_present &&
 		    perf_hello_ok(ev.conn_req.private_data, role, index)) {
 			*id = ev.conn_req.cn_est_id;
+			if (!role)
+				c->peer_addr = ev.conn_req.source_addr;
 			return 0;
 		}
 		fprintf(stderr, "%s: rejecting a connection request that is not hostrdma-perf's (role %u index %u expected)\n",

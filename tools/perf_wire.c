@@ -140,8 +140,10 @@ void perf_combine(const struct perf_ctx *c, struct perf_result *mine)
 	peer.lat_p999 = (double)be64toh(m->v_be[DV_LAT_P999]) / 1e3;
 	peer.verify_errors =
 		(uint32_t)be64toh(m->v_be[DV_VERIFY_ERRORS]);
+	peer.peak_bps = (double)be64toh(m->v_be[DV_PEAK_BPS]);
 	if (c->o->bidir) {
 		mine->iters += peer.iters;
+		mine->peak_bps += peer.peak_bps;
 		if (peer.ns > mine->ns)
 			mine->ns = peer.ns;
 		mine->verify_errors += peer.verify_errors;
@@ -197,6 +199,7 @@ void perf_pt_dest_in(struct perf_ctx *c, unsigned int i,
 void perf_pt_report_in(const uint64_t theirs[5], struct perf_result *r)
 {
 	double bw = unswap_double(theirs[3]), ns = 0;
+	double peak = unswap_double(theirs[2]);
 
 	r->size = be64toh(theirs[0]);
 	r->iters = be64toh(theirs[1]);
@@ -213,4 +216,6 @@ void perf_pt_report_in(const uint64_t theirs[5], struct perf_result *r)
 		ns = 0;
 	}
 	r->ns = (uint64_t)ns;
+	/* perftest's peak, MiB/s; nothing for what no double can be. */
+	r->peak_bps = peak > 0 && peak < 1e12 ? peak * 1048576.0 : 0;
 }

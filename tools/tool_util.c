@@ -8,6 +8,8 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <errno.h>
+#include <locale.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -420,8 +422,16 @@ int tool_listen(const char *prog, const char *device, const char *bind,
 	if (ready)
 		ready(arg);
 	while (chosen < 0) {
-		if (poll(pfd, nc, -1) < 0)
-			continue;	/* EINTR */
+		if (poll(pfd, nc, -1) < 0) {
+			if (errno != EINTR)
+				continue;
+			/* A signal the tool handles (SIGINT, SIGTERM): it
+			 * asks to stop, as it_evd_wait's IT_ERR_INTERRUPT
+			 * does on the single-device path. */
+			for (size_t i = 0; i < nc; i++)
+				it_ia_free(cand[i].ia);
+			return 1;
+		}
 		for (size_t i = 0; i < nc && chosen < 0; i++)
 			if (pfd[i].revents & POLLIN)
 				chosen = (int)i;
@@ -492,4 +502,35 @@ void tool_raise_memlock(void)
 	getrlimit(RLIMIT_MEMLOCK, &rl);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+void tool_init(const char *prog)
+{
+	setlocale(LC_ALL, "");
+	g_set_prgname(prog);
+}
+
+int tool_parse_options(const char *prog, GOptionContext *ctx, int *argc,
+		       char ***argv)
+{
+	g_autoptr(GError) err = NULL;
+
+	if (g_option_context_parse(ctx, argc, argv, &err))
+		return 0;
+	fprintf(stderr, "%s: %s\nTry `%s --help'.\n", prog, err->message,
+		prog);
+	return -1;
+}
+
+int tool_parse_uint(const char *prog, const char *opt, const char *text,
+		    guint64 lo, guint64 hi, guint64 *out)
+{
+	g_autoptr(GError) err = NULL;
+
+	/* Base 10 only, as perftest and rping read their numbers; no sign,
+	 * no suffix, nothing after the digits. */
+	if (g_ascii_string_to_unsigned(text, 10, lo, hi, out, &err))
+		return 0;
+	fprintf(stderr, "%s: %s %s: %s\n", prog, opt, text, err->message);
+	return -1;
 }
