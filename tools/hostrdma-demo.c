@@ -97,17 +97,6 @@ static bool can_connect(const char *dev, const char **why)
 	return st == IT_SUCCESS;
 }
 
-static const char *human(uint64_t n, char *buf, size_t len)
-{
-	if (n >= (1 << 20) && n % (1 << 20) == 0)
-		snprintf(buf, len, "%llu MiB", (unsigned long long)(n >> 20));
-	else if (n >= 1024 && n % 1024 == 0)
-		snprintf(buf, len, "%llu KiB", (unsigned long long)(n >> 10));
-	else
-		snprintf(buf, len, "%llu B", (unsigned long long)n);
-	return buf;
-}
-
 /* The measurements, in table order: bandwidth first, then latency. */
 static const struct {
 	const char *test;
@@ -173,20 +162,20 @@ static int demo(struct transport *t, uint16_t *port)
 /* One table for every transport that ran: a transport column. */
 static void print_tables(const struct transport *ts, size_t n)
 {
-	char a[32];
-
 	printf("\n  %-10s %-8s %8s %12s %12s\n", "test", "over", "size",
 	       "Gb/s", "msg/s");
 	for (size_t i = 0; i < N_BW; i++)
 		for (size_t k = 0; k < n; k++) {
 			const struct perf_result *x = &ts[k].res[i];
 			double s = (double)x->ns / 1e9;
+			g_autofree char *size = NULL;
 
 			if (!ts[k].ran || ts[k].failed)
 				continue;
+			size = g_format_size_full(measures[i].size,
+						  G_FORMAT_SIZE_IEC_UNITS);
 			printf("  %-10s %-8s %8s %12.2f %12.0f\n",
-			       measures[i].test, ts[k].name,
-			       human(measures[i].size, a, sizeof(a)),
+			       measures[i].test, ts[k].name, size,
 			       (double)x->iters * (double)x->size * 8 / s / 1e9,
 			       (double)x->iters / s);
 		}

@@ -11,6 +11,8 @@
 
 #include "tools/perf.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,30 +33,34 @@ struct num_args {
 	char *mtu, *gid_index, *sl;
 };
 
-/* perftest's flags that hostrdma-perf does not do: a clear refusal
- * naming the closest flag it has. */
-static gboolean refuse(const char *name, const char *value, gpointer data,
-		       GError **err)
+/*
+ * --run_infinitely's client: SIGINT and SIGTERM are blocked in every
+ * thread (so no wait of IT-API ends with IT_ERR_INTERRUPT mid-run) and
+ * taken here, which asks the run to stop after the current -D seconds.
+ */
+static void *stop_thread(void *arg)
 {
-	static const struct {
-		const char *flag, *why;
-	} no[] = {
-		{ "--run_infinitely",
-		  "runs until stopped are not supported; the closest is -D SECONDS (up to 86400)" },
-		{ "--report-both",
-		  "-b reports both directions added up, not each; the closest is -b with --json" },
-	};
+	sigset_t *sigs = arg;
+	int sig;
 
-	(void)value;
-	(void)data;
-	for (size_t i = 0; i < G_N_ELEMENTS(no); i++)
-		if (!strcmp(name, no[i].flag)) {
-			g_set_error(err, G_OPTION_ERROR,
-				    G_OPTION_ERROR_FAILED, "%s: %s", name,
-				    no[i].why);
-			return FALSE;
-		}
-	return TRUE;
+	if (sigwait(sigs, &sig) == 0)
+		perf_stop = 1;
+	return NULL;
+}
+
+static int catch_stop(void)
+{
+	static sigset_t sigs;
+	pthread_t th;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	if (pthread_create(&th, NULL, stop_thread, &sigs))
+		return -1;
+	pthread_detach(th);
+	return 0;
 }
 
 static int version_only(void)
@@ -131,7 +137,7 @@ int main(int argc, char **argv)
 	gboolean all = FALSE, bidir = FALSE, events = FALSE, rcm = FALSE;
 	gboolean loop = FALSE, json = FALSE, verify = FALSE, quiet = FALSE;
 	gboolean gbits = FALSE, mbytes = FALSE, version = FALSE, cpu = FALSE;
-	gboolean ignored = FALSE;
+	gboolean ignored = FALSE, infinite = FALSE, both = FALSE;
 	const GOptionEntry entries[] = {
 		{ "size", 's', 0, G_OPTION_ARG_STRING, &a.size,
 		  "Message size (bw 65536, lat 2), up to 8388608", "BYTES" },
@@ -188,11 +194,12 @@ int main(int argc, char **argv)
 		  "WHAT" },
 		{ "cpu_util", 0, 0, G_OPTION_ARG_NONE, &cpu,
 		  "Add a column of this process's CPU use in percent", NULL },
-		{ "run_infinitely", 0, G_OPTION_FLAG_NO_ARG,
-		  G_OPTION_ARG_CALLBACK, (gpointer)refuse,
-		  "Refused: use -D SECONDS", NULL },
-		{ "report-both", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK,
-		  (gpointer)refuse, "Refused: -b reports the sum", NULL },
+		{ "run_infinitely", 0, 0, G_OPTION_ARG_NONE, &infinite,
+		  "Bandwidth tests: runs of -D seconds (5) of one size, a line each, until SIGINT or SIGTERM",
+		  NULL },
+		{ "report-both", 0, 0, G_OPTION_ARG_NONE, &both,
+		  "With -b: each direction on its own line, this side's first",
+		  NULL },
 		{ "quiet", 0, 0, G_OPTION_ARG_NONE, &quiet,
 		  "No banner, no progress lines", NULL },
 		{ "version", 'V', 0, G_OPTION_ARG_NONE, &version,
@@ -249,6 +256,21 @@ int main(int argc, char **argv)
 	o.verify = verify;
 	o.quiet = quiet;
 	o.cpu_util = cpu;
+	o.run_infinitely = infinite;
+	o.report_both = both;
+	if (o.run_infinitely) {
+		if (o.lat || o.all_sizes || o.perftest_cm) {
+			fprintf(stderr, "%s: --run_infinitely runs one size of a bandwidth test (not with -a, -R or a _lat test)\n",
+				PROG);
+			return 2;
+		}
+		if (!o.duration_s)
+			o.duration_s = 5;
+	}
+	if (o.report_both && !o.bidir) {
+		fprintf(stderr, "%s: --report-both goes with -b\n", PROG);
+		return 2;
+	}
 	if (gbits && mbytes) {
 		fprintf(stderr, "%s: --report_gbits or --report-mbytes, not both\n",
 			PROG);
@@ -272,6 +294,13 @@ int main(int argc, char **argv)
 	if (o.loopback && o.perftest_cm) {
 		fprintf(stderr, "%s: -L and -R do not go together\n", PROG);
 		return 2;
+	}
+	/* The client stops after its current run, tells the server, and
+	 * both end normally. */
+	if (o.run_infinitely && o.server && catch_stop()) {
+		fprintf(stderr, "%s: cannot start a thread for signals\n",
+			PROG);
+		return 1;
 	}
 	if (o.perftest_cm)
 		rc = perf_run_perftest(&o, print_one, NULL);

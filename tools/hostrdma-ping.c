@@ -75,11 +75,6 @@ struct ping {
 
 static volatile sig_atomic_t stop;
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 static void debug(const struct opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -113,6 +108,9 @@ static int ping_wait(struct ping *p, it_evd_handle_t evd, uint64_t timeout_us,
 {
 	bool forever = timeout_us == IT_TIMEOUT_INFINITE;
 	uint64_t end = forever ? 0 : tool_now_ns() / 1000 + timeout_us;
+	/* A signal that came just before the wait began would not end
+	 * it: a server looks at the flag every QUIT_POLL_US too. */
+	bool watch_stop = !p->resume_on_signal;
 
 	for (;;) {
 		uint64_t now = tool_now_ns() / 1000;
@@ -123,12 +121,16 @@ static int ping_wait(struct ping *p, it_evd_handle_t evd, uint64_t timeout_us,
 
 		if (p->quit && atomic_load(p->quit))
 			return -1;
-		if (p->quit && slice > QUIT_POLL_US)
+		if (watch_stop && stop) {
+			*st = IT_ERR_INTERRUPT;
+			return 0;
+		}
+		if ((p->quit || watch_stop) && slice > QUIT_POLL_US)
 			slice = QUIT_POLL_US;
 		*st = it_evd_wait(evd, slice, ev, &nmore);
 		if (*st == IT_ERR_INTERRUPT && p->resume_on_signal)
 			continue;
-		if (*st == IT_ERR_TIMEOUT_EXPIRED && p->quit &&
+		if (*st == IT_ERR_TIMEOUT_EXPIRED && (p->quit || watch_stop) &&
 		    (forever || tool_now_ns() / 1000 < end))
 			continue;
 		return 0;
@@ -765,15 +767,13 @@ int main(int argc, char **argv)
 {
 	struct opts o = { .port = 7174, .size = 64 };
 	struct ping p = { .o = &o };
-	struct sigaction sa = { .sa_handler = on_signal };
 	int rc;
 
 	tool_init(PROG);
 	rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	tool_catch_stop_signals(&stop);
 	p.resume_on_signal = o.client;
 	if (o.loopback)
 		rc = run_loopback(&p);

@@ -56,6 +56,10 @@ struct perf_opts {
 	unsigned int ib_port;		/* -i: the spigot + 1 */
 	enum perf_output output;	/* --output */
 	bool cpu_util;			/* --cpu_util: a CPU column */
+	bool run_infinitely;		/* --run_infinitely: -D runs of
+					 * one size until perf_stop */
+	bool report_both;		/* --report-both: -b's directions
+					 * each on its own line */
 	struct perf_where where;	/* for the banner, once connected */
 	unsigned int tx_depth;		/* -t */
 	unsigned int rx_depth;		/* -r */
@@ -75,6 +79,16 @@ struct perf_opts {
 	void *on_listen_arg;
 };
 
+/* Set (by a signal handler) to end a --run_infinitely client after its
+ * current -D run: both ends then finish normally. */
+extern volatile int perf_stop;
+
+/* One direction of a -b run (--report-both). */
+struct perf_dir {
+	uint64_t iters, ns;
+	double peak_bps;
+};
+
 /* What one side measured for one message size. */
 struct perf_result {
 	uint64_t size;
@@ -86,6 +100,8 @@ struct perf_result {
 	/* latency tests: microseconds */
 	double lat_min, lat_max, lat_avg, lat_p50, lat_p99, lat_p999;
 	uint32_t verify_errors;
+	/* -b: this side's sending direction and the peer's */
+	struct perf_dir local, remote;
 };
 
 struct perf_ctx;

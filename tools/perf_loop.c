@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 /* The shortest stretch of a bandwidth run that BW peak looks at. */
-#define PEAK_WINDOW_NS (2ull * 1000 * 1000)
+#define PEAK_WINDOW_NS (20ull * 1000 * 1000)
 #define SIGNALLED ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
 #define CREDIT_COOKIE (1ull << 55)
 #define QP_OF(cookie) ((unsigned int)((cookie) >> 56))
@@ -670,8 +670,13 @@ int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		perf_fill(c->qp[i].buf, size, size, i);
 	}
 	if (c->server) {
-		if (perf_ctl_recv(c, PERF_CTL_READY, IT_TIMEOUT_INFINITE) ||
-		    it_ntoh64(c->last.v_be[0]) != size ||
+		if (perf_ctl_recv(c, PERF_CTL_READY, IT_TIMEOUT_INFINITE))
+			return -1;
+		/* --run_infinitely: a READY of size 0 says the client
+		 * stopped. */
+		if (o->run_infinitely && !it_ntoh64(c->last.v_be[0]))
+			return 1;
+		if (it_ntoh64(c->last.v_be[0]) != size ||
 		    perf_ctl_send(c, PERF_CTL_READY, v, 1, false))
 			return -1;
 	} else {

@@ -54,6 +54,7 @@ enum {
 	PV_VERB, PV_LAT, PV_BIDIR, PV_QPS, PV_TX_DEPTH, PV_RX_DEPTH,
 	PV_CQ_MOD, PV_OUTS, PV_SIZE, PV_ALL, PV_ITERS, PV_DURATION,
 	PV_VERIFY, PV_MAX_SIZE, PV_POST_LIST,
+	PV_INFINITE,	/* --run_infinitely; 0 from older clients */
 };
 /* DONE fields (v[]): times in ns, CPU in us. */
 enum {

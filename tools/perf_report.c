@@ -226,6 +226,11 @@ void perf_print_header(const struct perf_opts *o)
 	printf(" Bidirectional   : %-8s\tData verified  : %s\n",
 	       o->bidir ? "on" : "off", o->verify ? "yes" : "no");
 	printf(" Max inline data : 0[B]\n");
+	if (o->bidir && o->report_both)
+		printf(" Report both     : two lines a size, this side's sends then the peer's\n");
+	if (o->run_infinitely)
+		printf(" Duration        : %u s a line, until interrupted\n",
+		       o->duration_s);
 	printf(" local address:  %s\n", w->local[0] ? w->local : "?");
 	printf(" remote address: %s\n", w->remote[0] ? w->remote : "?");
 	printf(BW_LINE);
@@ -283,6 +288,19 @@ static void json_result(const struct perf_opts *o,
 		json_builder_set_member_name(b, "msg_rate_mpps");
 		json_builder_add_double_value(b, mpps);
 	}
+	if (o->bidir && !o->lat) {
+		const struct perf_dir *d[2] = { &r->local, &r->remote };
+		const char *name[2] = { "bw_local_gbps", "bw_remote_gbps" };
+
+		for (int k = 0; k < 2; k++) {
+			json_builder_set_member_name(b, name[k]);
+			json_builder_add_double_value(
+				b, d[k]->ns ? (double)d[k]->iters *
+						      (double)r->size * 8 /
+						      (double)d[k]->ns :
+					      0);
+		}
+	}
 	json_builder_set_member_name(b, "seconds");
 	json_builder_add_double_value(b, s);
 	json_builder_set_member_name(b, "cpu_s");
@@ -332,6 +350,29 @@ void perf_print_result(const struct perf_opts *o, const struct perf_result *r)
 		       (unsigned long long)r->size,
 		       (unsigned long long)r->iters, r->lat_min, r->lat_max,
 		       r->lat_p50, r->lat_avg, r->lat_p99, r->lat_p999);
+	} else if (o->report_both && o->bidir) {
+		const struct perf_dir *d[2] = { &r->local, &r->remote };
+
+		for (int k = 0; k < 2; k++) {
+			double ds = (double)d[k]->ns / 1e9;
+			double dbps = ds > 0 ? (double)d[k]->iters *
+						       (double)r->size / ds :
+					       0;
+
+			printf(" %-10llu %-14llu %-18.2f %-20.2f %-15.6f",
+			       (unsigned long long)r->size,
+			       (unsigned long long)d[k]->iters,
+			       bw_unit(o, d[k]->peak_bps > dbps ?
+						  d[k]->peak_bps :
+						  dbps),
+			       bw_unit(o, dbps),
+			       ds > 0 ? (double)d[k]->iters / ds / 1e6 : 0);
+			/* CPU: this process's, on both lines */
+			if (o->cpu_util)
+				printf(" %.2f", s > 0 ? 100.0 * r->cpu_s / s :
+							0);
+			printf("\n");
+		}
 	} else if (o->cpu_util) {
 		printf(" %-10llu %-14llu %-18.2f %-20.2f %-15.6f %.2f\n",
 		       (unsigned long long)r->size,
@@ -357,6 +398,8 @@ void perf_print_footer(const struct perf_opts *o)
 		printf(BW_LINE);
 }
 
+volatile int perf_stop;
+
 int perf_run(struct perf_opts *o, perf_report_fn report, void *arg)
 {
 	struct perf_ctx c = { .o = o };
@@ -373,10 +416,21 @@ int perf_run(struct perf_opts *o, perf_report_fn report, void *arg)
 	n = perf_sizes(o, sizes, 32);
 	for (unsigned int i = 0; i < n; i++) {
 		struct perf_result r;
+		int k;
 
 		if (o->lat && sizes[i] < 2 && o->verb == PERF_WRITE)
 			continue;
-		if (perf_loop(&c, sizes[i], &r)) {
+		if (o->run_infinitely && !c.server && perf_stop) {
+			/* READY of size 0: the server stops too. */
+			if (perf_ctl_send(&c, PERF_CTL_READY,
+					  (uint64_t[1]){ 0 }, 1, false))
+				failed = 1;
+			break;
+		}
+		k = perf_loop(&c, sizes[i], &r);
+		if (k > 0)
+			break;	/* --run_infinitely: the client stopped */
+		if (k) {
 			failed = 1;
 			break;
 		}
@@ -384,6 +438,8 @@ int perf_run(struct perf_opts *o, perf_report_fn report, void *arg)
 		if (r.verify_errors)
 			failed = 1;
 		report(o, &r, arg);
+		if (o->run_infinitely)
+			i--;	/* the same size again */
 	}
 	/*
 	 * The server's last DONE is the last message. On RoCE its Send

@@ -15,9 +15,15 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* tool_catch_stop_signals' flag, and the thread it interrupts. */
+static volatile sig_atomic_t *stop_flag;
+static pid_t stop_tid;
 
 /* it_status_t in the standard's order (it_api.h numbers them from 0). */
 static const char *const status_names[] = {
@@ -422,8 +428,12 @@ int tool_listen(const char *prog, const char *device, const char *bind,
 	if (ready)
 		ready(arg);
 	while (chosen < 0) {
-		if (poll(pfd, nc, -1) < 0) {
-			if (errno != EINTR)
+		/* With tool_catch_stop_signals, a signal that came just
+		 * before poll began shows in the flag: look every 100 ms. */
+		int k = poll(pfd, nc, stop_flag ? 100 : -1);
+
+		if (k < 0 || (stop_flag && *stop_flag)) {
+			if (k < 0 && errno != EINTR)
 				continue;
 			/* A signal the tool handles (SIGINT, SIGTERM): it
 			 * asks to stop, as it_evd_wait's IT_ERR_INTERRUPT
@@ -502,6 +512,28 @@ void tool_raise_memlock(void)
 	getrlimit(RLIMIT_MEMLOCK, &rl);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+
+static void on_stop_signal(int sig)
+{
+	int saved = errno;
+
+	*stop_flag = 1;
+	if ((pid_t)syscall(SYS_gettid) != stop_tid)
+		syscall(SYS_tgkill, getpid(), stop_tid, sig);
+	errno = saved;
+}
+
+void tool_catch_stop_signals(volatile sig_atomic_t *flag)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	stop_flag = flag;
+	stop_tid = (pid_t)syscall(SYS_gettid);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 void tool_init(const char *prog)

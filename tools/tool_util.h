@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include <glib.h>
+#include <signal.h>
 
 /* Events the tools wait for, in microseconds. */
 #define TOOL_WAIT_US (30ull * 1000 * 1000)
@@ -97,6 +98,15 @@ int tool_parse_options(const char *prog, GOptionContext *ctx, int *argc,
  */
 int tool_parse_uint(const char *prog, const char *opt, const char *text,
 		    guint64 lo, guint64 hi, guint64 *out);
+
+/*
+ * SIGINT and SIGTERM set *@flag and interrupt the calling thread's
+ * waits (poll, it_evd_wait: IT_ERR_INTERRUPT). The library's own threads
+ * (its connection manager, a provider's progress engine) do not block
+ * signals, so the kernel may deliver one there: the handler then sends
+ * it on to the thread that called this.
+ */
+void tool_catch_stop_signals(volatile sig_atomic_t *flag);
 
 /* Monotonic time in nanoseconds. */
 uint64_t tool_now_ns(void);
