@@ -106,6 +106,65 @@ START_TEST(glib_quotes_in_utf8_locale)
 }
 END_TEST
 
+/* Every long option --help lists (GOption's table) is in the tool's man
+ * page, and the man page's option section names no long option the tool
+ * does not take. */
+START_TEST(man_pages_match_help)
+{
+	static const char *const tools[] = { "hostrdma-ping", "hostrdma-perf",
+					     "hostrdma-info", "hostrdma-demo" };
+	g_autoptr(GRegex) opt = g_regex_new("--([A-Za-z][A-Za-z_-]*)", 0, 0,
+					    NULL);
+	g_autoptr(GRegex) man_opt = g_regex_new(
+		"^\\.B[RI]? .*?\\\\-\\\\-([A-Za-z][A-Za-z_\\\\-]*)",
+		G_REGEX_MULTILINE, 0, NULL);
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(tools); i++) {
+		const char *argv[] = { tools[i], "--help", NULL };
+		g_autofree char *path = g_strdup_printf("%s/%s.1", MAN_DIR,
+							tools[i]);
+		g_autofree char *man = NULL, *opts = NULL;
+		g_autoptr(GMatchInfo) m = NULL;
+		GString *out;
+		const char *sect, *end;
+
+		ck_assert(g_file_get_contents(path, &man, NULL, NULL));
+		sect = strstr(man, ".SH OPTIONS");
+		ck_assert_ptr_nonnull(sect);
+		end = strstr(sect + 1, "\n.SH ");
+		opts = g_strndup(sect, end ? (size_t)(end - sect) : strlen(sect));
+		ck_assert_int_eq(run(argv, &out), 0);
+		g_regex_match(opt, out->str, 0, &m);
+		for (; g_match_info_matches(m); g_match_info_next(m, NULL)) {
+			g_autofree char *name = g_match_info_fetch(m, 1);
+			g_autofree char *esc = NULL;
+			g_auto(GStrv) parts = g_strsplit(name, "-", -1);
+
+			esc = g_strjoinv("\\-", parts);
+			esc = g_strconcat("\\-\\-", esc, NULL);
+			ck_assert_msg(strstr(opts, esc),
+				      "%s: --%s is in --help, not in %s",
+				      tools[i], name, path);
+		}
+		g_clear_pointer(&m, g_match_info_free);
+		/* and the other way: each option the man page names as an
+		 * item is one --help lists */
+		g_regex_match(man_opt, opts, 0, &m);
+		for (; g_match_info_matches(m); g_match_info_next(m, NULL)) {
+			g_autofree char *raw = g_match_info_fetch(m, 1);
+			g_auto(GStrv) parts = g_strsplit(raw, "\\-", -1);
+			g_autofree char *name = g_strjoinv("-", parts);
+			g_autofree char *want = g_strconcat("--", name, NULL);
+
+			ck_assert_msg(strstr(out->str, want),
+				      "%s: %s is in %s, not in --help",
+				      tools[i], want, path);
+		}
+		g_string_free(out, TRUE);
+	}
+}
+END_TEST
+
 #ifdef HAVE_PROV_SIW
 static void env_siw(void)
 {
@@ -638,6 +697,7 @@ void tools_add_habits_case(Suite *s)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, bad_numbers_named);
 	tcase_add_test(tc, glib_quotes_in_utf8_locale);
+	tcase_add_test(tc, man_pages_match_help);
 #ifdef HAVE_PROV_SIW
 	tcase_add_checked_fixture(tc, env_siw, NULL);
 	tcase_add_test(tc, ping_server_sigterm);

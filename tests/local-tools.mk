@@ -7,5 +7,6 @@ tests_check_all_SOURCES += tests/check_tools.c tests/check_tools.h \
 	tools/perf_wire.c
 tests_check_all_CFLAGS += $(JSON_GLIB_CFLAGS) \
 	-DTOOLS_DIR=\"$(abs_top_builddir)/tools\" \
+	-DMAN_DIR=\"$(abs_top_srcdir)/man\" \
 	-DSCALE_PROG=\"$(abs_top_builddir)/tests/scale/itapi-scale\"
 tests_check_all_LDADD += $(JSON_GLIB_LIBS)
