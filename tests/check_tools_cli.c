@@ -582,12 +582,20 @@ START_TEST(perf_refusals)
 		{ "write_lat", "--run_infinitely", NULL },
 		{ "write_bw", "--output=latency", NULL },
 		{ "write_bw", "--output=everything", NULL },
+		{ "atomic_bw", "-s", "64", NULL },
+		{ "write_bw", "-A", "FETCH_AND_ADD", NULL },
+		{ "atomic_lat", "-A", "XOR", NULL },
+		{ "atomic_bw", "--verify", NULL },
 	};
 	static const char *const want[] = {
 		"IT-API has no inline data", "--report-both goes with -b",
 		"--run_infinitely runs one size", "--run_infinitely runs one size",
 		"--output latency: not a number of write_bw",
 		"--output everything: one of",
+		"atomic tests move one 8-byte word",
+		"-A is for atomic_bw and atomic_lat",
+		"-A XOR: FETCH_AND_ADD or CMP_AND_SWAP",
+		"--verify checks data moved by RDMA Write",
 	};
 	const char *version[] = { "hostrdma-perf", "-V", NULL };
 	GString *out;
@@ -645,6 +653,55 @@ START_TEST(perf_loopback_all_sizes_in_8mib_memlock)
 	ck_assert_uint_eq(rows->len, 1);
 	g_ptr_array_unref(rows);
 	done(&p);
+}
+END_TEST
+
+/* perftest's ib_atomic_bw / ib_atomic_lat over soft-RoCE: -A
+ * FETCH_AND_ADD (default) and CMP_AND_SWAP, 8-byte messages; soft-iWARP
+ * has no atomics and says so (and -L does not hang on it). */
+START_TEST(perf_atomics_rxe)
+{
+	const char *bw[] = { "hostrdma-perf", "atomic_bw", "-L", "-d", "rxe_lo",
+			     "-n", "3000", "--json", NULL };
+	const char *lat[] = { "hostrdma-perf", "atomic_lat", "-L", "-d",
+			      "rxe_lo", "-A", "CMP_AND_SWAP", "-n", "500",
+			      NULL };
+	const char *siw[] = { "hostrdma-perf", "atomic_bw", "-L", "-d",
+			      "siw_lo", "-n", "100", NULL };
+	GPtrArray *j;
+	GPtrArray *rows;
+	JsonObject *o;
+	GString *out;
+
+	g_setenv("HOSTRDMA_PROVIDER_PATH",
+		 SIW_PROVIDER_DIR ":" RXE_PROVIDER_DIR, TRUE);
+	g_unsetenv("HOSTRDMA_DEVICES");
+	ck_assert_int_eq(run(bw, &out), 0);
+	j = json_lines(out->str);
+	ck_assert_uint_eq(j->len, 1);
+	o = j->pdata[0];
+	ck_assert_str_eq(json_object_get_string_member(o, "test"), "atomic_bw");
+	ck_assert_int_eq(json_object_get_int_member(o, "msg_size"), 8);
+	ck_assert_int_eq(json_object_get_int_member(o, "iterations"), 3000);
+	ck_assert(json_object_get_double_member(o, "msg_rate_mpps") > 0);
+	ck_assert_str_eq(json_object_get_string_member(o, "transport"),
+			 "InfiniBand/RoCE");
+	g_ptr_array_unref(j);
+	g_string_free(out, TRUE);
+
+	ck_assert_int_eq(run(lat, &out), 0);
+	ck_assert(strstr(out->str, "Atomic Latency Test"));
+	ck_assert(strstr(out->str, "Atomic Type     : CMP_AND_SWAP"));
+	rows = rows_of(out->str, "8");
+	ck_assert_uint_eq(rows->len, 1);
+	ck_assert_str_eq(((char **)rows->pdata[0])[1], "500");
+	ck_assert(g_ascii_strtod(((char **)rows->pdata[0])[2], NULL) > 0);
+	g_ptr_array_unref(rows);
+	g_string_free(out, TRUE);
+
+	ck_assert_int_eq(run(siw, &out), 1);
+	ck_assert(strstr(out->str, "device siw_lo has no atomic operations"));
+	g_string_free(out, TRUE);
 }
 END_TEST
 
@@ -710,6 +767,7 @@ void tools_add_habits_case(Suite *s)
 #ifdef HAVE_PROV_RXE
 	tcase_add_test(tc, perf_loopback_all_sizes_in_8mib_memlock);
 	tcase_add_test(tc, info_rxe_gids_mtu);
+	tcase_add_test(tc, perf_atomics_rxe);
 #endif
 #endif
 	suite_add_tcase(s, tc);

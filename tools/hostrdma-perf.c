@@ -30,7 +30,7 @@ static void print_one(const struct perf_opts *o, const struct perf_result *r,
 struct num_args {
 	char *size, *iters, *duration, *qps, *tx, *rx, *cq_mod, *post_list;
 	char *outs, *inline_size, *port, *ib_port, *conn, *output;
-	char *mtu, *gid_index, *sl;
+	char *mtu, *gid_index, *sl, *atomic;
 };
 
 /*
@@ -102,6 +102,32 @@ static int numbers(const struct num_args *a, struct perf_opts *o)
 	if (o->inline_size) {
 		fprintf(stderr, "%s: -I %u: IT-API has no inline data (no inline flag for a post, no EP attribute for it), so no provider can honour it; the closest is -I 0, the default\n",
 			PROG, o->inline_size);
+		return -1;
+	}
+	if (a->atomic) {
+		if (o->verb != PERF_ATOMIC) {
+			fprintf(stderr, "%s: -A is for atomic_bw and atomic_lat\n",
+				PROG);
+			return -1;
+		}
+		if (!strcmp(a->atomic, "FETCH_AND_ADD"))
+			o->atomic = PERF_FETCH_AND_ADD;
+		else if (!strcmp(a->atomic, "CMP_AND_SWAP"))
+			o->atomic = PERF_CMP_AND_SWAP;
+		else {
+			fprintf(stderr, "%s: -A %s: FETCH_AND_ADD or CMP_AND_SWAP\n",
+				PROG, a->atomic);
+			return -1;
+		}
+	}
+	if (o->verb == PERF_ATOMIC && (a->size || o->all_sizes)) {
+		fprintf(stderr, "%s: atomic tests move one 8-byte word: no -s, no -a\n",
+			PROG);
+		return -1;
+	}
+	if (o->verb == PERF_ATOMIC && o->verify) {
+		fprintf(stderr, "%s: --verify checks data moved by RDMA Write, Read and Send, not atomics\n",
+			PROG);
 		return -1;
 	}
 	if (a->conn && strcmp(a->conn, "RC")) {
@@ -204,6 +230,9 @@ int main(int argc, char **argv)
 		  "No banner, no progress lines", NULL },
 		{ "version", 'V', 0, G_OPTION_ARG_NONE, &version,
 		  "The version, then exit", NULL },
+		{ "atomic_type", 'A', 0, G_OPTION_ARG_STRING, &a.atomic,
+		  "atomic_bw, atomic_lat: FETCH_AND_ADD (default) or CMP_AND_SWAP",
+		  "TYPE" },
 		{ "connection", 'c', 0, G_OPTION_ARG_STRING, &a.conn,
 		  "Connection type: only RC", "RC" },
 		{ "CPU-freq", 'F', 0, G_OPTION_ARG_NONE, &ignored,
@@ -224,7 +253,8 @@ int main(int argc, char **argv)
 	tool_init(PROG);
 	g_option_context_set_summary(
 		ctx, "A server without SERVER-ADDRESS, a client with it.\n"
-		     "TEST: write_bw write_lat read_bw read_lat send_bw send_lat");
+		     "TEST: write_bw write_lat read_bw read_lat send_bw send_lat\n"
+		     "      atomic_bw atomic_lat (8-byte atomics: soft-RoCE)");
 	g_option_context_set_description(ctx, "See hostrdma-perf(1).\n");
 	g_option_context_add_main_entries(ctx, entries, NULL);
 	if (tool_parse_options(PROG, ctx, &argc, &argv))
@@ -244,8 +274,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: unexpected argument %s\n", PROG, argv[3]);
 		return 2;
 	}
-	if (numbers(&a, &o))
-		return 2;
 	o.server = argc == 3 ? argv[2] : NULL;
 	o.all_sizes = all;
 	o.bidir = bidir;
@@ -256,6 +284,8 @@ int main(int argc, char **argv)
 	o.verify = verify;
 	o.quiet = quiet;
 	o.cpu_util = cpu;
+	if (numbers(&a, &o))
+		return 2;
 	o.run_infinitely = infinite;
 	o.report_both = both;
 	if (o.run_infinitely) {

@@ -23,7 +23,10 @@
 #define PERF_MAX_SIZE (8ull << 20)	/* -a goes from 2 B to 8 MiB */
 #define PERF_DEFAULT_PORT 18515		/* perftest's */
 
-enum perf_verb { PERF_WRITE, PERF_READ, PERF_SEND };
+enum perf_verb { PERF_WRITE, PERF_READ, PERF_SEND, PERF_ATOMIC };
+
+/* -A: perftest's atomic types (atomic_bw, atomic_lat). */
+enum perf_atomic { PERF_FETCH_AND_ADD, PERF_CMP_AND_SWAP };
 
 /* --output: one number per size instead of the table. */
 enum perf_output { PERF_OUT_TABLE, PERF_OUT_BANDWIDTH, PERF_OUT_MSG_RATE,
@@ -54,6 +57,7 @@ struct perf_opts {
 	unsigned int inline_size;	/* -I: only 0, IT-API has no inline
 					 * data */
 	unsigned int ib_port;		/* -i: the spigot + 1 */
+	enum perf_atomic atomic;	/* -A */
 	enum perf_output output;	/* --output */
 	bool cpu_util;			/* --cpu_util: a CPU column */
 	bool run_infinitely;		/* --run_infinitely: -D runs of
@@ -74,6 +78,9 @@ struct perf_opts {
 	bool verify;			/* check the data of every message */
 	bool mbps;			/* table in MB/s (perftest) not Gb/s */
 	bool loopback;			/* --loopback: both ends here */
+	/* server: set by the caller to end the wait for a client (a
+	 * --loopback client that failed before it connected) */
+	const int *quit;
 	/* server: called once it listens (or failed to: @ok false) */
 	void (*on_listen)(void *arg, bool ok);
 	void *on_listen_arg;

@@ -235,6 +235,20 @@ int perf_make_base(struct perf_ctx *c)
 	for (unsigned int i = 0; i < PERF_CTL_RECVS; i++)
 		if (ctl_post_recv(c, i))
 			return -1;
+	if (o->verb == PERF_ATOMIC) {
+		it_ia_info_t *info;
+		bool ok = false;
+
+		if (it_ia_query(c->ia, &info) == IT_SUCCESS) {
+			ok = info->atomic_support;
+			if (!ok)
+				fprintf(stderr, "%s: device %s has no atomic operations (its atomic_support is false; soft-iWARP has none, soft-RoCE has them)\n",
+					PERF_PROG, info->ia_name);
+			it_ia_info_free(info);
+		}
+		if (!ok)
+			return -1;
+	}
 	return 0;
 }
 
@@ -276,7 +290,10 @@ int perf_make_qp(struct perf_ctx *c, unsigned int i)
 	if (check("it_lmr_create",
 		  it_lmr_create(c->pz, q->buf, NULL, q->buf_len,
 				IT_ADDR_MODE_ABSOLUTE,
-				IT_PRIV_LOCAL | IT_PRIV_REMOTE,
+				IT_PRIV_LOCAL | IT_PRIV_REMOTE |
+					(o->verb == PERF_ATOMIC ?
+						 IT_PRIV_ATOMIC :
+						 0),
 				IT_LMR_FLAG_NONE, 0, &q->lmr, &q->rkey)))
 		return -1;
 	a.max_request_dtos = o->tx_depth + 4;
@@ -286,6 +303,7 @@ int perf_make_qp(struct perf_ctx *c, unsigned int i)
 	a.srv.rc.max_rdma_read_segments = 1;
 	a.srv.rc.max_rdma_write_segments = 1;
 	a.srv.rc.rdma_read_ird = a.srv.rc.rdma_read_ord = o->outs;
+	a.srv.rc.atomics_enable = o->verb == PERF_ATOMIC;
 	if (check("it_ep_rc_create",
 		  it_ep_rc_create(c->pz, c->sq, c->rq, c->cm, IT_EP_NO_FLAG,
 				  &a, &q->ep)))
@@ -418,9 +436,22 @@ static int next_request(struct perf_ctx *c, uint8_t role, unsigned int index,
 	it_event_t ev;
 
 	for (;;) {
-		if (tool_wait_event(PERF_PROG, c->req,
-				    IT_CM_REQ_CONN_REQUEST_EVENT,
-				    role ? TOOL_WAIT_US : IT_TIMEOUT_INFINITE, &ev))
+		uint64_t wait = role ? TOOL_WAIT_US : IT_TIMEOUT_INFINITE;
+		it_status_t st;
+		size_t nmore;
+
+		/* --loopback: the client may fail before it connects; the
+		 * wait for it looks at o->quit every 100 ms. */
+		if (!role && c->o->quit)
+			wait = 100000;
+		st = it_evd_wait(c->req, wait, &ev, &nmore);
+		if (st == IT_ERR_TIMEOUT_EXPIRED && !role && c->o->quit) {
+			if (__atomic_load_n(c->o->quit, __ATOMIC_ACQUIRE))
+				return -1;
+			continue;
+		}
+		if (tool_check_event(PERF_PROG, IT_CM_REQ_CONN_REQUEST_EVENT,
+				     st, &ev))
 			return -1;
 		if (ev.conn_req.private_data_present &&
 		    perf_hello_ok(ev.conn_req.private_data, role, index)) {

@@ -46,7 +46,8 @@ bool perf_active(const struct perf_ctx *c)
 	if (!c->server || o->bidir)
 		return true;
 	/* The server answers ping-pongs and receives Sends. */
-	return o->lat ? o->verb != PERF_READ : o->verb == PERF_SEND;
+	return o->lat ? o->verb != PERF_READ && o->verb != PERF_ATOMIC :
+			o->verb == PERF_SEND;
 }
 
 static int dto_failed(const it_event_t *ev)
@@ -182,6 +183,20 @@ static int post_one(struct perf_ctx *c, struct perf_qp *q, uint64_t size,
 		st = it_post_rdma_read(q->ep, &t, 1, ck, fl, q->raddr,
 				       q->rrkey);
 		break;
+	case PERF_ATOMIC:
+		/* Add 1 to the first word of the peer's buffer, or compare
+		 * it with 0 and swap in 1 (it holds the fill pattern, so
+		 * the compare fails and the word stays: the same work for
+		 * the responder either way); the old value comes back into
+		 * the first word of our sink. */
+		t.addr.abs = q->buf + c->sink_off;
+		t.length = 8;
+		st = it_post_atomic(q->ep,
+				    c->o->atomic == PERF_CMP_AND_SWAP ?
+					    IT_COMPARE_AND_SWAP :
+					    IT_FETCH_AND_ADD,
+				    1, 0, &t, ck, fl, q->raddr, q->rrkey);
+		break;
 	default:
 		t.addr.abs = q->buf;
 		st = it_post_send(q->ep, &t, 1, ck, fl);
@@ -197,7 +212,9 @@ static int post_one(struct perf_ctx *c, struct perf_qp *q, uint64_t size,
 
 static uint64_t depth(const struct perf_ctx *c)
 {
-	return c->o->verb == PERF_READ ? c->o->outs : c->o->tx_depth;
+	return c->o->verb == PERF_READ || c->o->verb == PERF_ATOMIC ?
+		       c->o->outs :
+		       c->o->tx_depth;
 }
 
 /* How many more the QP may have in flight now. */
@@ -589,7 +606,7 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			if (reap_sq(c, false) < 0)
 				goto err;
 			break;
-		default:	/* RDMA Read: the client only */
+		default:	/* RDMA Read, atomics: the client only */
 			if (post_one(c, q, size, true, false))
 				goto err;
 			while (q->completed == before)
@@ -600,7 +617,10 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		if (pinger) {
 			double d = (double)(tool_now_ns() - t0) / 1e3;
 
-			us[i] = o->verb == PERF_READ ? d : d / 2;
+			us[i] = o->verb == PERF_READ ||
+						o->verb == PERF_ATOMIC ?
+					d :
+					d / 2;
 		}
 	}
 	while (q->completed < q->posted)

@@ -227,7 +227,8 @@ static int reports(struct perf_ctx *c, struct perf_result *r)
 
 static int check_opts(const struct perf_opts *o)
 {
-	if (o->lat || o->bidir || o->verify || o->duration_s) {
+	if (o->lat || o->bidir || o->verify || o->duration_s ||
+	    o->verb == PERF_ATOMIC) {
 		fprintf(stderr, "%s: -R speaks perftest's exchange of ib_write_bw, ib_read_bw and ib_send_bw with a message count (not the _lat tests, -b, -D or data checks)\n",
 			PERF_PROG);
 		return -1;

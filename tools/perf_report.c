@@ -17,11 +17,12 @@
 
 static const char *const verb_names[] = {
 	[PERF_WRITE] = "write", [PERF_READ] = "read", [PERF_SEND] = "send",
+	[PERF_ATOMIC] = "atomic",
 };
 
 int perf_parse_test(const char *name, struct perf_opts *o)
 {
-	for (unsigned int v = 0; v <= PERF_SEND; v++) {
+	for (unsigned int v = 0; v <= PERF_ATOMIC; v++) {
 		size_t l = strlen(verb_names[v]);
 
 		if (strncmp(name, verb_names[v], l) || name[l] != '_')
@@ -44,6 +45,7 @@ const char *perf_test_name(const struct perf_opts *o)
 		[PERF_WRITE] = { "write_bw", "write_lat" },
 		[PERF_READ] = { "read_bw", "read_lat" },
 		[PERF_SEND] = { "send_bw", "send_lat" },
+		[PERF_ATOMIC] = { "atomic_bw", "atomic_lat" },
 	};
 
 	return names[o->verb][o->lat];
@@ -55,6 +57,8 @@ void perf_defaults(struct perf_opts *o)
 {
 	if (!o->port)
 		o->port = PERF_DEFAULT_PORT;
+	if (o->verb == PERF_ATOMIC)
+		o->size = 8;	/* one 64-bit word */
 	if (!o->size)
 		o->size = o->lat ? 2 : 65536;
 	if (!o->iters)
@@ -208,7 +212,8 @@ void perf_print_header(const struct perf_opts *o)
 	printf(BW_LINE);
 	printf("                    %s %s Test (hostrdma-perf, IT-API)\n",
 	       o->verb == PERF_WRITE ? "RDMA_Write" :
-	       o->verb == PERF_READ  ? "RDMA_Read" : "Send",
+	       o->verb == PERF_READ  ? "RDMA_Read" :
+	       o->verb == PERF_ATOMIC ? "Atomic" : "Send",
 	       o->lat ? "Latency" : "BW");
 	printf(" Dual-port       : OFF\t\tDevice         : %s\n",
 	       w->device[0] ? w->device : "?");
@@ -219,8 +224,12 @@ void perf_print_header(const struct perf_opts *o)
 		printf(" TX depth        : %-8u\tCQ Moderation  : %u\n"
 		       " Post List       : %u\n",
 		       o->tx_depth, o->cq_mod, o->post_list);
-	if (o->verb == PERF_READ)
+	if (o->verb == PERF_READ || o->verb == PERF_ATOMIC)
 		printf(" Outstand reads  : %u\n", o->outs);
+	if (o->verb == PERF_ATOMIC)
+		printf(" Atomic Type     : %s\n",
+		       o->atomic == PERF_CMP_AND_SWAP ? "CMP_AND_SWAP" :
+							"FETCH_AND_ADD");
 	if (o->verb == PERF_SEND)
 		printf(" RX depth        : %u\n", o->rx_depth);
 	printf(" Bidirectional   : %-8s\tData verified  : %s\n",

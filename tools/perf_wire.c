@@ -73,7 +73,7 @@ int perf_params_in(struct perf_ctx *c)
 
 	for (unsigned int i = 0; i < 24; i++)
 		v[i] = be64toh(c->last.v_be[i]);
-	if (v[PV_VERB] > PERF_SEND || v[PV_QPS] < 1 ||
+	if (v[PV_VERB] > PERF_ATOMIC || v[PV_QPS] < 1 ||
 	    v[PV_QPS] > PERF_MAX_QPS || v[PV_TX_DEPTH] < 1 ||
 	    v[PV_TX_DEPTH] > 8192 || v[PV_RX_DEPTH] < 1 ||
 	    v[PV_RX_DEPTH] > 8192 || v[PV_CQ_MOD] < 1 || v[PV_OUTS] < 1 ||
