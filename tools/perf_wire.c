@@ -175,7 +175,7 @@ int perf_pt_version_ok(const char theirs[PT_VERSION_LEN])
 
 	memcpy(v, theirs, PT_VERSION_LEN);
 	v[PT_VERSION_LEN] = 0;
-	if (atof(v) < 5.70) {
+	if (g_ascii_strtod(v, NULL) < 5.70) {
 		fprintf(stderr, "%s: the peer's perftest is version \"%s\", -R needs 5.70 or newer\n",
 			PERF_PROG, v);
 		return -1;

@@ -539,6 +539,9 @@ void tool_catch_stop_signals(volatile sig_atomic_t *flag)
 void tool_init(const char *prog)
 {
 	setlocale(LC_ALL, "");
+	/* Numbers stay C's ("1234.56"): scripts read the tables as they
+	 * read perftest's and rping's, which never set a locale. */
+	setlocale(LC_NUMERIC, "C");
 	g_set_prgname(prog);
 }
 

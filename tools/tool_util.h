@@ -79,7 +79,8 @@ void tool_raise_memlock(void);
 
 /*
  * The start of every tool's main: the user's locale (GLib's messages and
- * their quotes), and the program name GLib's messages use.
+ * their quotes) but C's numbers, and the program name GLib's messages
+ * use.
  */
 void tool_init(const char *prog);
 
