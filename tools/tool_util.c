@@ -514,7 +514,6 @@ void tool_raise_memlock(void)
 	setrlimit(RLIMIT_MEMLOCK, &rl);
 }
 
-
 static void on_stop_signal(int sig)
 {
 	int saved = errno;
