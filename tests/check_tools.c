@@ -131,12 +131,13 @@ static const char *const tool_names[] = {
 	"hostrdma-perf", "hostrdma-ping", "hostrdma-info", "hostrdma-demo",
 };
 
-/* --help: exit 0, the usage on stdout naming the tool and its man page. */
+/* --help: exit 0, GOption's usage on stdout naming the tool and its man
+ * page. */
 START_TEST(cli_help)
 {
 	for (unsigned int i = 0; i < G_N_ELEMENTS(tool_names); i++) {
 		g_autofree char *prog = g_strconcat(TOOLS, tool_names[i], NULL);
-		g_autofree char *usage = g_strdup_printf("Usage: %s ",
+		g_autofree char *usage = g_strdup_printf("Usage:\n  %s ",
 							 tool_names[i]);
 		g_autofree char *man = g_strdup_printf("%s(1)", tool_names[i]);
 		const char *argv[] = { prog, "--help", NULL };
@@ -147,7 +148,8 @@ START_TEST(cli_help)
 		rc = finish(&p);
 		ck_assert_msg(rc == 0, "%s --help: exit %d", tool_names[i], rc);
 		ck_assert_msg(strstr(p.text->str, usage) &&
-				      strstr(p.text->str, man),
+				      strstr(p.text->str, man) &&
+				      strstr(p.text->str, "-h, --help"),
 			      "%s --help printed:\n%s", tool_names[i],
 			      tail(p.text->str));
 		done(&p);
@@ -155,13 +157,14 @@ START_TEST(cli_help)
 }
 END_TEST
 
-/* An unknown option: exit 2, getopt's message naming it, then usage. */
+/* An unknown option: exit 2, one line naming it and pointing to --help. */
 START_TEST(cli_bad_option)
 {
 	for (unsigned int i = 0; i < G_N_ELEMENTS(tool_names); i++) {
 		g_autofree char *prog = g_strconcat(TOOLS, tool_names[i], NULL);
-		g_autofree char *usage = g_strdup_printf("Usage: %s ",
-							 tool_names[i]);
+		g_autofree char *want = g_strdup_printf(
+			"%s: Unknown option --no-such-option\nTry `%s --help'.",
+			tool_names[i], tool_names[i]);
 		const char *argv[] = { prog, "--no-such-option", NULL };
 		struct proc p;
 		int rc;
@@ -169,10 +172,8 @@ START_TEST(cli_bad_option)
 		start(&p, argv);
 		rc = finish(&p);
 		ck_assert_msg(rc == 2, "%s: exit %d", tool_names[i], rc);
-		ck_assert_msg(strstr(p.text->str,
-				     "unrecognized option '--no-such-option'") &&
-				      strstr(p.text->str, usage),
-			      "%s printed:\n%s", tool_names[i], tail(p.text->str));
+		ck_assert_msg(strstr(p.text->str, want), "%s printed:\n%s",
+			      tool_names[i], tail(p.text->str));
 		done(&p);
 	}
 }
@@ -356,6 +357,7 @@ Suite *suite_tools(void)
 	tc = tcase_create("wire");
 	tcase_add_test(tc, wire_perftest_report_out_of_range);
 	suite_add_tcase(s, tc);
+	tools_add_habits_case(s); /* check_tools_cli.c */
 #ifdef HAVE_PROV_SIW
 	tools_add_siw_case(s); /* check_tools_siw.c */
 #ifdef HAVE_PROV_RXE

@@ -3,9 +3,10 @@
 # soft-iWARP on lo, parsing their JSON with json-glib; and it links the
 # tools' checks of their peer's messages, which need no IT-API.
 tests_check_all_SOURCES += tests/check_tools.c tests/check_tools.h \
-	tests/check_tools_siw.c tests/check_tools_rxe.c tools/ping_wire.c \
+	tests/check_tools_siw.c tests/check_tools_rxe.c tests/check_tools_cli.c tools/ping_wire.c \
 	tools/perf_wire.c
 tests_check_all_CFLAGS += $(JSON_GLIB_CFLAGS) \
 	-DTOOLS_DIR=\"$(abs_top_builddir)/tools\" \
+	-DMAN_DIR=\"$(abs_top_srcdir)/man\" \
 	-DSCALE_PROG=\"$(abs_top_builddir)/tests/scale/itapi-scale\"
 tests_check_all_LDADD += $(JSON_GLIB_LIBS)

@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include "tools/perf.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,17 +97,6 @@ static bool can_connect(const char *dev, const char **why)
 	return st == IT_SUCCESS;
 }
 
-static const char *human(uint64_t n, char *buf, size_t len)
-{
-	if (n >= (1 << 20) && n % (1 << 20) == 0)
-		snprintf(buf, len, "%llu MiB", (unsigned long long)(n >> 20));
-	else if (n >= 1024 && n % 1024 == 0)
-		snprintf(buf, len, "%llu KiB", (unsigned long long)(n >> 10));
-	else
-		snprintf(buf, len, "%llu B", (unsigned long long)n);
-	return buf;
-}
-
 /* The measurements, in table order: bandwidth first, then latency. */
 static const struct {
 	const char *test;
@@ -174,20 +162,20 @@ static int demo(struct transport *t, uint16_t *port)
 /* One table for every transport that ran: a transport column. */
 static void print_tables(const struct transport *ts, size_t n)
 {
-	char a[32];
-
 	printf("\n  %-10s %-8s %8s %12s %12s\n", "test", "over", "size",
 	       "Gb/s", "msg/s");
 	for (size_t i = 0; i < N_BW; i++)
 		for (size_t k = 0; k < n; k++) {
 			const struct perf_result *x = &ts[k].res[i];
 			double s = (double)x->ns / 1e9;
+			g_autofree char *size = NULL;
 
 			if (!ts[k].ran || ts[k].failed)
 				continue;
+			size = g_format_size_full(measures[i].size,
+						  G_FORMAT_SIZE_IEC_UNITS);
 			printf("  %-10s %-8s %8s %12.2f %12.0f\n",
-			       measures[i].test, ts[k].name,
-			       human(measures[i].size, a, sizeof(a)),
+			       measures[i].test, ts[k].name, size,
 			       (double)x->iters * (double)x->size * 8 / s / 1e9,
 			       (double)x->iters / s);
 		}
@@ -207,25 +195,16 @@ static void print_tables(const struct transport *ts, size_t n)
 	       "reports it; both ends share this machine's CPUs)\n");
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: %s [-p PORT] [-h]\n"
-		"Runs RDMA WRITE, READ and SEND between a server and a client\n"
-		"on 127.0.0.1 over each software transport that can connect\n"
-		"there, checks every byte, and prints bandwidth and latency.\n"
-		"  -p, --port=PORT   first TCP/IB service port to use (18515)\n"
-		"See hostrdma-demo(1); hostrdma-info lists the devices.\n",
-		PROG);
-}
-
 int main(int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{ "port", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	g_autofree char *port_arg = NULL;
+	const GOptionEntry entries[] = {
+		{ "port", 'p', 0, G_OPTION_ARG_STRING, &port_arg,
+		  "First TCP/IB service port to use (18515)", "PORT" },
+		{ NULL }
 	};
+	g_autoptr(GOptionContext) ctx =
+		g_option_context_new("- RDMA on this machine in a few seconds");
 	struct transport transports[] = {
 		{ .dev = "siw_lo", .name = "iWARP",
 		  .label = "soft-iWARP (RDMAP/DDP/MPA over TCP)" },
@@ -234,20 +213,28 @@ int main(int argc, char **argv)
 	};
 	const size_t nt = sizeof(transports) / sizeof(transports[0]);
 	uint16_t port = PERF_DEFAULT_PORT;
-	int opt, ran = 0, failed = 0;
+	int ran = 0, failed = 0;
+	guint64 v;
 
-	while ((opt = getopt_long(argc, argv, "p:h", longs, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			port = (uint16_t)atoi(optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
+	tool_init(PROG);
+	g_option_context_set_summary(
+		ctx, "Runs RDMA WRITE, READ and SEND between a server and a client\n"
+		     "on 127.0.0.1 over each software transport that can connect\n"
+		     "there, checks every byte, and prints bandwidth and latency.");
+	g_option_context_set_description(
+		ctx, "See hostrdma-demo(1); hostrdma-info lists the devices.\n");
+	g_option_context_add_main_entries(ctx, entries, NULL);
+	if (tool_parse_options(PROG, ctx, &argc, &argv))
+		return 2;
+	if (argc > 1) {
+		fprintf(stderr, "%s: unexpected argument %s\n", PROG, argv[1]);
+		return 2;
+	}
+	/* Up to 24 ports from there: 12 runs per transport. */
+	if (port_arg) {
+		if (tool_parse_uint(PROG, "-p", port_arg, 1, 65535 - 24, &v))
 			return 2;
-		}
+		port = (uint16_t)v;
 	}
 	tool_raise_memlock();
 	printf("hostrdma demo: RDMA between two endpoints on this machine, "

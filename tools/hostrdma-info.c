@@ -12,7 +12,7 @@
 #include "tools/tool_util.h"
 
 #include <arpa/inet.h>
-#include <getopt.h>
+#include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,33 +20,15 @@
 #define PROG "hostrdma-info"
 
 struct opts {
-	bool verbose, json, list;
+	gboolean verbose, json, list;
 	const char *device;
-	const char *const *routes;
-	int nroutes;
+	guint64 port;			/* -i: 0 every port */
+	char **routes;
 };
 
 static const char *yes(it_boolean_t b)
 {
 	return b ? "yes" : "no";
-}
-
-static const char *jbool(it_boolean_t b)
-{
-	return b ? "true" : "false";
-}
-
-/* JSON string: device names and addresses need no escapes beyond these. */
-static void jstr(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			putchar('\\');
-		if ((unsigned char)*s >= 0x20)
-			putchar(*s);
-	}
-	putchar('"');
 }
 
 static const char *netdev_of(const char *name)
@@ -63,6 +45,79 @@ static const char *provider_of(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", u ? (int)(u - name) : (int)strlen(name),
 		 name);
 	return buf;
+}
+
+/*
+ * What ibv_devinfo shows that IT-API carries, for one port: the link
+ * layer and MTU from a path to the port's own first address (an IB path
+ * has an MTU, and a LID unless it runs over Ethernet: RoCE), and the
+ * vendor's strings of the device.
+ */
+struct port_extra {
+	const char *link_layer;
+	unsigned int mtu;		/* bytes, 0 unknown */
+};
+
+static void port_extra(it_ia_handle_t ia, const it_ia_info_t *in,
+		       const it_spigot_info_t *sp, struct port_extra *x)
+{
+	it_path_t path;
+	size_t np = 1, total;
+
+	x->mtu = 0;
+	if (in->transport_type == IT_IWARP_TCP_TRANSPORT) {
+		x->link_layer = "Ethernet";	/* TCP over IP */
+		return;
+	}
+	x->link_layer = "unknown";
+	if (in->transport_type != IT_IB_TRANSPORT || !sp->num_net_addr)
+		return;
+	if (it_get_pathinfo(ia, sp->spigot_id, &sp->net_addr[0], &np, &total,
+			    &path) == IT_SUCCESS && np == 1) {
+		x->link_layer = path.remote.ib.local_port_lid ? "InfiniBand" :
+								"Ethernet";
+		if (path.remote.ib.path_mtu >= 1 && path.remote.ib.path_mtu <= 5)
+			x->mtu = 256u << (path.remote.ib.path_mtu - 1);
+	}
+	/* A UD message is one packet: the active MTU. */
+	if (!x->mtu && sp->max_ud_send_len)
+		x->mtu = (unsigned int)sp->max_ud_send_len;
+}
+
+/* The vendor fields of it_ia_info_t as text: iWARP's are the provider
+ * and its firmware string, IB's the vendor, part and hardware ids. */
+static char *vendor_text(const it_ia_info_t *in)
+{
+	if (in->transport_type == IT_IWARP_TCP_TRANSPORT)
+		return in->vendor.iwarp.valid_vid ?
+			       g_strndup((const char *)in->vendor.iwarp.vid,
+					 sizeof(in->vendor.iwarp.vid)) :
+			       g_strdup("");
+	if (in->transport_type == IT_IB_TRANSPORT)
+		return g_strdup_printf("vendor_id 0x%04x vendor_part_id %u hw_ver 0x%x",
+				       in->vendor.ib.vendor,
+				       in->vendor.ib.device,
+				       in->vendor.ib.revision);
+	return g_strdup("");
+}
+
+/* An address as IP: a RoCE GID made from an IPv4 address (::ffff:a.b.c.d)
+ * as that address, other GIDs as the IPv6 address they are. */
+static const char *ip_str(const it_net_addr_t *a, char *buf, size_t len)
+{
+	it_net_addr_t v4 = { .addr_type = IT_IPV4 };
+
+	if (a->addr_type == IT_IB_GID &&
+	    IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)&a->addr.gid)) {
+		memcpy(&v4.addr.ipv4, (const uint8_t *)&a->addr.gid + 12, 4);
+		return tool_addr_str(&v4, buf, len);
+	}
+	return tool_addr_str(a, buf, len);
+}
+
+static bool port_wanted(const struct opts *o, const it_spigot_info_t *sp)
+{
+	return !o->port || sp->spigot_id + 1 == o->port;
 }
 
 /* name/value pairs every device shows with -v (IT-API's capabilities). */
@@ -114,15 +169,17 @@ static const char *services(it_transport_service_type_t s, char *buf,
 }
 
 static void text_device(const struct opts *o, const char *name,
-			const it_ia_info_t *in)
+			it_ia_handle_t ia, const it_ia_info_t *in)
 {
 	char b[INET6_ADDRSTRLEN + 32];
+	g_autofree char *vendor = vendor_text(in);
 
 	printf("device: %s\n", name);
 	printf("\tprovider:\t\t%s\n", provider_of(name, b, sizeof(b)));
 	printf("\ttransport:\t\t%s\n",
 	       tool_transport_name(in->transport_type));
 	printf("\tnetwork interface:\t%s\n", netdev_of(name));
+	printf("\tvendor/firmware:\t%s\n", vendor);
 	printf("\tIT-API version:\t\t%u.%u\n", in->api_major_version,
 	       in->api_minor_version);
 	printf("\tsoftware version:\t%u.%u\n", in->sw_major_version,
@@ -131,18 +188,37 @@ static void text_device(const struct opts *o, const char *name,
 	       services(in->supported_service_types, b, sizeof(b)));
 	for (size_t s = 0; s < in->num_spigots; s++) {
 		const it_spigot_info_t *sp = &in->spigot_info[s];
+		struct port_extra x;
 
-		printf("\tspigot %zu (port):\n", sp->spigot_id);
+		if (!port_wanted(o, sp))
+			continue;
+		port_extra(ia, in, sp, &x);
+		printf("\tport:\t%zu (spigot %zu)\n", sp->spigot_id + 1,
+		       sp->spigot_id);
 		printf("\t\tstate:\t\t\t%s\n",
-		       sp->spigot_online ? "ONLINE (active)" : "OFFLINE");
+		       sp->spigot_online ? "PORT_ACTIVE (online)" :
+					   "PORT_DOWN (offline)");
+		printf("\t\tlink_layer:\t\t%s\n", x.link_layer);
+		if (x.mtu)
+			printf("\t\tactive_mtu:\t\t%u\n", x.mtu);
+		else
+			printf("\t\tactive_mtu:\t\tnot in IT-API for %s\n",
+			       tool_transport_name(in->transport_type));
 		printf("\t\tmax RC Send:\t\t%zu bytes\n", sp->max_rc_send_len);
 		printf("\t\tmax RC RDMA:\t\t%zu bytes\n", sp->max_rc_rdma_len);
 		if (in->supported_service_types & IT_UD_SERVICE)
 			printf("\t\tmax UD Send:\t\t%zu bytes\n",
 			       sp->max_ud_send_len);
-		for (size_t j = 0; j < sp->num_net_addr; j++)
-			printf("\t\taddress:\t\t%s\n",
-			       tool_addr_str(&sp->net_addr[j], b, sizeof(b)));
+		for (size_t j = 0; j < sp->num_net_addr; j++) {
+			const it_net_addr_t *a = &sp->net_addr[j];
+
+			if (a->addr_type == IT_IB_GID)
+				printf("\t\tGID[%3zu]:\t\t%s\n", j,
+				       tool_addr_str(a, b, sizeof(b)));
+			else
+				printf("\t\taddress:\t\t%s\n",
+				       tool_addr_str(a, b, sizeof(b)));
+		}
 	}
 	if (!o->verbose)
 		return;
@@ -159,60 +235,110 @@ static void text_device(const struct opts *o, const char *name,
 	       in->rmr_types_supported ? "" : "none");
 	printf("\t%-34s%#x\n", "iobl_types_supported:",
 	       (unsigned int)in->iobl_types_supported);
-	printf("\tnot in IT-API (ibv_devinfo has them): MTU, GUIDs, "
-	       "port states other than online/offline, resource counts "
+	printf("\tnot in IT-API (ibv_devinfo has them): GUIDs, LIDs, "
+	       "port states other than active/down, resource counts "
 	       "(QPs, CQs, MRs, PDs)\n");
 }
 
-static void json_device(const struct opts *o, const char *name,
-			const it_ia_info_t *in, bool first)
+static void json_member_str(JsonBuilder *b, const char *name, const char *v)
 {
-	char b[INET6_ADDRSTRLEN + 32];
-
-	printf("%s{\"name\":", first ? "" : ",");
-	jstr(name);
-	printf(",\"provider\":");
-	jstr(provider_of(name, b, sizeof(b)));
-	printf(",\"transport\":");
-	jstr(tool_transport_name(in->transport_type));
-	printf(",\"netdev\":");
-	jstr(netdev_of(name));
-	printf(",\"api_version\":\"%u.%u\",\"sw_version\":\"%u.%u\",\"services\":",
-	       in->api_major_version, in->api_minor_version,
-	       in->sw_major_version, in->sw_minor_version);
-	jstr(services(in->supported_service_types, b, sizeof(b)));
-	printf(",\"spigots\":[");
-	for (size_t s = 0; s < in->num_spigots; s++) {
-		const it_spigot_info_t *sp = &in->spigot_info[s];
-
-		printf("%s{\"id\":%zu,\"online\":%s,\"max_rc_send_len\":%zu,\"max_rc_rdma_len\":%zu,\"max_ud_send_len\":%zu,\"addresses\":[",
-		       s ? "," : "", sp->spigot_id, jbool(sp->spigot_online),
-		       sp->max_rc_send_len, sp->max_rc_rdma_len,
-		       sp->max_ud_send_len);
-		for (size_t j = 0; j < sp->num_net_addr; j++) {
-			printf("%s", j ? "," : "");
-			jstr(tool_addr_str(&sp->net_addr[j], b, sizeof(b)));
-		}
-		printf("]}");
-	}
-	printf("]");
-	if (o->verbose) {
-		printf(",\"dto_alignment_hint\":%u", in->dto_alignment_hint);
-#define X(f) printf(",\"%s\":%zu", #f, in->f);
-		PDATA(X)
-#undef X
-#define X(f) printf(",\"%s\":%s", #f, jbool(in->f));
-		CAPS(X)
-#undef X
-		printf(",\"rmr_types_supported\":%u,\"iobl_types_supported\":%u",
-		       (unsigned int)in->rmr_types_supported,
-		       (unsigned int)in->iobl_types_supported);
-	}
-	printf("}");
+	json_builder_set_member_name(b, name);
+	json_builder_add_string_value(b, v);
 }
 
-/* Which device reaches @dest, and the path it_get_pathinfo gives. */
-static int route(const struct opts *o, const char *dest, bool first)
+static void json_member_int(JsonBuilder *b, const char *name, gint64 v)
+{
+	json_builder_set_member_name(b, name);
+	json_builder_add_int_value(b, v);
+}
+
+static void json_member_bool(JsonBuilder *b, const char *name, gboolean v)
+{
+	json_builder_set_member_name(b, name);
+	json_builder_add_boolean_value(b, v);
+}
+
+static void json_device(JsonBuilder *jb, const struct opts *o,
+			const char *name, it_ia_handle_t ia,
+			const it_ia_info_t *in)
+{
+	char b[INET6_ADDRSTRLEN + 32];
+	g_autofree char *vendor = vendor_text(in);
+	g_autofree char *api = g_strdup_printf("%u.%u", in->api_major_version,
+					       in->api_minor_version);
+	g_autofree char *sw = g_strdup_printf("%u.%u", in->sw_major_version,
+					      in->sw_minor_version);
+
+	json_builder_begin_object(jb);
+	json_member_str(jb, "name", name);
+	json_member_str(jb, "provider", provider_of(name, b, sizeof(b)));
+	json_member_str(jb, "transport",
+			tool_transport_name(in->transport_type));
+	json_member_str(jb, "netdev", netdev_of(name));
+	json_member_str(jb, "vendor", vendor);
+	json_member_str(jb, "api_version", api);
+	json_member_str(jb, "sw_version", sw);
+	json_member_str(jb, "services",
+			services(in->supported_service_types, b, sizeof(b)));
+	json_builder_set_member_name(jb, "spigots");
+	json_builder_begin_array(jb);
+	for (size_t s = 0; s < in->num_spigots; s++) {
+		const it_spigot_info_t *sp = &in->spigot_info[s];
+		struct port_extra x;
+
+		if (!port_wanted(o, sp))
+			continue;
+		port_extra(ia, in, sp, &x);
+		json_builder_begin_object(jb);
+		json_member_int(jb, "id", (gint64)sp->spigot_id);
+		json_member_int(jb, "port", (gint64)sp->spigot_id + 1);
+		json_member_bool(jb, "online", sp->spigot_online);
+		json_member_str(jb, "link_layer", x.link_layer);
+		if (x.mtu)
+			json_member_int(jb, "active_mtu", x.mtu);
+		json_member_int(jb, "max_rc_send_len",
+				(gint64)sp->max_rc_send_len);
+		json_member_int(jb, "max_rc_rdma_len",
+				(gint64)sp->max_rc_rdma_len);
+		json_member_int(jb, "max_ud_send_len",
+				(gint64)sp->max_ud_send_len);
+		json_builder_set_member_name(jb, "addresses");
+		json_builder_begin_array(jb);
+		for (size_t j = 0; j < sp->num_net_addr; j++)
+			json_builder_add_string_value(
+				jb, ip_str(&sp->net_addr[j], b, sizeof(b)));
+		json_builder_end_array(jb);
+		json_builder_set_member_name(jb, "gids");
+		json_builder_begin_array(jb);
+		for (size_t j = 0; j < sp->num_net_addr; j++)
+			if (sp->net_addr[j].addr_type == IT_IB_GID)
+				json_builder_add_string_value(
+					jb, tool_addr_str(&sp->net_addr[j], b,
+							  sizeof(b)));
+		json_builder_end_array(jb);
+		json_builder_end_object(jb);
+	}
+	json_builder_end_array(jb);
+	if (o->verbose) {
+		json_member_int(jb, "dto_alignment_hint",
+				in->dto_alignment_hint);
+#define X(f) json_member_int(jb, #f, (gint64)in->f);
+		PDATA(X)
+#undef X
+#define X(f) json_member_bool(jb, #f, in->f);
+		CAPS(X)
+#undef X
+		json_member_int(jb, "rmr_types_supported",
+				in->rmr_types_supported);
+		json_member_int(jb, "iobl_types_supported",
+				in->iobl_types_supported);
+	}
+	json_builder_end_object(jb);
+}
+
+/* Which device reaches @dest, and the path it_get_pathinfo gives; in
+ * @jb (an array is open there) with --json. */
+static int route(const struct opts *o, const char *dest, JsonBuilder *jb)
 {
 	it_interface_t itf[64];
 	size_t n = 64, total;
@@ -223,10 +349,11 @@ static int route(const struct opts *o, const char *dest, bool first)
 	if (tool_parse_addr(PROG, dest, &dst))
 		return 1;
 	it_interface_list(itf, &n, &total);
-	if (o->json) {
-		printf("%s{\"destination\":", first ? "" : ",");
-		jstr(dest);
-		printf(",\"paths\":[");
+	if (jb) {
+		json_builder_begin_object(jb);
+		json_member_str(jb, "destination", dest);
+		json_builder_set_member_name(jb, "paths");
+		json_builder_begin_array(jb);
 	}
 	for (size_t i = 0; i < n; i++) {
 		it_ia_handle_t ia;
@@ -259,14 +386,12 @@ static int route(const struct opts *o, const char *dest, bool first)
 					      &p.remote.ib.remote_port_gid, b2,
 					      sizeof(b2));
 			}
-			if (o->json) {
-				printf("%s{\"device\":", found ? "," : "");
-				jstr(itf[i].name);
-				printf(",\"local\":");
-				jstr(l);
-				printf(",\"remote\":");
-				jstr(r);
-				printf("}");
+			if (jb) {
+				json_builder_begin_object(jb);
+				json_member_str(jb, "device", itf[i].name);
+				json_member_str(jb, "local", l);
+				json_member_str(jb, "remote", r);
+				json_builder_end_object(jb);
 			} else {
 				printf("%-24s via %-12s %s -> %s\n", dest,
 				       itf[i].name, l, r);
@@ -275,71 +400,66 @@ static int route(const struct opts *o, const char *dest, bool first)
 		}
 		it_ia_free(ia);
 	}
-	if (o->json)
-		printf("]}");
-	else if (!found)
+	if (jb) {
+		json_builder_end_array(jb);
+		json_builder_end_object(jb);
+	} else if (!found) {
 		printf("%-24s no RDMA device reaches it\n", dest);
+	}
 	return found ? 0 : 1;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: %s [-v] [--json] [-d DEVICE] [-l] [--route ADDRESS]...\n"
-		"Shows hostrdma's RDMA devices as IT-API describes them.\n"
-		"  -l, --list          device names only\n"
-		"  -d, --device=NAME   this device only\n"
-		"  -v, --verbose       every capability IT-API reports\n"
-		"  -r, --route=ADDR    which device reaches ADDR, and the path\n"
-		"      --json          one JSON object\n"
-		"  -h, --help          this text\n"
-		"See hostrdma-info(1).\n",
-		PROG);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{ "list", no_argument, NULL, 'l' },
-		{ "device", required_argument, NULL, 'd' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "route", required_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	struct opts o = { 0 };
+	g_autofree char *port_arg = NULL;
+	const GOptionEntry entries[] = {
+		{ "list", 'l', 0, G_OPTION_ARG_NONE, &o.list,
+		  "Device names only", NULL },
+		{ "device", 'd', 0, G_OPTION_ARG_STRING, &o.device,
+		  "This device only", "NAME" },
+		{ "ib-port", 'i', 0, G_OPTION_ARG_STRING, &port_arg,
+		  "This port (spigot) only, from 1 as ibv_devinfo -i", "PORT" },
+		{ "verbose", 'v', 0, G_OPTION_ARG_NONE, &o.verbose,
+		  "Every capability IT-API reports", NULL },
+		{ "route", 'r', 0, G_OPTION_ARG_STRING_ARRAY, &o.routes,
+		  "Which device reaches ADDR, and the path (repeatable)",
+		  "ADDR" },
+		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o.json,
+		  "One JSON object", NULL },
+		{ NULL }
 	};
-	const char *routes[32];
-	struct opts o = { .routes = routes };
+	g_autoptr(GOptionContext) ctx = g_option_context_new(
+		"- hostrdma's RDMA devices as IT-API describes them");
+	g_autoptr(JsonBuilder) jb = NULL;
 	it_interface_t itf[64];
 	size_t n = 64, total, shown = 0;
-	int opt, rc = 0;
+	int rc = 0, nroutes;
 
-	while ((opt = getopt_long(argc, argv, "ld:vr:jh", longs, NULL)) !=
-	       -1) {
-		switch (opt) {
-		case 'l': o.list = true; break;
-		case 'd': o.device = optarg; break;
-		case 'v': o.verbose = true; break;
-		case 'r':
-			if (o.nroutes < 32)
-				routes[o.nroutes++] = optarg;
-			break;
-		case 'j': o.json = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind < argc) {
-		usage(stderr);
+	tool_init(PROG);
+	g_option_context_set_description(ctx, "See hostrdma-info(1).\n");
+	g_option_context_add_main_entries(ctx, entries, NULL);
+	if (tool_parse_options(PROG, ctx, &argc, &argv))
+		return 2;
+	if (argc > 1) {
+		fprintf(stderr, "%s: unexpected argument %s\n", PROG, argv[1]);
 		return 2;
 	}
+	if (port_arg && tool_parse_uint(PROG, "-i", port_arg, 1, 255, &o.port))
+		return 2;
+	nroutes = o.routes ? (int)g_strv_length(o.routes) : 0;
 	it_interface_list(itf, &n, &total);
-	if (o.json)
-		printf("{\"devices\":[");
-	for (size_t i = 0; i < n && !o.nroutes; i++) {
+	if (o.json) {
+		jb = json_builder_new();
+		json_builder_begin_object(jb);
+		json_builder_set_member_name(jb, "devices");
+		json_builder_begin_array(jb);
+	}
+	for (size_t i = 0; i < n && !nroutes; i++) {
 		it_ia_handle_t ia;
 		it_ia_info_t *in;
 		it_status_t st;
+		bool has_port = false;
 
 		if (o.device && strcmp(o.device, itf[i].name))
 			continue;
@@ -362,25 +482,50 @@ int main(int argc, char **argv)
 				it_ia_free(ia);
 			continue;
 		}
-		if (o.json)
-			json_device(&o, itf[i].name, in, shown == 0);
-		else
-			text_device(&o, itf[i].name, in);
-		shown++;
+		for (size_t s = 0; s < in->num_spigots; s++)
+			has_port |= port_wanted(&o, &in->spigot_info[s]);
+		if (!has_port) {
+			fprintf(stderr, "%s: %s has no port %llu\n", PROG,
+				itf[i].name, (unsigned long long)o.port);
+			rc = 1;
+		} else if (o.json) {
+			json_device(jb, &o, itf[i].name, ia, in);
+		} else {
+			text_device(&o, itf[i].name, ia, in);
+		}
+		shown += has_port;
 		it_ia_info_free(in);
 		it_ia_free(ia);
 	}
-	if (o.json)
-		printf("]%s", o.nroutes ? ",\"routes\":[" : "");
-	for (int i = 0; i < o.nroutes; i++)
-		rc |= route(&o, routes[i], i == 0);
-	if (o.json)
-		printf("%s}\n", o.nroutes ? "]" : "");
-	if (!shown && !o.nroutes) {
-		fprintf(stderr, "%s: %s\n", PROG,
-			o.device ? "no such device" :
-				   "no RDMA devices (see hostrdma(7): "
-				   "HOSTRDMA_PROVIDER_PATH, HOSTRDMA_DEVICES)");
+	if (o.json) {
+		json_builder_end_array(jb);
+		if (nroutes) {
+			json_builder_set_member_name(jb, "routes");
+			json_builder_begin_array(jb);
+		}
+	}
+	for (int i = 0; i < nroutes; i++)
+		rc |= route(&o, o.routes[i], jb);
+	if (o.json) {
+		g_autoptr(JsonGenerator) g = json_generator_new();
+		g_autoptr(JsonNode) root = NULL;
+		g_autofree char *text = NULL;
+
+		if (nroutes)
+			json_builder_end_array(jb);
+		json_builder_end_object(jb);
+		root = json_builder_get_root(jb);
+		json_generator_set_root(g, root);
+		text = json_generator_to_data(g, NULL);
+		printf("%s\n", text);
+	}
+	g_strfreev(o.routes);
+	if (!shown && !nroutes) {
+		if (!rc)
+			fprintf(stderr, "%s: %s\n", PROG,
+				o.device ? "no such device" :
+					   "no RDMA devices (see hostrdma(7): "
+					   "HOSTRDMA_PROVIDER_PATH, HOSTRDMA_DEVICES)");
 		return 1;
 	}
 	return rc;

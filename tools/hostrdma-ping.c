@@ -16,7 +16,6 @@
 #include "tools/tool_util.h"
 
 #include <arpa/inet.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <limits.h>
 #include <signal.h>
@@ -31,11 +30,13 @@
 /* rping's limits: the text of the largest count fits, and 64 KiB - 1. */
 #define MIN_SIZE (sizeof("2147483647") + sizeof(MSG_FMT))
 #define MAX_SIZE (64 * 1024 - 1)
+_Static_assert(MIN_SIZE == 26, "--help says 26");
 #define FLAGS ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
 
 struct opts {
-	bool server, client, verbose, validate, debug, persistent;
-	bool loopback;			/* -L: both roles, one process */
+	/* gboolean: GOption's flags */
+	gboolean server, client, verbose, validate, debug, persistent;
+	gboolean loopback;		/* -L: both roles, one process */
 	const char *addr, *src_addr, *device;
 	uint16_t port;
 	int count;			/* 0: until stopped (client) */
@@ -62,6 +63,11 @@ struct ping {
 	bool resume_on_signal;
 	/* -L server: set once its client failed; its waits end then. */
 	const atomic_bool *quit;
+	/* server: the client went away (a flushed completion, or a
+	 * disconnect or broken connection): rping's normal end. */
+	bool peer_gone;
+	/* server: a signal (SIGINT, SIGTERM) ended a wait. */
+	bool interrupted;
 };
 
 /* How often a -L server looks whether its client has failed. */
@@ -69,11 +75,6 @@ struct ping {
 
 static volatile sig_atomic_t stop;
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 static void debug(const struct opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -107,6 +108,9 @@ static int ping_wait(struct ping *p, it_evd_handle_t evd, uint64_t timeout_us,
 {
 	bool forever = timeout_us == IT_TIMEOUT_INFINITE;
 	uint64_t end = forever ? 0 : tool_now_ns() / 1000 + timeout_us;
+	/* A signal that came just before the wait began would not end
+	 * it: a server looks at the flag every QUIT_POLL_US too. */
+	bool watch_stop = !p->resume_on_signal;
 
 	for (;;) {
 		uint64_t now = tool_now_ns() / 1000;
@@ -117,19 +121,28 @@ static int ping_wait(struct ping *p, it_evd_handle_t evd, uint64_t timeout_us,
 
 		if (p->quit && atomic_load(p->quit))
 			return -1;
-		if (p->quit && slice > QUIT_POLL_US)
+		if (watch_stop && stop) {
+			*st = IT_ERR_INTERRUPT;
+			return 0;
+		}
+		if ((p->quit || watch_stop) && slice > QUIT_POLL_US)
 			slice = QUIT_POLL_US;
 		*st = it_evd_wait(evd, slice, ev, &nmore);
 		if (*st == IT_ERR_INTERRUPT && p->resume_on_signal)
 			continue;
-		if (*st == IT_ERR_TIMEOUT_EXPIRED && p->quit &&
+		if (*st == IT_ERR_TIMEOUT_EXPIRED && (p->quit || watch_stop) &&
 		    (forever || tool_now_ns() / 1000 < end))
 			continue;
 		return 0;
 	}
 }
 
-/* tool_wait_event, waiting through ping_wait. */
+/*
+ * tool_wait_event, waiting through ping_wait. A flushed completion (the
+ * connection went away under it) and an interrupted wait are noted in
+ * peer_gone and interrupted, without a message: the server takes both
+ * as the end of its client.
+ */
 static int wait_event(struct ping *p, it_evd_handle_t evd,
 		      it_event_type_t type, uint64_t timeout_us, it_event_t *ev)
 {
@@ -137,7 +150,41 @@ static int wait_event(struct ping *p, it_evd_handle_t evd,
 
 	if (ping_wait(p, evd, timeout_us, ev, &st))
 		return -1;
+	if (st == IT_ERR_INTERRUPT) {
+		p->interrupted = true;
+		return -1;
+	}
+	if (st == IT_SUCCESS &&
+	    (ev->event_number & IT_EVENT_STREAM_MASK) == IT_DTO_EVENT_STREAM &&
+	    ev->dto_cmpl.dto_status == IT_DTO_ERR_FLUSHED) {
+		p->peer_gone = true;
+		return -1;
+	}
+	if (st == IT_SUCCESS &&
+	    (ev->event_number == IT_CM_MSG_CONN_DISCONNECT_EVENT ||
+	     ev->event_number == IT_CM_MSG_CONN_BROKEN_EVENT) &&
+	    type != ev->event_number)
+		p->peer_gone = true;
 	return tool_check_event(PROG, type, st, ev);
+}
+
+/*
+ * After a failed step of the server: whether the client went away (a
+ * disconnect or broken connection on the CM EVD within a second). A
+ * client killed mid-round shows so, and rping takes it as the end.
+ */
+static bool peer_left(struct ping *p)
+{
+	it_event_t ev;
+	size_t nmore;
+
+	if (p->peer_gone)
+		return true;
+	if (it_evd_wait(p->cm, 1000000, &ev, &nmore) == IT_SUCCESS &&
+	    (ev.event_number == IT_CM_MSG_CONN_DISCONNECT_EVENT ||
+	     ev.event_number == IT_CM_MSG_CONN_BROKEN_EVENT))
+		p->peer_gone = true;
+	return p->peer_gone;
 }
 
 static int reg(struct ping *p, void *buf, size_t len, it_mem_priv_t privs,
@@ -229,11 +276,17 @@ static int recv_advert(struct ping *p, uint64_t timeout_us)
 
 	if (ping_wait(p, p->rq, timeout_us, &ev, &st))
 		return -1;
+	if (st == IT_ERR_INTERRUPT) {
+		p->interrupted = true;
+		return -1;
+	}
 	if (st != IT_SUCCESS)
 		return check("waiting for the peer's message", st);
 	if (ev.event_number == IT_DTO_RC_RECV_CMPL_EVENT &&
-	    ev.dto_cmpl.dto_status == IT_DTO_ERR_FLUSHED)
+	    ev.dto_cmpl.dto_status == IT_DTO_ERR_FLUSHED) {
+		p->peer_gone = true;
 		return 1;
+	}
 	if (ev.event_number != IT_DTO_RC_RECV_CMPL_EVENT ||
 	    ev.dto_cmpl.dto_status != IT_DTO_SUCCESS) {
 		fprintf(stderr, "%s: receive failed: %s\n", PROG,
@@ -381,18 +434,43 @@ static int rdma(struct ping *p, bool read, uint32_t len, uint64_t raddr,
 			  &ev);
 }
 
-/* One client, until it disconnects (or -C rounds). */
+/*
+ * After a step of serve() failed: 0 when the client went away (rping's
+ * normal end) or a signal stopped the server, saying so; 1 otherwise.
+ */
+static int serve_end(struct ping *p, int rounds)
+{
+	if (p->interrupted) {
+		it_ep_disconnect(p->ep, NULL, 0);
+		fprintf(stderr, "%s: server: stopped by a signal after %d rounds\n",
+			PROG, rounds);
+		return 0;
+	}
+	if (peer_left(p)) {
+		fprintf(stderr, "%s: server: the client left after %d rounds\n",
+			PROG, rounds);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * One client, until it disconnects (or -C rounds). A client that goes
+ * away at any point, killed or not, ends it normally (exit 0), as in
+ * rping; so does SIGINT or SIGTERM.
+ */
 static int serve(struct ping *p, it_cn_est_identifier_t id)
 {
 	const struct opts *o = p->o;
 	it_event_t ev;
 	int ping, r;
 
+	p->peer_gone = false;
 	if (post_recv(p) ||
 	    check("it_ep_accept", it_ep_accept(p->ep, id, NULL, 0)) ||
 	    wait_event(p, p->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT,
 		       TOOL_WAIT_US, &ev))
-		return 1;
+		return p->interrupted ? serve_end(p, 0) : 1;
 	for (ping = 0; !o->count || ping < o->count; ping++) {
 		uint64_t raddr;
 		uint32_t rkey, len;
@@ -400,32 +478,36 @@ static int serve(struct ping *p, it_cn_est_identifier_t id)
 		r = recv_advert(p, IT_TIMEOUT_INFINITE);
 		if (r > 0)
 			break;		/* the client is done */
-		if (r < 0 || take_advert(p, &raddr, &rkey, &len))
+		if (r < 0)
+			return serve_end(p, ping);
+		if (take_advert(p, &raddr, &rkey, &len))
 			return 1;
 		debug(o, "round %d: reading %u bytes", ping, len);
 		memset(p->rdma_buf, 0, o->size);
 		if (rdma(p, true, len, raddr, rkey))
-			return 1;
+			return serve_end(p, ping);
 		p->rdma_buf[o->size - 1] = 0;
 		if (o->verbose)
 			printf("server ping data: %s\n", p->rdma_buf);
 		memset(&p->send_buf, 0, sizeof(p->send_buf));
 		if (send_advert(p))	/* go ahead */
-			return 1;
-		if (recv_advert(p, TOOL_WAIT_US) ||
-		    take_advert(p, &raddr, &rkey, &len))
+			return serve_end(p, ping);
+		r = recv_advert(p, TOOL_WAIT_US);
+		if (r)
+			return serve_end(p, ping);
+		if (take_advert(p, &raddr, &rkey, &len))
 			return 1;
 		/* rping echoes the text up to its NUL. */
 		len = ping_echo_len(p->rdma_buf, o->size);
 		debug(o, "round %d: writing %u bytes back", ping, len);
 		if (rdma(p, false, len, raddr, rkey) || send_advert(p))
-			return 1;
+			return serve_end(p, ping);
 	}
 	fflush(stdout);
-	if (o->count) {
-		/* The client disconnects after its last round. */
-		if (wait_event(p, p->cm, IT_CM_MSG_CONN_DISCONNECT_EVENT,
-			       TOOL_WAIT_US, &ev))
+	if (o->count && !p->peer_gone) {
+		/* The client disconnects after its last round (or its
+		 * connection breaks: it is gone either way). */
+		if (ping_wait(p, p->cm, TOOL_WAIT_US, &ev, &(it_status_t){ 0 }))
 			return 1;
 	} else {
 		it_ep_disconnect(p->ep, NULL, 0);
@@ -438,23 +520,37 @@ static int serve(struct ping *p, it_cn_est_identifier_t id)
 static int run_server(struct ping *p)
 {
 	const struct opts *o = p->o;
-	int rc = 0;
+	int rc = 0, served = 0;
 
-	if (tool_listen(PROG, o->device, o->addr, o->port, 8, !o->debug &&
-			!o->verbose, p->ready, p->ready_arg, &p->ia, &p->req,
-			&p->listen))
+	rc = tool_listen(PROG, o->device, o->addr, o->port, 8,
+			 !o->debug && !o->verbose, p->ready, p->ready_arg,
+			 &p->ia, &p->req, &p->listen);
+	if (rc > 0) {
+		fprintf(stderr, "%s: server: stopped by a signal\n", PROG);
+		return 0;
+	}
+	if (rc)
 		return 1;
 	do {
 		it_event_t ev;
+		it_status_t st;
 
-		if (wait_event(p, p->req, IT_CM_REQ_CONN_REQUEST_EVENT,
-			       IT_TIMEOUT_INFINITE, &ev))
+		if (ping_wait(p, p->req, IT_TIMEOUT_INFINITE, &ev, &st))
+			return 1;
+		if (st == IT_ERR_INTERRUPT) {
+			fprintf(stderr, "%s: server: stopped by a signal after %d clients\n",
+				PROG, served);
+			return rc;
+		}
+		if (tool_check_event(PROG, IT_CM_REQ_CONN_REQUEST_EVENT, st,
+				     &ev))
 			return 1;
 		debug(o, "connection request: IRD %u ORD %u",
 		      ev.conn_req.rdma_read_ird, ev.conn_req.rdma_read_ord);
 		if (setup(p))
 			return 1;
 		rc |= serve(p, ev.conn_req.cn_est_id);
+		served++;
 		/* A fresh EP and buffers for the next client (-P). */
 		it_ep_free(p->ep);
 		it_lmr_free(p->recv_lmr);
@@ -468,7 +564,7 @@ static int run_server(struct ping *p)
 		free(p->start_buf);
 		free(p->rdma_buf);
 		p->start_buf = p->rdma_buf = NULL;
-	} while (o->persistent);
+	} while (o->persistent && !p->interrupted);
 	return rc;
 }
 
@@ -567,106 +663,117 @@ out:
 	return rc;
 }
 
-static void usage(FILE *f)
+/* The command line: GOption's table is the --help text too. */
+static int parse_args(int argc, char **argv, struct opts *o)
 {
-	fprintf(f,
-		"Usage: %s -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]\n"
-		"       %s -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]\n"
-		"       %s -L [-vVd] [-S size] [-C count] [-a addr] [-p port]\n"
-		"  -s            server\n"
-		"  -c            client\n"
-		"  -L            both, server and client in this process, on\n"
-		"                127.0.0.1 or -a addr (for rxe_lo)\n"
-		"  -a addr       server: listen on the device holding addr (default:\n"
-		"                every device); client: the server's address\n"
-		"  -I addr       client: the source address (its device)\n"
-		"  -p port       port (default 7174)\n"
-		"  -C count      rounds (client default: until interrupted;\n"
-		"                server default: until the client disconnects)\n"
-		"  -S size       ping data size, %zu to %d (default 64)\n"
-		"  -v            print the ping data\n"
-		"  -V            client: check the data that came back\n"
-		"  -d            debug messages on stderr\n"
-		"  -P            server: one client after another\n"
-		"  -D, --device=NAME  the IT-API interface to use (e.g. siw_lo)\n"
-		"  -h, --help    this text\n"
-		"Wire compatible with rdma-core's rping. See hostrdma-ping(1).\n",
-		PROG, PROG, PROG, MIN_SIZE, MAX_SIZE);
-}
-
-int main(int argc, char **argv)
-{
-	static const struct option longs[] = {
-		{ "device", required_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+	g_autofree char *port = NULL, *count = NULL, *size = NULL;
+	g_autofree char *summary = NULL;
+	gboolean ignored_q = FALSE;
+	const GOptionEntry entries[] = {
+		{ "server", 's', 0, G_OPTION_ARG_NONE, &o->server,
+		  "Server", NULL },
+		{ "client", 'c', 0, G_OPTION_ARG_NONE, &o->client,
+		  "Client", NULL },
+		{ "loopback", 'L', 0, G_OPTION_ARG_NONE, &o->loopback,
+		  "Both roles, server and client in this process, on 127.0.0.1 or -a ADDR (for rxe_lo)",
+		  NULL },
+		{ "address", 'a', 0, G_OPTION_ARG_STRING, &o->addr,
+		  "Server: listen on the device holding ADDR (default: every device); client: the server's address",
+		  "ADDR" },
+		{ "source", 'I', 0, G_OPTION_ARG_STRING, &o->src_addr,
+		  "Client: the source address (its device)", "ADDR" },
+		{ "port", 'p', 0, G_OPTION_ARG_STRING, &port,
+		  "Port, 1 to 65535 (default 7174)", "PORT" },
+		{ "count", 'C', 0, G_OPTION_ARG_STRING, &count,
+		  "Rounds (client default: until interrupted; server default: until the client disconnects)",
+		  "COUNT" },
+		{ "size", 'S', 0, G_OPTION_ARG_STRING, &size,
+		  "Ping data size in bytes, 26 to 65535 (default 64)", "SIZE" },
+		{ "verbose", 'v', 0, G_OPTION_ARG_NONE, &o->verbose,
+		  "Print the ping data", NULL },
+		{ "validate", 'V', 0, G_OPTION_ARG_NONE, &o->validate,
+		  "Client: check the data that came back", NULL },
+		{ "debug", 'd', 0, G_OPTION_ARG_NONE, &o->debug,
+		  "Debug messages on stderr", NULL },
+		{ "persistent", 'P', 0, G_OPTION_ARG_NONE, &o->persistent,
+		  "Server: one client after another", NULL },
+		{ "device", 'D', 0, G_OPTION_ARG_STRING, &o->device,
+		  "The IT-API interface to use (e.g. siw_lo)", "NAME" },
+		{ "qp-ignored", 'q', G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE,
+		  &ignored_q, "rping's -q: accepted, no effect", NULL },
+		{ NULL }
 	};
-	struct opts o = { .port = 7174, .size = 64 };
-	struct ping p = { .o = &o };
-	struct sigaction sa = { .sa_handler = on_signal };
-	long v;
-	int opt, rc;
+	g_autoptr(GOptionContext) ctx =
+		g_option_context_new("- rping over IT-API");
+	guint64 v;
 
-	while ((opt = getopt_long(argc, argv, "a:I:Pp:C:S:scLvVdqD:h", longs,
-				  NULL)) != -1) {
-		switch (opt) {
-		case 'a': o.addr = optarg; break;
-		case 'I': o.src_addr = optarg; break;
-		case 'P': o.persistent = true; break;
-		case 'p':
-			v = strtol(optarg, NULL, 0);
-			if (v < 1 || v > 65535) {
-				fprintf(stderr, "%s: -p %s: not a port\n", PROG,
-					optarg);
-				return 2;
-			}
-			o.port = (uint16_t)v;
-			break;
-		case 'C':
-			v = strtol(optarg, NULL, 0);
-			if (v < 0 || v > INT_MAX) {
-				fprintf(stderr, "Invalid count %s\n", optarg);
-				return 2;
-			}
-			o.count = (int)v;
-			break;
-		case 'S':
-			v = strtol(optarg, NULL, 0);
-			if (v < (long)MIN_SIZE || v > MAX_SIZE) {
-				fprintf(stderr, "Invalid size %s (valid range is %zu to %d)\n",
-					optarg, MIN_SIZE, MAX_SIZE);
-				return 2;
-			}
-			o.size = (uint32_t)v;
-			break;
-		case 's': o.server = true; break;
-		case 'c': o.client = true; break;
-		case 'L': o.loopback = true; break;
-		case 'v': o.verbose = true; break;
-		case 'V': o.validate = true; break;
-		case 'd': o.debug = true; break;
-		case 'q': break;	/* rping's own QP handling: ours is */
-		case 'D': o.device = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
+	summary = g_strdup_printf(
+		"  %s -s [-vVdP] [-S SIZE] [-C COUNT] [-a ADDR] [-p PORT]\n"
+		"  %s -c [-vVd] [-S SIZE] [-C COUNT] [-I ADDR] -a ADDR [-p PORT]\n"
+		"  %s -L [-vVd] [-S SIZE] [-C COUNT] [-a ADDR] [-p PORT]",
+		PROG, PROG, PROG);
+	g_option_context_set_summary(ctx, summary);
+	g_option_context_set_description(
+		ctx, "Wire compatible with rdma-core's rping. Exit status: 0 "
+		     "when the rounds ran (a server: also when its client "
+		     "left or a signal stopped it), 1 on failure, 2 for a "
+		     "bad command line. See hostrdma-ping(1).\n");
+	g_option_context_add_main_entries(ctx, entries, NULL);
+	if (tool_parse_options(PROG, ctx, &argc, &argv))
+		return 2;
+	if (argc > 1) {
+		fprintf(stderr, "%s: unexpected argument %s\n", PROG, argv[1]);
+		return 2;
 	}
-	if (o.loopback) {
-		if (o.server || o.client) {
+	if (port) {
+		if (tool_parse_uint(PROG, "-p", port, 1, 65535, &v))
+			return 2;
+		o->port = (uint16_t)v;
+	}
+	if (count) {
+		if (tool_parse_uint(PROG, "-C", count, 0, INT_MAX, &v))
+			return 2;
+		o->count = (int)v;
+	}
+	if (size) {
+		if (tool_parse_uint(PROG, "-S", size, MIN_SIZE, MAX_SIZE, &v))
+			return 2;
+		o->size = (uint32_t)v;
+	}
+	if (o->loopback) {
+		if (o->server || o->client) {
 			fprintf(stderr, "%s: -L is both roles: no -s, no -c\n",
 				PROG);
 			return 2;
 		}
-		o.client = true;
-		if (!o.addr)
-			o.addr = "127.0.0.1";
+		o->client = true;
+		if (!o->addr)
+			o->addr = "127.0.0.1";
 	}
-	if (o.server == o.client || (o.client && !o.addr) || optind < argc) {
-		usage(stderr);
+	if (o->server == o->client) {
+		fprintf(stderr, "%s: one of -s, -c or -L, please (see --help)\n",
+			PROG);
 		return 2;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	if (o->client && !o->addr) {
+		fprintf(stderr, "%s: a client needs the server's address: -a ADDR\n",
+			PROG);
+		return 2;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .port = 7174, .size = 64 };
+	struct ping p = { .o = &o };
+	int rc;
+
+	tool_init(PROG);
+	rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	tool_catch_stop_signals(&stop);
 	p.resume_on_signal = o.client;
 	if (o.loopback)
 		rc = run_loopback(&p);

@@ -5,7 +5,9 @@ tools_libtools_la_SOURCES = tools/tool_util.c tools/tool_util.h \
 	tools/ping_wire.c tools/ping_wire.h tools/perf_wire.c \
 	tools/perf.h tools/perf_priv.h tools/perf_conn.c tools/perf_loop.c \
 	tools/perf_report.c tools/perf_rcm.c tools/perf_loopback.c
-tools_libtools_la_LIBADD = libhostrdma.la $(PTHREAD_LIBS)
+tools_libtools_la_CFLAGS = $(AM_CFLAGS) $(JSON_GLIB_CFLAGS)
+tools_libtools_la_LIBADD = libhostrdma.la $(JSON_GLIB_LIBS) $(GLIB_LIBS) \
+	$(PTHREAD_LIBS)
 
 bin_PROGRAMS += tools/hostrdma-perf
 tools_hostrdma_perf_SOURCES = tools/hostrdma-perf.c
@@ -13,6 +15,7 @@ tools_hostrdma_perf_LDADD = tools/libtools.la
 
 bin_PROGRAMS += tools/hostrdma-info
 tools_hostrdma_info_SOURCES = tools/hostrdma-info.c
+tools_hostrdma_info_CFLAGS = $(AM_CFLAGS) $(JSON_GLIB_CFLAGS)
 tools_hostrdma_info_LDADD = tools/libtools.la
 
 bin_PROGRAMS += tools/hostrdma-ping

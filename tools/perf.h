@@ -23,9 +23,21 @@
 #define PERF_MAX_SIZE (8ull << 20)	/* -a goes from 2 B to 8 MiB */
 #define PERF_DEFAULT_PORT 18515		/* perftest's */
 
-/* PERF_ATOMIC: 8-byte Fetch-and-Add or Compare-and-Swap (-A), one-sided
- * like Reads, on devices with atomic_support (soft-RoCE, not iWARP). */
 enum perf_verb { PERF_WRITE, PERF_READ, PERF_SEND, PERF_ATOMIC };
+
+/* -A: perftest's atomic types (atomic_bw, atomic_lat). */
+enum perf_atomic { PERF_FETCH_AND_ADD, PERF_CMP_AND_SWAP };
+
+/* --output: one number per size instead of the table. */
+enum perf_output { PERF_OUT_TABLE, PERF_OUT_BANDWIDTH, PERF_OUT_MSG_RATE,
+		   PERF_OUT_LATENCY };
+
+/* What the banner says about where the run goes (perf_describe). */
+struct perf_where {
+	char device[64];
+	char transport[32];
+	char local[64], remote[64];
+};
 
 struct perf_opts {
 	enum perf_verb verb;
@@ -42,14 +54,23 @@ struct perf_opts {
 	unsigned int duration_s;	/* -D: run by time, not count */
 	unsigned int qps;		/* -q */
 	bool bidir;			/* -b */
-	unsigned int inline_size;	/* -I: IT-API has no inline data */
+	unsigned int inline_size;	/* -I: only 0, IT-API has no inline
+					 * data */
+	unsigned int ib_port;		/* -i: the spigot + 1 */
+	enum perf_atomic atomic;	/* -A */
+	enum perf_output output;	/* --output */
+	bool cpu_util;			/* --cpu_util: a CPU column */
+	bool run_infinitely;		/* --run_infinitely: -D runs of
+					 * one size until perf_stop */
+	bool report_both;		/* --report-both: -b's directions
+					 * each on its own line */
+	struct perf_where where;	/* for the banner, once connected */
 	unsigned int tx_depth;		/* -t */
 	unsigned int rx_depth;		/* -r */
 	unsigned int cq_mod;		/* -Q: one completion per cq_mod */
 	unsigned int post_list;		/* -l: WRs started together
 					 * (IT_COALESCE_WR_FLAG on the others) */
 	unsigned int outs;		/* -o: Reads/atomics in flight per QP */
-	bool cas;			/* -A CMP_AND_SWAP, else FETCH_AND_ADD */
 	bool events;			/* -e: sleep on events, do not poll */
 	bool json;			/* --json */
 	bool quiet;			/* no progress lines, no banner */
@@ -57,9 +78,22 @@ struct perf_opts {
 	bool verify;			/* check the data of every message */
 	bool mbps;			/* table in MB/s (perftest) not Gb/s */
 	bool loopback;			/* --loopback: both ends here */
+	/* server: set by the caller to end the wait for a client (a
+	 * --loopback client that failed before it connected) */
+	const int *quit;
 	/* server: called once it listens (or failed to: @ok false) */
 	void (*on_listen)(void *arg, bool ok);
 	void *on_listen_arg;
+};
+
+/* Set (by a signal handler) to end a --run_infinitely client after its
+ * current -D run: both ends then finish normally. */
+extern volatile int perf_stop;
+
+/* One direction of a -b run (--report-both). */
+struct perf_dir {
+	uint64_t iters, ns;
+	double peak_bps;
 };
 
 /* What one side measured for one message size. */
@@ -68,10 +102,13 @@ struct perf_result {
 	uint64_t iters;			/* messages, all QPs together */
 	uint64_t ns;			/* first post to last completion */
 	double cpu_s;			/* this process's CPU time meanwhile */
+	double peak_bps;		/* bytes/s of the best window (bw) */
 	double peer_cpu_s;		/* the peer's, from its report */
 	/* latency tests: microseconds */
 	double lat_min, lat_max, lat_avg, lat_p50, lat_p99, lat_p999;
 	uint32_t verify_errors;
+	/* -b: this side's sending direction and the peer's */
+	struct perf_dir local, remote;
 };
 
 struct perf_ctx;

@@ -235,6 +235,20 @@ int perf_make_base(struct perf_ctx *c)
 	for (unsigned int i = 0; i < PERF_CTL_RECVS; i++)
 		if (ctl_post_recv(c, i))
 			return -1;
+	if (o->verb == PERF_ATOMIC) {
+		it_ia_info_t *info;
+		bool ok = false;
+
+		if (it_ia_query(c->ia, &info) == IT_SUCCESS) {
+			ok = info->atomic_support;
+			if (!ok)
+				fprintf(stderr, "%s: device %s has no atomic operations (its atomic_support is false; soft-iWARP has none, soft-RoCE has them)\n",
+					PERF_PROG, info->ia_name);
+			it_ia_info_free(info);
+		}
+		if (!ok)
+			return -1;
+	}
 	return 0;
 }
 
@@ -253,23 +267,6 @@ void perf_layout(struct perf_ctx *c)
 	c->credit_off = c->sink_off + c->max_size;
 }
 
-/* Atomic tests need a device that has them (IT-API's atomic_support). */
-static int atomics_ok(struct perf_ctx *c)
-{
-	it_ia_info_t *info;
-	bool ok;
-
-	if (check("it_ia_query", it_ia_query(c->ia, &info)))
-		return -1;
-	ok = info->atomic_support;
-	if (!ok)
-		fprintf(stderr, "%s: device %s has no atomic operations (%s); use a RoCE device such as rxe_lo\n",
-			PERF_PROG, info->ia_name ? info->ia_name : "?",
-			tool_transport_name(info->transport_type));
-	it_ia_info_free(info);
-	return ok ? 0 : -1;
-}
-
 /* A data EP and its buffer. */
 int perf_make_qp(struct perf_ctx *c, unsigned int i)
 {
@@ -278,9 +275,6 @@ int perf_make_qp(struct perf_ctx *c, unsigned int i)
 	it_ep_attributes_t a = { 0 };
 	size_t len = c->credit_off + 128;
 	bool atomic = o->verb == PERF_ATOMIC;
-
-	if (atomic && i == 0 && atomics_ok(c))
-		return -1;
 
 	q->index = i;
 	q->buf_len = (len + 4095) & ~(size_t)4095;
@@ -365,6 +359,7 @@ static void params_out(const struct perf_opts *o, uint64_t *v)
 	v[PV_VERIFY] = o->verify;
 	v[PV_MAX_SIZE] = run_max_size(o);
 	v[PV_POST_LIST] = o->post_list;
+	v[PV_INFINITE] = o->run_infinitely;
 }
 
 int perf_wait_established(struct perf_ctx *c, it_ep_handle_t ep)
@@ -427,7 +422,7 @@ int perf_connect(struct perf_ctx *c)
 		if (perf_make_qp(c, i))
 			return -1;
 	params_out(o, v);
-	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_POST_LIST + 1, true) ||
+	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_INFINITE + 1, true) ||
 	    perf_ctl_recv(c, PERF_CTL_PARAMS, TOOL_WAIT_US))
 		return -1;
 	perf_take_adverts(c);
@@ -449,13 +444,28 @@ static int next_request(struct perf_ctx *c, uint8_t role, unsigned int index,
 	it_event_t ev;
 
 	for (;;) {
-		if (tool_wait_event(PERF_PROG, c->req,
-				    IT_CM_REQ_CONN_REQUEST_EVENT,
-				    role ? TOOL_WAIT_US : IT_TIMEOUT_INFINITE, &ev))
+		uint64_t wait = role ? TOOL_WAIT_US : IT_TIMEOUT_INFINITE;
+		it_status_t st;
+		size_t nmore;
+
+		/* --loopback: the client may fail before it connects; the
+		 * wait for it looks at o->quit every 100 ms. */
+		if (!role && c->o->quit)
+			wait = 100000;
+		st = it_evd_wait(c->req, wait, &ev, &nmore);
+		if (st == IT_ERR_TIMEOUT_EXPIRED && !role && c->o->quit) {
+			if (__atomic_load_n(c->o->quit, __ATOMIC_ACQUIRE))
+				return -1;
+			continue;
+		}
+		if (tool_check_event(PERF_PROG, IT_CM_REQ_CONN_REQUEST_EVENT,
+				     st, &ev))
 			return -1;
 		if (ev.conn_req.private_data_present &&
 		    perf_hello_ok(ev.conn_req.private_data, role, index)) {
 			*id = ev.conn_req.cn_est_id;
+			if (!role)
+				c->peer_addr = ev.conn_req.source_addr;
 			return 0;
 		}
 		fprintf(stderr, "%s: rejecting a connection request that is not hostrdma-perf's (role %u index %u expected)\n",
@@ -502,7 +512,7 @@ int perf_accept(struct perf_ctx *c)
 	if (perf_adverts_ok(c))
 		return -1;
 	params_out(o, v);
-	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_POST_LIST + 1, true))
+	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_INFINITE + 1, true))
 		return -1;
 	for (unsigned int i = 0; i < o->qps; i++) {
 		if (next_request(c, 1, i, &id) ||

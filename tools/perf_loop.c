@@ -24,6 +24,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+/* The shortest stretch of a bandwidth run that BW peak looks at. */
+#define PEAK_WINDOW_NS (20ull * 1000 * 1000)
 #define SIGNALLED ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
 #define CREDIT_COOKIE (1ull << 55)
 #define QP_OF(cookie) ((unsigned int)((cookie) >> 56))
@@ -199,9 +201,9 @@ static int post_one(struct perf_ctx *c, struct perf_qp *q, uint64_t size,
 		t.addr.abs = q->buf;
 		t.length = 8;
 		st = it_post_atomic(q->ep,
-				    c->o->cas ? IT_COMPARE_AND_SWAP
+				    c->o->atomic == PERF_CMP_AND_SWAP ? IT_COMPARE_AND_SWAP
 					      : IT_FETCH_AND_ADD,
-				    c->o->cas ? q->atomics + 1 : 1, q->atomics,
+				    c->o->atomic == PERF_CMP_AND_SWAP ? q->atomics + 1 : 1, q->atomics,
 				    &t, ck, fl, q->raddr + c->sink_off,
 				    q->rrkey);
 		q->atomics++;
@@ -345,6 +347,18 @@ static int fence(struct perf_ctx *c)
 	return 0;
 }
 
+/* What this side's bandwidth counts, over all sizes: the work requests
+ * it completed, or (a server only receiving) the Sends it took. */
+static uint64_t peak_count(const struct perf_ctx *c)
+{
+	bool sends = !c->server || c->o->bidir;
+	uint64_t n = 0;
+
+	for (unsigned int i = 0; i < c->nqp; i++)
+		n += sends ? c->qp[i].completed : c->qp[i].received;
+	return n;
+}
+
 /* Bandwidth, one size: posts (if active) and receives (Send tests). */
 static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 {
@@ -354,6 +368,9 @@ static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 	uint64_t start[PERF_MAX_QPS], start_rx[PERF_MAX_QPS];
 	uint64_t peer_sent[PERF_MAX_QPS] = { 0 };
 	uint64_t t0, deadline = 0, last_print, now;
+	/* BW peak: the best rate over windows of PEAK_WINDOW_NS or more of
+	 * work completed (sender) or received (receiver). */
+	uint64_t win_t0, win_done = 0, done_now;
 	bool posting = sender, have_sent = false, shown = false;
 	uint32_t bad = 0;
 
@@ -366,7 +383,8 @@ static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			peer_sent[i] = o->iters;
 		}
 	}
-	t0 = last_print = tool_now_ns();
+	t0 = last_print = win_t0 = tool_now_ns();
+	win_done = peak_count(c);
 	if (o->duration_s)
 		deadline = t0 + (uint64_t)o->duration_s * 1000000000ull;
 	for (;;) {
@@ -430,6 +448,20 @@ static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		if (!sender && rx_done)
 			break;
 		now = tool_now_ns();
+		done_now = peak_count(c);
+		/* A window holds many times the work in flight, else the
+		 * batches of -Q moderated completions make it up. */
+		if (now - win_t0 >= PEAK_WINDOW_NS &&
+		    done_now - win_done >= 8 * depth(c)) {
+			double rate;
+
+			rate = (double)(done_now - win_done) * (double)size *
+			       1e9 / (double)(now - win_t0);
+			if (rate > r->peak_bps)
+				r->peak_bps = rate;
+			win_done = done_now;
+			win_t0 = now;
+		}
 		if (now - last_print >= 1000000000ull) {
 			uint64_t done = 0;
 
@@ -717,8 +749,13 @@ int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		c->qp[i].atomics = 0;
 	}
 	if (c->server) {
-		if (perf_ctl_recv(c, PERF_CTL_READY, IT_TIMEOUT_INFINITE) ||
-		    it_ntoh64(c->last.v_be[0]) != size ||
+		if (perf_ctl_recv(c, PERF_CTL_READY, IT_TIMEOUT_INFINITE))
+			return -1;
+		/* --run_infinitely: a READY of size 0 says the client
+		 * stopped. */
+		if (o->run_infinitely && !it_ntoh64(c->last.v_be[0]))
+			return 1;
+		if (it_ntoh64(c->last.v_be[0]) != size ||
 		    perf_ctl_send(c, PERF_CTL_READY, v, 1, false))
 			return -1;
 	} else {
@@ -750,6 +787,7 @@ int perf_loop(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 	v[DV_LAT_P99] = (uint64_t)(r->lat_p99 * 1e3);
 	v[DV_LAT_P999] = (uint64_t)(r->lat_p999 * 1e3);
 	v[DV_VERIFY_ERRORS] = r->verify_errors;
+	v[DV_PEAK_BPS] = (uint64_t)r->peak_bps;
 	if (c->server) {
 		if (perf_ctl_send(c, PERF_CTL_DONE, v, DV_COUNT, false))
 			return -1;

@@ -21,6 +21,7 @@ struct loop_server {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int listening;			/* 0 not yet, 1 yes, -1 failed */
+	int quit;			/* the client failed (atomic) */
 };
 
 static void on_listen(void *arg, bool ok)
@@ -64,6 +65,7 @@ int perf_run_loopback(struct perf_opts *o, perf_report_fn report, void *arg)
 	s.o.json = true;		/* no table header from this side */
 	s.o.on_listen = on_listen;
 	s.o.on_listen_arg = &s;
+	s.o.quit = &s.quit;
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.cond, NULL);
 	if (pthread_create(&th, NULL, server_main, &s)) {
@@ -79,6 +81,8 @@ int perf_run_loopback(struct perf_opts *o, perf_report_fn report, void *arg)
 	pthread_mutex_unlock(&s.lock);
 	o->on_listen = NULL;
 	rc = ok ? perf_run(o, report, arg) : PERF_LOOP_NO_LISTEN;
+	if (rc)
+		__atomic_store_n(&s.quit, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	if (ok)
 		rc = rc || s.rc;

@@ -54,11 +54,13 @@ enum {
 	PV_VERB, PV_LAT, PV_BIDIR, PV_QPS, PV_TX_DEPTH, PV_RX_DEPTH,
 	PV_CQ_MOD, PV_OUTS, PV_SIZE, PV_ALL, PV_ITERS, PV_DURATION,
 	PV_VERIFY, PV_MAX_SIZE, PV_POST_LIST,
+	PV_INFINITE,	/* --run_infinitely; 0 from older clients */
 };
 /* DONE fields (v[]): times in ns, CPU in us. */
 enum {
 	DV_SIZE, DV_ITERS, DV_NS, DV_CPU_US, DV_LAT_MIN, DV_LAT_MAX,
 	DV_LAT_AVG, DV_LAT_P50, DV_LAT_P99, DV_LAT_P999, DV_VERIFY_ERRORS,
+	DV_PEAK_BPS,	/* bytes/s of the best window; 0 from older peers */
 	DV_COUNT
 };
 
@@ -103,6 +105,7 @@ struct perf_ctx {
 	uint64_t sink_off, credit_off;	/* in every QP's buffer */
 	struct perf_ctl last;		/* the last control message */
 	bool perftest;			/* -R: the peer is perftest */
+	it_net_addr_t peer_addr;	/* server: the client's address */
 };
 
 /* perf_conn.c */
@@ -148,6 +151,9 @@ void perf_take_adverts(struct perf_ctx *c);
 int perf_adverts_ok(struct perf_ctx *c);
 bool perf_hello_ok(const uint8_t pdata[IT_MAX_PRIV_DATA], uint8_t role,
 		   unsigned int index);
+/* perf_report.c: the device, transport and addresses of the run in
+ * c->o->where, for the banner; -1 when -i names a port not there. */
+int perf_describe(struct perf_ctx *c);
 /* perf_report.c: the peer's DONE in c->last and this side's numbers in
  * @mine become what both sides print (the client's, or both directions'
  * with -b). */

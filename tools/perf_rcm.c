@@ -230,7 +230,9 @@ static int reports(struct perf_ctx *c, struct perf_result *r)
 	}
 	mine[0] = htobe64(r->size);
 	mine[1] = htobe64(r->iters);
-	mine[2] = swap_double(mib_s);
+	mine[2] = swap_double(r->peak_bps / 1048576.0 > mib_s ?
+				      r->peak_bps / 1048576.0 :
+				      mib_s);
 	mine[3] = swap_double(mib_s);
 	mine[4] = swap_double(mpps);
 	for (int k = 0; k < 5; k++)
@@ -325,7 +327,7 @@ int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 		    perf_wait_established(&c, c.cep))
 			goto out;
 	}
-	if (setup(&c))
+	if (setup(&c) || perf_describe(&c))
 		goto out;
 	perf_print_header(o);
 	if (o->lat) {

@@ -7,10 +7,13 @@
 #define _GNU_SOURCE
 #include "tools/perf_priv.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+
+#include <json-glib/json-glib.h>
 
 static const char *const verb_names[] = {
 	[PERF_WRITE] = "write", [PERF_READ] = "read", [PERF_SEND] = "send",
@@ -55,7 +58,7 @@ void perf_defaults(struct perf_opts *o)
 	if (!o->port)
 		o->port = PERF_DEFAULT_PORT;
 	if (o->verb == PERF_ATOMIC)
-		o->size = 8;
+		o->size = 8;	/* one 64-bit word */
 	if (!o->size)
 		o->size = o->lat ? 2 : 65536;
 	if (!o->iters)
@@ -83,8 +86,10 @@ void perf_defaults(struct perf_opts *o)
 static uint64_t pinned_need(const struct perf_opts *o, uint64_t max)
 {
 	uint64_t per_qp = (o->verify || o->lat ? 2 : 1) * max + 4096;
+	uint64_t one = o->qps * per_qp + 64 * 1024;
 
-	return o->qps * per_qp + 64 * 1024;
+	/* -L: the server's buffers are pinned by this process too. */
+	return o->loopback ? 2 * one : one;
 }
 
 int perf_fit_memlock(struct perf_opts *o)
@@ -129,78 +134,265 @@ unsigned int perf_sizes(const struct perf_opts *o, uint64_t *sizes,
 
 #define BW_LINE                                                         \
 	"---------------------------------------------------------------" \
-	"-------------------\n"
+	"-------------------------\n"
+
+/* The device, its transport and both ends' addresses, for the banner;
+ * -1 when -i names a port the device does not have. */
+int perf_describe(struct perf_ctx *c)
+{
+	struct perf_where *w = &c->o->where;
+	it_ia_info_t *info;
+	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+	size_t ports = 1;
+
+	memset(w, 0, sizeof(*w));
+	if (it_ia_query(c->ia, &info) == IT_SUCCESS) {
+		g_strlcpy(w->device, info->ia_name ? info->ia_name : "?",
+			  sizeof(w->device));
+		g_strlcpy(w->transport,
+			  tool_transport_name(info->transport_type),
+			  sizeof(w->transport));
+		ports = info->num_spigots;
+		if (c->server && info->num_spigots &&
+		    info->spigot_info[0].num_net_addr)
+			tool_addr_str(&info->spigot_info[0].net_addr[0],
+				      w->local, sizeof(w->local));
+		if (!c->server && info->transport_type ==
+					  IT_IWARP_TCP_TRANSPORT) {
+			int af = c->path.remote.iwarp.ip_vers ==
+						 IT_IP_VERS_IPV6 ?
+					 AF_INET6 :
+					 AF_INET;
+
+			inet_ntop(af, &c->path.remote.iwarp.laddr, a,
+				  sizeof(a));
+			inet_ntop(af, &c->path.remote.iwarp.raddr, b,
+				  sizeof(b));
+			g_strlcpy(w->local, a, sizeof(w->local));
+			g_strlcpy(w->remote, b, sizeof(w->remote));
+		} else if (!c->server) {
+			inet_ntop(AF_INET6, &c->path.remote.ib.local_port_gid,
+				  a, sizeof(a));
+			inet_ntop(AF_INET6,
+				  &c->path.remote.ib.remote_port_gid, b,
+				  sizeof(b));
+			g_snprintf(w->local, sizeof(w->local), "GID %s", a);
+			g_snprintf(w->remote, sizeof(w->remote), "GID %s", b);
+		}
+		it_ia_info_free(info);
+	}
+	if (c->server && c->peer_addr.addr_type)
+		tool_addr_str(&c->peer_addr, w->remote, sizeof(w->remote));
+	if (c->o->ib_port > ports) {
+		fprintf(stderr, "%s: -i %u: device %s has %zu port%s\n",
+			PERF_PROG, c->o->ib_port, w->device, ports,
+			ports == 1 ? "" : "s");
+		return -1;
+	}
+	return 0;
+}
+
+static const char *unit(const struct perf_opts *o)
+{
+	return o->mbps ? "MB/sec" : "Gb/sec";
+}
+
+/* perftest's: MB/sec are 2^20 bytes a second, Gb/sec 10^9 bits. */
+static double bw_unit(const struct perf_opts *o, double bytes_per_s)
+{
+	return o->mbps ? bytes_per_s / 1048576.0 : bytes_per_s * 8 / 1e9;
+}
 
 void perf_print_header(const struct perf_opts *o)
 {
-	if (o->json)
+	const struct perf_where *w = &o->where;
+
+	if (o->json || o->output)
 		return;
 	printf(BW_LINE);
-	printf("                    %s %s test (hostrdma-perf, IT-API)\n",
+	printf("                    %s %s Test (hostrdma-perf, IT-API)\n",
 	       o->verb == PERF_WRITE ? "RDMA_Write" :
 	       o->verb == PERF_READ  ? "RDMA_Read" :
-	       o->verb == PERF_SEND  ? "Send" :
-	       o->cas ? "Atomic CMP_AND_SWAP" : "Atomic FETCH_AND_ADD",
+	       o->verb == PERF_ATOMIC ? "Atomic" : "Send",
 	       o->lat ? "Latency" : "BW");
-	printf(" Number of qps   : %-8u Connection type : RC\n", o->qps);
+	printf(" Dual-port       : OFF\t\tDevice         : %s\n",
+	       w->device[0] ? w->device : "?");
+	printf(" Number of qps   : %-8u\tTransport type : %s\n", o->qps,
+	       w->transport[0] ? w->transport : "?");
+	printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
 	if (!o->lat)
-		printf(" TX depth        : %-8u CQ Moderation   : %u\n"
-		       " Post list       : %u\n",
+		printf(" TX depth        : %-8u\tCQ Moderation  : %u\n"
+		       " Post List       : %u\n",
 		       o->tx_depth, o->cq_mod, o->post_list);
 	if (o->verb == PERF_READ || o->verb == PERF_ATOMIC)
 		printf(" Outstand reads  : %u\n", o->outs);
+	if (o->verb == PERF_ATOMIC)
+		printf(" Atomic Type     : %s\n",
+		       o->atomic == PERF_CMP_AND_SWAP ? "CMP_AND_SWAP" :
+							"FETCH_AND_ADD");
 	if (o->verb == PERF_SEND)
 		printf(" RX depth        : %u\n", o->rx_depth);
-	printf(" Bidirectional   : %-8s Data verified   : %s\n",
+	printf(" Bidirectional   : %-8s\tData verified  : %s\n",
 	       o->bidir ? "on" : "off", o->verify ? "yes" : "no");
-	if (o->inline_size)
-		printf(" Inline data     : IT-API has none; -I %u ignored\n",
-		       o->inline_size);
+	printf(" Max inline data : 0[B]\n");
+	if (o->bidir && o->report_both)
+		printf(" Report both     : two lines a size, this side's sends then the peer's\n");
+	if (o->run_infinitely)
+		printf(" Duration        : %u s a line, until interrupted\n",
+		       o->duration_s);
+	printf(" local address:  %s\n", w->local[0] ? w->local : "?");
+	printf(" remote address: %s\n", w->remote[0] ? w->remote : "?");
 	printf(BW_LINE);
 	if (o->lat)
 		printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    99%% percentile[usec]   99.9%% percentile[usec]\n");
 	else
-		printf(" #bytes     #iterations    BW average[%s]   MsgRate[Mpps]   CPU[s] here/peer\n",
-		       o->mbps ? "MB/sec" : "Gb/sec");
+		printf(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]%s\n",
+		       unit(o), unit(o), o->cpu_util ? "   CPU_Util[%]" : "");
 	fflush(stdout);
+}
+
+static void json_result(const struct perf_opts *o,
+			const struct perf_result *r, double s, double gbps,
+			double mpps)
+{
+	g_autoptr(JsonBuilder) b = json_builder_new();
+	g_autoptr(JsonGenerator) g = json_generator_new();
+	g_autoptr(JsonNode) root = NULL;
+	g_autofree char *text = NULL;
+
+	json_builder_begin_object(b);
+	json_builder_set_member_name(b, "test");
+	json_builder_add_string_value(b, perf_test_name(o));
+	json_builder_set_member_name(b, "msg_size");
+	json_builder_add_int_value(b, (gint64)r->size);
+	json_builder_set_member_name(b, "iterations");
+	json_builder_add_int_value(b, (gint64)r->iters);
+	if (o->lat) {
+		const struct {
+			const char *name;
+			double v;
+		} lat[] = {
+			{ "lat_us_min", r->lat_min },
+			{ "lat_us_avg", r->lat_avg },
+			{ "lat_us_p50", r->lat_p50 },
+			{ "lat_us_p99", r->lat_p99 },
+			{ "lat_us_p999", r->lat_p999 },
+			{ "lat_us_max", r->lat_max },
+		};
+
+		for (size_t i = 0; i < G_N_ELEMENTS(lat); i++) {
+			json_builder_set_member_name(b, lat[i].name);
+			json_builder_add_double_value(b, lat[i].v);
+		}
+	} else {
+		json_builder_set_member_name(b, "bw_gbps");
+		json_builder_add_double_value(b, gbps);
+		json_builder_set_member_name(b, "bw_peak_gbps");
+		json_builder_add_double_value(b, r->peak_bps * 8 / 1e9);
+		json_builder_set_member_name(b, "bw_avg_mbytes");
+		json_builder_add_double_value(
+			b, s > 0 ? (double)r->iters * (double)r->size / s /
+					   1048576.0 :
+				   0);
+		json_builder_set_member_name(b, "msg_rate_mpps");
+		json_builder_add_double_value(b, mpps);
+	}
+	if (o->bidir && !o->lat) {
+		const struct perf_dir *d[2] = { &r->local, &r->remote };
+		const char *name[2] = { "bw_local_gbps", "bw_remote_gbps" };
+
+		for (int k = 0; k < 2; k++) {
+			json_builder_set_member_name(b, name[k]);
+			json_builder_add_double_value(
+				b, d[k]->ns ? (double)d[k]->iters *
+						      (double)r->size * 8 /
+						      (double)d[k]->ns :
+					      0);
+		}
+	}
+	json_builder_set_member_name(b, "seconds");
+	json_builder_add_double_value(b, s);
+	json_builder_set_member_name(b, "cpu_s");
+	json_builder_add_double_value(b, r->cpu_s);
+	json_builder_set_member_name(b, "peer_cpu_s");
+	json_builder_add_double_value(b, r->peer_cpu_s);
+	json_builder_set_member_name(b, "qps");
+	json_builder_add_int_value(b, o->qps);
+	json_builder_set_member_name(b, "bidirectional");
+	json_builder_add_boolean_value(b, o->bidir);
+	if (o->where.device[0]) {
+		json_builder_set_member_name(b, "device");
+		json_builder_add_string_value(b, o->where.device);
+		json_builder_set_member_name(b, "transport");
+		json_builder_add_string_value(b, o->where.transport);
+	}
+	if (o->verify) {
+		json_builder_set_member_name(b, "verified");
+		json_builder_add_boolean_value(b, !r->verify_errors);
+	}
+	json_builder_end_object(b);
+	root = json_builder_get_root(b);
+	json_generator_set_root(g, root);
+	text = json_generator_to_data(g, NULL);
+	printf("%s\n", text);
 }
 
 void perf_print_result(const struct perf_opts *o, const struct perf_result *r)
 {
 	double s = (double)r->ns / 1e9;
 	double bytes = (double)r->iters * (double)r->size;
-	double gbps = s > 0 ? bytes * 8 / s / 1e9 : 0;
+	double bps = s > 0 ? bytes / s : 0;
 	double mpps = s > 0 ? (double)r->iters / s / 1e6 : 0;
+	/* The best window cannot be below the whole run's average. */
+	double peak = r->peak_bps > bps ? r->peak_bps : bps;
 
 	if (o->json) {
-		printf("{\"test\":\"%s\",\"msg_size\":%llu,\"iterations\":%llu",
-		       perf_test_name(o), (unsigned long long)r->size,
-		       (unsigned long long)r->iters);
-		if (o->lat)
-			printf(",\"lat_us_min\":%.3f,\"lat_us_avg\":%.3f,\"lat_us_p50\":%.3f,\"lat_us_p99\":%.3f,\"lat_us_p999\":%.3f,\"lat_us_max\":%.3f",
-			       r->lat_min, r->lat_avg, r->lat_p50, r->lat_p99,
-			       r->lat_p999, r->lat_max);
-		else
-			printf(",\"bw_gbps\":%.4f,\"msg_rate_mpps\":%.5f",
-			       gbps, mpps);
-		printf(",\"seconds\":%.6f,\"cpu_s\":%.4f,\"peer_cpu_s\":%.4f,\"qps\":%u,\"bidirectional\":%s",
-		       s, r->cpu_s, r->peer_cpu_s, o->qps,
-		       o->bidir ? "true" : "false");
-		if (o->verify)
-			printf(",\"verified\":%s",
-			       r->verify_errors ? "false" : "true");
-		printf("}\n");
+		json_result(o, r, s, bps * 8 / 1e9, mpps);
+	} else if (o->output == PERF_OUT_BANDWIDTH) {
+		printf("%.2f\n", bw_unit(o, bps));
+	} else if (o->output == PERF_OUT_MSG_RATE) {
+		printf("%.6f\n", mpps);
+	} else if (o->output == PERF_OUT_LATENCY) {
+		printf("%.2f\n", r->lat_p50);
 	} else if (o->lat) {
 		printf(" %-7llu %-10llu %-14.2f %-14.2f %-16.2f %-14.2f %-22.2f %.2f\n",
 		       (unsigned long long)r->size,
 		       (unsigned long long)r->iters, r->lat_min, r->lat_max,
 		       r->lat_p50, r->lat_avg, r->lat_p99, r->lat_p999);
-	} else {
-		printf(" %-10llu %-14llu %-21.2f %-15.6f %.2f/%.2f\n",
+	} else if (o->report_both && o->bidir) {
+		const struct perf_dir *d[2] = { &r->local, &r->remote };
+
+		for (int k = 0; k < 2; k++) {
+			double ds = (double)d[k]->ns / 1e9;
+			double dbps = ds > 0 ? (double)d[k]->iters *
+						       (double)r->size / ds :
+					       0;
+
+			printf(" %-10llu %-14llu %-18.2f %-20.2f %-15.6f",
+			       (unsigned long long)r->size,
+			       (unsigned long long)d[k]->iters,
+			       bw_unit(o, d[k]->peak_bps > dbps ?
+						  d[k]->peak_bps :
+						  dbps),
+			       bw_unit(o, dbps),
+			       ds > 0 ? (double)d[k]->iters / ds / 1e6 : 0);
+			/* CPU: this process's, on both lines */
+			if (o->cpu_util)
+				printf(" %.2f", s > 0 ? 100.0 * r->cpu_s / s :
+							0);
+			printf("\n");
+		}
+	} else if (o->cpu_util) {
+		printf(" %-10llu %-14llu %-18.2f %-20.2f %-15.6f %.2f\n",
 		       (unsigned long long)r->size,
-		       (unsigned long long)r->iters,
-		       o->mbps ? bytes / s / 1048576 : gbps, mpps, r->cpu_s,
-		       r->peer_cpu_s);
+		       (unsigned long long)r->iters, bw_unit(o, peak),
+		       bw_unit(o, bps), mpps,
+		       s > 0 ? 100.0 * r->cpu_s / s : 0);
+	} else {
+		printf(" %-10llu %-14llu %-18.2f %-20.2f %.6f\n",
+		       (unsigned long long)r->size,
+		       (unsigned long long)r->iters, bw_unit(o, peak),
+		       bw_unit(o, bps), mpps);
 	}
 	if (o->verify && r->verify_errors)
 		fprintf(stderr, "%s: %llu bytes: %u bytes of data differ from what was sent\n",
@@ -211,9 +403,11 @@ void perf_print_result(const struct perf_opts *o, const struct perf_result *r)
 
 void perf_print_footer(const struct perf_opts *o)
 {
-	if (!o->json)
+	if (!o->json && !o->output)
 		printf(BW_LINE);
 }
+
+volatile int perf_stop;
 
 int perf_run(struct perf_opts *o, perf_report_fn report, void *arg)
 {
@@ -222,7 +416,8 @@ int perf_run(struct perf_opts *o, perf_report_fn report, void *arg)
 	unsigned int n;
 	int failed = 0;
 
-	if (o->server ? perf_connect(&c) : perf_accept(&c)) {
+	if ((o->server ? perf_connect(&c) : perf_accept(&c)) ||
+	    perf_describe(&c)) {
 		perf_teardown(&c);
 		return 1;
 	}
@@ -230,10 +425,21 @@ int perf_run(struct perf_opts *o, perf_report_fn report, void *arg)
 	n = perf_sizes(o, sizes, 32);
 	for (unsigned int i = 0; i < n; i++) {
 		struct perf_result r;
+		int k;
 
 		if (o->lat && sizes[i] < 2 && o->verb == PERF_WRITE)
 			continue;
-		if (perf_loop(&c, sizes[i], &r)) {
+		if (o->run_infinitely && !c.server && perf_stop) {
+			/* READY of size 0: the server stops too. */
+			if (perf_ctl_send(&c, PERF_CTL_READY,
+					  (uint64_t[1]){ 0 }, 1, false))
+				failed = 1;
+			break;
+		}
+		k = perf_loop(&c, sizes[i], &r);
+		if (k > 0)
+			break;	/* --run_infinitely: the client stopped */
+		if (k) {
 			failed = 1;
 			break;
 		}
@@ -241,6 +447,8 @@ int perf_run(struct perf_opts *o, perf_report_fn report, void *arg)
 		if (r.verify_errors)
 			failed = 1;
 		report(o, &r, arg);
+		if (o->run_infinitely)
+			i--;	/* the same size again */
 	}
 	/*
 	 * The server's last DONE is the last message. On RoCE its Send

@@ -80,7 +80,8 @@ int perf_params_in(struct perf_ctx *c)
 	    v[PV_OUTS] > 128 || v[PV_SIZE] < 1 ||
 	    v[PV_MAX_SIZE] > PERF_MAX_SIZE || v[PV_SIZE] > v[PV_MAX_SIZE] ||
 	    v[PV_ITERS] > (1ull << 40) || v[PV_DURATION] > 86400 ||
-	    v[PV_POST_LIST] < 1 || v[PV_POST_LIST] > 8192) {
+	    v[PV_POST_LIST] < 1 || v[PV_POST_LIST] > 8192 ||
+	    (v[PV_INFINITE] && (!v[PV_DURATION] || v[PV_ALL] || v[PV_LAT]))) {
 		fprintf(stderr, "%s: the client's parameters are out of range (verb %llu, QPs %llu, size %llu of %llu, depths %llu/%llu)\n",
 			PERF_PROG, (unsigned long long)v[PV_VERB],
 			(unsigned long long)v[PV_QPS],
@@ -104,6 +105,7 @@ int perf_params_in(struct perf_ctx *c)
 	o->duration_s = (unsigned int)v[PV_DURATION];
 	o->verify = v[PV_VERIFY];
 	o->post_list = (unsigned int)v[PV_POST_LIST];
+	o->run_infinitely = v[PV_INFINITE] != 0;
 	c->max_size = v[PV_MAX_SIZE] < 64 ? 64 : v[PV_MAX_SIZE];
 	/* The client's -a may stop early (its RLIMIT_MEMLOCK): the sizes
 	 * the server walks end where the client's buffers do. */
@@ -140,8 +142,14 @@ void perf_combine(const struct perf_ctx *c, struct perf_result *mine)
 	peer.lat_p999 = (double)be64toh(m->v_be[DV_LAT_P999]) / 1e3;
 	peer.verify_errors =
 		(uint32_t)be64toh(m->v_be[DV_VERIFY_ERRORS]);
+	peer.peak_bps = (double)be64toh(m->v_be[DV_PEAK_BPS]);
 	if (c->o->bidir) {
+		mine->local = (struct perf_dir){ mine->iters, mine->ns,
+						 mine->peak_bps };
+		mine->remote = (struct perf_dir){ peer.iters, peer.ns,
+						  peer.peak_bps };
 		mine->iters += peer.iters;
+		mine->peak_bps += peer.peak_bps;
 		if (peer.ns > mine->ns)
 			mine->ns = peer.ns;
 		mine->verify_errors += peer.verify_errors;
@@ -167,7 +175,7 @@ int perf_pt_version_ok(const char theirs[PT_VERSION_LEN])
 
 	memcpy(v, theirs, PT_VERSION_LEN);
 	v[PT_VERSION_LEN] = 0;
-	if (atof(v) < 5.70) {
+	if (g_ascii_strtod(v, NULL) < 5.70) {
 		fprintf(stderr, "%s: the peer's perftest is version \"%s\", -R needs 5.70 or newer\n",
 			PERF_PROG, v);
 		return -1;
@@ -197,6 +205,7 @@ void perf_pt_dest_in(struct perf_ctx *c, unsigned int i,
 void perf_pt_report_in(const uint64_t theirs[5], struct perf_result *r)
 {
 	double bw = unswap_double(theirs[3]), ns = 0;
+	double peak = unswap_double(theirs[2]);
 
 	r->size = be64toh(theirs[0]);
 	r->iters = be64toh(theirs[1]);
@@ -213,4 +222,6 @@ void perf_pt_report_in(const uint64_t theirs[5], struct perf_result *r)
 		ns = 0;
 	}
 	r->ns = (uint64_t)ns;
+	/* perftest's peak, MiB/s; nothing for what no double can be. */
+	r->peak_bps = peak > 0 && peak < 1e12 ? peak * 1048576.0 : 0;
 }

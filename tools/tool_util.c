@@ -8,14 +8,22 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <errno.h>
+#include <locale.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* tool_catch_stop_signals' flag, and the thread it interrupts. */
+static volatile sig_atomic_t *stop_flag;
+static pid_t stop_tid;
 
 /* it_status_t in the standard's order (it_api.h numbers them from 0). */
 static const char *const status_names[] = {
@@ -420,8 +428,20 @@ int tool_listen(const char *prog, const char *device, const char *bind,
 	if (ready)
 		ready(arg);
 	while (chosen < 0) {
-		if (poll(pfd, nc, -1) < 0)
-			continue;	/* EINTR */
+		/* With tool_catch_stop_signals, a signal that came just
+		 * before poll began shows in the flag: look every 100 ms. */
+		int k = poll(pfd, nc, stop_flag ? 100 : -1);
+
+		if (k < 0 || (stop_flag && *stop_flag)) {
+			if (k < 0 && errno != EINTR)
+				continue;
+			/* A signal the tool handles (SIGINT, SIGTERM): it
+			 * asks to stop, as it_evd_wait's IT_ERR_INTERRUPT
+			 * does on the single-device path. */
+			for (size_t i = 0; i < nc; i++)
+				it_ia_free(cand[i].ia);
+			return 1;
+		}
 		for (size_t i = 0; i < nc && chosen < 0; i++)
 			if (pfd[i].revents & POLLIN)
 				chosen = (int)i;
@@ -492,4 +512,59 @@ void tool_raise_memlock(void)
 	getrlimit(RLIMIT_MEMLOCK, &rl);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+static void on_stop_signal(int sig)
+{
+	int saved = errno;
+
+	*stop_flag = 1;
+	if ((pid_t)syscall(SYS_gettid) != stop_tid)
+		syscall(SYS_tgkill, getpid(), stop_tid, sig);
+	errno = saved;
+}
+
+void tool_catch_stop_signals(volatile sig_atomic_t *flag)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	stop_flag = flag;
+	stop_tid = (pid_t)syscall(SYS_gettid);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+void tool_init(const char *prog)
+{
+	setlocale(LC_ALL, "");
+	/* Numbers stay C's ("1234.56"): scripts read the tables as they
+	 * read perftest's and rping's, which never set a locale. */
+	setlocale(LC_NUMERIC, "C");
+	g_set_prgname(prog);
+}
+
+int tool_parse_options(const char *prog, GOptionContext *ctx, int *argc,
+		       char ***argv)
+{
+	g_autoptr(GError) err = NULL;
+
+	if (g_option_context_parse(ctx, argc, argv, &err))
+		return 0;
+	fprintf(stderr, "%s: %s\nTry `%s --help'.\n", prog, err->message,
+		prog);
+	return -1;
+}
+
+int tool_parse_uint(const char *prog, const char *opt, const char *text,
+		    guint64 lo, guint64 hi, guint64 *out)
+{
+	g_autoptr(GError) err = NULL;
+
+	/* Base 10 only, as perftest and rping read their numbers; no sign,
+	 * no suffix, nothing after the digits. */
+	if (g_ascii_string_to_unsigned(text, 10, lo, hi, out, &err))
+		return 0;
+	fprintf(stderr, "%s: %s %s: %s\n", prog, opt, text, err->message);
+	return -1;
 }

@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <glib.h>
+#include <signal.h>
+
 /* Events the tools wait for, in microseconds. */
 #define TOOL_WAIT_US (30ull * 1000 * 1000)
 
@@ -50,7 +53,9 @@ it_ia_handle_t tool_ia_owning(const char *prog, const char *device,
  * transport, each interface), keeping the one the first connection
  * request arrives on (its IA, connection request EVD of @req_depth
  * events, and listener; the others are freed). @ready(@arg) is called
- * once listening, before the wait. 0, or -1 with a message.
+ * once listening, before the wait. 0, or -1 with a message, or 1 when a
+ * signal with a handler (SIGINT, SIGTERM) interrupted the wait for the
+ * first request (nothing printed, nothing left open).
  */
 int tool_listen(const char *prog, const char *device, const char *bind,
 		uint16_t port, size_t req_depth, bool quiet,
@@ -71,6 +76,38 @@ int tool_check_event(const char *prog, it_event_type_t type, it_status_t st,
 /* Raises RLIMIT_MEMLOCK as far as allowed (root: unlimited): registered
  * memory is pinned, and the default 8 MiB is less than one 8 MiB run. */
 void tool_raise_memlock(void);
+
+/*
+ * The start of every tool's main: the user's locale (GLib's messages and
+ * their quotes) but C's numbers, and the program name GLib's messages
+ * use.
+ */
+void tool_init(const char *prog);
+
+/*
+ * Parses the command line with @ctx (whose description should name the
+ * man page). On an error prints "PROG: MESSAGE" and a hint to --help on
+ * stderr and returns -1: the tools then exit 2. --help exits 0 in GLib.
+ */
+int tool_parse_options(const char *prog, GOptionContext *ctx, int *argc,
+		       char ***argv);
+
+/*
+ * @text as a whole decimal number from @lo to @hi
+ * (g_ascii_string_to_unsigned); -1 with "PROG: OPT TEXT: why" on stderr
+ * when it is not, naming the value.
+ */
+int tool_parse_uint(const char *prog, const char *opt, const char *text,
+		    guint64 lo, guint64 hi, guint64 *out);
+
+/*
+ * SIGINT and SIGTERM set *@flag and interrupt the calling thread's
+ * waits (poll, it_evd_wait: IT_ERR_INTERRUPT). The library's own threads
+ * (its connection manager, a provider's progress engine) do not block
+ * signals, so the kernel may deliver one there: the handler then sends
+ * it on to the thread that called this.
+ */
+void tool_catch_stop_signals(volatile sig_atomic_t *flag);
 
 /* Monotonic time in nanoseconds. */
 uint64_t tool_now_ns(void);
