@@ -9,3 +9,9 @@ tests_check_all_CFLAGS += $(JSON_GLIB_CFLAGS) \
 	-DTOOLS_DIR=\"$(abs_top_builddir)/tools\" \
 	-DSCALE_PROG=\"$(abs_top_builddir)/tests/scale/itapi-scale\"
 tests_check_all_LDADD += $(JSON_GLIB_LIBS)
+
+# The provider kit: make install, the installed rnicpi headers and helper
+# library, the skeleton provider built out of tree (docs/PROVIDERS.md).
+TESTS += tests/check-provider-kit.sh
+EXTRA_DIST += tests/check-provider-kit.sh \
+	examples/skeleton-provider/skel.c examples/skeleton-provider/Makefile
