@@ -15,3 +15,15 @@ tests_check_all_LDADD += $(JSON_GLIB_LIBS)
 TESTS += tests/check-provider-kit.sh
 EXTRA_DIST += tests/check-provider-kit.sh \
 	examples/skeleton-provider/skel.c examples/skeleton-provider/Makefile
+
+# The conformance runner for provider authors: an IT-API application,
+# installed; Check is linked statically (Debian ships only libcheck*.a).
+bin_PROGRAMS += tests/conformance/hostrdma-conformance
+tests_conformance_hostrdma_conformance_SOURCES = \
+	tests/conformance/hostrdma-conformance.c
+tests_conformance_hostrdma_conformance_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_conformance_hostrdma_conformance_LDADD = libhostrdma.la $(CHECK_LIBS)
+TESTS += tests/check-conformance.sh
+EXTRA_DIST += tests/check-conformance.sh docs/PROVIDERS.md
+man_MANS += man/hostrdma-conformance.1
+EXTRA_DIST += man/hostrdma-conformance.1
