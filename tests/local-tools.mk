@@ -24,6 +24,8 @@ tests_conformance_hostrdma_conformance_SOURCES = \
 tests_conformance_hostrdma_conformance_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_conformance_hostrdma_conformance_LDADD = libhostrdma.la $(CHECK_LIBS)
 TESTS += tests/check-conformance.sh
+# Its rxe_lo run binds UDP 4791 like check-all's soft-RoCE suites: after them.
+tests/check-conformance.log: tests/check-all.log
 EXTRA_DIST += tests/check-conformance.sh docs/PROVIDERS.md
 man_MANS += man/hostrdma-conformance.1
 EXTRA_DIST += man/hostrdma-conformance.1
