@@ -13,6 +13,12 @@
  *  - Return 0 on success or a negative errno. -EOPNOTSUPP means "this
  *    provider does not do that"; the core answers it for any op a provider
  *    leaves NULL, so a provider fills only what it supports.
+ *  - Mandatory ops: device_destroy, query_device and query_port of
+ *    struct rnicpi_device_ops (and device_create of the provider). The
+ *    core checks them on the provider's first device: a table without
+ *    one of them gets that device destroyed (when it can be) and the
+ *    provider refused, with a warning naming the provider and the op;
+ *    none of its devices is ever listed. Every other op is optional.
  *  - Objects are allocated by the provider, which embeds the generic part
  *    (struct rnicpi_pd, ...) in its own structure and returns a pointer to
  *    the generic part; it gets back with container_of(). The generic part's
@@ -817,13 +823,14 @@ struct rnicpi_device_ops {
 
 	/* --- device --- */
 
-	/* Stop the device's threads, release it. Every object on it has
-	 * been destroyed before. Never fails. */
+	/* MANDATORY. Stop the device's threads, release it. Every object
+	 * on it has been destroyed before. Never fails. */
 	void (*device_destroy)(struct rnicpi_device *dev);
-	/* Fill @attr. */
+	/* MANDATORY. Fill @attr. */
 	int (*query_device)(struct rnicpi_device *dev,
 			    struct rnicpi_device_attr *attr);
-	/* Fill @attr for @port_num (1-based). -EINVAL for a bad port. */
+	/* MANDATORY. Fill @attr for @port_num (1-based). -EINVAL for a
+	 * bad port. */
 	int (*query_port)(struct rnicpi_device *dev, uint8_t port_num,
 			  struct rnicpi_port_attr *attr);
 	/* Entry @index of the port's GID table; -EINVAL past gid_tbl_len,

@@ -2,8 +2,12 @@
 /*
  * rnicpi_util.h - helpers that software verbs providers share: a
  * completion ring with eventfd notification, a key table for STags /
- * rkeys, and a cheap test for debug logging. Not installed; linked statically into each provider module so a
- * provider still exports nothing but its entry point.
+ * rkeys, and a cheap test for debug logging. Installed with rnicpi.h
+ * (<hostrdma/rnicpi_util.h>) and as the static library
+ * libhostrdma-rnicpi-util.a (pkg-config hostrdma-rnicpi), built with
+ * -fPIC and hidden visibility: linked into a provider module, the helpers
+ * stay private to it and the module still exports nothing but its entry
+ * point. Needs GLib (glib-2.0) and POSIX threads.
  */
 #ifndef RNICPI_UTIL_H
 #define RNICPI_UTIL_H
@@ -13,7 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "rnicpi/rnicpi.h"
+/* Next to this header in the tree and once installed. */
+#include "rnicpi.h"
 
 #ifndef container_of
 #define container_of(ptr, type, member)                                     \

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -201,6 +202,49 @@ START_TEST(test_builtin_registration)
 	ck_assert_str_eq(ual_provider_origin(provider(u, "test")),
 			 TESTPROV_DIR "/testprov.so");
 	ut_close(u);
+}
+END_TEST
+
+/*
+ * A provider whose device lacks query_device and query_port is refused at
+ * its first device: a WARNING names it and the op, its device is
+ * destroyed, no device of it is listed, and later scans skip it.
+ */
+START_TEST(test_mandatory_ops_refused)
+{
+	g_autofree char *text = NULL, *logs = NULL;
+	struct tu_log_capture *cap = tu_log_capture_begin("hostrdma-ual");
+	const char *module = TESTPROV_NOQUERY_DIR "/testprov_noquery.so";
+	const GPtrArray *errs;
+	struct ual *u;
+	void *dl;
+	int *live;
+
+	g_setenv(UAL_ENV_PROVIDER_PATH, TESTPROV_NOQUERY_DIR, TRUE);
+	u = ut_open();
+	errs = ual_load_errors(u);
+	text = ut_lines_text(errs);
+	logs = tu_log_text(cap);
+	ck_assert_msg(ut_lines_contain(errs, "provider 'noquery'", module,
+				       "mandatory op query_device", NULL),
+		      "refusal missing:%s", text);
+	ck_assert_msg(tu_log_count(cap, G_LOG_LEVEL_WARNING,
+				   "provider 'noquery'") == 1 &&
+			      tu_log_count(cap, G_LOG_LEVEL_WARNING,
+					   "mandatory op query_device") == 1,
+		      "one WARNING expected:\n%s", logs);
+	ck_assert_uint_eq(ut_device_count(u), 0);
+	ck_assert_ptr_null(ual_device_lookup(u, "noquery_lo"));
+
+	/* Its device was made once and destroyed. */
+	dl = dlopen(module, RTLD_NOW | RTLD_NOLOAD);
+	ck_assert_ptr_nonnull(dl);
+	live = dlsym(dl, "testprov_noquery_live");
+	ck_assert_ptr_nonnull(live);
+	ck_assert_int_eq(*live, 0);
+	dlclose(dl);
+	ut_close(u);
+	tu_log_capture_end(cap);
 }
 END_TEST
 
@@ -477,6 +521,7 @@ Suite *suite_ual_loader(void)
 	tcase_add_test(tc, test_refusals_are_reported);
 	tcase_add_test(tc, test_missing_directory);
 	tcase_add_test(tc, test_builtin_registration);
+	tcase_add_test(tc, test_mandatory_ops_refused);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ops");

@@ -10,3 +10,23 @@ tests_check_all_CFLAGS += $(JSON_GLIB_CFLAGS) \
 	-DMAN_DIR=\"$(abs_top_srcdir)/man\" \
 	-DSCALE_PROG=\"$(abs_top_builddir)/tests/scale/itapi-scale\"
 tests_check_all_LDADD += $(JSON_GLIB_LIBS)
+
+# The provider kit: make install, the installed rnicpi headers and helper
+# library, the skeleton provider built out of tree (docs/PROVIDERS.md).
+TESTS += tests/check-provider-kit.sh
+EXTRA_DIST += tests/check-provider-kit.sh \
+	examples/skeleton-provider/skel.c examples/skeleton-provider/Makefile
+
+# The conformance runner for provider authors: an IT-API application,
+# installed; Check is linked statically (Debian ships only libcheck*.a).
+bin_PROGRAMS += tests/conformance/hostrdma-conformance
+tests_conformance_hostrdma_conformance_SOURCES = \
+	tests/conformance/hostrdma-conformance.c
+tests_conformance_hostrdma_conformance_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_conformance_hostrdma_conformance_LDADD = libhostrdma.la $(CHECK_LIBS)
+TESTS += tests/check-conformance.sh
+# Its rxe_lo run binds UDP 4791 like check-all's soft-RoCE suites: after them.
+tests/check-conformance.log: tests/check-all.log
+EXTRA_DIST += tests/check-conformance.sh docs/PROVIDERS.md
+man_MANS += man/hostrdma-conformance.1
+EXTRA_DIST += man/hostrdma-conformance.1

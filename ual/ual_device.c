@@ -122,7 +122,7 @@ static void consider(struct ual *u, struct ual_provider *p,
 	bool named;
 	int err;
 
-	if (u->closing || find_device(u, name) ||
+	if (u->closing || p->refused || find_device(u, name) ||
 	    ual_config_excluded(c, name))
 		return;
 	named = ual_config_named(c, name) && !hotplug;
@@ -166,6 +166,16 @@ static void consider(struct ual *u, struct ual_provider *p,
 			  name, p->rp->name);
 		err = -EPROTO;
 		rdev = NULL; /* cannot be destroyed without ops */
+	}
+	if (!err && !ual_provider_check_ops(u, p, rdev->ops)) {
+		/* Destroyed when it can be; without device_destroy, leaked:
+		 * nothing else is safe to call. */
+		if (rdev->ops->size >=
+			    offsetof(struct rnicpi_device_ops, device_destroy) +
+				    sizeof(rdev->ops->device_destroy) &&
+		    rdev->ops->device_destroy)
+			rdev->ops->device_destroy(rdev);
+		return;
 	}
 	if (err) {
 		if (hotplug)

@@ -9,6 +9,8 @@
  * provider directory, in name order. A provider that fails a check is
  * refused: a warning and one line in ual_load_errors() name the file and
  * the cause. When two providers have the same name the first one wins.
+ * A provider whose first device lacks a mandatory op (rnicpi.h) is
+ * refused the same way, from ual_device.c, before that device is listed.
  */
 #define G_LOG_DOMAIN "hostrdma-ual"
 
@@ -209,6 +211,36 @@ static int register_provider(struct ual *u, const struct rnicpi_provider *rp,
 	g_debug("provider '%s' (%s) registered from %s", rp->name,
 		ual_provider_description(p), origin);
 	return 0;
+}
+
+/*
+ * The mandatory device ops (rnicpi.h, "Mandatory ops"). The ops table
+ * exists only once device_create has made a device, so this check runs
+ * on the provider's first device, before the device is listed anywhere.
+ */
+bool ual_provider_check_ops(struct ual *u, struct ual_provider *p,
+			    const struct rnicpi_device_ops *ops)
+{
+	const char *missing = NULL;
+
+	/* A slot counts only when the provider's table reaches it. */
+#define UAL_HAS_OP(name)                                                    \
+	(offsetof(struct rnicpi_device_ops, name) + sizeof(ops->name) <=    \
+		 ops->size && ops->name)
+	if (!UAL_HAS_OP(device_destroy))
+		missing = "device_destroy";
+	else if (!UAL_HAS_OP(query_device))
+		missing = "query_device";
+	else if (!UAL_HAS_OP(query_port))
+		missing = "query_port";
+#undef UAL_HAS_OP
+	if (!missing)
+		return true;
+	p->refused = true;
+	load_error(u,
+		   "provider '%s' in %s lacks the mandatory op %s; refused, no device of it is created",
+		   p->rp->name, p->origin, missing);
+	return false;
 }
 
 /* The first bytes of an ELF file (ELF spec, e_ident[EI_MAG0..3]). */

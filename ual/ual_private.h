@@ -118,6 +118,7 @@ struct ual_provider {
 	const struct rnicpi_provider *rp;
 	void *dl;	/* dlopen handle, NULL for a built-in */
 	char *origin;	/* module path or "built-in" */
+	bool refused;	/* its first device lacked a mandatory op */
 };
 
 struct ual_provider *ual_provider_get(struct ual_provider *p);
@@ -126,6 +127,12 @@ void ual_provider_put(struct ual_provider *p);
 /* Built-ins first (configure's and ual_test_set_builtins'), then the
  * modules of the provider path, into u->providers and u->load_errors. */
 void ual_load_providers(struct ual *u);
+
+/* Under u->lock: does @ops (from @p's device_create) have every mandatory
+ * op (rnicpi.h)? If not, @p is refused for good: a warning and a line in
+ * u->load_errors name the provider and the first missing op. */
+bool ual_provider_check_ops(struct ual *u, struct ual_provider *p,
+			    const struct rnicpi_device_ops *ops);
 
 /*
  * For tests: every later first ual_open registers exactly these entry

@@ -52,6 +52,17 @@ tests_provider_bad_testprov_noentry_la_CPPFLAGS = $(AM_CPPFLAGS) \
 tests_provider_bad_testprov_noentry_la_LDFLAGS = $(AM_LDFLAGS) \
 	-module -avoid-version -rpath /nowhere
 
+# Makes devices whose ops lack the mandatory query_device and query_port,
+# in a directory of its own so the other loader tests do not see it.
+check_LTLIBRARIES += tests/provider/noquery/testprov_noquery.la
+tests_provider_noquery_testprov_noquery_la_SOURCES = \
+	tests/provider/testprov_bad.c
+tests_provider_noquery_testprov_noquery_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DTP_NO_QUERY
+tests_provider_noquery_testprov_noquery_la_LDFLAGS = $(AM_LDFLAGS) \
+	-module -avoid-version -rpath /nowhere \
+	-export-symbols-regex '^(rnicpi_provider_entry|testprov_noquery_live)$$'
+
 # The provider compiled as a built-in (rnicpi_builtin_test()), linked into
 # the runner to prove ual's built-in registration path.
 check_LTLIBRARIES += tests/provider/libtestprov_builtin.la
@@ -66,6 +77,7 @@ tests_check_all_SOURCES += tests/check_ual_loader.c tests/check_ual_objects.c \
 tests_check_all_CFLAGS += \
 	-DTESTPROV_DIR=\"$(abs_top_builddir)/tests/provider/.libs\" \
 	-DTESTPROV_BAD_DIR=\"$(abs_top_builddir)/tests/provider/bad/.libs\" \
-	-DTESTPROV_EXTRA_DIR=\"$(abs_top_builddir)/tests/provider/extra/.libs\"
+	-DTESTPROV_EXTRA_DIR=\"$(abs_top_builddir)/tests/provider/extra/.libs\" \
+	-DTESTPROV_NOQUERY_DIR=\"$(abs_top_builddir)/tests/provider/noquery/.libs\"
 tests_check_all_LDADD += tests/provider/libtestprov_builtin.la ual/libual.la \
 	kal/libkal.la rnicpi/librnicpi_util.la $(LIBNL_LIBS)
