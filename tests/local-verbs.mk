@@ -9,3 +9,11 @@ if PROV_VERBS_DL
 TESTS += tests/check-verbs-nolink.sh
 endif
 EXTRA_DIST += tests/check-verbs-nolink.sh
+
+# hostrdma inside the lab's guests, over the kernel's siw0 and rxe0
+# (tests/interop/verbs.sh; root and qemu needed; exit 77 = skipped).
+interop_scripts += verbs.sh
+EXTRA_DIST += tests/interop/verbs.sh
+check-interop-verbs:
+	HOSTRDMA_BUILDDIR=$(abs_top_builddir) HOSTRDMA_SRCDIR=$(abs_top_srcdir) \
+	$(SHELL) $(srcdir)/tests/interop/verbs.sh
