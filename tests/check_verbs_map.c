@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <glib.h>
 #include <string.h>
@@ -297,6 +298,162 @@ START_TEST(test_port_attr_and_names)
 }
 END_TEST
 
+START_TEST(test_send_wr_translation)
+{
+	const struct rnicpi_sge sg[2] = { { 0x1000, 64, 0x11 },
+					  { 0x2000, 32, 0x22 } };
+	struct rnicpi_send_wr wr;
+	struct ibv_send_wr iwr;
+	struct ibv_sge isge[2];
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 77;
+	wr.sg_list = sg;
+	wr.num_sge = 2;
+	wr.opcode = RNICPI_WR_RDMA_WRITE_WITH_IMM;
+	wr.send_flags = RNICPI_SEND_SIGNALED | RNICPI_SEND_FENCE;
+	wr.ex.imm_data = 0x01020304;
+	wr.wr.rdma.remote_addr = 0xabcdef00;
+	wr.wr.rdma.rkey = 0x5566;
+	ck_assert_ok(verbs_send_wr_to_ibv(&wr, &iwr, isge, 2));
+	ck_assert_uint_eq(iwr.wr_id, 77);
+	ck_assert_int_eq(iwr.opcode, IBV_WR_RDMA_WRITE_WITH_IMM);
+	ck_assert_uint_eq(iwr.send_flags, IBV_SEND_SIGNALED | IBV_SEND_FENCE);
+	/* Immediate data travels big-endian in ibverbs. */
+	ck_assert_uint_eq(iwr.imm_data, htonl(0x01020304));
+	ck_assert_uint_eq(iwr.wr.rdma.remote_addr, 0xabcdef00);
+	ck_assert_uint_eq(iwr.wr.rdma.rkey, 0x5566);
+	ck_assert_int_eq(iwr.num_sge, 2);
+	ck_assert_ptr_eq(iwr.sg_list, isge);
+	ck_assert_uint_eq(isge[1].addr, 0x2000);
+	ck_assert_uint_eq(isge[1].length, 32);
+	ck_assert_uint_eq(isge[1].lkey, 0x22);
+	ck_assert_ptr_null(iwr.next);
+
+	wr.opcode = RNICPI_WR_ATOMIC_CMP_AND_SWP;
+	wr.num_sge = 1;
+	wr.wr.atomic.remote_addr = 0x8000;
+	wr.wr.atomic.compare_add = 5;
+	wr.wr.atomic.swap = 9;
+	wr.wr.atomic.rkey = 0x77;
+	ck_assert_ok(verbs_send_wr_to_ibv(&wr, &iwr, isge, 2));
+	ck_assert_int_eq(iwr.opcode, IBV_WR_ATOMIC_CMP_AND_SWP);
+	ck_assert_uint_eq(iwr.wr.atomic.remote_addr, 0x8000);
+	ck_assert_uint_eq(iwr.wr.atomic.compare_add, 5);
+	ck_assert_uint_eq(iwr.wr.atomic.swap, 9);
+	ck_assert_uint_eq(iwr.wr.atomic.rkey, 0x77);
+
+	wr.opcode = RNICPI_WR_SEND_WITH_INV;
+	wr.ex.invalidate_rkey = 0x4242;
+	wr.send_flags = RNICPI_SEND_INLINE | RNICPI_SEND_SOLICITED;
+	ck_assert_ok(verbs_send_wr_to_ibv(&wr, &iwr, isge, 2));
+	ck_assert_int_eq(iwr.opcode, IBV_WR_SEND_WITH_INV);
+	ck_assert_uint_eq(iwr.invalidate_rkey, 0x4242);
+	ck_assert_uint_eq(iwr.send_flags, IBV_SEND_INLINE | IBV_SEND_SOLICITED);
+
+	/* Too many SGEs, unknown opcodes, windows (not yet). */
+	wr.num_sge = 2;
+	ck_assert_errno(verbs_send_wr_to_ibv(&wr, &iwr, isge, 1), EINVAL);
+	wr.opcode = 99;
+	ck_assert_errno(verbs_send_wr_to_ibv(&wr, &iwr, isge, 2), EINVAL);
+	wr.opcode = RNICPI_WR_BIND_MW;
+	wr.num_sge = 0;
+	ck_assert_errno(verbs_send_wr_to_ibv(&wr, &iwr, isge, 2), EOPNOTSUPP);
+}
+END_TEST
+
+START_TEST(test_wc_translation)
+{
+	struct ibv_wc iwc;
+	struct rnicpi_wc wc;
+
+	memset(&iwc, 0, sizeof(iwc));
+	iwc.wr_id = 5;
+	iwc.status = IBV_WC_SUCCESS;
+	iwc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+	iwc.byte_len = 4096;
+	iwc.qp_num = 0x11;
+	iwc.imm_data = htonl(0xcafe);
+	iwc.wc_flags = IBV_WC_WITH_IMM;
+	verbs_wc_from_ibv(&iwc, &wc);
+	ck_assert_uint_eq(wc.wr_id, 5);
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(wc.byte_len, 4096);
+	ck_assert_uint_eq(wc.qp_num, 0x11);
+	ck_assert_uint_eq(wc.wc_flags, RNICPI_WC_WITH_IMM);
+	ck_assert_uint_eq(wc.imm_data, 0xcafe);
+
+	iwc.opcode = IBV_WC_RECV;
+	iwc.wc_flags = IBV_WC_WITH_INV | IBV_WC_GRH;
+	iwc.invalidated_rkey = 0x99;
+	verbs_wc_from_ibv(&iwc, &wc);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_RECV);
+	ck_assert_uint_eq(wc.wc_flags, RNICPI_WC_WITH_INV | RNICPI_WC_GRH);
+	ck_assert_uint_eq(wc.invalidated_rkey, 0x99);
+
+	/* An error: status and vendor error, no flags. */
+	iwc.status = IBV_WC_REM_ACCESS_ERR;
+	iwc.vendor_err = 0x32;
+	verbs_wc_from_ibv(&iwc, &wc);
+	ck_assert_int_eq(wc.status, RNICPI_WC_REM_ACCESS_ERR);
+	ck_assert_uint_eq(wc.vendor_err, 0x32);
+	ck_assert_uint_eq(wc.wc_flags, 0);
+}
+END_TEST
+
+START_TEST(test_qp_states_and_attrs)
+{
+	struct rnicpi_qp_attr a;
+	struct ibv_qp_attr ia;
+
+	ck_assert_int_eq(verbs_qp_state(RNICPI_QPS_RESET), IBV_QPS_RESET);
+	ck_assert_int_eq(verbs_qp_state(RNICPI_QPS_RTS), IBV_QPS_RTS);
+	ck_assert_int_eq(verbs_qp_state(RNICPI_QPS_ERR), IBV_QPS_ERR);
+	ck_assert_int_eq(verbs_qp_state(RNICPI_QPS_IDLE), IBV_QPS_INIT);
+	ck_assert_int_eq(verbs_qp_state(RNICPI_QPS_CLOSING), IBV_QPS_SQD);
+	ck_assert_int_eq(verbs_qp_state(RNICPI_QPS_TERMINATE), IBV_QPS_ERR);
+	ck_assert_int_eq(verbs_qp_state(7), -1);
+	ck_assert_int_eq(verbs_qp_state_from_ibv(IBV_QPS_INIT,
+						 RNICPI_TRANSPORT_IWARP),
+			 RNICPI_QPS_IDLE);
+	ck_assert_int_eq(verbs_qp_state_from_ibv(IBV_QPS_INIT,
+						 RNICPI_TRANSPORT_ROCE),
+			 RNICPI_QPS_INIT);
+	ck_assert_int_eq(verbs_qp_state_from_ibv(IBV_QPS_RTS,
+						 RNICPI_TRANSPORT_IWARP),
+			 RNICPI_QPS_RTS);
+
+	ck_assert_uint_eq(verbs_qp_mask(RNICPI_QP_STATE | RNICPI_QP_AV |
+					RNICPI_QP_DEST_QPN |
+					RNICPI_QP_MAX_DEST_RD_ATOMIC),
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = RNICPI_QPS_RTR;
+	a.path_mtu = RNICPI_MTU_1024;
+	a.dest_qp_num = 0x123;
+	a.rq_psn = 77;
+	a.max_dest_rd_atomic = 4;
+	a.qp_access_flags = RNICPI_ACCESS_REMOTE_READ;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.hop_limit = 64;
+	a.ah_attr.dgid.raw[15] = 9;
+	ck_assert_ok(verbs_qp_attr_to_ibv(&a, RNICPI_QP_STATE, &ia));
+	ck_assert_int_eq(ia.qp_state, IBV_QPS_RTR);
+	ck_assert_int_eq(ia.path_mtu, IBV_MTU_1024);
+	ck_assert_uint_eq(ia.dest_qp_num, 0x123);
+	ck_assert_uint_eq(ia.rq_psn, 77);
+	ck_assert_uint_eq(ia.max_dest_rd_atomic, 4);
+	ck_assert_uint_eq(ia.qp_access_flags, IBV_ACCESS_REMOTE_READ);
+	ck_assert_uint_eq(ia.ah_attr.is_global, 1);
+	ck_assert_uint_eq(ia.ah_attr.grh.hop_limit, 64);
+	ck_assert_uint_eq(ia.ah_attr.grh.dgid.raw[15], 9);
+	a.qp_state = 12;
+	ck_assert_errno(verbs_qp_attr_to_ibv(&a, RNICPI_QP_STATE, &ia), EINVAL);
+}
+END_TEST
+
 /* Async events of a made-up device on ibverbs port 2. */
 static struct rnicpi_async_event got[8];
 static int n_got;
@@ -353,6 +510,12 @@ START_TEST(test_async_events_reach_core)
 	verbs_handle_async(&vd, &ev);
 	ck_assert_int_eq(n_got, 4);
 	ck_assert_int_eq(got[3].type, RNICPI_EVENT_DEVICE_FATAL);
+
+	/* A QP event for a QP this provider did not make: nothing. */
+	ev.event_type = IBV_EVENT_QP_FATAL;
+	ev.element.qp = NULL;
+	verbs_handle_async(&vd, &ev);
+	ck_assert_int_eq(n_got, 4);
 
 	/* WQ_FATAL has no RNICPI counterpart: nothing goes up. */
 	ev.event_type = IBV_EVENT_WQ_FATAL;
@@ -418,6 +581,9 @@ Suite *suite_verbs_map(void)
 	tcase_add_test(tc, test_transport_and_flags);
 	tcase_add_test(tc, test_device_attr);
 	tcase_add_test(tc, test_port_attr_and_names);
+	tcase_add_test(tc, test_send_wr_translation);
+	tcase_add_test(tc, test_wc_translation);
+	tcase_add_test(tc, test_qp_states_and_attrs);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("provider");

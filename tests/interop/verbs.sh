@@ -13,6 +13,8 @@
 # (beside the soft providers' siw_eth0 ...), siw0 iWARP and rxe0
 # InfiniBand/RoCE (IT-API's name for IB and RoCE), online, with the
 # guest's address of that interface and message limits above zero.
+# Then, on each: a PZ, event dispatchers, an LMR, an RC endpoint with
+# receives posted, all freed (tests/interop/it-verbs-objects).
 # Traffic (hostrdma-ping against rping) waits for the provider's verbs and
 # librdmacm connections (hostrdma-verbs(7)).
 # Prints "ok NAME" / "FAIL NAME" per case and "N passed, N failed"; exit 0
@@ -75,6 +77,11 @@ make -C "$build" install DESTDIR="$work/ov" >"$work/install.log" 2>&1 ||
 	{ tail -n 30 "$work/install.log"; exit 1; }
 [ -f "$work/ov$prefix/lib/hostrdma/providers/verbs.so" ] ||
 	{ echo "FAIL: make install put no verbs.so in $prefix/lib/hostrdma/providers"; exit 1; }
+# Test programs are not installed: the binary libtool built, beside.
+objs=$build/tests/interop/.libs/it-verbs-objects
+[ -x "$objs" ] || objs=$build/tests/interop/it-verbs-objects
+[ -x "$objs" ] || skip "$objs not built (make -C $build)"
+cp "$objs" "$work/ov$prefix/bin/it-verbs-objects" || exit 1
 
 . "$(dirname "${BASH_SOURCE[0]}")/labns.sh"
 lab_pick_ns hrinterop-verbs || exit 1
@@ -116,6 +123,16 @@ info_device() {
 }
 info_device siw0 iWARP "$siw_ip"
 info_device rxe0 'InfiniBand/RoCE' "$rxe_ip"
+
+# PD, MR, CQs, an RC QP and posted receives on the kernel's devices,
+# through IT-API (tests/interop/it-verbs-objects.c).
+for dev in siw0 rxe0; do
+	st=0
+	hr "HOSTRDMA_DEVICES=$dev $prefix/bin/it-verbs-objects $dev" \
+		>"$work/objects-$dev.guest" 2>&1 || st=1
+	grep -q '^objects ok' "$work/objects-$dev.guest" || st=1
+	result "objects-$dev" $st
+done
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

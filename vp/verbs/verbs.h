@@ -63,6 +63,27 @@ void verbs_fill_device_attr(const struct ibv_device_attr *in,
 void verbs_fill_port_attr(const struct ibv_port_attr *in,
 			  struct rnicpi_port_attr *out);
 
+/* A send WR in ibverbs' terms, its SGEs into @sge (room for @max_sge).
+ * -EINVAL for an unknown opcode or too many SGEs, -EOPNOTSUPP for BIND_MW
+ * (memory windows are not done yet). Immediate data goes big-endian. */
+int verbs_send_wr_to_ibv(const struct rnicpi_send_wr *in,
+			 struct ibv_send_wr *out, struct ibv_sge *sge,
+			 uint32_t max_sge);
+/* A completion in RNICPI's terms. */
+void verbs_wc_from_ibv(const struct ibv_wc *in, struct rnicpi_wc *out);
+/* QP states: RNICPI to ibverbs (-1 unknown; iWARP's IDLE is INIT,
+ * CLOSING is SQD, TERMINATE is ERR) and back for the device's
+ * transport. */
+int verbs_qp_state(enum rnicpi_qp_state s);
+enum rnicpi_qp_state verbs_qp_state_from_ibv(enum ibv_qp_state s,
+					      enum rnicpi_transport t);
+/* modify_qp's attribute mask, and the attributes; -EINVAL for a state
+ * with no ibverbs counterpart. Port numbers are copied as given: the
+ * caller puts the ibverbs port in. */
+unsigned int verbs_qp_mask(unsigned int rnicpi_mask);
+int verbs_qp_attr_to_ibv(const struct rnicpi_qp_attr *in, unsigned int mask,
+			 struct ibv_qp_attr *out);
+
 /* "mlx5_0" for a single-port device, "mlx5_0:2" for port 2 of a
  * multi-port one. */
 void verbs_device_name(const char *ibdev, uint8_t port, uint8_t n_ports,
@@ -81,6 +102,13 @@ struct verbs_dev {
 	struct rnicpi_source async_src;
 	bool engine_ok;
 };
+
+/* verbs_verbs.c: the device ops of PDs, MRs, CQs, SRQs and QPs. */
+void verbs_fill_ops(struct rnicpi_device_ops *ops);
+/* The RNICPI object a QP, CQ or SRQ event names (the ibverbs object's
+ * context); false for another event or an object not made here. */
+bool verbs_async_element(const struct ibv_async_event *ev,
+			 struct rnicpi_async_event *out);
 
 /* For tests: handle one async event as the engine thread does (the
  * upcall, or nothing for an event of another port). */

@@ -10,9 +10,9 @@
  * interface's MAC address (the kernel's siw, irdma, cxgb4), which is what
  * is matched then.
  *
- * Not yet: PDs, MRs, CQs, QPs, SRQs and connections (librdmacm); the core
- * answers -EOPNOTSUPP for them, so a verbs device is listed and queried
- * but runs no traffic.
+ * PDs, MRs, CQs, SRQs and RC QPs: verbs_verbs.c. Not yet: connections
+ * (librdmacm), memory windows, UD, rereg_mr; the core answers -EOPNOTSUPP
+ * for them, so a verbs device runs no traffic yet.
  */
 #include "config.h"
 
@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <glib.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,10 +219,13 @@ void verbs_handle_async(struct verbs_dev *vd, const struct ibv_async_event *ev)
 	case IBV_EVENT_DEVICE_FATAL:
 		break;
 	default:
-		/* QP, CQ and SRQ events: this provider makes none yet. */
-		g_debug("%s: async event %s for an object not ours",
-			vd->rdev.name, ibv_event_type_str(ev->event_type));
-		return;
+		if (!verbs_async_element(ev, &out)) {
+			g_debug("%s: async event %s for an object not ours",
+				vd->rdev.name,
+				ibv_event_type_str(ev->event_type));
+			return;
+		}
+		break;
 	}
 	g_debug("%s: async event %s", vd->rdev.name,
 		ibv_event_type_str(ev->event_type));
@@ -320,13 +324,18 @@ static void verbs_device_destroy(struct rnicpi_device *d)
 	g_free(vd);
 }
 
-static const struct rnicpi_device_ops verbs_ops = {
+static struct rnicpi_device_ops verbs_ops = {
 	.size = sizeof(struct rnicpi_device_ops),
 	.device_destroy = verbs_device_destroy,
 	.query_device = verbs_query_device,
 	.query_port = verbs_query_port,
 	.query_gid = verbs_query_gid,
 };
+
+static void fill_ops_once(void)
+{
+	verbs_fill_ops(&verbs_ops);
+}
 
 static struct ibv_context *open_by_name(const char *ibdev)
 {
@@ -348,11 +357,13 @@ static int verbs_device_create(const struct rnicpi_netdev *nd,
 			       const struct rnicpi_core_ops *core,
 			       struct rnicpi_device **out)
 {
+	static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
 	struct verbs_port vp;
 	struct verbs_dev *vd;
 	int err, fl;
 
 	(void)core;
+	pthread_once(&ops_once, fill_ops_once);
 	if (options && options[0].key) {
 		g_info("%s: unknown option \"%s\"", name, options[0].key);
 		return -EINVAL;

@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -326,4 +328,228 @@ void verbs_device_name(const char *ibdev, uint8_t port, uint8_t n_ports,
 		snprintf(buf, len, "%s:%u", ibdev, port);
 	else
 		snprintf(buf, len, "%s", ibdev);
+}
+
+int verbs_send_wr_to_ibv(const struct rnicpi_send_wr *in,
+			 struct ibv_send_wr *out, struct ibv_sge *sge,
+			 uint32_t max_sge)
+{
+	int op = verbs_wr_opcode(in->opcode);
+	uint32_t i;
+
+	if (op < 0 || in->num_sge > max_sge || (in->num_sge && !in->sg_list))
+		return -EINVAL;
+	/* Windows and datagrams need the provider's objects: not here. */
+	if (in->opcode == RNICPI_WR_BIND_MW)
+		return -EOPNOTSUPP;
+	memset(out, 0, sizeof(*out));
+	out->wr_id = in->wr_id;
+	out->opcode = (enum ibv_wr_opcode)op;
+	out->send_flags = verbs_send_flags(in->send_flags);
+	for (i = 0; i < in->num_sge; i++) {
+		sge[i].addr = in->sg_list[i].addr;
+		sge[i].length = in->sg_list[i].length;
+		sge[i].lkey = in->sg_list[i].lkey;
+	}
+	out->sg_list = in->num_sge ? sge : NULL;
+	out->num_sge = (int)in->num_sge;
+	switch (in->opcode) {
+	case RNICPI_WR_SEND_WITH_IMM:
+	case RNICPI_WR_RDMA_WRITE_WITH_IMM:
+		/* ibverbs carries immediate data in network order. */
+		out->imm_data = htonl(in->ex.imm_data);
+		break;
+	case RNICPI_WR_SEND_WITH_INV:
+	case RNICPI_WR_LOCAL_INV:
+		out->invalidate_rkey = in->ex.invalidate_rkey;
+		break;
+	default:
+		break;
+	}
+	switch (in->opcode) {
+	case RNICPI_WR_RDMA_WRITE:
+	case RNICPI_WR_RDMA_WRITE_WITH_IMM:
+	case RNICPI_WR_RDMA_READ:
+		out->wr.rdma.remote_addr = in->wr.rdma.remote_addr;
+		out->wr.rdma.rkey = in->wr.rdma.rkey;
+		break;
+	case RNICPI_WR_ATOMIC_CMP_AND_SWP:
+	case RNICPI_WR_ATOMIC_FETCH_AND_ADD:
+		out->wr.atomic.remote_addr = in->wr.atomic.remote_addr;
+		out->wr.atomic.compare_add = in->wr.atomic.compare_add;
+		out->wr.atomic.swap = in->wr.atomic.swap;
+		out->wr.atomic.rkey = in->wr.atomic.rkey;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+void verbs_wc_from_ibv(const struct ibv_wc *in, struct rnicpi_wc *out)
+{
+	int op = verbs_wc_opcode(in->opcode);
+
+	memset(out, 0, sizeof(*out));
+	out->wr_id = in->wr_id;
+	out->status = verbs_wc_status(in->status);
+	/* The opcode of an error completion is undefined in ibverbs. */
+	out->opcode = op < 0 || in->status != IBV_WC_SUCCESS ? RNICPI_WC_SEND :
+							      (enum rnicpi_wc_opcode)op;
+	out->vendor_err = in->vendor_err;
+	out->byte_len = in->byte_len;
+	out->qp_num = in->qp_num;
+	out->src_qp = in->src_qp;
+	out->pkey_index = in->pkey_index;
+	out->slid = in->slid;
+	out->sl = in->sl;
+	out->dlid_path_bits = in->dlid_path_bits;
+	if (in->status != IBV_WC_SUCCESS)
+		return;
+	if (in->wc_flags & IBV_WC_WITH_IMM) {
+		out->wc_flags |= RNICPI_WC_WITH_IMM;
+		out->imm_data = ntohl(in->imm_data);
+	}
+	if (in->wc_flags & IBV_WC_WITH_INV) {
+		out->wc_flags |= RNICPI_WC_WITH_INV;
+		out->invalidated_rkey = in->invalidated_rkey;
+	}
+	if (in->wc_flags & IBV_WC_GRH)
+		out->wc_flags |= RNICPI_WC_GRH;
+}
+
+static const int qp_state_map[] = {
+	[RNICPI_QPS_RESET] = IBV_QPS_RESET + 1,
+	[RNICPI_QPS_INIT] = IBV_QPS_INIT + 1,
+	[RNICPI_QPS_RTR] = IBV_QPS_RTR + 1,
+	[RNICPI_QPS_RTS] = IBV_QPS_RTS + 1,
+	[RNICPI_QPS_SQD] = IBV_QPS_SQD + 1,
+	[RNICPI_QPS_SQE] = IBV_QPS_SQE + 1,
+	[RNICPI_QPS_ERR] = IBV_QPS_ERR + 1,
+	/* iWARP's RDMA verbs states as the kernel's iWARP drivers take
+	 * them through ibverbs (siw_qp_modify: INIT is IDLE, SQD starts a
+	 * graceful close, ERR an abortive one). */
+	[RNICPI_QPS_IDLE] = IBV_QPS_INIT + 1,
+	[RNICPI_QPS_CLOSING] = IBV_QPS_SQD + 1,
+	[RNICPI_QPS_TERMINATE] = IBV_QPS_ERR + 1,
+};
+
+int verbs_qp_state(enum rnicpi_qp_state s)
+{
+	if ((unsigned int)s >= N_ELEM(qp_state_map) || !qp_state_map[s])
+		return -1;
+	return qp_state_map[s] - 1;
+}
+
+enum rnicpi_qp_state verbs_qp_state_from_ibv(enum ibv_qp_state s,
+					      enum rnicpi_transport t)
+{
+	static const enum rnicpi_qp_state ib[] = {
+		[IBV_QPS_RESET] = RNICPI_QPS_RESET,
+		[IBV_QPS_INIT] = RNICPI_QPS_INIT,
+		[IBV_QPS_RTR] = RNICPI_QPS_RTR,
+		[IBV_QPS_RTS] = RNICPI_QPS_RTS,
+		[IBV_QPS_SQD] = RNICPI_QPS_SQD,
+		[IBV_QPS_SQE] = RNICPI_QPS_SQE,
+		[IBV_QPS_ERR] = RNICPI_QPS_ERR,
+	};
+
+	if ((unsigned int)s >= N_ELEM(ib))
+		return RNICPI_QPS_ERR;
+	if (t == RNICPI_TRANSPORT_IWARP) {
+		switch (s) {
+		case IBV_QPS_RESET:
+		case IBV_QPS_INIT:
+		case IBV_QPS_RTR:
+			return RNICPI_QPS_IDLE;
+		case IBV_QPS_SQD:
+			return RNICPI_QPS_CLOSING;
+		default:
+			break;
+		}
+	}
+	return ib[s];
+}
+
+static const struct {
+	unsigned int rnicpi, ibv;
+} qp_mask_map[] = {
+	{ RNICPI_QP_STATE, IBV_QP_STATE },
+	{ RNICPI_QP_CUR_STATE, IBV_QP_CUR_STATE },
+	{ RNICPI_QP_ACCESS_FLAGS, IBV_QP_ACCESS_FLAGS },
+	{ RNICPI_QP_PKEY_INDEX, IBV_QP_PKEY_INDEX },
+	{ RNICPI_QP_PORT, IBV_QP_PORT },
+	{ RNICPI_QP_QKEY, IBV_QP_QKEY },
+	{ RNICPI_QP_AV, IBV_QP_AV },
+	{ RNICPI_QP_PATH_MTU, IBV_QP_PATH_MTU },
+	{ RNICPI_QP_TIMEOUT, IBV_QP_TIMEOUT },
+	{ RNICPI_QP_RETRY_CNT, IBV_QP_RETRY_CNT },
+	{ RNICPI_QP_RNR_RETRY, IBV_QP_RNR_RETRY },
+	{ RNICPI_QP_RQ_PSN, IBV_QP_RQ_PSN },
+	{ RNICPI_QP_MAX_QP_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC },
+	{ RNICPI_QP_MIN_RNR_TIMER, IBV_QP_MIN_RNR_TIMER },
+	{ RNICPI_QP_SQ_PSN, IBV_QP_SQ_PSN },
+	{ RNICPI_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC },
+	{ RNICPI_QP_CAP, IBV_QP_CAP },
+	{ RNICPI_QP_DEST_QPN, IBV_QP_DEST_QPN },
+};
+
+unsigned int verbs_qp_mask(unsigned int rnicpi_mask)
+{
+	unsigned int out = 0;
+	size_t i;
+
+	for (i = 0; i < N_ELEM(qp_mask_map); i++)
+		if (rnicpi_mask & qp_mask_map[i].rnicpi)
+			out |= qp_mask_map[i].ibv;
+	return out;
+}
+
+int verbs_qp_attr_to_ibv(const struct rnicpi_qp_attr *in, unsigned int mask,
+			 struct ibv_qp_attr *out)
+{
+	int st;
+
+	memset(out, 0, sizeof(*out));
+	if (mask & RNICPI_QP_STATE) {
+		st = verbs_qp_state(in->qp_state);
+		if (st < 0)
+			return -EINVAL;
+		out->qp_state = (enum ibv_qp_state)st;
+	}
+	if (mask & RNICPI_QP_CUR_STATE) {
+		st = verbs_qp_state(in->cur_qp_state);
+		if (st < 0)
+			return -EINVAL;
+		out->cur_qp_state = (enum ibv_qp_state)st;
+	}
+	out->path_mtu = (enum ibv_mtu)in->path_mtu;
+	out->qkey = in->qkey;
+	out->rq_psn = in->rq_psn;
+	out->sq_psn = in->sq_psn;
+	out->dest_qp_num = in->dest_qp_num;
+	out->qp_access_flags = verbs_access(in->qp_access_flags);
+	out->cap.max_send_wr = in->cap.max_send_wr;
+	out->cap.max_recv_wr = in->cap.max_recv_wr;
+	out->cap.max_send_sge = in->cap.max_send_sge;
+	out->cap.max_recv_sge = in->cap.max_recv_sge;
+	out->cap.max_inline_data = in->cap.max_inline_data;
+	memcpy(out->ah_attr.grh.dgid.raw, in->ah_attr.dgid.raw, 16);
+	out->ah_attr.grh.flow_label = in->ah_attr.flow_label;
+	out->ah_attr.grh.sgid_index = in->ah_attr.sgid_index;
+	out->ah_attr.grh.hop_limit = in->ah_attr.hop_limit;
+	out->ah_attr.grh.traffic_class = in->ah_attr.traffic_class;
+	out->ah_attr.sl = in->ah_attr.sl;
+	out->ah_attr.dlid = in->ah_attr.dlid;
+	out->ah_attr.port_num = in->ah_attr.port_num;
+	out->ah_attr.is_global = in->ah_attr.is_global;
+	out->pkey_index = in->pkey_index;
+	out->max_rd_atomic = in->max_rd_atomic;
+	out->max_dest_rd_atomic = in->max_dest_rd_atomic;
+	out->min_rnr_timer = in->min_rnr_timer;
+	out->port_num = in->port_num;
+	out->timeout = in->timeout;
+	out->retry_cnt = in->retry_cnt;
+	out->rnr_retry = in->rnr_retry;
+	return 0;
 }
