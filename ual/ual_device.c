@@ -459,6 +459,11 @@ enum rnicpi_transport ual_device_transport(const struct ual_device *d)
 	return d->transport;
 }
 
+uint32_t ual_device_caps(const struct ual_device *d)
+{
+	return d->caps;
+}
+
 int ual_device_ifindex(const struct ual_device *d)
 {
 	return d->ifindex;

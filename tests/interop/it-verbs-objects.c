@@ -6,6 +6,9 @@
  * rights, an RC endpoint with receives posted - then free it all. Each
  * lands on the kernel's device as ibv_alloc_pd, ibv_reg_mr,
  * ibv_create_cq with a completion channel, ibv_create_qp, ibv_post_recv.
+ * Then, until the provider runs connections (librdmacm), a listener on
+ * the IA must be refused with IT_ERR_OP_NOT_SUPPORTED rather than open a
+ * TCP port of hostrdma's own beside the kernel's iWARP/IB CM.
  * Prints "objects ok" and exits 0, or names the call that failed.
  */
 #include "config.h"
@@ -13,6 +16,7 @@
 #define ITAPI_ENABLE_V21_BINDINGS
 #include "it_api.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +29,10 @@
 int main(int argc, char **argv)
 {
 	it_ep_attributes_t a;
-	it_evd_handle_t sq, rq, cm;
+	it_evd_handle_t sq, rq, cm, req;
+	it_listen_handle_t l;
+	it_conn_qual_t q;
+	it_status_t st;
 	it_lmr_handle_t lmr;
 	it_rmr_context_t key = 0;
 	it_ia_handle_t ia;
@@ -71,6 +78,18 @@ int main(int argc, char **argv)
 		IT_TRY(it_post_recv(ep, &t, 1, (it_dto_cookie_t)i,
 				    (it_dto_flags_t)IT_COMPLETION_FLAG));
 	}
+	IT_TRY(it_evd_create(ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0, NULL, &req,
+			     NULL));
+	memset(&q, 0, sizeof(q));
+	q.type = IT_IANA_PORT;
+	q.conn_qual.port = htons(7471);
+	st = it_listen_create(ia, 0, req, IT_LISTEN_CONN_QUAL_INPUT, &q, &l);
+	if (st != IT_ERR_OP_NOT_SUPPORTED) {
+		fprintf(stderr, "%s: it_listen_create: status %d, expected IT_ERR_OP_NOT_SUPPORTED (%d)\n",
+			it_prog, st, IT_ERR_OP_NOT_SUPPORTED);
+		return 1;
+	}
+	IT_TRY(it_evd_free(req));
 	IT_TRY(it_ep_free(ep));
 	IT_TRY(it_lmr_free(lmr));
 	IT_TRY(it_evd_free(cm));
