@@ -454,6 +454,47 @@ START_TEST(test_qp_states_and_attrs)
 }
 END_TEST
 
+START_TEST(test_cm_events)
+{
+	static const struct {
+		enum rdma_cm_event_type t;
+		int type, status;
+	} want[] = {
+		{ RDMA_CM_EVENT_ADDR_RESOLVED, VERBS_CM_STEP, 0 },
+		{ RDMA_CM_EVENT_ADDR_ERROR, RNICPI_CONN_ERROR, -EHOSTUNREACH },
+		{ RDMA_CM_EVENT_ROUTE_RESOLVED, VERBS_CM_STEP, 0 },
+		{ RDMA_CM_EVENT_ROUTE_ERROR, RNICPI_CONN_ERROR, -ENETUNREACH },
+		{ RDMA_CM_EVENT_CONNECT_REQUEST, RNICPI_CONN_REQUEST, 0 },
+		{ RDMA_CM_EVENT_CONNECT_RESPONSE, VERBS_CM_STEP, 0 },
+		{ RDMA_CM_EVENT_CONNECT_ERROR, RNICPI_CONN_ERROR, -ECONNRESET },
+		{ RDMA_CM_EVENT_UNREACHABLE, RNICPI_CONN_ERROR, -ETIMEDOUT },
+		{ RDMA_CM_EVENT_REJECTED, RNICPI_CONN_REJECTED, -ECONNREFUSED },
+		{ RDMA_CM_EVENT_ESTABLISHED, RNICPI_CONN_ESTABLISHED, 0 },
+		{ RDMA_CM_EVENT_DISCONNECTED, RNICPI_CONN_DISCONNECTED, 0 },
+		{ RDMA_CM_EVENT_DEVICE_REMOVAL, RNICPI_CONN_DISCONNECTED,
+		  -ENODEV },
+		{ RDMA_CM_EVENT_MULTICAST_JOIN, VERBS_CM_IGNORE, 0 },
+		{ RDMA_CM_EVENT_MULTICAST_ERROR, VERBS_CM_IGNORE, 0 },
+		{ RDMA_CM_EVENT_ADDR_CHANGE, VERBS_CM_IGNORE, 0 },
+		{ RDMA_CM_EVENT_TIMEWAIT_EXIT, VERBS_CM_IGNORE, 0 },
+	};
+	struct verbs_cm_map m;
+	size_t i;
+
+	/* Every rdma_cm event has its line above. */
+	ck_assert_uint_eq(G_N_ELEMENTS(want), RDMA_CM_EVENT_TIMEWAIT_EXIT + 1);
+	for (i = 0; i < G_N_ELEMENTS(want); i++) {
+		m = verbs_cm_event(want[i].t);
+		ck_assert_msg(m.type == want[i].type &&
+				      m.status == want[i].status,
+			      "%s: got %d/%d", rdma_event_str(want[i].t),
+			      m.type, m.status);
+	}
+	m = verbs_cm_event(200);
+	ck_assert_int_eq(m.type, VERBS_CM_IGNORE);
+}
+END_TEST
+
 /* Async events of a made-up device on ibverbs port 2. */
 static struct rnicpi_async_event got[8];
 static int n_got;
@@ -584,6 +625,7 @@ Suite *suite_verbs_map(void)
 	tcase_add_test(tc, test_send_wr_translation);
 	tcase_add_test(tc, test_wc_translation);
 	tcase_add_test(tc, test_qp_states_and_attrs);
+	tcase_add_test(tc, test_cm_events);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("provider");

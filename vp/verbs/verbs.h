@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 #include "rnicpi/rnicpi.h"
 #include "rnicpi/rnicpi_engine.h"
@@ -83,6 +84,18 @@ enum rnicpi_qp_state verbs_qp_state_from_ibv(enum ibv_qp_state s,
 unsigned int verbs_qp_mask(unsigned int rnicpi_mask);
 int verbs_qp_attr_to_ibv(const struct rnicpi_qp_attr *in, unsigned int mask,
 			 struct ibv_qp_attr *out);
+
+/* An rdma_cm event in RNICPI's terms: a connection event type with the
+ * status it carries, or one of the two below. */
+enum {
+	VERBS_CM_STEP = 100,	/* a step of the set-up the provider takes */
+	VERBS_CM_IGNORE = 101,	/* nothing to do */
+};
+struct verbs_cm_map {
+	int type;	/* enum rnicpi_conn_event_type or VERBS_CM_* */
+	int status;	/* 0 or a negative errno */
+};
+struct verbs_cm_map verbs_cm_event(enum rdma_cm_event_type t);
 
 /* "mlx5_0" for a single-port device, "mlx5_0:2" for port 2 of a
  * multi-port one. */

@@ -553,3 +553,40 @@ int verbs_qp_attr_to_ibv(const struct rnicpi_qp_attr *in, unsigned int mask,
 	out->rnr_retry = in->rnr_retry;
 	return 0;
 }
+
+/*
+ * rdma_cm's events as RNICPI connection events. For the connection
+ * set-up the next stage runs through librdmacm; kept here, beside the
+ * other tables, so that it is tested before it is used.
+ */
+static const struct verbs_cm_map cm_event_map[] = {
+	[RDMA_CM_EVENT_ADDR_RESOLVED] = { VERBS_CM_STEP, 0 },
+	[RDMA_CM_EVENT_ADDR_ERROR] = { RNICPI_CONN_ERROR, -EHOSTUNREACH },
+	[RDMA_CM_EVENT_ROUTE_RESOLVED] = { VERBS_CM_STEP, 0 },
+	[RDMA_CM_EVENT_ROUTE_ERROR] = { RNICPI_CONN_ERROR, -ENETUNREACH },
+	[RDMA_CM_EVENT_CONNECT_REQUEST] = { RNICPI_CONN_REQUEST, 0 },
+	/* Only without a QP of rdma_cm's making (ours): the active side
+	 * moves its QP to RTS and answers with rdma_establish. */
+	[RDMA_CM_EVENT_CONNECT_RESPONSE] = { VERBS_CM_STEP, 0 },
+	[RDMA_CM_EVENT_CONNECT_ERROR] = { RNICPI_CONN_ERROR, -ECONNRESET },
+	[RDMA_CM_EVENT_UNREACHABLE] = { RNICPI_CONN_ERROR, -ETIMEDOUT },
+	[RDMA_CM_EVENT_REJECTED] = { RNICPI_CONN_REJECTED, -ECONNREFUSED },
+	[RDMA_CM_EVENT_ESTABLISHED] = { RNICPI_CONN_ESTABLISHED, 0 },
+	[RDMA_CM_EVENT_DISCONNECTED] = { RNICPI_CONN_DISCONNECTED, 0 },
+	[RDMA_CM_EVENT_DEVICE_REMOVAL] = { RNICPI_CONN_DISCONNECTED, -ENODEV },
+	/* No multicast groups; an address change and the end of time-wait
+	 * change nothing a consumer sees. */
+	[RDMA_CM_EVENT_MULTICAST_JOIN] = { VERBS_CM_IGNORE, 0 },
+	[RDMA_CM_EVENT_MULTICAST_ERROR] = { VERBS_CM_IGNORE, 0 },
+	[RDMA_CM_EVENT_ADDR_CHANGE] = { VERBS_CM_IGNORE, 0 },
+	[RDMA_CM_EVENT_TIMEWAIT_EXIT] = { VERBS_CM_IGNORE, 0 },
+};
+
+struct verbs_cm_map verbs_cm_event(enum rdma_cm_event_type t)
+{
+	struct verbs_cm_map none = { VERBS_CM_IGNORE, 0 };
+
+	if ((unsigned int)t >= N_ELEM(cm_event_map) || !cm_event_map[t].type)
+		return none;
+	return cm_event_map[t];
+}
