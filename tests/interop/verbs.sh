@@ -15,6 +15,8 @@
 # guest's address of that interface and message limits above zero.
 # Then, on each: a PZ, event dispatchers, an LMR, an RC endpoint with
 # receives posted, all freed (tests/interop/it-verbs-objects).
+# Last, a second ibverbs device on eth0 (rxe1 beside siw0): one of the
+# two is listed, the other named in a log line.
 # Traffic (hostrdma-ping against rping) waits for the provider's verbs and
 # librdmacm connections (hostrdma-verbs(7)).
 # Prints "ok NAME" / "FAIL NAME" per case and "N passed, N failed"; exit 0
@@ -133,6 +135,19 @@ for dev in siw0 rxe0; do
 	grep -q '^objects ok' "$work/objects-$dev.guest" || st=1
 	result "objects-$dev" $st
 done
+
+# A second ibverbs device on eth0 (a soft-RoCE rxe1 beside siw0): the
+# core makes one device per provider and interface, so one of the two is
+# listed and the other is named in one log line, not dropped in silence.
+st=0
+f=$work/shadowed.guest
+"$rp" run 'rdma link add rxe1 type rxe netdev eth0' >"$f" 2>&1 || st=1
+hr "$prefix/bin/hostrdma-info -l" >>"$f" 2>&1 || st=1
+n=$(grep -Ec '^(siw0|rxe1)[[:space:]]' "$f")
+[ "$n" = 1 ] || st=1
+grep -Eq 'verbs: (siw0|rxe1) is on eth0 too, which carries (siw0|rxe1) already' \
+	"$f" || st=1
+result shadowed $st
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

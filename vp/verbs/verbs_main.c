@@ -39,6 +39,7 @@ struct verbs_port {
 	enum rnicpi_transport transport;
 	int ifindex;		/* 0 when the GID table does not say */
 	uint8_t gid0[16];
+	bool shadowed;		/* another port has its interface: logged */
 };
 
 static GMutex scan_lock;
@@ -137,30 +138,40 @@ static GArray *ports_locked(void)
 	return scan_ports;
 }
 
-/* The port on @nd, copied to @out; -ENODEV when none is. */
+static bool port_matches(const struct verbs_port *vp,
+			 const struct rnicpi_netdev *nd)
+{
+	if (vp->ifindex)
+		return vp->ifindex == nd->ifindex;
+	return nd->hwaddr_len == 6 && memcmp(vp->gid0, nd->hwaddr, 6) == 0;
+}
+
+/* The port on @nd, copied to @out; -ENODEV when none is. The core makes
+ * one device per provider and interface: a second ibverbs port on the
+ * same interface is left out, and said so once. */
 static int port_on(const struct rnicpi_netdev *nd, struct verbs_port *out)
 {
+	struct verbs_port *vp, *first = NULL;
 	GArray *ports;
-	int err = -ENODEV;
 	guint i;
 
 	g_mutex_lock(&scan_lock);
 	ports = ports_locked();
-	for (i = 0; i < ports->len && err; i++) {
-		const struct verbs_port *vp =
-			&g_array_index(ports, struct verbs_port, i);
-		bool match = vp->ifindex ?
-				     vp->ifindex == nd->ifindex :
-				     nd->hwaddr_len == 6 &&
-					     memcmp(vp->gid0, nd->hwaddr, 6) == 0;
-
-		if (match) {
+	for (i = 0; i < ports->len; i++) {
+		vp = &g_array_index(ports, struct verbs_port, i);
+		if (!port_matches(vp, nd))
+			continue;
+		if (!first) {
+			first = vp;
 			*out = *vp;
-			err = 0;
+		} else if (!vp->shadowed) {
+			vp->shadowed = true;
+			g_info("verbs: %s is on %s too, which carries %s already; hostrdma makes one device per interface, so %s is left out",
+			       vp->name, nd->ifname, first->name, vp->name);
 		}
 	}
 	g_mutex_unlock(&scan_lock);
-	return err;
+	return first ? 0 : -ENODEV;
 }
 
 static int verbs_netdev_supported(const struct rnicpi_netdev *nd)
