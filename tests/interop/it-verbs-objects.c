@@ -4,7 +4,8 @@
  * siw0, rxe0), create what an IT-API application creates before it
  * connects - a PZ, DTO and CM event dispatchers, an LMR with remote
  * rights, an RC endpoint with receives posted - then free it all. Each
- * lands on the kernel's device as ibv_alloc_pd, ibv_reg_mr,
+ * lands on the kernel's device as ibv_alloc_pd, ibv_reg_mr (and again
+ * for it_lmr_modify),
  * ibv_create_cq with a completion channel, ibv_create_qp, ibv_post_recv.
  * Then, until the provider runs connections (librdmacm), a listener on
  * the IA must be refused with IT_ERR_OP_NOT_SUPPORTED rather than open a
@@ -63,6 +64,24 @@ int main(int argc, char **argv)
 	if (!key) {
 		fprintf(stderr, "%s: the LMR has no remote key\n", it_prog);
 		return 1;
+	}
+	{
+		/* Re-register half of it with local rights only. */
+		it_lmr_param_t lp;
+
+		memset(&lp, 0, sizeof(lp));
+		lp.length = BUF_BYTES / 2;
+		lp.privs = IT_PRIV_LOCAL;
+		IT_TRY(it_lmr_modify(lmr, (it_lmr_param_mask_t)(IT_LMR_PARAM_LENGTH |
+							      IT_LMR_PARAM_MEM_PRIV),
+				     &lp));
+		IT_TRY(it_lmr_query(lmr, (it_lmr_param_mask_t)IT_LMR_PARAM_LENGTH,
+				    &lp));
+		if (lp.length != BUF_BYTES / 2) {
+			fprintf(stderr, "%s: LMR length %llu after it_lmr_modify\n",
+				it_prog, (unsigned long long)lp.length);
+			return 1;
+		}
 	}
 	memset(&a, 0, sizeof(a));
 	a.max_request_dtos = a.max_recv_dtos = 16;

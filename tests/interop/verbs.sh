@@ -99,6 +99,18 @@ hr() {
 	"$rp" run -t 60 "LD_LIBRARY_PATH=$prefix/lib G_MESSAGES_DEBUG=hostrdma-verbs $*"
 }
 
+# hostrdma makes devices only on interfaces up and running with an
+# address: wait for both of the guest's (right after boot one may lag).
+"$rp" run -t 30 'for i in $(seq 100); do
+	ok=1
+	for d in eth0 eth1; do
+		ip -4 addr show dev $d | grep -q inet || ok=0
+		ip link show dev $d | grep -q LOWER_UP || ok=0
+	done
+	[ $ok = 1 ] && exit 0
+	sleep 0.2
+done; ip addr; exit 1' >"$work/ifaces.guest" 2>&1 ||
+	{ echo "FAIL: the guest's eth0/eth1 never came up with addresses"; cat "$work/ifaces.guest"; exit 1; }
 "$rp" run ibv_devinfo >"$work/ibv_devinfo.guest" 2>&1
 
 st=0

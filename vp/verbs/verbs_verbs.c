@@ -146,6 +146,43 @@ static int verbs_reg_mr(struct rnicpi_pd *pd, void *addr, uint64_t length,
 	return 0;
 }
 
+/*
+ * A second registration, then the end of the first: this works on every
+ * device (the kernel's siw has no rereg, rxe re-registers only PD and
+ * rights) and gives new keys, as RNICPI asks. ual passes the current
+ * address, length and rights for what @flags does not change.
+ */
+static int verbs_rereg_mr(struct rnicpi_mr *mr, unsigned int flags,
+			  struct rnicpi_pd *pd, void *addr, uint64_t length,
+			  uint64_t iova, unsigned int access)
+{
+	struct verbs_mr *m = container_of(mr, struct verbs_mr, base);
+	struct rnicpi_pd *npd = (flags & RNICPI_REREG_PD) && pd ? pd :
+								  mr->pd;
+	struct ibv_mr *nmr;
+	int ret;
+
+	if ((access & (RNICPI_ACCESS_REMOTE_WRITE |
+		       RNICPI_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & RNICPI_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	errno = 0;
+	nmr = ibv_reg_mr_iova(to_vpd(npd)->pd, addr, length, iova,
+			      (int)verbs_access(access));
+	if (!nmr)
+		return neg(0);
+	ret = ibv_dereg_mr(m->mr);
+	if (ret) {
+		ibv_dereg_mr(nmr);
+		return neg(ret);
+	}
+	m->mr = nmr;
+	m->base.pd = npd;
+	m->base.lkey = nmr->lkey;
+	m->base.rkey = nmr->rkey;
+	return 0;
+}
+
 static int verbs_dereg_mr(struct rnicpi_mr *mr)
 {
 	struct verbs_mr *m = container_of(mr, struct verbs_mr, base);
@@ -520,6 +557,7 @@ void verbs_fill_ops(struct rnicpi_device_ops *ops)
 	ops->alloc_pd = verbs_alloc_pd;
 	ops->dealloc_pd = verbs_dealloc_pd;
 	ops->reg_mr = verbs_reg_mr;
+	ops->rereg_mr = verbs_rereg_mr;
 	ops->dereg_mr = verbs_dereg_mr;
 	ops->create_cq = verbs_create_cq;
 	ops->destroy_cq = verbs_destroy_cq;
