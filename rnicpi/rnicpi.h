@@ -154,7 +154,22 @@ struct rnicpi_provider {
 			     const struct rnicpi_option *options,
 			     const struct rnicpi_core_ops *core,
 			     struct rnicpi_device **out);
+
+	/*
+	 * Optional, and read only when `size` covers it (providers built
+	 * before it are still loaded): the name of the device this provider
+	 * makes on @nd, for providers whose devices have names of their own
+	 * (the kernel's "mlx5_0", "siw0"). Writes a NUL-terminated name of
+	 * less than @len bytes to @buf and returns 0, or a negative errno
+	 * (-ENODEV: none of its devices is on @nd). NULL: the core names
+	 * the device "<name>_<ifname>".
+	 */
+	int (*device_name)(const struct rnicpi_netdev *nd, char *buf,
+			   size_t len);
 };
+
+/* The size of a provider descriptor from before device_name. */
+#define RNICPI_PROVIDER_SIZE_V1 offsetof(struct rnicpi_provider, device_name)
 
 /* The entry point. Returns the provider's static description, never NULL. */
 typedef const struct rnicpi_provider *(*rnicpi_provider_entry_fn)(void);
@@ -281,6 +296,9 @@ enum rnicpi_device_cap {
 	RNICPI_DEV_CAP_IWARP_CM = 1u << 11,   /* iw_connect / iw_take_request */
 	RNICPI_DEV_CAP_NATIVE_CM = 1u << 12,  /* cm_listen / cm_connect */
 	RNICPI_DEV_CAP_RESIZE_CQ = 1u << 13,
+	/* reg_mr pins the memory itself (the kernel's ib_umem behind
+	 * ibv_reg_mr): the core does not pin or mlock it a second time. */
+	RNICPI_DEV_CAP_KERNEL_PINS = 1u << 14,
 };
 
 enum rnicpi_atomic_cap {
@@ -852,7 +870,8 @@ struct rnicpi_device_ops {
 	/* --- memory regions and windows --- */
 
 	/*
-	 * Register @length bytes at @addr, already pinned by the core, with
+	 * Register @length bytes at @addr, already pinned by the core (unless
+	 * the device has RNICPI_DEV_CAP_KERNEL_PINS), with
 	 * @access (enum rnicpi_access_flags). @iova is the address remote
 	 * peers and SGEs use for the first byte (== addr for VA-based, 0 for
 	 * zero-based). Fills lkey/rkey; a key's low 8 bits change on every

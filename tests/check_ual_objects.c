@@ -497,6 +497,47 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 /*
+ * A device that says its kernel pins (RNICPI_DEV_CAP_KERNEL_PINS, the
+ * verbs provider's ibv_reg_mr) gets no second pin from kal: registering
+ * and re-registering pin nothing, yet the MR works as any other.
+ */
+START_TEST(test_mr_kernel_pins)
+{
+	const unsigned int rw = RNICPI_ACCESS_LOCAL_WRITE |
+				RNICPI_ACCESS_REMOTE_WRITE;
+	struct ual_device *kdev;
+	struct ual_pd *kpd;
+	struct ual_mr *mr;
+	struct ual *ku;
+	uint64_t start;
+	char *mem;
+
+	/* Without the option the same device pins: test_mr_same_range. */
+	ut_setup();
+	g_setenv("HOSTRDMA_OPTIONS", "test.kernel_pins=on", TRUE);
+	ku = ut_open();
+	g_unsetenv("HOSTRDMA_OPTIONS");
+	start = kal_pinned_bytes();
+	mem = pages(4);
+	kdev = ut_device(ku, "test_lo");
+	ck_assert_ok(ual_pd_alloc(kdev, &kpd));
+	ck_assert_ok(ual_mr_reg(kpd, mem, 2 * page_size(), rw, &mr));
+	ck_assert_uint_eq(kal_pinned_bytes(), start);
+	ck_assert_ptr_nonnull(ual_mr_rnicpi(mr));
+	ck_assert_ok(ual_mr_rereg(mr, mem + page_size(), 3 * page_size(), rw));
+	ck_assert_uint_eq(ual_mr_length(mr), 3 * page_size());
+	ck_assert_uint_eq(kal_pinned_bytes(), start);
+	ck_assert_ok(ual_mr_dereg(mr));
+	ck_assert_uint_eq(kal_pinned_bytes(), start);
+	ck_assert_ok(ual_pd_free(kpd));
+	ual_device_put(kdev);
+	ut_close(ku);
+	ut_teardown();
+	unmap_pages(mem, 4);
+}
+END_TEST
+
+/*
  * Two registrations of one range with the same rights are two MRs with
  * keys of their own (issue 11/2: freeing one must revoke its keys only);
  * what they share is the pinning.
@@ -717,6 +758,10 @@ Suite *suite_ual_objects(void)
 	tcase_add_test(tc, test_mr_bad_arguments);
 	tcase_add_test(tc, test_mr_dereg_busy_with_window);
 	tcase_add_test(tc, test_mr_memlock_limit);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("kernel-pins");
+	tcase_add_test(tc, test_mr_kernel_pins);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -54,6 +54,9 @@ include tests/local-tools.mk
 if PROV_RXE
 include tests/local-rxe.mk
 endif
+if PROV_VERBS
+include tests/local-verbs.mk
+endif
 
 # The same tests in a build configured with --enable-sanitizers (ASan and
 # UBSan): any report fails the run. Leaks are left to check-valgrind

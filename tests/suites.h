@@ -57,6 +57,12 @@
 #define HOSTRDMA_SUITES_RXE(X)
 #endif
 
+#ifdef HAVE_PROV_VERBS
+#define HOSTRDMA_SUITES_VERBS(X) X(suite_verbs_map, "verbs-map")
+#else
+#define HOSTRDMA_SUITES_VERBS(X)
+#endif
+
 #define HOSTRDMA_SUITES(X)                                                  \
 	X(suite_rnicpi_util, "rnicpi-util")                                 \
 	X(suite_rnicpi_engine, "rnicpi-engine")                             \
@@ -68,7 +74,8 @@
 	X(suite_ual_engine, "ual-engine")                                   \
 	X(suite_tools, "tools")                                             \
 	HOSTRDMA_SUITES_SIW(X)                                              \
-	HOSTRDMA_SUITES_RXE(X)
+	HOSTRDMA_SUITES_RXE(X)                                              \
+	HOSTRDMA_SUITES_VERBS(X)
 
 #define X(fn, name) Suite *fn(void);
 HOSTRDMA_SUITES(X)

@@ -109,6 +109,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ual_device, ual_device_put)
 const char *ual_device_name(const struct ual_device *d);
 const struct ual_provider *ual_device_provider(const struct ual_device *d);
 enum rnicpi_transport ual_device_transport(const struct ual_device *d);
+/* The device's caps (enum rnicpi_device_cap) as it reported them when
+ * it was created. */
+uint32_t ual_device_caps(const struct ual_device *d);
 int ual_device_ifindex(const struct ual_device *d);
 const char *ual_device_ifname(const struct ual_device *d);
 int ual_device_query(struct ual_device *d, struct rnicpi_device_attr *attr);

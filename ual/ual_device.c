@@ -113,20 +113,36 @@ static void consider(struct ual *u, struct ual_provider *p,
 		     const struct kal_link *l, bool hotplug, GHashTable *seen)
 {
 	const struct ual_config *c = u->config;
-	g_autofree char *name = g_strdup_printf("%s_%s", p->rp->name,
-						l->ifname);
+	g_autofree char *name = NULL;
 	g_autofree struct rnicpi_option *opts = NULL;
 	struct rnicpi_device *rdev = NULL;
 	struct rnicpi_netdev nd;
 	struct ual_device *d;
+	struct rnicpi_device_attr attr;
 	bool named;
 	int err;
 
-	if (u->closing || p->refused || find_device(u, name) ||
-	    ual_config_excluded(c, name))
+	if (u->closing || p->refused)
+		return;
+	netdev_from_link(l, &nd);
+	if (p->rp->size >= offsetof(struct rnicpi_provider, device_name) +
+				   sizeof(p->rp->device_name) &&
+	    p->rp->device_name) {
+		char buf[RNICPI_DEVNAME_MAX] = "";
+
+		err = p->rp->device_name(&nd, buf, sizeof(buf));
+		if (err) {
+			g_debug("provider '%s' has no device on %s: %s",
+				p->rp->name, l->ifname, g_strerror(-err));
+			return;
+		}
+		name = g_strdup(buf);
+	} else {
+		name = g_strdup_printf("%s_%s", p->rp->name, l->ifname);
+	}
+	if (find_device(u, name) || ual_config_excluded(c, name))
 		return;
 	named = ual_config_named(c, name) && !hotplug;
-	netdev_from_link(l, &nd);
 	if (c->explicit_include) {
 		if (!ual_config_included(c, name))
 			return;
@@ -190,6 +206,13 @@ static void consider(struct ual *u, struct ual_provider *p,
 	}
 
 	d = g_new0(struct ual_device, 1);
+	d->transport = p->rp->transport;
+	memset(&attr, 0, sizeof(attr));
+	if (rdev->ops->query_device && rdev->ops->query_device(rdev, &attr) == 0) {
+		if (attr.transport)
+			d->transport = attr.transport;
+		d->caps = attr.caps;
+	}
 	ual_obj_init(&d->obj, device_release);
 	ual_obj_set_prefix(&d->obj, "%s:", name);
 	ual_ref(u);
@@ -424,7 +447,7 @@ struct ual_device *ual_device_by_ifindex(struct ual *u, int ifindex,
 		struct ual_device *d = u->devices->pdata[i];
 
 		if (d->ifindex == ifindex &&
-		    (!transport || d->prov->rp->transport == transport))
+		    (!transport || d->transport == transport))
 			found = ual_device_get(d);
 	}
 	g_mutex_unlock(&u->lock);
@@ -443,7 +466,12 @@ const struct ual_provider *ual_device_provider(const struct ual_device *d)
 
 enum rnicpi_transport ual_device_transport(const struct ual_device *d)
 {
-	return d->prov->rp->transport;
+	return d->transport;
+}
+
+uint32_t ual_device_caps(const struct ual_device *d)
+{
+	return d->caps;
 }
 
 int ual_device_ifindex(const struct ual_device *d)

@@ -165,10 +165,10 @@ static int register_provider(struct ual *u, const struct rnicpi_provider *rp,
 			   name, origin, rp->abi_version, RNICPI_ABI_VERSION);
 		return -EINVAL;
 	}
-	if (rp->size < sizeof(*rp)) {
+	if (rp->size < RNICPI_PROVIDER_SIZE_V1) {
 		load_error(u,
 			   "provider '%s' in %s: descriptor size %u is smaller than the %zu bytes of RNICPI ABI %u",
-			   name, origin, rp->size, sizeof(*rp),
+			   name, origin, rp->size, RNICPI_PROVIDER_SIZE_V1,
 			   RNICPI_ABI_VERSION);
 		return -EINVAL;
 	}

@@ -89,7 +89,9 @@ int ual_mr_reg(struct ual_pd *pd, void *addr, size_t len,
 	err = ual_obj_reserve_child(&pd->obj, "an MR");
 	if (err)
 		return err;
-	err = kal_pin(addr, len, &pin);
+	/* A device whose kernel pins (ibv_reg_mr) gets no second pin. */
+	err = d->caps & RNICPI_DEV_CAP_KERNEL_PINS ? 0 :
+						     kal_pin(addr, len, &pin);
 	if (err) {
 		ual_obj_fail(&pd->obj, err, "reg_mr: cannot pin %zu bytes at %p",
 			     len, addr);
@@ -176,7 +178,8 @@ int ual_mr_rereg(struct ual_mr *mr, void *addr, size_t len,
 		flags |= RNICPI_REREG_ACCESS;
 	if (!flags)
 		goto out_unlock; /* nothing changes */
-	if (flags & RNICPI_REREG_TRANSLATION) {
+	if ((flags & RNICPI_REREG_TRANSLATION) &&
+	    !(pd->dev->caps & RNICPI_DEV_CAP_KERNEL_PINS)) {
 		err = kal_pin(addr, len, &pin);
 		if (err) {
 			ual_obj_fail(&mr->obj, err,

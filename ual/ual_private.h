@@ -225,6 +225,10 @@ struct ual_device {
 	char name[RNICPI_DEVNAME_MAX];
 	char ifname[RNICPI_IFNAMSIZ];
 	int ifindex;
+	/* From the device's query_device at creation: its transport (a
+	 * provider such as verbs runs several) and its caps. */
+	enum rnicpi_transport transport;
+	uint32_t caps;
 	gint next_id;		/* numbers PDs, CQs, SRQs, AHs for logs */
 	GMutex qp_lock;
 	GHashTable *qps;	/* qp_num -> struct ual_qp * (borrowed) */

@@ -20,7 +20,8 @@
  * of a device and shows in query_device; netdev_event=off hands ual a
  * table without netdev_event (ual then raises port events itself);
  * ops_size=short hands a table whose size ends before create_ah (so AHs
- * are "not supported" although the slot is filled). Any other key is
+ * are "not supported" although the slot is filled); kernel_pins=on
+ * reports RNICPI_DEV_CAP_KERNEL_PINS (ual then pins nothing). Any other key is
  * -EINVAL.
  *
  * Built twice: as a module (RNICPI_PROVIDER_DEFINE exports the entry) and
@@ -103,6 +104,8 @@ static int tp_query_device(struct rnicpi_device *d,
 	attr->caps = RNICPI_DEV_CAP_RC | RNICPI_DEV_CAP_UD |
 		     RNICPI_DEV_CAP_SRQ | RNICPI_DEV_CAP_MW_TYPE_1 |
 		     RNICPI_DEV_CAP_IMM_DATA | RNICPI_DEV_CAP_ZERO_BASED;
+	if (dev->kernel_pins)
+		attr->caps |= RNICPI_DEV_CAP_KERNEL_PINS;
 	attr->phys_port_cnt = 1;
 	return 0;
 }
@@ -269,6 +272,13 @@ static int parse_options(struct tp_device *dev,
 				return -EINVAL;
 			}
 			dev->complete_twice = strcmp(opt->value, "on") == 0;
+		} else if (strcmp(opt->key, "kernel_pins") == 0) {
+			if (strcmp(opt->value, "on") && strcmp(opt->value, "off")) {
+				fprintf(stderr, "testprov %s: kernel_pins=%s: expected on or off\n",
+					name, opt->value);
+				return -EINVAL;
+			}
+			dev->kernel_pins = strcmp(opt->value, "on") == 0;
 		} else if (strcmp(opt->key, "ops_size") == 0) {
 			if (strcmp(opt->value, "short") == 0) {
 				dev->base.ops = &tp_ops_short;

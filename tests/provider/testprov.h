@@ -29,6 +29,7 @@ struct tp_device {
 	uint32_t n_qp;
 	struct rnicpi_key_table keys; /* MRs and MWs */
 	bool complete_twice;	/* option: every send completion twice */
+	bool kernel_pins;	/* option: report RNICPI_DEV_CAP_KERNEL_PINS */
 };
 
 struct tp_pd {

@@ -1,0 +1,165 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# tests/interop/verbs.sh: hostrdma's verbs provider (vp/verbs) inside the
+# lab's qemu guests (tests/interop/lab/rdmapeer), on top of the kernel's
+# own siw0 (iWARP, eth0) and rxe0 (RoCEv2, eth1) through libibverbs: the
+# build is installed into an overlay (make install DESTDIR=...) that the
+# guest boots with (RDMAPEER_OVERLAY), in a network namespace of its own
+# (RDMAPEER_NS, default hrinterop-verbs: tests/interop/labns.sh).
+#
+#   tests/interop/verbs.sh          (root; BUILD_DIR=build by default)
+#
+# Cases: hostrdma-info in the guest lists siw0 and rxe0 under those names
+# (beside the soft providers' siw_eth0 ...), siw0 iWARP and rxe0
+# InfiniBand/RoCE (IT-API's name for IB and RoCE), online, with the
+# guest's address of that interface and message limits above zero.
+# Then, on each: a PZ, event dispatchers, an LMR, an RC endpoint with
+# receives posted, all freed (tests/interop/it-verbs-objects).
+# Last, a second ibverbs device on eth0 (rxe1 beside siw0): one of the
+# two is listed, the other named in a log line.
+# Traffic (hostrdma-ping against rping) waits for the provider's verbs and
+# librdmacm connections (hostrdma-verbs(7)).
+# Prints "ok NAME" / "FAIL NAME" per case and "N passed, N failed"; exit 0
+# when all passed, 1 on a failure, 77 (loud SKIP) when qemu, root or the
+# build is missing.
+set -u
+
+top=${HOSTRDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${HOSTRDMA_BUILDDIR:-${BUILD_DIR:-$top/build}}
+interop=${HOSTRDMA_INTEROP_DIR:-$top/tests/interop/lab}
+rp=$interop/rdmapeer
+work=$(mktemp -d /tmp/verbs-interop.XXXXXX)
+pass=0
+fail=0
+
+skip() {
+	echo "SKIP: tests/interop/verbs.sh: $*" >&2
+	rm -rf "$work"
+	exit 77
+}
+
+[ -x "$rp" ] || skip "no rdmapeer at $interop (set HOSTRDMA_INTEROP_DIR)"
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing"
+[ "$(id -u)" -eq 0 ] || skip "needs root (namespaces, taps)"
+[ -f "$build/vp/verbs/verbs.la" ] ||
+	skip "$build has no verbs provider module (configure found no libibverbs-dev/librdmacm-dev?)"
+
+lab_started=0
+cleanup() {
+	[ "$lab_started" = 1 ] && "$rp" down >/dev/null 2>&1
+	[ "${KEEP:-0}" = 1 ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+result() { # name, status
+	if [ "$2" -eq 0 ]; then
+		echo "ok $1"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $1 (logs: $work/$1.*)"
+		fail=$((fail + 1))
+		KEEP=1
+		for f in "$work/$1".*; do
+			[ -f "$f" ] || continue
+			echo "   --- ${f##*/}"
+			tail -n 40 "$f" | sed 's/^/   | /'
+		done
+	fi
+}
+
+# The build, installed as configured (its prefix, under usr/ or opt/ as
+# the overlay wants).
+prefix=$(sed -n 's/^prefix = //p' "$build/Makefile")
+case $prefix in
+/usr/* | /opt/*) ;;
+*) skip "the build's prefix $prefix is not under /usr or /opt (configure --prefix=/opt/hostrdma)" ;;
+esac
+echo "== installing $build ($prefix) into the overlay"
+make -C "$build" install DESTDIR="$work/ov" >"$work/install.log" 2>&1 ||
+	{ tail -n 30 "$work/install.log"; exit 1; }
+[ -f "$work/ov$prefix/lib/hostrdma/providers/verbs.so" ] ||
+	{ echo "FAIL: make install put no verbs.so in $prefix/lib/hostrdma/providers"; exit 1; }
+# Test programs are not installed: the binary libtool built, beside.
+objs=$build/tests/interop/.libs/it-verbs-objects
+[ -x "$objs" ] || objs=$build/tests/interop/it-verbs-objects
+[ -x "$objs" ] || skip "$objs not built (make -C $build)"
+cp "$objs" "$work/ov$prefix/bin/it-verbs-objects" || exit 1
+
+. "$(dirname "${BASH_SOURCE[0]}")/labns.sh"
+lab_pick_ns hrinterop-verbs || exit 1
+echo "== starting the lab ($RDMAPEER_NS) with hostrdma inside"
+lab_started=1
+RDMAPEER_OVERLAY="$work/ov" "$rp" up >"$work/up.log" 2>&1 ||
+	{ cat "$work/up.log"; exit 1; }
+siw_ip=$("$rp" env | sed -n 's/^RDMAPEER_GUEST1_SIW_IP=//p')
+rxe_ip=$("$rp" env | sed -n 's/^RDMAPEER_GUEST1_RXE_IP=//p')
+
+# hostrdma in guest 1, the installed one (its own provider directory).
+hr() {
+	"$rp" run -t 60 "LD_LIBRARY_PATH=$prefix/lib G_MESSAGES_DEBUG=hostrdma-verbs $*"
+}
+
+# hostrdma makes devices only on interfaces up and running with an
+# address: wait for both of the guest's (right after boot one may lag).
+"$rp" run -t 30 'for i in $(seq 100); do
+	ok=1
+	for d in eth0 eth1; do
+		ip -4 addr show dev $d | grep -q inet || ok=0
+		ip link show dev $d | grep -q LOWER_UP || ok=0
+	done
+	[ $ok = 1 ] && exit 0
+	sleep 0.2
+done; ip addr; exit 1' >"$work/ifaces.guest" 2>&1 ||
+	{ echo "FAIL: the guest's eth0/eth1 never came up with addresses"; cat "$work/ifaces.guest"; exit 1; }
+"$rp" run ibv_devinfo >"$work/ibv_devinfo.guest" 2>&1
+
+st=0
+hr "$prefix/bin/hostrdma-info -l" >"$work/info-list.guest" 2>&1 || st=1
+grep -Eq '^siw0[[:space:]]+iWARP$' "$work/info-list.guest" || st=1
+grep -Eq '^rxe0[[:space:]]+InfiniBand/RoCE$' "$work/info-list.guest" || st=1
+result info-list $st
+
+# $1 device, $2 transport as IT-API shows it, $3 the guest's address.
+info_device() {
+	local name=info-$1 st=0 f
+	f=$work/$name.guest
+	hr "HOSTRDMA_DEVICES=$1 $prefix/bin/hostrdma-info -v -d $1" >"$f" 2>&1 ||
+		st=1
+	grep -q "^device: $1\$" "$f" || st=1
+	# (hostrdma-info's "provider" line reads it from a name of the
+	# soft providers' form; siw0 and rxe0 are the verbs provider's.)
+	grep -Eq "transport:[[:space:]]+$2\$" "$f" || st=1
+	grep -Eq "state:[[:space:]]+ONLINE" "$f" || st=1
+	grep -Eq "address:[[:space:]]+(::ffff:)?$3\$" "$f" || st=1
+	# Limits from ibv_query_device / ibv_query_port: non-zero numbers.
+	grep -Eq "max RC Send:[[:space:]]+[1-9][0-9]* bytes" "$f" || st=1
+	result "$name" $st
+}
+info_device siw0 iWARP "$siw_ip"
+info_device rxe0 'InfiniBand/RoCE' "$rxe_ip"
+
+# PD, MR, CQs, an RC QP and posted receives on the kernel's devices,
+# through IT-API (tests/interop/it-verbs-objects.c).
+for dev in siw0 rxe0; do
+	st=0
+	hr "HOSTRDMA_DEVICES=$dev $prefix/bin/it-verbs-objects $dev" \
+		>"$work/objects-$dev.guest" 2>&1 || st=1
+	grep -q '^objects ok' "$work/objects-$dev.guest" || st=1
+	result "objects-$dev" $st
+done
+
+# A second ibverbs device on eth0 (a soft-RoCE rxe1 beside siw0): the
+# core makes one device per provider and interface, so one of the two is
+# listed and the other is named in one log line, not dropped in silence.
+st=0
+f=$work/shadowed.guest
+"$rp" run 'rdma link add rxe1 type rxe netdev eth0' >"$f" 2>&1 || st=1
+hr "$prefix/bin/hostrdma-info -l" >>"$f" 2>&1 || st=1
+n=$(grep -Ec '^(siw0|rxe1)[[:space:]]' "$f")
+[ "$n" = 1 ] || st=1
+grep -Eq 'verbs: (siw0|rxe1) is on eth0 too, which carries (siw0|rxe1) already' \
+	"$f" || st=1
+result shadowed $st
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

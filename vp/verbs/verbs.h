@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs.h - the verbs provider: the kernel's RDMA devices (any driver
+ * rdma-core's libibverbs knows: mlx5, irdma, bnxt_re, the kernel's own
+ * siw and rxe ...) as RNICPI devices.
+ *
+ * One RNICPI device per ibverbs device and port, on the network interface
+ * that port's first GID belongs to, named after the ibverbs device
+ * ("siw0", "mlx5_0"; "mlx5_0:2" for port 2 of a multi-port device).
+ *
+ * verbs_map.c holds the translations between libibverbs' values and
+ * RNICPI's, as tables the unit tests read without a device
+ * (tests/check_verbs_map.c); verbs_main.c finds the devices and runs them.
+ */
+#ifndef VP_VERBS_H
+#define VP_VERBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "rnicpi/rnicpi.h"
+#include "rnicpi/rnicpi_engine.h"
+
+extern const struct rnicpi_provider verbs_provider;
+
+/* --- verbs_map.c: value translations, no device needed --- */
+
+/* Transport of a port from the device's node type and the port's link
+ * layer; 0 when hostrdma has none for it (switch, router, usNIC). */
+enum rnicpi_transport verbs_transport(enum ibv_node_type node,
+				      uint8_t link_layer);
+const char *verbs_transport_name(enum rnicpi_transport t);
+
+/* Completion status and opcode, ibverbs to RNICPI. A status RNICPI lacks
+ * (tag matching) becomes RNICPI_WC_GENERAL_ERR; an opcode it lacks is
+ * -1. */
+enum rnicpi_wc_status verbs_wc_status(enum ibv_wc_status s);
+int verbs_wc_opcode(enum ibv_wc_opcode op);
+/* Work request opcode, RNICPI to ibverbs; -1 for an unknown one. */
+int verbs_wr_opcode(enum rnicpi_wr_opcode op);
+/* Asynchronous event type, ibverbs to RNICPI; -1 for one RNICPI has no
+ * counterpart for (IBV_EVENT_WQ_FATAL: hostrdma makes no WQs). */
+int verbs_event_type(enum ibv_event_type t);
+/* Access flags, RNICPI to ibverbs; ZERO_BASED is not an ibverbs access
+ * flag (ibv_reg_mr_iova carries it) and is dropped. */
+unsigned int verbs_access(unsigned int rnicpi_access);
+/* Send flags, RNICPI to ibverbs. LOCAL_FENCE has no ibverbs flag: it
+ * becomes IBV_SEND_FENCE, the stronger guarantee; MORE is a hint. */
+unsigned int verbs_send_flags(unsigned int rnicpi_flags);
+enum rnicpi_port_state verbs_port_state(enum ibv_port_state s);
+/* IBA MTU codes are the same on both sides; 0 (unknown) stays 0. */
+enum rnicpi_mtu verbs_mtu(enum ibv_mtu m);
+/* Speed of a port in Mb/s from its IBA width and speed codes, 0 if
+ * unknown. */
+uint64_t verbs_port_speed_mbps(uint8_t active_width, uint32_t active_speed);
+
+/* RNICPI's device and port attributes from ibverbs' ones. */
+void verbs_fill_device_attr(const struct ibv_device_attr *in,
+			    enum rnicpi_transport transport,
+			    struct rnicpi_device_attr *out);
+void verbs_fill_port_attr(const struct ibv_port_attr *in,
+			  struct rnicpi_port_attr *out);
+
+/* A send WR in ibverbs' terms, its SGEs into @sge (room for @max_sge).
+ * -EINVAL for an unknown opcode or too many SGEs, -EOPNOTSUPP for BIND_MW
+ * (memory windows are not done yet). Immediate data goes big-endian. */
+int verbs_send_wr_to_ibv(const struct rnicpi_send_wr *in,
+			 struct ibv_send_wr *out, struct ibv_sge *sge,
+			 uint32_t max_sge);
+/* A completion in RNICPI's terms. */
+void verbs_wc_from_ibv(const struct ibv_wc *in, struct rnicpi_wc *out);
+/* QP states: RNICPI to ibverbs (-1 unknown; iWARP's IDLE is INIT,
+ * CLOSING is SQD, TERMINATE is ERR) and back for the device's
+ * transport. */
+int verbs_qp_state(enum rnicpi_qp_state s);
+enum rnicpi_qp_state verbs_qp_state_from_ibv(enum ibv_qp_state s,
+					      enum rnicpi_transport t);
+/* modify_qp's attribute mask, and the attributes; -EINVAL for a state
+ * with no ibverbs counterpart. Port numbers are copied as given: the
+ * caller puts the ibverbs port in. */
+unsigned int verbs_qp_mask(unsigned int rnicpi_mask);
+int verbs_qp_attr_to_ibv(const struct rnicpi_qp_attr *in, unsigned int mask,
+			 struct ibv_qp_attr *out);
+
+/* An rdma_cm event in RNICPI's terms: a connection event type with the
+ * status it carries, or one of the two below. */
+enum {
+	VERBS_CM_STEP = 100,	/* a step of the set-up the provider takes */
+	VERBS_CM_IGNORE = 101,	/* nothing to do */
+};
+struct verbs_cm_map {
+	int type;	/* enum rnicpi_conn_event_type or VERBS_CM_* */
+	int status;	/* 0 or a negative errno */
+};
+struct verbs_cm_map verbs_cm_event(enum rdma_cm_event_type t);
+
+/* "mlx5_0" for a single-port device, "mlx5_0:2" for port 2 of a
+ * multi-port one. */
+void verbs_device_name(const char *ibdev, uint8_t port, uint8_t n_ports,
+		       char *buf, size_t len);
+
+/* --- verbs_main.c --- */
+
+struct verbs_dev {
+	struct rnicpi_device rdev;
+	struct ibv_context *ctx;
+	uint8_t port;
+	enum rnicpi_transport transport;
+	struct ibv_device_attr attr;
+	/* The engine watching the async event fd. */
+	struct rnicpi_engine engine;
+	struct rnicpi_source async_src;
+	bool engine_ok;
+};
+
+/* verbs_verbs.c: the device ops of PDs, MRs, CQs, SRQs and QPs. */
+void verbs_fill_ops(struct rnicpi_device_ops *ops);
+/* The RNICPI object a QP, CQ or SRQ event names (the ibverbs object's
+ * context); false for another event or an object not made here. */
+bool verbs_async_element(const struct ibv_async_event *ev,
+			 struct rnicpi_async_event *out);
+
+/* For tests: handle one async event as the engine thread does (the
+ * upcall, or nothing for an event of another port). */
+void verbs_handle_async(struct verbs_dev *vd, const struct ibv_async_event *ev);
+
+#endif /* VP_VERBS_H */

@@ -1,0 +1,613 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs_verbs.c - protection domains, memory regions, completion queues,
+ * shared receive queues and RC queue pairs of a verbs device: each one
+ * the libibverbs object of the same kind, its values translated by
+ * verbs_map.c's tables.
+ *
+ * Memory: ibv_reg_mr pins through the kernel (ib_umem), so the device
+ * reports RNICPI_DEV_CAP_KERNEL_PINS and ual pins nothing itself.
+ * Completion queues: each has a completion channel of its own, whose fd
+ * is the RNICPI CQ's notify_fd (non-blocking); ack_cq_event reads and
+ * acknowledges one event from it.
+ * libibverbs serialises posting and polling on one object itself.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <string.h>
+
+#include "vp/verbs/verbs.h"
+
+#define container_of(ptr, type, member)                                     \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* SGEs of one WR on the stack; devices have at most a few dozen. */
+#define VERBS_MAX_SGE 64
+
+struct verbs_pd {
+	struct rnicpi_pd base;
+	struct ibv_pd *pd;
+};
+
+struct verbs_mr {
+	struct rnicpi_mr base;
+	struct ibv_mr *mr;
+};
+
+struct verbs_cq {
+	struct rnicpi_cq base;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+};
+
+struct verbs_srq {
+	struct rnicpi_srq base;
+	struct ibv_srq *srq;
+};
+
+struct verbs_qp {
+	struct rnicpi_qp base;
+	struct verbs_dev *vd;
+	struct ibv_qp *qp;
+};
+
+static struct verbs_dev *to_vd(struct rnicpi_device *d)
+{
+	return container_of(d, struct verbs_dev, rdev);
+}
+
+static struct verbs_pd *to_vpd(struct rnicpi_pd *p)
+{
+	return container_of(p, struct verbs_pd, base);
+}
+
+static struct verbs_cq *to_vcq(struct rnicpi_cq *c)
+{
+	return container_of(c, struct verbs_cq, base);
+}
+
+static struct verbs_srq *to_vsrq(struct rnicpi_srq *s)
+{
+	return container_of(s, struct verbs_srq, base);
+}
+
+static struct verbs_qp *to_vqp(struct rnicpi_qp *q)
+{
+	return container_of(q, struct verbs_qp, base);
+}
+
+/* ibverbs returns errno values (positive) or sets errno. */
+static int neg(int ret)
+{
+	if (ret > 0)
+		return -ret;
+	return errno ? -errno : -EIO;
+}
+
+/* --- PDs --- */
+
+static int verbs_alloc_pd(struct rnicpi_device *d, struct rnicpi_pd **out)
+{
+	struct verbs_pd *p = g_new0(struct verbs_pd, 1);
+
+	errno = 0;
+	p->pd = ibv_alloc_pd(to_vd(d)->ctx);
+	if (!p->pd) {
+		int err = neg(0);
+
+		g_free(p);
+		return err;
+	}
+	p->base.device = d;
+	*out = &p->base;
+	return 0;
+}
+
+static int verbs_dealloc_pd(struct rnicpi_pd *pd)
+{
+	struct verbs_pd *p = to_vpd(pd);
+	int ret = ibv_dealloc_pd(p->pd);
+
+	if (ret)
+		return neg(ret);
+	g_free(p);
+	return 0;
+}
+
+/* --- MRs --- */
+
+static int verbs_reg_mr(struct rnicpi_pd *pd, void *addr, uint64_t length,
+			uint64_t iova, unsigned int access,
+			struct rnicpi_mr **out)
+{
+	struct verbs_mr *m;
+
+	if ((access & (RNICPI_ACCESS_REMOTE_WRITE |
+		       RNICPI_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & RNICPI_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	m = g_new0(struct verbs_mr, 1);
+	errno = 0;
+	m->mr = ibv_reg_mr_iova(to_vpd(pd)->pd, addr, length, iova,
+				(int)verbs_access(access));
+	if (!m->mr) {
+		int err = neg(0);
+
+		g_free(m);
+		return err;
+	}
+	m->base.pd = pd;
+	m->base.lkey = m->mr->lkey;
+	m->base.rkey = m->mr->rkey;
+	*out = &m->base;
+	return 0;
+}
+
+/*
+ * A second registration, then the end of the first: this works on every
+ * device (the kernel's siw has no rereg, rxe re-registers only PD and
+ * rights) and gives new keys, as RNICPI asks. ual passes the current
+ * address, length and rights for what @flags does not change.
+ */
+static int verbs_rereg_mr(struct rnicpi_mr *mr, unsigned int flags,
+			  struct rnicpi_pd *pd, void *addr, uint64_t length,
+			  uint64_t iova, unsigned int access)
+{
+	struct verbs_mr *m = container_of(mr, struct verbs_mr, base);
+	struct rnicpi_pd *npd = (flags & RNICPI_REREG_PD) && pd ? pd :
+								  mr->pd;
+	struct ibv_mr *nmr;
+	int ret;
+
+	if ((access & (RNICPI_ACCESS_REMOTE_WRITE |
+		       RNICPI_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & RNICPI_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	errno = 0;
+	nmr = ibv_reg_mr_iova(to_vpd(npd)->pd, addr, length, iova,
+			      (int)verbs_access(access));
+	if (!nmr)
+		return neg(0);
+	ret = ibv_dereg_mr(m->mr);
+	if (ret) {
+		ibv_dereg_mr(nmr);
+		return neg(ret);
+	}
+	m->mr = nmr;
+	m->base.pd = npd;
+	m->base.lkey = nmr->lkey;
+	m->base.rkey = nmr->rkey;
+	return 0;
+}
+
+static int verbs_dereg_mr(struct rnicpi_mr *mr)
+{
+	struct verbs_mr *m = container_of(mr, struct verbs_mr, base);
+	int ret = ibv_dereg_mr(m->mr);
+
+	if (ret)
+		return neg(ret);
+	g_free(m);
+	return 0;
+}
+
+/* --- CQs --- */
+
+static int verbs_create_cq(struct rnicpi_device *d,
+			   const struct rnicpi_cq_init_attr *attr,
+			   struct rnicpi_cq **out)
+{
+	struct verbs_dev *vd = to_vd(d);
+	struct verbs_cq *c = g_new0(struct verbs_cq, 1);
+	int err, fl, vec = 0;
+
+	errno = 0;
+	c->ch = ibv_create_comp_channel(vd->ctx);
+	if (!c->ch) {
+		err = neg(0);
+		goto err_free;
+	}
+	fl = fcntl(c->ch->fd, F_GETFL);
+	if (fl < 0 || fcntl(c->ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		err = -errno;
+		goto err_ch;
+	}
+	if (vd->ctx->num_comp_vectors > 0 && attr->comp_vector > 0)
+		vec = attr->comp_vector % vd->ctx->num_comp_vectors;
+	errno = 0;
+	c->cq = ibv_create_cq(vd->ctx, (int)attr->cqe, c, c->ch, vec);
+	if (!c->cq) {
+		err = neg(0);
+		goto err_ch;
+	}
+	c->base.device = d;
+	c->base.cqe = (uint32_t)c->cq->cqe;
+	c->base.notify_fd = c->ch->fd;
+	*out = &c->base;
+	return 0;
+
+err_ch:
+	ibv_destroy_comp_channel(c->ch);
+err_free:
+	g_free(c);
+	return err;
+}
+
+static int verbs_destroy_cq(struct rnicpi_cq *cq)
+{
+	struct verbs_cq *c = to_vcq(cq);
+	int ret = ibv_destroy_cq(c->cq);
+
+	if (ret)
+		return neg(ret);
+	ibv_destroy_comp_channel(c->ch);
+	g_free(c);
+	return 0;
+}
+
+static int verbs_poll_cq(struct rnicpi_cq *cq, int n, struct rnicpi_wc *wc)
+{
+	struct verbs_cq *c = to_vcq(cq);
+	struct ibv_wc iwc[16];
+	int done = 0;
+
+	while (done < n) {
+		int want = MIN(n - done, (int)G_N_ELEMENTS(iwc));
+		int got = ibv_poll_cq(c->cq, want, iwc), i;
+
+		if (got < 0)
+			return done ? done : -EIO;
+		for (i = 0; i < got; i++)
+			verbs_wc_from_ibv(&iwc[i], &wc[done + i]);
+		done += got;
+		if (got < want)
+			break;
+	}
+	return done;
+}
+
+static int verbs_req_notify_cq(struct rnicpi_cq *cq, int solicited_only)
+{
+	int ret = ibv_req_notify_cq(to_vcq(cq)->cq, solicited_only);
+
+	return ret ? neg(ret) : 0;
+}
+
+static int verbs_ack_cq_event(struct rnicpi_cq *cq)
+{
+	struct verbs_cq *c = to_vcq(cq);
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	if (ibv_get_cq_event(c->ch, &ev_cq, &ev_ctx))
+		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN :
+								 neg(0);
+	ibv_ack_cq_events(ev_cq, 1);
+	return 0;
+}
+
+/* --- SRQs --- */
+
+static int verbs_create_srq(struct rnicpi_pd *pd, struct rnicpi_srq_attr *attr,
+			    struct rnicpi_srq **out)
+{
+	struct verbs_srq *s = g_new0(struct verbs_srq, 1);
+	struct ibv_srq_init_attr ia = {
+		.srq_context = s,
+		.attr = { .max_wr = attr->max_wr, .max_sge = attr->max_sge,
+			  .srq_limit = attr->srq_limit },
+	};
+
+	errno = 0;
+	s->srq = ibv_create_srq(to_vpd(pd)->pd, &ia);
+	if (!s->srq) {
+		int err = neg(0);
+
+		g_free(s);
+		return err;
+	}
+	attr->max_wr = ia.attr.max_wr;
+	attr->max_sge = ia.attr.max_sge;
+	s->base.pd = pd;
+	*out = &s->base;
+	return 0;
+}
+
+static int verbs_modify_srq(struct rnicpi_srq *srq,
+			    struct rnicpi_srq_attr *attr, unsigned int mask)
+{
+	struct ibv_srq_attr a = { .max_wr = attr->max_wr,
+				  .max_sge = attr->max_sge,
+				  .srq_limit = attr->srq_limit };
+	int m = (mask & RNICPI_SRQ_MAX_WR ? IBV_SRQ_MAX_WR : 0) |
+		(mask & RNICPI_SRQ_LIMIT ? IBV_SRQ_LIMIT : 0);
+	int ret = ibv_modify_srq(to_vsrq(srq)->srq, &a, m);
+
+	return ret ? neg(ret) : 0;
+}
+
+static int verbs_query_srq(struct rnicpi_srq *srq, struct rnicpi_srq_attr *attr)
+{
+	struct ibv_srq_attr a;
+	int ret = ibv_query_srq(to_vsrq(srq)->srq, &a);
+
+	if (ret)
+		return neg(ret);
+	attr->max_wr = a.max_wr;
+	attr->max_sge = a.max_sge;
+	attr->srq_limit = a.srq_limit;
+	return 0;
+}
+
+static int verbs_destroy_srq(struct rnicpi_srq *srq)
+{
+	struct verbs_srq *s = to_vsrq(srq);
+	int ret = ibv_destroy_srq(s->srq);
+
+	if (ret)
+		return neg(ret);
+	g_free(s);
+	return 0;
+}
+
+/* One receive WR in ibverbs' terms. */
+static int recv_wr_to_ibv(const struct rnicpi_recv_wr *in,
+			  struct ibv_recv_wr *out, struct ibv_sge *sge)
+{
+	uint32_t i;
+
+	if (in->num_sge > VERBS_MAX_SGE || (in->num_sge && !in->sg_list))
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->wr_id = in->wr_id;
+	for (i = 0; i < in->num_sge; i++) {
+		sge[i].addr = in->sg_list[i].addr;
+		sge[i].length = in->sg_list[i].length;
+		sge[i].lkey = in->sg_list[i].lkey;
+	}
+	out->sg_list = in->num_sge ? sge : NULL;
+	out->num_sge = (int)in->num_sge;
+	return 0;
+}
+
+static int verbs_post_srq_recv(struct rnicpi_srq *srq,
+			       const struct rnicpi_recv_wr *wr,
+			       const struct rnicpi_recv_wr **bad)
+{
+	struct ibv_sge sge[VERBS_MAX_SGE];
+	struct ibv_recv_wr iwr, *ibad;
+	int ret;
+
+	for (; wr; wr = wr->next) {
+		ret = recv_wr_to_ibv(wr, &iwr, sge);
+		if (!ret)
+			ret = ibv_post_srq_recv(to_vsrq(srq)->srq, &iwr, &ibad);
+		if (ret) {
+			*bad = wr;
+			return ret < 0 ? ret : -ret;
+		}
+	}
+	return 0;
+}
+
+/* --- QPs --- */
+
+static int verbs_create_qp(struct rnicpi_pd *pd,
+			   struct rnicpi_qp_init_attr *attr,
+			   struct rnicpi_qp **out)
+{
+	struct verbs_dev *vd = to_vd(pd->device);
+	struct verbs_qp *q;
+	struct ibv_qp_init_attr ia;
+
+	if (attr->qp_type != RNICPI_QPT_RC)
+		return -EOPNOTSUPP; /* UD: not yet */
+	memset(&ia, 0, sizeof(ia));
+	q = g_new0(struct verbs_qp, 1);
+	ia.qp_context = q;
+	ia.send_cq = to_vcq(attr->send_cq)->cq;
+	ia.recv_cq = to_vcq(attr->recv_cq)->cq;
+	ia.srq = attr->srq ? to_vsrq(attr->srq)->srq : NULL;
+	ia.cap.max_send_wr = attr->cap.max_send_wr;
+	ia.cap.max_recv_wr = attr->srq ? 0 : attr->cap.max_recv_wr;
+	ia.cap.max_send_sge = attr->cap.max_send_sge;
+	ia.cap.max_recv_sge = attr->srq ? 0 : attr->cap.max_recv_sge;
+	ia.cap.max_inline_data = attr->cap.max_inline_data;
+	ia.qp_type = IBV_QPT_RC;
+	ia.sq_sig_all = attr->sq_sig_all;
+	errno = 0;
+	q->qp = ibv_create_qp(to_vpd(pd)->pd, &ia);
+	if (!q->qp) {
+		int err = neg(0);
+
+		g_info("%s: create_qp (%u/%u WRs, %u/%u SGEs, %u inline): %s",
+		       vd->rdev.name, attr->cap.max_send_wr,
+		       attr->cap.max_recv_wr, attr->cap.max_send_sge,
+		       attr->cap.max_recv_sge, attr->cap.max_inline_data,
+		       g_strerror(-err));
+		g_free(q);
+		return err;
+	}
+	attr->cap.max_send_wr = ia.cap.max_send_wr;
+	attr->cap.max_recv_wr = ia.cap.max_recv_wr;
+	attr->cap.max_send_sge = ia.cap.max_send_sge;
+	attr->cap.max_recv_sge = ia.cap.max_recv_sge;
+	attr->cap.max_inline_data = ia.cap.max_inline_data;
+	q->vd = vd;
+	q->base.pd = pd;
+	q->base.qp_num = q->qp->qp_num;
+	*out = &q->base;
+	return 0;
+}
+
+static int verbs_modify_qp(struct rnicpi_qp *qp, struct rnicpi_qp_attr *attr,
+			   unsigned int mask)
+{
+	struct verbs_qp *q = to_vqp(qp);
+	struct ibv_qp_attr a;
+	int err, ret;
+
+	err = verbs_qp_attr_to_ibv(attr, mask, &a);
+	if (err)
+		return err;
+	/* RNICPI devices have one port, 1; ibverbs wants the real one. */
+	a.port_num = q->vd->port;
+	a.ah_attr.port_num = q->vd->port;
+	ret = ibv_modify_qp(q->qp, &a, (int)verbs_qp_mask(mask));
+	return ret ? neg(ret) : 0;
+}
+
+static int verbs_query_qp(struct rnicpi_qp *qp, struct rnicpi_qp_attr *attr,
+			  unsigned int mask, struct rnicpi_qp_init_attr *init)
+{
+	struct verbs_qp *q = to_vqp(qp);
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	int ret = ibv_query_qp(q->qp, &a, (int)verbs_qp_mask(mask), &ia);
+
+	if (ret)
+		return neg(ret);
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = verbs_qp_state_from_ibv(a.qp_state, q->vd->transport);
+	attr->cur_qp_state = verbs_qp_state_from_ibv(a.cur_qp_state,
+						     q->vd->transport);
+	attr->path_mtu = verbs_mtu(a.path_mtu);
+	attr->qkey = a.qkey;
+	attr->rq_psn = a.rq_psn;
+	attr->sq_psn = a.sq_psn;
+	attr->dest_qp_num = a.dest_qp_num;
+	attr->cap.max_send_wr = a.cap.max_send_wr;
+	attr->cap.max_recv_wr = a.cap.max_recv_wr;
+	attr->cap.max_send_sge = a.cap.max_send_sge;
+	attr->cap.max_recv_sge = a.cap.max_recv_sge;
+	attr->cap.max_inline_data = a.cap.max_inline_data;
+	attr->max_rd_atomic = a.max_rd_atomic;
+	attr->max_dest_rd_atomic = a.max_dest_rd_atomic;
+	attr->min_rnr_timer = a.min_rnr_timer;
+	attr->port_num = 1;
+	attr->timeout = a.timeout;
+	attr->retry_cnt = a.retry_cnt;
+	attr->rnr_retry = a.rnr_retry;
+	attr->sq_draining = a.sq_draining;
+	if (init) {
+		init->qp_type = RNICPI_QPT_RC;
+		init->cap = attr->cap;
+		init->sq_sig_all = ia.sq_sig_all;
+		init->port_num = 1;
+	}
+	return 0;
+}
+
+static int verbs_destroy_qp(struct rnicpi_qp *qp)
+{
+	struct verbs_qp *q = to_vqp(qp);
+	int ret = ibv_destroy_qp(q->qp);
+
+	if (ret)
+		return neg(ret);
+	g_free(q);
+	return 0;
+}
+
+static int verbs_post_send(struct rnicpi_qp *qp,
+			   const struct rnicpi_send_wr *wr,
+			   const struct rnicpi_send_wr **bad)
+{
+	struct ibv_sge sge[VERBS_MAX_SGE];
+	struct ibv_send_wr iwr, *ibad;
+	int ret;
+
+	for (; wr; wr = wr->next) {
+		ret = verbs_send_wr_to_ibv(wr, &iwr, sge, VERBS_MAX_SGE);
+		if (!ret)
+			ret = ibv_post_send(to_vqp(qp)->qp, &iwr, &ibad);
+		if (ret) {
+			*bad = wr;
+			return ret < 0 ? ret : -ret;
+		}
+	}
+	return 0;
+}
+
+static int verbs_post_recv(struct rnicpi_qp *qp,
+			   const struct rnicpi_recv_wr *wr,
+			   const struct rnicpi_recv_wr **bad)
+{
+	struct ibv_sge sge[VERBS_MAX_SGE];
+	struct ibv_recv_wr iwr, *ibad;
+	int ret;
+
+	for (; wr; wr = wr->next) {
+		ret = recv_wr_to_ibv(wr, &iwr, sge);
+		if (!ret)
+			ret = ibv_post_recv(to_vqp(qp)->qp, &iwr, &ibad);
+		if (ret) {
+			*bad = wr;
+			return ret < 0 ? ret : -ret;
+		}
+	}
+	return 0;
+}
+
+void verbs_fill_ops(struct rnicpi_device_ops *ops)
+{
+	ops->alloc_pd = verbs_alloc_pd;
+	ops->dealloc_pd = verbs_dealloc_pd;
+	ops->reg_mr = verbs_reg_mr;
+	ops->rereg_mr = verbs_rereg_mr;
+	ops->dereg_mr = verbs_dereg_mr;
+	ops->create_cq = verbs_create_cq;
+	ops->destroy_cq = verbs_destroy_cq;
+	ops->poll_cq = verbs_poll_cq;
+	ops->req_notify_cq = verbs_req_notify_cq;
+	ops->ack_cq_event = verbs_ack_cq_event;
+	ops->create_srq = verbs_create_srq;
+	ops->modify_srq = verbs_modify_srq;
+	ops->query_srq = verbs_query_srq;
+	ops->destroy_srq = verbs_destroy_srq;
+	ops->post_srq_recv = verbs_post_srq_recv;
+	ops->create_qp = verbs_create_qp;
+	ops->modify_qp = verbs_modify_qp;
+	ops->query_qp = verbs_query_qp;
+	ops->destroy_qp = verbs_destroy_qp;
+	ops->post_send = verbs_post_send;
+	ops->post_recv = verbs_post_recv;
+}
+
+bool verbs_async_element(const struct ibv_async_event *ev,
+			 struct rnicpi_async_event *out)
+{
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		if (!ev->element.cq || !ev->element.cq->cq_context)
+			return false;
+		out->element.cq =
+			&((struct verbs_cq *)ev->element.cq->cq_context)->base;
+		return true;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		if (!ev->element.srq || !ev->element.srq->srq_context)
+			return false;
+		out->element.srq =
+			&((struct verbs_srq *)ev->element.srq->srq_context)->base;
+		return true;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		if (!ev->element.qp || !ev->element.qp->qp_context)
+			return false;
+		out->element.qp =
+			&((struct verbs_qp *)ev->element.qp->qp_context)->base;
+		return true;
+	default:
+		return false;
+	}
+}
