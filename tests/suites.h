@@ -88,5 +88,6 @@ void siw_hostile_add_stream_tests(TCase *tc);	/* check_siw_hostile_stream.c */
 void siw_loopback_add_progress_tests(TCase *tc); /* check_siw_loopback_progress.c */
 void tools_add_siw_case(Suite *s);		/* check_tools_siw.c */
 void tools_add_rxe_case(Suite *s);		/* check_tools_rxe.c */
+void tools_add_select_case(Suite *s);	/* check_tools_rxe.c */
 
 #endif
