@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * it_client - a complete IT-API client: finds the interface that reaches
- * the server, connects, sends a message and reads the answer, writes the
- * server's advertised buffer with RDMA and reads it back, disconnects.
+ * it_client - a complete IT-API client: tries each device (interface)
+ * with a path to the server until one connects, sends a message and reads
+ * the answer, writes the server's advertised buffer with RDMA and reads it
+ * back, disconnects. Says on stderr which device it used.
  *
  *   it_client SERVER-IPv4 PORT
  *
@@ -50,50 +51,19 @@ static void wait_for(it_evd_handle_t evd, it_event_type_t type,
 	}
 }
 
-/* The IA whose interface reaches @dst, and the path there. */
-static it_ia_handle_t open_ia_for(const it_net_addr_t *dst, it_path_t *path)
+static it_pz_handle_t pz;
+static it_evd_handle_t dto, msgs;
+static it_ep_handle_t ep;
+static char reply[64];
+
+/* On @ia: PZ, EVDs, EP, a receive posted, it_ep_connect. */
+static void start_connect(it_ia_handle_t ia, it_path_t *path,
+			  it_conn_qual_t *qual)
 {
-	it_interface_t itf[16];
-	size_t n = 16, total, np;
-
-	it_interface_list(itf, &n, &total);
-	for (size_t i = 0; i < n; i++) {
-		it_ia_handle_t ia;
-
-		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
-			continue;
-		np = 1;
-		if (it_get_pathinfo(ia, 0, dst, &np, &total, path) ==
-			    IT_SUCCESS && np == 1)
-			return ia;
-		it_ia_free(ia);
-	}
-	fprintf(stderr, "no RDMA interface reaches the server\n");
-	exit(1);
-}
-
-int main(int argc, char **argv)
-{
-	it_net_addr_t dst = { .addr_type = IT_IPV4 };
-	it_conn_qual_t qual = { .type = IT_IANA_PORT };
-	it_path_t path;
-	it_ia_handle_t ia;
-	it_pz_handle_t pz;
-	it_evd_handle_t dto, msgs;
 	it_ep_attributes_t attr;
-	it_ep_handle_t ep;
-	static char msg[64], reply[64], out[4096], back[4096];
 	it_lmr_handle_t lmr;
 	it_lmr_triplet_t seg;
-	struct advert ad;
-	it_event_t ev;
 
-	if (argc != 3 || inet_pton(AF_INET, argv[1], &dst.addr.ipv4) != 1) {
-		fprintf(stderr, "usage: %s SERVER-IPv4 PORT\n", argv[0]);
-		return 2;
-	}
-	qual.conn_qual.port = htons((uint16_t)atoi(argv[2]));
-	ia = open_ia_for(&dst, &path);
 	CHECK(it_pz_create(ia, &pz));
 	CHECK(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 64, 0, NULL, &dto,
 			    NULL));
@@ -106,7 +76,6 @@ int main(int argc, char **argv)
 	attr.srv.rc.max_rdma_write_segments = 1;
 	attr.srv.rc.rdma_read_ird = attr.srv.rc.rdma_read_ord = 4;
 	CHECK(it_ep_rc_create(pz, dto, dto, msgs, IT_EP_NO_FLAG, &attr, &ep));
-
 	/* Every buffer gets its own LMR. The target of an RDMA Read needs
 	 * remote write on iWARP (rdma_read_requires_remote_write). */
 	CHECK(it_lmr_create(pz, reply, NULL, sizeof(reply),
@@ -116,12 +85,58 @@ int main(int argc, char **argv)
 	seg.addr.abs = reply;
 	seg.length = sizeof(reply);
 	CHECK(it_post_recv(ep, &seg, 1, 1, FLAGS));
-
-	CHECK(it_ep_connect(ep, &path, NULL, &qual, IT_CONNECT_FLAG_TWO_WAY,
+	CHECK(it_ep_connect(ep, path, NULL, qual, IT_CONNECT_FLAG_TWO_WAY,
 			    NULL, 0));
-	wait_for(msgs, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
+}
+
+int main(int argc, char **argv)
+{
+	it_net_addr_t dst = { .addr_type = IT_IPV4 };
+	it_conn_qual_t qual = { .type = IT_IANA_PORT };
+	it_interface_t itf[16];
+	size_t n = 16, total, np, i, nmore;
+	it_path_t path;
+	it_ia_handle_t ia;
+	static char msg[64], out[4096], back[4096];
+	it_lmr_handle_t lmr;
+	it_lmr_triplet_t seg;
+	struct advert ad;
+	it_event_t ev;
+
+	if (argc != 3 || inet_pton(AF_INET, argv[1], &dst.addr.ipv4) != 1) {
+		fprintf(stderr, "usage: %s SERVER-IPv4 PORT\n", argv[0]);
+		return 2;
+	}
+	qual.conn_qual.port = htons((uint16_t)atoi(argv[2]));
+	/* Each device with a path to the server, in it_interface_list's
+	 * order, until one connects; a refusal moves on to the next. */
+	it_interface_list(itf, &n, &total);
+	for (i = 0; i < n; i++) {
+		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
+			continue;	/* e.g. soft-RoCE held elsewhere */
+		np = 1;
+		if (it_get_pathinfo(ia, 0, &dst, &np, &total, &path) ==
+			    IT_SUCCESS && np == 1) {
+			start_connect(ia, &path, &qual);
+			CHECK(it_evd_wait(msgs, TIMEOUT_US, &ev, &nmore));
+			if (ev.event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT)
+				break;
+			if (ev.event_number != IT_CM_MSG_CONN_NONPEER_REJECT_EVENT) {
+				fprintf(stderr, "%s: rejected (event 0x%x)\n",
+					itf[i].name, ev.event_number);
+				return 1;
+			}
+		}
+		it_ia_free(ia);	/* frees everything made on it */
+	}
+	if (i == n) {
+		fprintf(stderr, "no RDMA device connected to %s port %s\n",
+			argv[1], argv[2]);
+		return 1;
+	}
 	memcpy(&ad, ev.conn.private_data, sizeof(ad));
 	printf("connected to %s\n", argv[1]);
+	fprintf(stderr, "over %s\n", itf[i].name);
 
 	/* A message and its answer. */
 	snprintf(msg, sizeof(msg), "hello from the client");
@@ -137,8 +152,8 @@ int main(int argc, char **argv)
 	printf("server says: %s\n", reply);
 
 	/* RDMA: write a pattern into the server's buffer, read it back. */
-	for (size_t i = 0; i < sizeof(out); i++)
-		out[i] = (char)(i * 31 + 7);
+	for (size_t j = 0; j < sizeof(out); j++)
+		out[j] = (char)(j * 31 + 7);
 	CHECK(it_lmr_create(pz, out, NULL, sizeof(out), IT_ADDR_MODE_ABSOLUTE,
 			    IT_PRIV_LOCAL, IT_LMR_FLAG_NONE, 0, &lmr, NULL));
 	seg.lmr = lmr;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * it_server - a complete IT-API server: listens, accepts one client with a
- * buffer advertised in the private data (the client writes and reads it
- * with RDMA), answers one message in upper case, waits for the client to
- * disconnect.
+ * it_server - a complete IT-API server: listens on one port on every
+ * device (or the one named), accepts one client with a buffer advertised
+ * in the private data (the client writes and reads it with RDMA), answers
+ * one message in upper case, waits for the client to disconnect. Says on
+ * stderr which device the client came on.
  *
  *   it_server [PORT [INTERFACE]]     PORT 0 (default) picks a free one
  *
@@ -14,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,11 +55,13 @@ static void wait_for(it_evd_handle_t evd, it_event_type_t type,
 
 int main(int argc, char **argv)
 {
-	it_interface_t itf;
-	size_t n = 1, total;
-	it_ia_handle_t ia;
+	it_interface_t itf[16];
+	size_t n = 16, total, nl = 0, i, c = 0;
+	struct pollfd pfd[16];
+	it_ia_handle_t ia, all[16];
+	const char *name[16];
 	it_pz_handle_t pz;
-	it_evd_handle_t dto, reqs, msgs;
+	it_evd_handle_t dto, reqs[16], msgs;
 	it_ep_attributes_t attr;
 	it_ep_handle_t ep;
 	it_conn_qual_t qual = { .type = IT_IANA_PORT };
@@ -71,19 +75,48 @@ int main(int argc, char **argv)
 	size_t len;
 
 	qual.conn_qual.port = htons((uint16_t)(argc > 1 ? atoi(argv[1]) : 0));
-	/* The interface (a device, e.g. siw_eth0): named, or the first. */
-	it_interface_list(&itf, &n, &total);
-	if (argc > 2)
-		snprintf(itf.name, sizeof(itf.name), "%s", argv[2]);
-	else if (n == 0) {
-		fprintf(stderr, "no RDMA interface\n");
+	/* Listen on the named interface (a device, e.g. siw_eth0), or on
+	 * every one that opens, on one port: clients try them in turn. */
+	it_interface_list(itf, &n, &total);
+	if (argc > 2) {
+		snprintf(itf[0].name, sizeof(itf[0].name), "%s", argv[2]);
+		n = 1;
+	}
+	for (i = 0; i < n; i++) {
+		if (it_ia_create(itf[i].name, 2, 1, &all[nl]) != IT_SUCCESS)
+			continue;	/* e.g. soft-RoCE held elsewhere */
+		if (it_evd_create(all[nl], IT_CM_REQ_EVENT_STREAM,
+				  IT_EVD_CREATE_FD, 8, 0, NULL, &reqs[nl],
+				  &pfd[nl].fd) != IT_SUCCESS ||
+		    it_listen_create(all[nl], 0, reqs[nl],
+				     qual.conn_qual.port ?
+					     IT_LISTEN_CONN_QUAL_INPUT :
+					     IT_LISTEN_NO_FLAG,
+				     &qual, &listener) != IT_SUCCESS) {
+			it_ia_free(all[nl]);
+			continue;
+		}
+		name[nl] = itf[i].name;
+		pfd[nl++].events = POLLIN;
+	}
+	if (nl == 0) {
+		fprintf(stderr, "no RDMA interface could listen\n");
 		return 1;
 	}
-	CHECK(it_ia_create(itf.name, 2, 1, &ia));
+	printf("listening on port %u\n", ntohs(qual.conn_qual.port));
+	fflush(stdout);
+
+	/* The first request decides the device; the others are closed. */
+	while (poll(pfd, nl, -1) < 1)
+		;
+	while (!(pfd[c].revents & POLLIN))
+		c++;
+	for (i = 0; i < nl; i++)
+		if (i != c)
+			CHECK(it_ia_free(all[i]));
+	ia = all[c];
 	CHECK(it_pz_create(ia, &pz));
 	CHECK(it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 64, 0, NULL, &dto,
-			    NULL));
-	CHECK(it_evd_create(ia, IT_CM_REQ_EVENT_STREAM, 0, 8, 0, NULL, &reqs,
 			    NULL));
 	CHECK(it_evd_create(ia, IT_CM_MSG_EVENT_STREAM, 0, 8, 0, NULL, &msgs,
 			    NULL));
@@ -108,14 +141,8 @@ int main(int argc, char **argv)
 	seg.length = sizeof(msg);
 	CHECK(it_post_recv(ep, &seg, 1, 1, FLAGS));
 
-	CHECK(it_listen_create(ia, 0, reqs,
-			       qual.conn_qual.port ? IT_LISTEN_CONN_QUAL_INPUT :
-						     IT_LISTEN_NO_FLAG,
-			       &qual, &listener));
-	printf("listening on port %u\n", ntohs(qual.conn_qual.port));
-	fflush(stdout);
-
-	wait_for(reqs, IT_CM_REQ_CONN_REQUEST_EVENT, &ev);
+	wait_for(reqs[c], IT_CM_REQ_CONN_REQUEST_EVENT, &ev);
+	fprintf(stderr, "client on %s\n", name[c]);
 	ad.addr = it_hton64((uintptr_t)data);
 	ad.rkey = htonl((uint32_t)data_rkey);
 	ad.len = htonl(sizeof(data));
@@ -133,8 +160,8 @@ int main(int argc, char **argv)
 	msg[len] = 0;
 	printf("client said: %s\n", msg);
 	fflush(stdout);
-	for (size_t i = 0; i < len; i++)
-		msg[i] = (char)toupper((unsigned char)msg[i]);
+	for (size_t j = 0; j < len; j++)
+		msg[j] = (char)toupper((unsigned char)msg[j]);
 	seg.length = len;
 	CHECK(it_post_send(ep, &seg, 1, 2, FLAGS));
 	wait_for(dto, IT_DTO_SEND_CMPL_EVENT, &ev);

@@ -312,6 +312,17 @@ it_status_t it_ia_create(const char *name, uint32_t major_version,
 				"no interface \"%s\" (it_interface_list names them)",
 				name);
 	}
+	/* Takes what only a user needs: soft-RoCE binds its UDP port here,
+	 * so listing devices binds nothing. Held by another process: the
+	 * device is busy, not misnamed; a caller moves on to the next. */
+	err = ual_device_open(d);
+	if (err) {
+		ual_device_put(d);
+		ual_close(u);
+		return IT_FAIL0(err == -EADDRINUSE ? IT_ERR_RESOURCES :
+				itapi_status(err, ITAPI_CTX_IA),
+				"%s: cannot open: %s", name, g_strerror(-err));
+	}
 	err = cm_open(u);
 	if (err) {
 		ual_device_put(d);

@@ -999,6 +999,17 @@ struct rnicpi_device_ops {
 	int (*cm_connect)(struct rnicpi_qp *qp, const struct sockaddr *src,
 			  const struct sockaddr *dst,
 			  const struct rnicpi_conn_param *param);
+
+	/* --- optional, at the end so older tables stay valid --- */
+
+	/* A consumer opens the device (it_ia_create), every time: acquire
+	 * what only a user of the device needs and a mere listing must not
+	 * take (soft-RoCE binds its UDP port 4791 here, not in
+	 * device_create). Idempotent; what it takes is kept until
+	 * device_destroy. 0, or a negative errno that fails the open
+	 * (-EADDRINUSE: another process holds what the device needs); the
+	 * next open tries again. NULL: nothing to do. */
+	int (*device_open)(struct rnicpi_device *dev);
 };
 
 #ifdef __cplusplus

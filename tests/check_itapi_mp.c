@@ -669,6 +669,55 @@ START_TEST(examples_client_server)
 }
 END_TEST
 
+#ifdef HAVE_PROV_RXE
+/*
+ * The examples as their comments say, as a user runs them: no
+ * HOSTRDMA_DEVICES, both providers, rxe first (an installed prefix's
+ * order). The server listens on every device and holds soft-RoCE's port;
+ * the client's rxe_lo therefore does not open and it meets the server on
+ * siw_lo. Against a server on siw_lo only, the client's rxe_lo opens, is
+ * refused, and it moves on to siw_lo.
+ */
+static void examples_run(const char *dev)
+{
+	struct peer srv, cli;
+	char line[512], port_s[8];
+	unsigned int port = 0;
+
+	peer_start(&srv, EXAMPLES_DIR "/it_server", dev ? "0" : NULL, dev,
+		   NULL);
+	ck_assert_int_eq(sscanf(peer_line(&srv, line, sizeof(line)),
+				"listening on port %u", &port),
+			 1);
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	peer_start(&cli, EXAMPLES_DIR "/it_client", "127.0.0.1", port_s,
+		   NULL);
+	ck_assert_str_eq(peer_line(&cli, line, sizeof(line)),
+			 "connected to 127.0.0.1");
+	ck_assert_str_eq(peer_line(&cli, line, sizeof(line)),
+			 "server says: HELLO FROM THE CLIENT");
+	ck_assert_str_eq(peer_line(&cli, line, sizeof(line)),
+			 "RDMA write and read checked");
+	ck_assert_int_eq(peer_end(&cli), 0);
+	ck_assert_str_eq(peer_line(&srv, line, sizeof(line)),
+			 "client said: hello from the client");
+	ck_assert_str_eq(peer_line(&srv, line, sizeof(line)),
+			 "disconnected");
+	ck_assert_int_eq(peer_end(&srv), 0);
+}
+
+START_TEST(examples_every_device)
+{
+	g_setenv("HOSTRDMA_PROVIDER_PATH",
+		 RXE_PROVIDER_DIR ":" SIW_PROVIDER_DIR, TRUE);
+	g_unsetenv("HOSTRDMA_DEVICES");
+	g_unsetenv("HOSTRDMA_CM_TIMEOUT_MS");
+	examples_run(NULL);
+	examples_run("siw_lo");
+}
+END_TEST
+#endif
+
 /* The interop program over lo, both roles, before it meets Linux. */
 START_TEST(it_rping_loopback)
 {
@@ -714,6 +763,9 @@ Suite *suite_itapi_mp(void)
 	tcase_add_test(tc, socket_convert_both_processes);
 	tcase_add_test(tc, socket_convert_one_process_only);
 	tcase_add_test(tc, examples_client_server);
+#ifdef HAVE_PROV_RXE
+	tcase_add_test(tc, examples_every_device);
+#endif
 	tcase_add_test(tc, it_rping_loopback);
 	suite_add_tcase(s, tc);
 	return s;

@@ -362,6 +362,7 @@ Suite *suite_tools(void)
 	tools_add_siw_case(s); /* check_tools_siw.c */
 #ifdef HAVE_PROV_RXE
 	tools_add_rxe_case(s); /* check_tools_rxe.c */
+	tools_add_select_case(s); /* check_tools_rxe.c */
 #endif
 #endif
 	return s;

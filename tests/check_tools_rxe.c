@@ -258,8 +258,8 @@ START_TEST(ping_loopback_client_fails)
 	start(&p, argv);
 	rc = finish_within(&p, 60);
 	ck_assert_msg(rc == 1, "exit %d:\n%s", rc, tail(p.text->str));
-	ck_assert_msg(strstr(p.text->str,
-			     "expected a connection established"),
+	ck_assert_msg(strstr(p.text->str, "rxe_lo: connection to 127.0.0.1 port ") &&
+			      strstr(p.text->str, "timed out: no answer (IT_CN_REJ_TIMEOUT)"),
 		      "%s", tail(p.text->str));
 	ck_assert_msg(!strstr(p.text->str, "AddressSanitizer") &&
 			      !strstr(p.text->str, "runtime error"),
@@ -284,6 +284,181 @@ START_TEST(demo_both_transports)
 	done(&p);
 }
 END_TEST
+
+/*
+ * Device selection, as a user meets it: no HOSTRDMA_DEVICES, both
+ * providers in the order an installed prefix loads them (rxe before siw),
+ * each end a process of its own. Only one process can hold soft-RoCE's
+ * UDP port, so the second one's rxe_lo does not open and it moves on.
+ */
+static void env_setup_installed(void)
+{
+	g_setenv("HOSTRDMA_CONF", "", TRUE);
+	g_setenv("HOSTRDMA_PROVIDER_PATH",
+		 RXE_PROVIDER_DIR ":" SIW_PROVIDER_DIR, TRUE);
+	g_unsetenv("HOSTRDMA_DEVICES");
+	g_unsetenv("HOSTRDMA_OPTIONS");
+	g_unsetenv("HOSTRDMA_CM_TIMEOUT_MS");
+}
+
+static int count(const char *text, const char *what)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p++)
+		n++;
+	return n;
+}
+
+#define ASSERT_HAS(p, what)                                                 \
+	ck_assert_msg(strstr((p)->text->str, (what)), "no \"%s\" in:\n%s",  \
+		      (what), tail((p)->text->str))
+
+/* A ping server started with @sargs (after -s -p PORT -C 2) and a client
+ * given only 127.0.0.1, with -d; both must end well. */
+static void select_pair(const char *const *sargs, struct proc *s,
+			struct proc *c)
+{
+	char port[8];
+	const char *sargv[12] = { TOOLS "hostrdma-ping", "-s", "-p",
+				  free_port(port, sizeof(port)), "-C", "2" };
+	const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a", "127.0.0.1",
+				"-p", port, "-C", "2", "-d", NULL };
+	int i, rc;
+
+	for (i = 0; sargs[i]; i++)
+		sargv[6 + i] = sargs[i];
+	start(s, sargv);
+	ck_assert_msg(read_until(s, "waiting for a client"), "%s",
+		      tail(s->text->str));
+	start(c, cargv);
+	rc = finish_within(c, 60);
+	ck_assert_msg(rc == 0, "client exit %d:\n%s", rc, tail(c->text->str));
+	rc = finish_within(s, 30);
+	ck_assert_msg(rc == 0, "server exit %d:\n%s", rc, tail(s->text->str));
+}
+
+/* Server on every device (it holds rxe_lo's port), client given only the
+ * address: its rxe_lo does not open, said once in plain words, and siw_lo
+ * connects. */
+START_TEST(select_server_everywhere)
+{
+	const char *sargs[] = { "-d", NULL };
+	struct proc s, c;
+
+	select_pair(sargs, &s, &c);
+	ASSERT_HAS(&s, "(4 devices)");
+	ASSERT_HAS(&c, "rxe_lo: did not open (IT_ERR_RESOURCES)");
+	ck_assert_int_eq(count(c.text->str, "owns soft-RoCE's UDP port 4791"),
+			 1);
+	ASSERT_HAS(&c, "connected over siw_lo");
+	ck_assert_ptr_null(strstr(c.text->str, "Address already in use"));
+	done(&s);
+	done(&c);
+}
+END_TEST
+
+/* Server on soft-iWARP only: the client's rxe_lo opens (nobody holds the
+ * port), is refused at once, and siw_lo connects. */
+START_TEST(select_server_siw_only)
+{
+	const char *sargs[] = { "-D", "siw_lo", "-d", NULL };
+	struct proc s, c;
+
+	select_pair(sargs, &s, &c);
+	ASSERT_HAS(&c, "trying rxe_lo");
+	ASSERT_HAS(&c, "rxe_lo: connection refused: nobody listens on port");
+	ASSERT_HAS(&c, "connected over siw_lo");
+	done(&s);
+	done(&c);
+}
+END_TEST
+
+/* -s -a 127.0.0.1 listens on every device holding the address, the
+ * soft-RoCE one included (its GID is the IPv4-mapped address). */
+START_TEST(select_server_address_rxe)
+{
+	const char *sargs[] = { "-a", "127.0.0.1", "-d", NULL };
+	struct proc s, c;
+
+	select_pair(sargs, &s, &c);
+	ASSERT_HAS(&s, "(2 devices)");
+	ASSERT_HAS(&c, "connected over siw_lo");
+	done(&s);
+	done(&c);
+}
+END_TEST
+
+/* Listing binds nothing: hostrdma-info -l while another process holds
+ * UDP 4791 lists rxe_lo without a word about the port. */
+START_TEST(select_list_while_port_held)
+{
+	char port[8];
+	const char *sargv[] = { TOOLS "hostrdma-ping", "-s", "-p",
+				free_port(port, sizeof(port)), "-d", NULL };
+	const char *largv[] = { TOOLS "hostrdma-info", "-l", NULL };
+	struct proc s, l;
+	int rc;
+
+	start(&s, sargv);
+	ck_assert_msg(read_until(&s, "waiting for a client"), "%s",
+		      tail(s.text->str));
+	start(&l, largv);
+	rc = finish_within(&l, 30);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(l.text->str));
+	ASSERT_HAS(&l, "rxe_lo");
+	ASSERT_HAS(&l, "siw_lo");
+	ck_assert_msg(!strstr(l.text->str, "4791") &&
+			      !strstr(l.text->str, "in use") &&
+			      !strstr(l.text->str, "WARNING"),
+		      "%s", tail(l.text->str));
+	kill(s.pid, SIGKILL);	/* the server waits on, -C 0 */
+	finish_within(&s, 30);
+	done(&s);
+	done(&l);
+}
+END_TEST
+
+/* Messages: an unknown device lists those there are; nobody listening is
+ * a refusal, not a time-out. */
+START_TEST(select_messages)
+{
+	char port[8];
+	const char *bad[] = { TOOLS "hostrdma-ping", "-c", "-a", "127.0.0.1",
+			      "-p", free_port(port, sizeof(port)), "-D",
+			      "mlx5_0", NULL };
+	const char *nobody[] = { TOOLS "hostrdma-ping", "-c", "-a",
+				 "127.0.0.1", "-p", port, "-D", "siw_lo",
+				 NULL };
+	struct proc p;
+
+	start(&p, bad);
+	ck_assert_int_eq(finish_within(&p, 30), 1);
+	ASSERT_HAS(&p, "there is no device mlx5_0 (IT_ERR_INVALID_NAME); the devices here: ");
+	ASSERT_HAS(&p, "siw_lo");
+	done(&p);
+	start(&p, nobody);
+	ck_assert_int_eq(finish_within(&p, 30), 1);
+	ASSERT_HAS(&p, "connection refused: nobody listens on port");
+	ck_assert_ptr_null(strstr(p.text->str, "timed out"));
+	done(&p);
+}
+END_TEST
+
+/* suite_tools()'s "select" case. */
+void tools_add_select_case(Suite *s)
+{
+	TCase *tc = tcase_create("select");
+
+	tcase_add_checked_fixture(tc, env_setup_installed, NULL);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, select_server_everywhere);
+	tcase_add_test(tc, select_server_siw_only);
+	tcase_add_test(tc, select_server_address_rxe);
+	tcase_add_test(tc, select_list_while_port_held);
+	tcase_add_test(tc, select_messages);
+	suite_add_tcase(s, tc);
+}
 
 /* suite_tools()'s "rxe" case. */
 void tools_add_rxe_case(Suite *s)

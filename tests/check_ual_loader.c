@@ -162,8 +162,12 @@ START_TEST(test_missing_directory)
 		 TRUE);
 	u = ut_open();
 	errs = ual_load_errors(u);
-	ck_assert_uint_eq(errs->len, 1);
+	/* The directory's error, and what a user needs with "no RDMA
+	 * devices": where providers were looked for. */
+	ck_assert_uint_eq(errs->len, 2);
 	ck_assert(ut_lines_contain(errs, "/nonexistent/hostrdma-providers",
+				   NULL));
+	ck_assert(ut_lines_contain(errs, "no RDMA provider found: searched /nonexistent/hostrdma-providers (HOSTRDMA_PROVIDER_PATH)",
 				   NULL));
 	ck_assert_uint_eq(ual_provider_list(u)->len, 0);
 	ck_assert_uint_eq(ut_device_count(u), 0);

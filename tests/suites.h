@@ -96,5 +96,6 @@ void siw_loopback_add_progress_tests(TCase *tc); /* check_siw_loopback_progress.
 void tools_add_siw_case(Suite *s);		/* check_tools_siw.c */
 void tools_add_rxe_case(Suite *s);		/* check_tools_rxe.c */
 void tools_add_habits_case(Suite *s);		/* check_tools_cli.c */
+void tools_add_select_case(Suite *s);	/* check_tools_rxe.c */
 
 #endif

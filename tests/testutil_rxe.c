@@ -195,6 +195,13 @@ int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options)
 		return err;
 	t->ops = t->dev->ops;
 	t->dev->provider = &rxe_provider;
+	/* As it_ia_create does: the first open binds UDP port 4791. */
+	err = t->ops->device_open(t->dev);
+	if (err) {
+		t->ops->device_destroy(t->dev);
+		t->dev = NULL;
+		return err;
+	}
 	err = t->ops->alloc_pd(t->dev, &t->pd);
 	if (err) {
 		t->ops->device_destroy(t->dev);

@@ -335,10 +335,14 @@ static int run_client(struct ping *p)
 {
 	const struct opts *o = p->o;
 	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	struct tool_sel sel;
 	it_net_addr_t dst;
 	it_path_t path;
 	it_event_t ev;
+	it_status_t st;
 	int ping, rc = 0;
+	size_t np = 1, total;
+	bool fixed;
 
 	if (tool_parse_addr(PROG, o->addr, &dst))
 		return 1;
@@ -348,28 +352,43 @@ static int run_client(struct ping *p)
 		if (tool_parse_addr(PROG, o->src_addr, &src))
 			return 1;
 		p->ia = tool_ia_owning(PROG, NULL, &src);
-		if (p->ia) {
-			size_t np = 1, total;
-
-			if (it_get_pathinfo(p->ia, 0, &dst, &np, &total,
-					    &path) != IT_SUCCESS || np != 1) {
-				fprintf(stderr, "%s: the device holding %s has no path to %s\n",
-					PROG, o->src_addr, o->addr);
-				return 1;
-			}
+		if (!p->ia)
+			return 1;
+		if (it_get_pathinfo(p->ia, 0, &dst, &np, &total, &path) !=
+			    IT_SUCCESS || np != 1) {
+			fprintf(stderr, "%s: the device holding %s has no path to %s\n",
+				PROG, o->src_addr, o->addr);
+			return 1;
 		}
-	} else {
-		p->ia = tool_ia_for_dest(PROG, o->device, &dst, &path);
 	}
-	if (!p->ia || setup(p) || post_recv(p))
-		return 1;
+	/* The device holding the source address, or each device with a
+	 * path in turn until one connects (tool_sel_next). */
+	tool_sel_init(&sel, PROG, o->device, &dst, o->port,
+		      o->verbose || o->debug);
 	q.conn_qual.port = htons(o->port);
-	if (check("it_ep_connect",
-		  it_ep_connect(p->ep, &path, NULL, &q,
-				IT_CONNECT_FLAG_TWO_WAY, NULL, 0)) ||
-	    wait_event(p, p->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT,
-		       TOOL_WAIT_US, &ev))
-		return 1;
+	fixed = p->ia != NULL;
+	sel.current = "the device holding the source address";
+	for (;;) {
+		if (!fixed)
+			p->ia = tool_sel_next(&sel, &path);
+		if (!p->ia || setup(p) || post_recv(p))
+			return 1;
+		if (check("it_ep_connect",
+			  it_ep_connect(p->ep, &path, NULL, &q,
+					IT_CONNECT_FLAG_TWO_WAY, NULL, 0)) ||
+		    ping_wait(p, p->cm, TOOL_WAIT_US, &ev, &st))
+			return 1;
+		rc = tool_sel_outcome(&sel, st, &ev);
+		if (!rc)
+			break;
+		if (rc < 0 || fixed)
+			return 1;
+		it_ia_free(p->ia);	/* and all made on it */
+		p->ia = NULL;
+		free(p->start_buf);
+		free(p->rdma_buf);
+		p->start_buf = p->rdma_buf = NULL;
+	}
 	debug(o, "connected: IRD %u ORD %u", ev.conn.rdma_read_ird,
 	      ev.conn.rdma_read_ord);
 	for (ping = 0; !stop && (!o->count || ping < o->count); ping++) {

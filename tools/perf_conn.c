@@ -389,6 +389,35 @@ int perf_connect_ep(struct perf_ctx *c, it_ep_handle_t ep,
 				   (const unsigned char *)pdata, len));
 }
 
+int perf_connect_control(struct perf_ctx *c, const it_net_addr_t *dst,
+			 const void *pdata, size_t len,
+			 int (*usable)(struct perf_ctx *c))
+{
+	struct tool_sel sel;
+	it_event_t ev;
+	it_status_t st;
+	size_t nmore;
+	int rc;
+
+	tool_sel_init(&sel, PERF_PROG, c->o->device, dst, c->o->port, false);
+	while ((c->ia = tool_sel_next(&sel, &c->path))) {
+		if (usable && usable(c))
+			return -2;
+		if (perf_make_base(c) ||
+		    perf_connect_ep(c, c->cep, pdata, len))
+			return -1;
+		st = it_evd_wait(c->cm, TOOL_WAIT_US, &ev, &nmore);
+		rc = tool_sel_outcome(&sel, st, &ev);
+		if (rc <= 0)
+			return rc;
+		it_ia_free(c->ia);	/* and all made on it */
+		c->ia = NULL;
+		free(c->cbuf);
+		c->cbuf = NULL;
+	}
+	return -1;
+}
+
 static int connect_ep(struct perf_ctx *c, it_ep_handle_t ep, uint8_t role,
 		      unsigned int index)
 {
@@ -405,18 +434,18 @@ static int connect_ep(struct perf_ctx *c, it_ep_handle_t ep, uint8_t role,
 int perf_connect(struct perf_ctx *c)
 {
 	struct perf_opts *o = c->o;
+	struct perf_hello hello = {
+		.magic_be = htonl(PERF_MAGIC), .version = PERF_VERSION,
+	};
 	it_net_addr_t dst;
 	uint64_t v[24] = { 0 };
 
 	c->server = false;
 	if (tool_parse_addr(PERF_PROG, o->server, &dst))
 		return -1;
-	c->ia = tool_ia_for_dest(PERF_PROG, o->device, &dst, &c->path);
-	if (!c->ia)
-		return -1;
 	c->max_size = run_max_size(o);
 	perf_layout(c);
-	if (perf_make_base(c) || connect_ep(c, c->cep, 0, 0))
+	if (perf_connect_control(c, &dst, &hello, sizeof(hello), NULL))
 		return -1;
 	for (unsigned int i = 0; i < o->qps; i++)
 		if (perf_make_qp(c, i))

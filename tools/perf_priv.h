@@ -129,6 +129,13 @@ int perf_make_qp(struct perf_ctx *c, unsigned int i);
 int perf_connect_ep(struct perf_ctx *c, it_ep_handle_t ep,
 		    const void *pdata, size_t len);
 int perf_wait_established(struct perf_ctx *c, it_ep_handle_t ep);
+/* c->ia and the control EP connected to @dst with @pdata: the device of
+ * -d, or each device with a path in turn until one connects (tool_sel in
+ * tool_util.h). @usable (may be NULL) vets each device first. 0; -1 with
+ * a message; -2 when @usable refused (it said why). */
+int perf_connect_control(struct perf_ctx *c, const it_net_addr_t *dst,
+			 const void *pdata, size_t len,
+			 int (*usable)(struct perf_ctx *c));
 int perf_connect(struct perf_ctx *c);
 int perf_accept(struct perf_ctx *c);
 void perf_teardown(struct perf_ctx *c);

@@ -286,7 +286,7 @@ int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 	struct perf_result r = { 0 };
 	uint64_t sizes[32];
 	unsigned int n = 0, ended;
-	int failed = 1;
+	int failed = 1, rc;
 	it_event_t ev;
 
 	if (check_opts(o))
@@ -315,16 +315,10 @@ int perf_run_perftest(struct perf_opts *o, perf_report_fn report, void *arg)
 
 		if (tool_parse_addr(PERF_PROG, o->server, &dst))
 			goto out;
-		c.ia = tool_ia_for_dest(PERF_PROG, o->device, &dst, &c.path);
-		if (!c.ia)
-			goto out;
-		if (check_transport(&c)) {
+		rc = perf_connect_control(&c, &dst, NULL, 0, check_transport);
+		if (rc == -2)
 			failed = 2;
-			goto out;
-		}
-		if (perf_make_base(&c) ||
-		    perf_connect_ep(&c, c.cep, NULL, 0) ||
-		    perf_wait_established(&c, c.cep))
+		if (rc)
 			goto out;
 	}
 	if (setup(&c) || perf_describe(&c))

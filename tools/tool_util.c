@@ -256,17 +256,168 @@ const char *tool_addr_str(const it_net_addr_t *a, char *buf, size_t len)
 	}
 }
 
+/* "siw_lo, rxe_lo" in @buf: the devices there are. */
+static const char *device_names(char *buf, size_t len)
+{
+	it_interface_t itf[64];
+	size_t n = ARRAY_SIZE(itf), total, used = 0;
+
+	it_interface_list(itf, &n, &total);
+	buf[0] = 0;
+	for (size_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s",
+					 i ? ", " : "", itf[i].name);
+	if (!n)
+		snprintf(buf, len, "none");
+	return buf;
+}
+
 static it_ia_handle_t open_named(const char *prog, const char *name)
 {
+	char names[512];
 	it_ia_handle_t ia;
 	it_status_t st = it_ia_create(name, 2, 1, &ia);
 
-	if (st != IT_SUCCESS) {
-		fprintf(stderr, "%s: device %s: %s\n", prog, name,
-			tool_status_name(st));
-		return NULL;
+	if (st == IT_ERR_INVALID_NAME)
+		fprintf(stderr, "%s: there is no device %s (%s); the devices here: %s\n",
+			prog, name, tool_status_name(st),
+			device_names(names, sizeof(names)));
+	else if (st == IT_ERR_RESOURCES)
+		fprintf(stderr, "%s: device %s is held by another process (%s)\n",
+			prog, name, tool_status_name(st));
+	else if (st != IT_SUCCESS)
+		fprintf(stderr, "%s: device %s did not open (%s)\n", prog,
+			name, tool_status_name(st));
+	return st == IT_SUCCESS ? ia : NULL;
+}
+
+const char *tool_conn_failure(const it_net_addr_t *dst, uint16_t port,
+			      it_status_t st, const it_event_t *ev,
+			      char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN + 16];
+
+	tool_addr_str(dst, a, sizeof(a));
+	if (st == IT_ERR_TIMEOUT_EXPIRED)
+		snprintf(buf, len, "no answer from %s port %u within %llu s (%s)",
+			 a, port, TOOL_WAIT_US / 1000000, tool_status_name(st));
+	else if (st != IT_SUCCESS)
+		snprintf(buf, len, "waiting for the connection to %s port %u: %s",
+			 a, port, tool_status_name(st));
+	else if (ev->event_number == IT_CM_MSG_CONN_PEER_REJECT_EVENT)
+		snprintf(buf, len, "the server at %s port %u rejected the connection (IT_CM_MSG_CONN_PEER_REJECT_EVENT)",
+			 a, port);
+	else if (ev->event_number != IT_CM_MSG_CONN_NONPEER_REJECT_EVENT)
+		snprintf(buf, len, "expected a connection established, got a %s (0x%x)",
+			 tool_event_name(ev->event_number),
+			 (unsigned int)ev->event_number);
+	else if (ev->conn.reject_reason_code == IT_CN_REJ_TIMEOUT)
+		snprintf(buf, len, "connection to %s port %u timed out: no answer (IT_CN_REJ_TIMEOUT)",
+			 a, port);
+	else if (ev->conn.reject_reason_code == IT_CN_REJ_BAD_PATH)
+		snprintf(buf, len, "%s is unreachable: no route or host down (IT_CN_REJ_BAD_PATH)",
+			 a);
+	else
+		snprintf(buf, len, "connection refused: nobody listens on port %u at %s (IT_CM_MSG_CONN_NONPEER_REJECT_EVENT)",
+			 port, a);
+	return buf;
+}
+
+void tool_sel_init(struct tool_sel *s, const char *prog, const char *device,
+		   const it_net_addr_t *dst, uint16_t port, bool verbose)
+{
+	size_t total;
+
+	memset(s, 0, sizeof(*s));
+	s->prog = prog;
+	s->device = device;
+	s->dst = *dst;
+	s->port = port;
+	s->verbose = verbose;
+	if (!device) {
+		s->n = ARRAY_SIZE(s->itf);
+		it_interface_list(s->itf, &s->n, &total);
 	}
-	return ia;
+}
+
+static bool path_to(it_ia_handle_t ia, const it_net_addr_t *dst,
+		    it_path_t *path)
+{
+	size_t np = 1, total;
+
+	return it_get_pathinfo(ia, 0, dst, &np, &total, path) == IT_SUCCESS &&
+	       np == 1;
+}
+
+it_ia_handle_t tool_sel_next(struct tool_sel *s, it_path_t *path)
+{
+	char text[INET6_ADDRSTRLEN + 16];
+	it_ia_handle_t ia;
+
+	tool_addr_str(&s->dst, text, sizeof(text));
+	if (s->device) {
+		if (s->next++)
+			goto none;
+		ia = tool_ia_for_dest(s->prog, s->device, &s->dst, path);
+		s->current = s->device;
+		s->tried += ia != NULL;
+		return ia;
+	}
+	while (s->next < s->n) {
+		const char *name = s->itf[s->next++].name;
+		it_status_t st = it_ia_create(name, 2, 1, &ia);
+
+		if (st != IT_SUCCESS) {
+			if (s->verbose)
+				fprintf(stderr, "%s: %s: did not open (%s), next device\n",
+					s->prog, name, tool_status_name(st));
+			continue;
+		}
+		if (!path_to(ia, &s->dst, path)) {
+			it_ia_free(ia);
+			continue;
+		}
+		s->current = name;
+		s->tried++;
+		if (s->verbose)
+			fprintf(stderr, "%s: trying %s to reach %s\n", s->prog,
+				name, text);
+		return ia;
+	}
+none:
+	if (s->device)
+		return NULL;	/* said by tool_ia_for_dest or the outcome */
+	if (!s->n)
+		fprintf(stderr, "%s: no RDMA devices here (hostrdma-info -l lists them)\n",
+			s->prog);
+	else if (!s->tried)
+		fprintf(stderr, "%s: no RDMA device reaches %s (%zu devices)\n",
+			s->prog, text, s->n);
+	else if (s->tried > 1)
+		fprintf(stderr, "%s: none of the %zu devices with a path to %s connected\n",
+			s->prog, s->tried, text);
+	return NULL;
+}
+
+int tool_sel_outcome(struct tool_sel *s, it_status_t st,
+		     const it_event_t *ev)
+{
+	char why[256];
+
+	if (st == IT_SUCCESS &&
+	    ev->event_number == IT_CM_MSG_CONN_ESTABLISHED_EVENT) {
+		if (s->verbose)
+			fprintf(stderr, "%s: connected over %s\n", s->prog,
+				s->current);
+		return 0;
+	}
+	tool_conn_failure(&s->dst, s->port, st, ev, why, sizeof(why));
+	fprintf(stderr, "%s: %s: %s\n", s->prog, s->current, why);
+	if (st == IT_ERR_TIMEOUT_EXPIRED ||
+	    (st == IT_SUCCESS &&
+	     ev->event_number == IT_CM_MSG_CONN_NONPEER_REJECT_EVENT))
+		return 1;
+	return -1;
 }
 
 it_ia_handle_t tool_ia_for_dest(const char *prog, const char *device,
@@ -308,13 +459,44 @@ it_ia_handle_t tool_ia_for_dest(const char *prog, const char *device,
 	return NULL;
 }
 
+/* @a equals @b; a RoCE GID stands for the IP address it maps (an
+ * IPv4-mapped GID for the IPv4 address, any other for the IPv6 one). */
 static bool addr_equal(const it_net_addr_t *a, const it_net_addr_t *b)
 {
-	if (a->addr_type != b->addr_type)
-		return false;
-	if (a->addr_type == IT_IPV4)
+	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
+	const uint8_t *a16 = a->addr_type == IT_IPV4 ? NULL :
+			     a->addr_type == IT_IB_GID ? a->addr.gid.s6_addr :
+							 a->addr.ipv6.s6_addr;
+	const uint8_t *b16 = b->addr_type == IT_IPV4 ? NULL :
+			     b->addr_type == IT_IB_GID ? b->addr.gid.s6_addr :
+							 b->addr.ipv6.s6_addr;
+
+	if (!a16 && !b16)
 		return a->addr.ipv4.s_addr == b->addr.ipv4.s_addr;
-	return !memcmp(&a->addr.ipv6, &b->addr.ipv6, sizeof(a->addr.ipv6));
+	if (a16 && b16)
+		return !memcmp(a16, b16, 16);
+	if (!a16)
+		return !memcmp(b16, v4map, 12) &&
+		       !memcmp(b16 + 12, &a->addr.ipv4, 4);
+	return !memcmp(a16, v4map, 12) && !memcmp(a16 + 12, &b->addr.ipv4, 4);
+}
+
+/* One of @ia's spigots holds @addr. */
+static bool ia_holds(it_ia_handle_t ia, const it_net_addr_t *addr)
+{
+	it_ia_info_t *info;
+	bool mine = false;
+
+	if (it_ia_query(ia, &info) != IT_SUCCESS)
+		return false;
+	for (size_t s = 0; s < info->num_spigots; s++) {
+		it_spigot_info_t *sp = &info->spigot_info[s];
+
+		for (size_t j = 0; j < sp->num_net_addr; j++)
+			mine |= addr_equal(&sp->net_addr[j], addr);
+	}
+	it_ia_info_free(info);
+	return mine;
 }
 
 it_ia_handle_t tool_ia_owning(const char *prog, const char *device,
@@ -329,22 +511,10 @@ it_ia_handle_t tool_ia_owning(const char *prog, const char *device,
 	it_interface_list(itf, &n, &total);
 	for (size_t i = 0; i < n; i++) {
 		it_ia_handle_t ia;
-		it_ia_info_t *info;
-		bool mine = false;
 
 		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
 			continue;
-		if (it_ia_query(ia, &info) == IT_SUCCESS) {
-			for (size_t s = 0; s < info->num_spigots; s++) {
-				it_spigot_info_t *sp = &info->spigot_info[s];
-
-				for (size_t j = 0; j < sp->num_net_addr; j++)
-					mine |= addr_equal(&sp->net_addr[j],
-							   addr);
-			}
-			it_ia_info_free(info);
-		}
-		if (mine)
+		if (ia_holds(ia, addr))
 			return ia;
 		it_ia_free(ia);
 	}
@@ -366,26 +536,33 @@ int tool_listen(const char *prog, const char *device, const char *bind,
 		char name[IT_INTERFACE_NAME_SIZE];
 	} cand[32];
 	it_interface_t itf[32];
-	size_t n = ARRAY_SIZE(itf), total, nc = 0;
+	size_t n = ARRAY_SIZE(itf), total, nc = 0, busy = 0;
 	struct pollfd pfd[32];
 	int chosen = -1;
 
-	q.conn_qual.port = htons(port);
-	if (device || bind) {
-		it_net_addr_t a = { 0 };
+	it_net_addr_t a = { 0 };
+	char text[INET6_ADDRSTRLEN + 16];
+	it_status_t st;
 
-		if (bind && tool_parse_addr(prog, bind, &a))
-			return -1;
+	q.conn_qual.port = htons(port);
+	if (bind && tool_parse_addr(prog, bind, &a))
+		return -1;
+	if (device) {
 		*ia = tool_ia_owning(prog, device, &a);
 		if (!*ia)
 			return -1;
 		if (tool_check(prog, "it_evd_create",
 			       it_evd_create(*ia, IT_CM_REQ_EVENT_STREAM, 0,
-					     req_depth, 0, NULL, req, NULL)) ||
-		    tool_check(prog, "it_listen_create",
-			       it_listen_create(*ia, 0, *req,
-						IT_LISTEN_CONN_QUAL_INPUT, &q,
-						listen)))
+					     req_depth, 0, NULL, req, NULL)))
+			return -1;
+		st = it_listen_create(*ia, 0, *req, IT_LISTEN_CONN_QUAL_INPUT,
+				      &q, listen);
+		if (st == IT_ERR_CONN_QUAL_BUSY) {
+			fprintf(stderr, "%s: port %u is in use on %s (%s)\n",
+				prog, port, device, tool_status_name(st));
+			return -1;
+		}
+		if (tool_check(prog, "it_listen_create", st))
 			return -1;
 		if (!quiet)
 			fprintf(stderr, "%s: waiting for a client on port %u\n",
@@ -394,20 +571,28 @@ int tool_listen(const char *prog, const char *device, const char *bind,
 			ready(arg);
 		return 0;
 	}
+	/* Every device (with @bind: every one holding that address). */
 	it_interface_list(itf, &n, &total);
 	for (size_t i = 0; i < n && nc < ARRAY_SIZE(cand); i++) {
 		int fd = -1;
 
 		if (it_ia_create(itf[i].name, 2, 1, &cand[nc].ia) !=
 		    IT_SUCCESS)
+			continue;	/* e.g. soft-RoCE held elsewhere */
+		if (bind && !ia_holds(cand[nc].ia, &a)) {
+			it_ia_free(cand[nc].ia);
 			continue;
-		if (it_evd_create(cand[nc].ia, IT_CM_REQ_EVENT_STREAM,
-				  IT_EVD_CREATE_FD, req_depth, 0, NULL,
-				  &cand[nc].req, &fd) ||
-		    it_listen_create(cand[nc].ia, 0, cand[nc].req,
-				     IT_LISTEN_CONN_QUAL_INPUT, &q,
-				     &cand[nc].l)) {
-			/* e.g. RoCE before its connection manager */
+		}
+		st = it_evd_create(cand[nc].ia, IT_CM_REQ_EVENT_STREAM,
+				   IT_EVD_CREATE_FD, req_depth, 0, NULL,
+				   &cand[nc].req, &fd);
+		if (st == IT_SUCCESS)
+			st = it_listen_create(cand[nc].ia, 0, cand[nc].req,
+					      IT_LISTEN_CONN_QUAL_INPUT, &q,
+					      &cand[nc].l);
+		if (st != IT_SUCCESS) {
+			if (st == IT_ERR_CONN_QUAL_BUSY)
+				busy++;
 			it_ia_free(cand[nc].ia);
 			continue;
 		}
@@ -417,9 +602,15 @@ int tool_listen(const char *prog, const char *device, const char *bind,
 		pfd[nc].events = POLLIN;
 		nc++;
 	}
-	if (!nc) {
-		fprintf(stderr, "%s: no RDMA device could listen on port %u\n",
+	if (!nc && busy) {
+		fprintf(stderr, "%s: port %u is in use (IT_ERR_CONN_QUAL_BUSY)\n",
 			prog, port);
+		return -1;
+	}
+	if (!nc) {
+		fprintf(stderr, "%s: no RDMA device could listen on port %u%s%s\n",
+			prog, port, bind ? " at " : "",
+			bind ? tool_addr_str(&a, text, sizeof(text)) : "");
 		return -1;
 	}
 	if (!quiet)

@@ -43,14 +43,60 @@ const char *tool_addr_str(const it_net_addr_t *a, char *buf, size_t len);
  */
 it_ia_handle_t tool_ia_for_dest(const char *prog, const char *device,
 				const it_net_addr_t *dst, it_path_t *path);
+/*
+ * A client's device selection (docs/DEVICES.md). Without @device every
+ * device it_interface_list names (the order hostrdma-info -l shows) that
+ * opens and has a path to the destination is tried in turn until one
+ * connects: a device that does not open (soft-RoCE's port held by another
+ * process), a refusal and an unreachable destination move on at once, a
+ * time-out after the wait. A rejection by the server itself ends the
+ * search. With @device only that device is tried. @verbose: says which
+ * device each try uses.
+ *
+ *	tool_sel_init(&s, ...);
+ *	while ((ia = tool_sel_next(&s, &path))) {
+ *		set up on ia, it_ep_connect, wait (st, ev);
+ *		rc = tool_sel_outcome(&s, st, &ev);
+ *		if (rc <= 0)
+ *			break;		(0 connected, -1 give up)
+ *		it_ia_free(ia);
+ *	}
+ */
+struct tool_sel {
+	const char *prog;
+	const char *device;
+	it_net_addr_t dst;
+	uint16_t port;
+	bool verbose;
+	size_t next, n, tried;
+	const char *current;
+	it_interface_t itf[64];
+};
+
+void tool_sel_init(struct tool_sel *s, const char *prog, const char *device,
+		   const it_net_addr_t *dst, uint16_t port, bool verbose);
+/* The next device's IA and its path to the destination; NULL with a
+ * message when there is none left. */
+it_ia_handle_t tool_sel_next(struct tool_sel *s, it_path_t *path);
+/* What a wait for IT_CM_MSG_CONN_ESTABLISHED_EVENT returned (@st, and @ev
+ * when it succeeded): 0 connected, 1 this device did not connect (said
+ * why; try the next), -1 give up (said why). */
+int tool_sel_outcome(struct tool_sel *s, it_status_t st,
+		     const it_event_t *ev);
+/* The sentence for a connection that did not come up (@st, @ev as above),
+ * e.g. "connection refused: nobody listens on port 30050 at 10.0.0.2". */
+const char *tool_conn_failure(const it_net_addr_t *dst, uint16_t port,
+			      it_status_t st, const it_event_t *ev,
+			      char *buf, size_t len);
+
 /* The IA named @device, or the IA one of whose spigots holds @addr. */
 it_ia_handle_t tool_ia_owning(const char *prog, const char *device,
 			      const it_net_addr_t *addr);
 
 /*
- * A server's listener on @port: on the IA named @device, or the one
- * holding @bind, or else on every IA that can listen (each software
- * transport, each interface), keeping the one the first connection
+ * A server's listener on @port: on the IA named @device, or else on every
+ * IA that can listen (each software transport, each interface) and, with
+ * @bind, holds that address; it keeps the one the first connection
  * request arrives on (its IA, connection request EVD of @req_depth
  * events, and listener; the others are freed). @ready(@arg) is called
  * once listening, before the wait. 0, or -1 with a message, or 1 when a

@@ -114,6 +114,9 @@ enum rnicpi_transport ual_device_transport(const struct ual_device *d);
 uint32_t ual_device_caps(const struct ual_device *d);
 int ual_device_ifindex(const struct ual_device *d);
 const char *ual_device_ifname(const struct ual_device *d);
+/* A consumer opens @d (it_ia_create): the provider's device_open, which
+ * takes what only users need (soft-RoCE: its UDP port). 0 or -errno. */
+int ual_device_open(struct ual_device *d);
 int ual_device_query(struct ual_device *d, struct rnicpi_device_attr *attr);
 int ual_device_query_port(struct ual_device *d, uint8_t port,
 			  struct rnicpi_port_attr *attr);

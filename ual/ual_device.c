@@ -484,6 +484,20 @@ const char *ual_device_ifname(const struct ual_device *d)
 	return d->ifname;
 }
 
+int ual_device_open(struct ual_device *d)
+{
+	int err;
+
+	err = ual_obj_lock_alive(&d->obj, "device_open");
+	if (err)
+		return err;
+	err = d->ops.device_open(d->rdev);
+	g_rec_mutex_unlock(&d->obj.ctl);
+	if (err)
+		g_debug("%s device_open: %s", d->obj.prefix, g_strerror(-err));
+	return err;
+}
+
 int ual_device_query(struct ual_device *d, struct rnicpi_device_attr *attr)
 {
 	int err;

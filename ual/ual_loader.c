@@ -365,7 +365,11 @@ void ual_load_providers(struct ual *u)
 	} else {
 		load_dir(u, HOSTRDMA_PROVIDER_DIR, false);
 	}
+	/* Said, not logged: a user sees "no RDMA devices" and needs to
+	 * know where providers were looked for. */
 	if (u->providers->len == 0)
-		g_info("no verbs provider registered (provider path: %s)",
-			  path ? path : HOSTRDMA_PROVIDER_DIR);
+		load_error(u, "no RDMA provider found: searched %s (%s)",
+			   path ? path : HOSTRDMA_PROVIDER_DIR,
+			   path ? "HOSTRDMA_PROVIDER_PATH" :
+				  "the installed provider directory; HOSTRDMA_PROVIDER_PATH names others");
 }

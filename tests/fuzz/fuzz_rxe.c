@@ -145,6 +145,7 @@ void fz_rxe_init(void)
 	F.dev->provider = &rxe_provider;
 	F.rdev = to_rxe_dev(F.dev);
 	F.ops = F.dev->ops;
+	FZ_CHECK(F.ops->device_open(F.dev) == 0);	/* binds UDP 4791 */
 	FZ_CHECK(F.rdev->gids[0].valid &&
 		 F.rdev->gids[0].addr.ss_family == AF_INET);
 	FZ_CHECK(F.rdev->gids[1].valid &&

@@ -274,6 +274,9 @@ int main(int argc, char **argv)
 	if (err)
 		die("device_create", err);
 	ops = dev->ops;
+	err = ops->device_open(dev);	/* binds UDP port 4791 */
+	if (err)
+		die("device_open", err);
 	for (i = 0; i < 16; i++) {
 		if (ops->query_gid(dev, 1, i, &ge))
 			continue;

@@ -110,6 +110,7 @@ struct rx_batch;
 struct rxe_dev {
 	struct rnicpi_device base;
 	int gid_open_err;		/* the last rxe_gid_open failure */
+	bool opened;			/* device_open bound the GIDs' port */
 	char ifname[RNICPI_IFNAMSIZ];
 	uint32_t if_mtu;
 	unsigned int nd_flags;

@@ -116,6 +116,10 @@ static bool gid_add(struct rxe_dev *dev, const struct sockaddr_storage *ss,
 			sin6->sin6_scope_id = (uint32_t)ifindex;
 	}
 	g->valid = true;
+	/* Before the first open the GID is only recorded: listing devices
+	 * must not take UDP port 4791 (rxe_device_open binds). */
+	if (!dev->opened)
+		return true;
 	err = rxe_gid_open(dev, i);
 	if (err) {
 		dev->gid_open_err = err;
@@ -494,17 +498,6 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	for (i = 0; i < RXE_MAX_GID; i++)
 		n_gids += dev->gids[i].valid;
 	pthread_mutex_unlock(&dev->lock);
-	if (n_gids == 0 && dev->gid_open_err == -EADDRINUSE) {
-		/* RoCEv2 has one UDP port: whoever binds it on an address
-		 * owns RoCE there (the kernel's rdma_rxe, or another
-		 * process running this provider). */
-		rxe_dev_warn(dev, "UDP port %u on the addresses of %s is "
-			     "taken by another process or by the kernel's "
-			     "rdma_rxe: soft-RoCE runs in one process per "
-			     "interface", ROCE_V2_UDP_PORT, nd->ifname);
-		err = -EADDRINUSE;
-		goto err_net;
-	}
 	if (n_gids == 0) {
 		rxe_dev_warn(dev, "no usable address on %s (UDP port %u)",
 			     nd->ifname, ROCE_V2_UDP_PORT);
@@ -529,6 +522,56 @@ err_free:
 	pthread_mutex_destroy(&dev->lock);
 	g_free(dev);
 	return err;
+}
+
+/*
+ * The first open binds UDP port 4791 on every GID's address (listing the
+ * device binds nothing). RoCEv2 has one UDP port: whoever binds it on an
+ * address owns RoCE there, another process running this provider or the
+ * kernel's rdma_rxe. When no address can be bound for that reason the open
+ * fails with -EADDRINUSE, said once per process in plain words, and the
+ * GIDs stay recorded for the next try. Addresses that fail for another
+ * reason are dropped, as a hot-plugged one would be.
+ */
+static int rxe_device_open(struct rnicpi_device *d)
+{
+	static atomic_bool told;
+	struct rxe_dev *dev = to_rxe_dev(d);
+	int i, n_open = 0, n_busy = 0, err;
+
+	pthread_mutex_lock(&dev->lock);
+	if (dev->opened) {
+		pthread_mutex_unlock(&dev->lock);
+		return 0;
+	}
+	for (i = 0; i < RXE_MAX_GID; i++) {
+		if (!dev->gids[i].valid)
+			continue;
+		err = rxe_gid_open(dev, i);
+		if (!err)
+			n_open++;
+		else if (err == -EADDRINUSE)
+			n_busy++;
+	}
+	if (n_open == 0 && n_busy) {
+		pthread_mutex_unlock(&dev->lock);
+		if (!atomic_exchange(&told, true))
+			g_warning("%s: another process on this host owns "
+				  "soft-RoCE's UDP port %u; only one process "
+				  "per host can use soft-RoCE until a host "
+				  "service exists", d->name, ROCE_V2_UDP_PORT);
+		return -EADDRINUSE;
+	}
+	for (i = 0; i < RXE_MAX_GID; i++)
+		if (dev->gids[i].valid && dev->gids[i].rx_fd < 0)
+			dev->gids[i].valid = false;
+	dev->opened = true;
+	pthread_mutex_unlock(&dev->lock);
+	if (n_open == 0)
+		return -EADDRNOTAVAIL;
+	rxe_dev_dbg(dev, "opened: UDP port %u on %d addresses",
+		    ROCE_V2_UDP_PORT, n_open);
+	return 0;
 }
 
 static int rxe_netdev_supported(const struct rnicpi_netdev *nd)
@@ -574,6 +617,7 @@ static const struct rnicpi_device_ops rxe_device_ops = {
 	.post_recv = rxe_post_recv,
 	.create_ah = rxe_create_ah,
 	.destroy_ah = rxe_destroy_ah,
+	.device_open = rxe_device_open,
 };
 
 const struct rnicpi_provider rxe_provider = {

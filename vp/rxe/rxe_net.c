@@ -81,8 +81,9 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 		(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&g->addr, len) < 0) {
 		err = -errno;
-		rxe_dev_warn(dev, "GID %d: bind %s port %u: %s", index, buf,
-			     ROCE_V2_UDP_PORT, g_strerror(errno));
+		/* EADDRINUSE is said once, by rxe_device_open. */
+		rxe_dev_dbg(dev, "GID %d: bind %s port %u: %s", index, buf,
+			    ROCE_V2_UDP_PORT, g_strerror(errno));
 		close(fd);
 		return err;
 	}
