@@ -15,6 +15,7 @@
 
 #include "config.h"
 
+#include <signal.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -228,6 +229,7 @@ void cm_ib_fini(struct cm *cm);
 
 int cm_open(struct ual *u)
 {
+	sigset_t all, old;
 	struct cm *cm;
 	int err;
 
@@ -285,7 +287,12 @@ int cm_open(struct ual *u)
 	g_main_context_default();
 	cm_iwarp_init(cm);
 	cm_ib_init(cm);
+	/* Started with every signal blocked: the application's signals go
+	 * to its own threads (see rnicpi_engine_start). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	cm->thread = g_thread_new("hostrdma-cm", cm_thread_main, cm);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	ual_set_conn_handler(u, cm_conn_event, cm);
 	the_cm = cm;
 	cm_opens = 1;

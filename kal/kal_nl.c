@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include <signal.h>
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -494,6 +495,7 @@ int kal_nl_open(struct kal_nl **out)
 	struct kal_nl *nl;
 	struct nl_cache **caches[4];
 	change_func_t cbs[4] = { link_changed, addr_changed, NULL, NULL };
+	sigset_t all, old;
 	unsigned int i;
 	int err;
 
@@ -557,7 +559,11 @@ int kal_nl_open(struct kal_nl **out)
 		g_warning("netlink: eventfd: %s", g_strerror(errno));
 		goto err_free;
 	}
+	/* No signal of the application's lands in this thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	nl->monitor = g_thread_try_new("kal-netlink", monitor_main, nl, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!nl->monitor) {
 		err = -EAGAIN;
 		g_warning("netlink: cannot start the monitor thread");

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <signal.h>
 #include <errno.h>
 #include <glib.h>
 #include <stdlib.h>
@@ -359,9 +360,16 @@ int rnicpi_engine_start(struct rnicpi_engine *e)
 {
 	char comm[16];
 	int rc;
+	sigset_t all, old;
 
 	atomic_store(&e->stop, false);
+	/* The application's signals are for its own threads: started with
+	 * every signal blocked, this one never takes one (a SIGINT meant
+	 * for the thread that waits to end the program would be lost). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = -pthread_create(&e->thread, NULL, engine_main, e);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc)
 		return rc;
 	/* Named after its owner in ps and gdb (16 bytes with the NUL). */

@@ -7,6 +7,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include <sched.h>
@@ -568,6 +571,68 @@ START_TEST(fork_child_has_its_own_ia)
 }
 END_TEST
 
+/* Bit @sig of the SigBlk mask in @status (/proc/.../status text). */
+static bool sig_blocked(const char *status, int sig)
+{
+	const char *at = strstr(status, "SigBlk:");
+	unsigned long long mask;
+
+	ck_assert_ptr_nonnull(at);
+	ck_assert_int_eq(sscanf(at, "SigBlk: %llx", &mask), 1);
+	return mask & (1ull << (sig - 1));
+}
+
+/*
+ * The library's own threads (the device's progress engine, the connection
+ * manager, the netlink monitor) start with every signal blocked: a SIGINT
+ * or SIGTERM for the application must reach one of its threads, never
+ * land in ours and be lost (hostrdma-ping -s ignored SIGTERM one run in
+ * six). The test's own thread blocks nothing, so the mask is not
+ * inherited from it.
+ */
+START_TEST(library_threads_block_signals)
+{
+	struct it_fix f;
+	it_listen_handle_t l;
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	GDir *dir;
+	const char *tid;
+	unsigned int ours = 0;
+	sigset_t none;
+
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	it_fix_open(&f);
+	/* the connection manager starts with the first listener */
+	ck_assert_it_ok(it_listen_create(f.ia, 0, f.req, IT_LISTEN_NO_FLAG,
+					 &q, &l));
+	dir = g_dir_open("/proc/self/task", 0, NULL);
+	ck_assert_ptr_nonnull(dir);
+	while ((tid = g_dir_read_name(dir))) {
+		g_autofree char *path = g_strdup_printf(
+			"/proc/self/task/%s/status", tid);
+		g_autofree char *text = NULL;
+
+		if (atoi(tid) == (int)gettid())
+			continue;
+		ck_assert(g_file_get_contents(path, &text, NULL, NULL));
+		/* GLib's own helper threads are not ours to judge */
+		if (strstr(text, "Name:\tgmain") || strstr(text, "Name:\tpool"))
+			continue;
+		ck_assert_msg(sig_blocked(text, SIGINT) &&
+				      sig_blocked(text, SIGTERM),
+			      "thread %s takes SIGINT or SIGTERM:\n%s", tid,
+			      text);
+		ours++;
+	}
+	g_dir_close(dir);
+	/* at least the engine and the connection manager */
+	ck_assert_uint_ge(ours, 2);
+	ck_assert_it_ok(it_listen_free(l));
+	it_fix_close(&f);
+}
+END_TEST
+
 Suite *suite_itapi_ia(void)
 {
 	Suite *s = suite_create("itapi-ia");
@@ -591,6 +656,7 @@ Suite *suite_itapi_ia(void)
 	tcase_add_test(siw, ia_query_siw);
 	tcase_add_test(siw, pathinfo_siw);
 	tcase_add_test(siw, fork_child_has_its_own_ia);
+	tcase_add_test(siw, library_threads_block_signals);
 	suite_add_tcase(s, siw);
 
 	tcase_add_test(pure, convert_net_addr);
