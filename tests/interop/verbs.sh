@@ -129,8 +129,10 @@ info_device() {
 	# (hostrdma-info's "provider" line reads it from a name of the
 	# soft providers' form; siw0 and rxe0 are the verbs provider's.)
 	grep -Eq "transport:[[:space:]]+$2\$" "$f" || st=1
-	grep -Eq "state:[[:space:]]+ONLINE" "$f" || st=1
-	grep -Eq "address:[[:space:]]+(::ffff:)?$3\$" "$f" || st=1
+	grep -Eq "state:[[:space:]]+PORT_ACTIVE" "$f" || st=1
+	# iWARP shows the port's address, RoCE its GIDs
+	grep -Eq "(address|GID\[ *[0-9]+\]):[[:space:]]+(::ffff:)?$3\$" "$f" ||
+		st=1
 	# Limits from ibv_query_device / ibv_query_port: non-zero numbers.
 	grep -Eq "max RC Send:[[:space:]]+[1-9][0-9]* bytes" "$f" || st=1
 	result "$name" $st
