@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -147,14 +148,18 @@ START_TEST(test_park_pingpong_poll_then_block)
 }
 END_TEST
 
-/* Spins until @p holds @tag, touching no CQ; false after H_WAIT_MS. */
+/* Spins until @p holds @tag, touching no CQ; false after H_WAIT_MS.
+ * It yields the core each time round (under valgrind, which runs one
+ * thread at a time, a bare spin starves the progress threads). */
 static bool spin_on_byte(volatile uint8_t *p, uint8_t tag)
 {
 	uint64_t end = mono_us() + (uint64_t)H_WAIT_MS * 1000u;
 
-	while (*p != tag)
+	while (*p != tag) {
 		if (mono_us() >= end)
 			return false;
+		sched_yield();
+	}
 	return true;
 }
 

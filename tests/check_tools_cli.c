@@ -137,11 +137,11 @@ START_TEST(man_pages_match_help)
 		g_regex_match(opt, out->str, 0, &m);
 		for (; g_match_info_matches(m); g_match_info_next(m, NULL)) {
 			g_autofree char *name = g_match_info_fetch(m, 1);
-			g_autofree char *esc = NULL;
 			g_auto(GStrv) parts = g_strsplit(name, "-", -1);
+			g_autofree char *joined = g_strjoinv("\\-", parts);
+			g_autofree char *esc = g_strconcat("\\-\\-", joined,
+							   NULL);
 
-			esc = g_strjoinv("\\-", parts);
-			esc = g_strconcat("\\-\\-", esc, NULL);
 			ck_assert_msg(strstr(opts, esc),
 				      "%s: --%s is in --help, not in %s",
 				      tools[i], name, path);
