@@ -63,10 +63,14 @@ endif
 # (the helper programs the tests start exit without freeing); ASan's own
 # SEGV handler stays off so that a test expecting a child killed by
 # SIGSEGV (a MADV_DONTFORK page) sees exactly that.
+# The packaging tests (check-install, check-provider-kit.sh) build
+# programs outside this tree against the installed library, without the
+# sanitizers' flags: they are the plain and clang builds' to run.
 check-sanitizers:
 	$(AM_V_at)env ASAN_OPTIONS=detect_leaks=0:handle_segv=0:abort_on_error=0 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		$(MAKE) $(AM_MAKEFLAGS) check
+		$(MAKE) $(AM_MAKEFLAGS) check \
+		TESTS="$(filter-out tests/check-install tests/check-provider-kit.sh,$(TESTS))"
 .PHONY: check-sanitizers
 
 include tests/local-install.mk
