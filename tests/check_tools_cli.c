@@ -422,7 +422,6 @@ START_TEST(perf_perftest_flags)
 					    "--report-both", NULL };
 	static const char *const both_json[] = { "-s", "8192", "-n", "3000",
 						 "-b", "--json", NULL };
-	g_autoptr(JsonParser) jp = json_parser_new();
 	g_auto(GStrv) lines = NULL;
 	struct proc c;
 	GPtrArray *rows;
