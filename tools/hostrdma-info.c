@@ -4,14 +4,18 @@
  * IT-API alone: it_interface_list, it_ia_query, it_get_pathinfo.
  *
  * IT-API has no network interface name, port state beyond online or
- * offline, MTU, GUIDs or resource counts (QPs, CQs, MRs): those are not
+ * offline, GUIDs or resource counts (QPs, CQs, MRs): those are not
  * shown; -v says so. The interface is the part of the device name after
- * the provider's ("siw_eth0" runs on eth0), which is hostrdma's naming.
+ * the provider's ("siw_eth0" runs on eth0), which is hostrdma's naming,
+ * or for the verbs provider's devices the interface holding its address.
  */
 #define _GNU_SOURCE
 #include "tools/tool_util.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdbool.h>
 #include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,19 +35,80 @@ static const char *yes(it_boolean_t b)
 	return b ? "yes" : "no";
 }
 
-static const char *netdev_of(const char *name)
+/* Whether @a (an IP address, or a RoCE GID made from one) is @sa. */
+static bool addr_is(const it_net_addr_t *a, const struct sockaddr *sa)
 {
-	const char *u = strchr(name, '_');
+	const struct in6_addr *g = &a->addr.gid;
 
-	return u ? u + 1 : "?";
+	if (sa->sa_family == AF_INET) {
+		const void *v4 = &((const struct sockaddr_in *)sa)->sin_addr;
+
+		if (a->addr_type == IT_IPV4)
+			return !memcmp(&a->addr.ipv4, v4, 4);
+		return a->addr_type == IT_IB_GID &&
+		       IN6_IS_ADDR_V4MAPPED(g) &&
+		       !memcmp((const uint8_t *)g + 12, v4, 4);
+	}
+	if (sa->sa_family == AF_INET6) {
+		const void *v6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return (a->addr_type == IT_IPV6 || a->addr_type == IT_IB_GID) &&
+		       !memcmp(g, v6, 16);
+	}
+	return false;
 }
 
-static const char *provider_of(const char *name, char *buf, size_t len)
+/*
+ * hostrdma's own providers name their devices PROVIDER_INTERFACE
+ * ("siw_eth0"); the verbs provider keeps the kernel's names ("mlx5_0",
+ * "bnxt_re0", "siw0"), which may hold a "_" too: what follows it is then
+ * no network interface of this host.
+ */
+static const char *soft_netdev(const char *name)
 {
 	const char *u = strchr(name, '_');
 
-	snprintf(buf, len, "%.*s", u ? (int)(u - name) : (int)strlen(name),
-		 name);
+	return u && if_nametoindex(u + 1) ? u + 1 : NULL;
+}
+
+/* The network interface a device runs on: from a soft device's name, or
+ * the interface holding a verbs device's first address. */
+static const char *netdev_of(const char *name, const it_ia_info_t *in,
+			     char *buf, size_t len)
+{
+	const char *nd = soft_netdev(name);
+	struct ifaddrs *ifa, *i;
+
+	if (nd)
+		return nd;
+	snprintf(buf, len, "?");
+	if (getifaddrs(&ifa))
+		return buf;
+	for (size_t s = 0; s < in->num_spigots; s++) {
+		const it_spigot_info_t *sp = &in->spigot_info[s];
+
+		for (size_t j = 0; j < sp->num_net_addr; j++)
+			for (i = ifa; i; i = i->ifa_next)
+				if (i->ifa_addr &&
+				    addr_is(&sp->net_addr[j], i->ifa_addr)) {
+					snprintf(buf, len, "%s", i->ifa_name);
+					goto out;
+				}
+	}
+out:
+	freeifaddrs(ifa);
+	return buf;
+}
+
+/* The provider: the part before "_" of a soft device's name; a name in
+ * the kernel's style comes from the verbs provider. */
+static const char *provider_of(const char *name, char *buf, size_t len)
+{
+	const char *nd = soft_netdev(name);
+
+	if (!nd)
+		return "verbs";
+	snprintf(buf, len, "%.*s", (int)(nd - 1 - name), name);
 	return buf;
 }
 
@@ -178,7 +243,8 @@ static void text_device(const struct opts *o, const char *name,
 	printf("\tprovider:\t\t%s\n", provider_of(name, b, sizeof(b)));
 	printf("\ttransport:\t\t%s\n",
 	       tool_transport_name(in->transport_type));
-	printf("\tnetwork interface:\t%s\n", netdev_of(name));
+	printf("\tnetwork interface:\t%s\n",
+	       netdev_of(name, in, b, sizeof(b)));
 	printf("\tvendor/firmware:\t%s\n", vendor);
 	printf("\tIT-API version:\t\t%u.%u\n", in->api_major_version,
 	       in->api_minor_version);
@@ -274,7 +340,7 @@ static void json_device(JsonBuilder *jb, const struct opts *o,
 	json_member_str(jb, "provider", provider_of(name, b, sizeof(b)));
 	json_member_str(jb, "transport",
 			tool_transport_name(in->transport_type));
-	json_member_str(jb, "netdev", netdev_of(name));
+	json_member_str(jb, "netdev", netdev_of(name, in, b, sizeof(b)));
 	json_member_str(jb, "vendor", vendor);
 	json_member_str(jb, "api_version", api);
 	json_member_str(jb, "sw_version", sw);

@@ -126,8 +126,10 @@ info_device() {
 	hr "HOSTRDMA_DEVICES=$1 $prefix/bin/hostrdma-info -v -d $1" >"$f" 2>&1 ||
 		st=1
 	grep -q "^device: $1\$" "$f" || st=1
-	# (hostrdma-info's "provider" line reads it from a name of the
-	# soft providers' form; siw0 and rxe0 are the verbs provider's.)
+	# siw0 and rxe0 are the verbs provider's; the interface is the one
+	# holding the device's address (the name does not carry it).
+	grep -Eq "provider:[[:space:]]+verbs\$" "$f" || st=1
+	grep -Eq "network interface:[[:space:]]+eth[01]\$" "$f" || st=1
 	grep -Eq "transport:[[:space:]]+$2\$" "$f" || st=1
 	grep -Eq "state:[[:space:]]+PORT_ACTIVE" "$f" || st=1
 	# iWARP shows the port's address, RoCE its GIDs
