@@ -124,12 +124,10 @@ void rnicpi_timer_init(struct rnicpi_timer *t, void (*fn)(void *arg),
 	t->arg = arg;
 }
 
-void rnicpi_timer_arm(struct rnicpi_engine *e, struct rnicpi_timer *t,
-		      uint64_t delay_ns)
+/* Lock held: (re)arm @t for @deadline. */
+static void arm_locked(struct rnicpi_engine *e, struct rnicpi_timer *t,
+		       uint64_t deadline)
 {
-	uint64_t deadline = rnicpi_now_ns() + delay_ns;
-
-	pthread_mutex_lock(&e->lock);
 	if (t->heap_idx) {
 		bool earlier = deadline < t->deadline_ns;
 
@@ -148,7 +146,6 @@ void rnicpi_timer_arm(struct rnicpi_engine *e, struct rnicpi_timer *t,
 				/* Without room the timer cannot wait; firing
 				 * early is wrong too. Say so: the owner's
 				 * deadline is lost. */
-				pthread_mutex_unlock(&e->lock);
 				g_warning("%s: out of memory arming a timer",
 					  e->name);
 				return;
@@ -162,6 +159,26 @@ void rnicpi_timer_arm(struct rnicpi_engine *e, struct rnicpi_timer *t,
 		sift_up(e, e->n_heap);
 	}
 	timerfd_sync(e);
+}
+
+void rnicpi_timer_arm(struct rnicpi_engine *e, struct rnicpi_timer *t,
+		      uint64_t delay_ns)
+{
+	uint64_t deadline = rnicpi_now_ns() + delay_ns;
+
+	pthread_mutex_lock(&e->lock);
+	arm_locked(e, t, deadline);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void rnicpi_timer_arm_by(struct rnicpi_engine *e, struct rnicpi_timer *t,
+			 uint64_t delay_ns)
+{
+	uint64_t deadline = rnicpi_now_ns() + delay_ns;
+
+	pthread_mutex_lock(&e->lock);
+	if (!t->heap_idx || t->deadline_ns > deadline)
+		arm_locked(e, t, deadline);
 	pthread_mutex_unlock(&e->lock);
 }
 

@@ -127,6 +127,13 @@ void rnicpi_timer_init(struct rnicpi_timer *t, void (*fn)(void *arg),
 /* (Re)arm @t to fire @delay_ns from now; an armed timer moves. */
 void rnicpi_timer_arm(struct rnicpi_engine *e, struct rnicpi_timer *t,
 		      uint64_t delay_ns);
+/* Make @t fire no later than @delay_ns from now: arm it unless it is
+ * already due by then (a pending timer never moves later). For a
+ * deadline pushed back on every packet (a retransmit timer): the
+ * callback checks the real deadline and arms again when it fired early,
+ * so the timerfd is reprogrammed once per period, not once per packet. */
+void rnicpi_timer_arm_by(struct rnicpi_engine *e, struct rnicpi_timer *t,
+			 uint64_t delay_ns);
 /* Disarm @t; a no-op when not pending. A callback already taken off the
  * heap still runs (see struct rnicpi_timer). */
 void rnicpi_timer_cancel(struct rnicpi_engine *e, struct rnicpi_timer *t);

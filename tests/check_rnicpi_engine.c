@@ -150,6 +150,39 @@ START_TEST(test_engine_timers_order_cancel_move)
 }
 END_TEST
 
+/* arm_by moves a pending timer earlier, never later: the order of
+ * firing shows which deadline each timer kept. */
+START_TEST(test_engine_timer_arm_by)
+{
+	struct rnicpi_engine e;
+	struct fire_log log = { .e = &e };
+	struct logged_timer lt[3];
+	int i;
+
+	ck_assert_ok(rnicpi_engine_init(&e, "t", 0, NULL, NULL));
+	for (i = 0; i < 3; i++) {
+		lt[i].log = &log;
+		lt[i].id = i;
+		rnicpi_timer_init(&lt[i].t, log_fire, &lt[i]);
+	}
+	rnicpi_timer_arm(&e, &lt[0].t, 80000000);
+	rnicpi_timer_arm(&e, &lt[1].t, 160000000);
+	/* 0 asked later: keeps 80 ms. 1 asked earlier: moves to 40 ms.
+	 * 2 not pending: armed, at 120 ms. */
+	rnicpi_timer_arm_by(&e, &lt[0].t, 400000000);
+	rnicpi_timer_arm_by(&e, &lt[1].t, 40000000);
+	rnicpi_timer_arm_by(&e, &lt[2].t, 120000000);
+	for (i = 0; i < 3; i++)
+		ck_assert(rnicpi_timer_pending(&e, &lt[i].t));
+	run_until_fired(&e, &log, 3);
+	ck_assert_int_eq(log.n, 3);
+	ck_assert_int_eq(log.order[0], 1);
+	ck_assert_int_eq(log.order[1], 0);
+	ck_assert_int_eq(log.order[2], 2);
+	rnicpi_engine_fini(&e);
+}
+END_TEST
+
 /* Many timers through the heap, random order in, sorted order out. */
 static uint64_t fired_prev;
 static int fired_bad, fired_n;
@@ -301,6 +334,7 @@ Suite *suite_rnicpi_engine(void)
 
 	tcase_add_test(tc, test_engine_source_dispatch);
 	tcase_add_test(tc, test_engine_timers_order_cancel_move);
+	tcase_add_test(tc, test_engine_timer_arm_by);
 	tcase_add_test(tc, test_engine_timer_heap_many);
 	tcase_add_test(tc, test_engine_thread_wake_hook_timer);
 	tcase_add_test(tc, test_engine_cancel_sync_waits_for_callback);
