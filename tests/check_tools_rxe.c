@@ -26,6 +26,7 @@
 #include "tests/check_tools.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
+#include "tests/testutil_ns.h"
 #include "tools/perf_priv.h"
 #include "tools/ping_wire.h"
 
@@ -445,6 +446,72 @@ START_TEST(select_messages)
 }
 END_TEST
 
+/* Runs hostrdma-ping -c -a @addr -p @port in the child's namespace; its
+ * exit status in *@rc; returns what it printed on stderr. */
+static char *ping_in_ns(const char *addr, const char *port, int *rc)
+{
+	const char *argv[] = { TOOLS "hostrdma-ping", "-c", "-a", addr, "-p",
+			       port, "-C", "1", NULL };
+	g_autofree char *out = NULL;
+	char *err = NULL;
+	g_autoptr(GError) e = NULL;
+	int st;
+
+	tu_child_assert(g_spawn_sync(NULL, (char **)argv, NULL,
+				     G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+				     &st, &e),
+			"spawn: %s", e ? e->message : "?");
+	*rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return err;
+}
+
+static void child_unreachable(void *unused)
+{
+	g_autofree char *gone = NULL, *nobody = NULL;
+	struct tu_ns ns;
+	char port[8];
+	int rc;
+
+	/* RoCE's CM waits for silence: 2 s, not the default 10. */
+	g_setenv("HOSTRDMA_CM_TIMEOUT_MS", "2000", TRUE);
+	tu_ns_setup(&ns, "hru0", "hrup0");
+	tu_child_assert(!tu_ns_addr_add(ns.sk, ns.ifindex, "10.79.0.1/24"),
+			"address");
+	tu_child_assert(!tu_ns_addr_add(ns.peer_sk, ns.peer_ifindex,
+					"10.79.0.2/24"),
+			"peer address");
+	free_port(port, sizeof(port));
+	/* Nobody answers ARP for .9: soft-iWARP's SYN comes back
+	 * EHOSTUNREACH; soft-RoCE's REQ gets no answer at all. */
+	gone = ping_in_ns("10.79.0.9", port, &rc);
+	tu_child_assert(rc == 1, "rc %d: %s", rc, gone);
+	tu_child_assert(strstr(gone, "siw_hru0: 10.79.0.9 is unreachable: no route or host down (IT_CN_REJ_BAD_PATH)"),
+			"no unreachable message: %s", gone);
+	tu_child_assert(strstr(gone, "rxe_hru0: connection to 10.79.0.9 port"),
+			"rxe not tried: %s", gone);
+	tu_child_assert(strstr(gone, "timed out: no answer (IT_CN_REJ_TIMEOUT)"),
+			"no time-out message: %s", gone);
+	/* The peer's address answers, nobody listens: TCP refuses at once.
+	 * Nothing there runs RoCE: its ICMP port unreachable does not reach
+	 * the IB CM (as with the kernel's rxe and rdma_cm), a time-out. */
+	nobody = ping_in_ns("10.79.0.2", port, &rc);
+	tu_child_assert(rc == 1, "rc %d: %s", rc, nobody);
+	tu_child_assert(strstr(nobody, "siw_hru0: connection refused: nobody listens on port"),
+			"siw: %s", nobody);
+	tu_child_assert(!strstr(nobody, "unreachable"),
+			"refusal read as unreachable: %s", nobody);
+	tu_ns_teardown(&ns);
+}
+
+/* The three ways a connection fails read differently, without -D: a
+ * host that does not answer (unreachable on iWARP, whose TCP learns it;
+ * a time-out on RoCE, whose CM only sees silence) and a refusal. */
+START_TEST(select_unreachable)
+{
+	tu_run_child(child_unreachable, NULL);
+}
+END_TEST
+
 /* suite_tools()'s "select" case. */
 void tools_add_select_case(Suite *s)
 {
@@ -457,6 +524,7 @@ void tools_add_select_case(Suite *s)
 	tcase_add_test(tc, select_server_address_rxe);
 	tcase_add_test(tc, select_list_while_port_held);
 	tcase_add_test(tc, select_messages);
+	tcase_add_test(tc, select_unreachable);
 	suite_add_tcase(s, tc);
 }
 
