@@ -175,6 +175,46 @@ START_TEST(test_missing_directory)
 }
 END_TEST
 
+#ifdef HAVE_PROV_SIW
+/* Where @name is in ual_device_list's order; -1 when absent. */
+static int list_index(struct ual *u, const char *name)
+{
+	g_autoptr(GPtrArray) devs = ual_device_list(u);
+
+	for (guint i = 0; i < devs->len; i++)
+		if (!strcmp(ual_device_name(devs->pdata[i]), name))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * The list (it_interface_list's order, the order a client tries) puts a
+ * device the kernel drives before the soft ones, whatever the load order:
+ * siw loads first here, the test provider second.
+ */
+START_TEST(test_list_kernel_devices_first)
+{
+	struct ual *u;
+	int siw, test;
+
+	g_setenv(UAL_ENV_PROVIDER_PATH, SIW_PROVIDER_DIR ":" TESTPROV_DIR,
+		 TRUE);
+	u = ut_open();
+	siw = list_index(u, "siw_lo");
+	test = list_index(u, "test_lo");
+	ck_assert_int_ge(siw, 0);
+	ck_assert_int_gt(test, siw);
+	ut_close(u);
+
+	g_setenv(UAL_ENV_OPTIONS, "test.kernel_pins=on", TRUE);
+	u = ut_open();
+	ck_assert_int_eq(list_index(u, "test_lo"), 0);
+	ck_assert_int_gt(list_index(u, "siw_lo"), 0);
+	ut_close(u);
+}
+END_TEST
+#endif
+
 START_TEST(test_builtin_registration)
 {
 	static const rnicpi_provider_entry_fn builtins[] = {
@@ -525,6 +565,9 @@ Suite *suite_ual_loader(void)
 	tcase_add_test(tc, test_refusals_are_reported);
 	tcase_add_test(tc, test_missing_directory);
 	tcase_add_test(tc, test_builtin_registration);
+#ifdef HAVE_PROV_SIW
+	tcase_add_test(tc, test_list_kernel_devices_first);
+#endif
 	tcase_add_test(tc, test_mandatory_ops_refused);
 	suite_add_tcase(s, tc);
 

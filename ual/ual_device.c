@@ -411,15 +411,30 @@ void ual_devices_stop(struct ual *u)
 	u->nl = NULL;
 }
 
+/*
+ * Devices the kernel drives (RNICPI_DEV_CAP_KERNEL_PINS: an RNIC, or the
+ * kernel's own siw/rxe, through the verbs provider) come first, then the
+ * software providers' devices; within each, the order of creation. A
+ * client that tries devices in this order (docs/DEVICES.md) takes an RNIC
+ * before a soft device on the same interface; HOSTRDMA_DEVICES or a named
+ * device says otherwise.
+ */
 GPtrArray *ual_device_list(struct ual *u)
 {
 	GPtrArray *out = g_ptr_array_new_with_free_func(
 		device_put_notify);
 	guint i;
+	int pass;
 
 	g_mutex_lock(&u->lock);
-	for (i = 0; i < u->devices->len; i++)
-		g_ptr_array_add(out, ual_device_get(u->devices->pdata[i]));
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < u->devices->len; i++) {
+			struct ual_device *d = u->devices->pdata[i];
+			bool kernel = d->caps & RNICPI_DEV_CAP_KERNEL_PINS;
+
+			if (kernel == (pass == 0))
+				g_ptr_array_add(out, ual_device_get(d));
+		}
 	g_mutex_unlock(&u->lock);
 	return out;
 }
