@@ -58,7 +58,7 @@ START_TEST(bad_numbers_named)
 		{ "hostrdma-perf", "write_bw", "-s", "64k", NULL },
 		{ "hostrdma-perf", "write_bw", "-n", "0x10", NULL },
 		{ "hostrdma-perf", "write_bw", "-p", "70000", NULL },
-		{ "hostrdma-perf", "write_bw", "-q", "17", NULL },
+		{ "hostrdma-perf", "write_bw", "-q", "65", NULL },
 		{ "hostrdma-perf", "write_bw", "-D", "1s", NULL },
 		{ "hostrdma-demo", "-p", "18515x", NULL },
 		{ "hostrdma-info", "-i", "one", NULL },

@@ -273,7 +273,7 @@ START_TEST(perf_bad_command_lines)
 {
 	static const char *const bad[][5] = {
 		{ "nosuch_bw", NULL },
-		{ "write_bw", "-q", "17", NULL },
+		{ "write_bw", "-q", "65", NULL },
 		{ "write_lat", "-b", NULL },
 		{ "write_bw", "-s", "0", NULL },
 		{ "write_lat", "-R", "-D", "2", NULL },

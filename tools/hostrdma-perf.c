@@ -169,7 +169,7 @@ int main(int argc, char **argv)
 		{ "duration", 'D', 0, G_OPTION_ARG_STRING, &a.duration,
 		  "Run each size for this long instead", "SECONDS" },
 		{ "qp", 'q', 0, G_OPTION_ARG_STRING, &a.qps,
-		  "Data connections (QPs), up to 16", "N" },
+		  "Data connections (QPs), up to 64", "N" },
 		{ "bidirectional", 'b', 0, G_OPTION_ARG_NONE, &bidir,
 		  "Both sides send at once (bw tests)", NULL },
 		{ "tx-depth", 't', 0, G_OPTION_ARG_STRING, &a.tx,

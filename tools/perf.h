@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define PERF_MAX_QPS 16
+#define PERF_MAX_QPS 64
 #define PERF_MAX_SIZE (8ull << 20)	/* -a goes from 2 B to 8 MiB */
 #define PERF_DEFAULT_PORT 18515		/* perftest's */
 

@@ -497,8 +497,17 @@ static int next_request(struct perf_ctx *c, uint8_t role, unsigned int index,
 				c->peer_addr = ev.conn_req.source_addr;
 			return 0;
 		}
-		fprintf(stderr, "%s: rejecting a connection request that is not hostrdma-perf's (role %u index %u expected)\n",
-			PERF_PROG, role, index);
+		if (ev.conn_req.private_data_present &&
+		    perf_hello_version(ev.conn_req.private_data) >= 0 &&
+		    perf_hello_version(ev.conn_req.private_data) !=
+			    PERF_VERSION)
+			fprintf(stderr, "%s: rejecting a client of another hostrdma-perf version (its wire version %d, ours %d): run the same version on both ends\n",
+				PERF_PROG,
+				perf_hello_version(ev.conn_req.private_data),
+				PERF_VERSION);
+		else
+			fprintf(stderr, "%s: rejecting a connection request that is not hostrdma-perf's (role %u index %u expected)\n",
+				PERF_PROG, role, index);
 		it_reject(ev.conn_req.cn_est_id, NULL, 0);
 	}
 }

@@ -11,8 +11,11 @@
 
 #define PERF_PROG "hostrdma-perf"
 #define PERF_MAGIC 0x48525046u		/* "HRPF" */
-#define PERF_VERSION 1
+#define PERF_VERSION 2		/* 2: 64 QPs, 64 values a message */
 #define PERF_CTL_RECVS 4
+/* Values a control message carries: the options, a result, or one per
+ * QP (Sends posted). */
+#define PERF_CTL_NV PERF_MAX_QPS
 
 /* Connection private data: which connection of the run this is. */
 struct perf_hello {
@@ -43,10 +46,11 @@ struct perf_adv {
 struct perf_ctl {
 	uint32_t magic_be;
 	uint32_t type_be;
-	uint64_t v_be[24];
+	uint64_t v_be[PERF_CTL_NV];
 	struct perf_adv adv[PERF_MAX_QPS];
 } __attribute__((packed));
-_Static_assert(sizeof(struct perf_ctl) == 8 + 24 * 8 + 24 * PERF_MAX_QPS,
+_Static_assert(sizeof(struct perf_ctl) ==
+		       8 + 8 * PERF_CTL_NV + 24 * PERF_MAX_QPS,
 	       "perf_ctl layout");
 
 /* PARAMS fields (v[]). */
@@ -158,6 +162,8 @@ void perf_take_adverts(struct perf_ctx *c);
 int perf_adverts_ok(struct perf_ctx *c);
 bool perf_hello_ok(const uint8_t pdata[IT_MAX_PRIV_DATA], uint8_t role,
 		   unsigned int index);
+/* The hello's wire version when it carries our magic, else -1. */
+int perf_hello_version(const uint8_t pdata[IT_MAX_PRIV_DATA]);
 /* perf_report.c: the device, transport and addresses of the run in
  * c->o->where, for the banner; -1 when -i names a port not there. */
 int perf_describe(struct perf_ctx *c);

@@ -125,6 +125,14 @@ bool perf_hello_ok(const uint8_t pdata[IT_MAX_PRIV_DATA], uint8_t role,
 	       h.role == role && ntohs(h.index_be) == index;
 }
 
+int perf_hello_version(const uint8_t pdata[IT_MAX_PRIV_DATA])
+{
+	struct perf_hello h;
+
+	memcpy(&h, pdata, sizeof(h));
+	return ntohl(h.magic_be) == PERF_MAGIC ? h.version : -1;
+}
+
 void perf_combine(const struct perf_ctx *c, struct perf_result *mine)
 {
 	const struct perf_ctl *m = &c->last;
