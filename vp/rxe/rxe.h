@@ -467,6 +467,10 @@ struct rxe_qp {
 	/* sockets: one per IP family, bound to the source address with a
 	 * port of their own for flow entropy (annex A17.2.3) */
 	int tx_fd[2];		/* [0] AF_INET, [1] AF_INET6 */
+	/* Sockets replaced when the source GID changed: an ACK may still be
+	 * going out on one without the QP lock (flush_acks), so they close
+	 * with the QP. */
+	GArray *tx_retired;
 	uint16_t tx_port[2];	/* host order */
 	int tx_gid[2];		/* GID index the socket is bound to */
 	struct sockaddr_storage tx_src[2]; /* its address and port */
@@ -688,6 +692,25 @@ void rxe_gid_close(struct rxe_dev *dev, int index);
 int rxe_qp_tx_fd(struct rxe_qp *qp, const struct rxe_av *av, int *family_idx);
 /* Finish (pad, ICRC) and send @n packets of @qp to @av. Returns how many
  * went out; releases the packets' MR references either way. */
+/* rxe_resp.c: the coalesced ACK owed, built into @p (clears ack_pending);
+ * false when none is owed. Under the QP lock. */
+bool rxe_resp_build_ack(struct rxe_qp *qp, struct rxe_txpkt *p);
+
+/* One packet finished under the QP lock (its socket chosen, ICRC
+ * computed) and sent after the lock is dropped: the engine's coalesced
+ * ACKs, so that a consumer posting on the same QP does not wait for the
+ * engine's send (the futex hand-off was a third of a soft-RoCE round
+ * trip). Any packet of the QP may overtake it: a stale ACK is dropped by
+ * the requester as IBA says. The caller holds a QP reference until sent. */
+struct rxe_txready {
+	int fd;
+	struct sockaddr_storage dst;
+	socklen_t dst_len;
+	struct rxe_txpkt p;
+};
+int rxe_tx_ready(struct rxe_qp *qp, const struct rxe_av *av,
+		 struct rxe_txready *r);
+void rxe_tx_send_ready(struct rxe_qp *qp, struct rxe_txready *r);
 int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
 	     struct rxe_txpkt *pkts, int n);
 /* Ask the progress thread to call rxe_resp_continue / rxe_req_run. */

@@ -169,8 +169,11 @@ int rxe_qp_tx_fd(struct rxe_qp *qp, const struct rxe_av *av, int *family_idx)
 		close(fd);
 		return err;
 	}
-	if (qp->tx_fd[fi] >= 0)
-		close(qp->tx_fd[fi]);
+	if (qp->tx_fd[fi] >= 0) {
+		if (!qp->tx_retired)
+			qp->tx_retired = g_array_new(FALSE, FALSE, sizeof(int));
+		g_array_append_val(qp->tx_retired, qp->tx_fd[fi]);
+	}
 	qp->tx_fd[fi] = fd;
 	qp->tx_gid[fi] = av->sgid_index;
 	qp->tx_src[fi] = src;
@@ -266,6 +269,35 @@ static int gso_run(const struct rxe_txpkt *p, int n, size_t *seg)
 	}
 	*seg = len;
 	return run;
+}
+
+int rxe_tx_ready(struct rxe_qp *qp, const struct rxe_av *av,
+		 struct rxe_txready *r)
+{
+	struct rxe_icrc_addr a;
+	int fi;
+
+	r->fd = rxe_qp_tx_fd(qp, av, &fi);
+	if (r->fd < 0)
+		return r->fd;
+	icrc_addr_tx(qp, av, fi, &a);
+	finish_pkt(&r->p, &a);
+	r->dst = av->dst;
+	r->dst_len = av->dst_len;
+	return 0;
+}
+
+void rxe_tx_send_ready(struct rxe_qp *qp, struct rxe_txready *r)
+{
+	struct msghdr mh = { .msg_name = &r->dst, .msg_namelen = r->dst_len,
+			     .msg_iov = r->p.iov, .msg_iovlen = r->p.niov };
+
+	if (sendmsg(r->fd, &mh, 0) < 0) {
+		rxe_count(qp->dev, RXE_CNT_SEND_ERR);
+		rxe_qp_dbg(qp, "sendmsg: %s", g_strerror(errno));
+	} else {
+		rxe_count(qp->dev, RXE_CNT_SENT_PKTS);
+	}
 }
 
 /*
@@ -665,10 +697,16 @@ static void flush_acks(struct rxe_dev *dev)
 
 		if (!qp)
 			continue;
+		struct rxe_txready r;
+		bool send;
+
 		rxe_qp_lock(qp);
 		qp->resp.ack_queued = false;
-		rxe_resp_send_ack(qp);
+		send = rxe_resp_build_ack(qp, &r.p) &&
+		       !rxe_tx_ready(qp, &qp->av, &r);
 		rxe_qp_unlock(qp);
+		if (send)
+			rxe_tx_send_ready(qp, &r);
 		rxe_qp_put(qp);
 	}
 }

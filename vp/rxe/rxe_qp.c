@@ -312,6 +312,11 @@ int rxe_destroy_qp(struct rnicpi_qp *q)
 	for (i = 0; i < 2; i++)
 		if (qp->tx_fd[i] >= 0)
 			close(qp->tx_fd[i]);
+	if (qp->tx_retired) {
+		for (i = 0; i < qp->tx_retired->len; i++)
+			close(g_array_index(qp->tx_retired, int, i));
+		g_array_free(qp->tx_retired, TRUE);
+	}
 	if (qp->srq)
 		atomic_fetch_sub(&qp->srq->users, 1);
 	for (i = 0; i < qp->sq_size; i++)

@@ -83,15 +83,26 @@ static void send_ack(struct rxe_qp *qp, uint8_t syndrome, uint32_t psn)
 	rxe_xmit(qp, &qp->av, &p, 1);
 }
 
-void rxe_resp_send_ack(struct rxe_qp *qp)
+bool rxe_resp_build_ack(struct rxe_qp *qp, struct rxe_txpkt *p)
 {
 	/* Coalesced ACK for everything up to ack_psn; while READ responses
 	 * are still going out, they carry the acknowledgement. */
 	if (!qp->resp.ack_pending || qp->resp.read.active ||
 	    qp->state == RNICPI_QPS_ERR || qp->state == RNICPI_QPS_RESET)
-		return;
+		return false;
 	qp->resp.ack_pending = false;
-	send_ack(qp, AETH_TYPE_ACK | AETH_CREDIT_INVALID, qp->resp.ack_psn);
+	build_resp_hdr(qp, p, IB_OP_ACK, qp->resp.ack_psn);
+	aeth_set((struct ib_aeth *)(p->hdr + IB_BTH_BYTES),
+		 AETH_TYPE_ACK | AETH_CREDIT_INVALID, qp->resp.msn);
+	return true;
+}
+
+void rxe_resp_send_ack(struct rxe_qp *qp)
+{
+	struct rxe_txpkt p;
+
+	if (rxe_resp_build_ack(qp, &p))
+		rxe_xmit(qp, &qp->av, &p, 1);
 }
 
 static void send_atomic_ack(struct rxe_qp *qp, uint8_t syndrome, uint32_t psn,
