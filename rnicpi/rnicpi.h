@@ -637,7 +637,12 @@ struct rnicpi_mw_bind_info {
 	struct rnicpi_mr *mr;	   /* region the window opens onto */
 	uint64_t addr;		   /* first byte, inside mr */
 	uint64_t length;	   /* 0 unbinds the window */
-	unsigned int access;	   /* RNICPI_ACCESS_REMOTE_* */
+	/* RNICPI_ACCESS_REMOTE_*, and RNICPI_ACCESS_ZERO_BASED for a
+	 * zero-based window (IBA 10.6.7.2; iWARP: tagged offsets relative
+	 * to the window): the peer's address 0 is the byte at @addr. A
+	 * provider with RNICPI_DEV_CAP_ZERO_BASED takes it; one without
+	 * fails the bind (RNICPI_WC_MW_BIND_ERR). */
+	unsigned int access;
 };
 
 struct rnicpi_send_wr {

@@ -348,6 +348,7 @@ static bool opcode_supported(enum rnicpi_wr_opcode op)
 	case RNICPI_WR_SEND_WITH_INV:
 	case RNICPI_WR_RDMA_READ:
 	case RNICPI_WR_LOCAL_INV:
+	case RNICPI_WR_BIND_MW:
 		return true;
 	default:
 		return false;
@@ -468,6 +469,20 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		w->rkey = wr->wr.rdma.rkey;
 		w->raddr = wr->wr.rdma.remote_addr;
 		w->inv_stag = wr->ex.invalidate_rkey;
+		w->bind_mw = NULL;
+		if (wr->opcode == RNICPI_WR_BIND_MW) {
+			if (!wr->wr.bind_mw.mw) {
+				siw_qp_info(qp, "post_send: BIND_MW without "
+					    "a window");
+				rc = -EINVAL;
+				break;
+			}
+			w->bind_mw = wr->wr.bind_mw.mw;
+			w->bind_rkey = wr->wr.bind_mw.rkey;
+			w->bind = wr->wr.bind_mw.bind_info;
+			w->num_sge = 0;
+			w->total_len = 0;
+		}
 		w->inline_data = NULL;
 		w->state = SIW_WQE_QUEUED;
 		if (wr->send_flags & RNICPI_SEND_INLINE) {
