@@ -610,7 +610,8 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 	info->rdma_read_requires_remote_write =
 		ia->transport == RNICPI_TRANSPORT_IWARP ? IT_TRUE : IT_FALSE;
 	info->ep_rdma_enables_modifiable = IT_TRUE;
-	info->rdma_read_local_extensions = IT_FALSE;
+	info->rdma_read_local_extensions =
+		(a->caps & RNICPI_DEV_CAP_READ_SINK_MW) ? IT_TRUE : IT_FALSE;
 	info->dto_evd_overflow_detection = IT_TRUE;
 	info->atomic_support = (a->caps & RNICPI_DEV_CAP_ATOMIC) &&
 					       a->atomic_cap != RNICPI_ATOMIC_NONE ?

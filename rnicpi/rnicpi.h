@@ -299,6 +299,10 @@ enum rnicpi_device_cap {
 	/* reg_mr pins the memory itself (the kernel's ib_umem behind
 	 * ibv_reg_mr): the core does not pin or mlock it a second time. */
 	RNICPI_DEV_CAP_KERNEL_PINS = 1u << 14,
+	/* RDMA_READ takes RNICPI_SEND_SINK_MW and RNICPI_SEND_SINK_INV
+	 * (IT-API's it_post_rdma_read_to_rmr, IT_UNLINK_LOCAL_SINK).
+	 * Optional: without it the core refuses both. */
+	RNICPI_DEV_CAP_READ_SINK_MW = 1u << 20,
 };
 
 enum rnicpi_atomic_cap {
@@ -631,6 +635,20 @@ enum rnicpi_send_flags {
 	 * provider that starts every WR at once is right too, and an
 	 * unknown flag bit is ignored, never refused. */
 	RNICPI_SEND_MORE = 1u << 5,
+	/* RDMA_READ only, with RNICPI_DEV_CAP_READ_SINK_MW. The SGEs name
+	 * memory windows of this QP's PD as the sink: lkey is a window's
+	 * current key, addr an address in the window's space (an offset
+	 * for a zero-based window). A window used so needs remote write
+	 * (an iWARP Read Response is a tagged write into its STag, RFC
+	 * 5040 §4.4), a type 2 one must be bound to this QP; otherwise
+	 * the Read completes with RNICPI_WC_LOC_PROT_ERR. */
+	RNICPI_SEND_SINK_MW = 1u << 6,
+	/* RDMA_READ only, with RNICPI_DEV_CAP_READ_SINK_MW: once the
+	 * Read has succeeded, before its completion is reported, every
+	 * sink key is invalidated as a LOCAL_INV would (a window is
+	 * unbound, of either type; a region's key stops working). A Read
+	 * that fails leaves the sinks as they were. */
+	RNICPI_SEND_SINK_INV = 1u << 7,
 };
 
 struct rnicpi_mw_bind_info {

@@ -503,6 +503,110 @@ START_TEST(rmr_relative_outside_refused)
 }
 END_TEST
 
+/*
+ * it_post_rdma_read_to_rmr: B reads A's bytes into a window of its own
+ * (RNICPI_SEND_SINK_MW): they land in the window's bytes and nowhere
+ * else. With IT_UNLINK_LOCAL_SINK the window is unlinked once the Read
+ * has succeeded: the event names it, it_rmr_query says so, and the peer
+ * is refused by its key. soft-RoCE has no such sink:
+ * IT_ERR_OP_NOT_SUPPORTED (rdma_read_local_extensions false).
+ */
+START_TEST(rmr_read_to_rmr)
+{
+	unsigned char *t = target_new(TLEN), *src = target_new(TLEN);
+	g_autofree unsigned char *before = NULL;
+	it_lmr_handle_t l = lmr_local(t, TLEN), ls;
+	it_rmr_context_t ctx, ksrc;
+	it_rmr_triplet_t rt;
+	it_rmr_handle_t rmr;
+	it_ia_info_t *info = NULL;
+	it_lmr_triplet_t seg;
+	it_rmr_param_t p;
+	it_event_t ev;
+	bool ext;
+
+	for (size_t i = 0; i < TLEN; i++)
+		src[i] = (unsigned char)(i * 7 + 3);
+	ls = lmr_new(src, TLEN, &ksrc);
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ext = info->rdma_read_local_extensions;
+	it_ia_info_free(info);
+	ck_assert_it_ok(it_rmr_create20(F.pz, IT_RMR_TYPE_NARROW, &rmr));
+	ctx = rmr_link_wait(rmr, l, t + 1024, 1024, IT_ADDR_MODE_ABSOLUTE,
+			    IT_PRIV_REMOTE_WRITE, 500);
+	rt.rmr = rmr;
+	rt.addr.abs = t + 1100;
+	rt.length = 300;
+	if (it_env_is_rxe()) {
+		ck_assert(!ext);
+		ck_assert_it(it_post_rdma_read_to_rmr(B, &rt, 1, 501, CN,
+				     it_make_rdma_addr_absolute(src + 50),
+				     ksrc),
+			     IT_ERR_OP_NOT_SUPPORTED);
+		goto out;
+	}
+	ck_assert(ext);
+	/* The flag is for a window sink; an unknown RMR is refused. */
+	seg = it_seg(&S, 0, 8);
+	ck_assert_it(it_post_rdma_read(B, &seg, 1, 502,
+				       IT_COMPLETION_FLAG |
+					       IT_UNLINK_LOCAL_SINK,
+				       it_make_rdma_addr_absolute(src), ksrc),
+		     IT_ERR_INVALID_DTO_FLAGS);
+	rt.rmr = (it_rmr_handle_t)&rt;
+	ck_assert_it(it_post_rdma_read_to_rmr(B, &rt, 1, 503, CN,
+					      it_make_rdma_addr_absolute(src),
+					      ksrc),
+		     IT_ERR_INVALID_RMR);
+	rt.rmr = rmr;
+
+	before = g_memdup2(t, TLEN);
+	ck_assert_it_ok(it_post_rdma_read_to_rmr(B, &rt, 1, 504, CN,
+				 it_make_rdma_addr_absolute(src + 50), ksrc));
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, IT_DTO_RDMA_READ_CMPL_EVENT);
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 504);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 300);
+	ck_assert_ptr_null(ev.dto_cmpl.unlinked_mr_handle);
+	for (size_t i = 0; i < TLEN; i++) {
+		unsigned char want = i >= 1100 && i < 1400 ? src[50 + i - 1100]
+							   : before[i];
+
+		ck_assert_msg(t[i] == want, "byte %zu is 0x%02x, not 0x%02x",
+			      i, t[i], want);
+	}
+
+	/* Again with IT_UNLINK_LOCAL_SINK, into bytes 1500..1599. */
+	rt.addr.abs = t + 1500;
+	rt.length = 100;
+	ck_assert_it_ok(it_post_rdma_read_to_rmr(B, &rt, 1, 505,
+				 CN | IT_UNLINK_LOCAL_SINK,
+				 it_make_rdma_addr_absolute(src + 1000),
+				 ksrc));
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, IT_DTO_RDMA_READ_CMPL_EVENT);
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 505);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	ck_assert_ptr_eq(ev.dto_cmpl.unlinked_mr_handle, rmr);
+	ck_assert(memcmp(t + 1500, src + 1000, 100) == 0);
+	ck_assert_it_ok(it_rmr_query(rmr, IT_RMR_PARAM_LINKED, &p));
+	ck_assert(!p.linked);
+	/* Unlinked: the region is free, the RMR refused as a sink... */
+	ck_assert_it(it_post_rdma_read_to_rmr(B, &rt, 1, 506, CN,
+				 it_make_rdma_addr_absolute(src), ksrc),
+		     IT_ERR_INVALID_RMR);
+	/* ...and its key by the peer. */
+	write_refused(ctx, t, TLEN, t + 1500, 507);
+out:
+	ck_assert_it_ok(it_rmr_free(rmr));
+	ck_assert_it_ok(it_lmr_free(l));
+	ck_assert_it_ok(it_lmr_free(ls));
+	free(t);
+	free(src);
+}
+END_TEST
+
 static TCase *keys_tcase(const char *name, void (*setup)(void),
 			 void (*down)(void))
 {
@@ -518,6 +622,7 @@ static TCase *keys_tcase(const char *name, void (*setup)(void),
 	tcase_add_test(tc, rmr_send_and_unlink);
 	tcase_add_test(tc, rmr_relative);
 	tcase_add_test(tc, rmr_relative_outside_refused);
+	tcase_add_test(tc, rmr_read_to_rmr);
 	return tc;
 }
 

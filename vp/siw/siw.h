@@ -807,6 +807,12 @@ enum rnicpi_wc_status siw_mw_bind(struct siw_qp *qp,
 int siw_alloc_mw(struct rnicpi_pd *pd, enum rnicpi_mw_type type,
 		 struct rnicpi_mw **out);
 int siw_dealloc_mw(struct rnicpi_mw *mw);
+/* A Read's sink SGE that names a window (RNICPI_SEND_SINK_MW): like
+ * siw_sge_resolve; and the sink's key invalidated after the Read
+ * (RNICPI_SEND_SINK_INV). */
+int siw_sink_resolve(struct siw_qp *qp, const struct rnicpi_sge *sge,
+		     struct siw_mr **out, uint8_t **ptr);
+void siw_sink_invalidate(struct siw_qp *qp, uint32_t key);
 int siw_sge_resolve(struct siw_device *dev, struct siw_pd *pd,
 		    const struct rnicpi_sge *sge, unsigned int access,
 		    struct siw_mr **mr, uint8_t **ptr);

@@ -248,3 +248,50 @@ int siw_dealloc_mw(struct rnicpi_mw *m)
 	free(mw);
 	return 0;
 }
+
+/* RNICPI_SEND_SINK_MW: a Read's sink SGE names a window. */
+int siw_sink_resolve(struct siw_qp *qp, const struct rnicpi_sge *sge,
+		     struct siw_mr **out, uint8_t **ptr)
+{
+	struct siw_mr *b = siw_stag_get(qp->dev, sge->lkey);
+	int rc = 0;
+
+	if (!b)
+		return -ENOENT;
+	if (!b->parent || !siw_mr_usable(b) || b->pd != &qp->pd->base ||
+	    (b->qp_bound && b->qpn != qp->base.qp_num))
+		rc = -EPERM;
+	else if (!(b->access & RNICPI_ACCESS_REMOTE_WRITE))
+		rc = -EACCES;
+	else if (!in_range(sge->addr, sge->length, b->iova, b->length))
+		rc = -ERANGE;
+	if (rc) {
+		siw_mr_put(b);
+		return rc;
+	}
+	*out = b;
+	*ptr = b->addr + (sge->addr - b->iova);
+	return 0;
+}
+
+/* RNICPI_SEND_SINK_INV: the Read is done, its sink key stops. */
+void siw_sink_invalidate(struct siw_qp *qp, uint32_t key)
+{
+	struct siw_mr *mr = rnicpi_key_lookup(&qp->dev->mr_keys, key);
+	struct siw_mr *b = NULL;
+
+	if (!mr)
+		return;
+	if (mr->pd == &qp->pd->base) {
+		if (!mr->is_mw) {
+			atomic_store(&mr->valid, false);
+		} else {
+			pthread_mutex_lock(&mr->mw_lock);
+			b = mr->bound;
+			mr->bound = NULL;
+			pthread_mutex_unlock(&mr->mw_lock);
+			binding_end(b);
+		}
+	}
+	siw_mr_put(mr);
+}

@@ -486,7 +486,12 @@ static int rx_done_read_resp(struct siw_qp *qp)
 			       RNICPI_EVENT_QP_REQ_ERR);
 	}
 	if (o->sq_idx >= 0) {
-		qp->sq[o->sq_idx].total_len = o->got;
+		struct siw_wqe *w = &qp->sq[o->sq_idx];
+
+		w->total_len = o->got;
+		if (w->flags & RNICPI_SEND_SINK_INV)
+			for (uint32_t i = 0; i < w->num_sge; i++)
+				siw_sink_invalidate(qp, w->sge[i].lkey);
 		siw_sq_complete(qp, (uint32_t)o->sq_idx, RNICPI_WC_SUCCESS, 0);
 	}
 	for (uint32_t i = 0; i < o->n_seg; i++) {

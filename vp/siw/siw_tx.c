@@ -96,8 +96,12 @@ static int resolve_sges(struct siw_qp *qp, const struct siw_wqe *w,
 
 		if (!w->sge[i].length)
 			continue;
-		rc = siw_sge_resolve(qp->dev, qp->pd, &w->sge[i], access,
-				     &mrs[*n], &ptr);
+		if (w->opcode == RNICPI_WR_RDMA_READ &&
+		    (w->flags & RNICPI_SEND_SINK_MW))
+			rc = siw_sink_resolve(qp, &w->sge[i], &mrs[*n], &ptr);
+		else
+			rc = siw_sge_resolve(qp->dev, qp->pd, &w->sge[i],
+					     access, &mrs[*n], &ptr);
 		if (rc) {
 			siw_qp_info(qp, "WR 0x%llx SGE %u (lkey 0x%08x addr "
 				    "0x%llx len %u): %s",

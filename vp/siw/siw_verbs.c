@@ -51,7 +51,7 @@ static int siw_query_device(struct rnicpi_device *d,
 		  RNICPI_DEV_CAP_SEND_INV | RNICPI_DEV_CAP_LOCAL_INV |
 		  RNICPI_DEV_CAP_ZERO_BASED | RNICPI_DEV_CAP_IWARP_CM |
 		  RNICPI_DEV_CAP_RESIZE_CQ | RNICPI_DEV_CAP_MW_TYPE_1 |
-		  RNICPI_DEV_CAP_MW_TYPE_2;
+		  RNICPI_DEV_CAP_MW_TYPE_2 | RNICPI_DEV_CAP_READ_SINK_MW;
 	a->phys_port_cnt = 1;
 	return 0;
 }
