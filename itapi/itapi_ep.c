@@ -739,7 +739,10 @@ it_status_t it_srq_modify(it_srq_handle_t srq_handle, it_srq_param_mask_t mask,
 {
 	struct itapi_srq *srq = ITAPI_LOOKUP(srq_handle, struct itapi_srq,
 					     IT_HANDLE_TYPE_SRQ);
+	const struct rnicpi_device_attr *d;
 	struct rnicpi_srq_attr sa = { 0 };
+	unsigned int rmask = 0;
+	size_t size, lwm;
 	int err;
 
 	if (!srq)
@@ -747,21 +750,69 @@ it_status_t it_srq_modify(it_srq_handle_t srq_handle, it_srq_param_mask_t mask,
 				(void *)srq_handle);
 	if (!params)
 		return IT_FAIL(&srq->obj, IT_ERR_FAULT, "params is NULL");
-	/* srq_resizable is false: only the low watermark changes. */
-	if (mask != IT_SRQ_PARAM_LOW_WATERMARK)
+	/* The size (RNICPI_SRQ_MAX_WR: srq_resizable) and the low
+	 * watermark change; the rest is fixed at creation. */
+	if (!mask || ((unsigned int)mask & ~(unsigned int)
+		      (IT_SRQ_PARAM_LOW_WATERMARK | IT_SRQ_PARAM_MAX_RECV_DTO)))
 		return IT_FAIL(&srq->obj, IT_ERR_INVALID_MASK,
-			       "mask 0x%x: only the low watermark changes (SRQs do not resize here)",
+			       "mask 0x%x: only the size and the low watermark change",
 			       (unsigned int)mask);
-	if (params->low_watermark >= srq->max_recv_dtos)
+	d = &srq->obj.ia->attr;
+	g_mutex_lock(&srq->lock);
+	size = mask & IT_SRQ_PARAM_MAX_RECV_DTO ? params->max_recv_dtos :
+						  srq->max_recv_dtos;
+	lwm = mask & IT_SRQ_PARAM_LOW_WATERMARK ? params->low_watermark :
+						  srq->low_watermark;
+	if (size == 0 || size < srq->n_posted) {
+		g_mutex_unlock(&srq->lock);
+		return IT_FAIL(&srq->obj, IT_ERR_INVALID_QUEUE_SIZE,
+			       "%zu receives, %u are posted", size,
+			       srq->n_posted);
+	}
+	if (size > d->max_srq_wr) {
+		g_mutex_unlock(&srq->lock);
+		return IT_FAIL(&srq->obj, IT_ERR_RESOURCE_QUEUE_SIZE,
+			       "%zu receives, the device takes %u", size,
+			       d->max_srq_wr);
+	}
+	if (lwm >= size) {
+		g_mutex_unlock(&srq->lock);
 		return IT_FAIL(&srq->obj, IT_ERR_INVALID_WATERMARK,
 			       "low watermark %zu not below the %zu receives",
-			       params->low_watermark, srq->max_recv_dtos);
-	sa.srq_limit = (uint32_t)params->low_watermark;
-	err = ual_srq_modify(srq->srq, &sa, RNICPI_SRQ_LIMIT);
-	if (err)
+			       lwm, size);
+	}
+	if (mask & IT_SRQ_PARAM_MAX_RECV_DTO) {
+		sa.max_wr = (uint32_t)size;
+		rmask |= RNICPI_SRQ_MAX_WR;
+	}
+	if (mask & IT_SRQ_PARAM_LOW_WATERMARK) {
+		sa.srq_limit = (uint32_t)lwm;
+		rmask |= RNICPI_SRQ_LIMIT;
+	}
+	/* Under the lock: no receive is posted meanwhile. */
+	err = ual_srq_modify(srq->srq, &sa, rmask);
+	if (err) {
+		g_mutex_unlock(&srq->lock);
 		return IT_FAIL_ERRNO(&srq->obj, err, ITAPI_CTX_SRQ,
-				     "modify_srq limit %zu: %s",
-				     params->low_watermark, g_strerror(-err));
-	srq->low_watermark = params->low_watermark;
+				     "modify_srq size %zu limit %zu: %s", size,
+				     lwm, g_strerror(-err));
+	}
+	/* More slots when it grew; never fewer (a completion names its
+	 * slot by index), the count of posted ones is the bound. */
+	if (size > srq->n_slots) {
+		uint32_t old = srq->n_slots;
+
+		srq->slots = g_renew(struct itapi_srq_slot, srq->slots, size);
+		memset(srq->slots + old, 0,
+		       (size - old) * sizeof(*srq->slots));
+		for (uint32_t i = old; i < size; i++)
+			srq->slots[i].next_free =
+				i + 2 <= size ? i + 2 : srq->free_head;
+		srq->free_head = old + 1;
+		srq->n_slots = (uint32_t)size;
+	}
+	srq->max_recv_dtos = size;
+	g_mutex_unlock(&srq->lock);
+	srq->low_watermark = lwm;
 	return IT_SUCCESS;
 }

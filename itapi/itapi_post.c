@@ -640,10 +640,10 @@ static it_status_t post_srq_recv(struct itapi_srq *srq,
 		sge[i].lkey = ual_mr_lkey(lmr->mr);
 	}
 	g_mutex_lock(&srq->lock);
-	if (!srq->free_head) {
+	if (!srq->free_head || srq->n_posted >= srq->max_recv_dtos) {
 		g_mutex_unlock(&srq->lock);
 		return IT_FAIL(&srq->obj, IT_ERR_TOO_MANY_POSTS,
-			       "%u receives posted", srq->n_slots);
+			       "%u receives posted", srq->n_posted);
 	}
 	idx = srq->free_head - 1;
 	slot = &srq->slots[idx];
@@ -660,6 +660,8 @@ static it_status_t post_srq_recv(struct itapi_srq *srq,
 		slot->in_use = false;
 		slot->next_free = srq->free_head;
 		srq->free_head = idx + 1;
+	} else {
+		srq->n_posted++;
 	}
 	g_mutex_unlock(&srq->lock);
 	if (err)
@@ -769,6 +771,7 @@ static bool srq_complete(struct itapi_srq *srq, uint64_t wr_id,
 		s->in_use = false;
 		s->next_free = srq->free_head;
 		srq->free_head = idx + 1;
+		srq->n_posted--;
 	}
 	g_mutex_unlock(&srq->lock);
 	return ok;

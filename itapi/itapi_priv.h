@@ -296,6 +296,7 @@ struct itapi_srq {
 	} *slots;
 	uint32_t n_slots;
 	uint32_t free_head;		/* index + 1, 0 = none */
+	uint32_t n_posted;		/* at most max_recv_dtos */
 };
 
 struct itapi_addr {
