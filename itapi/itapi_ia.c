@@ -560,7 +560,8 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 	info->supported_service_types =
 		((a->caps & RNICPI_DEV_CAP_RC) ? IT_RC_SERVICE : 0) |
 		((a->caps & RNICPI_DEV_CAP_UD) ? IT_UD_SERVICE : 0);
-	info->ep_work_queues_resizable = IT_FALSE;
+	info->ep_work_queues_resizable =
+		(a->caps & RNICPI_DEV_CAP_RESIZE_QP) ? IT_TRUE : IT_FALSE;
 	info->three_way_handshake_support = IT_FALSE;
 	info->connect_private_data_len = pdata_cap(ia, CM_PDATA_CONNECT);
 	info->accept_private_data_len = pdata_cap(ia, CM_PDATA_ACCEPT);

@@ -52,6 +52,22 @@ int itapi_wq_init(struct itapi_wq *wq, uint32_t size)
 	return 0;
 }
 
+bool itapi_wq_resize_locked(struct itapi_wq *wq, uint32_t size)
+{
+	struct itapi_wr_slot *slots;
+
+	size = MAX(size, 1u);
+	if (wq->head - wq->tail > size)
+		return false;
+	slots = g_new0(struct itapi_wr_slot, size);
+	for (uint64_t seq = wq->tail; seq < wq->head; seq++)
+		slots[seq % size] = wq->slots[seq % wq->size];
+	g_free(wq->slots);
+	wq->slots = slots;
+	wq->size = size;
+	return true;
+}
+
 void itapi_wq_fini(struct itapi_wq *wq)
 {
 	g_free(wq->slots);

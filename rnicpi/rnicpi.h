@@ -303,6 +303,9 @@ enum rnicpi_device_cap {
 	 * (IT-API's it_post_rdma_read_to_rmr, IT_UNLINK_LOCAL_SINK).
 	 * Optional: without it the core refuses both. */
 	RNICPI_DEV_CAP_READ_SINK_MW = 1u << 20,
+	/* modify_qp takes RNICPI_QP_CAP: the work queues resize (IT-API's
+	 * ep_work_queues_resizable). Optional. */
+	RNICPI_DEV_CAP_RESIZE_QP = 1u << 21,
 };
 
 enum rnicpi_atomic_cap {
@@ -574,6 +577,13 @@ enum rnicpi_qp_attr_mask {
 	RNICPI_QP_MIN_RNR_TIMER = 1u << 13,
 	RNICPI_QP_SQ_PSN = 1u << 14,
 	RNICPI_QP_MAX_DEST_RD_ATOMIC = 1u << 15, /* IRD */
+	/* With RNICPI_DEV_CAP_RESIZE_QP: resize the send and receive
+	 * queues to cap.max_send_wr / cap.max_recv_wr (0 leaves one as it
+	 * is); the SGE and inline limits stay. In any state; the WRs
+	 * queued stay queued in order. -EINVAL for a size of more than the
+	 * device's max_qp_wr or fewer than the WRs queued; -EBUSY when the
+	 * provider cannot re-lay a queue now (siw: a send queue with WRs
+	 * in it). Granted sizes are in query_qp's cap. */
 	RNICPI_QP_CAP = 1u << 16,
 	RNICPI_QP_DEST_QPN = 1u << 17,
 };
