@@ -487,6 +487,78 @@ it_status_t it_ep_query(it_ep_handle_t ep_handle, it_ep_param_mask_t mask,
 	return IT_SUCCESS;
 }
 
+/*
+ * ep_work_queues_resizable (RNICPI_DEV_CAP_RESIZE_QP): new sizes for the
+ * send and receive queues, in the provider (RNICPI_QP_CAP) and in the
+ * EP's slot rings, both under the rings' locks so that nothing is posted
+ * meanwhile.
+ */
+static it_status_t ep_resize_queues(struct itapi_ep *ep,
+				    const it_ep_attributes_t *a,
+				    unsigned int qmask)
+{
+	const struct rnicpi_device_attr *d = &ep->obj.ia->attr;
+	struct rnicpi_qp_attr qa = { 0 };
+	size_t sq = (qmask & IT_EP_PARAM_MAX_REQ_DTO) ? a->max_request_dtos :
+							ep->attr.max_request_dtos;
+	size_t rq = (qmask & IT_EP_PARAM_MAX_RECV_DTO) ? a->max_recv_dtos :
+							 ep->attr.max_recv_dtos;
+	it_status_t st = IT_SUCCESS;
+	int err;
+
+	if (!(d->caps & RNICPI_DEV_CAP_RESIZE_QP))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_MASK,
+			       "mask 0x%x: work queues do not resize here (ep_work_queues_resizable is false)",
+			       qmask);
+	if ((qmask & IT_EP_PARAM_MAX_RECV_DTO) && ep->srq)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_MASK,
+			       "the endpoint receives from an SRQ");
+	if (sq == 0 || (!ep->srq && rq == 0))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_QUEUE_SIZE,
+			       "%zu send, %zu receive DTOs", sq, rq);
+	if (sq > d->max_qp_wr)
+		return IT_FAIL(&ep->obj, IT_ERR_RESOURCE_REQ_DTO,
+			       "max_request_dtos %zu over %u", sq,
+			       d->max_qp_wr);
+	if (rq > d->max_qp_wr)
+		return IT_FAIL(&ep->obj, IT_ERR_RESOURCE_RECV_DTO,
+			       "max_recv_dtos %zu over %u", rq, d->max_qp_wr);
+	g_mutex_lock(&ep->sq.lock);
+	g_mutex_lock(&ep->rq.lock);
+	if (ep->sq.head - ep->sq.tail > sq ||
+	    (!ep->srq && ep->rq.head - ep->rq.tail > rq)) {
+		st = IT_FAIL(&ep->obj, IT_ERR_INVALID_QUEUE_SIZE,
+			     "%zu send, %zu receive DTOs: %llu and %llu are outstanding",
+			     sq, rq,
+			     (unsigned long long)(ep->sq.head - ep->sq.tail),
+			     (unsigned long long)(ep->rq.head - ep->rq.tail));
+		goto out;
+	}
+	if (qmask & IT_EP_PARAM_MAX_REQ_DTO)
+		qa.cap.max_send_wr = (uint32_t)sq;
+	if (qmask & IT_EP_PARAM_MAX_RECV_DTO)
+		qa.cap.max_recv_wr = (uint32_t)rq;
+	err = ual_qp_modify(ep->qp, &qa, RNICPI_QP_CAP);
+	if (err) {
+		st = IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_EP,
+				   "resizing to %zu send, %zu receive DTOs: %s",
+				   sq, rq, g_strerror(-err));
+		goto out;
+	}
+	itapi_wq_resize_locked(&ep->sq, (uint32_t)sq);
+	if (!ep->srq)
+		itapi_wq_resize_locked(&ep->rq, (uint32_t)rq);
+	g_mutex_lock(&ep->lock);
+	ep->attr.max_request_dtos = sq;
+	if (!ep->srq)
+		ep->attr.max_recv_dtos = rq;
+	g_mutex_unlock(&ep->lock);
+out:
+	g_mutex_unlock(&ep->rq.lock);
+	g_mutex_unlock(&ep->sq.lock);
+	return st;
+}
+
 it_status_t it_ep_modify(it_ep_handle_t ep_handle, it_ep_param_mask_t mask,
 			 const it_ep_attributes_t *ep_attr)
 {
@@ -496,8 +568,11 @@ it_status_t it_ep_modify(it_ep_handle_t ep_handle, it_ep_param_mask_t mask,
 				   IT_EP_PARAM_RDMA_WR_ENABLE |
 				   IT_EP_PARAM_MAX_IRD | IT_EP_PARAM_MAX_ORD |
 				   IT_EP_PARAM_ATOMICS_ENABLE;
+	const unsigned int q_ok = IT_EP_PARAM_MAX_REQ_DTO |
+				  IT_EP_PARAM_MAX_RECV_DTO;
 	const struct rnicpi_device_attr *d;
 	it_rc_only_attributes_t r;
+	it_status_t st;
 	bool idle;
 
 	if (!ep)
@@ -506,10 +581,13 @@ it_status_t it_ep_modify(it_ep_handle_t ep_handle, it_ep_param_mask_t mask,
 	if (!ep_attr)
 		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "ep_attr is NULL");
 	if (ep->service != IT_RC_SERVICE || !mask ||
-	    ((unsigned int)mask & ~rc_ok))
+	    ((unsigned int)mask & ~(rc_ok | q_ok)))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_MASK,
-			       "mask 0x%x: only the RDMA enables, IRD and ORD of an RC endpoint change",
+			       "mask 0x%x: only the RDMA enables, IRD, ORD and queue sizes of an RC endpoint change",
 			       (unsigned int)mask);
+	/* The queue sizes change in any state (ep_resize_queues). */
+	if (!((unsigned int)mask & rc_ok))
+		return ep_resize_queues(ep, ep_attr, (unsigned int)mask & q_ok);
 	d = &ep->obj.ia->attr;
 	g_mutex_lock(&ep->lock);
 	idle = ep->state.rc == IT_EP_STATE_UNCONNECTED;
@@ -540,6 +618,11 @@ it_status_t it_ep_modify(it_ep_handle_t ep_handle, it_ep_param_mask_t mask,
 				 d->atomic_cap == RNICPI_ATOMIC_NONE))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_ATTR,
 			       "atomics enabled on an IA without atomics");
+	if ((unsigned int)mask & q_ok) {
+		st = ep_resize_queues(ep, ep_attr, (unsigned int)mask & q_ok);
+		if (st)
+			return st;
+	}
 	g_mutex_lock(&ep->lock);
 	ep->attr.srv.rc = r;
 	g_mutex_unlock(&ep->lock);
@@ -739,7 +822,10 @@ it_status_t it_srq_modify(it_srq_handle_t srq_handle, it_srq_param_mask_t mask,
 {
 	struct itapi_srq *srq = ITAPI_LOOKUP(srq_handle, struct itapi_srq,
 					     IT_HANDLE_TYPE_SRQ);
+	const struct rnicpi_device_attr *d;
 	struct rnicpi_srq_attr sa = { 0 };
+	unsigned int rmask = 0;
+	size_t size, lwm;
 	int err;
 
 	if (!srq)
@@ -747,21 +833,69 @@ it_status_t it_srq_modify(it_srq_handle_t srq_handle, it_srq_param_mask_t mask,
 				(void *)srq_handle);
 	if (!params)
 		return IT_FAIL(&srq->obj, IT_ERR_FAULT, "params is NULL");
-	/* srq_resizable is false: only the low watermark changes. */
-	if (mask != IT_SRQ_PARAM_LOW_WATERMARK)
+	/* The size (RNICPI_SRQ_MAX_WR: srq_resizable) and the low
+	 * watermark change; the rest is fixed at creation. */
+	if (!mask || ((unsigned int)mask & ~(unsigned int)
+		      (IT_SRQ_PARAM_LOW_WATERMARK | IT_SRQ_PARAM_MAX_RECV_DTO)))
 		return IT_FAIL(&srq->obj, IT_ERR_INVALID_MASK,
-			       "mask 0x%x: only the low watermark changes (SRQs do not resize here)",
+			       "mask 0x%x: only the size and the low watermark change",
 			       (unsigned int)mask);
-	if (params->low_watermark >= srq->max_recv_dtos)
+	d = &srq->obj.ia->attr;
+	g_mutex_lock(&srq->lock);
+	size = mask & IT_SRQ_PARAM_MAX_RECV_DTO ? params->max_recv_dtos :
+						  srq->max_recv_dtos;
+	lwm = mask & IT_SRQ_PARAM_LOW_WATERMARK ? params->low_watermark :
+						  srq->low_watermark;
+	if (size == 0 || size < srq->n_posted) {
+		g_mutex_unlock(&srq->lock);
+		return IT_FAIL(&srq->obj, IT_ERR_INVALID_QUEUE_SIZE,
+			       "%zu receives, %u are posted", size,
+			       srq->n_posted);
+	}
+	if (size > d->max_srq_wr) {
+		g_mutex_unlock(&srq->lock);
+		return IT_FAIL(&srq->obj, IT_ERR_RESOURCE_QUEUE_SIZE,
+			       "%zu receives, the device takes %u", size,
+			       d->max_srq_wr);
+	}
+	if (lwm >= size) {
+		g_mutex_unlock(&srq->lock);
 		return IT_FAIL(&srq->obj, IT_ERR_INVALID_WATERMARK,
 			       "low watermark %zu not below the %zu receives",
-			       params->low_watermark, srq->max_recv_dtos);
-	sa.srq_limit = (uint32_t)params->low_watermark;
-	err = ual_srq_modify(srq->srq, &sa, RNICPI_SRQ_LIMIT);
-	if (err)
+			       lwm, size);
+	}
+	if (mask & IT_SRQ_PARAM_MAX_RECV_DTO) {
+		sa.max_wr = (uint32_t)size;
+		rmask |= RNICPI_SRQ_MAX_WR;
+	}
+	if (mask & IT_SRQ_PARAM_LOW_WATERMARK) {
+		sa.srq_limit = (uint32_t)lwm;
+		rmask |= RNICPI_SRQ_LIMIT;
+	}
+	/* Under the lock: no receive is posted meanwhile. */
+	err = ual_srq_modify(srq->srq, &sa, rmask);
+	if (err) {
+		g_mutex_unlock(&srq->lock);
 		return IT_FAIL_ERRNO(&srq->obj, err, ITAPI_CTX_SRQ,
-				     "modify_srq limit %zu: %s",
-				     params->low_watermark, g_strerror(-err));
-	srq->low_watermark = params->low_watermark;
+				     "modify_srq size %zu limit %zu: %s", size,
+				     lwm, g_strerror(-err));
+	}
+	/* More slots when it grew; never fewer (a completion names its
+	 * slot by index), the count of posted ones is the bound. */
+	if (size > srq->n_slots) {
+		uint32_t old = srq->n_slots;
+
+		srq->slots = g_renew(struct itapi_srq_slot, srq->slots, size);
+		memset(srq->slots + old, 0,
+		       (size - old) * sizeof(*srq->slots));
+		for (uint32_t i = old; i < size; i++)
+			srq->slots[i].next_free =
+				i + 2 <= size ? i + 2 : srq->free_head;
+		srq->free_head = old + 1;
+		srq->n_slots = (uint32_t)size;
+	}
+	srq->max_recv_dtos = size;
+	g_mutex_unlock(&srq->lock);
+	srq->low_watermark = lwm;
 	return IT_SUCCESS;
 }

@@ -560,7 +560,8 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 	info->supported_service_types =
 		((a->caps & RNICPI_DEV_CAP_RC) ? IT_RC_SERVICE : 0) |
 		((a->caps & RNICPI_DEV_CAP_UD) ? IT_UD_SERVICE : 0);
-	info->ep_work_queues_resizable = IT_FALSE;
+	info->ep_work_queues_resizable =
+		(a->caps & RNICPI_DEV_CAP_RESIZE_QP) ? IT_TRUE : IT_FALSE;
 	info->three_way_handshake_support = IT_FALSE;
 	info->connect_private_data_len = pdata_cap(ia, CM_PDATA_CONNECT);
 	info->accept_private_data_len = pdata_cap(ia, CM_PDATA_ACCEPT);
@@ -589,7 +590,9 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 	info->srq_support = (a->caps & RNICPI_DEV_CAP_SRQ) ? IT_TRUE : IT_FALSE;
 	info->hard_hi_watermark_support = IT_FALSE;
 	info->soft_hi_watermark_support = IT_FALSE;
-	info->srq_resizable = IT_FALSE;
+	/* RNICPI_SRQ_MAX_WR in modify_srq (siw, rxe, the test provider). */
+	info->srq_resizable =
+		(a->caps & RNICPI_DEV_CAP_SRQ) ? IT_TRUE : IT_FALSE;
 	info->extended_iwarp_qp_states = IT_FALSE;
 	info->socket_conversion_support =
 		ia->transport == RNICPI_TRANSPORT_IWARP &&
@@ -610,7 +613,8 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 	info->rdma_read_requires_remote_write =
 		ia->transport == RNICPI_TRANSPORT_IWARP ? IT_TRUE : IT_FALSE;
 	info->ep_rdma_enables_modifiable = IT_TRUE;
-	info->rdma_read_local_extensions = IT_FALSE;
+	info->rdma_read_local_extensions =
+		(a->caps & RNICPI_DEV_CAP_READ_SINK_MW) ? IT_TRUE : IT_FALSE;
 	info->dto_evd_overflow_detection = IT_TRUE;
 	info->atomic_support = (a->caps & RNICPI_DEV_CAP_ATOMIC) &&
 					       a->atomic_cap != RNICPI_ATOMIC_NONE ?

@@ -22,7 +22,10 @@
  *   IT_COALESCE_WR_FLAG     RNICPI_SEND_MORE: the provider may hold the
  *                           WR until the next one posted without the flag
  *                           and start them together
- *   IT_UNLINK_LOCAL_SINK    not supported (rdma_read_local_extensions)
+ *   IT_UNLINK_LOCAL_SINK    it_post_rdma_read_to_rmr only, with
+ *                           RNICPI_DEV_CAP_READ_SINK_MW:
+ *                           RNICPI_SEND_SINK_INV (the sink RMR is
+ *                           unlinked when the Read succeeds)
  */
 #define G_LOG_DOMAIN "hostrdma-itapi"
 
@@ -47,6 +50,22 @@ int itapi_wq_init(struct itapi_wq *wq, uint32_t size)
 	wq->slots = g_new0(struct itapi_wr_slot, wq->size);
 	wq->head = wq->tail = 1;	/* wr_id 0 is never used */
 	return 0;
+}
+
+bool itapi_wq_resize_locked(struct itapi_wq *wq, uint32_t size)
+{
+	struct itapi_wr_slot *slots;
+
+	size = MAX(size, 1u);
+	if (wq->head - wq->tail > size)
+		return false;
+	slots = g_new0(struct itapi_wr_slot, size);
+	for (uint64_t seq = wq->tail; seq < wq->head; seq++)
+		slots[seq % size] = wq->slots[seq % wq->size];
+	g_free(wq->slots);
+	wq->slots = slots;
+	wq->size = size;
+	return true;
 }
 
 void itapi_wq_fini(struct itapi_wq *wq)
@@ -92,9 +111,9 @@ static it_status_t check_flags(struct itapi_ep *ep, it_dto_flags_t flags,
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
 			       "%s: unknown flag bits 0x%x", op,
 			       f & ~(unsigned int)DTO_FLAGS_ALL);
-	if (f & IT_UNLINK_LOCAL_SINK)
+	if ((f & IT_UNLINK_LOCAL_SINK) && !(allowed & IT_UNLINK_LOCAL_SINK))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
-			       "%s: IT_UNLINK_LOCAL_SINK is not supported (rdma_read_local_extensions is false)",
+			       "%s: IT_UNLINK_LOCAL_SINK applies to it_post_rdma_read_to_rmr only",
 			       op);
 	if (f & ~allowed)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
@@ -406,16 +425,117 @@ it_status_t it_post_rdma_read_to_rmr(it_ep_handle_t ep_handle,
 				     it_rdma_addr_t rdma_addr,
 				     it_rmr_context_t rmr_context)
 {
-	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
-					   IT_HANDLE_TYPE_EP);
+	const char *op = "it_post_rdma_read_to_rmr";
+	struct rnicpi_sge sge[ITAPI_MAX_SGE];
+	struct rnicpi_send_wr wr = { 0 };
+	struct itapi_wr_slot tmpl = { 0 };
+	struct itapi_rmr *sink = NULL;
+	struct itapi_ep *ep;
+	uint64_t total = 0;
+	size_t max;
+	it_status_t st;
 
+	ep = ep_for_send(ep_handle, &st, op, false);
 	if (!ep)
-		return IT_FAIL0(IT_ERR_INVALID_EP, "EP handle %p is not live",
-				(void *)ep_handle);
-	/* A Read into a remote region needs the sink named by an RMR,
-	 * which RNICPI cannot express (rdma_read_local_extensions). */
-	return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
-		       "RDMA Read into an RMR is not supported");
+		return st;
+	/* The sink named by windows: RNICPI_SEND_SINK_MW. */
+	if (!(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_READ_SINK_MW))
+		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "%s: the provider cannot take a memory window as the sink of a Read (rdma_read_local_extensions is false)",
+			       op);
+	st = check_flags(ep, dto_flags, RDMA_OK_FLAGS | IT_UNLINK_LOCAL_SINK,
+			 op);
+	if (st)
+		return st;
+	max = MIN((size_t)ep->attr.srv.rc.max_rdma_read_segments,
+		  (size_t)ITAPI_MAX_SGE);
+	if (num_segments > max)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_NUM_SEGMENTS,
+			       "%s: %zu segments, the EP takes %zu", op,
+			       num_segments, max);
+	if (num_segments && !local_segments)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT,
+			       "%s: local_segments is NULL", op);
+	for (size_t i = 0; i < num_segments; i++) {
+		struct itapi_rmr *rmr = ITAPI_LOOKUP(local_segments[i].rmr,
+						     struct itapi_rmr,
+						     IT_HANDLE_TYPE_RMR);
+		bool linked;
+
+		if (!rmr || rmr->obj.ia != ep->obj.ia)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_RMR,
+				       "%s: segment %zu: RMR %p is not a live RMR of this IA",
+				       op, i, (void *)local_segments[i].rmr);
+		if ((uint64_t)local_segments[i].length > UINT32_MAX)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_LENGTH,
+				       "%s: segment %zu: length %llu over 4 GiB",
+				       op, i,
+				       (unsigned long long)local_segments[i].length);
+		g_mutex_lock(&rmr->lock);
+		linked = rmr->linked;
+		sge[i].addr = rmr->addr_mode == IT_ADDR_MODE_RELATIVE ?
+			(uint64_t)local_segments[i].addr.rel :
+			(uint64_t)(uintptr_t)local_segments[i].addr.abs;
+		sge[i].lkey = rmr->rkey;
+		g_mutex_unlock(&rmr->lock);
+		/* An unlinked RMR (or bytes outside it) fails in the
+		 * completion, IT_DTO_ERR_LOCAL_PROTECTION, as for LMRs;
+		 * one that is not linked now is refused at once. */
+		if (!linked)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_RMR,
+				       "%s: segment %zu: RMR %p is not linked",
+				       op, i, (void *)rmr);
+		/* IT_UNLINK_LOCAL_SINK unlinks one RMR: the event has room
+		 * for one unlinked_mr_handle. */
+		if ((dto_flags & IT_UNLINK_LOCAL_SINK) && sink && sink != rmr)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
+				       "%s: IT_UNLINK_LOCAL_SINK with segments of more than one RMR",
+				       op);
+		sink = rmr;
+		sge[i].length = (uint32_t)local_segments[i].length;
+		total += local_segments[i].length;
+	}
+	if (total > ep->obj.ia->attr.max_msg_size)
+		return IT_FAIL(&ep->obj, IT_ERR_PAYLOAD_SIZE,
+			       "%s: %llu bytes, the largest message is %llu",
+			       op, (unsigned long long)total,
+			       (unsigned long long)ep->obj.ia->attr.max_msg_size);
+	st = check_rkey(&ep->obj, rmr_context, op);
+	if (st)
+		return st;
+	wr.opcode = RNICPI_WR_RDMA_READ;
+	wr.sg_list = sge;
+	wr.num_sge = (uint32_t)num_segments;
+	wr.send_flags = send_flags(dto_flags) | RNICPI_SEND_SINK_MW;
+	wr.wr.rdma.remote_addr = rdma_addr;
+	wr.wr.rdma.rkey = (uint32_t)rmr_context;
+	tmpl.cookie = cookie;
+	tmpl.event = IT_DTO_RDMA_READ_CMPL_EVENT;
+	tmpl.flags = dto_flags;
+	if ((dto_flags & IT_UNLINK_LOCAL_SINK) && sink) {
+		/* As it_rmr_unlink: unlinked now, linked again if the Read
+		 * fails (itapi_rmr_link_done). */
+		wr.send_flags |= RNICPI_SEND_SINK_INV;
+		g_mutex_lock(&sink->lock);
+		if (!sink->linked) {
+			g_mutex_unlock(&sink->lock);
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_RMR,
+				       "%s: RMR %p was unlinked meanwhile", op,
+				       (void *)sink);
+		}
+		sink->linked = false;
+		tmpl.lmr = sink->lmr;
+		g_mutex_unlock(&sink->lock);
+		tmpl.rmr = sink;
+		tmpl.unlink = true;
+	}
+	st = post_send_wr(ep, &wr, &tmpl, op);
+	if (st && tmpl.rmr) {
+		g_mutex_lock(&sink->lock);
+		sink->linked = true;
+		g_mutex_unlock(&sink->lock);
+	}
+	return st;
 }
 
 it_status_t it_post_atomic(it_ep_handle_t ep_handle, it_atomic_op_t op,
@@ -536,10 +656,10 @@ static it_status_t post_srq_recv(struct itapi_srq *srq,
 		sge[i].lkey = ual_mr_lkey(lmr->mr);
 	}
 	g_mutex_lock(&srq->lock);
-	if (!srq->free_head) {
+	if (!srq->free_head || srq->n_posted >= srq->max_recv_dtos) {
 		g_mutex_unlock(&srq->lock);
 		return IT_FAIL(&srq->obj, IT_ERR_TOO_MANY_POSTS,
-			       "%u receives posted", srq->n_slots);
+			       "%u receives posted", srq->n_posted);
 	}
 	idx = srq->free_head - 1;
 	slot = &srq->slots[idx];
@@ -556,6 +676,8 @@ static it_status_t post_srq_recv(struct itapi_srq *srq,
 		slot->in_use = false;
 		slot->next_free = srq->free_head;
 		srq->free_head = idx + 1;
+	} else {
+		srq->n_posted++;
 	}
 	g_mutex_unlock(&srq->lock);
 	if (err)
@@ -665,6 +787,7 @@ static bool srq_complete(struct itapi_srq *srq, uint64_t wr_id,
 		s->in_use = false;
 		s->next_free = srq->free_head;
 		srq->free_head = idx + 1;
+		srq->n_posted--;
 	}
 	g_mutex_unlock(&srq->lock);
 	return ok;
@@ -717,7 +840,11 @@ bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 	ev->dto_cmpl.dto_status = itapi_dto_status(wc->status);
 	ev->dto_cmpl.transferred_length =
 		wc->status == RNICPI_WC_SUCCESS ? wc->byte_len : 0;
-	ev->dto_cmpl.unlinked_mr_handle = NULL;
+	ev->dto_cmpl.unlinked_mr_handle =
+		slot.unlink && slot.event == IT_DTO_RDMA_READ_CMPL_EVENT &&
+				wc->status == RNICPI_WC_SUCCESS ?
+			(it_handle_t)slot.rmr :
+			NULL;
 	if (slot.event == IT_DTO_UD_RECV_CMPL_EVENT) {
 		it_all_dto_cmpl_event_t *u = &ev->all_dto_cmpl;
 

@@ -296,6 +296,7 @@ struct itapi_srq {
 	} *slots;
 	uint32_t n_slots;
 	uint32_t free_head;		/* index + 1, 0 = none */
+	uint32_t n_posted;		/* at most max_recv_dtos */
 };
 
 struct itapi_addr {
@@ -382,6 +383,9 @@ it_status_t itapi_post_recv_ep(struct itapi_ep *ep,
 /* rmr.c: a link / unlink completed (from the EVD pump). */
 void itapi_rmr_link_done(struct itapi_wr_slot *slot, bool ok);
 void itapi_wq_fini(struct itapi_wq *wq);
+/* A new size for @wq, whose lock the caller holds; the outstanding
+ * requests keep their sequence numbers. False when they do not fit. */
+bool itapi_wq_resize_locked(struct itapi_wq *wq, uint32_t size);
 
 /* ep.c: free an EP / listener / SRQ / AH during it_ia_free. */
 void itapi_ep_destroy(struct itapi_ep *ep);

@@ -243,9 +243,14 @@ it_status_t it_rmr_link(it_rmr_handle_t rmr_handle, it_lmr_handle_t lmr_handle,
 		return IT_FAIL(&rmr->obj, IT_ERR_INVALID_DTO_FLAGS,
 			       "flags 0x%x do not apply to a link",
 			       (unsigned int)dto_flags);
-	if (addr_mode != IT_ADDR_MODE_ABSOLUTE)
+	if (addr_mode != IT_ADDR_MODE_ABSOLUTE &&
+	    addr_mode != IT_ADDR_MODE_RELATIVE)
 		return IT_FAIL(&rmr->obj, IT_ERR_INVALID_ADDR_MODE,
-			       "RMRs use absolute addresses here");
+			       "address mode %d", (int)addr_mode);
+	if (addr_mode == IT_ADDR_MODE_RELATIVE &&
+	    !(rmr->obj.ia->attr.caps & RNICPI_DEV_CAP_ZERO_BASED))
+		return IT_FAIL(&rmr->obj, IT_ERR_INVALID_ADDR_MODE,
+			       "the provider has no zero-based windows");
 	if ((unsigned int)privs &
 	    ~(unsigned int)(IT_PRIV_REMOTE | IT_PRIV_ATOMIC | IT_PRIV_LOCAL))
 		return IT_FAIL(&rmr->obj, IT_ERR_INVALID_PRIVS,
@@ -273,6 +278,10 @@ it_status_t it_rmr_link(it_rmr_handle_t rmr_handle, it_lmr_handle_t lmr_handle,
 		access |= RNICPI_ACCESS_REMOTE_WRITE;
 	if (privs & IT_PRIV_ATOMIC)
 		access |= RNICPI_ACCESS_REMOTE_ATOMIC;
+	/* Relative: the peer addresses the window from 0 (its first byte is
+	 * it_make_rdma_addr_relative(0)), whatever the LMR's mode. */
+	if (addr_mode == IT_ADDR_MODE_RELATIVE)
+		access |= RNICPI_ACCESS_ZERO_BASED;
 
 	g_mutex_lock(&rmr->lock);
 	if (rmr->linked) {

@@ -299,6 +299,13 @@ enum rnicpi_device_cap {
 	/* reg_mr pins the memory itself (the kernel's ib_umem behind
 	 * ibv_reg_mr): the core does not pin or mlock it a second time. */
 	RNICPI_DEV_CAP_KERNEL_PINS = 1u << 14,
+	/* RDMA_READ takes RNICPI_SEND_SINK_MW and RNICPI_SEND_SINK_INV
+	 * (IT-API's it_post_rdma_read_to_rmr, IT_UNLINK_LOCAL_SINK).
+	 * Optional: without it the core refuses both. */
+	RNICPI_DEV_CAP_READ_SINK_MW = 1u << 20,
+	/* modify_qp takes RNICPI_QP_CAP: the work queues resize (IT-API's
+	 * ep_work_queues_resizable). Optional. */
+	RNICPI_DEV_CAP_RESIZE_QP = 1u << 21,
 };
 
 enum rnicpi_atomic_cap {
@@ -570,6 +577,13 @@ enum rnicpi_qp_attr_mask {
 	RNICPI_QP_MIN_RNR_TIMER = 1u << 13,
 	RNICPI_QP_SQ_PSN = 1u << 14,
 	RNICPI_QP_MAX_DEST_RD_ATOMIC = 1u << 15, /* IRD */
+	/* With RNICPI_DEV_CAP_RESIZE_QP: resize the send and receive
+	 * queues to cap.max_send_wr / cap.max_recv_wr (0 leaves one as it
+	 * is); the SGE and inline limits stay. In any state; the WRs
+	 * queued stay queued in order. -EINVAL for a size of more than the
+	 * device's max_qp_wr or fewer than the WRs queued; -EBUSY when the
+	 * provider cannot re-lay a queue now (siw: a send queue with WRs
+	 * in it). Granted sizes are in query_qp's cap. */
 	RNICPI_QP_CAP = 1u << 16,
 	RNICPI_QP_DEST_QPN = 1u << 17,
 };
@@ -631,13 +645,32 @@ enum rnicpi_send_flags {
 	 * provider that starts every WR at once is right too, and an
 	 * unknown flag bit is ignored, never refused. */
 	RNICPI_SEND_MORE = 1u << 5,
+	/* RDMA_READ only, with RNICPI_DEV_CAP_READ_SINK_MW. The SGEs name
+	 * memory windows of this QP's PD as the sink: lkey is a window's
+	 * current key, addr an address in the window's space (an offset
+	 * for a zero-based window). A window used so needs remote write
+	 * (an iWARP Read Response is a tagged write into its STag, RFC
+	 * 5040 §4.4), a type 2 one must be bound to this QP; otherwise
+	 * the Read completes with RNICPI_WC_LOC_PROT_ERR. */
+	RNICPI_SEND_SINK_MW = 1u << 6,
+	/* RDMA_READ only, with RNICPI_DEV_CAP_READ_SINK_MW: once the
+	 * Read has succeeded, before its completion is reported, every
+	 * sink key is invalidated as a LOCAL_INV would (a window is
+	 * unbound, of either type; a region's key stops working). A Read
+	 * that fails leaves the sinks as they were. */
+	RNICPI_SEND_SINK_INV = 1u << 7,
 };
 
 struct rnicpi_mw_bind_info {
 	struct rnicpi_mr *mr;	   /* region the window opens onto */
 	uint64_t addr;		   /* first byte, inside mr */
 	uint64_t length;	   /* 0 unbinds the window */
-	unsigned int access;	   /* RNICPI_ACCESS_REMOTE_* */
+	/* RNICPI_ACCESS_REMOTE_*, and RNICPI_ACCESS_ZERO_BASED for a
+	 * zero-based window (IBA 10.6.7.2; iWARP: tagged offsets relative
+	 * to the window): the peer's address 0 is the byte at @addr. A
+	 * provider with RNICPI_DEV_CAP_ZERO_BASED takes it; one without
+	 * fails the bind (RNICPI_WC_MW_BIND_ERR). */
+	unsigned int access;
 };
 
 struct rnicpi_send_wr {

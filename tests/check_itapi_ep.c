@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <endian.h>
+#include <stdio.h>
 
 #include "itapi/itapi_priv.h"
 #include "tests/testutil_itapi.h"
@@ -181,8 +182,14 @@ START_TEST(rc_modify)
 	a.srv.rc.rdma_read_ird = d->max_qp_rd_atom + 1;
 	ck_assert_it(it_ep_modify(ep, IT_EP_PARAM_MAX_IRD, &a),
 		     IT_ERR_RESOURCE_IRD);
-	ck_assert_it(it_ep_modify(ep, IT_EP_PARAM_MAX_REQ_DTO, &a),
+	ck_assert_it(it_ep_modify(ep, IT_EP_PARAM_MAX_SEND_SEG, &a),
 		     IT_ERR_INVALID_MASK);
+	/* Queue sizes: where they resize (siw), 0 is no size; elsewhere
+	 * the mask is refused. */
+	ck_assert_it(it_ep_modify(ep, IT_EP_PARAM_MAX_REQ_DTO, &a),
+		     d->caps & RNICPI_DEV_CAP_RESIZE_QP ?
+			     IT_ERR_INVALID_QUEUE_SIZE :
+			     IT_ERR_INVALID_MASK);
 	ck_assert_it(it_ep_modify(ep, IT_EP_PARAM_MAX_IRD, NULL), IT_ERR_FAULT);
 	ck_assert_it_ok(it_ep_reset(ep));	/* unconnected: nothing to do */
 	ck_assert_it_ok(it_ep_free(ep));
@@ -257,7 +264,7 @@ START_TEST(srq_lifecycle_and_data)
 	p.low_watermark = 8;
 	ck_assert_it(it_srq_modify(srq, IT_SRQ_PARAM_LOW_WATERMARK, &p),
 		     IT_ERR_INVALID_WATERMARK);
-	ck_assert_it(it_srq_modify(srq, IT_SRQ_PARAM_MAX_RECV_DTO, &p),
+	ck_assert_it(it_srq_modify(srq, IT_SRQ_PARAM_MAX_RECV_SEG, &p),
 		     IT_ERR_INVALID_MASK);
 
 	/* Two endpoints; b receives through the SRQ. */
@@ -291,6 +298,192 @@ START_TEST(srq_lifecycle_and_data)
 	ck_assert_it_ok(it_ep_free(a));
 	ck_assert_it_ok(it_srq_free(srq));
 	ck_assert_it(it_srq_free(srq), IT_ERR_INVALID_SRQ);
+	it_buf_free(&s);
+	it_buf_free(&r);
+}
+END_TEST
+
+/*
+ * srq_resizable: an SRQ of 2 receives takes a third only once it has
+ * grown to 4; it cannot shrink below what is posted; the receives posted
+ * before and after the resize get the peer's messages in order, byte for
+ * byte; shrunk again, it takes no more than its new size.
+ */
+START_TEST(srq_resize)
+{
+	const struct rnicpi_device_attr *d =
+		&((struct itapi_ia *)F.ia)->attr;
+	it_srq_handle_t srq = NULL;
+	it_ia_info_t *info = NULL;
+	it_ep_attributes_t at;
+	it_ep_handle_t a, b;
+	struct it_buf s, r;
+	it_lmr_triplet_t t;
+	it_srq_param_t p;
+	it_event_t ev;
+
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert(info->srq_resizable);
+	it_ia_info_free(info);
+	ck_assert_it_ok(it_srq_create(F.pz, 1, 2, &srq));
+	it_ep_attr_default(&F, &at, 16);
+	ck_assert_it_ok(rc_create(&at, &a));
+	at.srv.rc.srq = srq;
+	ck_assert_it_ok(it_ep_rc_create(F.pz, F.dto, F.dto, F.msg, IT_EP_SRQ,
+					&at, &b));
+	it_connect_pair(&F, a, b);
+	it_buf_new(&F, &s, 64, IT_PRIV_LOCAL);
+	it_buf_new(&F, &r, 256, IT_PRIV_LOCAL);
+	for (int i = 0; i < 2; i++) {
+		t = it_seg(&r, 32 * (size_t)i, 32);
+		ck_assert_it_ok(it_post_recv(srq, &t, 1, 10 + (uint64_t)i,
+					     IT_COMPLETION_FLAG));
+	}
+	t = it_seg(&r, 64, 32);
+	ck_assert_it(it_post_recv(srq, &t, 1, 12, IT_COMPLETION_FLAG),
+		     IT_ERR_TOO_MANY_POSTS);
+	p.max_recv_dtos = 1;
+	ck_assert_it(it_srq_modify(srq, IT_SRQ_PARAM_MAX_RECV_DTO, &p),
+		     IT_ERR_INVALID_QUEUE_SIZE);
+	p.max_recv_dtos = (size_t)d->max_srq_wr + 1;
+	ck_assert_it(it_srq_modify(srq, IT_SRQ_PARAM_MAX_RECV_DTO, &p),
+		     IT_ERR_RESOURCE_QUEUE_SIZE);
+	p.max_recv_dtos = 4;
+	p.low_watermark = 1;
+	ck_assert_it_ok(it_srq_modify(srq, IT_SRQ_PARAM_MAX_RECV_DTO |
+					   IT_SRQ_PARAM_LOW_WATERMARK, &p));
+	memset(&p, 0, sizeof(p));
+	ck_assert_it_ok(it_srq_query(srq, IT_SRQ_PARAM_ALL, &p));
+	ck_assert_uint_eq(p.max_recv_dtos, 4);
+	ck_assert_uint_eq(p.low_watermark, 1);
+	for (int i = 2; i < 4; i++) {
+		t = it_seg(&r, 32 * (size_t)i, 32);
+		ck_assert_it_ok(it_post_recv(srq, &t, 1, 10 + (uint64_t)i,
+					     IT_COMPLETION_FLAG));
+	}
+	t = it_seg(&r, 128, 32);
+	ck_assert_it(it_post_recv(srq, &t, 1, 14, IT_COMPLETION_FLAG),
+		     IT_ERR_TOO_MANY_POSTS);
+	for (int i = 0; i < 4; i++) {
+		snprintf((char *)s.mem + 16 * i, 16, "message %d", i);
+		t = it_seg(&s, 16 * (size_t)i, 16);
+		ck_assert_it_ok(it_post_send(a, &t, 1, 20 + (uint64_t)i, 0));
+	}
+	for (int i = 0; i < 4; i++) {
+		do {
+			it_wait_event(F.dto, &ev);
+		} while (ev.event_number != IT_DTO_RC_RECV_CMPL_EVENT);
+		ck_assert_ptr_eq(ev.dto_cmpl.ep, b);
+		ck_assert_uint_eq(ev.dto_cmpl.cookie, 10 + (uint64_t)i);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+		ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 16);
+		ck_assert_int_eq(memcmp(r.mem + 32 * i, s.mem + 16 * i, 16),
+				 0);
+	}
+	/* Shrunk to 1 with nothing posted: one receive, not two. */
+	p.max_recv_dtos = 1;
+	p.low_watermark = 0;
+	ck_assert_it_ok(it_srq_modify(srq, IT_SRQ_PARAM_MAX_RECV_DTO |
+					   IT_SRQ_PARAM_LOW_WATERMARK, &p));
+	t = it_seg(&r, 0, 32);
+	ck_assert_it_ok(it_post_recv(srq, &t, 1, 30, IT_COMPLETION_FLAG));
+	ck_assert_it(it_post_recv(srq, &t, 1, 31, IT_COMPLETION_FLAG),
+		     IT_ERR_TOO_MANY_POSTS);
+	ck_assert_it_ok(it_ep_free(b));
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_srq_free(srq));
+	it_buf_free(&s);
+	it_buf_free(&r);
+}
+END_TEST
+
+/*
+ * ep_work_queues_resizable: an endpoint's queues resize before and after
+ * it connects. b's receive queue of 2 takes a third receive only once it
+ * has grown to 4, cannot shrink below what is posted; the four messages
+ * land in order. a's send queue shrunk to 2 while unconnected, then grown
+ * to 8 while connected, carries them.
+ */
+START_TEST(ep_resize)
+{
+	const struct rnicpi_device_attr *d =
+		&((struct itapi_ia *)F.ia)->attr;
+	it_ia_info_t *info = NULL;
+	it_ep_attributes_t at, m = { 0 };
+	it_ep_handle_t a, b;
+	struct it_buf s, r;
+	it_lmr_triplet_t t;
+	it_ep_param_t p;
+	it_event_t ev;
+	int got = 0;
+
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert(info->ep_work_queues_resizable);
+	it_ia_info_free(info);
+	it_ep_attr_default(&F, &at, 16);
+	ck_assert_it_ok(rc_create(&at, &a));
+	at.max_recv_dtos = 2;
+	ck_assert_it_ok(rc_create(&at, &b));
+	m.max_request_dtos = 2;
+	ck_assert_it_ok(it_ep_modify(a, IT_EP_PARAM_MAX_REQ_DTO, &m));
+	m.max_request_dtos = (size_t)d->max_qp_wr + 1;
+	ck_assert_it(it_ep_modify(a, IT_EP_PARAM_MAX_REQ_DTO, &m),
+		     IT_ERR_RESOURCE_REQ_DTO);
+	ck_assert_it_ok(it_ep_query(a, IT_EP_PARAM_ALL, &p));
+	ck_assert_uint_eq(p.attr.max_request_dtos, 2);
+	it_connect_pair(&F, a, b);
+	it_buf_new(&F, &s, 64, IT_PRIV_LOCAL);
+	it_buf_new(&F, &r, 256, IT_PRIV_LOCAL);
+	for (int i = 0; i < 2; i++) {
+		t = it_seg(&r, 32 * (size_t)i, 32);
+		ck_assert_it_ok(it_post_recv(b, &t, 1, 10 + (uint64_t)i,
+					     IT_COMPLETION_FLAG));
+	}
+	t = it_seg(&r, 64, 32);
+	ck_assert_it(it_post_recv(b, &t, 1, 12, IT_COMPLETION_FLAG),
+		     IT_ERR_TOO_MANY_POSTS);
+	m.max_recv_dtos = 1;
+	ck_assert_it(it_ep_modify(b, IT_EP_PARAM_MAX_RECV_DTO, &m),
+		     IT_ERR_INVALID_QUEUE_SIZE);
+	m.max_recv_dtos = 4;
+	ck_assert_it_ok(it_ep_modify(b, IT_EP_PARAM_MAX_RECV_DTO, &m));
+	ck_assert_it_ok(it_ep_query(b, IT_EP_PARAM_MAX_RECV_DTO, &p));
+	ck_assert_uint_eq(p.attr.max_recv_dtos, 4);
+	for (int i = 2; i < 4; i++) {
+		t = it_seg(&r, 32 * (size_t)i, 32);
+		ck_assert_it_ok(it_post_recv(b, &t, 1, 10 + (uint64_t)i,
+					     IT_COMPLETION_FLAG));
+	}
+	t = it_seg(&r, 128, 32);
+	ck_assert_it(it_post_recv(b, &t, 1, 14, IT_COMPLETION_FLAG),
+		     IT_ERR_TOO_MANY_POSTS);
+	/* a's send queue, empty now, grows while connected. */
+	m.max_request_dtos = 8;
+	ck_assert_it_ok(it_ep_modify(a, IT_EP_PARAM_MAX_REQ_DTO, &m));
+	for (int i = 0; i < 4; i++) {
+		snprintf((char *)s.mem + 16 * i, 16, "message %d", i);
+		t = it_seg(&s, 16 * (size_t)i, 16);
+		ck_assert_it_ok(it_post_send(a, &t, 1, 20 + (uint64_t)i,
+					     IT_COMPLETION_FLAG));
+	}
+	while (got < 4) {
+		it_wait_event(F.dto, &ev);
+		if (ev.event_number == IT_DTO_SEND_CMPL_EVENT) {
+			ck_assert_int_eq(ev.dto_cmpl.dto_status,
+					 IT_DTO_SUCCESS);
+			continue;
+		}
+		ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+		ck_assert_ptr_eq(ev.dto_cmpl.ep, b);
+		ck_assert_uint_eq(ev.dto_cmpl.cookie, 10 + (uint64_t)got);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+		ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 16);
+		ck_assert_int_eq(memcmp(r.mem + 32 * got, s.mem + 16 * got,
+					16), 0);
+		got++;
+	}
+	ck_assert_it_ok(it_ep_free(b));
+	ck_assert_it_ok(it_ep_free(a));
 	it_buf_free(&s);
 	it_buf_free(&r);
 }
@@ -485,6 +678,8 @@ Suite *suite_itapi_ep(void)
 	tcase_add_test(siw, rc_create_errors);
 	tcase_add_test(siw, rc_modify);
 	tcase_add_test(siw, reset_after_disconnect);
+	tcase_add_test(siw, srq_resize);
+	tcase_add_test(siw, ep_resize);
 	tcase_add_test(siw, ud_not_on_iwarp);
 	suite_add_tcase(s, siw);
 	return s;

@@ -131,7 +131,15 @@ START_TEST(ia_query_siw)
 	ck_assert(!info->atomic_support);
 	ck_assert(info->rdma_read_requires_remote_write);
 	ck_assert(info->addr_mode_relative_support);
-	ck_assert_int_eq(info->rmr_types_supported, 0);
+	/* Memory windows of both types (vp/siw/siw_mw.c). */
+	ck_assert_int_eq(info->rmr_types_supported,
+			 IT_RMR_TYPE_NARROW | IT_RMR_TYPE_WIDE);
+	ck_assert(info->narrow_rmr_unlink_support);
+	ck_assert(info->wide_rmr_unlink_support);
+	/* it_post_rdma_read_to_rmr, IT_UNLINK_LOCAL_SINK. */
+	ck_assert(info->rdma_read_local_extensions);
+	ck_assert(info->ep_work_queues_resizable);
+	ck_assert(info->srq_resizable);
 	ck_assert(info->post_send_unlink_remote_support);
 	ck_assert(info->dto_evd_overflow_detection);
 	ck_assert_ptr_eq(info->affiliated_err_evd, f.aff);

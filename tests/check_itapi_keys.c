@@ -143,9 +143,10 @@ static void expect_all_ok(const it_dto_cookie_t *cookies, int n)
  * IBA 9.5: in order). Then exactly those bytes of @mem (@mem_len long)
  * changed.
  */
-static void write_lands(it_rmr_context_t key, unsigned char *mem,
-			size_t mem_len, unsigned char *dst, size_t len,
-			unsigned int seed, it_dto_cookie_t c)
+static void write_lands_at(it_rmr_context_t key, unsigned char *mem,
+			   size_t mem_len, unsigned char *dst,
+			   it_rdma_addr_t raddr, size_t len, unsigned int seed,
+			   it_dto_cookie_t c)
 {
 	g_autofree unsigned char *before = g_memdup2(mem, mem_len);
 	it_lmr_triplet_t t;
@@ -156,9 +157,7 @@ static void write_lands(it_rmr_context_t key, unsigned char *mem,
 	t = it_seg(&M, 128, 64);
 	ck_assert_it_ok(it_post_recv(B, &t, 1, c + 2, CN));
 	t = it_seg(&S, 0, len);
-	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, c, CN,
-					   it_make_rdma_addr_absolute(dst),
-					   key));
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, c, CN, raddr, key));
 	t = it_seg(&M, 0, 1);
 	ck_assert_it_ok(it_post_send(A, &t, 1, c + 1, CN));
 	expect_all_ok(cookies, 3);
@@ -172,6 +171,14 @@ static void write_lands(it_rmr_context_t key, unsigned char *mem,
 	}
 }
 
+static void write_lands(it_rmr_context_t key, unsigned char *mem,
+			size_t mem_len, unsigned char *dst, size_t len,
+			unsigned int seed, it_dto_cookie_t c)
+{
+	write_lands_at(key, mem, mem_len, dst, it_make_rdma_addr_absolute(dst),
+		       len, seed, c);
+}
+
 /*
  * A writes through @key at @dst and the target refuses: IB answers with a
  * remote access NAK (IBA 9.7.5.2.4), the Write completes with
@@ -180,17 +187,16 @@ static void write_lands(it_rmr_context_t key, unsigned char *mem,
  * STag) comes back as an access violation on A. Either way nothing of
  * @mem changes and the connection is over.
  */
-static void write_refused(it_rmr_context_t key, unsigned char *mem,
-			  size_t mem_len, unsigned char *dst, it_dto_cookie_t c)
+static void write_refused_at(it_rmr_context_t key, unsigned char *mem,
+			     size_t mem_len, it_rdma_addr_t raddr,
+			     it_dto_cookie_t c)
 {
 	g_autofree unsigned char *before = g_memdup2(mem, mem_len);
 	it_lmr_triplet_t t = it_seg(&S, 0, 64);
 	it_event_t ev;
 
 	memset(S.mem, 0x77, 64);
-	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, c, CN,
-					   it_make_rdma_addr_absolute(dst),
-					   key));
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, c, CN, raddr, key));
 	if (it_env_is_rxe()) {
 		expect_dto(IT_DTO_RDMA_WRITE_CMPL_EVENT, c,
 			   IT_DTO_ERR_REMOTE_ACCESS);
@@ -204,6 +210,13 @@ static void write_refused(it_rmr_context_t key, unsigned char *mem,
 	ck_assert_msg(memcmp(mem, before, mem_len) == 0,
 		      "a refused Write (key 0x%llx) changed the target",
 		      (unsigned long long)key);
+}
+
+static void write_refused(it_rmr_context_t key, unsigned char *mem,
+			  size_t mem_len, unsigned char *dst, it_dto_cookie_t c)
+{
+	write_refused_at(key, mem, mem_len, it_make_rdma_addr_absolute(dst),
+			 c);
 }
 
 /*
@@ -319,6 +332,281 @@ START_TEST(remapped_range_registered_afresh)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* RMRs (memory windows) against the live peer                         */
+/* ------------------------------------------------------------------ */
+
+/* The window's region: local rights only, so that its own key opens
+ * nothing to the peer and every byte it lets in came through a window. */
+static it_lmr_handle_t lmr_local(void *mem, size_t len)
+{
+	it_lmr_handle_t lmr = NULL;
+	it_rmr_context_t k;
+
+	ck_assert_it_ok(it_lmr_create21(F.pz, mem, NULL, len,
+					IT_ADDR_MODE_ABSOLUTE, IT_PRIV_LOCAL,
+					IT_LMR_FLAG_NONE, 0, &lmr, &k));
+	return lmr;
+}
+
+/* Link @rmr onto @len bytes at @addr of @lmr through B and wait. */
+static it_rmr_context_t rmr_link_wait(it_rmr_handle_t rmr, it_lmr_handle_t lmr,
+				      void *addr, size_t len,
+				      it_addr_mode_t mode, it_mem_priv_t privs,
+				      it_dto_cookie_t c)
+{
+	it_rmr_context_t ctx = 0;
+
+	ck_assert_it_ok(it_rmr_link(rmr, lmr, addr, len, mode, privs, B, c,
+				    CN, &ctx));
+	expect_dto(IT_RMR_LINK_CMPL_EVENT, c, IT_DTO_SUCCESS);
+	return ctx;
+}
+
+/* A Read of @len bytes at @raddr through @key into S: they are @want. */
+static void read_back(it_rmr_context_t key, it_rdma_addr_t raddr,
+		      const unsigned char *want, size_t len, it_dto_cookie_t c)
+{
+	it_lmr_triplet_t t = it_seg(&S, 0, len);
+
+	memset(S.mem, 0, len);
+	ck_assert_it_ok(it_post_rdma_read(A, &t, 1, c, CN, raddr, key));
+	expect_dto(IT_DTO_RDMA_READ_CMPL_EVENT, c, IT_DTO_SUCCESS);
+	ck_assert(memcmp(S.mem, want, len) == 0);
+}
+
+/*
+ * Both RMR types over bytes 1024..2047 of a region the peer has no key
+ * to: a Write through the window lands there and nowhere else, a Read
+ * gets it back, the LMR is busy while linked; unlinked, the window's key
+ * is refused (the peer of an iWARP target gets a Terminate).
+ */
+START_TEST(rmr_window_bytes)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_local(t, TLEN);
+	const it_rmr_type_t types[] = { IT_RMR_TYPE_NARROW, IT_RMR_TYPE_WIDE };
+	it_rmr_context_t ctx = 0;
+	it_rmr_handle_t rmr;
+
+	for (int i = 0; i < 2; i++) {
+		it_dto_cookie_t c = 100 + 20 * (it_dto_cookie_t)i;
+
+		ck_assert_it_ok(it_rmr_create20(F.pz, types[i], &rmr));
+		ctx = rmr_link_wait(rmr, l, t + 1024, 1024,
+				    IT_ADDR_MODE_ABSOLUTE,
+				    IT_PRIV_REMOTE_WRITE | IT_PRIV_REMOTE_READ,
+				    c);
+		write_lands(ctx, t, TLEN, t + 1500 + i, 200, 7 + i, c + 1);
+		read_back(ctx, it_make_rdma_addr_absolute(t + 1500 + i),
+			  t + 1500 + i, 200, c + 4);
+		ck_assert_it(it_lmr_free(l), IT_ERR_LMR_BUSY);
+		ck_assert_it_ok(it_rmr_unlink(rmr, B, c + 5, CN));
+		expect_dto(IT_RMR_LINK_CMPL_EVENT, c + 5, IT_DTO_SUCCESS);
+		ck_assert_it_ok(it_rmr_free(rmr));
+	}
+	write_refused(ctx, t, TLEN, t + 1500, 150);
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/* 64 bytes from 2000 run 16 past the window's end: refused, although the
+ * region under it has those bytes. */
+START_TEST(rmr_outside_refused)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_local(t, TLEN);
+	it_rmr_context_t ctx;
+	it_rmr_handle_t rmr;
+
+	ck_assert_it_ok(it_rmr_create20(F.pz, IT_RMR_TYPE_DEFAULT, &rmr));
+	ctx = rmr_link_wait(rmr, l, t + 1024, 1024, IT_ADDR_MODE_ABSOLUTE,
+			    IT_PRIV_REMOTE_WRITE, 200);
+	write_refused(ctx, t, TLEN, t + 2000, 201);
+	ck_assert_it_ok(it_rmr_free(rmr));
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/* The peer's Send with Invalidate of a narrow RMR's context (RFC 5040
+ * §6.10, IBA 10.6.7.2.4) unlinks it: the receive reports it, the window
+ * is refused afterwards. */
+START_TEST(rmr_send_and_unlink)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_local(t, TLEN);
+	const it_dto_cookie_t cookies[] = { 301, 302 };
+	it_lmr_triplet_t seg;
+	it_rmr_context_t ctx;
+	it_rmr_handle_t rmr;
+
+	ck_assert_it_ok(it_rmr_create20(F.pz, IT_RMR_TYPE_NARROW, &rmr));
+	ctx = rmr_link_wait(rmr, l, t, TLEN, IT_ADDR_MODE_ABSOLUTE,
+			    IT_PRIV_REMOTE_WRITE, 300);
+	write_lands(ctx, t, TLEN, t + 10, 30, 3, 310);
+	seg = it_seg(&M, 128, 64);
+	ck_assert_it_ok(it_post_recv(B, &seg, 1, 301, CN));
+	seg = it_seg(&M, 0, 8);
+	ck_assert_it_ok(it_post_send_and_unlink(A, &seg, 1, 302, CN, ctx));
+	expect_all_ok(cookies, 2);
+	write_refused(ctx, t, TLEN, t + 100, 320);
+	ck_assert_it_ok(it_rmr_free(rmr));
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/* IT_ADDR_MODE_RELATIVE: the peer addresses the window from 0 (a
+ * zero-based window; iWARP: tagged offsets relative to the window). */
+START_TEST(rmr_relative)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_local(t, TLEN);
+	it_rmr_context_t ctx;
+	it_rmr_handle_t rmr;
+	it_rmr_param_t p;
+
+	ck_assert_it_ok(it_rmr_create20(F.pz, IT_RMR_TYPE_DEFAULT, &rmr));
+	ctx = rmr_link_wait(rmr, l, t + 1024, 1024, IT_ADDR_MODE_RELATIVE,
+			    IT_PRIV_REMOTE_WRITE | IT_PRIV_REMOTE_READ, 400);
+	ck_assert_it_ok(it_rmr_query(rmr, IT_RMR_PARAM_ALL, &p));
+	ck_assert_int_eq(p.addr_mode, IT_ADDR_MODE_RELATIVE);
+	write_lands_at(ctx, t, TLEN, t + 1024 + 100,
+		       it_make_rdma_addr_relative(100), 200, 4, 401);
+	read_back(ctx, it_make_rdma_addr_relative(100), t + 1124, 200, 405);
+	/* The absolute address of those bytes means nothing to it. */
+	write_refused_at(ctx, t, TLEN, it_make_rdma_addr_absolute(t + 1124),
+			 410);
+	ck_assert_it_ok(it_rmr_free(rmr));
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/* Past the relative window's end: refused. */
+START_TEST(rmr_relative_outside_refused)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_local(t, TLEN);
+	it_rmr_context_t ctx;
+	it_rmr_handle_t rmr;
+
+	ck_assert_it_ok(it_rmr_create20(F.pz, IT_RMR_TYPE_DEFAULT, &rmr));
+	ctx = rmr_link_wait(rmr, l, t + 1024, 1024, IT_ADDR_MODE_RELATIVE,
+			    IT_PRIV_REMOTE_WRITE, 420);
+	write_refused_at(ctx, t, TLEN, it_make_rdma_addr_relative(1000), 421);
+	ck_assert_it_ok(it_rmr_free(rmr));
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/*
+ * it_post_rdma_read_to_rmr: B reads A's bytes into a window of its own
+ * (RNICPI_SEND_SINK_MW): they land in the window's bytes and nowhere
+ * else. With IT_UNLINK_LOCAL_SINK the window is unlinked once the Read
+ * has succeeded: the event names it, it_rmr_query says so, and the peer
+ * is refused by its key. soft-RoCE has no such sink:
+ * IT_ERR_OP_NOT_SUPPORTED (rdma_read_local_extensions false).
+ */
+START_TEST(rmr_read_to_rmr)
+{
+	unsigned char *t = target_new(TLEN), *src = target_new(TLEN);
+	g_autofree unsigned char *before = NULL;
+	it_lmr_handle_t l = lmr_local(t, TLEN), ls;
+	it_rmr_context_t ctx, ksrc;
+	it_rmr_triplet_t rt;
+	it_rmr_handle_t rmr;
+	it_ia_info_t *info = NULL;
+	it_lmr_triplet_t seg;
+	it_rmr_param_t p;
+	it_event_t ev;
+	bool ext;
+
+	for (size_t i = 0; i < TLEN; i++)
+		src[i] = (unsigned char)(i * 7 + 3);
+	ls = lmr_new(src, TLEN, &ksrc);
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ext = info->rdma_read_local_extensions;
+	it_ia_info_free(info);
+	ck_assert_it_ok(it_rmr_create20(F.pz, IT_RMR_TYPE_NARROW, &rmr));
+	ctx = rmr_link_wait(rmr, l, t + 1024, 1024, IT_ADDR_MODE_ABSOLUTE,
+			    IT_PRIV_REMOTE_WRITE, 500);
+	rt.rmr = rmr;
+	rt.addr.abs = t + 1100;
+	rt.length = 300;
+	if (it_env_is_rxe()) {
+		ck_assert(!ext);
+		ck_assert_it(it_post_rdma_read_to_rmr(B, &rt, 1, 501, CN,
+				     it_make_rdma_addr_absolute(src + 50),
+				     ksrc),
+			     IT_ERR_OP_NOT_SUPPORTED);
+		goto out;
+	}
+	ck_assert(ext);
+	/* The flag is for a window sink; an unknown RMR is refused. */
+	seg = it_seg(&S, 0, 8);
+	ck_assert_it(it_post_rdma_read(B, &seg, 1, 502,
+				       IT_COMPLETION_FLAG |
+					       IT_UNLINK_LOCAL_SINK,
+				       it_make_rdma_addr_absolute(src), ksrc),
+		     IT_ERR_INVALID_DTO_FLAGS);
+	rt.rmr = (it_rmr_handle_t)&rt;
+	ck_assert_it(it_post_rdma_read_to_rmr(B, &rt, 1, 503, CN,
+					      it_make_rdma_addr_absolute(src),
+					      ksrc),
+		     IT_ERR_INVALID_RMR);
+	rt.rmr = rmr;
+
+	before = g_memdup2(t, TLEN);
+	ck_assert_it_ok(it_post_rdma_read_to_rmr(B, &rt, 1, 504, CN,
+				 it_make_rdma_addr_absolute(src + 50), ksrc));
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, IT_DTO_RDMA_READ_CMPL_EVENT);
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 504);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 300);
+	ck_assert_ptr_null(ev.dto_cmpl.unlinked_mr_handle);
+	for (size_t i = 0; i < TLEN; i++) {
+		unsigned char want = i >= 1100 && i < 1400 ? src[50 + i - 1100]
+							   : before[i];
+
+		ck_assert_msg(t[i] == want, "byte %zu is 0x%02x, not 0x%02x",
+			      i, t[i], want);
+	}
+
+	/* Again with IT_UNLINK_LOCAL_SINK, into bytes 1500..1599. */
+	rt.addr.abs = t + 1500;
+	rt.length = 100;
+	ck_assert_it_ok(it_post_rdma_read_to_rmr(B, &rt, 1, 505,
+				 CN | IT_UNLINK_LOCAL_SINK,
+				 it_make_rdma_addr_absolute(src + 1000),
+				 ksrc));
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, IT_DTO_RDMA_READ_CMPL_EVENT);
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 505);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	ck_assert_ptr_eq(ev.dto_cmpl.unlinked_mr_handle, rmr);
+	ck_assert(memcmp(t + 1500, src + 1000, 100) == 0);
+	ck_assert_it_ok(it_rmr_query(rmr, IT_RMR_PARAM_LINKED, &p));
+	ck_assert(!p.linked);
+	/* Unlinked: the region is free, the RMR refused as a sink... */
+	ck_assert_it(it_post_rdma_read_to_rmr(B, &rt, 1, 506, CN,
+				 it_make_rdma_addr_absolute(src), ksrc),
+		     IT_ERR_INVALID_RMR);
+	/* ...and its key by the peer. */
+	write_refused(ctx, t, TLEN, t + 1500, 507);
+out:
+	ck_assert_it_ok(it_rmr_free(rmr));
+	ck_assert_it_ok(it_lmr_free(l));
+	ck_assert_it_ok(it_lmr_free(ls));
+	free(t);
+	free(src);
+}
+END_TEST
+
 static TCase *keys_tcase(const char *name, void (*setup)(void),
 			 void (*down)(void))
 {
@@ -329,6 +617,12 @@ static TCase *keys_tcase(const char *name, void (*setup)(void),
 	tcase_add_test(tc, freed_lmr_revokes_its_key);
 	tcase_add_test(tc, invalidate_revokes_one_key);
 	tcase_add_test(tc, remapped_range_registered_afresh);
+	tcase_add_test(tc, rmr_window_bytes);
+	tcase_add_test(tc, rmr_outside_refused);
+	tcase_add_test(tc, rmr_send_and_unlink);
+	tcase_add_test(tc, rmr_relative);
+	tcase_add_test(tc, rmr_relative_outside_refused);
+	tcase_add_test(tc, rmr_read_to_rmr);
 	return tc;
 }
 

@@ -717,5 +717,10 @@ Suite *suite_siw_loopback(void)
 	tcase_add_test(tc, test_solicited_and_invalidate);
 	siw_loopback_add_progress_tests(tc); /* check_siw_loopback_progress.c */
 	suite_add_tcase(s, tc);
+
+	tc = tcase_create("windows");
+	tcase_set_timeout(tc, 60);
+	siw_loopback_add_window_tests(tc); /* check_siw_windows.c */
+	suite_add_tcase(s, tc);
 	return s;
 }

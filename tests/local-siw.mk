@@ -4,7 +4,7 @@
 tests_check_all_SOURCES += tests/testutil_siw.c tests/testutil_siw.h \
 	tests/testutil_siw_rawpeer.c tests/testutil_siw_rawpeer.h \
 	tests/check_siw_wire.c tests/check_siw_loopback.c \
-	tests/check_siw_loopback_progress.c tests/check_siw_hostile.c \
+	tests/check_siw_loopback_progress.c tests/check_siw_windows.c tests/check_siw_hostile.c \
 	tests/check_siw_hostile_read.c tests/check_siw_hostile_stream.c \
 	tests/check_siw_hostile.h \
 	tests/check_siw_lifetime.c tests/check_siw_coalesce.c \

@@ -249,7 +249,8 @@ struct rxe_mw {
 	pthread_mutex_t lock;	/* the binding below */
 	bool bound;
 	struct rxe_mr *mr;	/* referenced while bound */
-	uint64_t va;
+	uint64_t va;		/* the peer's address of the first byte */
+	uint64_t mr_va;		/* the region's address of that byte */
 	uint64_t length;
 	unsigned int access;
 	uint32_t qpn;		/* type 2: the QP it is bound to */

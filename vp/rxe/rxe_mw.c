@@ -69,7 +69,7 @@ static enum rxe_mem_err mr_check(struct rxe_qp *qp, struct rxe_mr *mr,
 /* IBA 10.6.7: a window is checked against its own binding, then the bytes
  * are found in the region it opens onto. */
 static enum rxe_mem_err mw_check(struct rxe_qp *qp, struct rxe_mw *mw,
-				 uint32_t key, uint64_t va, uint64_t len,
+				 uint32_t key, uint64_t *va, uint64_t len,
 				 unsigned int access, struct rxe_mr **mr)
 {
 	enum rxe_mem_err e = RXE_MEM_OK;
@@ -83,11 +83,13 @@ static enum rxe_mem_err mw_check(struct rxe_qp *qp, struct rxe_mw *mw,
 		e = RXE_MEM_BAD_PD;
 	else if ((mw->access & access) != access)
 		e = RXE_MEM_BAD_ACCESS;
-	else if (!in_range(va, len, mw->va, mw->length))
+	else if (!in_range(*va, len, mw->va, mw->length))
 		e = RXE_MEM_BAD_BOUNDS;
 	else if (atomic_load(&mw->mr->invalid))
 		e = RXE_MEM_BAD_KEY;
 	if (!e) {
+		/* A zero-based window's addresses count from its start. */
+		*va = mw->mr_va + (*va - mw->va);
 		*mr = mw->mr;
 		rxe_mr_get(*mr);
 	}
@@ -111,7 +113,7 @@ enum rxe_mem_err rxe_mem_resolve(struct rxe_qp *qp, uint32_t key, bool remote,
 		if (!e)
 			rxe_mr_get(mr);
 	} else if (remote) {
-		e = mw_check(qp, container_of(h, struct rxe_mw, hdr), key, va,
+		e = mw_check(qp, container_of(h, struct rxe_mw, hdr), key, &va,
 			     len, access, &mr);
 	} else {
 		e = RXE_MEM_BAD_KEY; /* a window is no lkey */
@@ -235,7 +237,7 @@ enum rnicpi_wc_status rxe_mw_bind(struct rxe_qp *qp,
 	}
 	if (!mr || mr->base.pd != qp->base.pd || atomic_load(&mr->invalid) ||
 	    !(mr->access & RNICPI_ACCESS_MW_BIND) ||
-	    (b->access & ~remote) ||
+	    (b->access & ~(remote | RNICPI_ACCESS_ZERO_BASED)) ||
 	    ((b->access & (RNICPI_ACCESS_REMOTE_WRITE |
 			   RNICPI_ACCESS_REMOTE_ATOMIC)) &&
 	     !(mr->access & RNICPI_ACCESS_LOCAL_WRITE)) ||
@@ -254,9 +256,12 @@ enum rnicpi_wc_status rxe_mw_bind(struct rxe_qp *qp,
 	rxe_mr_get(mr);
 	atomic_fetch_add(&mr->n_binds, 1);
 	mw->mr = mr;
-	mw->va = b->addr;
+	/* Zero-based (IBA 10.6.7.2, RNICPI_ACCESS_ZERO_BASED in the bind):
+	 * the peer's virtual address 0 is the window's first byte. */
+	mw->va = (b->access & RNICPI_ACCESS_ZERO_BASED) ? 0 : b->addr;
+	mw->mr_va = b->addr;
 	mw->length = b->length;
-	mw->access = b->access;
+	mw->access = b->access & remote;
 	mw->qpn = qp->base.qp_num;
 	mw->bound = true;
 	mw->base.rkey = key;

@@ -11,7 +11,7 @@ vp_siw_libsiw_core_la_SOURCES = vp/siw/iwarp.h vp/siw/siw.h \
 	vp/siw/siw_tx.h vp/siw/siw_tx.c vp/siw/siw_tx_fpdu.c vp/siw/siw_tx_zc.c \
 	vp/siw/siw_tx_pack.c \
 	vp/siw/siw_rx.h vp/siw/siw_rx.c vp/siw/siw_rx_hdr.c \
-	vp/siw/siw_crc.c vp/siw/siw_opcode.c
+	vp/siw/siw_crc.c vp/siw/siw_opcode.c vp/siw/siw_mw.c
 vp_siw_libsiw_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DG_LOG_DOMAIN=\"hostrdma-siw\"
 # Without the provider helpers: whoever links the core adds them once
 # (a builtin siw and rxe both in libual would define them twice).

@@ -293,6 +293,25 @@ struct siw_mr {
 	 * by siw_mr_access_begin/end, and dereg waits for those. */
 	atomic_bool dead;
 	atomic_uint active;
+	/* A region: the memory windows bound to it (dereg/rereg: -EBUSY). */
+	atomic_uint n_binds;
+	/*
+	 * Memory windows (siw_mw.c). A window keeps one struct with is_mw
+	 * set in its key table slot for its whole life; it is never valid
+	 * itself (no lkey, no remote access by it). A bind makes a new
+	 * struct, the binding, which is in no table: siw_stag_get() hands
+	 * it out for the window's current STag. A binding never changes
+	 * but for valid; its parent is the region it opens onto
+	 * (referenced; each touch of the bytes brackets the parent too).
+	 */
+	bool is_mw;
+	enum rnicpi_mw_type mw_type;
+	pthread_mutex_t mw_lock;
+	struct siw_mr *bound;	/* is_mw: the binding or NULL, under mw_lock */
+	struct rnicpi_mw *mw_handle; /* is_mw: the core's handle */
+	struct siw_mr *parent;	/* a binding: its region */
+	bool qp_bound;		/* a type 2 binding: only QP qpn may use it */
+	uint32_t qpn;
 };
 
 /* The MR handle the core holds, and its current registration. */
@@ -354,6 +373,10 @@ struct siw_wqe {
 	uint32_t rkey;
 	uint64_t raddr;
 	uint32_t inv_stag;
+	/* BIND_MW: the window, the key it takes, what it opens. */
+	struct rnicpi_mw *bind_mw;
+	uint32_t bind_rkey;
+	struct rnicpi_mw_bind_info bind;
 	uint8_t *inline_data;	/* slot in qp->inline_buf, or NULL */
 	enum siw_wqe_state state;
 	/* Set with DONE: the outcome, held until every WR posted before
@@ -770,6 +793,26 @@ void siw_mrs_access_end(struct siw_mr *const *mrs, uint32_t n);
 /* Resolve a local SGE against its MR: PD, @access, bounds. On success
  * *@mr holds a reference and *@ptr the first byte. Returns 0 or
  * RNICPI_WC_LOC_PROT_ERR-style -EACCES/-EINVAL/-ENOENT. */
+/* siw_mw.c: memory windows. siw_stag_get: what a remote STag names for
+ * access, a region or a window's binding (referenced), or NULL. */
+struct siw_mr *siw_stag_get(struct siw_device *dev, uint32_t stag);
+/* Can @mr (from siw_stag_get) still be used: valid, and for a binding,
+ * its region too? */
+bool siw_mr_usable(const struct siw_mr *mr);
+/* Invalidate @stag for @qp (LOCAL_INV, or Send with Invalidate when
+ * @remote): 0, -ENOENT for no such STag, -EPERM when it may not be. */
+int siw_stag_invalidate(struct siw_qp *qp, uint32_t stag, bool remote);
+enum rnicpi_wc_status siw_mw_bind(struct siw_qp *qp,
+				  const struct siw_wqe *w);
+int siw_alloc_mw(struct rnicpi_pd *pd, enum rnicpi_mw_type type,
+		 struct rnicpi_mw **out);
+int siw_dealloc_mw(struct rnicpi_mw *mw);
+/* A Read's sink SGE that names a window (RNICPI_SEND_SINK_MW): like
+ * siw_sge_resolve; and the sink's key invalidated after the Read
+ * (RNICPI_SEND_SINK_INV). */
+int siw_sink_resolve(struct siw_qp *qp, const struct rnicpi_sge *sge,
+		     struct siw_mr **out, uint8_t **ptr);
+void siw_sink_invalidate(struct siw_qp *qp, uint32_t key);
 int siw_sge_resolve(struct siw_device *dev, struct siw_pd *pd,
 		    const struct rnicpi_sge *sge, unsigned int access,
 		    struct siw_mr **mr, uint8_t **ptr);

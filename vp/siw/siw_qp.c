@@ -40,6 +40,8 @@ enum rnicpi_wc_opcode siw_wc_opcode(enum rnicpi_wr_opcode op)
 		return RNICPI_WC_RDMA_READ;
 	case RNICPI_WR_LOCAL_INV:
 		return RNICPI_WC_LOCAL_INV;
+	case RNICPI_WR_BIND_MW:
+		return RNICPI_WC_BIND_MW;
 	default:
 		return RNICPI_WC_SEND;
 	}
@@ -60,7 +62,8 @@ static void sq_push_wc(struct siw_qp *qp, const struct siw_wqe *w,
 
 	if (status == RNICPI_WC_SUCCESS && !(w->flags & RNICPI_SEND_SIGNALED))
 		return;
-	if (status == RNICPI_WC_SUCCESS && w->opcode != RNICPI_WR_LOCAL_INV)
+	if (status == RNICPI_WC_SUCCESS && w->opcode != RNICPI_WR_LOCAL_INV &&
+	    w->opcode != RNICPI_WR_BIND_MW)
 		wc.byte_len = (uint32_t)w->total_len;
 	siw_cq_push(qp->scq, &wc, false);
 }

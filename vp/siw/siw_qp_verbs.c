@@ -170,6 +170,75 @@ static void qp_reset(struct siw_qp *qp)
 		qp->tx_msn[i] = qp->rx.msn[i] = 1;
 }
 
+/* RNICPI_QP_CAP under qp->lock: new rings for the sizes that change.
+ * The receive ring keeps its RQEs in order (a taken RQE is copied out,
+ * nothing points into the ring); the send ring is re-laid only empty,
+ * for the transmitter, the ORQ and zero-copy completions name SQ slots
+ * by index. */
+static int qp_resize(struct siw_qp *qp, const struct rnicpi_qp_cap *cap)
+{
+	uint32_t sq = cap->max_send_wr, rq = cap->max_recv_wr, i;
+	struct siw_wqe *sring = NULL;
+	struct siw_rqe *rring = NULL;
+	uint8_t *ibuf = NULL;
+
+	if (sq == qp->sq_size)
+		sq = 0;
+	if (rq == qp->rq_size)
+		rq = 0;
+	if (sq > SIW_MAX_QP_WR || rq > SIW_MAX_QP_WR || (rq && qp->srq) ||
+	    (rq && rq < qp->rq_count)) {
+		siw_qp_info(qp, "modify_qp: queues of %u send, %u receive WRs "
+			    "(..%u, %u receives queued%s)", sq, rq,
+			    SIW_MAX_QP_WR, qp->rq_count,
+			    qp->srq ? ", SRQ" : "");
+		return -EINVAL;
+	}
+	if (sq && (qp->sq_count || qp->orq_count || qp->zc_count ||
+		   qp->tx.kind == SIW_TX_SQ)) {
+		siw_qp_info(qp, "modify_qp: the send queue holds %u WRs; it "
+			    "resizes empty", qp->sq_count);
+		return -EBUSY;
+	}
+	if (sq) {
+		sring = calloc(sq, sizeof(*sring));
+		if (qp->inline_buf)
+			ibuf = malloc((size_t)sq * SIW_MAX_INLINE);
+		if (!sring || (qp->inline_buf && !ibuf))
+			goto nomem;
+	}
+	if (rq) {
+		rring = calloc(rq, sizeof(*rring));
+		if (!rring)
+			goto nomem;
+	}
+	if (sq) {
+		free(qp->sq);
+		free(qp->inline_buf);
+		qp->sq = sring;
+		qp->inline_buf = ibuf;
+		qp->sq_size = sq;
+		qp->sq_head = qp->sq_tx = 0;
+		qp->cap.max_send_wr = sq;
+	}
+	if (rq) {
+		for (i = 0; i < qp->rq_count; i++)
+			rring[i] = qp->rq[(qp->rq_head + i) % qp->rq_size];
+		free(qp->rq);
+		qp->rq = rring;
+		qp->rq_size = rq;
+		qp->rq_head = 0;
+		qp->cap.max_recv_wr = rq;
+	}
+	siw_qp_dbg(qp, "resized: sq %u rq %u", qp->sq_size, qp->rq_size);
+	return 0;
+nomem:
+	free(sring);
+	free(ibuf);
+	free(rring);
+	return -ENOMEM;
+}
+
 int siw_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 		  unsigned int mask)
 {
@@ -177,6 +246,11 @@ int siw_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 	int rc = 0;
 
 	pthread_mutex_lock(&qp->lock);
+	if (mask & RNICPI_QP_CAP) {
+		rc = qp_resize(qp, &attr->cap);
+		if (rc)
+			goto out;
+	}
 	if (mask & RNICPI_QP_ACCESS_FLAGS)
 		qp->access = attr->qp_access_flags &
 			     (RNICPI_ACCESS_REMOTE_WRITE |
@@ -348,6 +422,7 @@ static bool opcode_supported(enum rnicpi_wr_opcode op)
 	case RNICPI_WR_SEND_WITH_INV:
 	case RNICPI_WR_RDMA_READ:
 	case RNICPI_WR_LOCAL_INV:
+	case RNICPI_WR_BIND_MW:
 		return true;
 	default:
 		return false;
@@ -468,6 +543,20 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		w->rkey = wr->wr.rdma.rkey;
 		w->raddr = wr->wr.rdma.remote_addr;
 		w->inv_stag = wr->ex.invalidate_rkey;
+		w->bind_mw = NULL;
+		if (wr->opcode == RNICPI_WR_BIND_MW) {
+			if (!wr->wr.bind_mw.mw) {
+				siw_qp_info(qp, "post_send: BIND_MW without "
+					    "a window");
+				rc = -EINVAL;
+				break;
+			}
+			w->bind_mw = wr->wr.bind_mw.mw;
+			w->bind_rkey = wr->wr.bind_mw.rkey;
+			w->bind = wr->wr.bind_mw.bind_info;
+			w->num_sge = 0;
+			w->total_len = 0;
+		}
 		w->inline_data = NULL;
 		w->state = SIW_WQE_QUEUED;
 		if (wr->send_flags & RNICPI_SEND_INLINE) {

@@ -486,7 +486,12 @@ static int rx_done_read_resp(struct siw_qp *qp)
 			       RNICPI_EVENT_QP_REQ_ERR);
 	}
 	if (o->sq_idx >= 0) {
-		qp->sq[o->sq_idx].total_len = o->got;
+		struct siw_wqe *w = &qp->sq[o->sq_idx];
+
+		w->total_len = o->got;
+		if (w->flags & RNICPI_SEND_SINK_INV)
+			for (uint32_t i = 0; i < w->num_sge; i++)
+				siw_sink_invalidate(qp, w->sge[i].lkey);
 		siw_sq_complete(qp, (uint32_t)o->sq_idx, RNICPI_WC_SUCCESS, 0);
 	}
 	for (uint32_t i = 0; i < o->n_seg; i++) {
@@ -537,21 +542,19 @@ static int rx_done_send(struct siw_qp *qp)
 	rx->msn[DDP_QN_SEND]++;
 	if (inv) {
 		/* RFC 5040 §6.10: invalidate only an STag of this QP's PD,
-		 * region or not (as Linux siw does); otherwise "STag cannot
-		 * be invalidated", which §7.4 lists as a Remote Protection
-		 * and as a Remote Operation error: like Linux siw, the first
-		 * for another PD's STag, the second for an unknown one. */
-		struct siw_mr *mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
-		bool known = mr != NULL;
-		bool ok = known && mr->pd == &qp->pd->base;
+		 * a region (as Linux siw does) or a type 2 window bound to
+		 * this QP; otherwise "STag cannot be invalidated", which
+		 * §7.4 lists as a Remote Protection and as a Remote
+		 * Operation error: like Linux siw, the first for an STag
+		 * we may not invalidate, the second for an unknown one. */
+		int rc = siw_stag_invalidate(qp, stag, true);
+		bool known = rc != -ENOENT;
 
-		if (ok)
-			atomic_store(&mr->valid, false);
-		siw_mr_put(mr);
-		if (!ok) {
+		if (rc) {
 			siw_qp_info(qp, "Send with Invalidate of STag "
 				    "0x%08x: %s", stag,
-				    known ? "another PD" : "unknown");
+				    known ? "not ours to invalidate"
+					  : "unknown");
 			siw_rx_complete_rqe(qp, RNICPI_WC_REM_INV_REQ_ERR,
 					    false, 0, false);
 			return rx_fail(qp, TERM_LAYER_RDMAP,

@@ -39,8 +39,8 @@ static int check_write(struct siw_qp *qp)
 	 * be valid (RFC 6581 RTR uses one). */
 	if (!rx->payload_len)
 		return SIW_RX_TRAILER;
-	mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
-	if (!mr || !atomic_load(&mr->valid)) {
+	mr = siw_stag_get(qp->dev, stag);
+	if (!mr || !siw_mr_usable(mr)) {
 		siw_qp_info(qp, "RDMA Write to invalid STag 0x%08x", stag);
 		siw_mr_put(mr);
 		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
@@ -48,8 +48,10 @@ static int check_write(struct siw_qp *qp)
 			       RNICPI_EVENT_QP_ACCESS_ERR);
 	}
 	rx->wmr = mr;
-	if (mr->pd != &qp->pd->base) {
-		siw_qp_info(qp, "RDMA Write: STag 0x%08x of another PD", stag);
+	if (mr->pd != &qp->pd->base ||
+	    (mr->qp_bound && mr->qpn != qp->base.qp_num)) {
+		siw_qp_info(qp, "RDMA Write: STag 0x%08x of another %s", stag,
+			    mr->pd != &qp->pd->base ? "PD" : "QP");
 		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_TAGGED,
 			       DDP_ECODE_T_STAG_NOT_ASSOC,
 			       RNICPI_EVENT_QP_ACCESS_ERR);
@@ -316,8 +318,8 @@ static int check_read_req(struct siw_qp *qp)
 	}
 	if (!size)
 		return SIW_RX_TRAILER;
-	mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
-	if (!mr || !atomic_load(&mr->valid)) {
+	mr = siw_stag_get(qp->dev, stag);
+	if (!mr || !siw_mr_usable(mr)) {
 		siw_qp_info(qp, "Read Request from invalid STag 0x%08x", stag);
 		siw_mr_put(mr);
 		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
@@ -325,9 +327,10 @@ static int check_read_req(struct siw_qp *qp)
 			       RNICPI_EVENT_QP_ACCESS_ERR);
 	}
 	rx->wmr = mr;
-	if (mr->pd != &qp->pd->base) {
-		siw_qp_info(qp, "Read Request: STag 0x%08x of another PD",
-			    stag);
+	if (mr->pd != &qp->pd->base ||
+	    (mr->qp_bound && mr->qpn != qp->base.qp_num)) {
+		siw_qp_info(qp, "Read Request: STag 0x%08x of another %s",
+			    stag, mr->pd != &qp->pd->base ? "PD" : "QP");
 		return rx_fail(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_REMOTE_PROT,
 			       RDMAP_ECODE_STAG_NOT_ASSOC,
 			       RNICPI_EVENT_QP_ACCESS_ERR);

@@ -72,22 +72,14 @@ static uint8_t sq_rdmap_opcode(const struct siw_wqe *w)
 static enum rnicpi_wc_status local_invalidate(struct siw_qp *qp,
 					      uint32_t stag)
 {
-	struct siw_mr *mr = rnicpi_key_lookup(&qp->dev->mr_keys, stag);
-	enum rnicpi_wc_status st = RNICPI_WC_SUCCESS;
+	int rc = siw_stag_invalidate(qp, stag, false);
 
-	if (!mr) {
-		siw_qp_info(qp, "local invalidate: unknown STag 0x%08x", stag);
+	if (rc) {
+		siw_qp_info(qp, "local invalidate: STag 0x%08x %s", stag,
+			    rc == -ENOENT ? "unknown" : "not ours to invalidate");
 		return RNICPI_WC_LOC_PROT_ERR;
 	}
-	if (mr->pd != &qp->pd->base) {
-		siw_qp_info(qp, "local invalidate: STag 0x%08x of another PD",
-			    stag);
-		st = RNICPI_WC_LOC_PROT_ERR;
-	} else {
-		atomic_store(&mr->valid, false);
-	}
-	siw_mr_put(mr);
-	return st;
+	return RNICPI_WC_SUCCESS;
 }
 
 /* Resolve the WR's SGEs into tx->src / an ORQ entry. */
@@ -104,8 +96,12 @@ static int resolve_sges(struct siw_qp *qp, const struct siw_wqe *w,
 
 		if (!w->sge[i].length)
 			continue;
-		rc = siw_sge_resolve(qp->dev, qp->pd, &w->sge[i], access,
-				     &mrs[*n], &ptr);
+		if (w->opcode == RNICPI_WR_RDMA_READ &&
+		    (w->flags & RNICPI_SEND_SINK_MW))
+			rc = siw_sink_resolve(qp, &w->sge[i], &mrs[*n], &ptr);
+		else
+			rc = siw_sge_resolve(qp->dev, qp->pd, &w->sge[i],
+					     access, &mrs[*n], &ptr);
 		if (rc) {
 			siw_qp_info(qp, "WR 0x%llx SGE %u (lkey 0x%08x addr "
 				    "0x%llx len %u): %s",
@@ -142,8 +138,12 @@ static bool start_sq(struct siw_qp *qp)
 
 	qp->sq_tx = (qp->sq_tx + 1) % qp->sq_size;
 	qp->sq_unstarted--;
-	if (w->opcode == RNICPI_WR_LOCAL_INV) {
-		enum rnicpi_wc_status st = local_invalidate(qp, w->inv_stag);
+	if (w->opcode == RNICPI_WR_LOCAL_INV ||
+	    w->opcode == RNICPI_WR_BIND_MW) {
+		enum rnicpi_wc_status st =
+			w->opcode == RNICPI_WR_BIND_MW ?
+				siw_mw_bind(qp, w) :
+				local_invalidate(qp, w->inv_stag);
 
 		siw_sq_complete(qp, idx, st, 0);
 		if (st != RNICPI_WC_SUCCESS)

@@ -37,6 +37,7 @@ static int siw_query_device(struct rnicpi_device *d,
 	a->max_cq = SIW_MAX_CQ;
 	a->max_cqe = SIW_MAX_CQE;
 	a->max_mr = SIW_MAX_MR;
+	a->max_mw = SIW_MAX_MR;
 	a->max_pd = SIW_MAX_PD;
 	a->max_srq = SIW_MAX_SRQ;
 	a->max_srq_wr = SIW_MAX_SRQ_WR;
@@ -49,7 +50,9 @@ static int siw_query_device(struct rnicpi_device *d,
 	a->caps = RNICPI_DEV_CAP_RC | RNICPI_DEV_CAP_SRQ |
 		  RNICPI_DEV_CAP_SEND_INV | RNICPI_DEV_CAP_LOCAL_INV |
 		  RNICPI_DEV_CAP_ZERO_BASED | RNICPI_DEV_CAP_IWARP_CM |
-		  RNICPI_DEV_CAP_RESIZE_CQ;
+		  RNICPI_DEV_CAP_RESIZE_CQ | RNICPI_DEV_CAP_MW_TYPE_1 |
+		  RNICPI_DEV_CAP_MW_TYPE_2 | RNICPI_DEV_CAP_READ_SINK_MW |
+		  RNICPI_DEV_CAP_RESIZE_QP;
 	a->phys_port_cnt = 1;
 	return 0;
 }
@@ -151,8 +154,12 @@ void siw_mr_get(struct siw_mr *mr)
 
 void siw_mr_put(struct siw_mr *mr)
 {
-	if (mr && atomic_fetch_sub(&mr->ref, 1) == 1)
-		free(mr);
+	if (!mr || atomic_fetch_sub(&mr->ref, 1) != 1)
+		return;
+	if (mr->is_mw)
+		pthread_mutex_destroy(&mr->mw_lock);
+	siw_mr_put(mr->parent);
+	free(mr);
 }
 
 static void mr_access_end(struct siw_mr *mr)
@@ -164,6 +171,30 @@ static void mr_access_end(struct siw_mr *mr)
 	}
 }
 
+/* One region, or a window's binding and the region under it. */
+static bool mr_access_begin(struct siw_mr *mr)
+{
+	/* Count first, then look: siw_dereg_mr sets dead, then waits for
+	 * the count (both sequentially consistent). */
+	atomic_fetch_add(&mr->active, 1);
+	if (atomic_load(&mr->dead)) {
+		mr_access_end(mr);
+		return false;
+	}
+	if (mr->parent && !mr_access_begin(mr->parent)) {
+		mr_access_end(mr);
+		return false;
+	}
+	return true;
+}
+
+static void mr_access_end_all(struct siw_mr *mr)
+{
+	if (mr->parent)
+		mr_access_end_all(mr->parent);
+	mr_access_end(mr);
+}
+
 bool siw_mrs_access_begin(struct siw_mr *const *mrs, uint32_t n)
 {
 	uint32_t i;
@@ -171,11 +202,7 @@ bool siw_mrs_access_begin(struct siw_mr *const *mrs, uint32_t n)
 	for (i = 0; i < n; i++) {
 		if (!mrs[i])
 			continue;
-		/* Count first, then look: siw_dereg_mr sets dead, then
-		 * waits for the count (both sequentially consistent). */
-		atomic_fetch_add(&mrs[i]->active, 1);
-		if (atomic_load(&mrs[i]->dead)) {
-			mr_access_end(mrs[i]);
+		if (!mr_access_begin(mrs[i])) {
 			siw_mrs_access_end(mrs, i);
 			return false;
 		}
@@ -189,7 +216,7 @@ void siw_mrs_access_end(struct siw_mr *const *mrs, uint32_t n)
 
 	for (i = 0; i < n; i++)
 		if (mrs[i])
-			mr_access_end(mrs[i]);
+			mr_access_end_all(mrs[i]);
 }
 
 static int check_access(struct siw_device *dev, unsigned int access)
@@ -324,6 +351,12 @@ static int siw_rereg_mr(struct rnicpi_mr *m, unsigned int flags,
 	struct siw_device *dev = old->dev;
 	int rc;
 
+	if (atomic_load(&old->n_binds)) {
+		siw_info(dev, "rereg_mr: STag 0x%08x has memory windows bound",
+			 old->stag);
+		return -EBUSY;
+	}
+
 	if (flags & ~(RNICPI_REREG_TRANSLATION | RNICPI_REREG_PD |
 		      RNICPI_REREG_ACCESS)) {
 		siw_info(dev, "rereg_mr: unknown flags 0x%x", flags);
@@ -361,6 +394,11 @@ static int siw_dereg_mr(struct rnicpi_mr *m)
 {
 	struct siw_mr_handle *h = container_of(m, struct siw_mr_handle, base);
 
+	if (atomic_load(&h->mr->n_binds)) {
+		siw_info(h->mr->dev, "dereg_mr: STag 0x%08x has memory "
+			 "windows bound", h->mr->stag);
+		return -EBUSY;
+	}
 	mr_retire(h->mr);
 	free(h);
 	return 0;
@@ -713,6 +751,8 @@ const struct rnicpi_device_ops siw_device_ops = {
 	.reg_mr = siw_reg_mr,
 	.rereg_mr = siw_rereg_mr,
 	.dereg_mr = siw_dereg_mr,
+	.alloc_mw = siw_alloc_mw,
+	.dealloc_mw = siw_dealloc_mw,
 	.create_cq = siw_create_cq,
 	.resize_cq = siw_resize_cq,
 	.destroy_cq = siw_destroy_cq,
