@@ -65,6 +65,11 @@ enum cm_event_type {
 	/* Requester: the answer (SIDR_REP): status 0 with sidr_status, qpn,
 	 * qkey and the replier's private data, or -ETIMEDOUT. */
 	CM_EV_SIDR_REPLY,
+	/* Active side of a three-way set-up (cm_param.three_way, InfiniBand
+	 * CM): the peer accepted; private data, ird and ord are its REP's.
+	 * The RTU waits for cm_confirm (ESTABLISHED follows) or cm_refuse;
+	 * without either within the set-up time-out, UNREACHABLE. */
+	CM_EV_ACCEPT_ARRIVED,
 };
 
 const char *cm_event_name(enum cm_event_type type);
@@ -102,6 +107,10 @@ struct cm_param {
 	/* iWARP: no IRD/ORD exchange (IT_CONNECT_SUPPRESS_IRD_ORD): MPA
 	 * revision 1, without RFC 6581's enhanced header. */
 	bool no_ird_ord;
+	/* InfiniBand CM (IT_CONNECT_FLAG_THREE_WAY): the active side reports
+	 * the REP as ACCEPT_ARRIVED and sends the RTU only on cm_confirm.
+	 * cm_connect fails with -EOPNOTSUPP on iWARP (MPA has no such step). */
+	bool three_way;
 };
 
 enum cm_pdata_op {
@@ -223,6 +232,14 @@ void cm_sidr_destroy(struct cm_sidr *s);
  * -EMSGSIZE past 136 bytes of private data. */
 int cm_sidr_reply(uint64_t req_id, uint8_t sidr_status, uint32_t qpn,
 		  uint32_t qkey, const void *pdata, uint32_t len);
+
+/* Three-way set-up, after ACCEPT_ARRIVED: send the RTU carrying @len bytes
+ * of @pdata (ESTABLISHED follows at both ends), or refuse with a REJ
+ * carrying them (the peer sees REJECTED; @id is closed, no event follows).
+ * -EINVAL when @id waits for no such answer, -EMSGSIZE past the RTU's or
+ * REJ's private data. */
+int cm_confirm(struct cm_id *id, const void *pdata, uint32_t len);
+int cm_refuse(struct cm_id *id, const void *pdata, uint32_t len);
 
 /* Close the connection: in order (the peer sees DISCONNECTED) or, with
  * @abortive, at once (the peer sees BROKEN). A set-up in progress is

@@ -389,7 +389,12 @@ void ib_recv_rtu(struct cm *cm, struct ib_port *p, const struct ib_mad *m)
 	}
 	g_mutex_unlock(&st->lock);
 	if (id) {
-		ibc_report(c, id, RNICPI_CONN_ESTABLISHED, 0, NULL, 0);
+		/* The RTU's private data: the active consumer's, in a
+		 * three-way set-up (IT-API's it_ep_accept on that side). */
+		const uint8_t *pd = &m->b[IB_CM_RTU_PDATA_OFF];
+
+		ibc_report(c, id, RNICPI_CONN_ESTABLISHED, 0, pd,
+			   ib_pdata_used(pd, IB_CM_RTU_PDATA));
 		cm_id_unref(id);
 	}
 	ibc_unref(c);

@@ -90,6 +90,10 @@ struct cm_transport {
 	 * it is destroyed or its set-up abandoned in state @was. */
 	int (*disconnect)(struct cm *cm, struct cm_id *id, bool abortive);
 	void (*release)(struct cm *cm, struct cm_id *id, enum cm_id_state was);
+	/* Optional: the active side's answer to ACCEPT_ARRIVED (three-way
+	 * set-up): RTU when @ok, else REJ; @pdata goes with it. */
+	int (*confirm)(struct cm *cm, struct cm_id *id, bool ok,
+		       const void *pdata, uint32_t len);
 };
 
 extern const struct cm_transport cm_iwarp_transport;

@@ -561,7 +561,10 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 		((a->caps & RNICPI_DEV_CAP_RC) ? IT_RC_SERVICE : 0) |
 		((a->caps & RNICPI_DEV_CAP_UD) ? IT_UD_SERVICE : 0);
 	info->ep_work_queues_resizable = IT_FALSE;
-	info->three_way_handshake_support = IT_FALSE;
+	/* The InfiniBand CM holds the RTU for the active consumer; MPA has
+	 * no such step. */
+	info->three_way_handshake_support =
+		ia->transport == RNICPI_TRANSPORT_IWARP ? IT_FALSE : IT_TRUE;
 	info->connect_private_data_len = pdata_cap(ia, CM_PDATA_CONNECT);
 	info->accept_private_data_len = pdata_cap(ia, CM_PDATA_ACCEPT);
 	info->reject_private_data_len = pdata_cap(ia, CM_PDATA_REJECT);

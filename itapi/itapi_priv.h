@@ -267,6 +267,10 @@ struct itapi_ep {
 	it_cn_est_identifier_t cn_est_id;
 };
 
+/* The connection establishment identifier of @ep's ACCEPT_ARRIVAL event
+ * (three-way set-up, active side). */
+it_cn_est_identifier_t itapi_active_cn_est_id(struct itapi_ep *ep);
+
 struct itapi_listen {
 	struct itapi_obj obj;
 	size_t spigot_id;

@@ -216,6 +216,123 @@ START_TEST(private_data_roundtrip)
 }
 END_TEST
 
+/* IT-API's three-way handshake over the InfiniBand CM: the REP reaches
+ * the active consumer as ACCEPT_ARRIVAL; the RTU (with the active side's
+ * private data) leaves only when it accepts, and the passive side is
+ * established only then. */
+static void three_way_start(it_ep_handle_t a, it_ep_handle_t b,
+			    it_event_t *arrival)
+{
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q);
+	it_ia_info_t *info = NULL;
+	it_path_t path;
+	it_event_t ev;
+
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert(info->three_way_handshake_support);
+	it_ia_info_free(info);
+	itcm_n_stash = 0;
+	it_loopback_path(&F, &path);
+	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
+				   IT_CONNECT_FLAG_TWO_WAY |
+					   IT_CONNECT_FLAG_THREE_WAY,
+				   NULL, 0),
+		     IT_ERR_INVALID_CN_EST_FLAGS);
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
+				      IT_CONNECT_FLAG_THREE_WAY,
+				      (const unsigned char *)"req", 3));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id,
+				     (const unsigned char *)"rep-data", 8));
+	itcm_conn_event_for(a, arrival);
+	ck_assert_event(arrival, IT_CM_MSG_CONN_ACCEPT_ARRIVAL_EVENT);
+	ck_assert(arrival->conn.private_data_present);
+	ck_assert_int_eq(memcmp(arrival->conn.private_data, "rep-data", 8),
+			 0);
+	ck_assert_uint_ne(arrival->conn.cn_est_id, 0);
+	ck_assert_int_eq(itcm_ep_state(a),
+			 IT_EP_STATE_ACTIVE2_CONNECTION_PENDING);
+	/* The passive side waits for the RTU: no event, still pending. */
+	g_usleep(200 * 1000);
+	ck_assert_int_eq(itcm_n_stash, 0);
+	ck_assert_it(it_evd_dequeue(F.msg, &ev), IT_ERR_QUEUE_EMPTY);
+	ck_assert_int_eq(itcm_ep_state(b),
+			 IT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+	ck_assert_it_ok(it_listen_free(l));
+}
+
+START_TEST(three_way_accept)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_buf sa, rb;
+	it_lmr_triplet_t s, r;
+	it_event_t ev;
+
+	three_way_start(a, b, &ev);
+	ck_assert_it(it_ep_accept(a, ev.conn.cn_est_id + 1, NULL, 0),
+		     IT_ERR_INVALID_CN_EST_ID);
+	ck_assert_it(it_ep_accept(a, ev.conn.cn_est_id, NULL, 4),
+		     IT_ERR_FAULT);
+	ck_assert_it_ok(it_ep_accept(a, ev.conn.cn_est_id,
+				     (const unsigned char *)"rtu!", 4));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn.private_data, "rtu!", 4), 0);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_CONNECTED);
+
+	/* And the connection carries data. */
+	it_buf_new(&F, &sa, 4096, IT_PRIV_LOCAL);
+	it_buf_new(&F, &rb, 4096, IT_PRIV_LOCAL);
+	memset(sa.mem, 0x5a, 64);
+	r = it_seg(&rb, 0, 64);
+	s = it_seg(&sa, 0, 64);
+	ck_assert_it_ok(it_post_recv(b, &r, 1, 1, IT_COMPLETION_FLAG |
+							IT_NOTIFY_FLAG));
+	ck_assert_it_ok(it_post_send(a, &s, 1, 2, IT_COMPLETION_FLAG |
+							IT_NOTIFY_FLAG));
+	for (int n = 0; n < 2; n++) {
+		it_wait_event(F.dto, &ev);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	}
+	ck_assert_int_eq(memcmp(rb.mem, sa.mem, 64), 0);
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+	it_buf_free(&sa);
+	it_buf_free(&rb);
+}
+END_TEST
+
+START_TEST(three_way_reject)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_cn_est_identifier_t id;
+	it_event_t ev;
+
+	three_way_start(a, b, &ev);
+	id = ev.conn.cn_est_id;
+	ck_assert_it_ok(it_reject(id, (const unsigned char *)"changed my mind",
+				  15));
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	/* Answered once. */
+	ck_assert_it(it_reject(id, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
+	ck_assert_it(it_ep_accept(a, id, NULL, 0), IT_ERR_INVALID_EP_STATE);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_PEER_REJECT_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn.private_data, "changed my mind", 15),
+			 0);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+}
+END_TEST
+
 START_TEST(reject_with_private_data)
 {
 	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
@@ -1023,6 +1140,8 @@ Suite *suite_itapi_cm_rxe(void)
 	tcase_add_test(tc, handoff);
 	tcase_add_test(tc, handoff_service_id);
 	tcase_add_test(tc, local_and_remote_port_rxe);
+	tcase_add_test(tc, three_way_accept);
+	tcase_add_test(tc, three_way_reject);
 	tcase_add_test(tc, disconnect_private_data);
 	tcase_add_test(tc, many_connections);
 	/* The transport's own cases: itapi-cm-ib (check_itapi_cm_ib.c). */
