@@ -162,6 +162,15 @@ GArray *cm_device_addrs(struct ual_device *d);
 int cm_listen(struct ual_device *d, uint8_t port_num, uint16_t *port,
 	      cm_event_fn fn, void *user_data,
 	      struct cm_listen **out);
+/* As cm_listen, for requests from remote port @remote_port (host order,
+ * not 0) only: a request from another port is refused as if nobody
+ * listened (iWARP: the TCP connection is closed; InfiniBand CM: REJ
+ * "invalid service ID"). The port is the TCP source port on iWARP and
+ * the source port of rdma_cm's private data header on RoCE. Any remote
+ * address. -EINVAL for port 0. */
+int cm_listen_from(struct ual_device *d, uint8_t port_num, uint16_t *port,
+		   uint16_t remote_port, cm_event_fn fn, void *user_data,
+		   struct cm_listen **out);
 /*
  * InfiniBand CM (RoCE/IB devices): listen for service ID @service_id
  * (host order) instead of a port. A port listener above is the service ID

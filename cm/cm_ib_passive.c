@@ -193,6 +193,12 @@ void ib_recv_req(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 	g_mutex_lock(&cm->lock);
 	l = cm_listen_find_sid_locked(cm, d, 1, r.service_id);
 	g_mutex_unlock(&cm->lock);
+	if (l && !cm_listen_takes(l, &remote)) {
+		g_info("%s REQ for service ID 0x%016" PRIx64 " from a port its listener does not take (%u only)",
+		       ib_port_prefix(p), r.service_id, l->remote_port);
+		cm_listen_unref(l);
+		l = NULL;
+	}
 	if (!l) {
 		g_mutex_unlock(&st->lock);
 		g_info("%s REQ for service ID 0x%016" PRIx64 ": nobody listens; REJ invalid service ID",

@@ -161,6 +161,16 @@ static void iw_take_one(struct iw_port *p, int fd)
 	g_mutex_lock(&cm->lock);
 	l = cm_listen_find_locked(cm, dev, 1, p->port);
 	g_mutex_unlock(&cm->lock);
+	if (l && !cm_listen_takes(l, &remote)) {
+		g_info("%s: connection from %s to %s: the listener on port %u takes port %u only; closed",
+		       ual_device_name(dev), rbuf, lbuf, p->port,
+		       l->remote_port);
+		cm_listen_unref(l);
+		l = NULL;
+		close(fd);
+		ual_device_put(dev);
+		return;
+	}
 	if (!l) {
 		g_info("%s: connection from %s to %s: nobody listens on port %u of this device; closed",
 		       ual_device_name(dev), rbuf, lbuf, p->port);

@@ -134,6 +134,9 @@ struct cm_listen {
 	uint8_t port_num;
 	uint16_t port;		/* host order */
 	uint64_t sid;		/* IB CM service ID (host order), else 0 */
+	/* cm_listen_from: requests from this remote port only (host
+	 * order); 0 = any. */
+	uint16_t remote_port;
 	cm_event_fn fn;
 	void *user_data;
 	GRecMutex cb_lock;	/* held while fn runs */
@@ -251,6 +254,10 @@ struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
  * if it still reads it (it reports back, and the request is ended then),
  * forgotten if it never reached the provider. */
 void cm_req_abandon(struct cm_req *req, int status);
+
+/* Whether @l takes a request from @remote (cm_listen_from's port). */
+bool cm_listen_takes(const struct cm_listen *l,
+		     const struct sockaddr_storage *remote);
 
 /* The listener for (@dev, @port_num, @port), new reference, or NULL.
  * Called with cm->lock held. */

@@ -662,6 +662,12 @@ it_status_t it_handoff(const it_conn_qual_t *conn_qual, size_t spigot_id,
 		port = ntohs(conn_qual->conn_qual.port);
 		if (!port)
 			return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
+	} else if (conn_qual->type == IT_IANA_LR_PORT) {
+		/* The listener on the local port, which must take the
+		 * request's remote port (the cm checks). */
+		port = ntohs(conn_qual->conn_qual.lr_port.local);
+		if (!port)
+			return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
 	} else {
 		return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL,
 				"qualifier type %d: hand-off is to an IANA port or a service ID",

@@ -476,7 +476,7 @@ static void fill_spigot(struct itapi_ia *ia, size_t id, it_spigot_info_t *s)
 					     0;
 	if (ia->transport == RNICPI_TRANSPORT_IWARP) {
 		s->active_side_conn_qual = IT_IANA_PORT | IT_IANA_LR_PORT;
-		s->passive_side_conn_qual = IT_IANA_PORT;
+		s->passive_side_conn_qual = IT_IANA_PORT | IT_IANA_LR_PORT;
 	} else {
 		/* IANA ports are rdma_cm's TCP port space (0x0106 << 16),
 		 * where the IB CM runs (a device with QP1). */
@@ -484,10 +484,12 @@ static void fill_spigot(struct itapi_ia *ia, size_t id, it_spigot_info_t *s)
 
 		if (ia->attr.caps & RNICPI_DEV_CAP_GSI)
 			q = (it_conn_qual_type_t)(q | IT_IANA_PORT);
-		s->passive_side_conn_qual = q;
-		/* IT_IANA_LR_PORT: the local port is rdma_cm's source port. */
+		/* IT_IANA_LR_PORT: the active side's port is rdma_cm's
+		 * source port (connecting), and a listener takes that one
+		 * only. */
 		if (q & IT_IANA_PORT)
 			q = (it_conn_qual_type_t)(q | IT_IANA_LR_PORT);
+		s->passive_side_conn_qual = q;
 		s->active_side_conn_qual = q;
 	}
 	addrs = cm_device_addrs(ia->dev);

@@ -333,6 +333,87 @@ START_TEST(three_way_reject)
 }
 END_TEST
 
+/* A listener on IT_IANA_LR_PORT takes requests from its remote port only
+ * (from any address: the qualifier names no address); others are refused
+ * as if nobody listened, and its consumer never sees them. The request
+ * event names both ports. */
+START_TEST(listen_lr_port)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F),
+		       c = it_ep_new(&F);
+	it_conn_qual_t lq = { .type = IT_IANA_LR_PORT }, q;
+	uint16_t ports = tu_free_tcp_ports(2), mine = ports,
+		 other = (uint16_t)(ports + 1);
+	it_listen_handle_t l, l2;
+	it_listen_param_t lp;
+	it_ia_info_t *info;
+	it_path_t path;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert(info->spigot_info[0].passive_side_conn_qual &
+		  IT_IANA_LR_PORT);
+	it_ia_info_free(info);
+	ck_assert_it(it_listen_create(F.ia, 0, F.req, IT_LISTEN_NO_FLAG, &lq,
+				      &l),
+		     IT_ERR_INVALID_CONN_QUAL);	/* remote port 0 */
+	lq.conn_qual.lr_port.remote = htons(mine);
+	ck_assert_it(it_listen_create(F.ia, 0, F.req,
+				      IT_LISTEN_CONN_QUAL_INPUT, &lq, &l),
+		     IT_ERR_INVALID_CONN_QUAL);	/* local port 0 */
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, IT_LISTEN_NO_FLAG,
+					 &lq, &l));
+	ck_assert_int_eq(lq.type, IT_IANA_LR_PORT);
+	ck_assert_uint_ne(lq.conn_qual.lr_port.local, 0);
+	ck_assert_uint_eq(ntohs(lq.conn_qual.lr_port.remote), mine);
+	ck_assert_it_ok(it_listen_query(l, IT_LISTEN_PARAM_ALL, &lp));
+	ck_assert_int_eq(lp.connect_qual.type, IT_IANA_LR_PORT);
+	ck_assert_uint_eq(lp.connect_qual.conn_qual.lr_port.local,
+			  lq.conn_qual.lr_port.local);
+	ck_assert_uint_eq(lp.connect_qual.conn_qual.lr_port.remote,
+			  htons(mine));
+	/* The local port is the listener's, whatever the remote. */
+	q.type = IT_IANA_PORT;
+	q.conn_qual.port = lq.conn_qual.lr_port.local;
+	ck_assert_it(it_listen_create(F.ia, 0, F.req,
+				      IT_LISTEN_CONN_QUAL_INPUT, &q, &l2),
+		     IT_ERR_CONN_QUAL_BUSY);
+
+	/* From another port: refused by nobody, not seen by the consumer. */
+	it_loopback_path(&F, &path);
+	q.type = IT_IANA_LR_PORT;
+	q.conn_qual.lr_port.local = htons(other);
+	q.conn_qual.lr_port.remote = lq.conn_qual.lr_port.local;
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q, 0, NULL, 0));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT);
+	ck_assert_it(it_evd_dequeue(F.req, &ev), IT_ERR_QUEUE_EMPTY);
+
+	/* From the listener's remote port: a request naming both. */
+	q.conn_qual.lr_port.local = htons(mine);
+	ck_assert_it_ok(it_ep_connect(b, &path, NULL, &q, 0,
+				      (const unsigned char *)"lr", 2));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_int_eq(ev.conn_req.conn_qual.type, IT_IANA_LR_PORT);
+	ck_assert_uint_eq(ev.conn_req.conn_qual.conn_qual.lr_port.local,
+			  lq.conn_qual.lr_port.local);
+	ck_assert_uint_eq(ev.conn_req.conn_qual.conn_qual.lr_port.remote,
+			  htons(mine));
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "lr", 2), 0);
+	ck_assert_it_ok(it_ep_accept(c, ev.conn_req.cn_est_id, NULL, 0));
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	itcm_conn_event_for(c, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_it_ok(it_listen_free(l));
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+	ck_assert_it_ok(it_ep_free(c));
+}
+END_TEST
+
 START_TEST(reject_with_private_data)
 {
 	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
@@ -709,8 +790,8 @@ START_TEST(local_and_remote_port)
 	ck_assert_it_ok(it_ia_query(F.ia, &info));
 	ck_assert(info->spigot_info[0].active_side_conn_qual &
 		  IT_IANA_LR_PORT);
-	ck_assert(!(info->spigot_info[0].passive_side_conn_qual &
-		    IT_IANA_LR_PORT));
+	ck_assert(info->spigot_info[0].passive_side_conn_qual &
+		  IT_IANA_LR_PORT);
 	it_ia_info_free(info);
 	lr.conn_qual.lr_port.local = htons(mine);
 	lr.conn_qual.lr_port.remote = q.conn_qual.port;
@@ -1109,6 +1190,7 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, listen_errors_and_query);
 	tcase_add_test(tc, connect_errors);
 	tcase_add_test(tc, local_and_remote_port);
+	tcase_add_test(tc, listen_lr_port);
 	tcase_add_test(tc, suppress_ird_ord);
 	tcase_add_test(tc, listen_suppress_ird_ord);
 	tcase_add_test(tc, handoff);
@@ -1141,6 +1223,7 @@ Suite *suite_itapi_cm_rxe(void)
 	tcase_add_test(tc, handoff_service_id);
 	tcase_add_test(tc, local_and_remote_port_rxe);
 	tcase_add_test(tc, three_way_accept);
+	tcase_add_test(tc, listen_lr_port);
 	tcase_add_test(tc, three_way_reject);
 	tcase_add_test(tc, disconnect_private_data);
 	tcase_add_test(tc, many_connections);

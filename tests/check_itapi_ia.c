@@ -142,7 +142,7 @@ START_TEST(ia_query_siw)
 	ck_assert_uint_gt(info->spigot_info[0].max_rc_send_len, 0);
 	ck_assert_uint_eq(info->spigot_info[0].max_ud_send_len, 0);
 	ck_assert_int_eq(info->spigot_info[0].passive_side_conn_qual,
-			 IT_IANA_PORT);
+			 IT_IANA_PORT | IT_IANA_LR_PORT);
 	ck_assert(info->spigot_info[0].active_side_conn_qual & IT_IANA_PORT);
 	for (size_t i = 0; i < info->spigot_info[0].num_net_addr; i++) {
 		it_net_addr_t *a = &info->spigot_info[0].net_addr[i];
