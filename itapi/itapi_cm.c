@@ -121,6 +121,11 @@ void itapi_ep_cm_event(const struct cm_event *ev, void *user_data)
 		    itapi_ep_state_name(ep->state.rc),
 		    itapi_ep_state_name(to), ev->status);
 	ep->state.rc = to;
+	/* Closed for its hard high watermark: broken, whatever the
+	 * transport made of the abortive close. */
+	if (ep->hard_hi_hit &&
+	    c->event_number == IT_CM_MSG_CONN_DISCONNECT_EVENT)
+		c->event_number = IT_CM_MSG_CONN_BROKEN_EVENT;
 	if (ev->type == CM_EV_ACCEPT_ARRIVED)
 		ep->cn_est_id = itapi_active_cn_est_id(ep);
 	if (ev->type == CM_EV_ESTABLISHED)

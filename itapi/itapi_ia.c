@@ -592,8 +592,10 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 	info->unaffiliated_err_evd = (it_evd_handle_t)ia->unaff_evd;
 	g_mutex_unlock(&ia->lock);
 	info->srq_support = (a->caps & RNICPI_DEV_CAP_SRQ) ? IT_TRUE : IT_FALSE;
-	info->hard_hi_watermark_support = IT_FALSE;
-	info->soft_hi_watermark_support = IT_FALSE;
+	/* EP high watermarks count the receives an EP takes from its SRQ. */
+	info->hard_hi_watermark_support =
+		(a->caps & RNICPI_DEV_CAP_SRQ) ? IT_TRUE : IT_FALSE;
+	info->soft_hi_watermark_support = info->hard_hi_watermark_support;
 	info->srq_resizable = IT_FALSE;
 	info->extended_iwarp_qp_states = IT_FALSE;
 	info->socket_conversion_support =

@@ -414,6 +414,112 @@ START_TEST(listen_lr_port)
 }
 END_TEST
 
+/* EP high watermarks: an EP on an SRQ holds each receive until its
+ * completion event is dequeued. Reaching the soft watermark posts
+ * IT_ASYNC_AFF_EP_SOFT_HI_WATERMARK once (again after the count fell
+ * below); reaching the hard one breaks the connection, at both ends. The
+ * receive EVD hands out its fd, so completions reach it (and count)
+ * without the consumer dequeuing. */
+START_TEST(ep_hi_watermarks)
+{
+	it_ep_handle_t a = it_ep_new(&F), b, c = NULL;
+	it_evd_handle_t rcv;
+	it_srq_handle_t srq;
+	it_ep_attributes_t at, m;
+	it_ia_info_t *info;
+	struct it_buf sb, rb;
+	it_lmr_triplet_t t;
+	it_ep_param_t p;
+	it_event_t ev;
+	int fd = -1;
+
+	itcm_n_stash = 0;
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert(info->soft_hi_watermark_support);
+	ck_assert(info->hard_hi_watermark_support);
+	it_ia_info_free(info);
+	ck_assert_it_ok(it_srq_create(F.pz, 1, 16, &srq));
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM,
+				      IT_EVD_CREATE_FD, 64, 0, NULL, &rcv,
+				      &fd));
+	it_ep_attr_default(&F, &at, 16);
+	at.srv.rc.soft_hi_watermark = 2;
+	ck_assert_it(it_ep_rc_create(F.pz, F.dto, F.dto, F.msg,
+				     IT_EP_NO_FLAG, &at, &c),
+		     IT_ERR_INVALID_WATERMARK);	/* no SRQ to count */
+	ck_assert_ptr_null(c);
+	at.srv.rc.srq = srq;
+	at.srv.rc.hard_hi_watermark = 4;
+	ck_assert_it_ok(it_ep_rc_create(F.pz, F.dto, rcv, F.msg, IT_EP_SRQ,
+					&at, &b));
+	ck_assert_it_ok(it_ep_query(b, IT_EP_PARAM_SOFT_HI_WATERMARK |
+					       IT_EP_PARAM_HARD_HI_WATERMARK,
+				    &p));
+	ck_assert_uint_eq(p.attr.srv.rc.soft_hi_watermark, 2);
+	ck_assert_uint_eq(p.attr.srv.rc.hard_hi_watermark, 4);
+	it_buf_new(&F, &sb, 4096, IT_PRIV_LOCAL);
+	it_buf_new(&F, &rb, 4096, IT_PRIV_LOCAL);
+	for (int i = 0; i < 8; i++) {
+		t = it_seg(&rb, (size_t)i * 64, 64);
+		ck_assert_it_ok(it_post_recv(srq, &t, 1, (uint64_t)(100 + i),
+					     IT_COMPLETION_FLAG));
+	}
+	it_connect_pair(&F, a, b);
+
+	/* Two messages: the soft watermark, once. */
+	for (int i = 0; i < 2; i++) {
+		memset(sb.mem + i * 64, 'a' + i, 64);
+		t = it_seg(&sb, (size_t)i * 64, 64);
+		ck_assert_it_ok(it_post_send(a, &t, 1, 1, 0));
+	}
+	it_wait_event(F.aff, &ev);
+	ck_assert_event(&ev, IT_ASYNC_AFF_EP_SOFT_HI_WATERMARK);
+	ck_assert_ptr_eq(ev.aff_async.cause.ep, b);
+	for (int i = 0; i < 2; i++) {
+		it_wait_event(rcv, &ev);
+		ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+		ck_assert_ptr_eq(ev.dto_cmpl.ep, b);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	}
+	ck_assert_int_eq(memcmp(rb.mem, sb.mem, 128), 0);
+	ck_assert(!it_wait_event_for(F.aff, 100000, &ev));
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_CONNECTED);
+
+	/* Watermarks change while connected; an EP without SRQ has none. */
+	memset(&m, 0, sizeof(m));
+	m.srv.rc.soft_hi_watermark = 3;
+	ck_assert_it_ok(it_ep_modify(b, IT_EP_PARAM_SOFT_HI_WATERMARK, &m));
+	ck_assert_it(it_ep_modify(a, IT_EP_PARAM_SOFT_HI_WATERMARK, &m),
+		     IT_ERR_INVALID_WATERMARK);
+	ck_assert_it(it_ep_modify(b, IT_EP_PARAM_SOFT_HI_WATERMARK |
+					     IT_EP_PARAM_MAX_IRD, &m),
+		     IT_ERR_INVALID_MASK);
+
+	/* Four more, none dequeued: soft at 3, then the hard watermark
+	 * breaks the connection at both ends. */
+	for (int i = 2; i < 6; i++) {
+		t = it_seg(&sb, 0, 64);
+		ck_assert_it_ok(it_post_send(a, &t, 1, 1, 0));
+	}
+	it_wait_event(F.aff, &ev);
+	ck_assert_event(&ev, IT_ASYNC_AFF_EP_SOFT_HI_WATERMARK);
+	ck_assert_ptr_eq(ev.aff_async.cause.ep, b);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+	ck_assert_it_ok(it_evd_free(rcv));
+	ck_assert_it_ok(it_srq_free(srq));
+	it_buf_free(&sb);
+	it_buf_free(&rb);
+}
+END_TEST
+
 START_TEST(reject_with_private_data)
 {
 	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
@@ -1191,6 +1297,7 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, connect_errors);
 	tcase_add_test(tc, local_and_remote_port);
 	tcase_add_test(tc, listen_lr_port);
+	tcase_add_test(tc, ep_hi_watermarks);
 	tcase_add_test(tc, suppress_ird_ord);
 	tcase_add_test(tc, listen_suppress_ird_ord);
 	tcase_add_test(tc, handoff);
@@ -1224,6 +1331,7 @@ Suite *suite_itapi_cm_rxe(void)
 	tcase_add_test(tc, local_and_remote_port_rxe);
 	tcase_add_test(tc, three_way_accept);
 	tcase_add_test(tc, listen_lr_port);
+	tcase_add_test(tc, ep_hi_watermarks);
 	tcase_add_test(tc, three_way_reject);
 	tcase_add_test(tc, disconnect_private_data);
 	tcase_add_test(tc, many_connections);

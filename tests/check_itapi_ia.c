@@ -126,6 +126,9 @@ START_TEST(ia_query_siw)
 	ck_assert_uint_eq(info->disconnect_private_data_len, 0);
 	ck_assert(info->private_data_support);
 	ck_assert(!info->three_way_handshake_support);
+	/* siw has SRQs: EP high watermarks count receives taken from one. */
+	ck_assert(info->soft_hi_watermark_support);
+	ck_assert(info->hard_hi_watermark_support);
 	ck_assert(info->socket_conversion_support);
 	ck_assert(info->srq_support);
 	ck_assert(!info->atomic_support);
