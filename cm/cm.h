@@ -111,6 +111,11 @@ struct cm_param {
 	 * the REP as ACCEPT_ARRIVED and sends the RTU only on cm_confirm.
 	 * cm_connect fails with -EOPNOTSUPP on iWARP (MPA has no such step). */
 	bool three_way;
+	/* iWARP socket conversion (IT_SC_NO_REQ_REP): the consumer already
+	 * exchanged the MPA Request and Reply on the socket; both ends enter
+	 * RDMA mode at once (no markers, no CRC, no private data).
+	 * -EOPNOTSUPP from a provider without RNICPI_DEV_CAP_IWARP_NO_MPA. */
+	bool no_mpa;
 };
 
 enum cm_pdata_op {

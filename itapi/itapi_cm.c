@@ -813,11 +813,17 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 	    !(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_IWARP_CM))
 		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
 			       "socket conversion needs an iWARP IA");
-	if (flags & IT_SC_NO_REQ_REP)
-		/* Entering RDMA mode without the MPA exchange needs a
-		 * provider hook RNICPI does not have. */
+	/* The consumer exchanged the MPA Request and Reply itself: nothing
+	 * carries private data, and the provider must be able to enter
+	 * RDMA mode without its own exchange. */
+	if ((flags & IT_SC_NO_REQ_REP) && len)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
+			       "IT_SC_NO_REQ_REP with %zu bytes of private data: no MPA Request carries them",
+			       len);
+	if ((flags & IT_SC_NO_REQ_REP) &&
+	    !(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_IWARP_NO_MPA))
 		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
-			       "IT_SC_NO_REQ_REP: conversion always runs MPA here");
+			       "IT_SC_NO_REQ_REP: the provider cannot enter RDMA mode without its own MPA exchange");
 	if (len > pdata_limit(ep->obj.ia, CM_PDATA_CONNECT))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data; MPA carries %zu here",
@@ -831,6 +837,7 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 			       "descriptor %d is not open", sd);
 	sock_save(sd, fl, &saved);
 	itapi_cm_param(ep, msg, len, &param);
+	param.no_mpa = (flags & IT_SC_NO_REQ_REP) != 0;
 	if (!ep_start(ep, IT_EP_STATE_PASSIVE_WAIT_RDMA_TRANS_REQ))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
 			       "the endpoint changed state meanwhile");

@@ -49,7 +49,7 @@ static int siw_query_device(struct rnicpi_device *d,
 	a->caps = RNICPI_DEV_CAP_RC | RNICPI_DEV_CAP_SRQ |
 		  RNICPI_DEV_CAP_SEND_INV | RNICPI_DEV_CAP_LOCAL_INV |
 		  RNICPI_DEV_CAP_ZERO_BASED | RNICPI_DEV_CAP_IWARP_CM |
-		  RNICPI_DEV_CAP_RESIZE_CQ;
+		  RNICPI_DEV_CAP_RESIZE_CQ | RNICPI_DEV_CAP_IWARP_NO_MPA;
 	a->phys_port_cnt = 1;
 	return 0;
 }
