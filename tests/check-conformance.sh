@@ -39,8 +39,11 @@ passes() {
 [ -f "$builddir/vp/siw/.libs/siw.so" ] &&
 	passes "$builddir/vp/siw/.libs" siw_lo socket_convert_no_req_rep \
 		siw.mpa_timeout_ms=1500
-[ -f "$builddir/vp/rxe/.libs/rxe.so" ] &&
+if [ -f "$builddir/vp/rxe/.libs/rxe.so" ]; then
 	passes "$builddir/vp/rxe/.libs" rxe_lo three_way_accept
+	grep -q '^ok .*:fetch_and_add: Passed' "$out" ||
+		fail "rxe_lo: the atomic suite did not run"
+fi
 
 # The test provider: IA checks ok, RC checks not ok.
 HOSTRDMA_PROVIDER_PATH="$builddir/tests/provider/.libs" \

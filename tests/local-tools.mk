@@ -24,7 +24,7 @@ tests_conformance_hostrdma_conformance_SOURCES = \
 	tests/conformance/hostrdma-conformance.c \
 	tests/conformance/conf_itapi.c tests/conformance/conf_itapi.h \
 	tests/check_itapi_cm.c tests/check_itapi_cm_sockets.c \
-	tests/testutil.c
+	tests/check_itapi_atomic.c tests/testutil.c
 tests_conformance_hostrdma_conformance_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_conformance_hostrdma_conformance_LDADD = libhostrdma.la $(CHECK_LIBS) \
 	$(GLIB_LIBS) $(PTHREAD_LIBS)

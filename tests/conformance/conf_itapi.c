@@ -37,20 +37,38 @@ void conf_itapi_init(const char *device, struct in_addr addr)
 	g_setenv("HOSTRDMA_CM_TIMEOUT_MS", "2000", FALSE);
 }
 
-bool conf_itapi_is_iwarp(const char *device)
+/* it_ia_query of @device: @iwarp, @atomics (false when it does not
+ * open). */
+static void ia_kind(const char *device, bool *iwarp, bool *atomics)
 {
 	it_ia_handle_t ia;
 	it_ia_info_t *info = NULL;
-	bool iwarp = false;
 
+	*iwarp = *atomics = false;
 	if (it_ia_create(device, 2, 1, &ia) != IT_SUCCESS)
-		return false;
+		return;
 	if (it_ia_query(ia, &info) == IT_SUCCESS) {
-		iwarp = info->transport_type == IT_IWARP_TCP_TRANSPORT;
+		*iwarp = info->transport_type == IT_IWARP_TCP_TRANSPORT;
+		*atomics = info->atomic_support != IT_FALSE;
 		it_ia_info_free(info);
 	}
 	it_ia_free(ia);
+}
+
+bool conf_itapi_is_iwarp(const char *device)
+{
+	bool iwarp, atomics;
+
+	ia_kind(device, &iwarp, &atomics);
 	return iwarp;
+}
+
+bool conf_itapi_has_atomics(const char *device)
+{
+	bool iwarp, atomics;
+
+	ia_kind(device, &iwarp, &atomics);
+	return atomics;
 }
 
 /* Names as numbers: the library's name tables are not its API. */

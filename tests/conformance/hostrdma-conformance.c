@@ -12,7 +12,8 @@
  * again when not given) at ADDRESS (IPv4, default 127.0.0.1). Then the
  * tree's IT-API suites that use nothing but IT-API run on DEVICE, both
  * ends of each connection on it, through ADDRESS (conf_itapi.c): itapi-cm
- * on an iWARP device, itapi-cm-rxe on any other (--own-only skips them).
+ * on an iWARP device, itapi-cm-rxe on any other, and itapi-atomic-rxe on
+ * one with atomics (--own-only skips them).
  */
 #define ITAPI_ENABLE_V21_BINDINGS
 #include <it_api.h>
@@ -341,6 +342,8 @@ int main(int argc, char **argv)
 		srunner_add_suite(sr, conf_itapi_is_iwarp(dev_name) ?
 					      suite_itapi_cm() :
 					      suite_itapi_cm_rxe());
+		if (conf_itapi_has_atomics(dev_name))
+			srunner_add_suite(sr, suite_itapi_atomic());
 	}
 	srunner_set_tap(sr, "-");
 	if (junit)
