@@ -308,6 +308,38 @@ START_TEST(three_way_accept)
 }
 END_TEST
 
+/* Three-way, no answer from the active consumer within the connection's
+ * time-out (1 s here): the active side gives up with a REJ "timeout"
+ * (NONPEER_REJECT, IT_CN_REJ_TIMEOUT); the passive side, told to wait by
+ * the MRA meanwhile, sees its accepted connection broken. */
+START_TEST(three_way_unanswered)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q);
+	it_path_t path;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	it_loopback_path(&F, &path);
+	path.timeout = 1000 * 1000;
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
+				      IT_CONNECT_FLAG_THREE_WAY, NULL, 0));
+	it_wait_event(F.req, &ev);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ACCEPT_ARRIVAL_EVENT);
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT);
+	ck_assert_int_eq(ev.conn.reject_reason_code, IT_CN_REJ_TIMEOUT);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
 START_TEST(three_way_reject)
 {
 	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
@@ -1333,6 +1365,7 @@ Suite *suite_itapi_cm_rxe(void)
 	tcase_add_test(tc, listen_lr_port);
 	tcase_add_test(tc, ep_hi_watermarks);
 	tcase_add_test(tc, three_way_reject);
+	tcase_add_test(tc, three_way_unanswered);
 	tcase_add_test(tc, disconnect_private_data);
 	tcase_add_test(tc, many_connections);
 	/* The transport's own cases: itapi-cm-ib (check_itapi_cm_ib.c). */
