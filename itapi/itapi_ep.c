@@ -247,6 +247,8 @@ static void ep_use_evds(struct itapi_ep *ep, int delta)
 	if (ep->srq)
 		ep->srq->users += delta;
 	g_mutex_unlock(&ia->lock);
+	if (ep->srq)
+		g_atomic_int_add(&itapi_srq_eps, delta);
 }
 
 /* ------------------------------------------------------------------ */
@@ -263,6 +265,8 @@ static void ep_use_evds(struct itapi_ep *ep, int delta)
  * SEVD gets IT_CM_MSG_CONN_BROKEN_EVENT, the peer its BROKEN), so that
  * one connection cannot keep the SRQ's buffers from the others.
  */
+gint itapi_srq_eps;
+
 static bool watermarks_set(size_t soft, size_t hard)
 {
 	return soft || (hard && hard != IT_HARD_HI_WATERMARK_DISABLE);

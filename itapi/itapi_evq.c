@@ -275,7 +275,8 @@ void itapi_evq_after_dequeue(struct itapi_evd *evd, const it_event_t *ev)
 	if (evd->overflowed && (evd->flags & IT_EVD_OVERFLOW_AUTO_RESET) &&
 	    evd->count < evd->size)
 		evd->overflowed = false;
-	if (ev->event_number == IT_DTO_RC_RECV_CMPL_EVENT)
+	if (ev->event_number == IT_DTO_RC_RECV_CMPL_EVENT &&
+	    g_atomic_int_get(&itapi_srq_eps))
 		itapi_ep_srq_recv_released(ev->dto_cmpl.ep);
 	itapi_evq_sync(evd);
 	if (evd->aevd && (evd->flags & IT_EVD_DEQUEUE_NOTIFICATIONS) &&

@@ -284,6 +284,8 @@ enum {
 unsigned int itapi_ep_srq_recv_held(struct itapi_ep *ep);
 /* Its completion event was dequeued. */
 void itapi_ep_srq_recv_released(it_ep_handle_t ep_handle);
+/* Live EPs on an SRQ in the process: none, no look-up per dequeue. */
+extern gint itapi_srq_eps;
 void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm);
 
 /* The connection establishment identifier of @ep's ACCEPT_ARRIVAL event
