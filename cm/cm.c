@@ -58,6 +58,7 @@ static const char *const cm_event_names[] = {
 	[CM_EV_BROKEN] = "BROKEN",
 	[CM_EV_SIDR_REQUEST] = "SIDR_REQUEST",
 	[CM_EV_SIDR_REPLY] = "SIDR_REPLY",
+	[CM_EV_ACCEPT_ARRIVED] = "ACCEPT_ARRIVED",
 };
 
 const char *cm_event_name(enum cm_event_type type)

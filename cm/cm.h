@@ -65,6 +65,11 @@ enum cm_event_type {
 	/* Requester: the answer (SIDR_REP): status 0 with sidr_status, qpn,
 	 * qkey and the replier's private data, or -ETIMEDOUT. */
 	CM_EV_SIDR_REPLY,
+	/* Active side of a three-way set-up (cm_param.three_way, InfiniBand
+	 * CM): the peer accepted; private data, ird and ord are its REP's.
+	 * The RTU waits for cm_confirm (ESTABLISHED follows) or cm_refuse;
+	 * without either within the set-up time-out, UNREACHABLE. */
+	CM_EV_ACCEPT_ARRIVED,
 };
 
 const char *cm_event_name(enum cm_event_type type);
@@ -102,6 +107,15 @@ struct cm_param {
 	/* iWARP: no IRD/ORD exchange (IT_CONNECT_SUPPRESS_IRD_ORD): MPA
 	 * revision 1, without RFC 6581's enhanced header. */
 	bool no_ird_ord;
+	/* InfiniBand CM (IT_CONNECT_FLAG_THREE_WAY): the active side reports
+	 * the REP as ACCEPT_ARRIVED and sends the RTU only on cm_confirm.
+	 * cm_connect fails with -EOPNOTSUPP on iWARP (MPA has no such step). */
+	bool three_way;
+	/* iWARP socket conversion (IT_SC_NO_REQ_REP): the consumer already
+	 * exchanged the MPA Request and Reply on the socket; both ends enter
+	 * RDMA mode at once (no markers, no CRC, no private data).
+	 * -EOPNOTSUPP from a provider without RNICPI_DEV_CAP_IWARP_NO_MPA. */
+	bool no_mpa;
 };
 
 enum cm_pdata_op {
@@ -153,6 +167,15 @@ GArray *cm_device_addrs(struct ual_device *d);
 int cm_listen(struct ual_device *d, uint8_t port_num, uint16_t *port,
 	      cm_event_fn fn, void *user_data,
 	      struct cm_listen **out);
+/* As cm_listen, for requests from remote port @remote_port (host order,
+ * not 0) only: a request from another port is refused as if nobody
+ * listened (iWARP: the TCP connection is closed; InfiniBand CM: REJ
+ * "invalid service ID"). The port is the TCP source port on iWARP and
+ * the source port of rdma_cm's private data header on RoCE. Any remote
+ * address. -EINVAL for port 0. */
+int cm_listen_from(struct ual_device *d, uint8_t port_num, uint16_t *port,
+		   uint16_t remote_port, cm_event_fn fn, void *user_data,
+		   struct cm_listen **out);
 /*
  * InfiniBand CM (RoCE/IB devices): listen for service ID @service_id
  * (host order) instead of a port. A port listener above is the service ID
@@ -223,6 +246,14 @@ void cm_sidr_destroy(struct cm_sidr *s);
  * -EMSGSIZE past 136 bytes of private data. */
 int cm_sidr_reply(uint64_t req_id, uint8_t sidr_status, uint32_t qpn,
 		  uint32_t qkey, const void *pdata, uint32_t len);
+
+/* Three-way set-up, after ACCEPT_ARRIVED: send the RTU carrying @len bytes
+ * of @pdata (ESTABLISHED follows at both ends), or refuse with a REJ
+ * carrying them (the peer sees REJECTED; @id is closed, no event follows).
+ * -EINVAL when @id waits for no such answer, -EMSGSIZE past the RTU's or
+ * REJ's private data. */
+int cm_confirm(struct cm_id *id, const void *pdata, uint32_t len);
+int cm_refuse(struct cm_id *id, const void *pdata, uint32_t len);
 
 /* Close the connection: in order (the peer sees DISCONNECTED) or, with
  * @abortive, at once (the peer sees BROKEN). A set-up in progress is

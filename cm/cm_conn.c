@@ -204,6 +204,11 @@ static int connect_start(struct cm *cm, struct ual_qp *qp,
 		return -EOPNOTSUPP;
 	if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6)
 		return -EAFNOSUPPORT;
+	if (param && param->three_way && !tp->confirm) {
+		g_info("%s: three-way set-up: the %s transport has no step for the active side's acceptance",
+		       ual_device_name(d), tp->name);
+		return -EOPNOTSUPP;
+	}
 	if (sid && tp == &cm_iwarp_transport) {
 		g_info("%s: service ID 0x%016" PRIx64 ": iWARP connects to ports",
 		       ual_device_name(d), sid);
@@ -569,7 +574,9 @@ void cm_id_conn_event(struct cm_id *id, const struct rnicpi_conn_event *ev)
 		out.type = CM_EV_ESTABLISHED;
 		break;
 	case RNICPI_CONN_REJECTED:
-		if (was != CM_ID_PROVIDER)
+		/* Passive side: the active consumer refused our REP
+		 * (three-way set-up). */
+		if (was != CM_ID_PROVIDER && was != CM_ID_ACCEPTING)
 			goto stale;
 		id->state = CM_ID_CLOSED;
 		out.type = CM_EV_REJECTED;
@@ -616,6 +623,39 @@ stale:
 	g_mutex_unlock(&cm->lock);
 	cm_debug(id, "connection event %d in state %s ignored", ev->type,
 		 cm_id_state_name(was));
+}
+
+static int confirm(struct cm_id *id, bool ok, const void *pdata,
+		   uint32_t len)
+{
+	struct cm *cm;
+	int err;
+
+	if (!id)
+		return -EINVAL;
+	cm = id->cm;
+	if (!id->active || !id->param.three_way || !id->tp->confirm) {
+		cm_info(id, "%s: not a three-way set-up",
+			ok ? "confirm" : "refuse");
+		return -EINVAL;
+	}
+	if (len && !pdata)
+		return -EFAULT;
+	err = id->tp->confirm(cm, id, ok, pdata, len);
+	if (err)
+		cm_info(id, "%s: %s", ok ? "confirm" : "refuse",
+			g_strerror(-err));
+	return err;
+}
+
+int cm_confirm(struct cm_id *id, const void *pdata, uint32_t len)
+{
+	return confirm(id, true, pdata, len);
+}
+
+int cm_refuse(struct cm_id *id, const void *pdata, uint32_t len)
+{
+	return confirm(id, false, pdata, len);
 }
 
 /* ------------------------------------------------------------------ */

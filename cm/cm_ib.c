@@ -54,6 +54,7 @@ const char *const ibc_state_names[IBC_NSTATES] = {
 	[IBC_REQ_RCVD] = "REQ_RCVD",	   [IBC_MRA_SENT] = "MRA_SENT",
 	[IBC_REP_SENT] = "REP_SENT",	   [IBC_ESTABLISHED] = "ESTABLISHED",
 	[IBC_DREQ_SENT] = "DREQ_SENT",	   [IBC_TIMEWAIT] = "TIMEWAIT",
+	[IBC_REP_RCVD] = "REP_RCVD",
 };
 
 struct ib_conn *ibc_ref(struct ib_conn *c)
@@ -545,4 +546,5 @@ const struct cm_transport cm_ib_transport = {
 	.reject = ib_reject,
 	.disconnect = ib_disconnect,
 	.release = ib_release,
+	.confirm = ib_confirm,
 };

@@ -80,6 +80,7 @@ enum ib_conn_state {
 	IBC_ESTABLISHED,
 	IBC_DREQ_SENT,
 	IBC_TIMEWAIT,
+	IBC_REP_RCVD,	/* active, three-way: REP in, RTU held (MRA sent) */
 	IBC_NSTATES
 };
 
@@ -193,6 +194,8 @@ void ib_recv_rtu(struct cm *cm, struct ib_port *p, const struct ib_mad *m);
 
 /* cm_ib_close.c */
 gboolean ibc_timeout(gpointer data);
+int ib_confirm(struct cm *cm, struct cm_id *id, bool ok, const void *pdata,
+	       uint32_t len);
 void ibc_send_abort_locked(struct ib_conn *c);
 void ibc_send_dreq_locked(struct ib_state *st, struct ib_conn *c,
 			  const void *pdata, uint32_t len);

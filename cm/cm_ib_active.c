@@ -199,6 +199,104 @@ struct ib_conn *ibc_lookup_locked(struct ib_state *st, uint32_t id)
 	return c ? ibc_ref(c) : NULL;
 }
 
+/*
+ * Three-way set-up (IT_CONNECT_FLAG_THREE_WAY): the QP is in RTS, the RTU
+ * waits for our consumer. An MRA for the REP tells the peer to wait as
+ * long as our set-up time-out; the consumer has that long to answer.
+ * Called with st->lock held, which it drops; consumes the references on
+ * @c and @id the caller took.
+ */
+static void rep_hold_locked(struct ib_conn *c, struct cm_id *id,
+			    const struct ib_cm_rep *r)
+{
+	struct ib_state *st = ib_of(c->cm);
+	struct ib_cm_mra mr = {
+		.local_comm_id = c->local_id,
+		.remote_comm_id = c->remote_id,
+		.message_mraed = IB_CM_MSG_REP,
+		.service_timeout = ib_cm_timeout_code(id->param.timeout_ms),
+	};
+	struct cm_event ev = {
+		.type = CM_EV_ACCEPT_ARRIVED,
+		.private_data = r->private_data,
+		.private_data_len = ib_pdata_used(r->private_data,
+						  IB_CM_REP_PDATA),
+		.ird = c->init_depth,
+		.ord = c->resp_res,
+		.local_addr = c->local_addr,
+		.remote_addr = c->remote_addr,
+		.device = id->dev,
+	};
+	struct ib_mad m;
+
+	ib_mad_cm_init(&m, IB_CM_ATTR_MRA, c->tid);
+	ib_cm_mra_encode(&m, &mr);
+	ibc_set_state(c, IBC_REP_RCVD);
+	ibc_send(c, &m, true);
+	ibc_arm(c, id->param.timeout_ms);
+	g_mutex_unlock(&st->lock);
+	cm_debug(id, "REP held for the consumer's answer");
+	cm_id_deliver(id, &ev);
+	cm_id_unref(id);
+	ibc_unref(c);
+}
+
+int ib_confirm(struct cm *cm, struct cm_id *id, bool ok, const void *pdata,
+	       uint32_t len)
+{
+	struct ib_state *st = ib_of(cm);
+	struct ib_conn *c;
+	struct ib_mad out;
+
+	if (len > (ok ? IB_CM_RTU_PDATA : IB_CM_REJ_PDATA))
+		return -EMSGSIZE;
+	g_mutex_lock(&cm->lock);
+	c = id->tp_data ? ibc_ref(id->tp_data) : NULL;
+	g_mutex_unlock(&cm->lock);
+	if (!c)
+		return -EINVAL;
+	g_mutex_lock(&st->lock);
+	if (c->state != IBC_REP_RCVD || c->id != id) {
+		g_mutex_unlock(&st->lock);
+		ibc_info(c, "%s in state %s", ok ? "RTU" : "REJ",
+			 ibc_name(c->state));
+		ibc_unref(c);
+		return -EINVAL;
+	}
+	if (ok) {
+		struct ib_cm_ids rtu = {
+			.local_comm_id = c->local_id,
+			.remote_comm_id = c->remote_id,
+		};
+
+		ib_mad_cm_init(&out, IB_CM_ATTR_RTU, c->tid);
+		ib_cm_ids_encode(&out, &rtu);
+		if (len)
+			memcpy(&out.b[IB_CM_RTU_PDATA_OFF], pdata, len);
+		cm_source_drop(&c->timer);
+		ibc_set_state(c, IBC_ESTABLISHED);
+		ibc_send(c, &out, true);
+		cm_id_ref(id);
+		g_mutex_unlock(&st->lock);
+		ibc_report(c, id, RNICPI_CONN_ESTABLISHED, 0, NULL, 0);
+		cm_id_unref(id);
+		ibc_unref(c);
+		return 0;
+	}
+	ib_send_rej(c->port, &c->dest, c->tid, c->local_id, c->remote_id,
+		    IB_CM_MSG_REP, IB_CM_REJ_CONSUMER_DEFINED, pdata, len,
+		    &c->last);
+	c->have_last = true;
+	id = g_steal_pointer(&c->id);
+	ibc_timewait(c);
+	g_mutex_unlock(&st->lock);
+	ib_qp_error(id->qp);
+	cm_id_set_state(id, CM_ID_CLOSED);
+	cm_id_unref(id);
+	ibc_unref(c);
+	return 0;
+}
+
 void ib_recv_rep(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 		     const struct ib_src *src)
 {
@@ -223,6 +321,14 @@ void ib_recv_rep(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 	}
 	if (c->state == IBC_ESTABLISHED || c->state == IBC_TIMEWAIT) {
 		/* Our RTU (or REJ) was lost: the same again (12.9.3). */
+		if (r.local_comm_id == c->remote_id)
+			ibc_resend(c);
+		g_mutex_unlock(&st->lock);
+		ibc_unref(c);
+		return;
+	}
+	if (c->state == IBC_REP_RCVD) {
+		/* Our consumer still decides: the MRA again (12.6.6). */
 		if (r.local_comm_id == c->remote_id)
 			ibc_resend(c);
 		g_mutex_unlock(&st->lock);
@@ -274,6 +380,10 @@ void ib_recv_rep(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 	}
 	c->init_depth = ird;
 	c->resp_res = ord;
+	if (id->param.three_way) {
+		rep_hold_locked(c, id, &r);
+		return;
+	}
 	rtu.local_comm_id = c->local_id;
 	rtu.remote_comm_id = c->remote_id;
 	ib_mad_cm_init(&out, IB_CM_ATTR_RTU, c->tid);
@@ -391,6 +501,15 @@ void ib_recv_rej(struct cm *cm, struct ib_port *p, const struct ib_mad *m)
 			else
 				ibc_report(c, id, RNICPI_CONN_ERROR,
 				       rej_status(r.reason), NULL, 0);
+		} else if (was == IBC_REP_SENT &&
+			   r.reason == IB_CM_REJ_CONSUMER_DEFINED) {
+			/* The active consumer refused our REP (three-way
+			 * set-up): a peer's rejection, its private data. */
+			ib_qp_error(id->qp);
+			ibc_report(c, id, RNICPI_CONN_REJECTED, -ECONNREFUSED,
+				   r.private_data,
+				   ib_pdata_used(r.private_data,
+						 IB_CM_REJ_PDATA));
 		} else {
 			ib_qp_error(id->qp);
 			ibc_report(c, id,

@@ -27,7 +27,7 @@ gboolean ibc_timeout(gpointer data)
 	struct ib_state *st = ib_of(c->cm);
 	struct cm_id *id = NULL;
 	struct cm_req *req = NULL;
-	bool fail = false, disc = false, mra = false;
+	bool fail = false, disc = false, mra = false, qp_err = false;
 
 	g_mutex_lock(&st->lock);
 	if (!c->timer || g_source_is_destroyed(g_main_current_source())) {
@@ -60,6 +60,18 @@ gboolean ibc_timeout(gpointer data)
 				 IB_CM_REJ_TIMEOUT, NULL, 0, NULL);
 			fail = true;
 		}
+		id = g_steal_pointer(&c->id);
+		ibc_timewait(c);
+		break;
+	case IBC_REP_RCVD:
+		/* Our consumer did not answer the REP in time. */
+		ibc_info(c, "the consumer answered no REP in %u ms",
+			 c->id ? c->id->param.timeout_ms : 0);
+		ib_send_rej(c->port, &c->dest, c->tid, c->local_id,
+			    c->remote_id, IB_CM_MSG_REP, IB_CM_REJ_TIMEOUT,
+			    NULL, 0, NULL);
+		fail = true;
+		qp_err = true;	/* in RTS since the REP */
 		id = g_steal_pointer(&c->id);
 		ibc_timewait(c);
 		break;
@@ -98,6 +110,8 @@ gboolean ibc_timeout(gpointer data)
 		ibc_arm(c, c->cm->timeout_ms);
 	}
 	g_mutex_unlock(&st->lock);
+	if (qp_err && id)
+		ib_qp_error(id->qp);
 	if (fail && id)
 		ibc_report(c, id, RNICPI_CONN_ERROR, -ETIMEDOUT, NULL, 0);
 	if (disc && id)
@@ -309,6 +323,7 @@ void ib_release(struct cm *cm, struct cm_id *id, enum cm_id_state was)
 			ibc_timewait(c);
 			break;
 		case IBC_REP_SENT:
+		case IBC_REP_RCVD:
 			ib_send_rej(c->port, &c->dest, c->tid, c->local_id,
 				 c->remote_id, IB_CM_MSG_REP,
 				 IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL);

@@ -193,6 +193,12 @@ void ib_recv_req(struct cm *cm, struct ib_port *p, const struct ib_mad *m,
 	g_mutex_lock(&cm->lock);
 	l = cm_listen_find_sid_locked(cm, d, 1, r.service_id);
 	g_mutex_unlock(&cm->lock);
+	if (l && !cm_listen_takes(l, &remote)) {
+		g_info("%s REQ for service ID 0x%016" PRIx64 " from a port its listener does not take (%u only)",
+		       ib_port_prefix(p), r.service_id, l->remote_port);
+		cm_listen_unref(l);
+		l = NULL;
+	}
 	if (!l) {
 		g_mutex_unlock(&st->lock);
 		g_info("%s REQ for service ID 0x%016" PRIx64 ": nobody listens; REJ invalid service ID",
@@ -389,7 +395,12 @@ void ib_recv_rtu(struct cm *cm, struct ib_port *p, const struct ib_mad *m)
 	}
 	g_mutex_unlock(&st->lock);
 	if (id) {
-		ibc_report(c, id, RNICPI_CONN_ESTABLISHED, 0, NULL, 0);
+		/* The RTU's private data: the active consumer's, in a
+		 * three-way set-up (IT-API's it_ep_accept on that side). */
+		const uint8_t *pd = &m->b[IB_CM_RTU_PDATA_OFF];
+
+		ibc_report(c, id, RNICPI_CONN_ESTABLISHED, 0, pd,
+			   ib_pdata_used(pd, IB_CM_RTU_PDATA));
 		cm_id_unref(id);
 	}
 	ibc_unref(c);

@@ -161,6 +161,16 @@ static void iw_take_one(struct iw_port *p, int fd)
 	g_mutex_lock(&cm->lock);
 	l = cm_listen_find_locked(cm, dev, 1, p->port);
 	g_mutex_unlock(&cm->lock);
+	if (l && !cm_listen_takes(l, &remote)) {
+		g_info("%s: connection from %s to %s: the listener on port %u takes port %u only; closed",
+		       ual_device_name(dev), rbuf, lbuf, p->port,
+		       l->remote_port);
+		cm_listen_unref(l);
+		l = NULL;
+		close(fd);
+		ual_device_put(dev);
+		return;
+	}
 	if (!l) {
 		g_info("%s: connection from %s to %s: nobody listens on port %u of this device; closed",
 		       ual_device_name(dev), rbuf, lbuf, p->port);
@@ -644,6 +654,41 @@ static int iw_socket_convert(struct cm *cm, struct cm_id *id, int sockfd)
 	id->local_addr = local;
 	id->remote_addr = remote;
 	id->port = sockaddr_port(&remote);
+	if (id->param.no_mpa) {
+		struct rnicpi_device_attr a;
+		struct rnicpi_conn_param rp = {
+			.ird = id->param.ird,
+			.ord = id->param.ord,
+			.timeout_ms = id->param.timeout_ms,
+			.flags = RNICPI_CONN_NO_MPA,
+		};
+
+		if (ual_device_query(id->dev, &a) ||
+		    !(a.caps & RNICPI_DEV_CAP_IWARP_NO_MPA)) {
+			cm_info(id, "socket conversion without MPA: %s cannot enter RDMA mode without its own MPA exchange",
+				ual_device_name(id->dev));
+			return -EOPNOTSUPP;
+		}
+		if (id->param.private_data_len)
+			return -EMSGSIZE;
+		dfd = fcntl(sockfd, F_DUPFD_CLOEXEC, 3);
+		if (dfd < 0)
+			return -errno;
+		cm_debug(id, "converting %s <-> %s without MPA",
+			 cm_sockaddr_str((void *)&local, lbuf, sizeof(lbuf)),
+			 cm_sockaddr_str((void *)&remote, rbuf,
+					 sizeof(rbuf)));
+		id->active = sockaddr_cmp(&local, &remote) < 0;
+		cm_id_set_state(id, CM_ID_PROVIDER);
+		err = ual_qp_iw_connect(id->qp, dfd, &rp);
+		if (err) {
+			cm_info(id, "iw_connect without MPA: %s",
+				g_strerror(-err));
+			close(dfd);
+			cm_id_set_state(id, CM_ID_CLOSED);
+		}
+		return err;
+	}
 	/* Both ends see the same two (address, port) pairs, mirrored, so
 	 * they agree on who is lower: that one sends the MPA Request. */
 	id->active = sockaddr_cmp(&local, &remote) < 0;

@@ -90,6 +90,10 @@ struct cm_transport {
 	 * it is destroyed or its set-up abandoned in state @was. */
 	int (*disconnect)(struct cm *cm, struct cm_id *id, bool abortive);
 	void (*release)(struct cm *cm, struct cm_id *id, enum cm_id_state was);
+	/* Optional: the active side's answer to ACCEPT_ARRIVED (three-way
+	 * set-up): RTU when @ok, else REJ; @pdata goes with it. */
+	int (*confirm)(struct cm *cm, struct cm_id *id, bool ok,
+		       const void *pdata, uint32_t len);
 };
 
 extern const struct cm_transport cm_iwarp_transport;
@@ -130,6 +134,9 @@ struct cm_listen {
 	uint8_t port_num;
 	uint16_t port;		/* host order */
 	uint64_t sid;		/* IB CM service ID (host order), else 0 */
+	/* cm_listen_from: requests from this remote port only (host
+	 * order); 0 = any. */
+	uint16_t remote_port;
 	cm_event_fn fn;
 	void *user_data;
 	GRecMutex cb_lock;	/* held while fn runs */
@@ -247,6 +254,10 @@ struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
  * if it still reads it (it reports back, and the request is ended then),
  * forgotten if it never reached the provider. */
 void cm_req_abandon(struct cm_req *req, int status);
+
+/* Whether @l takes a request from @remote (cm_listen_from's port). */
+bool cm_listen_takes(const struct cm_listen *l,
+		     const struct sockaddr_storage *remote);
 
 /* The listener for (@dev, @port_num, @port), new reference, or NULL.
  * Called with cm->lock held. */

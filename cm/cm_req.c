@@ -52,10 +52,26 @@ struct cm_listen *cm_listen_find_sid_locked(struct cm *cm,
 }
 
 /* cm_listen and cm_listen_service: @sid 0 listens on *@port. */
+bool cm_listen_takes(const struct cm_listen *l,
+		     const struct sockaddr_storage *remote)
+{
+	uint16_t port = 0;
+
+	if (!l->remote_port)
+		return true;
+	if (remote->ss_family == AF_INET)
+		port = ntohs(((const struct sockaddr_in *)(const void *)remote)
+				     ->sin_port);
+	else if (remote->ss_family == AF_INET6)
+		port = ntohs(((const struct sockaddr_in6 *)(const void *)
+				      remote)->sin6_port);
+	return port == l->remote_port;
+}
+
 static int listen_start(struct cm *cm, struct ual_device *d,
 			uint8_t port_num, uint16_t *port, uint64_t sid,
-			cm_event_fn fn, void *user_data,
-			struct cm_listen **out)
+			uint16_t remote_port, cm_event_fn fn,
+			void *user_data, struct cm_listen **out)
 {
 	const struct cm_transport *tp = cm_transport_of(d);
 	struct cm_listen *l, *other;
@@ -76,6 +92,7 @@ static int listen_start(struct cm *cm, struct ual_device *d,
 	l->port_num = port_num;
 	l->port = *port;
 	l->sid = sid;
+	l->remote_port = remote_port;
 	l->fn = fn;
 	l->user_data = user_data;
 	g_rec_mutex_init(&l->cb_lock);
@@ -128,8 +145,21 @@ int cm_listen(struct ual_device *d, uint8_t port_num, uint16_t *port,
 {
 	struct cm *cm = cm_running(__func__);
 
-	return cm ? listen_start(cm, d, port_num, port, 0, fn, user_data,
+	return cm ? listen_start(cm, d, port_num, port, 0, 0, fn, user_data,
 				 out) :
+		    -ENOTCONN;
+}
+
+int cm_listen_from(struct ual_device *d, uint8_t port_num, uint16_t *port,
+		   uint16_t remote_port, cm_event_fn fn, void *user_data,
+		   struct cm_listen **out)
+{
+	struct cm *cm = cm_running(__func__);
+
+	if (!remote_port)
+		return -EINVAL;
+	return cm ? listen_start(cm, d, port_num, port, 0, remote_port, fn,
+				 user_data, out) :
 		    -ENOTCONN;
 }
 
@@ -140,7 +170,7 @@ int cm_listen_service(struct ual_device *d, uint8_t port_num,
 	struct cm *cm = cm_running(__func__);
 	uint16_t port = 0;
 
-	return cm ? listen_start(cm, d, port_num, &port, service_id, fn,
+	return cm ? listen_start(cm, d, port_num, &port, service_id, 0, fn,
 				 user_data, out) :
 		    -ENOTCONN;
 }
@@ -327,6 +357,13 @@ int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port,
 				service_id);
 		else
 			cm_info(req, "handoff: no listener on port %u", port);
+		return -ESRCH;
+	}
+	if (!cm_listen_takes(l, &req->remote_addr)) {
+		g_mutex_unlock(&cm->lock);
+		cm_info(req, "handoff: %s takes requests from port %u only",
+			l->prefix, l->remote_port);
+		cm_listen_unref(l);
 		return -ESRCH;
 	}
 	old = req->listen;

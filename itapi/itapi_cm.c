@@ -106,6 +106,12 @@ void itapi_ep_cm_event(const struct cm_event *ev, void *user_data)
 		c->event_number = IT_CM_MSG_CONN_BROKEN_EVENT;
 		to = IT_EP_STATE_NONOPERATIONAL;
 		break;
+	case CM_EV_ACCEPT_ARRIVED:
+		/* Three-way: it_ep_accept or it_reject with this event's
+		 * cn_est_id answers. */
+		c->event_number = IT_CM_MSG_CONN_ACCEPT_ARRIVAL_EVENT;
+		to = IT_EP_STATE_ACTIVE2_CONNECTION_PENDING;
+		break;
 	default:
 		return;
 	}
@@ -115,6 +121,13 @@ void itapi_ep_cm_event(const struct cm_event *ev, void *user_data)
 		    itapi_ep_state_name(ep->state.rc),
 		    itapi_ep_state_name(to), ev->status);
 	ep->state.rc = to;
+	/* Closed for its hard high watermark: broken, whatever the
+	 * transport made of the abortive close. */
+	if (ep->hard_hi_hit &&
+	    c->event_number == IT_CM_MSG_CONN_DISCONNECT_EVENT)
+		c->event_number = IT_CM_MSG_CONN_BROKEN_EVENT;
+	if (ev->type == CM_EV_ACCEPT_ARRIVED)
+		ep->cn_est_id = itapi_active_cn_est_id(ep);
 	if (ev->type == CM_EV_ESTABLISHED)
 		itapi_path_from_sockaddrs(ep->obj.ia, ep->spigot_id,
 					  &ev->local_addr, &ev->remote_addr,
@@ -377,9 +390,16 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
 			       "unknown flag bits 0x%x",
 			       (unsigned int)cn_est_flags);
-	if (cn_est_flags & IT_CONNECT_FLAG_THREE_WAY)
+	if ((cn_est_flags & IT_CONNECT_FLAG_TWO_WAY) &&
+	    (cn_est_flags & IT_CONNECT_FLAG_THREE_WAY))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
-			       "three-way handshake: not supported by this IA");
+			       "both two-way and three-way");
+	/* The InfiniBand CM holds the RTU until the consumer accepts; MPA
+	 * has no message for the active side's acceptance. */
+	if ((cn_est_flags & IT_CONNECT_FLAG_THREE_WAY) &&
+	    ia->transport == RNICPI_TRANSPORT_IWARP)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
+			       "three-way handshake: iWARP's MPA has no step for the active side's acceptance");
 	/* Suppression is MPA without its IRD/ORD header; the InfiniBand
 	 * CM's REQ carries them in fields of its own, always. */
 	if ((cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD) &&
@@ -429,6 +449,7 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 
 	itapi_cm_param(ep, private_data, private_data_length, &param);
 	param.no_ird_ord = (cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD) != 0;
+	param.three_way = (cn_est_flags & IT_CONNECT_FLAG_THREE_WAY) != 0;
 	if (path->timeout && path->timeout != IT_TIMEOUT_INFINITE)
 		param.timeout_ms = (uint32_t)MIN((path->timeout + 999) / 1000,
 						 (uint64_t)3600000);
@@ -461,6 +482,70 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	return IT_SUCCESS;
 }
 
+/*
+ * Three-way set-up: the active side's connection establishment identifier
+ * is the EP's handle with the top bit set (the cm's request IDs count from
+ * 1 and never reach it), so that it_reject, which is given nothing else,
+ * finds the endpoint.
+ */
+#define ITAPI_ACTIVE_CN_EST_BIT (UINT64_C(1) << 63)
+
+it_cn_est_identifier_t itapi_active_cn_est_id(struct itapi_ep *ep)
+{
+	return (it_cn_est_identifier_t)(uintptr_t)ep | ITAPI_ACTIVE_CN_EST_BIT;
+}
+
+/* The active EP waiting for its consumer's answer under @id, or NULL. */
+static struct itapi_ep *active_waiting(it_cn_est_identifier_t id,
+				       struct cm_id **cm)
+{
+	struct itapi_ep *ep;
+	bool ok;
+
+	if (!(id & ITAPI_ACTIVE_CN_EST_BIT))
+		return NULL;
+	ep = ITAPI_LOOKUP((it_ep_handle_t)(uintptr_t)(id &
+						       ~ITAPI_ACTIVE_CN_EST_BIT),
+			  struct itapi_ep, IT_HANDLE_TYPE_EP);
+	if (!ep)
+		return NULL;
+	g_mutex_lock(&ep->lock);
+	ok = ep->state.rc == IT_EP_STATE_ACTIVE2_CONNECTION_PENDING &&
+	     ep->cn_est_id == id && ep->cm;
+	*cm = ep->cm;
+	g_mutex_unlock(&ep->lock);
+	return ok ? ep : NULL;
+}
+
+/* it_ep_accept / it_reject on the active side of a three-way set-up. */
+static it_status_t active_answer(struct itapi_ep *ep, struct cm_id *cm,
+				 bool ok, const unsigned char *pdata,
+				 size_t len)
+{
+	int err;
+
+	if (len > pdata_limit(ep->obj.ia, CM_PDATA_ACCEPT))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
+			       "%zu bytes of private data; at most %zu",
+			       len, pdata_limit(ep->obj.ia, CM_PDATA_ACCEPT));
+	if (len && !pdata)
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "private_data is NULL");
+	err = ok ? cm_confirm(cm, pdata, (uint32_t)len) :
+		   cm_refuse(cm, pdata, (uint32_t)len);
+	if (err)
+		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
+				     "%s of the peer's acceptance: %s",
+				     ok ? "accept" : "reject",
+				     g_strerror(-err));
+	if (!ok) {
+		/* Refused by its own consumer: no event follows. */
+		g_mutex_lock(&ep->lock);
+		ep->state.rc = IT_EP_STATE_NONOPERATIONAL;
+		g_mutex_unlock(&ep->lock);
+	}
+	return IT_SUCCESS;
+}
+
 it_status_t it_ep_accept(it_ep_handle_t ep_handle,
 			 it_cn_est_identifier_t cn_est_id,
 			 const unsigned char *private_data,
@@ -472,6 +557,27 @@ it_status_t it_ep_accept(it_ep_handle_t ep_handle,
 	it_status_t st;
 	int err;
 
+	ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep, IT_HANDLE_TYPE_EP);
+	if (ep && ep->service == IT_RC_SERVICE) {
+		it_ep_state_rc_t s;
+		it_cn_est_identifier_t want;
+
+		g_mutex_lock(&ep->lock);
+		s = ep->state.rc;
+		want = ep->cn_est_id;
+		cm = ep->cm;
+		g_mutex_unlock(&ep->lock);
+		if (s == IT_EP_STATE_ACTIVE2_CONNECTION_PENDING) {
+			if (cn_est_id != want)
+				return IT_FAIL(&ep->obj,
+					       IT_ERR_INVALID_CN_EST_ID,
+					       "the endpoint waits under identifier %llx",
+					       (unsigned long long)want);
+			return active_answer(ep, cm, true, private_data,
+					     private_data_length);
+		}
+		cm = NULL;
+	}
 	ep = ep_idle(ep_handle, &st, "it_ep_accept");
 	if (!ep)
 		return st;
@@ -520,6 +626,14 @@ it_status_t it_reject(it_cn_est_identifier_t cn_est_id,
 				private_data_length, IT_MAX_PRIV_DATA);
 	if (private_data_length && !private_data)
 		return IT_FAIL0(IT_ERR_FAULT, "private_data is NULL");
+	{
+		struct cm_id *cm = NULL;
+		struct itapi_ep *ep = active_waiting(cn_est_id, &cm);
+
+		if (ep)
+			return active_answer(ep, cm, false, private_data,
+					     private_data_length);
+	}
 	err = cm_reject(cn_est_id, private_data,
 			(uint32_t)private_data_length);
 	if (!err)
@@ -551,6 +665,12 @@ it_status_t it_handoff(const it_conn_qual_t *conn_qual, size_t spigot_id,
 					"service ID 0");
 	} else if (conn_qual->type == IT_IANA_PORT) {
 		port = ntohs(conn_qual->conn_qual.port);
+		if (!port)
+			return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
+	} else if (conn_qual->type == IT_IANA_LR_PORT) {
+		/* The listener on the local port, which must take the
+		 * request's remote port (the cm checks). */
+		port = ntohs(conn_qual->conn_qual.lr_port.local);
 		if (!port)
 			return IT_FAIL0(IT_ERR_INVALID_CONN_QUAL, "port 0");
 	} else {
@@ -693,11 +813,17 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 	    !(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_IWARP_CM))
 		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
 			       "socket conversion needs an iWARP IA");
-	if (flags & IT_SC_NO_REQ_REP)
-		/* Entering RDMA mode without the MPA exchange needs a
-		 * provider hook RNICPI does not have. */
+	/* The consumer exchanged the MPA Request and Reply itself: nothing
+	 * carries private data, and the provider must be able to enter
+	 * RDMA mode without its own exchange. */
+	if ((flags & IT_SC_NO_REQ_REP) && len)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
+			       "IT_SC_NO_REQ_REP with %zu bytes of private data: no MPA Request carries them",
+			       len);
+	if ((flags & IT_SC_NO_REQ_REP) &&
+	    !(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_IWARP_NO_MPA))
 		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
-			       "IT_SC_NO_REQ_REP: conversion always runs MPA here");
+			       "IT_SC_NO_REQ_REP: the provider cannot enter RDMA mode without its own MPA exchange");
 	if (len > pdata_limit(ep->obj.ia, CM_PDATA_CONNECT))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data; MPA carries %zu here",
@@ -711,6 +837,7 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 			       "descriptor %d is not open", sd);
 	sock_save(sd, fl, &saved);
 	itapi_cm_param(ep, msg, len, &param);
+	param.no_mpa = (flags & IT_SC_NO_REQ_REP) != 0;
 	if (!ep_start(ep, IT_EP_STATE_PASSIVE_WAIT_RDMA_TRANS_REQ))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
 			       "the endpoint changed state meanwhile");

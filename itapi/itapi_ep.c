@@ -24,6 +24,9 @@
 
 #include "itapi/itapi_priv.h"
 
+/* EP high watermarks asked for (below). */
+static bool watermarks_set(size_t soft, size_t hard);
+
 static const char *const rc_state_names[] = {
 	[IT_EP_STATE_UNCONNECTED] = "UNCONNECTED",
 	[IT_EP_STATE_ACTIVE1_CONNECTION_PENDING] = "ACTIVE1_PENDING",
@@ -115,11 +118,10 @@ static it_status_t check_attr(struct itapi_pz *pz,
 		     d->atomic_cap == RNICPI_ATOMIC_NONE))
 			return IT_FAIL(&pz->obj, IT_ERR_INVALID_EP_ATTR,
 				       "atomics enabled on an IA without atomics");
-		if ((r->soft_hi_watermark && srq) ||
-		    (r->hard_hi_watermark &&
-		     r->hard_hi_watermark != IT_HARD_HI_WATERMARK_DISABLE))
+		if (!srq && watermarks_set(r->soft_hi_watermark,
+					   r->hard_hi_watermark))
 			return IT_FAIL(&pz->obj, IT_ERR_INVALID_WATERMARK,
-				       "EP high watermarks are not supported");
+				       "EP high watermarks count the receives an EP takes from its SRQ; this EP has none");
 	}
 	memset(cap, 0, sizeof(*cap));
 	cap->max_send_wr = (uint32_t)a->max_request_dtos;
@@ -245,6 +247,92 @@ static void ep_use_evds(struct itapi_ep *ep, int delta)
 	if (ep->srq)
 		ep->srq->users += delta;
 	g_mutex_unlock(&ia->lock);
+	if (ep->srq)
+		g_atomic_int_add(&itapi_srq_eps, delta);
+}
+
+/* ------------------------------------------------------------------ */
+/* EP high watermarks                                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An EP on an SRQ holds each receive it took from the SRQ until the
+ * consumer dequeues its completion event (the buffer is the consumer's
+ * to reuse only then). soft_hi_watermark (0: none): reaching it posts
+ * IT_ASYNC_AFF_EP_SOFT_HI_WATERMARK once, again after the count fell
+ * below it. hard_hi_watermark (0 or IT_HARD_HI_WATERMARK_DISABLE: none):
+ * reaching it breaks the connection (abortive close; the EP's connect
+ * SEVD gets IT_CM_MSG_CONN_BROKEN_EVENT, the peer its BROKEN), so that
+ * one connection cannot keep the SRQ's buffers from the others.
+ */
+gint itapi_srq_eps;
+
+static bool watermarks_set(size_t soft, size_t hard)
+{
+	return soft || (hard && hard != IT_HARD_HI_WATERMARK_DISABLE);
+}
+
+unsigned int itapi_ep_srq_recv_held(struct itapi_ep *ep)
+{
+	const it_rc_only_attributes_t *r = &ep->attr.srv.rc;
+	unsigned int wm = 0;
+
+	g_mutex_lock(&ep->lock);
+	ep->srq_held++;
+	if (r->soft_hi_watermark && ep->srq_held >= r->soft_hi_watermark &&
+	    !ep->soft_hi_posted) {
+		ep->soft_hi_posted = true;
+		wm |= ITAPI_WM_SOFT;
+	}
+	if (r->hard_hi_watermark &&
+	    r->hard_hi_watermark != IT_HARD_HI_WATERMARK_DISABLE &&
+	    ep->srq_held >= r->hard_hi_watermark && !ep->hard_hi_hit) {
+		ep->hard_hi_hit = true;
+		wm |= ITAPI_WM_HARD;
+	}
+	g_mutex_unlock(&ep->lock);
+	return wm;
+}
+
+void itapi_ep_srq_recv_released(it_ep_handle_t ep_handle)
+{
+	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
+					   IT_HANDLE_TYPE_EP);
+
+	if (!ep || !ep->srq)
+		return;
+	g_mutex_lock(&ep->lock);
+	if (ep->srq_held)
+		ep->srq_held--;
+	if (ep->srq_held < ep->attr.srv.rc.soft_hi_watermark)
+		ep->soft_hi_posted = false;
+	g_mutex_unlock(&ep->lock);
+}
+
+void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm)
+{
+	struct cm_id *cm;
+	size_t held;
+	int err;
+
+	g_mutex_lock(&ep->lock);
+	held = ep->srq_held;
+	cm = ep->cm;
+	g_mutex_unlock(&ep->lock);
+	if (wm & ITAPI_WM_SOFT) {
+		itapi_debug(&ep->obj, "%zu SRQ receives held: soft high watermark",
+			    held);
+		itapi_post_affiliated(ep->obj.ia,
+				      IT_ASYNC_AFF_EP_SOFT_HI_WATERMARK, ep);
+	}
+	if (!(wm & ITAPI_WM_HARD))
+		return;
+	g_info("%s %zu SRQ receives held: hard high watermark %zu reached; breaking the connection",
+	       ep->obj.prefix, held, ep->attr.srv.rc.hard_hi_watermark);
+	err = cm ? cm_disconnect(cm, true) : -ENOTCONN;
+	if (err)
+		itapi_debug(&ep->obj, "hard high watermark: no connection to break (%s)",
+			    g_strerror(-err));
 }
 
 it_status_t itapi_ep_create(struct itapi_pz *pz, it_transport_service_type_t service,
@@ -469,10 +557,12 @@ it_status_t it_ep_query(it_ep_handle_t ep_handle, it_ep_param_mask_t mask,
 		if (WANT(IT_EP_PARAM_SRQ))
 			a->srv.rc.srq = (it_srq_handle_t)ep->srq;
 		if (WANT(IT_EP_PARAM_SOFT_HI_WATERMARK))
-			a->srv.rc.soft_hi_watermark = 0;
+			a->srv.rc.soft_hi_watermark = r->soft_hi_watermark;
 		if (WANT(IT_EP_PARAM_HARD_HI_WATERMARK))
 			a->srv.rc.hard_hi_watermark =
-				IT_HARD_HI_WATERMARK_DISABLE;
+				r->hard_hi_watermark ?
+					r->hard_hi_watermark :
+					IT_HARD_HI_WATERMARK_DISABLE;
 		if (WANT(IT_EP_PARAM_ATOMICS_ENABLE))
 			a->srv.rc.atomics_enable = r->atomics_enable;
 	} else {
@@ -564,10 +654,12 @@ it_status_t it_ep_modify(it_ep_handle_t ep_handle, it_ep_param_mask_t mask,
 {
 	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
 					   IT_HANDLE_TYPE_EP);
+	const unsigned int wm_mask = IT_EP_PARAM_SOFT_HI_WATERMARK |
+				     IT_EP_PARAM_HARD_HI_WATERMARK;
 	const unsigned int rc_ok = IT_EP_PARAM_RDMA_RD_ENABLE |
 				   IT_EP_PARAM_RDMA_WR_ENABLE |
 				   IT_EP_PARAM_MAX_IRD | IT_EP_PARAM_MAX_ORD |
-				   IT_EP_PARAM_ATOMICS_ENABLE;
+				   IT_EP_PARAM_ATOMICS_ENABLE | wm_mask;
 	const unsigned int q_ok = IT_EP_PARAM_MAX_REQ_DTO |
 				  IT_EP_PARAM_MAX_RECV_DTO;
 	const struct rnicpi_device_attr *d;
@@ -583,12 +675,36 @@ it_status_t it_ep_modify(it_ep_handle_t ep_handle, it_ep_param_mask_t mask,
 	if (ep->service != IT_RC_SERVICE || !mask ||
 	    ((unsigned int)mask & ~(rc_ok | q_ok)))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_MASK,
-			       "mask 0x%x: only the RDMA enables, IRD, ORD and queue sizes of an RC endpoint change",
+			       "mask 0x%x: only the RDMA enables, IRD, ORD, high watermarks and queue sizes of an RC endpoint change",
 			       (unsigned int)mask);
 	/* The queue sizes change in any state (ep_resize_queues). */
 	if (!((unsigned int)mask & rc_ok))
 		return ep_resize_queues(ep, ep_attr, (unsigned int)mask & q_ok);
 	d = &ep->obj.ia->attr;
+	/* The watermarks change in any state, alone. */
+	if (mask & wm_mask) {
+		if (mask & ~wm_mask)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_MASK,
+				       "watermarks change on their own (any state), the rest only unconnected");
+		g_mutex_lock(&ep->lock);
+		r = ep->attr.srv.rc;
+		if (mask & IT_EP_PARAM_SOFT_HI_WATERMARK)
+			r.soft_hi_watermark = ep_attr->srv.rc.soft_hi_watermark;
+		if (mask & IT_EP_PARAM_HARD_HI_WATERMARK)
+			r.hard_hi_watermark = ep_attr->srv.rc.hard_hi_watermark;
+		if (!ep->srq && watermarks_set(r.soft_hi_watermark,
+					       r.hard_hi_watermark)) {
+			g_mutex_unlock(&ep->lock);
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_WATERMARK,
+				       "EP high watermarks count the receives an EP takes from its SRQ; this EP has none");
+		}
+		ep->attr.srv.rc.soft_hi_watermark = r.soft_hi_watermark;
+		ep->attr.srv.rc.hard_hi_watermark = r.hard_hi_watermark;
+		if (ep->srq_held < r.soft_hi_watermark)
+			ep->soft_hi_posted = false;
+		g_mutex_unlock(&ep->lock);
+		return IT_SUCCESS;
+	}
 	g_mutex_lock(&ep->lock);
 	idle = ep->state.rc == IT_EP_STATE_UNCONNECTED;
 	r = ep->attr.srv.rc;
@@ -658,6 +774,10 @@ it_status_t it_ep_reset(it_ep_handle_t ep_handle)
 	if (ep_drop_qp(ep))
 		return IT_FAIL(&ep->obj, IT_ERR_CANNOT_RESET,
 			       "the old QP would not go");
+	/* Events not dequeued yet still hold their receives. */
+	g_mutex_lock(&ep->lock);
+	ep->hard_hi_hit = false;
+	g_mutex_unlock(&ep->lock);
 	memset(&cap, 0, sizeof(cap));
 	cap.max_send_wr = (uint32_t)ep->attr.max_request_dtos;
 	cap.max_recv_wr = ep->srq ? 0 : (uint32_t)ep->attr.max_recv_dtos;

@@ -275,6 +275,9 @@ void itapi_evq_after_dequeue(struct itapi_evd *evd, const it_event_t *ev)
 	if (evd->overflowed && (evd->flags & IT_EVD_OVERFLOW_AUTO_RESET) &&
 	    evd->count < evd->size)
 		evd->overflowed = false;
+	if (ev->event_number == IT_DTO_RC_RECV_CMPL_EVENT &&
+	    g_atomic_int_get(&itapi_srq_eps))
+		itapi_ep_srq_recv_released(ev->dto_cmpl.ep);
 	itapi_evq_sync(evd);
 	if (evd->aevd && (evd->flags & IT_EVD_DEQUEUE_NOTIFICATIONS) &&
 	    !itapi_evq_signalled(evd))
@@ -285,10 +288,16 @@ void itapi_evq_after_dequeue(struct itapi_evd *evd, const it_event_t *ev)
 /* DTO SEVDs: CQ -> ring, and the pump thread                          */
 /* ------------------------------------------------------------------ */
 
+struct wm_mark {
+	struct itapi_ep *ep;
+	unsigned int wm;
+};
+
 void itapi_evd_pump(struct itapi_evd *evd)
 {
 	struct rnicpi_wc wc[PUMP_BATCH];
 	g_autoptr(GPtrArray) lost = NULL;
+	g_autoptr(GArray) marks = NULL;	/* (EP, ITAPI_WM_*) pairs */
 
 	if (!evd->cq)
 		return;
@@ -303,9 +312,10 @@ void itapi_evd_pump(struct itapi_evd *evd)
 			it_event_t ev;
 			bool notify = false;
 			it_ep_handle_t lost_ep = NULL;
+			unsigned int wm = 0;
 
 			if (!itapi_wc_to_event(evd->obj.ia, evd, &wc[i], &ev,
-					       &notify, &lost_ep)) {
+					       &notify, &lost_ep, &wm)) {
 				if (!lost_ep)
 					continue;
 				if (!lost)
@@ -315,6 +325,17 @@ void itapi_evd_pump(struct itapi_evd *evd)
 			}
 			ev.any.evd = (it_evd_handle_t)evd;
 			itapi_evq_push(evd, &ev, notify);
+			if (wm) {
+				struct wm_mark m = {
+					.ep = (struct itapi_ep *)ev.dto_cmpl.ep,
+					.wm = wm,
+				};
+
+				if (!marks)
+					marks = g_array_new(FALSE, FALSE,
+							    sizeof(m));
+				g_array_append_val(marks, m);
+			}
 		}
 		if (n < want)
 			break;
@@ -325,6 +346,12 @@ void itapi_evd_pump(struct itapi_evd *evd)
 	for (guint i = 0; lost && i < lost->len; i++)
 		itapi_post_affiliated(evd->obj.ia, IT_ASYNC_AFF_EP_FAILURE,
 				      lost->pdata[i]);
+	for (guint i = 0; marks && i < marks->len; i++) {
+		const struct wm_mark *m =
+			&g_array_index(marks, struct wm_mark, i);
+
+		itapi_ep_watermark_act(m->ep, m->wm);
+	}
 }
 
 /*

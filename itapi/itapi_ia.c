@@ -476,7 +476,7 @@ static void fill_spigot(struct itapi_ia *ia, size_t id, it_spigot_info_t *s)
 					     0;
 	if (ia->transport == RNICPI_TRANSPORT_IWARP) {
 		s->active_side_conn_qual = IT_IANA_PORT | IT_IANA_LR_PORT;
-		s->passive_side_conn_qual = IT_IANA_PORT;
+		s->passive_side_conn_qual = IT_IANA_PORT | IT_IANA_LR_PORT;
 	} else {
 		/* IANA ports are rdma_cm's TCP port space (0x0106 << 16),
 		 * where the IB CM runs (a device with QP1). */
@@ -484,10 +484,12 @@ static void fill_spigot(struct itapi_ia *ia, size_t id, it_spigot_info_t *s)
 
 		if (ia->attr.caps & RNICPI_DEV_CAP_GSI)
 			q = (it_conn_qual_type_t)(q | IT_IANA_PORT);
-		s->passive_side_conn_qual = q;
-		/* IT_IANA_LR_PORT: the local port is rdma_cm's source port. */
+		/* IT_IANA_LR_PORT: the active side's port is rdma_cm's
+		 * source port (connecting), and a listener takes that one
+		 * only. */
 		if (q & IT_IANA_PORT)
 			q = (it_conn_qual_type_t)(q | IT_IANA_LR_PORT);
+		s->passive_side_conn_qual = q;
 		s->active_side_conn_qual = q;
 	}
 	addrs = cm_device_addrs(ia->dev);
@@ -562,7 +564,10 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 		((a->caps & RNICPI_DEV_CAP_UD) ? IT_UD_SERVICE : 0);
 	info->ep_work_queues_resizable =
 		(a->caps & RNICPI_DEV_CAP_RESIZE_QP) ? IT_TRUE : IT_FALSE;
-	info->three_way_handshake_support = IT_FALSE;
+	/* The InfiniBand CM holds the RTU for the active consumer; MPA has
+	 * no such step. */
+	info->three_way_handshake_support =
+		ia->transport == RNICPI_TRANSPORT_IWARP ? IT_FALSE : IT_TRUE;
 	info->connect_private_data_len = pdata_cap(ia, CM_PDATA_CONNECT);
 	info->accept_private_data_len = pdata_cap(ia, CM_PDATA_ACCEPT);
 	info->reject_private_data_len = pdata_cap(ia, CM_PDATA_REJECT);
@@ -588,8 +593,10 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 	info->unaffiliated_err_evd = (it_evd_handle_t)ia->unaff_evd;
 	g_mutex_unlock(&ia->lock);
 	info->srq_support = (a->caps & RNICPI_DEV_CAP_SRQ) ? IT_TRUE : IT_FALSE;
-	info->hard_hi_watermark_support = IT_FALSE;
-	info->soft_hi_watermark_support = IT_FALSE;
+	/* EP high watermarks count the receives an EP takes from its SRQ. */
+	info->hard_hi_watermark_support =
+		(a->caps & RNICPI_DEV_CAP_SRQ) ? IT_TRUE : IT_FALSE;
+	info->soft_hi_watermark_support = info->hard_hi_watermark_support;
 	/* RNICPI_SRQ_MAX_WR in modify_srq (siw, rxe, the test provider). */
 	info->srq_resizable =
 		(a->caps & RNICPI_DEV_CAP_SRQ) ? IT_TRUE : IT_FALSE;

@@ -87,6 +87,9 @@ static void listen_event(const struct cm_event *ev, void *data)
 	if (l->conn_qual.type == IT_IB_SERVICEID) {
 		r->conn_qual.type = IT_IB_SERVICEID;
 		r->conn_qual.conn_qual.serviceid = htobe64(ev->service_id);
+	} else if (l->conn_qual.type == IT_IANA_LR_PORT) {
+		/* The cm let through the listener's remote port only. */
+		r->conn_qual = l->conn_qual;
 	} else {
 		r->conn_qual.type = IT_IANA_PORT;
 		r->conn_qual.conn_qual.port = htons(ev->port);
@@ -126,7 +129,7 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 					   IT_HANDLE_TYPE_IA);
 	struct itapi_evd *evd;
 	struct itapi_listen *l;
-	uint16_t port = 0;
+	uint16_t port = 0, rport = 0;
 	uint64_t sid = 0;
 	bool want_sid = false;
 	it_status_t st;
@@ -164,7 +167,25 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 	    ia->transport != RNICPI_TRANSPORT_IWARP)
 		return IT_FAIL(&ia->obj, IT_ERR_INVALID_FLAGS,
 			       "IRD/ORD suppression: iWARP only (the InfiniBand CM's REP always carries them)");
-	if (flags & IT_LISTEN_CONN_QUAL_INPUT) {
+	if (conn_qual->type == IT_IANA_LR_PORT) {
+		/* Requests from one remote port (any address: the qualifier
+		 * names ports only) to the local port, given or picked. */
+		if (ia->transport != RNICPI_TRANSPORT_IWARP &&
+		    !(ia->attr.caps & RNICPI_DEV_CAP_GSI))
+			return IT_FAIL(&ia->obj, IT_ERR_INVALID_CONN_QUAL,
+				       "IT_IANA_LR_PORT: this IA has no InfiniBand CM port space");
+		rport = ntohs(conn_qual->conn_qual.lr_port.remote);
+		if (!rport)
+			return IT_FAIL(&ia->obj, IT_ERR_INVALID_CONN_QUAL,
+				       "IT_IANA_LR_PORT with remote port 0");
+		if (flags & IT_LISTEN_CONN_QUAL_INPUT) {
+			port = ntohs(conn_qual->conn_qual.lr_port.local);
+			if (!port)
+				return IT_FAIL(&ia->obj,
+					       IT_ERR_INVALID_CONN_QUAL,
+					       "IT_IANA_LR_PORT with local port 0");
+		}
+	} else if (flags & IT_LISTEN_CONN_QUAL_INPUT) {
 		if (conn_qual->type == IT_IB_SERVICEID &&
 		    ia->transport != RNICPI_TRANSPORT_IWARP) {
 			sid = be64toh(conn_qual->conn_qual.serviceid);
@@ -200,6 +221,9 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 	if (sid)
 		err = cm_listen_service(ia->dev, (uint8_t)(spigot_id + 1),
 					sid, listen_event, l, &l->cm);
+	else if (rport)
+		err = cm_listen_from(ia->dev, (uint8_t)(spigot_id + 1), &port,
+				     rport, listen_event, l, &l->cm);
 	else
 		err = cm_listen(ia->dev, (uint8_t)(spigot_id + 1), &port,
 				listen_event, l, &l->cm);
@@ -218,6 +242,13 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 		l->conn_qual.conn_qual.serviceid = htobe64(sid);
 		snprintf(l->obj.prefix, sizeof(l->obj.prefix),
 			 "LISTEN[0x%" G_GINT64_MODIFIER "x] %s:", sid,
+			 ual_device_name(ia->dev));
+	} else if (rport) {
+		l->conn_qual.type = IT_IANA_LR_PORT;
+		l->conn_qual.conn_qual.lr_port.local = htons(port);
+		l->conn_qual.conn_qual.lr_port.remote = htons(rport);
+		snprintf(l->obj.prefix, sizeof(l->obj.prefix),
+			 "LISTEN[%u<-%u] %s:", port, rport,
 			 ual_device_name(ia->dev));
 	} else {
 		l->conn_qual.type = IT_IANA_PORT;

@@ -795,7 +795,7 @@ static bool srq_complete(struct itapi_srq *srq, uint64_t wr_id,
 
 bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 		       const struct rnicpi_wc *wc, it_event_t *ev,
-		       bool *notify, it_ep_handle_t *lost)
+		       bool *notify, it_ep_handle_t *lost, unsigned int *wm)
 {
 	bool recv = (wc->opcode & RNICPI_WC_RECV) != 0;
 	struct itapi_wr_slot slot;
@@ -831,6 +831,8 @@ bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 	}
 	if (slot.rmr)
 		itapi_rmr_link_done(&slot, wc->status == RNICPI_WC_SUCCESS);
+	/* Held from the SRQ until the consumer dequeues the event. */
+	*wm = recv && ep->srq ? itapi_ep_srq_recv_held(ep) : 0;
 
 	memset(ev, 0, sizeof(*ev));
 	ev->dto_cmpl.event_number = slot.event;

@@ -265,7 +265,32 @@ struct itapi_ep {
 	struct cm_id *cm;
 	it_path_t dst_path;
 	it_cn_est_identifier_t cn_est_id;
+	/* EP high watermarks (an EP on an SRQ): receives it took from the
+	 * SRQ whose completion events the consumer has not dequeued yet;
+	 * the soft event posted (again once the count fell below), the
+	 * hard one reached (the connection is broken). Under lock. */
+	size_t srq_held;
+	bool soft_hi_posted;
+	bool hard_hi_hit;
 };
+
+/* Watermark outcomes of one SRQ receive completion. */
+enum {
+	ITAPI_WM_SOFT = 1u << 0,
+	ITAPI_WM_HARD = 1u << 1,
+};
+/* A receive of @ep (on an SRQ) completed: count it; ITAPI_WM_* to act on
+ * (outside the EVD's lock) with itapi_ep_watermark_act. */
+unsigned int itapi_ep_srq_recv_held(struct itapi_ep *ep);
+/* Its completion event was dequeued. */
+void itapi_ep_srq_recv_released(it_ep_handle_t ep_handle);
+/* Live EPs on an SRQ in the process: none, no look-up per dequeue. */
+extern gint itapi_srq_eps;
+void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm);
+
+/* The connection establishment identifier of @ep's ACCEPT_ARRIVAL event
+ * (three-way set-up, active side). */
+it_cn_est_identifier_t itapi_active_cn_est_id(struct itapi_ep *ep);
 
 struct itapi_listen {
 	struct itapi_obj obj;
@@ -370,7 +395,7 @@ void itapi_post_unaffiliated(struct itapi_ia *ia, it_event_type_t type,
 void itapi_evq_atfork_child(void);
 bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 		       const struct rnicpi_wc *wc, it_event_t *ev,
-		       bool *notify, it_ep_handle_t *lost);
+		       bool *notify, it_ep_handle_t *lost, unsigned int *wm);
 int itapi_wq_init(struct itapi_wq *wq, uint32_t size);
 /* Post one send-queue WR (RMR link/unlink, datagram) with its slot. */
 it_status_t itapi_post_sq(struct itapi_ep *ep, struct rnicpi_send_wr *wr,

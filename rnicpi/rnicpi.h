@@ -306,6 +306,8 @@ enum rnicpi_device_cap {
 	/* modify_qp takes RNICPI_QP_CAP: the work queues resize (IT-API's
 	 * ep_work_queues_resizable). Optional. */
 	RNICPI_DEV_CAP_RESIZE_QP = 1u << 21,
+	/* iw_connect takes RNICPI_CONN_NO_MPA (IT-API's IT_SC_NO_REQ_REP). */
+	RNICPI_DEV_CAP_IWARP_NO_MPA = 1u << 22,
 };
 
 enum rnicpi_atomic_cap {
@@ -796,6 +798,12 @@ enum rnicpi_conn_flags {
 	RNICPI_CONN_MPA_CRC = 1u << 0,	/* iWARP: ask for / require MPA CRC */
 	RNICPI_CONN_MPA_REV1 = 1u << 1, /* iWARP: speak MPA revision 1 */
 	RNICPI_CONN_P2P = 1u << 2,	/* iWARP: peer-to-peer RTR (RFC 6581) */
+	/* iWARP, iw_connect only (RNICPI_DEV_CAP_IWARP_NO_MPA): the stream
+	 * is past its MPA Request/Reply, which the consumer exchanged
+	 * itself; enter RDMA mode at once, both ends alike: FPDUs without
+	 * markers, with CRC only if RNICPI_CONN_MPA_CRC, IRD/ORD as given,
+	 * no RTR, no private data. ESTABLISHED (or ERROR) follows. */
+	RNICPI_CONN_NO_MPA = 1u << 3,
 };
 
 struct rnicpi_conn_param {

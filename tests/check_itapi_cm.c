@@ -216,6 +216,342 @@ START_TEST(private_data_roundtrip)
 }
 END_TEST
 
+/* IT-API's three-way handshake over the InfiniBand CM: the REP reaches
+ * the active consumer as ACCEPT_ARRIVAL; the RTU (with the active side's
+ * private data) leaves only when it accepts, and the passive side is
+ * established only then. */
+static void three_way_start(it_ep_handle_t a, it_ep_handle_t b,
+			    it_event_t *arrival)
+{
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q);
+	it_ia_info_t *info = NULL;
+	it_path_t path;
+	it_event_t ev;
+
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert(info->three_way_handshake_support);
+	it_ia_info_free(info);
+	itcm_n_stash = 0;
+	it_loopback_path(&F, &path);
+	ck_assert_it(it_ep_connect(a, &path, NULL, &q,
+				   IT_CONNECT_FLAG_TWO_WAY |
+					   IT_CONNECT_FLAG_THREE_WAY,
+				   NULL, 0),
+		     IT_ERR_INVALID_CN_EST_FLAGS);
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
+				      IT_CONNECT_FLAG_THREE_WAY,
+				      (const unsigned char *)"req", 3));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id,
+				     (const unsigned char *)"rep-data", 8));
+	itcm_conn_event_for(a, arrival);
+	ck_assert_event(arrival, IT_CM_MSG_CONN_ACCEPT_ARRIVAL_EVENT);
+	ck_assert(arrival->conn.private_data_present);
+	ck_assert_int_eq(memcmp(arrival->conn.private_data, "rep-data", 8),
+			 0);
+	ck_assert_uint_ne(arrival->conn.cn_est_id, 0);
+	ck_assert_int_eq(itcm_ep_state(a),
+			 IT_EP_STATE_ACTIVE2_CONNECTION_PENDING);
+	/* The passive side waits for the RTU: no event, still pending. */
+	g_usleep(200 * 1000);
+	ck_assert_int_eq(itcm_n_stash, 0);
+	ck_assert_it(it_evd_dequeue(F.msg, &ev), IT_ERR_QUEUE_EMPTY);
+	ck_assert_int_eq(itcm_ep_state(b),
+			 IT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+	ck_assert_it_ok(it_listen_free(l));
+}
+
+START_TEST(three_way_accept)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_buf sa, rb;
+	it_lmr_triplet_t s, r;
+	it_event_t ev;
+
+	three_way_start(a, b, &ev);
+	ck_assert_it(it_ep_accept(a, ev.conn.cn_est_id + 1, NULL, 0),
+		     IT_ERR_INVALID_CN_EST_ID);
+	ck_assert_it(it_ep_accept(a, ev.conn.cn_est_id, NULL, 4),
+		     IT_ERR_FAULT);
+	ck_assert_it_ok(it_ep_accept(a, ev.conn.cn_est_id,
+				     (const unsigned char *)"rtu!", 4));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn.private_data, "rtu!", 4), 0);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_CONNECTED);
+
+	/* And the connection carries data. */
+	it_buf_new(&F, &sa, 4096, IT_PRIV_LOCAL);
+	it_buf_new(&F, &rb, 4096, IT_PRIV_LOCAL);
+	memset(sa.mem, 0x5a, 64);
+	r = it_seg(&rb, 0, 64);
+	s = it_seg(&sa, 0, 64);
+	ck_assert_it_ok(it_post_recv(b, &r, 1, 1, IT_COMPLETION_FLAG |
+							IT_NOTIFY_FLAG));
+	ck_assert_it_ok(it_post_send(a, &s, 1, 2, IT_COMPLETION_FLAG |
+							IT_NOTIFY_FLAG));
+	for (int n = 0; n < 2; n++) {
+		it_wait_event(F.dto, &ev);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	}
+	ck_assert_int_eq(memcmp(rb.mem, sa.mem, 64), 0);
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+	it_buf_free(&sa);
+	it_buf_free(&rb);
+}
+END_TEST
+
+/* Three-way, no answer from the active consumer within the connection's
+ * time-out (1 s here): the active side gives up with a REJ "timeout"
+ * (NONPEER_REJECT, IT_CN_REJ_TIMEOUT); the passive side, told to wait by
+ * the MRA meanwhile, sees its accepted connection broken. */
+START_TEST(three_way_unanswered)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_conn_qual_t q;
+	it_listen_handle_t l = listen_any(&q);
+	it_path_t path;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	it_loopback_path(&F, &path);
+	path.timeout = 1000 * 1000;
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
+				      IT_CONNECT_FLAG_THREE_WAY, NULL, 0));
+	it_wait_event(F.req, &ev);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ACCEPT_ARRIVAL_EVENT);
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT);
+	ck_assert_int_eq(ev.conn.reject_reason_code, IT_CN_REJ_TIMEOUT);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+START_TEST(three_way_reject)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_cn_est_identifier_t id;
+	it_event_t ev;
+
+	three_way_start(a, b, &ev);
+	id = ev.conn.cn_est_id;
+	ck_assert_it_ok(it_reject(id, (const unsigned char *)"changed my mind",
+				  15));
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	/* Answered once. */
+	ck_assert_it(it_reject(id, NULL, 0), IT_ERR_INVALID_CN_EST_ID);
+	ck_assert_it(it_ep_accept(a, id, NULL, 0), IT_ERR_INVALID_EP_STATE);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_PEER_REJECT_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	ck_assert_int_eq(memcmp(ev.conn.private_data, "changed my mind", 15),
+			 0);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+}
+END_TEST
+
+/* A listener on IT_IANA_LR_PORT takes requests from its remote port only
+ * (from any address: the qualifier names no address); others are refused
+ * as if nobody listened, and its consumer never sees them. The request
+ * event names both ports. */
+START_TEST(listen_lr_port)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F),
+		       c = it_ep_new(&F);
+	it_conn_qual_t lq = { .type = IT_IANA_LR_PORT }, q;
+	uint16_t ports = tu_free_tcp_ports(2), mine = ports,
+		 other = (uint16_t)(ports + 1);
+	it_listen_handle_t l, l2;
+	it_listen_param_t lp;
+	it_ia_info_t *info;
+	it_path_t path;
+	it_event_t ev;
+
+	itcm_n_stash = 0;
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert(info->spigot_info[0].passive_side_conn_qual &
+		  IT_IANA_LR_PORT);
+	it_ia_info_free(info);
+	ck_assert_it(it_listen_create(F.ia, 0, F.req, IT_LISTEN_NO_FLAG, &lq,
+				      &l),
+		     IT_ERR_INVALID_CONN_QUAL);	/* remote port 0 */
+	lq.conn_qual.lr_port.remote = htons(mine);
+	ck_assert_it(it_listen_create(F.ia, 0, F.req,
+				      IT_LISTEN_CONN_QUAL_INPUT, &lq, &l),
+		     IT_ERR_INVALID_CONN_QUAL);	/* local port 0 */
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, IT_LISTEN_NO_FLAG,
+					 &lq, &l));
+	ck_assert_int_eq(lq.type, IT_IANA_LR_PORT);
+	ck_assert_uint_ne(lq.conn_qual.lr_port.local, 0);
+	ck_assert_uint_eq(ntohs(lq.conn_qual.lr_port.remote), mine);
+	ck_assert_it_ok(it_listen_query(l, IT_LISTEN_PARAM_ALL, &lp));
+	ck_assert_int_eq(lp.connect_qual.type, IT_IANA_LR_PORT);
+	ck_assert_uint_eq(lp.connect_qual.conn_qual.lr_port.local,
+			  lq.conn_qual.lr_port.local);
+	ck_assert_uint_eq(lp.connect_qual.conn_qual.lr_port.remote,
+			  htons(mine));
+	/* The local port is the listener's, whatever the remote. */
+	q.type = IT_IANA_PORT;
+	q.conn_qual.port = lq.conn_qual.lr_port.local;
+	ck_assert_it(it_listen_create(F.ia, 0, F.req,
+				      IT_LISTEN_CONN_QUAL_INPUT, &q, &l2),
+		     IT_ERR_CONN_QUAL_BUSY);
+
+	/* From another port: refused by nobody, not seen by the consumer. */
+	it_loopback_path(&F, &path);
+	q.type = IT_IANA_LR_PORT;
+	q.conn_qual.lr_port.local = htons(other);
+	q.conn_qual.lr_port.remote = lq.conn_qual.lr_port.local;
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q, 0, NULL, 0));
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT);
+	ck_assert_it(it_evd_dequeue(F.req, &ev), IT_ERR_QUEUE_EMPTY);
+
+	/* From the listener's remote port: a request naming both. */
+	q.conn_qual.lr_port.local = htons(mine);
+	ck_assert_it_ok(it_ep_connect(b, &path, NULL, &q, 0,
+				      (const unsigned char *)"lr", 2));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_int_eq(ev.conn_req.conn_qual.type, IT_IANA_LR_PORT);
+	ck_assert_uint_eq(ev.conn_req.conn_qual.conn_qual.lr_port.local,
+			  lq.conn_qual.lr_port.local);
+	ck_assert_uint_eq(ev.conn_req.conn_qual.conn_qual.lr_port.remote,
+			  htons(mine));
+	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "lr", 2), 0);
+	ck_assert_it_ok(it_ep_accept(c, ev.conn_req.cn_est_id, NULL, 0));
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	itcm_conn_event_for(c, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_it_ok(it_listen_free(l));
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+	ck_assert_it_ok(it_ep_free(c));
+}
+END_TEST
+
+/* EP high watermarks: an EP on an SRQ holds each receive until its
+ * completion event is dequeued. Reaching the soft watermark posts
+ * IT_ASYNC_AFF_EP_SOFT_HI_WATERMARK once (again after the count fell
+ * below); reaching the hard one breaks the connection, at both ends. The
+ * receive EVD hands out its fd, so completions reach it (and count)
+ * without the consumer dequeuing. */
+START_TEST(ep_hi_watermarks)
+{
+	it_ep_handle_t a = it_ep_new(&F), b, c = NULL;
+	it_evd_handle_t rcv;
+	it_srq_handle_t srq;
+	it_ep_attributes_t at, m;
+	it_ia_info_t *info;
+	struct it_buf sb, rb;
+	it_lmr_triplet_t t;
+	it_ep_param_t p;
+	it_event_t ev;
+	int fd = -1;
+
+	itcm_n_stash = 0;
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert(info->soft_hi_watermark_support);
+	ck_assert(info->hard_hi_watermark_support);
+	it_ia_info_free(info);
+	ck_assert_it_ok(it_srq_create(F.pz, 1, 16, &srq));
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM,
+				      IT_EVD_CREATE_FD, 64, 0, NULL, &rcv,
+				      &fd));
+	it_ep_attr_default(&F, &at, 16);
+	at.srv.rc.soft_hi_watermark = 2;
+	ck_assert_it(it_ep_rc_create(F.pz, F.dto, F.dto, F.msg,
+				     IT_EP_NO_FLAG, &at, &c),
+		     IT_ERR_INVALID_WATERMARK);	/* no SRQ to count */
+	ck_assert_ptr_null(c);
+	at.srv.rc.srq = srq;
+	at.srv.rc.hard_hi_watermark = 4;
+	ck_assert_it_ok(it_ep_rc_create(F.pz, F.dto, rcv, F.msg, IT_EP_SRQ,
+					&at, &b));
+	ck_assert_it_ok(it_ep_query(b, IT_EP_PARAM_SOFT_HI_WATERMARK |
+					       IT_EP_PARAM_HARD_HI_WATERMARK,
+				    &p));
+	ck_assert_uint_eq(p.attr.srv.rc.soft_hi_watermark, 2);
+	ck_assert_uint_eq(p.attr.srv.rc.hard_hi_watermark, 4);
+	it_buf_new(&F, &sb, 4096, IT_PRIV_LOCAL);
+	it_buf_new(&F, &rb, 4096, IT_PRIV_LOCAL);
+	for (int i = 0; i < 8; i++) {
+		t = it_seg(&rb, (size_t)i * 64, 64);
+		ck_assert_it_ok(it_post_recv(srq, &t, 1, (uint64_t)(100 + i),
+					     IT_COMPLETION_FLAG));
+	}
+	it_connect_pair(&F, a, b);
+
+	/* Two messages: the soft watermark, once. */
+	for (int i = 0; i < 2; i++) {
+		memset(sb.mem + i * 64, 'a' + i, 64);
+		t = it_seg(&sb, (size_t)i * 64, 64);
+		ck_assert_it_ok(it_post_send(a, &t, 1, 1, 0));
+	}
+	it_wait_event(F.aff, &ev);
+	ck_assert_event(&ev, IT_ASYNC_AFF_EP_SOFT_HI_WATERMARK);
+	ck_assert_ptr_eq(ev.aff_async.cause.ep, b);
+	for (int i = 0; i < 2; i++) {
+		it_wait_event(rcv, &ev);
+		ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+		ck_assert_ptr_eq(ev.dto_cmpl.ep, b);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	}
+	ck_assert_int_eq(memcmp(rb.mem, sb.mem, 128), 0);
+	ck_assert(!it_wait_event_for(F.aff, 100000, &ev));
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_CONNECTED);
+
+	/* Watermarks change while connected; an EP without SRQ has none. */
+	memset(&m, 0, sizeof(m));
+	m.srv.rc.soft_hi_watermark = 3;
+	ck_assert_it_ok(it_ep_modify(b, IT_EP_PARAM_SOFT_HI_WATERMARK, &m));
+	ck_assert_it(it_ep_modify(a, IT_EP_PARAM_SOFT_HI_WATERMARK, &m),
+		     IT_ERR_INVALID_WATERMARK);
+	ck_assert_it(it_ep_modify(b, IT_EP_PARAM_SOFT_HI_WATERMARK |
+					     IT_EP_PARAM_MAX_IRD, &m),
+		     IT_ERR_INVALID_MASK);
+
+	/* Four more, none dequeued: soft at 3, then the hard watermark
+	 * breaks the connection at both ends. */
+	for (int i = 2; i < 6; i++) {
+		t = it_seg(&sb, 0, 64);
+		ck_assert_it_ok(it_post_send(a, &t, 1, 1, 0));
+	}
+	it_wait_event(F.aff, &ev);
+	ck_assert_event(&ev, IT_ASYNC_AFF_EP_SOFT_HI_WATERMARK);
+	ck_assert_ptr_eq(ev.aff_async.cause.ep, b);
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
+
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+	ck_assert_it_ok(it_evd_free(rcv));
+	ck_assert_it_ok(it_srq_free(srq));
+	it_buf_free(&sb);
+	it_buf_free(&rb);
+}
+END_TEST
+
 START_TEST(reject_with_private_data)
 {
 	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
@@ -592,8 +928,8 @@ START_TEST(local_and_remote_port)
 	ck_assert_it_ok(it_ia_query(F.ia, &info));
 	ck_assert(info->spigot_info[0].active_side_conn_qual &
 		  IT_IANA_LR_PORT);
-	ck_assert(!(info->spigot_info[0].passive_side_conn_qual &
-		    IT_IANA_LR_PORT));
+	ck_assert(info->spigot_info[0].passive_side_conn_qual &
+		  IT_IANA_LR_PORT);
 	it_ia_info_free(info);
 	lr.conn_qual.lr_port.local = htons(mine);
 	lr.conn_qual.lr_port.remote = q.conn_qual.port;
@@ -992,6 +1328,8 @@ Suite *suite_itapi_cm(void)
 	tcase_add_test(tc, listen_errors_and_query);
 	tcase_add_test(tc, connect_errors);
 	tcase_add_test(tc, local_and_remote_port);
+	tcase_add_test(tc, listen_lr_port);
+	tcase_add_test(tc, ep_hi_watermarks);
 	tcase_add_test(tc, suppress_ird_ord);
 	tcase_add_test(tc, listen_suppress_ird_ord);
 	tcase_add_test(tc, handoff);
@@ -1023,6 +1361,11 @@ Suite *suite_itapi_cm_rxe(void)
 	tcase_add_test(tc, handoff);
 	tcase_add_test(tc, handoff_service_id);
 	tcase_add_test(tc, local_and_remote_port_rxe);
+	tcase_add_test(tc, three_way_accept);
+	tcase_add_test(tc, listen_lr_port);
+	tcase_add_test(tc, ep_hi_watermarks);
+	tcase_add_test(tc, three_way_reject);
+	tcase_add_test(tc, three_way_unanswered);
 	tcase_add_test(tc, disconnect_private_data);
 	tcase_add_test(tc, many_connections);
 	/* The transport's own cases: itapi-cm-ib (check_itapi_cm_ib.c). */

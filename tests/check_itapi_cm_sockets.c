@@ -268,6 +268,110 @@ START_TEST(socket_convert_timeout_state)
 }
 END_TEST
 
+/* IT_SC_NO_REQ_REP: the applications exchanged the MPA Request and Reply
+ * themselves; each end converts on its own (no waiting for the other)
+ * and the stream carries FPDUs at once, both ways. */
+static void mpa_frame(int fd, bool request)
+{
+	/* RFC 5044 7.1: key, flags (none: no markers, no CRC), revision
+	 * 1, no private data. */
+	unsigned char f[20];
+
+	memcpy(f, request ? "MPA ID Req Frame" : "MPA ID Rep Frame", 16);
+	f[16] = 0;
+	f[17] = 1;
+	f[18] = f[19] = 0;
+	ck_assert_int_eq(write(fd, f, sizeof(f)), (ssize_t)sizeof(f));
+}
+
+START_TEST(socket_convert_no_req_rep)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_buf ba, bb;
+	it_lmr_triplet_t t;
+	it_event_t ev;
+	char buf[20];
+	int fd[2], got = 0;
+
+	itcm_n_stash = 0;
+	tcp_pair(fd);
+	mpa_frame(fd[0], true);
+	ck_assert_int_eq(read_all(fd[1], buf, 20), 0);
+	ck_assert_int_eq(memcmp(buf, "MPA ID Req Frame", 16), 0);
+	mpa_frame(fd[1], false);
+	ck_assert_int_eq(read_all(fd[0], buf, 20), 0);
+	ck_assert_int_eq(memcmp(buf, "MPA ID Rep Frame", 16), 0);
+
+	it_buf_new(&F, &ba, 64, IT_PRIV_LOCAL);
+	it_buf_new(&F, &bb, 64, IT_PRIV_LOCAL);
+	t = it_seg(&bb, 32, 32);
+	ck_assert_it_ok(it_post_recv(b, &t, 1, 11, CN));
+	t = it_seg(&ba, 32, 32);
+	ck_assert_it_ok(it_post_recv(a, &t, 1, 12, CN));
+	/* One end after the other: nothing to wait for. */
+	ck_assert_it_ok(it_socket_convert(fd[0], a, IT_SC_NO_REQ_REP, NULL,
+					  0));
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
+	/* Given up (checked now: the next conversion's duplicate may take
+	 * the number). */
+	ck_assert_int_eq(fcntl(fd[0], F_GETFD), -1);
+	itcm_conn_event_for(a, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert(!ev.conn.private_data_present);
+	ck_assert_it_ok(it_socket_convert(fd[1], b, IT_SC_NO_REQ_REP, NULL,
+					  0));
+	itcm_conn_event_for(b, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_CONNECTED);
+
+	memcpy(ba.mem, "a to b", 6);
+	memcpy(bb.mem, "b to a!", 7);
+	t = it_seg(&ba, 0, 6);
+	ck_assert_it_ok(it_post_send(a, &t, 1, 1, 0));
+	t = it_seg(&bb, 0, 7);
+	ck_assert_it_ok(it_post_send(b, &t, 1, 2, 0));
+	while (got < 2) {
+		it_wait_event(F.dto, &ev);
+		ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+		got++;
+	}
+	ck_assert_int_eq(memcmp(bb.mem + 32, "a to b", 6), 0);
+	ck_assert_int_eq(memcmp(ba.mem + 32, "b to a!", 7), 0);
+	it_buf_free(&ba);
+	it_buf_free(&bb);
+}
+END_TEST
+
+/* The peer's view of one converted end: no MPA Request on the wire, the
+ * first bytes are an FPDU (RFC 5044 4: ULPDU length, then the DDP/RDMAP
+ * header of an untagged Send, 18 bytes, then the payload). */
+START_TEST(socket_convert_no_req_rep_wire)
+{
+	it_ep_handle_t a = it_ep_new(&F);
+	struct it_buf ba;
+	it_lmr_triplet_t t;
+	unsigned char f[2 + 18 + 9];
+	uint16_t ulpdu;
+	int fd[2];
+
+	tcp_pair(fd);
+	ck_assert_it_ok(it_socket_convert(fd[0], a, IT_SC_NO_REQ_REP, NULL,
+					  0));
+	it_buf_new(&F, &ba, 64, IT_PRIV_LOCAL);
+	memcpy(ba.mem, "raw bytes", 9);
+	t = it_seg(&ba, 0, 9);
+	ck_assert_it_ok(it_post_send(a, &t, 1, 1, 0));
+	ck_assert_int_eq(read_all(fd[1], (char *)f, sizeof(f)), 0);
+	ck_assert_int_ne(memcmp(f, "MPA ", 4), 0);
+	memcpy(&ulpdu, f, 2);
+	ck_assert_uint_eq(ntohs(ulpdu), 18 + 9);
+	ck_assert_int_eq(memcmp(f + 20, "raw bytes", 9), 0);
+	close(fd[1]);
+	it_buf_free(&ba);
+}
+END_TEST
+
 START_TEST(socket_convert_errors)
 {
 	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
@@ -286,8 +390,10 @@ START_TEST(socket_convert_errors)
 		     IT_ERR_INVALID_CONVERSION);
 	close(lone);
 	tcp_pair(fd);
-	ck_assert_it(it_socket_convert(fd[0], a, IT_SC_NO_REQ_REP, NULL, 0),
-		     IT_ERR_OP_NOT_SUPPORTED);
+	/* IT_SC_NO_REQ_REP: no MPA Request carries private data. */
+	ck_assert_it(it_socket_convert(fd[0], a, IT_SC_NO_REQ_REP,
+				       (const unsigned char *)"x", 1),
+		     IT_ERR_INVALID_PDATA_LENGTH);
 	ck_assert_it(it_socket_convert(fd[0], a, (it_sc_flags_t)4, NULL, 0),
 		     IT_ERR_INVALID_FLAGS);
 	ck_assert_it(it_socket_convert(fd[0], a, IT_SC_DEFAULT, big,
@@ -489,6 +595,8 @@ void itapi_cm_add_socket_convert_tests(TCase *tc)
 	tcase_add_test(tc, socket_convert_initiator_alone);
 	tcase_add_test(tc, socket_convert_responder_alone);
 	tcase_add_test(tc, socket_convert_errors);
+	tcase_add_test(tc, socket_convert_no_req_rep);
+	tcase_add_test(tc, socket_convert_no_req_rep_wire);
 	tcase_add_test(tc, socket_convert_peer_closes);
 	tcase_add_test(tc, socket_convert_timeout_state);
 }

@@ -126,6 +126,9 @@ START_TEST(ia_query_siw)
 	ck_assert_uint_eq(info->disconnect_private_data_len, 0);
 	ck_assert(info->private_data_support);
 	ck_assert(!info->three_way_handshake_support);
+	/* siw has SRQs: EP high watermarks count receives taken from one. */
+	ck_assert(info->soft_hi_watermark_support);
+	ck_assert(info->hard_hi_watermark_support);
 	ck_assert(info->socket_conversion_support);
 	ck_assert(info->srq_support);
 	ck_assert(!info->atomic_support);
@@ -150,7 +153,7 @@ START_TEST(ia_query_siw)
 	ck_assert_uint_gt(info->spigot_info[0].max_rc_send_len, 0);
 	ck_assert_uint_eq(info->spigot_info[0].max_ud_send_len, 0);
 	ck_assert_int_eq(info->spigot_info[0].passive_side_conn_qual,
-			 IT_IANA_PORT);
+			 IT_IANA_PORT | IT_IANA_LR_PORT);
 	ck_assert(info->spigot_info[0].active_side_conn_qual & IT_IANA_PORT);
 	for (size_t i = 0; i < info->spigot_info[0].num_net_addr; i++) {
 		it_net_addr_t *a = &info->spigot_info[0].net_addr[i];

@@ -21,9 +21,13 @@ EXTRA_DIST += tests/check-provider-kit.sh \
 # installed; Check is linked statically (Debian ships only libcheck*.a).
 bin_PROGRAMS += tests/conformance/hostrdma-conformance
 tests_conformance_hostrdma_conformance_SOURCES = \
-	tests/conformance/hostrdma-conformance.c
+	tests/conformance/hostrdma-conformance.c \
+	tests/conformance/conf_itapi.c tests/conformance/conf_itapi.h \
+	tests/check_itapi_cm.c tests/check_itapi_cm_sockets.c \
+	tests/check_itapi_atomic.c tests/testutil.c
 tests_conformance_hostrdma_conformance_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_conformance_hostrdma_conformance_LDADD = libhostrdma.la $(CHECK_LIBS)
+tests_conformance_hostrdma_conformance_LDADD = libhostrdma.la $(CHECK_LIBS) \
+	$(GLIB_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/check-conformance.sh
 # Its rxe_lo run binds UDP 4791 like check-all's soft-RoCE suites: after them.
 tests/check-conformance.log: tests/check-all.log

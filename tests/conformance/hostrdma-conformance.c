@@ -9,7 +9,11 @@
  *   hostrdma-conformance -d DEVICE [-d PEER_DEVICE] [-a ADDRESS]
  *
  * Connection cases connect DEVICE to a listener on PEER_DEVICE (DEVICE
- * again when not given) at ADDRESS (IPv4, default 127.0.0.1).
+ * again when not given) at ADDRESS (IPv4, default 127.0.0.1). Then the
+ * tree's IT-API suites that use nothing but IT-API run on DEVICE, both
+ * ends of each connection on it, through ADDRESS (conf_itapi.c): itapi-cm
+ * on an iWARP device, itapi-cm-rxe on any other, and itapi-atomic-rxe on
+ * one with atomics (--own-only skips them).
  */
 #define ITAPI_ENABLE_V21_BINDINGS
 #include <it_api.h>
@@ -21,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tests/conformance/conf_itapi.h"
 
 #define TIMEOUT_US (10ull * 1000 * 1000)
 #define FLAGS ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
@@ -283,6 +289,8 @@ static void usage(FILE *f, const char *prog)
 		"  -d, --device NAME   device under test; a second -d names the peer\n"
 		"  -a, --address IPV4  the peer device's address (default 127.0.0.1)\n"
 		"      --junit FILE    also write the results as XML to FILE\n"
+		"      --own-only      only the runner's own checks, not the tree's\n"
+		"                      IT-API suites\n"
 		"Exit status: 0 all passed, 1 a check failed, 2 usage.\n",
 		prog);
 }
@@ -293,10 +301,12 @@ int main(int argc, char **argv)
 		{ "device", required_argument, NULL, 'd' },
 		{ "address", required_argument, NULL, 'a' },
 		{ "junit", required_argument, NULL, 'j' },
+		{ "own-only", no_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *addr = "127.0.0.1", *junit = NULL;
+	bool own_only = false;
 	SRunner *sr;
 	int c, failed;
 
@@ -314,6 +324,7 @@ int main(int argc, char **argv)
 			break;
 		case 'a': addr = optarg; break;
 		case 'j': junit = optarg; break;
+		case 'o': own_only = true; break;
 		case 'h': usage(stdout, argv[0]); return 0;
 		default: usage(stderr, argv[0]); return 2;
 		}
@@ -326,6 +337,14 @@ int main(int argc, char **argv)
 	if (!peer_name)
 		peer_name = dev_name;
 	sr = srunner_create(conformance_suite());
+	if (!own_only) {
+		conf_itapi_init(dev_name, peer_addr);
+		srunner_add_suite(sr, conf_itapi_is_iwarp(dev_name) ?
+					      suite_itapi_cm() :
+					      suite_itapi_cm_rxe());
+		if (conf_itapi_has_atomics(dev_name))
+			srunner_add_suite(sr, suite_itapi_atomic());
+	}
 	srunner_set_tap(sr, "-");
 	if (junit)
 		srunner_set_xml(sr, junit);

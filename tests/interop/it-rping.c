@@ -17,7 +17,9 @@
  * (it_ia_query); -d names the IA instead (an interface with both a siw
  * and an rxe device).
  *
- *   it-rping -s|-c -a ADDR -p PORT [-d IA] [-U] [-C COUNT] [-S SIZE] [-v]
+ *   it-rping -s|-c -a ADDR -p PORT [-d IA] [-U] [-3] [-C COUNT] [-S SIZE] [-v]
+ * -3 (client, RoCE): IT-API's three-way handshake; the server's REP is
+ * held (an MRA tells it to wait) until the accept arrival is accepted.
  * Exit status 0 only when every round's data matched.
  */
 #define _GNU_SOURCE
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define WAIT_US (30ull * 1000 * 1000)
 #define wait_ev(evd, type, ev) it_wait_ev((evd), (type), (ev), WAIT_US)
@@ -214,6 +217,8 @@ static it_ia_handle_t ia_owning(const char *addr)
 	return it_parse_addr(addr, &want) ? it_ia_owning(&want) : NULL;
 }
 
+static bool three_way;
+
 static int run_client(struct ctx *c, const char *addr, int port, int count)
 {
 	it_conn_qual_t q = { .type = IT_IANA_PORT };
@@ -226,8 +231,17 @@ static int run_client(struct ctx *c, const char *addr, int port, int count)
 	setup(c, ia, c->size);
 	post_recv(c);
 	q.conn_qual.port = htons((uint16_t)port);
-	IT_TRY(it_ep_connect(c->ep, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
-			  NULL, 0));
+	IT_TRY(it_ep_connect(c->ep, &path, NULL, &q,
+			     three_way ? IT_CONNECT_FLAG_THREE_WAY :
+					 IT_CONNECT_FLAG_TWO_WAY,
+			     NULL, 0));
+	if (three_way) {
+		wait_ev(c->cm, IT_CM_MSG_CONN_ACCEPT_ARRIVAL_EVENT, &ev);
+		/* The server waits for our RTU meanwhile. */
+		usleep(300 * 1000);
+		IT_TRY(it_ep_accept(c->ep, ev.conn.cn_est_id, NULL, 0));
+		printf("three-way: accept arrival accepted\n");
+	}
 	wait_ev(c->cm, IT_CM_MSG_CONN_ESTABLISHED_EVENT, &ev);
 	if (it_verbose)
 		printf("connected: IRD %u ORD %u\n", ev.conn.rdma_read_ird,
@@ -420,8 +434,9 @@ int main(int argc, char **argv)
 	bool ucm = false;
 
 	it_prog = "it-rping";
-	while ((opt = getopt(argc, argv, "sca:p:d:UC:S:v")) != -1) {
+	while ((opt = getopt(argc, argv, "sca:p:d:U3C:S:v")) != -1) {
 		switch (opt) {
+		case '3': three_way = true; break;
 		case 'd': it_only_ia = optarg; break;
 		case 'U': ucm = true; break;
 		case 's': server = 1; break;
@@ -437,7 +452,7 @@ int main(int argc, char **argv)
 	if (ucm && server >= 0 && addr && count >= 1 && c.size >= 1)
 		return run_ucm(&c, server == 1, addr, port, count);
 	if (server < 0 || !addr || count < 1 || c.size < 16) {
-		fprintf(stderr, "usage: %s -s|-c -a ADDR -p PORT [-d IA] [-U] [-C COUNT] [-S SIZE] [-v]\n",
+		fprintf(stderr, "usage: %s -s|-c -a ADDR -p PORT [-d IA] [-U] [-3] [-C COUNT] [-S SIZE] [-v]\n",
 			argv[0]);
 		return 2;
 	}

@@ -324,6 +324,11 @@ guest_client ib_atomic_bw-v4-guest-client \
 cm_guest_server rping-v4-guest-server \
 	"rping -s -a $guest_ip -p 7174 -C 10 -S 1024 -v" 7174 \
 	"server DISCONNECT EVENT" -a "$guest_ip" -C 10 -S 1024
+# IT-API's three-way handshake against the kernel's rdma_cm: our REP is
+# held by an MRA, then our RTU completes it; rping's rounds then run.
+cm_guest_server rping-three-way-guest-server \
+	"rping -s -a $guest_ip -p 7180 -C 5 -S 1024 -v" 7180 \
+	"server DISCONNECT EVENT" -3 -a "$guest_ip" -C 5 -S 1024
 cm_guest_client rping-v4-guest-client \
 	"rping -c -a $host_ip -p 7175 -C 10 -S 1024 -v" 7175 \
 	"client DISCONNECT EVENT" -a "$host_ip" -C 10 -S 1024

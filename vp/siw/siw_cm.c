@@ -157,6 +157,86 @@ uint32_t siw_stream_ulpdu_max(struct siw_qp *qp, bool large)
 /* Initiator                                                           */
 /* ------------------------------------------------------------------ */
 
+/*
+ * RNICPI_CONN_NO_MPA: the consumer ran the MPA exchange itself (IT-API's
+ * IT_SC_NO_REQ_REP); the stream goes straight to RDMA mode with what the
+ * core says, the same at both ends: no markers, CRC if asked, the given
+ * IRD/ORD, no RTR.
+ */
+static int connect_no_mpa(struct siw_qp *qp, int fd,
+			  const struct rnicpi_conn_param *param)
+{
+	struct siw_device *dev = qp->dev;
+	struct rnicpi_conn_event ev = {
+		.type = RNICPI_CONN_ESTABLISHED,
+		.qp = &qp->base,
+	};
+	uint32_t ird = param->ird ? param->ird : qp->ird;
+	uint32_t ord = param->ord ? param->ord : qp->ord;
+	int rc;
+
+	if (param->private_data_len ||
+	    (param->flags & (RNICPI_CONN_P2P | RNICPI_CONN_MPA_REV1))) {
+		siw_qp_info(qp, "iw_connect without MPA: no private data, RTR or revision to send");
+		return -EINVAL;
+	}
+	if (ird > SIW_MAX_IRD || ord > SIW_MAX_ORD) {
+		siw_qp_info(qp, "iw_connect: IRD %u / ORD %u over %u / %u", ird,
+			    ord, SIW_MAX_IRD, SIW_MAX_ORD);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&qp->lock);
+	if (qp->state != RNICPI_QPS_IDLE || qp->fd >= 0) {
+		siw_qp_info(qp, "iw_connect in state %s%s",
+			    rnicpi_qp_state_name(qp->state),
+			    qp->fd >= 0 ? " with a stream" : "");
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = siw_socket_setup(dev, fd);
+	if (rc)
+		goto out;
+	qp->fd = fd;
+	qp->initiator = true;
+	qp->ird = ird;
+	qp->ord = ord;
+	qp->crc = (param->flags & RNICPI_CONN_MPA_CRC) != 0;
+	qp->rtr = 0;
+	if (siw_qp_read_queues_size(qp)) {
+		siw_qp_info(qp, "no memory for read queues of ORD %u / IRD %u",
+			    qp->ord, qp->ird);
+		qp->fd = -1;
+		rc = -ENOMEM;
+		goto out;
+	}
+	qp->mss_payload = siw_stream_ulpdu_max(qp, false);
+	siw_tx_zc_setup(qp);
+	qp->llp = SIW_LLP_RDMA;
+	qp->state = RNICPI_QPS_RTS;
+	qp->connected = true;
+	qp->rtr_pending = false;
+	rc = siw_dev_poll_add(dev, fd, &qp->item, EPOLLIN | EPOLLRDHUP);
+	if (rc) {
+		qp->fd = -1;
+		qp->llp = SIW_LLP_NONE;
+		qp->state = RNICPI_QPS_IDLE;
+		qp->connected = false;
+		goto out;
+	}
+	ev.ird = qp->ird;
+	ev.ord = qp->ord;
+	ev.flags = (qp->crc ? RNICPI_CONN_MPA_CRC : 0) | RNICPI_CONN_NO_MPA;
+	siw_conn_event_addrs(fd, &ev);
+	siw_dev_queue_conn(dev, &ev);
+	siw_qp_dbg(qp, "RTS without MPA: crc %d IRD %u ORD %u ULPDU %u",
+		   qp->crc, qp->ird, qp->ord, qp->mss_payload);
+out:
+	pthread_mutex_unlock(&qp->lock);
+	if (!rc)
+		siw_dev_deliver(dev);
+	return rc;
+}
+
 int siw_iw_connect(struct rnicpi_qp *q, int fd,
 		   const struct rnicpi_conn_param *param)
 {
@@ -169,6 +249,8 @@ int siw_iw_connect(struct rnicpi_qp *q, int fd,
 	uint32_t ird, ord, timeout;
 	int rc;
 
+	if (param->flags & RNICPI_CONN_NO_MPA)
+		return connect_no_mpa(qp, fd, param);
 	if (param->flags & RNICPI_CONN_MPA_REV1)
 		rev = MPA_REV1;
 	if (param->flags & RNICPI_CONN_P2P && p2p == SIW_P2P_NONE)

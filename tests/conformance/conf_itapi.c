@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conf_itapi.c - the helpers of tests/testutil_itapi.h for the
+ * conformance runner, on it_api.h alone: the tree's IT-API suites that
+ * touch nothing but IT-API (itapi-cm and its socket conversion cases, in
+ * check_itapi_cm.c and check_itapi_cm_sockets.c) run against the device
+ * named on the command line instead of siw_lo / rxe_lo.
+ *
+ * The suites' environments (it_setup_siw, it_setup_rxe) only name that
+ * device here: the provider path, device list and provider options stay
+ * what the user set. "RoCE" (it_env_is_rxe) is any IA whose transport is
+ * not iWARP, as the suites branch on the connection manager's kind.
+ */
+#define ITAPI_ENABLE_V21_BINDINGS
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/conformance/conf_itapi.h"
+#include "tests/testutil_itapi.h"
+
+const char *it_dev_name;
+static const char *conf_dev;
+static struct in_addr conf_addr;
+
+void conf_itapi_init(const char *device, struct in_addr addr)
+{
+	conf_dev = device;
+	conf_addr = addr;
+	it_dev_name = device;
+	/* The suites' time-out cases assume a short set-up bound; the
+	 * connection manager's own (not the provider's) unless set. */
+	g_setenv("HOSTRDMA_CM_TIMEOUT_MS", "2000", FALSE);
+}
+
+/* it_ia_query of @device: @iwarp, @atomics (false when it does not
+ * open). */
+static void ia_kind(const char *device, bool *iwarp, bool *atomics)
+{
+	it_ia_handle_t ia;
+	it_ia_info_t *info = NULL;
+
+	*iwarp = *atomics = false;
+	if (it_ia_create(device, 2, 1, &ia) != IT_SUCCESS)
+		return;
+	if (it_ia_query(ia, &info) == IT_SUCCESS) {
+		*iwarp = info->transport_type == IT_IWARP_TCP_TRANSPORT;
+		*atomics = info->atomic_support != IT_FALSE;
+		it_ia_info_free(info);
+	}
+	it_ia_free(ia);
+}
+
+bool conf_itapi_is_iwarp(const char *device)
+{
+	bool iwarp, atomics;
+
+	ia_kind(device, &iwarp, &atomics);
+	return iwarp;
+}
+
+bool conf_itapi_has_atomics(const char *device)
+{
+	bool iwarp, atomics;
+
+	ia_kind(device, &iwarp, &atomics);
+	return atomics;
+}
+
+/* Names as numbers: the library's name tables are not its API. */
+const char *itapi_status_name(it_status_t st)
+{
+	static __thread char buf[4][32];
+	static __thread unsigned int n;
+	char *b = buf[n++ % 4];
+
+	snprintf(b, sizeof(buf[0]), "status %d", (int)st);
+	return b;
+}
+
+const char *itapi_event_name(it_event_type_t ev)
+{
+	static __thread char buf[4][32];
+	static __thread unsigned int n;
+	char *b = buf[n++ % 4];
+
+	snprintf(b, sizeof(buf[0]), "event 0x%x", (unsigned int)ev);
+	return b;
+}
+
+void it_setup_siw(void)
+{
+	it_dev_name = conf_dev;
+}
+
+void it_setup_rxe(void)
+{
+	it_dev_name = conf_dev;
+}
+
+void it_setup_testprov(void)
+{
+	it_dev_name = conf_dev;
+}
+
+bool it_env_is_rxe(void)
+{
+	return !conf_itapi_is_iwarp(it_dev_name);
+}
+
+void it_teardown(void)
+{
+}
+
+void it_fix_open(struct it_fix *f)
+{
+	memset(f, 0, sizeof(*f));
+	ck_assert_it_ok(it_ia_create(it_dev_name, 2, 1, &f->ia));
+	ck_assert_it_ok(it_pz_create(f->ia, &f->pz));
+	ck_assert_it_ok(it_evd_create(f->ia, IT_DTO_EVENT_STREAM, 0, 256, 0,
+				      NULL, &f->dto, NULL));
+	ck_assert_it_ok(it_evd_create(f->ia, IT_CM_REQ_EVENT_STREAM, 0, 64, 0,
+				      NULL, &f->req, NULL));
+	ck_assert_it_ok(it_evd_create(f->ia, IT_CM_MSG_EVENT_STREAM, 0, 64, 0,
+				      NULL, &f->msg, NULL));
+	ck_assert_it_ok(it_evd_create(f->ia, IT_ASYNC_AFF_EVENT_STREAM, 0, 64,
+				      0, NULL, &f->aff, NULL));
+}
+
+void it_fix_close(struct it_fix *f)
+{
+	if (f->ia)
+		ck_assert_it_ok(it_ia_free(f->ia));
+	memset(f, 0, sizeof(*f));
+}
+
+void it_ep_attr_default(struct it_fix *f, it_ep_attributes_t *a, size_t dtos)
+{
+	it_ia_info_t *info = NULL;
+	bool reads;
+
+	/* IRD/ORD 4 where the IA has them (it_ia_query), else 0. */
+	ck_assert_it_ok(it_ia_query(f->ia, &info));
+	reads = info->ird_ord_ia_support;
+	it_ia_info_free(info);
+	memset(a, 0, sizeof(*a));
+	a->max_dto_payload_size = 1u << 20;
+	a->max_request_dtos = dtos;
+	a->max_recv_dtos = dtos;
+	a->max_send_segments = 4;
+	a->max_recv_segments = 4;
+	a->srv.rc.rdma_read_enable = IT_TRUE;
+	a->srv.rc.rdma_write_enable = IT_TRUE;
+	a->srv.rc.max_rdma_read_segments = 4;
+	a->srv.rc.max_rdma_write_segments = 4;
+	a->srv.rc.rdma_read_ird = reads ? 4 : 0;
+	a->srv.rc.rdma_read_ord = reads ? 4 : 0;
+	a->srv.rc.hard_hi_watermark = IT_HARD_HI_WATERMARK_DISABLE;
+}
+
+it_ep_handle_t it_ep_new(struct it_fix *f)
+{
+	it_ep_attributes_t a;
+	it_ep_handle_t ep = NULL;
+
+	it_ep_attr_default(f, &a, 32);
+	ck_assert_it_ok(it_ep_rc_create(f->pz, f->dto, f->dto, f->msg,
+					IT_EP_NO_FLAG, &a, &ep));
+	return ep;
+}
+
+bool it_wait_event_for(it_evd_handle_t evd, uint64_t us, it_event_t *ev)
+{
+	size_t nmore;
+	it_status_t st = it_evd_wait(evd, us, ev, &nmore);
+
+	if (st == IT_ERR_TIMEOUT_EXPIRED)
+		return false;
+	ck_assert_msg(st == IT_SUCCESS, "it_evd_wait: %s",
+		      itapi_status_name(st));
+	return true;
+}
+
+void it_wait_event(it_evd_handle_t evd, it_event_t *ev)
+{
+	ck_assert_msg(it_wait_event_for(evd, IT_WAIT_US, ev),
+		      "no event within %llu us", IT_WAIT_US);
+}
+
+/* The suites' "loopback" is the address given with -a. */
+void it_loopback_path(struct it_fix *f, it_path_t *path)
+{
+	it_net_addr_t na = { .addr_type = IT_IPV4 };
+	size_t n = 1, total = 0;
+
+	na.addr.ipv4 = conf_addr;
+	ck_assert_it_ok(it_get_pathinfo(f->ia, 0, &na, &n, &total, path));
+	ck_assert_uint_eq(n, 1);
+}
+
+void it_connect_pair(struct it_fix *f, it_ep_handle_t a, it_ep_handle_t b)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_listen_handle_t l;
+	it_event_t ev;
+	it_path_t path;
+	int got = 0;
+
+	ck_assert_it_ok(it_listen_create(f->ia, 0, f->req, IT_LISTEN_NO_FLAG,
+					 &q, &l));
+	it_loopback_path(f, &path);
+	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
+				      IT_CONNECT_FLAG_TWO_WAY, NULL, 0));
+	it_wait_event(f->req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
+	while (got < 2) {
+		it_wait_event(f->msg, &ev);
+		ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+		got++;
+	}
+	ck_assert_it_ok(it_listen_free(l));
+}
+
+void it_testprov_pair(it_ep_handle_t a, it_ep_handle_t b)
+{
+	(void)a;
+	(void)b;
+	ck_abort_msg("it_testprov_pair reaches into the library; not in the conformance runner");
+}
+
+void it_buf_new(struct it_fix *f, struct it_buf *b, size_t len,
+		it_mem_priv_t privs)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t whole = (len + page - 1) / page * page;
+	void *mem = NULL;
+
+	memset(b, 0, sizeof(*b));
+	ck_assert_int_eq(posix_memalign(&mem, page, whole ? whole : page), 0);
+	b->mem = memset(mem, 0, whole ? whole : page);
+	b->len = len;
+	ck_assert_it_ok(it_lmr_create21(f->pz, b->mem, NULL, len,
+					IT_ADDR_MODE_ABSOLUTE, privs,
+					IT_LMR_FLAG_NONE, 0, &b->lmr,
+					&b->rkey));
+}
+
+void it_buf_free(struct it_buf *b)
+{
+	if (b->lmr)
+		ck_assert_it_ok(it_lmr_free(b->lmr));
+	free(b->mem);
+	memset(b, 0, sizeof(*b));
+}
+
+it_lmr_triplet_t it_seg(struct it_buf *b, size_t off, size_t len)
+{
+	it_lmr_triplet_t t = { .lmr = b->lmr, .length = len };
+
+	t.addr.abs = b->mem + off;
+	return t;
+}
