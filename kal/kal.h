@@ -227,4 +227,25 @@ guint kal_nl_subscribe(struct kal_nl *nl, kal_event_fn fn, void *user_data);
  * itself. Unknown ids are ignored. */
 void kal_nl_unsubscribe(struct kal_nl *nl, guint id);
 
+/* ------------------------------------------------------------------ */
+/* Sharing one UDP port by destination QP (soft-RoCE, the host service) */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Steer the datagrams of @fd's SO_REUSEPORT group by the InfiniBand
+ * transport header they carry: the group's socket with index DestQP >>
+ * @qpn_shift (the order in which the sockets joined the group) receives
+ * a datagram whose BTH names that QP, so that each process holding one
+ * socket of the group gets the datagrams of its own range of QPNs and
+ * nobody else's. What no socket's range covers, and datagrams too short
+ * to hold a BTH, go to index 0 (the owner of QP 0 and 1 and of the
+ * group: it drops what it does not know). A classic BPF program
+ * (SO_ATTACH_REUSEPORT_CBPF): no privilege needed.
+ *
+ * @qpn_shift 1..23, @nsocks 1..(1 << (24 - qpn_shift)). Returns 0 or a
+ * negative errno (-EINVAL for the arguments; setsockopt's errno).
+ */
+int kal_udp_steer_by_qpn(int fd, unsigned int qpn_shift,
+			 unsigned int nsocks);
+
 #endif /* KAL_H */

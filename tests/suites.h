@@ -68,6 +68,7 @@
 	X(suite_rnicpi_engine, "rnicpi-engine")                             \
 	X(suite_kal_pin, "kal-pin")                                         \
 	X(suite_kal_netlink, "kal-netlink")                                 \
+	X(suite_kal_steer, "kal-steer")                                     \
 	X(suite_ual_loader, "ual-loader")                                   \
 	X(suite_ual_objects, "ual-objects")                                 \
 	X(suite_ual_events, "ual-events")                                   \
