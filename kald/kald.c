@@ -806,6 +806,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* Every message to stderr (or the journal), none to stdout. */
+	g_log_writer_default_set_use_stderr(TRUE);
 	K.listen_fd = activated_fd();
 	activated = K.listen_fd >= 0;
 	if (!activated) {

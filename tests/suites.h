@@ -39,7 +39,8 @@
 	X(suite_itapi_cm_ib, "itapi-cm-ib")                                 \
 	X(suite_itapi_atomic, "itapi-atomic-rxe")                           \
 	X(suite_itapi_keys_rxe, "itapi-keys-rxe")                           \
-	X(suite_itapi_ud_rxe, "itapi-ud-rxe")
+	X(suite_itapi_ud_rxe, "itapi-ud-rxe")                               \
+	X(suite_kald, "kald")
 #else
 #define HOSTRDMA_SUITES_ITAPI_RXE(X)
 #endif
