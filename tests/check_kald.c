@@ -544,6 +544,20 @@ START_TEST(kald_ping_two_pairs)
 		start(&s[i], sargv);
 		wait_for(&s[i], "waiting for a client", 20, &k);
 	}
+	/* A third server on the first one's port (its service ID): the
+	 * daemon refuses it. */
+	{
+		const char *targv[] = { TOOLS "hostrdma-ping", "-s", "-a",
+					"127.0.0.1", "-p", port[0], "-C", "1",
+					NULL };
+		struct proc t;
+
+		start(&t, targv);
+		rc = finish_within(&t, 30);
+		ck_assert_msg(rc == 1 && strstr(t.text->str, "is in use"),
+			      "exit %d:\n%s", rc, tail(t.text->str));
+		done(&t);
+	}
 	for (i = 0; i < 2; i++) {
 		const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a",
 					"127.0.0.1", "-p", port[i], "-C", "50",
@@ -566,8 +580,10 @@ START_TEST(kald_ping_two_pairs)
 		done(&s[i]);
 	}
 	log = kald_log(&k);
-	/* Four processes, four ranges. */
-	ck_assert_msg(strstr(log, "QPN range 4 "), "%s", tail(log));
+	/* Five processes, five ranges (the third server's is still
+	 * quiet when the clients come). */
+	ck_assert_msg(strstr(log, "QPN range 5 "), "%s", tail(log));
+	ck_assert_msg(strstr(log, "is pid"), "%s", tail(log));
 	kald_stop(&k);
 }
 END_TEST

@@ -67,11 +67,13 @@ static bool fwd_dispatch(struct rnicpi_source *src, uint32_t events)
 		if (n < 0)
 			break;
 		if (n == 0) {
-			/* The daemon went away: established connections go
-			 * on; QP1 hears nothing until it is back. */
+			/* The daemon went away: QP1 hears nothing more, and
+			 * the group's sockets are renumbered without the
+			 * daemon's (hostrdma-kald(8), LIMITS). */
 			rxe_dev_warn(dev, "the host service (hostrdma-kald) "
-				     "went away: no new connections reach "
-				     "this process");
+				     "went away: no new connection reaches "
+				     "this process and its traffic may be "
+				     "misrouted; restart it");
 			rnicpi_engine_del(&dev->engine, g->fwd_fd);
 			close(g->fwd_fd);
 			g->fwd_fd = -1;
