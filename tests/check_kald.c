@@ -30,6 +30,8 @@
 #include "kal/kal.h"
 #include "tests/check_tools.h"
 #include "tests/suites.h"
+#include "tests/testutil_rxe.h"
+#include "vp/rxe/rxe.h"
 
 #if defined(HAVE_PROV_SIW) && defined(HAVE_PROV_RXE)
 
@@ -512,6 +514,110 @@ static void wait_for(struct proc *p, const char *want, int secs,
 	}
 }
 
+/* The host service op as ual implements it, over the connection the
+ * test names: one connection, one "process". */
+static struct kal_hostsvc *t_hs;
+
+static int t_host_udp(struct rnicpi_device *dev, const struct sockaddr *addr,
+		      socklen_t len, int *udp_fd, int *fwd_fd,
+		      uint32_t *base, uint32_t *count)
+{
+	(void)dev;
+	if (!t_hs)
+		return -ENOENT;
+	return kal_hostsvc_udp(t_hs, addr, len, udp_fd, fwd_fd, base, count);
+}
+
+static struct rnicpi_core_ops t_core;
+
+static void t_dev(struct rxe_t_dev *t, const char *v4)
+{
+	struct sockaddr_storage addrs[2];
+	struct rnicpi_netdev nd;
+
+	memset(t, 0, sizeof(*t));
+	rxe_t_lo_netdev(&nd, addrs);
+	if (v4) {
+		inet_pton(AF_INET, v4,
+			  &((struct sockaddr_in *)&addrs[0])->sin_addr);
+		nd.n_addrs = 1;
+	}
+	ck_assert_int_eq(rxe_provider.device_create(&nd, "rxe_lo", NULL,
+						    &t_core, &t->dev), 0);
+	t->ops = t->dev->ops;
+	t->dev->provider = &rxe_provider;
+}
+
+/* The provider through the op: each "process" opens rxe_lo, its QPs take
+ * numbers from its own range only. Without the op's daemon (-ENOENT) it
+ * binds the port itself. An address nothing can bind fails the open
+ * every time (it used to leave the device "opened" with no socket, so a
+ * second open returned 0). */
+START_TEST(kald_rxe_provider)
+{
+	struct kald_run k;
+	struct kal_hostsvc *hs[2];
+	struct rxe_t_dev t[2];
+	struct rxe_t_side q[2][3];
+	struct share s;
+	int i, j;
+
+	t_core = rxe_t_core_ops;
+	t_core.size = sizeof(t_core);
+	t_core.host_udp_socket = t_host_udp;
+
+	/* 192.0.2.1 is nobody's (TEST-NET-1): -EADDRNOTAVAIL, twice. */
+	t_hs = NULL;
+	t_dev(&t[0], "192.0.2.1");
+	ck_assert_int_eq(t[0].ops->device_open(t[0].dev), -EADDRNOTAVAIL);
+	ck_assert_int_eq(t[0].ops->device_open(t[0].dev), -EADDRNOTAVAIL);
+	t[0].ops->device_destroy(t[0].dev);
+
+	kald_start(&k);
+	for (i = 0; i < 2; i++) {
+		hs[i] = t_hs = client(&k);
+		t_dev(&t[i], NULL);
+		ck_assert_int_eq(t[i].ops->device_open(t[i].dev), 0);
+		ck_assert_int_eq(t[i].ops->device_open(t[i].dev), 0);
+		ck_assert_int_eq(t[i].ops->alloc_pd(t[i].dev, &t[i].pd), 0);
+	}
+	/* Ranges: 1 and 2 (a third connection would get 3). */
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < 3; j++) {
+			uint32_t qpn;
+
+			ck_assert_int_eq(rxe_t_side_create(&t[i], &q[i][j],
+							   RNICPI_QPT_RC,
+							   NULL), 0);
+			qpn = q[i][j].qp->qp_num;
+			ck_assert_uint_eq(qpn >> KAL_HOSTSVC_QPN_SHIFT,
+					  (uint32_t)i + 1);
+		}
+	/* And the sockets are the group's: a datagram to a QPN of range 1
+	 * never reaches a socket of range 3. */
+	{
+		struct kal_hostsvc *c = client(&k);
+
+		take(c, AF_INET, &s);
+		ck_assert_uint_eq(s.base >> KAL_HOSTSVC_QPN_SHIFT, 3);
+		send_to_qp(AF_INET, q[0][0].qp->qp_num, 5);
+		ck_assert_uint_eq(recv_tag(s.udp, 100), 0);
+		send_to_qp(AF_INET, s.base + 9, 6);
+		ck_assert_uint_eq(recv_tag(s.udp, 2000), 6);
+		share_close(&s);
+		kal_hostsvc_close(c);
+	}
+	for (i = 0; i < 2; i++) {
+		for (j = 0; j < 3; j++)
+			rxe_t_side_destroy(&t[i], &q[i][j]);
+		rxe_t_dev_close(&t[i]);
+		kal_hostsvc_close(hs[i]);
+	}
+	t_hs = NULL;
+	kald_stop(&k);
+}
+END_TEST
+
 static void env_rxe_lo(const char *sock)
 {
 	g_setenv("HOSTRDMA_CONF", "", TRUE);
@@ -640,6 +746,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tc, kald_cm_routing);
 	tcase_add_test(tc, kald_garbage_client);
 	tcase_add_test(tc, kald_killed_range_reused);
+	tcase_add_test(tc, kald_rxe_provider);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tt, 120);
 	tcase_add_test(tt, kald_ping_two_pairs);
