@@ -618,6 +618,14 @@ START_TEST(kald_rxe_provider)
 }
 END_TEST
 
+/* What env_rxe_lo set, unset (suites run in one process with
+ * CK_FORK=no). */
+static void env_clear(void)
+{
+	g_unsetenv("HOSTRDMA_DEVICES");
+	g_unsetenv(KAL_HOSTSVC_ENV);
+}
+
 static void env_rxe_lo(const char *sock)
 {
 	g_setenv("HOSTRDMA_CONF", "", TRUE);
@@ -628,11 +636,13 @@ static void env_rxe_lo(const char *sock)
 }
 
 /* Two servers and their two clients, four processes on rxe_lo at once
- * through the daemon, every round's bytes checked by the client (-V);
- * the CM's MADs went through the daemon. */
+ * through the daemon (one pair over IPv4, one over IPv6), every round's
+ * bytes checked by the client (-V); the CM's MADs went through the
+ * daemon. */
 START_TEST(kald_ping_two_pairs)
 {
 	struct kald_run k;
+	static const char *const addr[2] = { "127.0.0.1", "::1" };
 	struct proc s[2], c[2];
 	char port[2][8];
 	g_autofree char *log = NULL;
@@ -642,7 +652,7 @@ START_TEST(kald_ping_two_pairs)
 	env_rxe_lo(k.sock);
 	for (i = 0; i < 2; i++) {
 		const char *sargv[] = { TOOLS "hostrdma-ping", "-s", "-a",
-					"127.0.0.1", "-p",
+					addr[i], "-p",
 					free_port(port[i], sizeof(port[i])),
 					"-C", "50", "-S", "4000", "-d", NULL };
 
@@ -666,7 +676,7 @@ START_TEST(kald_ping_two_pairs)
 	}
 	for (i = 0; i < 2; i++) {
 		const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a",
-					"127.0.0.1", "-p", port[i], "-C", "50",
+					addr[i], "-p", port[i], "-C", "50",
 					"-S", "4000", "-V", NULL };
 
 		start(&c[i], cargv);
@@ -690,6 +700,7 @@ START_TEST(kald_ping_two_pairs)
 	 * quiet when the clients come). */
 	ck_assert_msg(strstr(log, "QPN range 5 "), "%s", tail(log));
 	ck_assert_msg(strstr(log, "is pid"), "%s", tail(log));
+	env_clear();
 	kald_stop(&k);
 }
 END_TEST
@@ -731,6 +742,7 @@ START_TEST(kald_none_embedded)
 	finish_within(&s, 30);
 	done(&p);
 	done(&s);
+	env_clear();
 	rmdir(dir);
 }
 END_TEST
