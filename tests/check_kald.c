@@ -638,13 +638,15 @@ static void env_rxe_lo(const char *sock)
 /* Two servers and their two clients, four processes on rxe_lo at once
  * through the daemon (one pair over IPv4, one over IPv6), every round's
  * bytes checked by the client (-V); the CM's MADs went through the
- * daemon. */
+ * daemon. A third server on the first one's port is refused; a third
+ * pair's client is killed mid-transfer while the others run, and they
+ * finish; afterwards a new pair on the freed ranges gets every byte. */
 START_TEST(kald_ping_two_pairs)
 {
 	struct kald_run k;
 	static const char *const addr[2] = { "127.0.0.1", "::1" };
-	struct proc s[2], c[2];
-	char port[2][8];
+	struct proc s[2], c[2], victim[2];
+	char port[2][8], vport[8];
 	g_autofree char *log = NULL;
 	int i, rc;
 
@@ -674,6 +676,21 @@ START_TEST(kald_ping_two_pairs)
 			      "exit %d:\n%s", rc, tail(t.text->str));
 		done(&t);
 	}
+	/* A third pair, its client killed mid-transfer. */
+	{
+		const char *vs[] = { TOOLS "hostrdma-ping", "-s", "-a",
+				     "127.0.0.1", "-p",
+				     free_port(vport, sizeof(vport)), "-S",
+				     "4000", "-d", NULL };
+		const char *vc[] = { TOOLS "hostrdma-ping", "-c", "-a",
+				     "127.0.0.1", "-p", vport, "-S", "4000",
+				     "-v", NULL };
+
+		start(&victim[0], vs);
+		wait_for(&victim[0], "waiting for a client", 20, &k);
+		start(&victim[1], vc);
+		wait_for(&victim[1], "ping data: ", 20, &k);
+	}
 	for (i = 0; i < 2; i++) {
 		const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a",
 					addr[i], "-p", port[i], "-C", "50",
@@ -681,6 +698,9 @@ START_TEST(kald_ping_two_pairs)
 
 		start(&c[i], cargv);
 	}
+	g_usleep(100000);
+	kill(victim[1].pid, SIGKILL);
+	finish_within(&victim[1], 10);
 	for (i = 0; i < 2; i++) {
 		rc = finish_within(&c[i], 60);
 		ck_assert_msg(rc == 0, "client %d exit %d:\n%s", i, rc,
@@ -695,10 +715,43 @@ START_TEST(kald_ping_two_pairs)
 		done(&c[i]);
 		done(&s[i]);
 	}
+	/* The killed client's server ends on SIGINT (or on its own when
+	 * its retries ran out), whatever its status. */
+	kill(victim[0].pid, SIGINT);
+	finish_within(&victim[0], 60);
+	done(&victim[0]);
+	done(&victim[1]);
+	/* Later, with every range quiet again, a new pair (its processes
+	 * take the freed ranges, the lowest first) gets every byte. */
+	g_usleep((QUIET_MS + 300) * 1000);
+	{
+		const char *ns[] = { TOOLS "hostrdma-ping", "-s", "-a",
+				     "127.0.0.1", "-p",
+				     free_port(vport, sizeof(vport)), "-C",
+				     "20", "-S", "4000", "-d", NULL };
+		const char *nc[] = { TOOLS "hostrdma-ping", "-c", "-a",
+				     "127.0.0.1", "-p", vport, "-C", "20",
+				     "-S", "4000", "-V", NULL };
+
+		start(&s[0], ns);
+		wait_for(&s[0], "waiting for a client", 20, &k);
+		start(&c[0], nc);
+		rc = finish_within(&c[0], 60);
+		ck_assert_msg(rc == 0 && strstr(c[0].text->str,
+						"20 rounds of 4000 bytes, "
+						"validated"),
+			      "exit %d:\n%s", rc, tail(c[0].text->str));
+		rc = finish_within(&s[0], 30);
+		ck_assert_msg(rc == 0, "exit %d:\n%s", rc,
+			      tail(s[0].text->str));
+		done(&c[0]);
+		done(&s[0]);
+	}
 	log = kald_log(&k);
-	/* Five processes, five ranges (the third server's is still
-	 * quiet when the clients come). */
-	ck_assert_msg(strstr(log, "QPN range 5 "), "%s", tail(log));
+	/* Seven processes at once at most, each its range. */
+	ck_assert_msg(strstr(log, "QPN range 6 "), "%s", tail(log));
+	ck_assert_msg(strstr(log, "QPN range 1 is free again"), "%s",
+		      tail(log));
 	ck_assert_msg(strstr(log, "is pid"), "%s", tail(log));
 	env_clear();
 	kald_stop(&k);
