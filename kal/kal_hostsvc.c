@@ -141,8 +141,15 @@ static int transact(struct kal_hostsvc *hs, struct kal_hostsvc_msg *req,
 	}
 	if (n != (ssize_t)sizeof(*rep) || rep->magic != KAL_HOSTSVC_MAGIC ||
 	    rep->op != req->op) {
-		g_warning("host service: %s reply (%zd bytes)",
-			  n < 0 ? g_strerror(errno) : "a malformed", n);
+		if (n < 0)
+			g_warning("host service: no reply: %s",
+				  g_strerror(errno));
+		else if (n == 0)
+			g_warning("host service: the daemon closed the "
+				  "connection");
+		else
+			g_warning("host service: a malformed reply (%zd "
+				  "bytes)", n);
 		for (i = 0; i < nfds; i++) {
 			if (fds[i] >= 0)
 				close(fds[i]);

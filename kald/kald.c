@@ -32,6 +32,10 @@
 #define ROCE_PORT 4791
 #define NSLOTS KAL_HOSTSVC_NSLOTS
 #define MAX_CLIENTS 1024
+/* One local user may not take every range or every connection from the
+ * others (root may). */
+#define MAX_SLOTS_PER_UID 64
+#define MAX_CLIENTS_PER_UID 128
 #define DGRAM_MAX 65536
 
 /* IBA: a MAD on QP1 behind BTH (12 bytes) and DETH (8); the CM class. */
@@ -296,8 +300,18 @@ static gboolean on_tick(gpointer data)
 
 static unsigned int slot_take(struct client *c)
 {
-	unsigned int i;
+	unsigned int i, mine = 0;
 
+	for (i = 1; i < NSLOTS; i++)
+		if (K.slots[i].state == SLOT_OWNED &&
+		    K.slots[i].owner->uid == c->uid)
+			mine++;
+	if (c->uid != 0 && mine >= MAX_SLOTS_PER_UID) {
+		g_warning("pid %d (uid %u): the user holds %u QPN ranges "
+			  "already, the most one user may", c->pid, c->uid,
+			  mine);
+		return 0;
+	}
 	reap_quiet();
 	for (i = 1; i < NSLOTS; i++)
 		if (K.slots[i].state == SLOT_FREE) {
@@ -482,7 +496,7 @@ static int do_udp(struct client *c, struct kal_hostsvc_msg *m)
 	if (!c->slot) {
 		c->slot = slot_take(c);
 		if (!c->slot) {
-			g_warning("pid %d: every QPN range is taken", c->pid);
+			g_warning("pid %d: no QPN range for it", c->pid);
 			return reply(c, m, -ENOSPC, NULL, 0);
 		}
 		g_message("pid %d (uid %u): QPN range %u (0x%06x..0x%06x)",
@@ -635,6 +649,20 @@ static gboolean on_accept(gint fd, GIOCondition cond, gpointer data)
 			  ? "too many clients" : g_strerror(errno));
 		close(cfd);
 		return G_SOURCE_CONTINUE;
+	}
+	if (cred.uid != 0) {
+		unsigned int i, n = 0;
+
+		for (i = 0; i < K.clients->len; i++)
+			n += ((struct client *)K.clients->pdata[i])->uid ==
+			     cred.uid;
+		if (n >= MAX_CLIENTS_PER_UID) {
+			g_warning("pid %d (uid %u) refused: the user has %u "
+				  "connections already", cred.pid, cred.uid,
+				  n);
+			close(cfd);
+			return G_SOURCE_CONTINUE;
+		}
 	}
 	c = g_new0(struct client, 1);
 	c->fd = cfd;

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -626,6 +627,69 @@ static void env_clear(void)
 	g_unsetenv(KAL_HOSTSVC_ENV);
 }
 
+/* A user other than root: 64 ranges, 128 connections at most (the child
+ * runs as nobody; the exit code says which step failed). */
+START_TEST(kald_per_user_caps)
+{
+	struct kald_run k;
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		return;	/* cannot become another user */
+	kald_start(&k);
+	ck_assert_int_eq(chmod(k.dir, 0755), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct kal_hostsvc *hs[129];
+		struct share s;
+		int i;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		for (i = 0; i < 128; i++)
+			if (kal_hostsvc_connect(k.sock, &hs[i]))
+				_exit(11);
+		for (i = 0; i < 64; i++) {
+			struct sockaddr_in a = {
+				.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+			};
+
+			if (kal_hostsvc_udp(hs[i], (struct sockaddr *)&a,
+					    sizeof(a), &s.udp, &s.fwd, &s.base,
+					    &s.count))
+				_exit(12);
+			close(s.udp);
+			close(s.fwd);
+			if (i == 63 &&
+			    kal_hostsvc_udp(hs[64], (struct sockaddr *)&a,
+					    sizeof(a), &s.udp, &s.fwd, &s.base,
+					    &s.count) != -ENOSPC)
+				_exit(13);
+		}
+		/* The 129th connection is accepted and closed at once. */
+		if (kal_hostsvc_connect(k.sock, &hs[128]) == 0 &&
+		    kal_hostsvc_listen(hs[128], 1, true) != -EPIPE)
+			_exit(14);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child status 0x%x", status);
+	{
+		g_autofree char *log = kald_log(&k);
+
+		ck_assert_msg(strstr(log, "the user holds 64 QPN ranges"),
+			      "%s", tail(log));
+		ck_assert_msg(strstr(log, "the user has 128 connections"),
+			      "%s", tail(log));
+	}
+	kald_stop(&k);
+}
+END_TEST
+
 static void env_rxe_lo(const char *sock)
 {
 	g_setenv("HOSTRDMA_CONF", "", TRUE);
@@ -812,6 +876,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tc, kald_garbage_client);
 	tcase_add_test(tc, kald_killed_range_reused);
 	tcase_add_test(tc, kald_rxe_provider);
+	tcase_add_test(tc, kald_per_user_caps);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tt, 120);
 	tcase_add_test(tt, kald_ping_two_pairs);
