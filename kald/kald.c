@@ -625,7 +625,9 @@ static void client_drop(struct client *c, const char *why)
 	g_hash_table_destroy(c->fwd);
 	if (c->slot)
 		slot_release(c->slot);
-	/* Called from its own watch, which returns G_SOURCE_REMOVE. */
+	/* From its own watch too (which then returns G_SOURCE_REMOVE):
+	 * GLib allows removing the source being dispatched. */
+	g_source_remove(c->watch);
 	close(c->fd);
 	g_ptr_array_remove_fast(K.clients, c);
 	g_free(c);
