@@ -627,6 +627,53 @@ static void env_clear(void)
 	g_unsetenv(KAL_HOSTSVC_ENV);
 }
 
+/* The command line: --help, a bad option or value (2), a second daemon
+ * on a socket one answers on (1, the first one unharmed). */
+START_TEST(kald_cli)
+{
+	const char *help[] = { KALD_PROG, "--help", NULL };
+	const char *bad[] = { KALD_PROG, "--bogus", NULL };
+	const char *badq[] = { KALD_PROG, "--quiet-ms", "x", NULL };
+	struct kald_run k;
+	struct kal_hostsvc *hs;
+	struct share sa;
+	struct proc p;
+	int rc;
+
+	start(&p, help);
+	ck_assert_int_eq(finish_within(&p, 10), 0);
+	ck_assert(strstr(p.text->str, "--foreground"));
+	ck_assert(strstr(p.text->str, "--socket PATH"));
+	ck_assert(strstr(p.text->str, KAL_HOSTSVC_ENV));
+	done(&p);
+	start(&p, bad);
+	ck_assert_int_eq(finish_within(&p, 10), 2);
+	done(&p);
+	start(&p, badq);
+	ck_assert_int_eq(finish_within(&p, 10), 2);
+	ck_assert(strstr(p.text->str, "--quiet-ms: bad value"));
+	done(&p);
+
+	kald_start(&k);
+	{
+		const char *again[] = { KALD_PROG, "--foreground", "--socket",
+					k.sock, NULL };
+
+		start(&p, again);
+		rc = finish_within(&p, 10);
+		ck_assert_msg(rc == 1 && strstr(p.text->str,
+						"already answers"),
+			      "exit %d:\n%s", rc, tail(p.text->str));
+		done(&p);
+	}
+	hs = client(&k);
+	take(hs, AF_INET, &sa);
+	share_close(&sa);
+	kal_hostsvc_close(hs);
+	kald_stop(&k);
+}
+END_TEST
+
 /* A user other than root: 64 ranges, 128 connections at most (the child
  * runs as nobody; the exit code says which step failed). */
 START_TEST(kald_per_user_caps)
@@ -877,6 +924,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tc, kald_killed_range_reused);
 	tcase_add_test(tc, kald_rxe_provider);
 	tcase_add_test(tc, kald_per_user_caps);
+	tcase_add_test(tc, kald_cli);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tt, 120);
 	tcase_add_test(tt, kald_ping_two_pairs);
