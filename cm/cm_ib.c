@@ -148,6 +148,17 @@ uint32_t ib_rto_clamp(uint32_t ms)
 	return CLAMP(ms, IB_CM_MIN_RTO_MS, IB_CM_MAX_RTO_MS);
 }
 
+/* A random comm or SIDR request ID. With the host service (hostrdma-kald)
+ * its top bits are this process's, so that the daemon hands the peer's
+ * replies, which carry it, to us (ual_hostsvc_id_prefix). */
+uint32_t ib_local_id(struct ib_state *st)
+{
+	uint32_t prefix = ual_hostsvc_id_prefix();
+	uint32_t id = g_rand_int(st->rand);
+
+	return prefix ? prefix | (id & 0xffffffu) : id;
+}
+
 /* A new connection with a fresh local comm ID, in the table, which holds
  * its one reference: borrowed by the caller while it holds st->lock. */
 struct ib_conn *ibc_new_locked(struct cm *cm, struct ib_port *p,
@@ -161,7 +172,7 @@ struct ib_conn *ibc_new_locked(struct cm *cm, struct ib_port *p,
 	c->port = p;
 	c->active = active;
 	do
-		c->local_id = g_rand_int(st->rand);
+		c->local_id = ib_local_id(st);
 	while (!c->local_id ||
 	       g_hash_table_contains(st->conns,
 				     GUINT_TO_POINTER(c->local_id)));
@@ -497,13 +508,21 @@ static int ib_listen(struct cm *cm, struct cm_listen *l)
 	} else if (ib_cma_ps_of(l->sid) == IB_RDMA_PS_TCP) {
 		l->port = (uint16_t)l->sid;
 	}
-	return 0;
+	/* With the host service the daemon hands REQs for the service ID
+	 * to us; another process may hold it already. */
+	err = ual_hostsvc_listen(l->sid, true);
+	if (err)
+		g_warning("listen on service ID 0x%016" G_GINT64_MODIFIER
+			"x: %s", l->sid, err == -EADDRINUSE
+			? "another process on this host holds it"
+			: g_strerror(-err));
+	return err;
 }
 
 static void ib_unlisten(struct cm *cm, struct cm_listen *l)
 {
 	(void)cm;
-	(void)l;
+	(void)ual_hostsvc_listen(l->sid, false);
 }
 
 static void ib_cancel(struct cm *cm, struct cm_id *id)

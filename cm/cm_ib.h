@@ -151,6 +151,7 @@ void ibc_unref(struct ib_conn *c);
 const char *ibc_name(enum ib_conn_state s);
 struct ib_conn *ibc_new_locked(struct cm *cm, struct ib_port *p,
 			       bool active);
+uint32_t ib_local_id(struct ib_state *st);
 /* The connection named by our comm ID @id, new reference, or NULL. */
 struct ib_conn *ibc_lookup_locked(struct ib_state *st, uint32_t id);
 void ibc_forget_locked(struct ib_conn *c);

@@ -210,7 +210,7 @@ int cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
 	s->user_data = user_data;
 	g_rec_mutex_init(&s->cb_lock);
 	do
-		s->request_id = g_rand_int(st->rand);
+		s->request_id = ib_local_id(st);
 	while (!s->request_id ||
 	       g_hash_table_contains(st->sidr_out,
 				     GUINT_TO_POINTER(s->request_id)));

@@ -227,4 +227,117 @@ guint kal_nl_subscribe(struct kal_nl *nl, kal_event_fn fn, void *user_data);
  * itself. Unknown ids are ignored. */
 void kal_nl_unsubscribe(struct kal_nl *nl, guint id);
 
+/* ------------------------------------------------------------------ */
+/* Sharing one UDP port by destination QP (soft-RoCE, the host service) */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Steer the datagrams of @fd's SO_REUSEPORT group by the InfiniBand
+ * transport header they carry: the group's socket with index DestQP >>
+ * @qpn_shift (the order in which the sockets joined the group) receives
+ * a datagram whose BTH names that QP, so that each process holding one
+ * socket of the group gets the datagrams of its own range of QPNs and
+ * nobody else's. What no socket's range covers, and datagrams too short
+ * to hold a BTH, go to index 0 (the owner of QP 0 and 1 and of the
+ * group: it drops what it does not know). A classic BPF program
+ * (SO_ATTACH_REUSEPORT_CBPF): no privilege needed.
+ *
+ * @qpn_shift 1..23, @nsocks 1..(1 << (24 - qpn_shift)). Returns 0 or a
+ * negative errno (-EINVAL for the arguments; setsockopt's errno).
+ */
+int kal_udp_steer_by_qpn(int fd, unsigned int qpn_shift,
+			 unsigned int nsocks);
+
+/* ------------------------------------------------------------------ */
+/* The host service (hostrdma-kald): its control protocol and client    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * hostrdma-kald owns what every process on the host shares: soft-RoCE's
+ * UDP port on each address (a SO_REUSEPORT group steered by
+ * kal_udp_steer_by_qpn), the QPN ranges, QP1 and the IB CM's service IDs.
+ * A process speaks to it over a SOCK_SEQPACKET UNIX socket, one
+ * struct kal_hostsvc_msg a packet each way; the daemon knows it by
+ * SO_PEERCRED and holds what it gave the process until the socket closes.
+ * See hostrdma-kald(8).
+ */
+#define KAL_HOSTSVC_ENV "HOSTRDMA_KALD_SOCKET"
+#define KAL_HOSTSVC_SYSTEM_PATH "/run/hostrdma/kald.sock"
+#define KAL_HOSTSVC_USER_SUBPATH "hostrdma/kald.sock"
+#define KAL_HOSTSVC_MAGIC 0x6b616c64u	/* "kald" */
+#define KAL_HOSTSVC_VERSION 1
+/* Range i of QPNs is [i << SHIFT, (i + 1) << SHIFT); range 0 (QP0, QP1
+ * and the low numbers) is the daemon's. */
+#define KAL_HOSTSVC_QPN_SHIFT 16
+#define KAL_HOSTSVC_NSLOTS (1u << (24 - KAL_HOSTSVC_QPN_SHIFT))
+/* The IB CM's communication and SIDR request IDs of range i carry i in
+ * their top 8 bits, so the daemon routes a reply by its ID. */
+#define KAL_HOSTSVC_ID_SHIFT 24
+
+enum kal_hostsvc_op {
+	/* in: addr (port ignored). out: status, qpn_base, qpn_count; with
+	 * SCM_RIGHTS the group's socket for the process's range, then a
+	 * SOCK_SEQPACKET socket carrying the QP1 datagrams the daemon
+	 * forwards (struct kal_hostsvc_fwd, then the UDP payload). */
+	KAL_HOSTSVC_OP_UDP = 1,
+	/* in: id = an IB CM service ID to receive REQ/SIDR_REQ for.
+	 * out: status (-EADDRINUSE: another process holds it). */
+	KAL_HOSTSVC_OP_LISTEN = 2,
+	/* in: id. out: status (-ENOENT: not ours). */
+	KAL_HOSTSVC_OP_UNLISTEN = 3,
+};
+
+struct kal_hostsvc_msg {
+	uint32_t magic;		/* KAL_HOSTSVC_MAGIC */
+	uint16_t version;	/* KAL_HOSTSVC_VERSION */
+	uint16_t op;		/* enum kal_hostsvc_op, echoed in the reply */
+	int32_t status;		/* reply: 0 or a negative errno */
+	uint32_t qpn_base;	/* reply to OP_UDP */
+	uint32_t qpn_count;
+	uint32_t reserved;	/* 0 */
+	uint64_t id;		/* OP_LISTEN, OP_UNLISTEN */
+	struct sockaddr_storage addr;	/* OP_UDP */
+};
+
+/* A forwarded QP1 datagram: this header, then the UDP payload. */
+struct kal_hostsvc_fwd {
+	uint32_t magic;		/* KAL_HOSTSVC_MAGIC */
+	uint32_t len;		/* bytes of payload that follow */
+	struct sockaddr_storage src;	/* the sender (address and port) */
+};
+
+struct kal_hostsvc;
+
+/*
+ * Where a process looks for the daemon: $HOSTRDMA_KALD_SOCKET when set
+ * (empty: nowhere, the embedded mode is forced), else
+ * /run/hostrdma/kald.sock when it exists, else
+ * $XDG_RUNTIME_DIR/hostrdma/kald.sock. NULL for nowhere; g_free it.
+ */
+char *kal_hostsvc_client_path(void);
+
+/* Where the daemon listens by default: /run/hostrdma/kald.sock for root,
+ * $XDG_RUNTIME_DIR/hostrdma/kald.sock for others (NULL when unset). */
+char *kal_hostsvc_daemon_path(void);
+
+/* Connect to the daemon at @path. -ENOENT or -ECONNREFUSED: no daemon
+ * there (quietly: the caller falls back); other errors are logged. */
+int kal_hostsvc_connect(const char *path, struct kal_hostsvc **out);
+
+/*
+ * Ask for soft-RoCE's port on @addr: *@udp_fd, the process's socket of
+ * the address's group, *@fwd_fd, where QP1 datagrams come that the daemon
+ * forwards to this process (both the caller's, close-on-exec), and the
+ * process's QPN range. -EPIPE when the daemon went away.
+ */
+int kal_hostsvc_udp(struct kal_hostsvc *hs, const struct sockaddr *addr,
+		    socklen_t addrlen, int *udp_fd, int *fwd_fd,
+		    uint32_t *qpn_base, uint32_t *qpn_count);
+
+/* Receive REQ and SIDR_REQ MADs for IB CM service ID @sid (-EADDRINUSE:
+ * another process holds it), or stop (-ENOENT: not held by us). */
+int kal_hostsvc_listen(struct kal_hostsvc *hs, uint64_t sid, bool on);
+
+void kal_hostsvc_close(struct kal_hostsvc *hs);
+
 #endif /* KAL_H */

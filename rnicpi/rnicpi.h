@@ -870,7 +870,34 @@ struct rnicpi_core_ops {
 			    const struct rnicpi_async_event *event);
 	void (*conn_event)(struct rnicpi_device *dev,
 			   const struct rnicpi_conn_event *event);
+
+	/* --- optional, at the end: check size and NULL before calling --- */
+
+	/*
+	 * The host service (hostrdma-kald(8)) for a port every process of
+	 * the host shares, soft-RoCE's UDP 4791: a socket bound to @addr's
+	 * address (port 4791) that receives the datagrams whose BTH DestQP
+	 * lies in [*@qpn_base, *@qpn_base + *@qpn_count), the range the
+	 * device must take its QPNs from, and *@fwd_fd, a SOCK_SEQPACKET
+	 * socket on which QP1's datagrams for this process come, each a
+	 * struct rnicpi_host_fwd then the UDP payload. Both are the
+	 * provider's (close-on-exec, non-blocking). -ENOENT: no host
+	 * service, the provider binds the port itself (the embedded mode);
+	 * another negative errno: the address cannot be used.
+	 */
+	int (*host_udp_socket)(struct rnicpi_device *dev,
+			       const struct sockaddr *addr, socklen_t addrlen,
+			       int *udp_fd, int *fwd_fd, uint32_t *qpn_base,
+			       uint32_t *qpn_count);
 };
+
+/* What precedes each datagram on host_udp_socket's @fwd_fd. */
+struct rnicpi_host_fwd {
+	uint32_t magic;		/* RNICPI_HOST_FWD_MAGIC */
+	uint32_t len;		/* payload bytes that follow */
+	struct sockaddr_storage src;	/* the sender */
+};
+#define RNICPI_HOST_FWD_MAGIC 0x6b616c64u
 
 /* ------------------------------------------------------------------ */
 /* The device ops table                                                */

@@ -41,6 +41,7 @@ LAYER_ARROWS = {
     "vp/*": {"rnicpi"},
     "rnicpi": set(),
     "kal": set(),
+    "kald": {"kal"},
 }
 
 # Top-level folders that are not layers and are not read.

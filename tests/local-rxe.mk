@@ -26,3 +26,8 @@ EXTRA_DIST += tests/interop/rxe.sh
 check-interop-rxe: tests/interop/rxe-peer$(EXEEXT)
 	HOSTRDMA_BUILDDIR=$(abs_top_builddir) HOSTRDMA_SRCDIR=$(abs_top_srcdir) \
 	$(SHELL) $(srcdir)/tests/interop/rxe.sh
+
+# The host service's suite (kald): hostrdma-kald and the tools it serves.
+tests_check_all_SOURCES += tests/check_kald.c
+tests_check_all_CFLAGS += \
+	-DKALD_PROG=\"$(abs_top_builddir)/kald/hostrdma-kald$(EXEEXT)\"

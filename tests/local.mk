@@ -4,7 +4,7 @@ tests_check_all_SOURCES = tests/check-all.c tests/suites.h tests/testutil.h \
 	tests/testutil.c tests/testutil_ns.h tests/testutil_ns.c \
 	tests/check_rnicpi_util.c tests/check_rnicpi_engine.c \
 	tests/check_kal_pin.c tests/testutil_kal.h tests/testutil_kal.c \
-	tests/check_kal_nl.c tests/check_kal_route.c
+	tests/check_kal_nl.c tests/check_kal_route.c tests/check_kal_steer.c
 tests_check_all_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBNL_CFLAGS)
 tests_check_all_LDADD = rnicpi/librnicpi_util.la kal/libkal.la \
 	$(CHECK_LIBS) $(LIBNL_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)

@@ -39,7 +39,8 @@
 	X(suite_itapi_cm_ib, "itapi-cm-ib")                                 \
 	X(suite_itapi_atomic, "itapi-atomic-rxe")                           \
 	X(suite_itapi_keys_rxe, "itapi-keys-rxe")                           \
-	X(suite_itapi_ud_rxe, "itapi-ud-rxe")
+	X(suite_itapi_ud_rxe, "itapi-ud-rxe")                               \
+	X(suite_kald, "kald")
 #else
 #define HOSTRDMA_SUITES_ITAPI_RXE(X)
 #endif
@@ -68,6 +69,7 @@
 	X(suite_rnicpi_engine, "rnicpi-engine")                             \
 	X(suite_kal_pin, "kal-pin")                                         \
 	X(suite_kal_netlink, "kal-netlink")                                 \
+	X(suite_kal_steer, "kal-steer")                                     \
 	X(suite_ual_loader, "ual-loader")                                   \
 	X(suite_ual_objects, "ual-objects")                                 \
 	X(suite_ual_events, "ual-events")                                   \

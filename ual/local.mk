@@ -3,7 +3,8 @@ noinst_LTLIBRARIES += ual/libual.la
 ual_libual_la_SOURCES = ual/ual.h ual/ual_private.h \
 	ual/ual_context.c ual/ual_config.c ual/ual_loader.c ual/ual_device.c \
 	ual/ual_objects.c ual/ual_mr.c ual/ual_cq.c ual/ual_events.c \
-	ual/ual_enosys.c ual/ual_conn_ops.c ual/ual_engine_glib.c
+	ual/ual_enosys.c ual/ual_conn_ops.c ual/ual_engine_glib.c \
+	ual/ual_hostsvc.c
 ual_libual_la_LIBADD = kal/libkal.la $(GLIB_LIBS) $(PTHREAD_LIBS) $(LIBS)
 
 # Builtin providers reach the helpers through the core library, once

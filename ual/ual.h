@@ -117,6 +117,13 @@ const char *ual_device_ifname(const struct ual_device *d);
 /* A consumer opens @d (it_ia_create): the provider's device_open, which
  * takes what only users need (soft-RoCE: its UDP port). 0 or -errno. */
 int ual_device_open(struct ual_device *d);
+
+/* The host service (hostrdma-kald(8), ual_hostsvc.c), for the IB CM:
+ * the top bits every communication and SIDR request ID of this process
+ * must carry (0: no daemon, any ID), and holding a service ID for REQ and
+ * SIDR_REQ (0 without a daemon; -EADDRINUSE: another process holds it). */
+uint32_t ual_hostsvc_id_prefix(void);
+int ual_hostsvc_listen(uint64_t sid, bool on);
 int ual_device_query(struct ual_device *d, struct rnicpi_device_attr *attr);
 int ual_device_query_port(struct ual_device *d, uint8_t port,
 			  struct rnicpi_port_attr *attr);

@@ -406,4 +406,5 @@ const struct rnicpi_core_ops ual_core_ops = {
 	.size = sizeof(struct rnicpi_core_ops),
 	.async_event = core_async_event,
 	.conn_event = core_conn_event,
+	.host_udp_socket = ual_host_udp_socket,
 };

@@ -256,6 +256,10 @@ bool ual_ops_complete(struct rnicpi_device_ops *out,
 
 /* The upcall table handed to every provider. */
 extern const struct rnicpi_core_ops ual_core_ops;
+/* ual_hostsvc.c: rnicpi_core_ops.host_udp_socket. */
+int ual_host_udp_socket(struct rnicpi_device *dev, const struct sockaddr *addr,
+			socklen_t addrlen, int *udp_fd, int *fwd_fd,
+			uint32_t *qpn_base, uint32_t *qpn_count);
 
 /* ------------------------------------------------------------------ */
 /* Objects                                                             */

@@ -103,6 +103,11 @@ struct rxe_gid {
 	int rx_fd;			/* bound to addr:4791, -1 if none */
 	struct rnicpi_source src;	/* rx_fd in the progress engine */
 	struct rxe_dev *dev;
+	/* rx_fd came from the host service (hostrdma-kald), one socket of
+	 * the port's shared group; fwd_fd brings QP1's datagrams. */
+	bool hosted;
+	int fwd_fd;
+	struct rnicpi_source fwd_src;
 };
 
 struct rx_batch;
@@ -124,6 +129,9 @@ struct rxe_dev {
 	enum rnicpi_mtu active_mtu;
 	GHashTable *qps;		/* qpn -> struct rxe_qp * */
 	uint32_t next_qpn;
+	/* The QPNs this process may use: all (qpn_count 0, embedded) or
+	 * the range the host service gave (qpn_base 0 is never given). */
+	uint32_t qpn_base, qpn_count;
 	GQueue pending; /* QPNs with transmit work left */
 	GQueue acks;	/* QPNs with a coalesced ACK to send */
 

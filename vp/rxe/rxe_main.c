@@ -526,12 +526,15 @@ err_free:
 
 /*
  * The first open binds UDP port 4791 on every GID's address (listing the
- * device binds nothing). RoCEv2 has one UDP port: whoever binds it on an
+ * device binds nothing): through the host service when hostrdma-kald
+ * answers (a socket of the port's shared group each, and a QPN range),
+ * else itself. RoCEv2 has one UDP port: whoever binds it alone on an
  * address owns RoCE there, another process running this provider or the
  * kernel's rdma_rxe. When no address can be bound for that reason the open
  * fails with -EADDRINUSE, said once per process in plain words, and the
- * GIDs stay recorded for the next try. Addresses that fail for another
- * reason are dropped, as a hot-plugged one would be.
+ * GIDs stay recorded for the next try. When some address bound, those that
+ * failed for another reason are dropped, as a hot-plugged one would be;
+ * when none did, the open fails and the next one tries again.
  */
 static int rxe_device_open(struct rnicpi_device *d)
 {
@@ -557,20 +560,25 @@ static int rxe_device_open(struct rnicpi_device *d)
 		pthread_mutex_unlock(&dev->lock);
 		if (!atomic_exchange(&told, true))
 			g_warning("%s: another process on this host owns "
-				  "soft-RoCE's UDP port %u; only one process "
-				  "per host can use soft-RoCE until a host "
-				  "service exists", d->name, ROCE_V2_UDP_PORT);
+				  "soft-RoCE's UDP port %u. To share it among "
+				  "processes, start the host service "
+				  "(hostrdma-kald, see hostrdma-kald(8)) "
+				  "before them", d->name, ROCE_V2_UDP_PORT);
 		return -EADDRINUSE;
+	}
+	if (n_open == 0) {
+		/* Nothing bound: not opened, the next open tries again. */
+		pthread_mutex_unlock(&dev->lock);
+		return -EADDRNOTAVAIL;
 	}
 	for (i = 0; i < RXE_MAX_GID; i++)
 		if (dev->gids[i].valid && dev->gids[i].rx_fd < 0)
 			dev->gids[i].valid = false;
 	dev->opened = true;
 	pthread_mutex_unlock(&dev->lock);
-	if (n_open == 0)
-		return -EADDRNOTAVAIL;
-	rxe_dev_dbg(dev, "opened: UDP port %u on %d addresses",
-		    ROCE_V2_UDP_PORT, n_open);
+	rxe_dev_dbg(dev, "opened: UDP port %u on %d addresses%s",
+		    ROCE_V2_UDP_PORT, n_open,
+		    dev->qpn_count ? " (through the host service)" : "");
 	return 0;
 }
 

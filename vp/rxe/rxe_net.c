@@ -26,6 +26,7 @@
 #include "vp/rxe/rxe.h"
 
 #define RXE_SOCKBUF (8u << 20)
+#define RXE_FWD_MAX 65536	/* a forwarded QP1 datagram, at most */
 
 static bool rx_dispatch(struct rnicpi_source *src, uint32_t events);
 
@@ -44,6 +45,115 @@ static void set_bufsize(int fd, int opt_force, int opt)
 /* Receive sockets, one per GID                                       */
 /* ------------------------------------------------------------------ */
 
+/* A forwarded QP1 datagram (struct rnicpi_host_fwd, then the payload)
+ * from the host service: received like one from the wire. */
+static bool fwd_dispatch(struct rnicpi_source *src, uint32_t events)
+{
+	struct rxe_gid *g = container_of(src, struct rxe_gid, fwd_src);
+	struct rxe_dev *dev = g->dev;
+	struct rnicpi_host_fwd h;
+	g_autofree uint8_t *p = g_malloc(RXE_FWD_MAX);
+	struct iovec iov[2] = {
+		{ .iov_base = &h, .iov_len = sizeof(h) },
+		{ .iov_base = p, .iov_len = RXE_FWD_MAX },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t n;
+	int k;
+
+	(void)events;
+	for (k = 0; k < 64; k++) {
+		n = recvmsg(g->fwd_fd, &mh, MSG_DONTWAIT);
+		if (n < 0)
+			break;
+		if (n == 0) {
+			/* The daemon went away: QP1 hears nothing more, and
+			 * the group's sockets are renumbered without the
+			 * daemon's (hostrdma-kald(8), LIMITS). */
+			rxe_dev_warn(dev, "the host service (hostrdma-kald) "
+				     "went away: no new connection reaches "
+				     "this process and its traffic may be "
+				     "misrouted; restart it");
+			rnicpi_engine_del(&dev->engine, g->fwd_fd);
+			close(g->fwd_fd);
+			g->fwd_fd = -1;
+			break;
+		}
+		if ((size_t)n < sizeof(h) || h.magic != RNICPI_HOST_FWD_MAGIC ||
+		    h.len != (size_t)n - sizeof(h) ||
+		    (h.src.ss_family != AF_INET && h.src.ss_family != AF_INET6))
+			continue;
+		rxe_rcv_datagram(dev, p, h.len, 0, &h.src,
+				 (int)(g - dev->gids), 0);
+	}
+	return true;
+}
+
+/* The host service's socket for GID @index: 0, -ENOENT when there is
+ * none (bind the port ourselves), another errno when it refused. */
+static int host_open(struct rxe_dev *dev, int index, const char *name)
+{
+	const struct rnicpi_core_ops *core = dev->base.core;
+	struct rxe_gid *g = &dev->gids[index];
+	socklen_t len = g->addr.ss_family == AF_INET
+		? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	uint32_t base = 0, count = 0;
+	int fd = -1, ffd = -1, one = 1, err;
+
+	if (!core || core->size < offsetof(struct rnicpi_core_ops,
+					   host_udp_socket) +
+				  sizeof(core->host_udp_socket) ||
+	    !core->host_udp_socket)
+		return -ENOENT;
+	err = core->host_udp_socket(&dev->base, (struct sockaddr *)&g->addr,
+				    len, &fd, &ffd, &base, &count);
+	if (err) {
+		if (err != -ENOENT)
+			rxe_dev_warn(dev, "GID %d %s: the host service "
+				     "refused: %s", index, name,
+				     g_strerror(-err));
+		return err;
+	}
+	if (count == 0 || base == 0 || base > IB_QPN_MASK ||
+	    count > IB_QPN_MASK + 1 - base ||
+	    (dev->qpn_count && (dev->qpn_base != base ||
+				dev->qpn_count != count))) {
+		rxe_dev_warn(dev, "GID %d %s: the host service gave QPNs "
+			     "0x%x+%u, unusable here", index, name, base,
+			     count);
+		close(fd);
+		close(ffd);
+		return -EADDRNOTAVAIL;
+	}
+	set_bufsize(fd, SO_RCVBUFFORCE, SO_RCVBUF);
+	if (atomic_load(&dev->gro))
+		(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one));
+	g->dev = dev;
+	g->src.dispatch = rx_dispatch;
+	g->fwd_src.dispatch = fwd_dispatch;
+	err = rnicpi_engine_add(&dev->engine, fd, &g->src, EPOLLIN);
+	if (!err) {
+		err = rnicpi_engine_add(&dev->engine, ffd, &g->fwd_src,
+					EPOLLIN);
+		if (err)
+			rnicpi_engine_del(&dev->engine, fd);
+	}
+	if (err) {
+		close(fd);
+		close(ffd);
+		return err;
+	}
+	dev->qpn_base = base;
+	dev->qpn_count = count;
+	g->rx_fd = fd;
+	g->fwd_fd = ffd;
+	g->hosted = true;
+	rxe_dev_dbg(dev, "GID %d: %s, UDP port %u shared through the host "
+		    "service, QPNs 0x%06x..0x%06x", index, name,
+		    ROCE_V2_UDP_PORT, base, base + count - 1);
+	return 0;
+}
+
 int rxe_gid_open(struct rxe_dev *dev, int index)
 {
 	struct rxe_gid *g = &dev->gids[index];
@@ -57,6 +167,9 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 		  ? (void *)&((struct sockaddr_in *)&g->addr)->sin_addr
 		  : (void *)&((struct sockaddr_in6 *)&g->addr)->sin6_addr,
 		  buf, sizeof(buf));
+	err = host_open(dev, index, buf);
+	if (err != -ENOENT)
+		return err;
 	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		err = -errno;
@@ -109,6 +222,12 @@ void rxe_gid_close(struct rxe_dev *dev, int index)
 	rnicpi_engine_del(&dev->engine, g->rx_fd);
 	close(g->rx_fd);
 	g->rx_fd = -1;
+	if (g->hosted && g->fwd_fd >= 0) {
+		rnicpi_engine_del(&dev->engine, g->fwd_fd);
+		close(g->fwd_fd);
+	}
+	g->hosted = false;
+	g->fwd_fd = -1;
 }
 
 /* ------------------------------------------------------------------ */

@@ -261,11 +261,26 @@ int rxe_create_qp(struct rnicpi_pd *pd, struct rnicpi_qp_init_attr *attr,
 			err = -ENOSPC;
 			goto err_free;
 		}
+		/* Embedded: every QPN past the low ones. Through the host
+		 * service: only the process's range (the datagrams of the
+		 * others go to other processes). */
+		uint32_t lo = dev->qpn_count ? dev->qpn_base : 0x11;
+		uint32_t end = dev->qpn_count ? dev->qpn_base + dev->qpn_count
+					      : IB_QPN_MASK + 1;
+
+		if (g_hash_table_size(dev->qps) >= end - lo) {
+			pthread_mutex_unlock(&dev->lock);
+			rxe_dev_warn(dev, "create_qp: the %u QPNs of this "
+				     "process's range are in use", end - lo);
+			err = -ENOSPC;
+			goto err_free;
+		}
+		if (dev->next_qpn < lo || dev->next_qpn >= end)
+			dev->next_qpn = lo;
 		do {
 			qpn = dev->next_qpn;
-			dev->next_qpn = (dev->next_qpn + 1) & IB_QPN_MASK;
-			if (dev->next_qpn < 0x11)
-				dev->next_qpn = 0x11;
+			dev->next_qpn = dev->next_qpn + 1 >= end
+				? lo : dev->next_qpn + 1;
 		} while (
 			g_hash_table_contains(dev->qps, GUINT_TO_POINTER(qpn)));
 	}

@@ -1,0 +1,936 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Suite kald: the host service, hostrdma-kald, started with --foreground
+ * on a socket of the test's own. Steering by QPN range through the
+ * sockets it hands out, QP1's CM MADs routed by service ID and by the
+ * range in a communication ID, a garbage-sending client disconnected
+ * while the others carry on, a killed process's range drained and reused
+ * only after it went quiet, two pairs of hostrdma-ping processes on
+ * rxe_lo at once through it, and without it today's embedded behaviour
+ * with its one clear message.
+ *
+ * The daemon binds UDP 4791 on 127.0.0.1 and ::1: run under the test
+ * lock like every soft-RoCE suite.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kal/kal.h"
+#include "tests/check_tools.h"
+#include "tests/suites.h"
+#include "tests/testutil_rxe.h"
+#include "vp/rxe/rxe.h"
+
+#if defined(HAVE_PROV_SIW) && defined(HAVE_PROV_RXE)
+
+#define QUIET_MS 300
+
+struct kald_run {
+	pid_t pid;
+	char *dir;
+	char *sock;
+	char *log;
+};
+
+static void kald_start(struct kald_run *k)
+{
+	char quiet[16];
+	int i;
+
+	k->dir = g_dir_make_tmp("kald-XXXXXX", NULL);
+	ck_assert_ptr_nonnull(k->dir);
+	k->sock = g_build_filename(k->dir, "kald.sock", NULL);
+	k->log = g_build_filename(k->dir, "kald.log", NULL);
+	snprintf(quiet, sizeof(quiet), "%d", QUIET_MS);
+	k->pid = fork();
+	ck_assert_int_ge(k->pid, 0);
+	if (k->pid == 0) {
+		int fd = open(k->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 2);
+		setenv("G_MESSAGES_DEBUG", "hostrdma-kald", 1);
+		execl(KALD_PROG, KALD_PROG, "--foreground", "--socket",
+		      k->sock, "--quiet-ms", quiet, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 500; i++) {
+		struct kal_hostsvc *hs;
+
+		if (kal_hostsvc_connect(k->sock, &hs) == 0) {
+			kal_hostsvc_close(hs);
+			break;
+		}
+		g_usleep(10000);
+	}
+	ck_assert_msg(i < 500, "hostrdma-kald did not come up");
+}
+
+static char *kald_log(struct kald_run *k)
+{
+	char *text = NULL;
+
+	g_file_get_contents(k->log, &text, NULL, NULL);
+	return text ? text : g_strdup("");
+}
+
+static void kald_stop(struct kald_run *k)
+{
+	int status;
+
+	kill(k->pid, SIGTERM);
+	ck_assert_int_eq(waitpid(k->pid, &status, 0), k->pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		g_autofree char *log = kald_log(k);
+
+		ck_abort_msg("hostrdma-kald ended with status 0x%x:\n%s",
+			     status, tail(log));
+	}
+	unlink(k->log);
+	rmdir(k->dir);
+	g_free(k->dir);
+	g_free(k->sock);
+	g_free(k->log);
+}
+
+static struct kal_hostsvc *client(struct kald_run *k)
+{
+	struct kal_hostsvc *hs = NULL;
+
+	ck_assert_int_eq(kal_hostsvc_connect(k->sock, &hs), 0);
+	return hs;
+}
+
+struct share {
+	int udp, fwd;
+	uint32_t base, count;
+};
+
+static void take(struct kal_hostsvc *hs, int family, struct share *s)
+{
+	struct sockaddr_storage ss = { .ss_family = family };
+	socklen_t len;
+
+	if (family == AF_INET) {
+		((struct sockaddr_in *)&ss)->sin_addr.s_addr =
+			htonl(INADDR_LOOPBACK);
+		len = sizeof(struct sockaddr_in);
+	} else {
+		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
+		len = sizeof(struct sockaddr_in6);
+	}
+	ck_assert_int_eq(kal_hostsvc_udp(hs, (struct sockaddr *)&ss, len,
+					 &s->udp, &s->fwd, &s->base,
+					 &s->count), 0);
+	ck_assert_uint_eq(s->count, 1u << KAL_HOSTSVC_QPN_SHIFT);
+	ck_assert_uint_eq(s->base % s->count, 0);
+	ck_assert_uint_gt(s->base, 0);
+}
+
+static void share_close(struct share *s)
+{
+	close(s->udp);
+	close(s->fwd);
+}
+
+/* A RoCEv2-looking datagram to QP @qpn on loopback:4791: a BTH (UD
+ * SEND_ONLY) and @tag after it. */
+static void send_to_qp(int family, uint32_t qpn, uint32_t tag)
+{
+	uint8_t p[32] = { 0x64, 0, 0xff, 0xff };
+	struct sockaddr_storage ss = { .ss_family = family };
+	socklen_t len;
+	int fd = socket(family, SOCK_DGRAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	p[5] = (uint8_t)(qpn >> 16);
+	p[6] = (uint8_t)(qpn >> 8);
+	p[7] = (uint8_t)qpn;
+	memcpy(p + 12, &tag, 4);
+	if (family == AF_INET) {
+		((struct sockaddr_in *)&ss)->sin_addr.s_addr =
+			htonl(INADDR_LOOPBACK);
+		((struct sockaddr_in *)&ss)->sin_port = htons(4791);
+		len = sizeof(struct sockaddr_in);
+	} else {
+		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(4791);
+		len = sizeof(struct sockaddr_in6);
+	}
+	ck_assert_int_eq(sendto(fd, p, sizeof(p), 0, (struct sockaddr *)&ss,
+				len), (ssize_t)sizeof(p));
+	close(fd);
+}
+
+/* The next datagram on @fd within @ms: its tag, or 0 for none. */
+static uint32_t recv_tag(int fd, int ms)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	uint8_t p[64];
+	uint32_t tag;
+	ssize_t n;
+
+	if (poll(&pf, 1, ms) != 1)
+		return 0;
+	n = recv(fd, p, sizeof(p), MSG_DONTWAIT);
+	ck_assert_int_eq(n, 32);
+	memcpy(&tag, p + 12, 4);
+	return tag;
+}
+
+/* Two clients, two ranges: every range's first, middle and last QPN
+ * lands in its owner's socket and nowhere else, over IPv4 and IPv6; QPNs
+ * nobody holds reach nobody. */
+START_TEST(kald_steer_ranges)
+{
+	struct kald_run k;
+	struct kal_hostsvc *hs[2];
+	struct share s4[2], s6[2];
+	uint32_t tag = 1;
+	int i, j, f;
+
+	kald_start(&k);
+	for (i = 0; i < 2; i++) {
+		hs[i] = client(&k);
+		take(hs[i], AF_INET, &s4[i]);
+		take(hs[i], AF_INET6, &s6[i]);
+		ck_assert_uint_eq(s6[i].base, s4[i].base);
+	}
+	ck_assert_uint_ne(s4[0].base, s4[1].base);
+	for (f = 0; f < 2; f++) {
+		struct share *s = f ? s6 : s4;
+		int family = f ? AF_INET6 : AF_INET;
+
+		for (i = 0; i < 2; i++) {
+			uint32_t q[3] = { s[i].base,
+					  s[i].base + s[i].count / 2,
+					  s[i].base + s[i].count - 1 };
+
+			for (j = 0; j < 3; j++, tag++) {
+				send_to_qp(family, q[j], tag);
+				ck_assert_uint_eq(recv_tag(s[i].udp, 2000),
+						  tag);
+				ck_assert_uint_eq(recv_tag(s[!i].udp, 50), 0);
+			}
+		}
+		/* QP1 (not a MAD), and a range past the group's sockets. */
+		send_to_qp(family, 1, tag++);
+		send_to_qp(family, 0xfe0001, tag++);
+		for (i = 0; i < 2; i++) {
+			ck_assert_uint_eq(recv_tag(s[i].udp, 100), 0);
+			ck_assert_uint_eq(recv_tag(s[i].fwd, 10), 0);
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		share_close(&s4[i]);
+		share_close(&s6[i]);
+		kal_hostsvc_close(hs[i]);
+	}
+	kald_stop(&k);
+}
+END_TEST
+
+/* A CM MAD to QP1 on 127.0.0.1: BTH, DETH, the MAD header with @attr,
+ * then @id1 at payload offset 0 (8 bytes) and @id2 at 8 (8 bytes). */
+static size_t cm_mad(uint8_t *p, uint16_t attr, uint64_t w0, uint64_t w1)
+{
+	uint8_t *mad = p + 20, *data = mad + 24;
+	int i;
+
+	memset(p, 0, 20 + 256 + 4);
+	p[0] = 0x64;
+	p[7] = 1;			/* DestQP 1 */
+	mad[0] = 1;
+	mad[1] = 0x07;			/* CM class */
+	mad[2] = 2;
+	mad[3] = 0x03;			/* Send */
+	mad[16] = (uint8_t)(attr >> 8);
+	mad[17] = (uint8_t)attr;
+	for (i = 0; i < 8; i++) {
+		data[i] = (uint8_t)(w0 >> (56 - 8 * i));
+		data[8 + i] = (uint8_t)(w1 >> (56 - 8 * i));
+	}
+	return 20 + 256 + 4;
+}
+
+/* The next forwarded datagram on @fwd: its length (0: none), checked
+ * against @want, with the sender's port @sport. */
+static size_t recv_fwd(int fwd, const uint8_t *want, size_t len,
+		       uint16_t sport, int ms)
+{
+	struct pollfd pf = { .fd = fwd, .events = POLLIN };
+	uint8_t buf[sizeof(struct kal_hostsvc_fwd) + 512];
+	struct kal_hostsvc_fwd h;
+	ssize_t n;
+
+	if (poll(&pf, 1, ms) != 1)
+		return 0;
+	n = recv(fwd, buf, sizeof(buf), MSG_DONTWAIT);
+	ck_assert_int_eq(n, (ssize_t)(sizeof(h) + len));
+	memcpy(&h, buf, sizeof(h));
+	ck_assert_uint_eq(h.magic, KAL_HOSTSVC_MAGIC);
+	ck_assert_uint_eq(h.len, len);
+	ck_assert_int_eq(h.src.ss_family, AF_INET);
+	ck_assert_uint_eq(ntohs(((struct sockaddr_in *)&h.src)->sin_port),
+			  sport);
+	ck_assert_mem_eq(buf + sizeof(h), want, len);
+	return len;
+}
+
+/* REQ by service ID to the listener's process, REP and DREQ by the range
+ * in their remote comm ID, SIDR_REP by its request ID; a service ID is
+ * one process's; unknown ones reach nobody. */
+START_TEST(kald_cm_routing)
+{
+	const uint64_t sid = 0x0000000001060000ull | 7474;
+	struct sockaddr_in me = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in to = me;
+	socklen_t sl = sizeof(me);
+	struct kald_run k;
+	struct kal_hostsvc *a, *b;
+	struct share sa, sb;
+	uint8_t mad[300];
+	size_t len;
+	int fd;
+
+	kald_start(&k);
+	a = client(&k);
+	b = client(&k);
+	take(a, AF_INET, &sa);
+	take(b, AF_INET, &sb);
+	ck_assert_int_eq(kal_hostsvc_listen(a, sid, true), 0);
+	ck_assert_int_eq(kal_hostsvc_listen(a, sid, true), 0);
+	ck_assert_int_eq(kal_hostsvc_listen(b, sid, true), -EADDRINUSE);
+	ck_assert_int_eq(kal_hostsvc_listen(b, sid, false), -ENOENT);
+
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&me, &sl), 0);
+	to.sin_port = htons(4791);
+
+	/* REQ: local comm ID 0x1234, service ID at payload offset 8. */
+	len = cm_mad(mad, 0x10, 0x1234ull << 32, sid);
+	ck_assert_int_eq(sendto(fd, mad, len, 0, (struct sockaddr *)&to,
+				sizeof(to)), (ssize_t)len);
+	ck_assert_uint_eq(recv_fwd(sa.fwd, mad, len, ntohs(me.sin_port),
+				   2000), len);
+	ck_assert_uint_eq(recv_fwd(sb.fwd, mad, len, 0, 50), 0);
+
+	/* REP and DREQ to b's comm ID, SIDR_REP to a's request ID. */
+	len = cm_mad(mad, 0x13, 0x99ull << 32 | (sb.base >> 16) << 24 | 5, 0);
+	sendto(fd, mad, len, 0, (struct sockaddr *)&to, sizeof(to));
+	ck_assert_uint_eq(recv_fwd(sb.fwd, mad, len, ntohs(me.sin_port),
+				   2000), len);
+	ck_assert_uint_eq(recv_fwd(sa.fwd, mad, len, 0, 50), 0);
+	len = cm_mad(mad, 0x15, 0x99ull << 32 | (sb.base >> 16) << 24 | 5, 0);
+	sendto(fd, mad, len, 0, (struct sockaddr *)&to, sizeof(to));
+	ck_assert_uint_eq(recv_fwd(sb.fwd, mad, len, ntohs(me.sin_port),
+				   2000), len);
+	len = cm_mad(mad, 0x18, (uint64_t)((sa.base >> 16) << 24 | 9) << 32,
+		     0);
+	sendto(fd, mad, len, 0, (struct sockaddr *)&to, sizeof(to));
+	ck_assert_uint_eq(recv_fwd(sa.fwd, mad, len, ntohs(me.sin_port),
+				   2000), len);
+
+	/* Nobody's: a REQ for another service ID, a REP to range 0x7f. */
+	len = cm_mad(mad, 0x10, 0x1234ull << 32, sid + 1);
+	sendto(fd, mad, len, 0, (struct sockaddr *)&to, sizeof(to));
+	len = cm_mad(mad, 0x13, 0x99ull << 32 | 0x7fu << 24, 0);
+	sendto(fd, mad, len, 0, (struct sockaddr *)&to, sizeof(to));
+	ck_assert_uint_eq(recv_fwd(sa.fwd, mad, len, 0, 100), 0);
+	ck_assert_uint_eq(recv_fwd(sb.fwd, mad, len, 0, 10), 0);
+
+	/* a lets go of the service ID: b may take it. */
+	ck_assert_int_eq(kal_hostsvc_listen(a, sid, false), 0);
+	ck_assert_int_eq(kal_hostsvc_listen(b, sid, true), 0);
+	close(fd);
+	share_close(&sa);
+	share_close(&sb);
+	kal_hostsvc_close(a);
+	kal_hostsvc_close(b);
+	kald_stop(&k);
+}
+END_TEST
+
+/* Garbage on the control socket: that client is cut off and the log says
+ * why; the daemon and a client already there carry on. */
+START_TEST(kald_garbage_client)
+{
+	static const char *const junk[] = { "garbage!", "" };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct kald_run k;
+	struct kal_hostsvc *a;
+	struct kal_hostsvc_msg m;
+	struct share sa, sb;
+	g_autofree char *log = NULL;
+	unsigned int i;
+	char c;
+
+	kald_start(&k);
+	a = client(&k);
+	take(a, AF_INET, &sa);
+	g_strlcpy(sun.sun_path, k.sock, sizeof(sun.sun_path));
+	for (i = 0; i < 3; i++) {
+		struct pollfd pf = { .events = POLLIN };
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+
+		ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun,
+					 sizeof(sun)), 0);
+		if (i < 2) {
+			ck_assert_int_ge(send(fd, junk[i], strlen(junk[i]) + 1,
+					      0), 1);
+		} else {
+			/* The right size, a wrong magic. */
+			memset(&m, 0xa5, sizeof(m));
+			ck_assert_int_eq(send(fd, &m, sizeof(m), 0),
+					 (ssize_t)sizeof(m));
+		}
+		pf.fd = fd;
+		ck_assert_int_eq(poll(&pf, 1, 3000), 1);
+		ck_assert_int_eq(recv(fd, &c, 1, 0), 0);	/* closed */
+		close(fd);
+	}
+	/* a still has its range and a new client gets another. */
+	send_to_qp(AF_INET, sa.base + 3, 77);
+	ck_assert_uint_eq(recv_tag(sa.udp, 2000), 77);
+	{
+		struct kal_hostsvc *b = client(&k);
+
+		take(b, AF_INET, &sb);
+		ck_assert_uint_ne(sb.base, sa.base);
+		share_close(&sb);
+		kal_hostsvc_close(b);
+	}
+	log = kald_log(&k);
+	ck_assert_msg(strstr(log, "malformed request (9 bytes); "
+			     "disconnected"), "%s", tail(log));
+	share_close(&sa);
+	kal_hostsvc_close(a);
+	kald_stop(&k);
+}
+END_TEST
+
+/* A process killed with its range: the datagrams still coming for it are
+ * the daemon's to drop; the range goes to nobody until it has been quiet
+ * QUIET_MS, then to the next process, which sees none of the old ones. */
+START_TEST(kald_killed_range_reused)
+{
+	struct kald_run k;
+	struct share s, sc, sd;
+	struct kal_hostsvc *c, *d;
+	uint32_t base;
+	int pfd[2], status;
+	pid_t pid;
+
+	kald_start(&k);
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct kal_hostsvc *hs;
+
+		close(pfd[0]);
+		if (kal_hostsvc_connect(k.sock, &hs) ||
+		    kal_hostsvc_udp(hs, (struct sockaddr *)&(struct sockaddr_in){
+				    .sin_family = AF_INET,
+				    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) },
+				    sizeof(struct sockaddr_in), &s.udp, &s.fwd,
+				    &s.base, &s.count))
+			_exit(1);
+		if (write(pfd[1], &s.base, 4) != 4)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	ck_assert_int_eq(read(pfd[0], &base, 4), 4);
+	close(pfd[0]);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	/* In flight to the dead process's QPs. */
+	send_to_qp(AF_INET, base + 1, 101);
+	send_to_qp(AF_INET, base + 2, 102);
+	g_usleep(50000);
+	/* Not quiet yet: the next process gets another range. */
+	c = client(&k);
+	take(c, AF_INET, &sc);
+	ck_assert_uint_ne(sc.base, base);
+	send_to_qp(AF_INET, base + 3, 103);
+	ck_assert_uint_eq(recv_tag(sc.udp, 100), 0);
+	g_usleep((QUIET_MS + 200) * 1000);
+	/* Quiet: reused, and nothing of the dead process's comes to it. */
+	d = client(&k);
+	take(d, AF_INET, &sd);
+	ck_assert_uint_eq(sd.base, base);
+	ck_assert_uint_eq(recv_tag(sd.udp, 100), 0);
+	send_to_qp(AF_INET, base + 1, 104);
+	ck_assert_uint_eq(recv_tag(sd.udp, 2000), 104);
+	ck_assert_uint_eq(recv_tag(sc.udp, 50), 0);
+	share_close(&sc);
+	share_close(&sd);
+	kal_hostsvc_close(c);
+	kal_hostsvc_close(d);
+	kald_stop(&k);
+}
+END_TEST
+
+/* Reads @p's output until @want, for at most @secs; on failure the
+ * daemon's log (when there is one) comes with the tool's output. */
+static void wait_for(struct proc *p, const char *want, int secs,
+		     struct kald_run *k)
+{
+	gint64 end = g_get_monotonic_time() + (gint64)secs * G_USEC_PER_SEC;
+	char buf[4096];
+
+	while (!strstr(p->text->str, want)) {
+		struct pollfd pfd = { .fd = p->out, .events = POLLIN };
+		gint64 left = (end - g_get_monotonic_time()) / 1000;
+		ssize_t r = -1;
+
+		if (left > 0 && poll(&pfd, 1, (int)left) == 1)
+			r = read(p->out, buf, sizeof(buf));
+		if (r <= 0) {
+			g_autofree char *log = k ? kald_log(k) : g_strdup("");
+
+			kill(p->pid, SIGKILL);
+			ck_abort_msg("no \"%s\" in %d s:\n%s\ndaemon:\n%s",
+				     want, secs, tail(p->text->str),
+				     tail(log));
+		}
+		g_string_append_len(p->text, buf, r);
+	}
+}
+
+/* The host service op as ual implements it, over the connection the
+ * test names: one connection, one "process". */
+static struct kal_hostsvc *t_hs;
+
+static int t_host_udp(struct rnicpi_device *dev, const struct sockaddr *addr,
+		      socklen_t len, int *udp_fd, int *fwd_fd,
+		      uint32_t *base, uint32_t *count)
+{
+	(void)dev;
+	if (!t_hs)
+		return -ENOENT;
+	return kal_hostsvc_udp(t_hs, addr, len, udp_fd, fwd_fd, base, count);
+}
+
+static struct rnicpi_core_ops t_core;
+
+static void t_dev(struct rxe_t_dev *t, const char *v4)
+{
+	struct sockaddr_storage addrs[2];
+	struct rnicpi_netdev nd;
+
+	memset(t, 0, sizeof(*t));
+	rxe_t_lo_netdev(&nd, addrs);
+	if (v4) {
+		inet_pton(AF_INET, v4,
+			  &((struct sockaddr_in *)&addrs[0])->sin_addr);
+		nd.n_addrs = 1;
+	}
+	ck_assert_int_eq(rxe_provider.device_create(&nd, "rxe_lo", NULL,
+						    &t_core, &t->dev), 0);
+	t->ops = t->dev->ops;
+	t->dev->provider = &rxe_provider;
+}
+
+/* The provider through the op: each "process" opens rxe_lo, its QPs take
+ * numbers from its own range only. Without the op's daemon (-ENOENT) it
+ * binds the port itself. An address nothing can bind fails the open
+ * every time (it used to leave the device "opened" with no socket, so a
+ * second open returned 0). */
+START_TEST(kald_rxe_provider)
+{
+	struct kald_run k;
+	struct kal_hostsvc *hs[2];
+	struct rxe_t_dev t[2];
+	struct rxe_t_side q[2][3];
+	struct share s;
+	int i, j;
+
+	t_core = rxe_t_core_ops;
+	t_core.size = sizeof(t_core);
+	t_core.host_udp_socket = t_host_udp;
+
+	/* 192.0.2.1 is nobody's (TEST-NET-1): -EADDRNOTAVAIL, twice. */
+	t_hs = NULL;
+	t_dev(&t[0], "192.0.2.1");
+	ck_assert_int_eq(t[0].ops->device_open(t[0].dev), -EADDRNOTAVAIL);
+	ck_assert_int_eq(t[0].ops->device_open(t[0].dev), -EADDRNOTAVAIL);
+	t[0].ops->device_destroy(t[0].dev);
+
+	kald_start(&k);
+	for (i = 0; i < 2; i++) {
+		hs[i] = t_hs = client(&k);
+		t_dev(&t[i], NULL);
+		ck_assert_int_eq(t[i].ops->device_open(t[i].dev), 0);
+		ck_assert_int_eq(t[i].ops->device_open(t[i].dev), 0);
+		ck_assert_int_eq(t[i].ops->alloc_pd(t[i].dev, &t[i].pd), 0);
+	}
+	/* Ranges: 1 and 2 (a third connection would get 3). */
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < 3; j++) {
+			uint32_t qpn;
+
+			ck_assert_int_eq(rxe_t_side_create(&t[i], &q[i][j],
+							   RNICPI_QPT_RC,
+							   NULL), 0);
+			qpn = q[i][j].qp->qp_num;
+			ck_assert_uint_eq(qpn >> KAL_HOSTSVC_QPN_SHIFT,
+					  (uint32_t)i + 1);
+		}
+	/* And the sockets are the group's: a datagram to a QPN of range 1
+	 * never reaches a socket of range 3. */
+	{
+		struct kal_hostsvc *c = client(&k);
+
+		take(c, AF_INET, &s);
+		ck_assert_uint_eq(s.base >> KAL_HOSTSVC_QPN_SHIFT, 3);
+		send_to_qp(AF_INET, q[0][0].qp->qp_num, 5);
+		ck_assert_uint_eq(recv_tag(s.udp, 100), 0);
+		send_to_qp(AF_INET, s.base + 9, 6);
+		ck_assert_uint_eq(recv_tag(s.udp, 2000), 6);
+		share_close(&s);
+		kal_hostsvc_close(c);
+	}
+	for (i = 0; i < 2; i++) {
+		for (j = 0; j < 3; j++)
+			rxe_t_side_destroy(&t[i], &q[i][j]);
+		rxe_t_dev_close(&t[i]);
+		kal_hostsvc_close(hs[i]);
+	}
+	t_hs = NULL;
+	kald_stop(&k);
+}
+END_TEST
+
+/* What env_rxe_lo set, unset (suites run in one process with
+ * CK_FORK=no). */
+static void env_clear(void)
+{
+	g_unsetenv("HOSTRDMA_DEVICES");
+	g_unsetenv(KAL_HOSTSVC_ENV);
+}
+
+/* The command line: --help, a bad option or value (2), a second daemon
+ * on a socket one answers on (1, the first one unharmed). */
+START_TEST(kald_cli)
+{
+	const char *help[] = { KALD_PROG, "--help", NULL };
+	const char *bad[] = { KALD_PROG, "--bogus", NULL };
+	const char *badq[] = { KALD_PROG, "--quiet-ms", "x", NULL };
+	struct kald_run k;
+	struct kal_hostsvc *hs;
+	struct share sa;
+	struct proc p;
+	int rc;
+
+	start(&p, help);
+	ck_assert_int_eq(finish_within(&p, 10), 0);
+	ck_assert(strstr(p.text->str, "--foreground"));
+	ck_assert(strstr(p.text->str, "--socket PATH"));
+	ck_assert(strstr(p.text->str, KAL_HOSTSVC_ENV));
+	done(&p);
+	start(&p, bad);
+	ck_assert_int_eq(finish_within(&p, 10), 2);
+	done(&p);
+	start(&p, badq);
+	ck_assert_int_eq(finish_within(&p, 10), 2);
+	ck_assert(strstr(p.text->str, "--quiet-ms: bad value"));
+	done(&p);
+
+	kald_start(&k);
+	{
+		const char *again[] = { KALD_PROG, "--foreground", "--socket",
+					k.sock, NULL };
+
+		start(&p, again);
+		rc = finish_within(&p, 10);
+		ck_assert_msg(rc == 1 && strstr(p.text->str,
+						"already answers"),
+			      "exit %d:\n%s", rc, tail(p.text->str));
+		done(&p);
+	}
+	hs = client(&k);
+	take(hs, AF_INET, &sa);
+	share_close(&sa);
+	kal_hostsvc_close(hs);
+	kald_stop(&k);
+}
+END_TEST
+
+/* A user other than root: 64 ranges, 128 connections at most (the child
+ * runs as nobody; the exit code says which step failed). */
+START_TEST(kald_per_user_caps)
+{
+	struct kald_run k;
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		return;	/* cannot become another user */
+	kald_start(&k);
+	ck_assert_int_eq(chmod(k.dir, 0755), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct kal_hostsvc *hs[129];
+		struct share s;
+		int i;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		for (i = 0; i < 128; i++)
+			if (kal_hostsvc_connect(k.sock, &hs[i]))
+				_exit(11);
+		for (i = 0; i < 64; i++) {
+			struct sockaddr_in a = {
+				.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+			};
+
+			if (kal_hostsvc_udp(hs[i], (struct sockaddr *)&a,
+					    sizeof(a), &s.udp, &s.fwd, &s.base,
+					    &s.count))
+				_exit(12);
+			close(s.udp);
+			close(s.fwd);
+			if (i == 63 &&
+			    kal_hostsvc_udp(hs[64], (struct sockaddr *)&a,
+					    sizeof(a), &s.udp, &s.fwd, &s.base,
+					    &s.count) != -ENOSPC)
+				_exit(13);
+		}
+		/* The 129th connection is accepted and closed at once. */
+		if (kal_hostsvc_connect(k.sock, &hs[128]) == 0 &&
+		    kal_hostsvc_listen(hs[128], 1, true) != -EPIPE)
+			_exit(14);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child status 0x%x", status);
+	{
+		g_autofree char *log = kald_log(&k);
+
+		ck_assert_msg(strstr(log, "the user holds 64 QPN ranges"),
+			      "%s", tail(log));
+		ck_assert_msg(strstr(log, "the user has 128 connections"),
+			      "%s", tail(log));
+	}
+	kald_stop(&k);
+}
+END_TEST
+
+static void env_rxe_lo(const char *sock)
+{
+	g_setenv("HOSTRDMA_CONF", "", TRUE);
+	g_setenv("HOSTRDMA_PROVIDER_PATH", RXE_PROVIDER_DIR, TRUE);
+	g_setenv("HOSTRDMA_DEVICES", "rxe_lo", TRUE);
+	g_unsetenv("HOSTRDMA_OPTIONS");
+	g_setenv(KAL_HOSTSVC_ENV, sock, TRUE);
+}
+
+/* Two servers and their two clients, four processes on rxe_lo at once
+ * through the daemon (one pair over IPv4, one over IPv6), every round's
+ * bytes checked by the client (-V); the CM's MADs went through the
+ * daemon. A third server on the first one's port is refused; a third
+ * pair's client is killed mid-transfer while the others run, and they
+ * finish; afterwards a new pair on the freed ranges gets every byte. */
+START_TEST(kald_ping_two_pairs)
+{
+	struct kald_run k;
+	static const char *const addr[2] = { "127.0.0.1", "::1" };
+	struct proc s[2], c[2], victim[2];
+	char port[2][8], vport[8];
+	g_autofree char *log = NULL;
+	int i, rc;
+
+	kald_start(&k);
+	env_rxe_lo(k.sock);
+	for (i = 0; i < 2; i++) {
+		const char *sargv[] = { TOOLS "hostrdma-ping", "-s", "-a",
+					addr[i], "-p",
+					free_port(port[i], sizeof(port[i])),
+					"-C", "50", "-S", "4000", "-d", NULL };
+
+		/* -d: a server given -a says it listens only then. */
+		start(&s[i], sargv);
+		wait_for(&s[i], "waiting for a client", 20, &k);
+	}
+	/* A third server on the first one's port (its service ID): the
+	 * daemon refuses it. */
+	{
+		const char *targv[] = { TOOLS "hostrdma-ping", "-s", "-a",
+					"127.0.0.1", "-p", port[0], "-C", "1",
+					NULL };
+		struct proc t;
+
+		start(&t, targv);
+		rc = finish_within(&t, 30);
+		ck_assert_msg(rc == 1 && strstr(t.text->str, "is in use"),
+			      "exit %d:\n%s", rc, tail(t.text->str));
+		done(&t);
+	}
+	/* A third pair, its client killed mid-transfer. */
+	{
+		const char *vs[] = { TOOLS "hostrdma-ping", "-s", "-a",
+				     "127.0.0.1", "-p",
+				     free_port(vport, sizeof(vport)), "-S",
+				     "4000", "-d", NULL };
+		const char *vc[] = { TOOLS "hostrdma-ping", "-c", "-a",
+				     "127.0.0.1", "-p", vport, "-S", "4000",
+				     "-v", NULL };
+
+		start(&victim[0], vs);
+		wait_for(&victim[0], "waiting for a client", 20, &k);
+		start(&victim[1], vc);
+		wait_for(&victim[1], "ping data: ", 20, &k);
+	}
+	for (i = 0; i < 2; i++) {
+		const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a",
+					addr[i], "-p", port[i], "-C", "50",
+					"-S", "4000", "-V", NULL };
+
+		start(&c[i], cargv);
+	}
+	g_usleep(100000);
+	kill(victim[1].pid, SIGKILL);
+	finish_within(&victim[1], 10);
+	for (i = 0; i < 2; i++) {
+		rc = finish_within(&c[i], 60);
+		ck_assert_msg(rc == 0, "client %d exit %d:\n%s", i, rc,
+			      tail(c[i].text->str));
+		ck_assert_msg(strstr(c[i].text->str,
+				     "50 rounds of 4000 bytes, validated"),
+			      "%s", tail(c[i].text->str));
+		rc = finish_within(&s[i], 30);
+		ck_assert_msg(rc == 0, "server %d exit %d:\n%s", i, rc,
+			      tail(s[i].text->str));
+		ck_assert_ptr_null(strstr(s[i].text->str, "owns soft-RoCE"));
+		done(&c[i]);
+		done(&s[i]);
+	}
+	/* The killed client's server ends on SIGINT (or on its own when
+	 * its retries ran out), whatever its status. */
+	kill(victim[0].pid, SIGINT);
+	finish_within(&victim[0], 60);
+	done(&victim[0]);
+	done(&victim[1]);
+	/* Later, with every range quiet again, a new pair (its processes
+	 * take the freed ranges, the lowest first) gets every byte. */
+	g_usleep((QUIET_MS + 300) * 1000);
+	{
+		const char *ns[] = { TOOLS "hostrdma-ping", "-s", "-a",
+				     "127.0.0.1", "-p",
+				     free_port(vport, sizeof(vport)), "-C",
+				     "20", "-S", "4000", "-d", NULL };
+		const char *nc[] = { TOOLS "hostrdma-ping", "-c", "-a",
+				     "127.0.0.1", "-p", vport, "-C", "20",
+				     "-S", "4000", "-V", NULL };
+
+		start(&s[0], ns);
+		wait_for(&s[0], "waiting for a client", 20, &k);
+		start(&c[0], nc);
+		rc = finish_within(&c[0], 60);
+		ck_assert_msg(rc == 0 && strstr(c[0].text->str,
+						"20 rounds of 4000 bytes, "
+						"validated"),
+			      "exit %d:\n%s", rc, tail(c[0].text->str));
+		rc = finish_within(&s[0], 30);
+		ck_assert_msg(rc == 0, "exit %d:\n%s", rc,
+			      tail(s[0].text->str));
+		done(&c[0]);
+		done(&s[0]);
+	}
+	log = kald_log(&k);
+	/* Seven processes at once at most, each its range. */
+	ck_assert_msg(strstr(log, "QPN range 6 "), "%s", tail(log));
+	ck_assert_msg(strstr(log, "QPN range 1 is free again"), "%s",
+		      tail(log));
+	ck_assert_msg(strstr(log, "is pid"), "%s", tail(log));
+	env_clear();
+	kald_stop(&k);
+}
+END_TEST
+
+/* No daemon (the socket names nothing): one process binds the port
+ * itself as before; a second one is told once how to share it. */
+START_TEST(kald_none_embedded)
+{
+	g_autofree char *dir = g_dir_make_tmp("kald-XXXXXX", NULL);
+	g_autofree char *sock = g_build_filename(dir, "none.sock", NULL);
+	char port[8], port2[8];
+	const char *lo[] = { TOOLS "hostrdma-ping", "-L", "-p",
+			     free_port(port, sizeof(port)), "-C", "5", "-V",
+			     NULL };
+	const char *sargv[] = { TOOLS "hostrdma-ping", "-s", "-a", "127.0.0.1",
+				"-p", free_port(port2, sizeof(port2)), "-C",
+				"1", "-d", NULL };
+	const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a", "127.0.0.1",
+				"-p", port2, "-C", "1", NULL };
+	struct proc p, s;
+	int rc;
+
+	env_rxe_lo(sock);
+	start(&p, lo);
+	rc = finish_within(&p, 60);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(p.text->str));
+	done(&p);
+
+	start(&s, sargv);
+	wait_for(&s, "waiting for a client", 20, NULL);
+	start(&p, cargv);
+	rc = finish_within(&p, 60);
+	ck_assert_int_ne(rc, 0);
+	ck_assert_msg(strstr(p.text->str, "owns soft-RoCE's UDP port 4791. "
+			     "To share it among processes, start the host "
+			     "service (hostrdma-kald"), "%s",
+		      tail(p.text->str));
+	kill(s.pid, SIGINT);
+	finish_within(&s, 30);
+	done(&p);
+	done(&s);
+	env_clear();
+	rmdir(dir);
+}
+END_TEST
+
+Suite *suite_kald(void)
+{
+	Suite *s = suite_create("kald");
+	TCase *tc = tcase_create("kald");
+	TCase *tt = tcase_create("kald-tools");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, kald_steer_ranges);
+	tcase_add_test(tc, kald_cm_routing);
+	tcase_add_test(tc, kald_garbage_client);
+	tcase_add_test(tc, kald_killed_range_reused);
+	tcase_add_test(tc, kald_rxe_provider);
+	tcase_add_test(tc, kald_per_user_caps);
+	tcase_add_test(tc, kald_cli);
+	suite_add_tcase(s, tc);
+	tcase_set_timeout(tt, 120);
+	tcase_add_test(tt, kald_ping_two_pairs);
+	tcase_add_test(tt, kald_none_embedded);
+	suite_add_tcase(s, tt);
+	return s;
+}
+
+#endif
