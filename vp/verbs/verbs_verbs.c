@@ -48,12 +48,6 @@ struct verbs_srq {
 	struct ibv_srq *srq;
 };
 
-struct verbs_qp {
-	struct rnicpi_qp base;
-	struct verbs_dev *vd;
-	struct ibv_qp *qp;
-};
-
 static struct verbs_dev *to_vd(struct rnicpi_device *d)
 {
 	return container_of(d, struct verbs_dev, rdev);
@@ -437,6 +431,8 @@ static int verbs_create_qp(struct rnicpi_pd *pd,
 	attr->cap.max_recv_sge = ia.cap.max_recv_sge;
 	attr->cap.max_inline_data = ia.cap.max_inline_data;
 	q->vd = vd;
+	q->kind = VERBS_CM_KIND_QP;
+	q->has_srq = attr->srq != NULL;
 	q->base.pd = pd;
 	q->base.qp_num = q->qp->qp_num;
 	*out = &q->base;
@@ -504,8 +500,11 @@ static int verbs_query_qp(struct rnicpi_qp *qp, struct rnicpi_qp_attr *attr,
 static int verbs_destroy_qp(struct rnicpi_qp *qp)
 {
 	struct verbs_qp *q = to_vqp(qp);
-	int ret = ibv_destroy_qp(q->qp);
+	int ret;
 
+	/* Its rdma_cm id first: no connection event names it after this. */
+	verbs_cm_qp_release(q);
+	ret = ibv_destroy_qp(q->qp);
 	if (ret)
 		return neg(ret);
 	g_free(q);
