@@ -17,8 +17,8 @@
 # receives posted, all freed (tests/interop/it-verbs-objects).
 # Last, a second ibverbs device on eth0 (rxe1 beside siw0): one of the
 # two is listed, the other named in a log line.
-# Traffic (hostrdma-ping against rping) waits for the provider's verbs and
-# librdmacm connections (hostrdma-verbs(7)).
+# Then connections through librdmacm with traffic: hostrdma-ping between
+# the two guests and against the guest's rping, both roles, on each device.
 # Prints "ok NAME" / "FAIL NAME" per case and "N passed, N failed"; exit 0
 # when all passed, 1 on a failure, 77 (loud SKIP) when qemu, root or the
 # build is missing.
@@ -89,10 +89,12 @@ cp "$objs" "$work/ov$prefix/bin/it-verbs-objects" || exit 1
 lab_pick_ns hrinterop-verbs || exit 1
 echo "== starting the lab ($RDMAPEER_NS) with hostrdma inside"
 lab_started=1
-RDMAPEER_OVERLAY="$work/ov" "$rp" up >"$work/up.log" 2>&1 ||
+RDMAPEER_OVERLAY="$work/ov" "$rp" up 2 >"$work/up.log" 2>&1 ||
 	{ cat "$work/up.log"; exit 1; }
 siw_ip=$("$rp" env | sed -n 's/^RDMAPEER_GUEST1_SIW_IP=//p')
 rxe_ip=$("$rp" env | sed -n 's/^RDMAPEER_GUEST1_RXE_IP=//p')
+siw_ip2=$("$rp" env | sed -n 's/^RDMAPEER_GUEST2_SIW_IP=//p')
+rxe_ip2=$("$rp" env | sed -n 's/^RDMAPEER_GUEST2_RXE_IP=//p')
 
 # hostrdma in guest 1, the installed one (its own provider directory).
 hr() {
@@ -111,6 +113,12 @@ hr() {
 	sleep 0.2
 done; ip addr; exit 1' >"$work/ifaces.guest" 2>&1 ||
 	{ echo "FAIL: the guest's eth0/eth1 never came up with addresses"; cat "$work/ifaces.guest"; exit 1; }
+"$rp" run -g 2 -t 30 'for i in $(seq 100); do
+	ip -4 addr show dev eth0 | grep -q inet &&
+		ip -4 addr show dev eth1 | grep -q inet && exit 0
+	sleep 0.2
+done; exit 1' >"$work/ifaces2.guest" 2>&1 ||
+	{ echo "FAIL: guest 2's eth0/eth1 never came up with addresses"; exit 1; }
 "$rp" run ibv_devinfo >"$work/ibv_devinfo.guest" 2>&1
 
 st=0
@@ -148,6 +156,46 @@ for dev in siw0 rxe0; do
 		>"$work/objects-$dev.guest" 2>&1 || st=1
 	grep -q '^objects ok' "$work/objects-$dev.guest" || st=1
 	result "objects-$dev" $st
+done
+
+# Connections through librdmacm (vp/verbs/verbs_cm.c, cm/cm_native.c):
+# tools/hostrdma-ping, which is rping over IT-API, between the guests and
+# against the guest's rping, both roles, 10 rounds of 1 KiB, every round
+# checked by the client (-V) and the server's last round in its log.
+# $1 guest, rest: hostrdma-ping's arguments, on the one device -D names.
+gping_env() { # device
+	echo "LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=$1 $prefix/bin/hostrdma-ping -D $1"
+}
+guests_kill() {
+	for g in 1 2; do
+		"$rp" run -g $g 'killall rping hostrdma-ping' >/dev/null 2>&1
+	done
+}
+# $1 name, $2 server guest, $3 server command, $4 client guest, $5 client
+# command, $6 server address; port 7174, 10 rounds.
+ping_case() {
+	local name=$1 sg=$2 scmd=$3 cg=$4 ccmd=$5 addr=$6 st=0 bgout pid log
+	guests_kill
+	bgout=$("$rp" bg -g "$sg" "$scmd -s -a $addr -p 7174 -C 10 -S 1024 -v") ||
+		st=1
+	pid=${bgout%% *}
+	log=${bgout##* }
+	"$rp" run -g "$sg" wait-listen 7174 20 >/dev/null || st=1
+	"$rp" run -g "$cg" -t 90 "$ccmd -c -a $addr -p 7174 -C 10 -S 1024 -v -V" \
+		>"$work/$name.client" 2>&1 || st=1
+	"$rp" run -g "$sg" -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+		>"$work/$name.server" 2>&1 || st=1
+	grep -q "ping data: rdma-ping-9: " "$work/$name.client" || st=1
+	grep -q "server ping data: rdma-ping-9: " "$work/$name.server" || st=1
+	grep -qi "error\|fail\|mismatch" "$work/$name.client" "$work/$name.server" &&
+		st=1
+	result "$name" $st
+}
+for dev in siw0 rxe0; do
+	if [ $dev = siw0 ]; then a1=$siw_ip a2=$siw_ip2; else a1=$rxe_ip a2=$rxe_ip2; fi
+	ping_case "hping-guests-$dev" 2 "$(gping_env $dev)" 1 "$(gping_env $dev)" "$a2"
+	ping_case "hping-client-rping-$dev" 2 rping 1 "$(gping_env $dev)" "$a2"
+	ping_case "hping-server-rping-$dev" 1 "$(gping_env $dev)" 2 rping "$a1"
 done
 
 # A second ibverbs device on eth0 (a soft-RoCE rxe1 beside siw0): the

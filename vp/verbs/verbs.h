@@ -117,6 +117,9 @@ struct verbs_dev {
 	struct rnicpi_engine engine;
 	struct rnicpi_source async_src;
 	bool engine_ok;
+	/* verbs_verbs.c: QP number -> struct verbs_qp, for completions. */
+	GMutex qps_lock;
+	GHashTable *qps;
 	/* verbs_cm.c: the device's rdma_cm event channel (NULL when
 	 * librdmacm could not open one: then no connections). cm_lock
 	 * guards the ids' contexts and `busy`, the QP whose connection
@@ -143,11 +146,19 @@ enum verbs_cm_kind {
 uint32_t verbs_cm_pdata_max(enum rnicpi_transport transport, int op);
 enum { VERBS_PDATA_CONNECT, VERBS_PDATA_ACCEPT, VERBS_PDATA_REJECT };
 
+struct verbs_cq;
+
 struct verbs_qp {
 	struct rnicpi_qp base;
 	struct verbs_dev *vd;
 	struct ibv_qp *qp;
 	bool has_srq;
+	struct verbs_cq *send_cq, *recv_cq;	/* verbs_verbs.c's */
+	/* wr_ids of the receives posted and not completed, oldest first
+	 * (NULL with an SRQ): tells a flushed receive from a send. */
+	GMutex rq_lock;
+	uint64_t *rq_ids;
+	uint32_t rq_cap, rq_head, rq_len;
 	/* verbs_cm.c, under vd->cm_lock: the connection's rdma_cm id and
 	 * the request to send once the route is resolved. */
 	enum verbs_cm_kind kind;

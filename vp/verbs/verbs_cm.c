@@ -302,9 +302,10 @@ static int active_step(struct verbs_qp *q, struct rdma_cm_id *id,
 			return neg_errno();
 		return 0;
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
-		err = qp_move(q, id, IBV_QPS_RTR, q->cm_ird);
-		if (!err)
-			err = qp_move(q, id, IBV_QPS_RTS, q->cm_ord);
+		/* INIT again first: before the request went out the id had
+		 * no IB CM id, and rdma_cm's INIT attributes then grant no
+		 * remote access (librdmacm does the same). */
+		err = qp_to_rts(q, id, q->cm_ird, q->cm_ord);
 		if (err) {
 			g_info("%s: QP %u to RTR/RTS at the reply: %s",
 			       vd->rdev.name, q->base.qp_num,

@@ -333,6 +333,9 @@ static void verbs_device_destroy(struct rnicpi_device *d)
 		rnicpi_engine_fini(&vd->engine);
 	}
 	ibv_close_device(vd->ctx);
+	if (vd->qps)
+		g_hash_table_destroy(vd->qps);
+	g_mutex_clear(&vd->qps_lock);
 	g_free(vd);
 }
 

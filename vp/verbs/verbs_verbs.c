@@ -41,6 +41,10 @@ struct verbs_cq {
 	struct rnicpi_cq base;
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;
+	/* QPs completing sends / receives here: an error completion carries
+	 * no opcode in ibverbs, so a CQ of receives only reports its
+	 * errors (flushes) as receives. */
+	gint send_qps, recv_qps;
 };
 
 struct verbs_srq {
@@ -242,6 +246,41 @@ static int verbs_destroy_cq(struct rnicpi_cq *cq)
 	return 0;
 }
 
+/*
+ * Is @iwc, an error completion, a receive's? ibverbs leaves its opcode
+ * undefined. A CQ only receives complete on says so; otherwise the QP's
+ * receives, which complete in the order they were posted (RC, no SRQ),
+ * are matched by wr_id with the oldest one outstanding. A successful
+ * receive takes its entry off the same way.
+ */
+static bool recv_track(struct verbs_cq *c, const struct ibv_wc *iwc)
+{
+	struct verbs_dev *vd = to_vd(c->base.device);
+	bool ok = iwc->status == IBV_WC_SUCCESS, recv = false;
+	struct verbs_qp *q;
+
+	if (ok && !(iwc->opcode & IBV_WC_RECV))
+		return false;
+	g_mutex_lock(&vd->qps_lock);
+	q = vd->qps ? g_hash_table_lookup(vd->qps,
+					  GUINT_TO_POINTER(iwc->qp_num)) :
+		      NULL;
+	if (q && q->rq_ids) {
+		g_mutex_lock(&q->rq_lock);
+		if (q->rq_len && (ok || q->rq_ids[q->rq_head] == iwc->wr_id)) {
+			q->rq_head = (q->rq_head + 1) % q->rq_cap;
+			q->rq_len--;
+			recv = true;
+		}
+		g_mutex_unlock(&q->rq_lock);
+	}
+	g_mutex_unlock(&vd->qps_lock);
+	if (!ok && !recv && g_atomic_int_get(&c->recv_qps) > 0 &&
+	    g_atomic_int_get(&c->send_qps) == 0)
+		recv = true;
+	return recv;
+}
+
 static int verbs_poll_cq(struct rnicpi_cq *cq, int n, struct rnicpi_wc *wc)
 {
 	struct verbs_cq *c = to_vcq(cq);
@@ -254,8 +293,12 @@ static int verbs_poll_cq(struct rnicpi_cq *cq, int n, struct rnicpi_wc *wc)
 
 		if (got < 0)
 			return done ? done : -EIO;
-		for (i = 0; i < got; i++)
+		for (i = 0; i < got; i++) {
 			verbs_wc_from_ibv(&iwc[i], &wc[done + i]);
+			if (recv_track(c, &iwc[i]) &&
+			    iwc[i].status != IBV_WC_SUCCESS)
+				wc[done + i].opcode = RNICPI_WC_RECV;
+		}
 		done += got;
 		if (got < want)
 			break;
@@ -431,6 +474,20 @@ static int verbs_create_qp(struct rnicpi_pd *pd,
 	attr->cap.max_recv_sge = ia.cap.max_recv_sge;
 	attr->cap.max_inline_data = ia.cap.max_inline_data;
 	q->vd = vd;
+	g_mutex_init(&q->rq_lock);
+	if (!attr->srq) {
+		q->rq_cap = ia.cap.max_recv_wr + 1;
+		q->rq_ids = g_new(uint64_t, q->rq_cap);
+	}
+	g_mutex_lock(&vd->qps_lock);
+	if (!vd->qps)
+		vd->qps = g_hash_table_new(NULL, NULL);
+	g_hash_table_insert(vd->qps, GUINT_TO_POINTER(q->qp->qp_num), q);
+	g_mutex_unlock(&vd->qps_lock);
+	q->send_cq = to_vcq(attr->send_cq);
+	q->recv_cq = to_vcq(attr->recv_cq);
+	g_atomic_int_inc(&q->send_cq->send_qps);
+	g_atomic_int_inc(&q->recv_cq->recv_qps);
 	q->kind = VERBS_CM_KIND_QP;
 	q->has_srq = attr->srq != NULL;
 	q->base.pd = pd;
@@ -507,6 +564,13 @@ static int verbs_destroy_qp(struct rnicpi_qp *qp)
 	ret = ibv_destroy_qp(q->qp);
 	if (ret)
 		return neg(ret);
+	g_mutex_lock(&q->vd->qps_lock);
+	g_hash_table_remove(q->vd->qps, GUINT_TO_POINTER(q->base.qp_num));
+	g_mutex_unlock(&q->vd->qps_lock);
+	g_mutex_clear(&q->rq_lock);
+	g_free(q->rq_ids);
+	g_atomic_int_add(&q->send_cq->send_qps, -1);
+	g_atomic_int_add(&q->recv_cq->recv_qps, -1);
 	g_free(q);
 	return 0;
 }
@@ -539,10 +603,21 @@ static int verbs_post_recv(struct rnicpi_qp *qp,
 	struct ibv_recv_wr iwr, *ibad;
 	int ret;
 
+	struct verbs_qp *q = to_vqp(qp);
+
 	for (; wr; wr = wr->next) {
 		ret = recv_wr_to_ibv(wr, &iwr, sge);
-		if (!ret)
-			ret = ibv_post_recv(to_vqp(qp)->qp, &iwr, &ibad);
+		if (!ret) {
+			/* Posted and remembered in the same order. */
+			g_mutex_lock(&q->rq_lock);
+			ret = ibv_post_recv(q->qp, &iwr, &ibad);
+			if (!ret && q->rq_ids && q->rq_len < q->rq_cap) {
+				q->rq_ids[(q->rq_head + q->rq_len) % q->rq_cap] =
+					wr->wr_id;
+				q->rq_len++;
+			}
+			g_mutex_unlock(&q->rq_lock);
+		}
 		if (ret) {
 			*bad = wr;
 			return ret < 0 ? ret : -ret;
