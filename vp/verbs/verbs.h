@@ -117,7 +117,7 @@ struct verbs_dev {
 	struct rnicpi_engine engine;
 	struct rnicpi_source async_src;
 	bool engine_ok;
-	/* verbs_verbs.c: QP number -> struct verbs_qp, for completions. */
+	/* verbs_verbs.c: QP number -> struct verbs_rq, for completions. */
 	GMutex qps_lock;
 	GHashTable *qps;
 	/* verbs_cm.c: the device's rdma_cm event channel (NULL when
@@ -148,17 +148,26 @@ enum { VERBS_PDATA_CONNECT, VERBS_PDATA_ACCEPT, VERBS_PDATA_REJECT };
 
 struct verbs_cq;
 
+/* The wr_ids of a QP's receives posted and not completed, oldest first:
+ * tells a flushed receive from a send (ibverbs leaves an error
+ * completion's opcode undefined). Outlives its QP while flushed receives
+ * wait in a CQ (dead). */
+struct verbs_rq {
+	GMutex lock;
+	uint64_t *ids;
+	uint32_t cap, head, len;
+	bool dead;
+};
+void verbs_rq_free(gpointer rq);
+
 struct verbs_qp {
 	struct rnicpi_qp base;
 	struct verbs_dev *vd;
 	struct ibv_qp *qp;
 	bool has_srq;
 	struct verbs_cq *send_cq, *recv_cq;	/* verbs_verbs.c's */
-	/* wr_ids of the receives posted and not completed, oldest first
-	 * (NULL with an SRQ): tells a flushed receive from a send. */
-	GMutex rq_lock;
-	uint64_t *rq_ids;
-	uint32_t rq_cap, rq_head, rq_len;
+	/* Its receives (NULL with an SRQ), in vd->qps. */
+	struct verbs_rq *rq;
 	/* verbs_cm.c, under vd->cm_lock: the connection's rdma_cm id and
 	 * the request to send once the route is resolved. */
 	enum verbs_cm_kind kind;

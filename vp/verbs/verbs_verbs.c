@@ -246,6 +246,15 @@ static int verbs_destroy_cq(struct rnicpi_cq *cq)
 	return 0;
 }
 
+void verbs_rq_free(gpointer p)
+{
+	struct verbs_rq *rq = p;
+
+	g_mutex_clear(&rq->lock);
+	g_free(rq->ids);
+	g_free(rq);
+}
+
 /*
  * Is @iwc, an error completion, a receive's? ibverbs leaves its opcode
  * undefined. A CQ only receives complete on says so; otherwise the QP's
@@ -257,22 +266,26 @@ static bool recv_track(struct verbs_cq *c, const struct ibv_wc *iwc)
 {
 	struct verbs_dev *vd = to_vd(c->base.device);
 	bool ok = iwc->status == IBV_WC_SUCCESS, recv = false;
-	struct verbs_qp *q;
+	struct verbs_rq *rq;
 
 	if (ok && !(iwc->opcode & IBV_WC_RECV))
 		return false;
 	g_mutex_lock(&vd->qps_lock);
-	q = vd->qps ? g_hash_table_lookup(vd->qps,
-					  GUINT_TO_POINTER(iwc->qp_num)) :
-		      NULL;
-	if (q && q->rq_ids) {
-		g_mutex_lock(&q->rq_lock);
-		if (q->rq_len && (ok || q->rq_ids[q->rq_head] == iwc->wr_id)) {
-			q->rq_head = (q->rq_head + 1) % q->rq_cap;
-			q->rq_len--;
+	rq = vd->qps ? g_hash_table_lookup(vd->qps,
+					   GUINT_TO_POINTER(iwc->qp_num)) :
+		       NULL;
+	if (rq) {
+		g_mutex_lock(&rq->lock);
+		if (rq->len && (ok || rq->ids[rq->head] == iwc->wr_id)) {
+			rq->head = (rq->head + 1) % rq->cap;
+			rq->len--;
 			recv = true;
 		}
-		g_mutex_unlock(&q->rq_lock);
+		g_mutex_unlock(&rq->lock);
+		/* The last flushed receive of a destroyed QP. */
+		if (rq->dead && !rq->len)
+			g_hash_table_remove(vd->qps,
+					    GUINT_TO_POINTER(iwc->qp_num));
 	}
 	g_mutex_unlock(&vd->qps_lock);
 	if (!ok && !recv && g_atomic_int_get(&c->recv_qps) > 0 &&
@@ -474,16 +487,20 @@ static int verbs_create_qp(struct rnicpi_pd *pd,
 	attr->cap.max_recv_sge = ia.cap.max_recv_sge;
 	attr->cap.max_inline_data = ia.cap.max_inline_data;
 	q->vd = vd;
-	g_mutex_init(&q->rq_lock);
 	if (!attr->srq) {
-		q->rq_cap = ia.cap.max_recv_wr + 1;
-		q->rq_ids = g_new(uint64_t, q->rq_cap);
+		q->rq = g_new0(struct verbs_rq, 1);
+		g_mutex_init(&q->rq->lock);
+		q->rq->cap = ia.cap.max_recv_wr + 1;
+		q->rq->ids = g_new(uint64_t, q->rq->cap);
+		g_mutex_lock(&vd->qps_lock);
+		if (!vd->qps)
+			vd->qps = g_hash_table_new_full(NULL, NULL, NULL,
+							verbs_rq_free);
+		/* A destroyed QP's of the same number goes. */
+		g_hash_table_replace(vd->qps,
+				     GUINT_TO_POINTER(q->qp->qp_num), q->rq);
+		g_mutex_unlock(&vd->qps_lock);
 	}
-	g_mutex_lock(&vd->qps_lock);
-	if (!vd->qps)
-		vd->qps = g_hash_table_new(NULL, NULL);
-	g_hash_table_insert(vd->qps, GUINT_TO_POINTER(q->qp->qp_num), q);
-	g_mutex_unlock(&vd->qps_lock);
 	q->send_cq = to_vcq(attr->send_cq);
 	q->recv_cq = to_vcq(attr->recv_cq);
 	g_atomic_int_inc(&q->send_cq->send_qps);
@@ -564,11 +581,18 @@ static int verbs_destroy_qp(struct rnicpi_qp *qp)
 	ret = ibv_destroy_qp(q->qp);
 	if (ret)
 		return neg(ret);
-	g_mutex_lock(&q->vd->qps_lock);
-	g_hash_table_remove(q->vd->qps, GUINT_TO_POINTER(q->base.qp_num));
-	g_mutex_unlock(&q->vd->qps_lock);
-	g_mutex_clear(&q->rq_lock);
-	g_free(q->rq_ids);
+	if (q->rq) {
+		/* Its receives still in a CQ (flushed) keep the record until
+		 * polled. */
+		g_mutex_lock(&q->vd->qps_lock);
+		g_mutex_lock(&q->rq->lock);
+		q->rq->dead = true;
+		g_mutex_unlock(&q->rq->lock);
+		if (!q->rq->len)
+			g_hash_table_remove(q->vd->qps,
+					    GUINT_TO_POINTER(q->base.qp_num));
+		g_mutex_unlock(&q->vd->qps_lock);
+	}
 	g_atomic_int_add(&q->send_cq->send_qps, -1);
 	g_atomic_int_add(&q->recv_cq->recv_qps, -1);
 	g_free(q);
@@ -609,14 +633,18 @@ static int verbs_post_recv(struct rnicpi_qp *qp,
 		ret = recv_wr_to_ibv(wr, &iwr, sge);
 		if (!ret) {
 			/* Posted and remembered in the same order. */
-			g_mutex_lock(&q->rq_lock);
+			struct verbs_rq *rq = q->rq;
+
+			if (rq)
+				g_mutex_lock(&rq->lock);
 			ret = ibv_post_recv(q->qp, &iwr, &ibad);
-			if (!ret && q->rq_ids && q->rq_len < q->rq_cap) {
-				q->rq_ids[(q->rq_head + q->rq_len) % q->rq_cap] =
+			if (rq && !ret && rq->len < rq->cap) {
+				rq->ids[(rq->head + rq->len) % rq->cap] =
 					wr->wr_id;
-				q->rq_len++;
+				rq->len++;
 			}
-			g_mutex_unlock(&q->rq_lock);
+			if (rq)
+				g_mutex_unlock(&rq->lock);
 		}
 		if (ret) {
 			*bad = wr;
