@@ -198,6 +198,68 @@ for dev in siw0 rxe0; do
 	ping_case "hping-server-rping-$dev" 1 "$(gping_env $dev)" 2 rping "$a1"
 done
 
+# Across the bridge: the guest's verbs device against hostrdma's own soft
+# providers on the host (siw over TCP/MPA, rxe over RoCEv2 and the IB CM
+# we run ourselves), both roles. One API, the kernel's device on one end,
+# ours on the other.
+hping=$build/tools/hostrdma-ping
+host_ping() { # soft provider (siw, rxe), rest: hostrdma-ping's arguments
+	local p=$1
+	shift
+	# (siw: Linux siw 6.1 leaves unread an FPDU that arrives between its
+	# MPA Reply and entering RDMA mode: the first one a little later, as
+	# in run.sh; hostrdma-siw(7), rts_delay_ms.)
+	"$rp" ns env HOSTRDMA_PROVIDER_PATH="$build/vp/$p/.libs" HOSTRDMA_CONF= \
+		HOSTRDMA_OPTIONS=$([ "$p" = siw ] && echo siw.rts_delay_ms=100) \
+		HOSTRDMA_DEVICES=${p}_rdmabr0 timeout 120 "$hping" \
+		-D ${p}_rdmabr0 "$@"
+}
+host_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_SIW_IP=//p')
+host_rxe_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_RXE_IP=//p')
+# $1 name, $2 guest device, $3 soft provider, $4 guest address, $5 host's
+bridge_cases() {
+	local name=$1 dev=$2 p=$3 ga=$4 ha=$5 st=0 bgout pid log ours i
+	[ -x "$hping" ] && [ -n "$ha" ] || { result "$name-skipped" 1; return; }
+	# The guest serves, the host's soft device is the client.
+	guests_kill
+	bgout=$("$rp" bg -g 1 "$(gping_env "$dev") -s -a $ga -p 7175 -C 10 -S 1024 -v") ||
+		st=1
+	pid=${bgout%% *}
+	log=${bgout##* }
+	"$rp" run -g 1 wait-listen 7175 20 >/dev/null || st=1
+	host_ping "$p" -c -a "$ga" -p 7175 -C 10 -S 1024 -V \
+		>"$work/$name-guest-server.host" 2>&1 || st=1
+	"$rp" run -g 1 -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+		>"$work/$name-guest-server.guest" 2>&1 || st=1
+	grep -q "client: 10 rounds of 1024 bytes, validated" \
+		"$work/$name-guest-server.host" || st=1
+	grep -q "server ping data: rdma-ping-9: " \
+		"$work/$name-guest-server.guest" || st=1
+	grep -qi "error\|fail" "$work/$name-guest-server".* && st=1
+	result "$name-guest-server" $st
+	# The host's soft device serves, the guest is the client.
+	st=0
+	host_ping "$p" -s -a "$ha" -p 7176 -C 10 -S 1024 -v \
+		>"$work/$name-host-server.host" 2>&1 &
+	ours=$!
+	for i in $(seq 100); do
+		grep -q "waiting for a client" "$work/$name-host-server.host" \
+			2>/dev/null && break
+		sleep 0.1
+	done
+	"$rp" run -g 1 -t 90 "$(gping_env "$dev") -c -a $ha -p 7176 -C 10 -S 1024 -V" \
+		>"$work/$name-host-server.guest" 2>&1 || st=1
+	wait "$ours" || st=1
+	grep -q "client: 10 rounds of 1024 bytes, validated" \
+		"$work/$name-host-server.guest" || st=1
+	grep -q "server ping data: rdma-ping-9: " \
+		"$work/$name-host-server.host" || st=1
+	grep -qi "error\|fail" "$work/$name-host-server".* && st=1
+	result "$name-host-server" $st
+}
+bridge_cases bridge-siw0 siw0 siw "$siw_ip" "$host_ip"
+bridge_cases bridge-rxe0 rxe0 rxe "$rxe_ip" "$host_rxe_ip"
+
 # A second ibverbs device on eth0 (a soft-RoCE rxe1 beside siw0): the
 # core makes one device per provider and interface, so one of the two is
 # listed and the other is named in one log line, not dropped in silence.
