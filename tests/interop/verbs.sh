@@ -84,6 +84,10 @@ objs=$build/tests/interop/.libs/it-verbs-objects
 [ -x "$objs" ] || objs=$build/tests/interop/it-verbs-objects
 [ -x "$objs" ] || skip "$objs not built (make -C $build)"
 cp "$objs" "$work/ov$prefix/bin/it-verbs-objects" || exit 1
+cmprog=$build/tests/interop/.libs/it-verbs-cm
+[ -x "$cmprog" ] || cmprog=$build/tests/interop/it-verbs-cm
+[ -x "$cmprog" ] || skip "$cmprog not built (make -C $build)"
+cp "$cmprog" "$work/ov$prefix/bin/it-verbs-cm" || exit 1
 
 . "$(dirname "${BASH_SOURCE[0]}")/labns.sh"
 lab_pick_ns hrinterop-verbs || exit 1
@@ -191,11 +195,52 @@ ping_case() {
 		st=1
 	result "$name" $st
 }
+# A case against rping runs once more when it failed: Linux siw 6.1
+# leaves unread an FPDU that arrives between its MPA Reply and entering
+# RDMA mode (hostrdma-siw(7), rts_delay_ms), which a client sending at
+# once after ESTABLISHED - ours on the kernel's siw0 too - now and then
+# hits on the lab's two shared cores (seen once in six runs: rping's
+# server silent, our client without an answer). The first failure is
+# printed in full; a second one counts. VERBS_NO_RETRY=1: no second go.
+retried=0
+once_more() {
+	local before=$fail
+	"$@"
+	[ "$fail" -gt "$before" ] && [ -z "${VERBS_NO_RETRY:-}" ] || return 0
+	fail=$before
+	retried=$((retried + 1))
+	echo "   $2: once more (see above; a second failure counts)"
+	"$@"
+}
 for dev in siw0 rxe0; do
 	if [ $dev = siw0 ]; then a1=$siw_ip a2=$siw_ip2; else a1=$rxe_ip a2=$rxe_ip2; fi
 	ping_case "hping-guests-$dev" 2 "$(gping_env $dev)" 1 "$(gping_env $dev)" "$a2"
-	ping_case "hping-client-rping-$dev" 2 rping 1 "$(gping_env $dev)" "$a2"
-	ping_case "hping-server-rping-$dev" 1 "$(gping_env $dev)" 2 rping "$a1"
+	once_more ping_case "hping-client-rping-$dev" 2 rping 1 "$(gping_env $dev)" "$a2"
+	once_more ping_case "hping-server-rping-$dev" 1 "$(gping_env $dev)" 2 rping "$a1"
+done
+
+# The connection functions and their events between the guests
+# (tests/interop/it-verbs-cm.c): a request's private data, it_reject's
+# reaching the client in PEER_REJECT, NONPEER_REJECT where nobody listens,
+# it_ep_accept's private data in the client's ESTABLISHED, a Send, and
+# it_ep_disconnect ending both sides with DISCONNECT.
+for dev in siw0 rxe0; do
+	if [ $dev = siw0 ]; then a2=$siw_ip2; else a2=$rxe_ip2; fi
+	st=0
+	guests_kill
+	env="LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=$dev"
+	bgout=$("$rp" bg -g 2 "$env $prefix/bin/it-verbs-cm $dev server $a2 7180") ||
+		st=1
+	pid=${bgout%% *}
+	log=${bgout##* }
+	"$rp" run -g 2 wait-listen 7180 20 >/dev/null || st=1
+	"$rp" run -g 1 -t 90 "$env $prefix/bin/it-verbs-cm $dev client $a2 7180" \
+		>"$work/cm-$dev.client" 2>&1 || st=1
+	"$rp" run -g 2 -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+		>"$work/cm-$dev.server" 2>&1 || st=1
+	grep -q "^client ok" "$work/cm-$dev.client" || st=1
+	grep -q "^server ok" "$work/cm-$dev.server" || st=1
+	result "cm-$dev" $st
 done
 
 # Across the bridge: the guest's verbs device against hostrdma's own soft
@@ -273,5 +318,5 @@ grep -Eq 'verbs: (siw0|rxe1) is on eth0 too, which carries (siw0|rxe1) already' 
 	"$f" || st=1
 result shadowed $st
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed$([ "$retried" -gt 0 ] && echo " ($retried retried)")"
 [ "$fail" -eq 0 ]

@@ -122,6 +122,17 @@ static int qp_move(struct verbs_qp *q, struct rdma_cm_id *id,
 	a.qp_state = state;
 	if (rdma_init_qp_attr(id, &a, &mask))
 		return neg_errno();
+	/* The access rights are the consumer's (IT-API's RDMA enables put
+	 * them on the QP at INIT), not rdma_cm's defaults. */
+	if (state == IBV_QPS_INIT) {
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp_attr cur;
+
+		if (ibv_query_qp(q->qp, &cur, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS,
+				 &ia) == 0 &&
+		    cur.qp_state != IBV_QPS_RESET)
+			a.qp_access_flags = cur.qp_access_flags;
+	}
 	/* librdmacm masks off bits IB rdma_ucm sets for RoCE only. */
 	if (q->vd->transport == RNICPI_TRANSPORT_IB)
 		mask &= ~0xe00000;
@@ -329,7 +340,7 @@ static void handle_qp_event(struct verbs_dev *vd, struct verbs_qp *q,
 	struct rdma_cm_id *id = q->cm_id;
 	enum rdma_cm_event_type type = ev->event;
 	uint8_t pdata[256];
-	bool was_established = q->cm_established;
+	bool was_established = q->cm_established, answer_close = false;
 	int otype = m.type, err;
 
 	vd->cm_busy = q;
@@ -353,6 +364,11 @@ static void handle_qp_event(struct verbs_dev *vd, struct verbs_qp *q,
 		}
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		/* The peer's DREQ (IB) is answered with our DREP, as an
+		 * rdma_cm application answers it with rdma_disconnect; the
+		 * QP stops first. Where we closed, this finds nothing to do. */
+		answer_close = true;
+		/* fall through */
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		q->cm_established = false;
 		if (!was_established) {
@@ -368,6 +384,13 @@ static void handle_qp_event(struct verbs_dev *vd, struct verbs_qp *q,
 
 	g_debug("%s: QP %u: %s (status %d)", vd->rdev.name, q->base.qp_num,
 		rdma_event_str(type), ev->status);
+	if (answer_close) {
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+
+		if (vd->transport != RNICPI_TRANSPORT_IWARP)
+			ibv_modify_qp(q->qp, &qa, IBV_QP_STATE);
+		rdma_disconnect(id); /* EINVAL when it was ours: fine */
+	}
 	if (m.type == VERBS_CM_STEP) {
 		err = active_step(q, id, type);
 		if (err) {
