@@ -364,12 +364,11 @@ static void handle_qp_event(struct verbs_dev *vd, struct verbs_qp *q,
 		}
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		/* The peer's DREQ (IB) is answered with our DREP, as an
 		 * rdma_cm application answers it with rdma_disconnect; the
 		 * QP stops first. Where we closed, this finds nothing to do. */
-		answer_close = true;
-		/* fall through */
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		answer_close = type == RDMA_CM_EVENT_DISCONNECTED;
 		q->cm_established = false;
 		if (!was_established) {
 			otype = RNICPI_CONN_ERROR;
