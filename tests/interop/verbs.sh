@@ -14,11 +14,14 @@
 # InfiniBand/RoCE (IT-API's name for IB and RoCE), online, with the
 # guest's address of that interface and message limits above zero.
 # Then, on each: a PZ, event dispatchers, an LMR, an RC endpoint with
-# receives posted, all freed (tests/interop/it-verbs-objects).
+# receives posted, a listener, all freed (tests/interop/it-verbs-objects).
+# Then connections through librdmacm (two guests): hostrdma-ping between
+# them and against the guest's rping, both roles, on each device; the
+# connection functions and events (tests/interop/it-verbs-cm: private
+# data, reject, non-peer reject, accept, disconnect); across the bridge,
+# the guest's siw0/rxe0 against our soft siw/rxe on the host, both roles.
 # Last, a second ibverbs device on eth0 (rxe1 beside siw0): one of the
 # two is listed, the other named in a log line.
-# Then connections through librdmacm with traffic: hostrdma-ping between
-# the two guests and against the guest's rping, both roles, on each device.
 # Prints "ok NAME" / "FAIL NAME" per case and "N passed, N failed"; exit 0
 # when all passed, 1 on a failure, 77 (loud SKIP) when qemu, root or the
 # build is missing.
