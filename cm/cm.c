@@ -114,13 +114,10 @@ uint32_t cm_default_timeout_ms(void)
 const struct cm_transport *cm_transport_of(struct ual_device *d)
 {
 	/* A device whose connections its provider runs (the verbs
-	 * provider, through librdmacm) has none of ours to run: its
-	 * MPA or IB CM lives in the kernel. */
-	if (ual_device_caps(d) & RNICPI_DEV_CAP_NATIVE_CM) {
-		g_info("%s: connections through the provider's own connection manager (RNICPI_DEV_CAP_NATIVE_CM) are not supported yet",
-		       ual_device_name(d));
-		return NULL;
-	}
+	 * provider, through librdmacm): its MPA or IB CM lives in the
+	 * kernel (cm_native.c). */
+	if (ual_device_caps(d) & RNICPI_DEV_CAP_NATIVE_CM)
+		return &cm_native_transport;
 	switch (ual_device_transport(d)) {
 	case RNICPI_TRANSPORT_IWARP:
 		return &cm_iwarp_transport;

@@ -530,7 +530,10 @@ void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 
 	if (ev->conn && (ev->type == RNICPI_CONN_REQUEST ||
 			 (ev->type == RNICPI_CONN_ERROR && !ev->qp))) {
-		cm_req_event(cm, ev);
+		if (ual_device_caps(d) & RNICPI_DEV_CAP_NATIVE_CM)
+			cm_native_conn_event(cm, d, ev);
+		else
+			cm_req_event(cm, ev);
 		return;
 	}
 	if (!ev->qp) {

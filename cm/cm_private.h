@@ -98,6 +98,7 @@ struct cm_transport {
 
 extern const struct cm_transport cm_iwarp_transport;
 extern const struct cm_transport cm_ib_transport;
+extern const struct cm_transport cm_native_transport;
 
 /* The transport table for @d, or NULL (logged) when there is none. */
 const struct cm_transport *cm_transport_of(struct ual_device *d);
@@ -280,6 +281,10 @@ void cm_provider_conn_reject(struct ual_device *d, struct rnicpi_conn *c,
 void cm_copy_peer_addrs(struct sockaddr_storage *local,
 			struct sockaddr_storage *remote,
 			const struct rnicpi_conn_event *ev);
+/* cm_native.c: a request (or its failure) on a NATIVE_CM device, whose
+ * conn the provider made itself. */
+void cm_native_conn_event(struct cm *cm, struct ual_device *d,
+			  const struct rnicpi_conn_event *ev);
 /* cm_req.c: a REQUEST or ERROR of a conn the transport handed over. */
 void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev);
 

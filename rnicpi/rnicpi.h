@@ -275,6 +275,7 @@ struct rnicpi_conn {
 struct rnicpi_listener {
 	struct rnicpi_device *device;
 	void *core_ctx;
+	uint16_t port;	/* the port listened on, host order (cm_listen) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -1060,10 +1061,25 @@ struct rnicpi_device_ops {
 	 *     for devices whose connections the hardware or another
 	 *     library sets up (a libibverbs bridge through librdmacm) --- */
 
+	/* Listen on @addr (an address of the device's interface; its port
+	 * 0 picks a free one, stored in the listener's `port`), for the
+	 * connection manager's TCP port space (rdma_cm's RDMA_PS_TCP).
+	 * Each peer's request is a REQUEST upcall naming the listener and a
+	 * new conn (core_ctx NULL: the core sets it), answered with
+	 * conn_accept / conn_reject as on the other transports. */
 	int (*cm_listen)(struct rnicpi_device *dev, const struct sockaddr *addr,
 			 int backlog, void *core_ctx,
 			 struct rnicpi_listener **out);
+	/* Stop listening. Requests not yet reported are refused. An upcall
+	 * already under way may still name the listener: its memory stays
+	 * valid until that upcall returns, so the core may compare it and
+	 * read core_ctx, but must check core_ctx against its own tables. */
 	int (*cm_listen_destroy)(struct rnicpi_listener *listener);
+	/* Initiator: resolve @dst (from @src, or NULL for the route's),
+	 * reach it on this device and send the request for @qp (RESET/
+	 * INIT/IDLE; the provider moves it) with @param. ESTABLISHED,
+	 * REJECTED or ERROR follows for @qp. -EBUSY when @qp already has a
+	 * connection. */
 	int (*cm_connect)(struct rnicpi_qp *qp, const struct sockaddr *src,
 			  const struct sockaddr *dst,
 			  const struct rnicpi_conn_param *param);
@@ -1078,6 +1094,13 @@ struct rnicpi_device_ops {
 	 * (-EADDRINUSE: another process holds what the device needs); the
 	 * next open tries again. NULL: nothing to do. */
 	int (*device_open)(struct rnicpi_device *dev);
+
+	/* RNICPI_DEV_CAP_NATIVE_CM: close @qp's connection (ESTABLISHED, or
+	 * being set up). Orderly: the QP stops sending (IB: ERR, iWARP:
+	 * CLOSING), the peer is told (DREQ, TCP FIN), DISCONNECTED with
+	 * status 0 follows for @qp. @abortive: QP to ERR at once, then as
+	 * orderly. -ENOTCONN when @qp has no connection. */
+	int (*cm_disconnect)(struct rnicpi_qp *qp, int abortive);
 };
 
 #ifdef __cplusplus

@@ -495,6 +495,25 @@ START_TEST(test_cm_events)
 }
 END_TEST
 
+/* rdma_cm's private data: the IB CM's REQ/REP/REJ less rdma_cm's header
+ * on IB and RoCE, librdmacm's 8-bit length on iWARP. */
+START_TEST(test_cm_pdata_max)
+{
+	ck_assert_uint_eq(verbs_cm_pdata_max(RNICPI_TRANSPORT_ROCE,
+					     VERBS_PDATA_CONNECT), 56);
+	ck_assert_uint_eq(verbs_cm_pdata_max(RNICPI_TRANSPORT_IB,
+					     VERBS_PDATA_ACCEPT), 196);
+	ck_assert_uint_eq(verbs_cm_pdata_max(RNICPI_TRANSPORT_ROCE,
+					     VERBS_PDATA_REJECT), 148);
+	ck_assert_uint_eq(verbs_cm_pdata_max(RNICPI_TRANSPORT_IWARP,
+					     VERBS_PDATA_CONNECT), 255);
+	ck_assert_uint_eq(verbs_cm_pdata_max(RNICPI_TRANSPORT_IWARP,
+					     VERBS_PDATA_REJECT), 255);
+	ck_assert_uint_eq(verbs_cm_pdata_max(RNICPI_TRANSPORT_IWARP, 7), 0);
+	ck_assert_uint_eq(verbs_cm_pdata_max(RNICPI_TRANSPORT_ROCE, -1), 0);
+}
+END_TEST
+
 /* Async events of a made-up device on ibverbs port 2. */
 static struct rnicpi_async_event got[8];
 static int n_got;
@@ -626,6 +645,7 @@ Suite *suite_verbs_map(void)
 	tcase_add_test(tc, test_wc_translation);
 	tcase_add_test(tc, test_qp_states_and_attrs);
 	tcase_add_test(tc, test_cm_events);
+	tcase_add_test(tc, test_cm_pdata_max);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("provider");

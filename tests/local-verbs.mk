@@ -19,6 +19,12 @@ tests_interop_it_verbs_objects_SOURCES = tests/interop/it-verbs-objects.c \
 	tests/interop/it_util.c tests/interop/it_util.h
 tests_interop_it_verbs_objects_LDADD = libhostrdma.la
 interop_programs += tests/interop/it-verbs-objects$(EXEEXT)
+# The IT-API connection functions and events, two guests (verbs.sh).
+noinst_PROGRAMS += tests/interop/it-verbs-cm
+tests_interop_it_verbs_cm_SOURCES = tests/interop/it-verbs-cm.c \
+	tests/interop/it_util.c tests/interop/it_util.h
+tests_interop_it_verbs_cm_LDADD = libhostrdma.la
+interop_programs += tests/interop/it-verbs-cm$(EXEEXT)
 EXTRA_DIST += tests/interop/verbs.sh
 check-interop-verbs:
 	HOSTRDMA_BUILDDIR=$(abs_top_builddir) HOSTRDMA_SRCDIR=$(abs_top_srcdir) \

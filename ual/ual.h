@@ -316,6 +316,17 @@ int ual_qp_iw_connect(struct ual_qp *qp, int sockfd,
 /* iWARP: hand the accepted @sockfd to @d's provider (MPA responder). */
 int ual_device_iw_take_request(struct ual_device *d, int sockfd,
 			       void *core_ctx, struct rnicpi_conn **out);
+/* RNICPI_DEV_CAP_NATIVE_CM: the provider's own connection manager
+ * (rnicpi.h cm_listen, cm_listen_destroy, cm_connect, cm_disconnect). */
+int ual_device_cm_listen(struct ual_device *d, const struct sockaddr *addr,
+			 int backlog, void *core_ctx,
+			 struct rnicpi_listener **out);
+int ual_device_cm_listen_destroy(struct ual_device *d,
+				 struct rnicpi_listener *listener);
+int ual_qp_cm_connect(struct ual_qp *qp, const struct sockaddr *src,
+		      const struct sockaddr *dst,
+		      const struct rnicpi_conn_param *param);
+int ual_qp_cm_disconnect(struct ual_qp *qp, bool abortive);
 
 /*
  * Run the GLib main context @ctx on engine @e, on the calling thread,

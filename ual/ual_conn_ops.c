@@ -59,3 +59,42 @@ int ual_device_iw_take_request(struct ual_device *d, int sockfd,
 {
 	return d->ops.iw_take_request(d->rdev, sockfd, core_ctx, out);
 }
+
+int ual_device_cm_listen(struct ual_device *d, const struct sockaddr *addr,
+			 int backlog, void *core_ctx,
+			 struct rnicpi_listener **out)
+{
+	return d->ops.cm_listen(d->rdev, addr, backlog, core_ctx, out);
+}
+
+int ual_device_cm_listen_destroy(struct ual_device *d,
+				 struct rnicpi_listener *listener)
+{
+	return d->ops.cm_listen_destroy(listener);
+}
+
+int ual_qp_cm_connect(struct ual_qp *qp, const struct sockaddr *src,
+		      const struct sockaddr *dst,
+		      const struct rnicpi_conn_param *param)
+{
+	int err;
+
+	err = ual_obj_lock_alive(&qp->obj, "cm_connect");
+	if (err)
+		return err;
+	err = qp->pd->dev->ops.cm_connect(qp->rqp, src, dst, param);
+	g_rec_mutex_unlock(&qp->obj.ctl);
+	return err;
+}
+
+int ual_qp_cm_disconnect(struct ual_qp *qp, bool abortive)
+{
+	int err;
+
+	err = ual_obj_lock_alive(&qp->obj, "cm_disconnect");
+	if (err)
+		return err;
+	err = qp->pd->dev->ops.cm_disconnect(qp->rqp, abortive);
+	g_rec_mutex_unlock(&qp->obj.ctl);
+	return err;
+}

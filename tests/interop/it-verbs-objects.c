@@ -7,9 +7,9 @@
  * lands on the kernel's device as ibv_alloc_pd, ibv_reg_mr (and again
  * for it_lmr_modify),
  * ibv_create_cq with a completion channel, ibv_create_qp, ibv_post_recv.
- * Then, until the provider runs connections (librdmacm), a listener on
- * the IA must be refused with IT_ERR_OP_NOT_SUPPORTED rather than open a
- * TCP port of hostrdma's own beside the kernel's iWARP/IB CM.
+ * Then a listener on the IA, which is the kernel's (rdma_cm's, through the
+ * provider): a second one on the same port must be refused with
+ * IT_ERR_CONN_QUAL_BUSY.
  * Prints "objects ok" and exits 0, or names the call that failed.
  */
 #include "config.h"
@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 {
 	it_ep_attributes_t a;
 	it_evd_handle_t sq, rq, cm, req;
-	it_listen_handle_t l;
+	it_listen_handle_t l, l2;
 	it_conn_qual_t q;
 	it_status_t st;
 	it_lmr_handle_t lmr;
@@ -102,12 +102,14 @@ int main(int argc, char **argv)
 	memset(&q, 0, sizeof(q));
 	q.type = IT_IANA_PORT;
 	q.conn_qual.port = htons(7471);
-	st = it_listen_create(ia, 0, req, IT_LISTEN_CONN_QUAL_INPUT, &q, &l);
-	if (st != IT_ERR_OP_NOT_SUPPORTED) {
-		fprintf(stderr, "%s: it_listen_create: status %d, expected IT_ERR_OP_NOT_SUPPORTED (%d)\n",
-			it_prog, st, IT_ERR_OP_NOT_SUPPORTED);
+	IT_TRY(it_listen_create(ia, 0, req, IT_LISTEN_CONN_QUAL_INPUT, &q, &l));
+	st = it_listen_create(ia, 0, req, IT_LISTEN_CONN_QUAL_INPUT, &q, &l2);
+	if (st != IT_ERR_CONN_QUAL_BUSY) {
+		fprintf(stderr, "%s: a second it_listen_create on port 7471: status %d, expected IT_ERR_CONN_QUAL_BUSY (%d)\n",
+			it_prog, st, IT_ERR_CONN_QUAL_BUSY);
 		return 1;
 	}
+	IT_TRY(it_listen_free(l));
 	IT_TRY(it_evd_free(req));
 	IT_TRY(it_ep_free(ep));
 	IT_TRY(it_lmr_free(lmr));

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <glib.h>
+
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -110,10 +112,70 @@ struct verbs_dev {
 	uint8_t port;
 	enum rnicpi_transport transport;
 	struct ibv_device_attr attr;
-	/* The engine watching the async event fd. */
+	/* The engine watching the async event fd and the rdma_cm event
+	 * channel's fd. */
 	struct rnicpi_engine engine;
 	struct rnicpi_source async_src;
 	bool engine_ok;
+	/* verbs_verbs.c: QP number -> struct verbs_rq, for completions. */
+	GMutex qps_lock;
+	GHashTable *qps;
+	/* verbs_cm.c: the device's rdma_cm event channel (NULL when
+	 * librdmacm could not open one: then no connections). cm_lock
+	 * guards the ids' contexts and `busy`, the QP whose connection
+	 * event is being handled on the engine thread (destroy_qp waits it
+	 * out). */
+	struct rdma_event_channel *cm_ch;
+	struct rnicpi_source cm_src;
+	GMutex cm_lock;
+	GCond cm_cond;
+	void *cm_busy;
+};
+
+/* What an rdma_cm id's context points at: the `kind` member of one of
+ * verbs_cm.c's objects, or of a struct verbs_qp. */
+enum verbs_cm_kind {
+	VERBS_CM_KIND_LISTENER = 1,
+	VERBS_CM_KIND_CONN,
+	VERBS_CM_KIND_QP,
+};
+
+/* Bytes of private data rdma_cm carries for a connect, an accept or a
+ * reject on @transport (IB/RoCE: what a REQ, REP or REJ leaves after
+ * rdma_cm's header; iWARP: librdmacm's 8-bit length). */
+uint32_t verbs_cm_pdata_max(enum rnicpi_transport transport, int op);
+enum { VERBS_PDATA_CONNECT, VERBS_PDATA_ACCEPT, VERBS_PDATA_REJECT };
+
+struct verbs_cq;
+
+/* The wr_ids of a QP's receives posted and not completed, oldest first:
+ * tells a flushed receive from a send (ibverbs leaves an error
+ * completion's opcode undefined). Outlives its QP while flushed receives
+ * wait in a CQ (dead). */
+struct verbs_rq {
+	GMutex lock;
+	uint64_t *ids;
+	uint32_t cap, head, len;
+	bool dead;
+};
+void verbs_rq_free(gpointer rq);
+
+struct verbs_qp {
+	struct rnicpi_qp base;
+	struct verbs_dev *vd;
+	struct ibv_qp *qp;
+	bool has_srq;
+	struct verbs_cq *send_cq, *recv_cq;	/* verbs_verbs.c's */
+	/* Its receives (NULL with an SRQ), in vd->qps. */
+	struct verbs_rq *rq;
+	/* verbs_cm.c, under vd->cm_lock: the connection's rdma_cm id and
+	 * the request to send once the route is resolved. */
+	enum verbs_cm_kind kind;
+	struct rdma_cm_id *cm_id;
+	bool cm_established;
+	uint8_t cm_pdata[256];
+	uint8_t cm_pdata_len;
+	uint32_t cm_ird, cm_ord, cm_timeout_ms;
 };
 
 /* verbs_verbs.c: the device ops of PDs, MRs, CQs, SRQs and QPs. */
@@ -122,6 +184,16 @@ void verbs_fill_ops(struct rnicpi_device_ops *ops);
  * context); false for another event or an object not made here. */
 bool verbs_async_element(const struct ibv_async_event *ev,
 			 struct rnicpi_async_event *out);
+
+/* verbs_cm.c: connections through librdmacm. verbs_cm_open makes the
+ * device's event channel and adds it to the engine (a failure is logged
+ * and leaves the device without connections); verbs_cm_close undoes it
+ * (the engine stopped). */
+void verbs_cm_open(struct verbs_dev *vd);
+void verbs_cm_close(struct verbs_dev *vd);
+void verbs_cm_fill_ops(struct rnicpi_device_ops *ops);
+/* Destroy @q's rdma_cm id, waiting out an event being handled for it. */
+void verbs_cm_qp_release(struct verbs_qp *q);
 
 /* For tests: handle one async event as the engine thread does (the
  * upcall, or nothing for an event of another port). */

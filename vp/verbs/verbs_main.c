@@ -10,9 +10,9 @@
  * interface's MAC address (the kernel's siw, irdma, cxgb4), which is what
  * is matched then.
  *
- * PDs, MRs, CQs, SRQs and RC QPs: verbs_verbs.c. Not yet: connections
- * (librdmacm), memory windows, UD, rereg_mr; the core answers -EOPNOTSUPP
- * for them, so a verbs device runs no traffic yet.
+ * PDs, MRs, CQs, SRQs and RC QPs: verbs_verbs.c; connections through
+ * librdmacm: verbs_cm.c. Not yet: memory windows, UD, rereg_mr; the core
+ * answers -EOPNOTSUPP for them.
  */
 #include "config.h"
 
@@ -329,9 +329,13 @@ static void verbs_device_destroy(struct rnicpi_device *d)
 	if (vd->engine_ok) {
 		rnicpi_engine_stop(&vd->engine);
 		rnicpi_engine_del(&vd->engine, vd->ctx->async_fd);
+		verbs_cm_close(vd);
 		rnicpi_engine_fini(&vd->engine);
 	}
 	ibv_close_device(vd->ctx);
+	if (vd->qps)
+		g_hash_table_destroy(vd->qps);
+	g_mutex_clear(&vd->qps_lock);
 	g_free(vd);
 }
 
@@ -346,6 +350,7 @@ static struct rnicpi_device_ops verbs_ops = {
 static void fill_ops_once(void)
 {
 	verbs_fill_ops(&verbs_ops);
+	verbs_cm_fill_ops(&verbs_ops);
 }
 
 static struct ibv_context *open_by_name(const char *ibdev)
@@ -410,8 +415,11 @@ static int verbs_device_create(const struct rnicpi_netdev *nd,
 	err = rnicpi_engine_add(&vd->engine, vd->ctx->async_fd, &vd->async_src,
 				EPOLLIN);
 	if (!err)
+		verbs_cm_open(vd);
+	if (!err)
 		err = rnicpi_engine_start(&vd->engine);
 	if (err) {
+		verbs_cm_close(vd);
 		rnicpi_engine_fini(&vd->engine);
 		goto err_close;
 	}

@@ -590,3 +590,24 @@ struct verbs_cm_map verbs_cm_event(enum rdma_cm_event_type t)
 		return none;
 	return cm_event_map[t];
 }
+
+/*
+ * Private data rdma_cm carries (RDMA_PS_TCP). IB and RoCE: the IB CM's
+ * REQ, REP and REJ carry 92, 196 and 148 bytes, and rdma_cm's own
+ * header takes 36 of the REQ's. iWARP: MPA would carry more, but
+ * librdmacm's conn param has an 8-bit length.
+ */
+uint32_t verbs_cm_pdata_max(enum rnicpi_transport transport, int op)
+{
+	static const uint32_t ib[] = {
+		[VERBS_PDATA_CONNECT] = 56,
+		[VERBS_PDATA_ACCEPT] = 196,
+		[VERBS_PDATA_REJECT] = 148,
+	};
+
+	if (op < VERBS_PDATA_CONNECT || op > VERBS_PDATA_REJECT)
+		return 0;
+	if (transport == RNICPI_TRANSPORT_IWARP)
+		return 255;
+	return ib[op];
+}

@@ -41,17 +41,15 @@ struct verbs_cq {
 	struct rnicpi_cq base;
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;
+	/* QPs completing sends / receives here: an error completion carries
+	 * no opcode in ibverbs, so a CQ of receives only reports its
+	 * errors (flushes) as receives. */
+	gint send_qps, recv_qps;
 };
 
 struct verbs_srq {
 	struct rnicpi_srq base;
 	struct ibv_srq *srq;
-};
-
-struct verbs_qp {
-	struct rnicpi_qp base;
-	struct verbs_dev *vd;
-	struct ibv_qp *qp;
 };
 
 static struct verbs_dev *to_vd(struct rnicpi_device *d)
@@ -248,6 +246,54 @@ static int verbs_destroy_cq(struct rnicpi_cq *cq)
 	return 0;
 }
 
+void verbs_rq_free(gpointer p)
+{
+	struct verbs_rq *rq = p;
+
+	g_mutex_clear(&rq->lock);
+	g_free(rq->ids);
+	g_free(rq);
+}
+
+/*
+ * Is @iwc, an error completion, a receive's? ibverbs leaves its opcode
+ * undefined. A CQ only receives complete on says so; otherwise the QP's
+ * receives, which complete in the order they were posted (RC, no SRQ),
+ * are matched by wr_id with the oldest one outstanding. A successful
+ * receive takes its entry off the same way.
+ */
+static bool recv_track(struct verbs_cq *c, const struct ibv_wc *iwc)
+{
+	struct verbs_dev *vd = to_vd(c->base.device);
+	bool ok = iwc->status == IBV_WC_SUCCESS, recv = false;
+	struct verbs_rq *rq;
+
+	if (ok && !(iwc->opcode & IBV_WC_RECV))
+		return false;
+	g_mutex_lock(&vd->qps_lock);
+	rq = vd->qps ? g_hash_table_lookup(vd->qps,
+					   GUINT_TO_POINTER(iwc->qp_num)) :
+		       NULL;
+	if (rq) {
+		g_mutex_lock(&rq->lock);
+		if (rq->len && (ok || rq->ids[rq->head] == iwc->wr_id)) {
+			rq->head = (rq->head + 1) % rq->cap;
+			rq->len--;
+			recv = true;
+		}
+		g_mutex_unlock(&rq->lock);
+		/* The last flushed receive of a destroyed QP. */
+		if (rq->dead && !rq->len)
+			g_hash_table_remove(vd->qps,
+					    GUINT_TO_POINTER(iwc->qp_num));
+	}
+	g_mutex_unlock(&vd->qps_lock);
+	if (!ok && !recv && g_atomic_int_get(&c->recv_qps) > 0 &&
+	    g_atomic_int_get(&c->send_qps) == 0)
+		recv = true;
+	return recv;
+}
+
 static int verbs_poll_cq(struct rnicpi_cq *cq, int n, struct rnicpi_wc *wc)
 {
 	struct verbs_cq *c = to_vcq(cq);
@@ -260,8 +306,12 @@ static int verbs_poll_cq(struct rnicpi_cq *cq, int n, struct rnicpi_wc *wc)
 
 		if (got < 0)
 			return done ? done : -EIO;
-		for (i = 0; i < got; i++)
+		for (i = 0; i < got; i++) {
 			verbs_wc_from_ibv(&iwc[i], &wc[done + i]);
+			if (recv_track(c, &iwc[i]) &&
+			    iwc[i].status != IBV_WC_SUCCESS)
+				wc[done + i].opcode = RNICPI_WC_RECV;
+		}
 		done += got;
 		if (got < want)
 			break;
@@ -437,6 +487,26 @@ static int verbs_create_qp(struct rnicpi_pd *pd,
 	attr->cap.max_recv_sge = ia.cap.max_recv_sge;
 	attr->cap.max_inline_data = ia.cap.max_inline_data;
 	q->vd = vd;
+	if (!attr->srq) {
+		q->rq = g_new0(struct verbs_rq, 1);
+		g_mutex_init(&q->rq->lock);
+		q->rq->cap = ia.cap.max_recv_wr + 1;
+		q->rq->ids = g_new(uint64_t, q->rq->cap);
+		g_mutex_lock(&vd->qps_lock);
+		if (!vd->qps)
+			vd->qps = g_hash_table_new_full(NULL, NULL, NULL,
+							verbs_rq_free);
+		/* A destroyed QP's of the same number goes. */
+		g_hash_table_replace(vd->qps,
+				     GUINT_TO_POINTER(q->qp->qp_num), q->rq);
+		g_mutex_unlock(&vd->qps_lock);
+	}
+	q->send_cq = to_vcq(attr->send_cq);
+	q->recv_cq = to_vcq(attr->recv_cq);
+	g_atomic_int_inc(&q->send_cq->send_qps);
+	g_atomic_int_inc(&q->recv_cq->recv_qps);
+	q->kind = VERBS_CM_KIND_QP;
+	q->has_srq = attr->srq != NULL;
 	q->base.pd = pd;
 	q->base.qp_num = q->qp->qp_num;
 	*out = &q->base;
@@ -504,10 +574,27 @@ static int verbs_query_qp(struct rnicpi_qp *qp, struct rnicpi_qp_attr *attr,
 static int verbs_destroy_qp(struct rnicpi_qp *qp)
 {
 	struct verbs_qp *q = to_vqp(qp);
-	int ret = ibv_destroy_qp(q->qp);
+	int ret;
 
+	/* Its rdma_cm id first: no connection event names it after this. */
+	verbs_cm_qp_release(q);
+	ret = ibv_destroy_qp(q->qp);
 	if (ret)
 		return neg(ret);
+	if (q->rq) {
+		/* Its receives still in a CQ (flushed) keep the record until
+		 * polled. */
+		g_mutex_lock(&q->vd->qps_lock);
+		g_mutex_lock(&q->rq->lock);
+		q->rq->dead = true;
+		g_mutex_unlock(&q->rq->lock);
+		if (!q->rq->len)
+			g_hash_table_remove(q->vd->qps,
+					    GUINT_TO_POINTER(q->base.qp_num));
+		g_mutex_unlock(&q->vd->qps_lock);
+	}
+	g_atomic_int_add(&q->send_cq->send_qps, -1);
+	g_atomic_int_add(&q->recv_cq->recv_qps, -1);
 	g_free(q);
 	return 0;
 }
@@ -540,10 +627,25 @@ static int verbs_post_recv(struct rnicpi_qp *qp,
 	struct ibv_recv_wr iwr, *ibad;
 	int ret;
 
+	struct verbs_qp *q = to_vqp(qp);
+
 	for (; wr; wr = wr->next) {
 		ret = recv_wr_to_ibv(wr, &iwr, sge);
-		if (!ret)
-			ret = ibv_post_recv(to_vqp(qp)->qp, &iwr, &ibad);
+		if (!ret) {
+			/* Posted and remembered in the same order. */
+			struct verbs_rq *rq = q->rq;
+
+			if (rq)
+				g_mutex_lock(&rq->lock);
+			ret = ibv_post_recv(q->qp, &iwr, &ibad);
+			if (rq && !ret && rq->len < rq->cap) {
+				rq->ids[(rq->head + rq->len) % rq->cap] =
+					wr->wr_id;
+				rq->len++;
+			}
+			if (rq)
+				g_mutex_unlock(&rq->lock);
+		}
 		if (ret) {
 			*bad = wr;
 			return ret < 0 ? ret : -ret;

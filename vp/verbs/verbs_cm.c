@@ -1,0 +1,767 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs_cm.c - connections of a verbs device through librdmacm
+ * (RNICPI_DEV_CAP_NATIVE_CM): listen, connect, accept, reject and
+ * disconnect in rdma_cm's TCP port space (RDMA_PS_TCP), so that the
+ * peer may be any rdma_cm application (rping) or hostrdma's own soft
+ * providers' MPA and IB CM.
+ *
+ * One event channel per device; its fd is watched by the device's engine
+ * beside the async fd, and every event is handled on that thread,
+ * acknowledged before the upcall (rdma_destroy_id waits for the
+ * acknowledgement of its events, and may be called by a core that holds
+ * its own locks while an upcall waits for them).
+ *
+ * QP ownership: the QP is RNICPI's, made by create_qp on the provider's
+ * own ibverbs context before any connection exists, so rdma_cm is never
+ * given it (rdma_create_qp would make a second QP on librdmacm's
+ * context). The id runs in librdmacm's "no QP" mode instead: the QP
+ * number travels in the conn param, and the provider moves the QP itself
+ * with the attributes rdma_init_qp_attr returns (INIT before connect and
+ * accept; RTR and RTS before accept and, on IB/RoCE, at CONNECT_RESPONSE,
+ * answered with rdma_establish). On iWARP the kernel's iw_cm finds the QP
+ * by number (device-wide) and moves it to RTS itself.
+ *
+ * Objects: a listener owns its rdma_cm id; a request (struct verbs_conn)
+ * owns the new id until conn_accept gives it to the QP or conn_reject
+ * destroys it; a QP owns the id of its connection until destroy_qp. An
+ * event on a request not answered yet (the peer gave up) is not reported:
+ * the request stays pending and its answer then fails (accept:
+ * -ECONNRESET) or is a no-op (reject).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "vp/verbs/verbs.h"
+
+#define container_of(ptr, type, member)                                     \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Resolution time-out when the consumer gives none. */
+#define VERBS_CM_RESOLVE_MS 5000
+
+/* rdma_cm's REJ reason for a consumer's reject (IBA's 28). */
+#define VERBS_IB_REJ_CONSUMER 28
+
+struct verbs_listener {
+	enum verbs_cm_kind kind;
+	struct rnicpi_listener base;
+	struct verbs_dev *vd;
+	struct rdma_cm_id *id;
+	int ref;	/* under vd->cm_lock: 1 + upcalls under way */
+	bool dead;
+};
+
+struct verbs_conn {
+	enum verbs_cm_kind kind;
+	struct rnicpi_conn base;
+	struct verbs_dev *vd;
+	struct rdma_cm_id *id;	/* NULL once answered */
+	bool in_upcall;		/* the REQUEST upcall runs */
+	bool answered;
+	bool peer_gone;
+};
+
+static struct verbs_dev *to_vd(struct rnicpi_device *d)
+{
+	return container_of(d, struct verbs_dev, rdev);
+}
+
+static struct verbs_qp *to_vqp(struct rnicpi_qp *q)
+{
+	return container_of(q, struct verbs_qp, base);
+}
+
+static int neg_errno(void)
+{
+	return errno ? -errno : -EIO;
+}
+
+static socklen_t sa_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					   sizeof(struct sockaddr_in);
+}
+
+static void copy_sa(struct sockaddr_storage *out, const struct sockaddr *sa)
+{
+	if (sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6))
+		memcpy(out, sa, sa_len(sa));
+}
+
+/* Is @id (bound or resolved) on @vd's ibverbs device and port? */
+static bool id_on_device(struct verbs_dev *vd, struct rdma_cm_id *id)
+{
+	return id->verbs && id->port_num == vd->port &&
+	       strcmp(ibv_get_device_name(id->verbs->device),
+		      ibv_get_device_name(vd->ctx->device)) == 0;
+}
+
+static const char *id_device_name(struct rdma_cm_id *id)
+{
+	return id->verbs ? ibv_get_device_name(id->verbs->device) : "none";
+}
+
+/* ------------------------------------------------------------------ */
+/* Moving our QP with rdma_cm's attributes                             */
+/* ------------------------------------------------------------------ */
+
+static int qp_move(struct verbs_qp *q, struct rdma_cm_id *id,
+		   enum ibv_qp_state state, uint32_t rd_atomic)
+{
+	struct ibv_qp_attr a;
+	int mask = 0, ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = state;
+	if (rdma_init_qp_attr(id, &a, &mask))
+		return neg_errno();
+	/* The access rights are the consumer's (IT-API's RDMA enables put
+	 * them on the QP at INIT), not rdma_cm's defaults. */
+	if (state == IBV_QPS_INIT) {
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp_attr cur;
+
+		if (ibv_query_qp(q->qp, &cur, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS,
+				 &ia) == 0 &&
+		    cur.qp_state != IBV_QPS_RESET)
+			a.qp_access_flags = cur.qp_access_flags;
+	}
+	/* librdmacm masks off bits IB rdma_ucm sets for RoCE only. */
+	if (q->vd->transport == RNICPI_TRANSPORT_IB)
+		mask &= ~0xe00000;
+	if (rd_atomic && state == IBV_QPS_RTR &&
+	    (mask & IBV_QP_MAX_DEST_RD_ATOMIC))
+		a.max_dest_rd_atomic = (uint8_t)MIN(rd_atomic, 255u);
+	if (rd_atomic && state == IBV_QPS_RTS && (mask & IBV_QP_MAX_QP_RD_ATOMIC))
+		a.max_rd_atomic = (uint8_t)MIN(rd_atomic, 255u);
+	ret = ibv_modify_qp(q->qp, &a, mask);
+	if (ret) {
+		errno = ret > 0 ? ret : errno;
+		return neg_errno();
+	}
+	return 0;
+}
+
+static int qp_to_rts(struct verbs_qp *q, struct rdma_cm_id *id, uint32_t ird,
+		     uint32_t ord)
+{
+	int err = qp_move(q, id, IBV_QPS_INIT, 0);
+
+	if (!err)
+		err = qp_move(q, id, IBV_QPS_RTR, ird);
+	if (!err)
+		err = qp_move(q, id, IBV_QPS_RTS, ord);
+	return err;
+}
+
+static void fill_conn_param(struct verbs_dev *vd, struct rdma_conn_param *cp,
+			    const void *pdata, uint32_t len, uint32_t ird,
+			    uint32_t ord, struct verbs_qp *q)
+{
+	memset(cp, 0, sizeof(*cp));
+	cp->private_data = len ? pdata : NULL;
+	cp->private_data_len = (uint8_t)len;
+	/* 0: the device's limit (librdmacm's "max" values). */
+	cp->responder_resources =
+		ird ? (uint8_t)MIN(ird, (uint32_t)vd->attr.max_qp_rd_atom) :
+		      RDMA_MAX_RESP_RES;
+	cp->initiator_depth =
+		ord ? (uint8_t)MIN(ord, (uint32_t)vd->attr.max_qp_init_rd_atom) :
+		      RDMA_MAX_INIT_DEPTH;
+	cp->retry_count = 7;
+	cp->rnr_retry_count = 7;
+	cp->qp_num = q->qp->qp_num;
+	cp->srq = q->has_srq;
+}
+
+/* ------------------------------------------------------------------ */
+/* Events                                                              */
+/* ------------------------------------------------------------------ */
+
+static void upcall(struct verbs_dev *vd, const struct rnicpi_conn_event *ev)
+{
+	if (vd->rdev.core && vd->rdev.core->conn_event)
+		vd->rdev.core->conn_event(&vd->rdev, ev);
+}
+
+static void ev_addrs(struct rnicpi_conn_event *out, struct rdma_cm_id *id)
+{
+	copy_sa(&out->local_addr, rdma_get_local_addr(id));
+	copy_sa(&out->remote_addr, rdma_get_peer_addr(id));
+}
+
+static void ev_pdata(struct rnicpi_conn_event *out, uint8_t *buf,
+		     const struct rdma_cm_event *ev)
+{
+	uint32_t len = ev->param.conn.private_data_len;
+
+	if (!ev->param.conn.private_data || !len)
+		return;
+	memcpy(buf, ev->param.conn.private_data, len);
+	out->private_data = buf;
+	out->private_data_len = len;
+}
+
+/* A peer's request on a listener of ours. Called with cm_lock held, the
+ * event not yet acknowledged; returns with both done. */
+static void handle_request(struct verbs_dev *vd, struct rdma_cm_event *ev)
+{
+	enum verbs_cm_kind *kind = ev->listen_id ? ev->listen_id->context :
+						   NULL;
+	struct rdma_cm_id *nid = ev->id;
+	struct rnicpi_conn_event out = { 0 };
+	struct verbs_listener *l = NULL;
+	struct verbs_conn *c;
+	uint8_t pdata[256];
+	bool free_l, free_c;
+
+	if (kind && *kind == VERBS_CM_KIND_LISTENER)
+		l = container_of(kind, struct verbs_listener, kind);
+	if (!l || l->dead || !id_on_device(vd, nid)) {
+		g_mutex_unlock(&vd->cm_lock);
+		g_info("%s: a connection request %s; refused", vd->rdev.name,
+		       !l || l->dead ? "for a listener that is gone" :
+				       "that arrived on another device");
+		rdma_ack_cm_event(ev);
+		rdma_reject(nid, NULL, 0);
+		rdma_destroy_id(nid);
+		return;
+	}
+	c = g_new0(struct verbs_conn, 1);
+	c->kind = VERBS_CM_KIND_CONN;
+	c->vd = vd;
+	c->id = nid;
+	c->base.device = &vd->rdev;
+	c->in_upcall = true;
+	nid->context = &c->kind;
+	l->ref++;
+	out.type = RNICPI_CONN_REQUEST;
+	out.conn = &c->base;
+	out.listener = &l->base;
+	ev_pdata(&out, pdata, ev);
+	out.ird = ev->param.conn.responder_resources;
+	out.ord = ev->param.conn.initiator_depth;
+	ev_addrs(&out, nid);
+	g_mutex_unlock(&vd->cm_lock);
+	rdma_ack_cm_event(ev);
+
+	upcall(vd, &out);
+
+	g_mutex_lock(&vd->cm_lock);
+	c->in_upcall = false;
+	free_c = c->answered;
+	free_l = --l->ref == 0;
+	g_mutex_unlock(&vd->cm_lock);
+	if (free_c)
+		g_free(c);
+	if (free_l)
+		g_free(l);
+}
+
+/* An event on a request not answered yet: the peer gave up. */
+static void handle_conn_event(struct verbs_dev *vd, struct verbs_conn *c,
+			      struct rdma_cm_event *ev)
+{
+	struct verbs_cm_map m = verbs_cm_event(ev->event);
+
+	if (m.type != VERBS_CM_IGNORE && m.type != RNICPI_CONN_ESTABLISHED)
+		c->peer_gone = true;
+	g_mutex_unlock(&vd->cm_lock);
+	g_debug("%s: %s on a request not answered yet", vd->rdev.name,
+		rdma_event_str(ev->event));
+	rdma_ack_cm_event(ev);
+}
+
+/* The steps of the initiator's set-up, and the answer at IB's
+ * CONNECT_RESPONSE. 0, or the status of the ERROR to report. */
+static int active_step(struct verbs_qp *q, struct rdma_cm_id *id,
+		       enum rdma_cm_event_type type)
+{
+	struct verbs_dev *vd = q->vd;
+	struct rdma_conn_param cp;
+	int err;
+
+	switch (type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (!id_on_device(vd, id)) {
+			g_info("%s: QP %u: the destination is reached through %s port %u, not this device",
+			       vd->rdev.name, q->base.qp_num,
+			       id_device_name(id), id->port_num);
+			return -ENETUNREACH;
+		}
+		if (rdma_resolve_route(id, (int)q->cm_timeout_ms))
+			return neg_errno();
+		return 0;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		err = qp_move(q, id, IBV_QPS_INIT, 0);
+		if (err) {
+			g_info("%s: QP %u to INIT for the connection: %s",
+			       vd->rdev.name, q->base.qp_num,
+			       g_strerror(-err));
+			return err;
+		}
+		fill_conn_param(vd, &cp, q->cm_pdata, q->cm_pdata_len,
+				q->cm_ird, q->cm_ord, q);
+		if (rdma_connect(id, &cp))
+			return neg_errno();
+		return 0;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		/* INIT again first: before the request went out the id had
+		 * no IB CM id, and rdma_cm's INIT attributes then grant no
+		 * remote access (librdmacm does the same). */
+		err = qp_to_rts(q, id, q->cm_ird, q->cm_ord);
+		if (err) {
+			g_info("%s: QP %u to RTR/RTS at the reply: %s",
+			       vd->rdev.name, q->base.qp_num,
+			       g_strerror(-err));
+			rdma_reject(id, NULL, 0);
+			return err;
+		}
+		if (rdma_establish(id))
+			return neg_errno();
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static void handle_qp_event(struct verbs_dev *vd, struct verbs_qp *q,
+			    struct rdma_cm_event *ev)
+{
+	struct verbs_cm_map m = verbs_cm_event(ev->event);
+	struct rnicpi_conn_event out = { 0 };
+	struct rdma_cm_id *id = q->cm_id;
+	enum rdma_cm_event_type type = ev->event;
+	uint8_t pdata[256];
+	bool was_established = q->cm_established, answer_close = false;
+	int otype = m.type, err;
+
+	vd->cm_busy = q;
+	out.qp = &q->base;
+	out.status = m.status;
+	ev_pdata(&out, pdata, ev);
+	out.ird = ev->param.conn.responder_resources;
+	out.ord = ev->param.conn.initiator_depth;
+	switch (type) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		q->cm_established = true;
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		/* IB: only a consumer's REJ is the peer refusing; others
+		 * (no listener: invalid service ID, time-outs) mean that
+		 * nobody took the request. */
+		if (vd->transport != RNICPI_TRANSPORT_IWARP &&
+		    ev->status != VERBS_IB_REJ_CONSUMER) {
+			otype = RNICPI_CONN_ERROR;
+			out.status = -ECONNREFUSED;
+		}
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* The peer's DREQ (IB) is answered with our DREP, as an
+		 * rdma_cm application answers it with rdma_disconnect; the
+		 * QP stops first. Where we closed, this finds nothing to do. */
+		answer_close = type == RDMA_CM_EVENT_DISCONNECTED;
+		q->cm_established = false;
+		if (!was_established) {
+			otype = RNICPI_CONN_ERROR;
+			out.status = m.status ? m.status : -ECONNRESET;
+		}
+		break;
+	default:
+		break;
+	}
+	g_mutex_unlock(&vd->cm_lock);
+	rdma_ack_cm_event(ev);
+
+	g_debug("%s: QP %u: %s (status %d)", vd->rdev.name, q->base.qp_num,
+		rdma_event_str(type), ev->status);
+	if (answer_close) {
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+
+		if (vd->transport != RNICPI_TRANSPORT_IWARP)
+			ibv_modify_qp(q->qp, &qa, IBV_QP_STATE);
+		rdma_disconnect(id); /* EINVAL when it was ours: fine */
+	}
+	if (m.type == VERBS_CM_STEP) {
+		err = active_step(q, id, type);
+		if (err) {
+			otype = RNICPI_CONN_ERROR;
+			out.status = err;
+		} else if (type == RDMA_CM_EVENT_CONNECT_RESPONSE) {
+			/* IB's REP answered with RTU: connected. */
+			g_mutex_lock(&vd->cm_lock);
+			q->cm_established = true;
+			g_mutex_unlock(&vd->cm_lock);
+			otype = RNICPI_CONN_ESTABLISHED;
+		} else {
+			otype = VERBS_CM_IGNORE;
+		}
+	}
+	if (otype != VERBS_CM_IGNORE && otype != VERBS_CM_STEP) {
+		out.type = (enum rnicpi_conn_event_type)otype;
+		if (otype == RNICPI_CONN_ESTABLISHED ||
+		    otype == RNICPI_CONN_REJECTED)
+			ev_addrs(&out, id);
+		upcall(vd, &out);
+	}
+	g_mutex_lock(&vd->cm_lock);
+	vd->cm_busy = NULL;
+	g_cond_broadcast(&vd->cm_cond);
+	g_mutex_unlock(&vd->cm_lock);
+}
+
+static void handle_event(struct verbs_dev *vd, struct rdma_cm_event *ev)
+{
+	enum verbs_cm_kind *kind;
+
+	g_mutex_lock(&vd->cm_lock);
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		handle_request(vd, ev);
+		return;
+	}
+	kind = ev->id ? ev->id->context : NULL;
+	if (kind && *kind == VERBS_CM_KIND_QP) {
+		handle_qp_event(vd, container_of(kind, struct verbs_qp, kind),
+				ev);
+		return;
+	}
+	if (kind && *kind == VERBS_CM_KIND_CONN) {
+		handle_conn_event(vd,
+				  container_of(kind, struct verbs_conn, kind),
+				  ev);
+		return;
+	}
+	g_mutex_unlock(&vd->cm_lock);
+	g_debug("%s: %s for an id with nothing attached", vd->rdev.name,
+		rdma_event_str(ev->event));
+	rdma_ack_cm_event(ev);
+}
+
+static bool cm_dispatch(struct rnicpi_source *src, uint32_t events)
+{
+	struct verbs_dev *vd = container_of(src, struct verbs_dev, cm_src);
+	struct rdma_cm_event *ev;
+
+	(void)events;
+	while (rdma_get_cm_event(vd->cm_ch, &ev) == 0)
+		handle_event(vd, ev);
+	return false;
+}
+
+void verbs_cm_open(struct verbs_dev *vd)
+{
+	int fl, err;
+
+	g_mutex_init(&vd->cm_lock);
+	g_cond_init(&vd->cm_cond);
+	vd->cm_ch = rdma_create_event_channel();
+	if (!vd->cm_ch) {
+		g_info("%s: no rdma_cm event channel (%s): the device makes no connections",
+		       vd->rdev.name, g_strerror(errno));
+		return;
+	}
+	fl = fcntl(vd->cm_ch->fd, F_GETFL);
+	if (fl < 0 || fcntl(vd->cm_ch->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		err = neg_errno();
+	else {
+		vd->cm_src.dispatch = cm_dispatch;
+		err = rnicpi_engine_add(&vd->engine, vd->cm_ch->fd,
+					&vd->cm_src, EPOLLIN);
+	}
+	if (err) {
+		g_info("%s: cannot watch the rdma_cm event channel: %s",
+		       vd->rdev.name, g_strerror(-err));
+		rdma_destroy_event_channel(vd->cm_ch);
+		vd->cm_ch = NULL;
+	}
+}
+
+void verbs_cm_close(struct verbs_dev *vd)
+{
+	if (vd->cm_ch) {
+		rnicpi_engine_del(&vd->engine, vd->cm_ch->fd);
+		rdma_destroy_event_channel(vd->cm_ch);
+		vd->cm_ch = NULL;
+	}
+	g_cond_clear(&vd->cm_cond);
+	g_mutex_clear(&vd->cm_lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Device ops                                                          */
+/* ------------------------------------------------------------------ */
+
+static int verbs_cm_listen(struct rnicpi_device *d, const struct sockaddr *addr,
+			   int backlog, void *core_ctx,
+			   struct rnicpi_listener **out)
+{
+	struct verbs_dev *vd = to_vd(d);
+	struct verbs_listener *l;
+	int err;
+
+	if (!vd->cm_ch)
+		return -EOPNOTSUPP;
+	if (!addr || (addr->sa_family != AF_INET &&
+		      addr->sa_family != AF_INET6))
+		return -EAFNOSUPPORT;
+	l = g_new0(struct verbs_listener, 1);
+	l->kind = VERBS_CM_KIND_LISTENER;
+	l->vd = vd;
+	l->ref = 1;
+	l->base.device = d;
+	l->base.core_ctx = core_ctx;
+	if (rdma_create_id(vd->cm_ch, &l->id, &l->kind, RDMA_PS_TCP)) {
+		err = neg_errno();
+		g_free(l);
+		return err;
+	}
+	if (rdma_bind_addr(l->id, (struct sockaddr *)addr)) {
+		err = neg_errno();
+		goto fail;
+	}
+	if (!id_on_device(vd, l->id)) {
+		g_info("%s: the address to listen on belongs to %s, not this device",
+		       d->name, id_device_name(l->id));
+		err = -EADDRNOTAVAIL;
+		goto fail;
+	}
+	if (rdma_listen(l->id, backlog > 0 ? backlog : 64)) {
+		err = neg_errno();
+		goto fail;
+	}
+	l->base.port = ntohs(rdma_get_src_port(l->id));
+	*out = &l->base;
+	return 0;
+fail:
+	rdma_destroy_id(l->id);
+	g_free(l);
+	return err;
+}
+
+static int verbs_cm_listen_destroy(struct rnicpi_listener *rl)
+{
+	struct verbs_listener *l = container_of(rl, struct verbs_listener,
+						 base);
+	struct verbs_dev *vd = l->vd;
+	bool free_l;
+
+	g_mutex_lock(&vd->cm_lock);
+	l->dead = true;
+	g_mutex_unlock(&vd->cm_lock);
+	/* Waits for its events to be acknowledged, which the engine does
+	 * before each upcall. */
+	rdma_destroy_id(l->id);
+	g_mutex_lock(&vd->cm_lock);
+	free_l = --l->ref == 0;
+	g_mutex_unlock(&vd->cm_lock);
+	if (free_l)
+		g_free(l);
+	return 0;
+}
+
+static int verbs_cm_connect(struct rnicpi_qp *qp, const struct sockaddr *src,
+			    const struct sockaddr *dst,
+			    const struct rnicpi_conn_param *param)
+{
+	struct verbs_qp *q = to_vqp(qp);
+	struct verbs_dev *vd = q->vd;
+	uint32_t len = param ? param->private_data_len : 0;
+	struct rdma_cm_id *id;
+	int err;
+
+	if (!vd->cm_ch)
+		return -EOPNOTSUPP;
+	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
+		return -EAFNOSUPPORT;
+	if (len > verbs_cm_pdata_max(vd->transport, VERBS_PDATA_CONNECT))
+		return -EMSGSIZE;
+	if (rdma_create_id(vd->cm_ch, &id, NULL, RDMA_PS_TCP))
+		return neg_errno();
+	g_mutex_lock(&vd->cm_lock);
+	if (q->cm_id) {
+		g_mutex_unlock(&vd->cm_lock);
+		rdma_destroy_id(id);
+		return -EBUSY;
+	}
+	q->cm_id = id;
+	q->cm_established = false;
+	if (len)
+		memcpy(q->cm_pdata, param->private_data, len);
+	q->cm_pdata_len = (uint8_t)len;
+	q->cm_ird = param ? param->ird : 0;
+	q->cm_ord = param ? param->ord : 0;
+	q->cm_timeout_ms = param && param->timeout_ms ?
+				   MIN(param->timeout_ms, 600000u) :
+				   VERBS_CM_RESOLVE_MS;
+	id->context = &q->kind;
+	g_mutex_unlock(&vd->cm_lock);
+	if (rdma_resolve_addr(id,
+			      src && src->sa_family != AF_UNSPEC ?
+				      (struct sockaddr *)src :
+				      NULL,
+			      (struct sockaddr *)dst, (int)q->cm_timeout_ms)) {
+		err = neg_errno();
+		verbs_cm_qp_release(q);
+		return err;
+	}
+	return 0;
+}
+
+static int verbs_conn_accept(struct rnicpi_conn *rc, struct rnicpi_qp *qp,
+			     const struct rnicpi_conn_param *param)
+{
+	struct verbs_conn *c = container_of(rc, struct verbs_conn, base);
+	struct verbs_qp *q = to_vqp(qp);
+	struct verbs_dev *vd = c->vd;
+	uint32_t len = param ? param->private_data_len : 0;
+	uint32_t ird = param ? param->ird : 0, ord = param ? param->ord : 0;
+	struct rdma_conn_param cp;
+	struct rdma_cm_id *id;
+	bool free_c, gone;
+	int err;
+
+	g_mutex_lock(&vd->cm_lock);
+	if (c->answered) {
+		g_mutex_unlock(&vd->cm_lock);
+		return -EINVAL;
+	}
+	id = c->id;
+	gone = c->peer_gone;
+	c->id = NULL;
+	c->answered = true;
+	free_c = !c->in_upcall;
+	if (!gone && !q->cm_id && q->vd == vd) {
+		q->cm_id = id;
+		q->cm_established = false;
+		id->context = &q->kind;
+		id = NULL;
+	}
+	g_mutex_unlock(&vd->cm_lock);
+	if (free_c)
+		g_free(c);
+	if (id) {
+		/* Not taken by the QP: refused. */
+		err = gone ? -ECONNRESET : q->vd != vd ? -EXDEV : -EBUSY;
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return err;
+	}
+	if (len > verbs_cm_pdata_max(vd->transport, VERBS_PDATA_ACCEPT)) {
+		err = -EMSGSIZE;
+		goto fail;
+	}
+	err = qp_to_rts(q, q->cm_id, ird, ord);
+	if (err) {
+		g_info("%s: QP %u to RTS for the accept: %s", vd->rdev.name,
+		       q->base.qp_num, g_strerror(-err));
+		goto fail;
+	}
+	fill_conn_param(vd, &cp, param ? param->private_data : NULL, len, ird,
+			ord, q);
+	if (rdma_accept(q->cm_id, &cp)) {
+		err = neg_errno();
+		goto fail;
+	}
+	return 0;
+fail:
+	rdma_reject(q->cm_id, NULL, 0);
+	verbs_cm_qp_release(q);
+	return err;
+}
+
+static int verbs_conn_reject(struct rnicpi_conn *rc, const void *pdata,
+			     uint32_t len)
+{
+	struct verbs_conn *c = container_of(rc, struct verbs_conn, base);
+	struct verbs_dev *vd = c->vd;
+	struct rdma_cm_id *id;
+	bool free_c, gone;
+	int err = 0;
+
+	g_mutex_lock(&vd->cm_lock);
+	if (c->answered) {
+		g_mutex_unlock(&vd->cm_lock);
+		return -EINVAL;
+	}
+	id = c->id;
+	gone = c->peer_gone;
+	c->id = NULL;
+	c->answered = true;
+	free_c = !c->in_upcall;
+	g_mutex_unlock(&vd->cm_lock);
+	if (free_c)
+		g_free(c);
+	if (len > verbs_cm_pdata_max(vd->transport, VERBS_PDATA_REJECT)) {
+		len = 0;
+		err = -EMSGSIZE;
+	}
+	if (!gone && rdma_reject(id, len ? pdata : NULL, (uint8_t)len))
+		err = neg_errno();
+	rdma_destroy_id(id);
+	return err;
+}
+
+static int verbs_cm_disconnect(struct rnicpi_qp *qp, int abortive)
+{
+	struct verbs_qp *q = to_vqp(qp);
+	struct verbs_dev *vd = q->vd;
+	struct ibv_qp_attr a;
+	struct rdma_cm_id *id;
+
+	g_mutex_lock(&vd->cm_lock);
+	id = q->cm_id;
+	g_mutex_unlock(&vd->cm_lock);
+	if (!id)
+		return -ENOTCONN;
+	/* What librdmacm does for a QP it owns: IB stops at ERR, iWARP
+	 * closes gracefully from SQD (the kernel's CLOSING). */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = abortive || vd->transport != RNICPI_TRANSPORT_IWARP ?
+			     IBV_QPS_ERR :
+			     IBV_QPS_SQD;
+	if (ibv_modify_qp(q->qp, &a, IBV_QP_STATE) && !abortive) {
+		a.qp_state = IBV_QPS_ERR;
+		ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+	}
+	if (rdma_disconnect(id) && !abortive)
+		return neg_errno();
+	return 0;
+}
+
+void verbs_cm_qp_release(struct verbs_qp *q)
+{
+	struct verbs_dev *vd = q->vd;
+	struct rdma_cm_id *id;
+
+	if (!vd->cm_ch)
+		return;
+	g_mutex_lock(&vd->cm_lock);
+	while (vd->cm_busy == q && !rnicpi_engine_on_thread(&vd->engine))
+		g_cond_wait(&vd->cm_cond, &vd->cm_lock);
+	id = q->cm_id;
+	q->cm_id = NULL;
+	q->cm_established = false;
+	if (id)
+		id->context = NULL;
+	g_mutex_unlock(&vd->cm_lock);
+	if (id)
+		rdma_destroy_id(id);
+}
+
+void verbs_cm_fill_ops(struct rnicpi_device_ops *ops)
+{
+	ops->cm_listen = verbs_cm_listen;
+	ops->cm_listen_destroy = verbs_cm_listen_destroy;
+	ops->cm_connect = verbs_cm_connect;
+	ops->cm_disconnect = verbs_cm_disconnect;
+	ops->conn_accept = verbs_conn_accept;
+	ops->conn_reject = verbs_conn_reject;
+}
