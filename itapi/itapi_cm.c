@@ -400,6 +400,11 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	    ia->transport == RNICPI_TRANSPORT_IWARP)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
 			       "three-way handshake: iWARP's MPA has no step for the active side's acceptance");
+	/* librdmacm sends the RTU itself when the REP arrives. */
+	if ((cn_est_flags & IT_CONNECT_FLAG_THREE_WAY) &&
+	    (ia->attr.caps & RNICPI_DEV_CAP_NATIVE_CM))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
+			       "three-way handshake: this device's connections run through librdmacm, which answers the REP itself");
 	/* Suppression is MPA without its IRD/ORD header; the InfiniBand
 	 * CM's REQ carries them in fields of its own, always. */
 	if ((cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD) &&

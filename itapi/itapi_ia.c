@@ -474,7 +474,16 @@ static void fill_spigot(struct itapi_ia *ia, size_t id, it_spigot_info_t *s)
 		s->max_ud_send_len = pa.active_mtu ?
 					     256u << (pa.active_mtu - 1) :
 					     0;
-	if (ia->transport == RNICPI_TRANSPORT_IWARP) {
+	if (ia->attr.caps & RNICPI_DEV_CAP_NATIVE_CM) {
+		/* librdmacm: its TCP port space (on IB/RoCE as service IDs
+		 * 0x0106 << 16 + port too); no listener for one peer port. */
+		it_conn_qual_type_t q = IT_IANA_PORT;
+
+		if (ia->transport != RNICPI_TRANSPORT_IWARP)
+			q = (it_conn_qual_type_t)(q | IT_IB_SERVICEID);
+		s->passive_side_conn_qual = q;
+		s->active_side_conn_qual = q;
+	} else if (ia->transport == RNICPI_TRANSPORT_IWARP) {
 		s->active_side_conn_qual = IT_IANA_PORT | IT_IANA_LR_PORT;
 		s->passive_side_conn_qual = IT_IANA_PORT | IT_IANA_LR_PORT;
 	} else {
@@ -567,7 +576,10 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 	/* The InfiniBand CM holds the RTU for the active consumer; MPA has
 	 * no such step. */
 	info->three_way_handshake_support =
-		ia->transport == RNICPI_TRANSPORT_IWARP ? IT_FALSE : IT_TRUE;
+		ia->transport == RNICPI_TRANSPORT_IWARP ||
+				(a->caps & RNICPI_DEV_CAP_NATIVE_CM) ?
+			IT_FALSE :
+			IT_TRUE;
 	info->connect_private_data_len = pdata_cap(ia, CM_PDATA_CONNECT);
 	info->accept_private_data_len = pdata_cap(ia, CM_PDATA_ACCEPT);
 	info->reject_private_data_len = pdata_cap(ia, CM_PDATA_REJECT);

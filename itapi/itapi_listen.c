@@ -174,6 +174,9 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 		    !(ia->attr.caps & RNICPI_DEV_CAP_GSI))
 			return IT_FAIL(&ia->obj, IT_ERR_INVALID_CONN_QUAL,
 				       "IT_IANA_LR_PORT: this IA has no InfiniBand CM port space");
+		if (ia->attr.caps & RNICPI_DEV_CAP_NATIVE_CM)
+			return IT_FAIL(&ia->obj, IT_ERR_INVALID_CONN_QUAL,
+				       "IT_IANA_LR_PORT: this device's listeners run through librdmacm, which listens on a port for every peer");
 		rport = ntohs(conn_qual->conn_qual.lr_port.remote);
 		if (!rport)
 			return IT_FAIL(&ia->obj, IT_ERR_INVALID_CONN_QUAL,
