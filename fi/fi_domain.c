@@ -43,7 +43,9 @@ static int hfi_mr_reg(struct fid *fid, const void *buf, size_t len,
 	struct hfi_mr *mr;
 	it_status_t st;
 
-	if (!buf || !len || flags)
+	/* libfabric's utility providers pass flags of their own in the
+	 * provider-specific bits (ofi_rxm: "no cache"): nothing for us. */
+	if (!buf || !len || (flags & ~(UINT64_C(0xf) << 60)))
 		return -FI_EINVAL;
 	if (!dom->virt_addr && offset)
 		return -FI_EINVAL;	/* offsets start at 0 (relative mode) */
@@ -456,10 +458,15 @@ static int hfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		return -FI_ENOSYS;
 	cq = g_new0(struct hfi_cq, 1);
 	cq->fd = -1;
-	st = it_evd_create(dom->fab->ia, IT_DTO_EVENT_STREAM,
-			   wait == FI_WAIT_FD ? IT_EVD_CREATE_FD : 0, size,
-			   IT_THRESHOLD_DISABLE, NULL, &cq->evd,
-			   wait == FI_WAIT_FD ? &cq->fd : NULL);
+	/* A larger queue than the device has: the largest it has (the
+	 * size is a hint, fi_cq(3)); ofi_rxm asks for many entries. */
+	do {
+		st = it_evd_create(dom->fab->ia, IT_DTO_EVENT_STREAM,
+				   wait == FI_WAIT_FD ? IT_EVD_CREATE_FD : 0,
+				   size, IT_THRESHOLD_DISABLE, NULL, &cq->evd,
+				   wait == FI_WAIT_FD ? &cq->fd : NULL);
+		size /= 2;
+	} while (st == IT_ERR_RESOURCE_QUEUE_SIZE && size >= 64);
 	if (st != IT_SUCCESS) {
 		g_free(cq);
 		return hfi_status_to_fi(st);
