@@ -107,6 +107,13 @@ int hfi_ia_address(it_ia_handle_t ia, int family, struct sockaddr_storage *ss)
 		for (size_t i = 0; i < sp->num_net_addr && ret; i++) {
 			it_net_addr_t *na = &sp->net_addr[i];
 
+			bool v6 = na->addr_type == IT_IPV6 ||
+				  na->addr_type == IT_IB_GID;
+			bool mapped = v6 &&
+				      IN6_IS_ADDR_V4MAPPED(&na->addr.ipv6);
+
+			/* RoCE names its addresses as GIDs: an IPv4 one
+			 * is v4-mapped (IBA A17.8). */
 			memset(ss, 0, sizeof(*ss));
 			if (family == AF_INET && na->addr_type == IT_IPV4) {
 				struct sockaddr_in *in = (void *)ss;
@@ -114,9 +121,15 @@ int hfi_ia_address(it_ia_handle_t ia, int family, struct sockaddr_storage *ss)
 				in->sin_family = AF_INET;
 				in->sin_addr = na->addr.ipv4;
 				ret = 0;
-			} else if (family == AF_INET6 &&
-				   na->addr_type == IT_IPV6 &&
-				   !IN6_IS_ADDR_V4MAPPED(&na->addr.ipv6)) {
+			} else if (family == AF_INET && mapped) {
+				struct sockaddr_in *in = (void *)ss;
+
+				in->sin_family = AF_INET;
+				memcpy(&in->sin_addr,
+				       &na->addr.ipv6.s6_addr[12], 4);
+				ret = 0;
+			} else if (family == AF_INET6 && v6 && !mapped &&
+				   !IN6_IS_ADDR_LINKLOCAL(&na->addr.ipv6)) {
 				struct sockaddr_in6 *in6 = (void *)ss;
 
 				in6->sin6_family = AF_INET6;

@@ -7,7 +7,8 @@
  * endpoints in this process. The provider is loaded by libfabric from
  * FI_PROVIDER_PATH (the build tree's fi/.libs).
  *
- *   tests/check-fi            CK_RUN_CASE=name for one case
+ *   tests/check-fi            CK_RUN_CASE=name for one case,
+ *                             CHECK_FI_DEVICE=rxe_lo for soft-RoCE
  */
 #include "config.h"
 
@@ -27,6 +28,10 @@
 #include <rdma/fi_rma.h>
 
 #define FIV FI_VERSION(1, 17)
+
+/* The device: siw_lo, or CHECK_FI_DEVICE (rxe_lo: both ends in this
+ * process, as soft-RoCE's port is one process's). */
+static const char *dev = "siw_lo";
 #define TIMEOUT_MS 5000
 
 static struct fi_info *base_hints(void)
@@ -54,10 +59,13 @@ START_TEST(getinfo_hints)
 	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
 	for (fi = info; fi; fi = fi->next, n++) {
 		ck_assert_str_eq(fi->fabric_attr->prov_name, "hostrdma");
-		ck_assert_str_eq(fi->domain_attr->name, "siw_lo");
-		ck_assert_str_eq(fi->fabric_attr->name, "siw_lo");
+		ck_assert_str_eq(fi->domain_attr->name, dev);
+		ck_assert_str_eq(fi->fabric_attr->name, dev);
 		ck_assert_int_eq(fi->ep_attr->type, FI_EP_MSG);
-		ck_assert_int_eq(fi->ep_attr->protocol, FI_PROTO_IWARP);
+		ck_assert_int_eq(fi->ep_attr->protocol,
+				 strncmp(dev, "rxe", 3) ?
+					 FI_PROTO_IWARP :
+					 FI_PROTO_RDMA_CM_IB_RC);
 		ck_assert_int_eq(fi->addr_format, FI_SOCKADDR_IN);
 		ck_assert(fi->caps & FI_MSG);
 		ck_assert(fi->caps & FI_RMA);
@@ -97,7 +105,7 @@ START_TEST(getinfo_hints)
 	h->addr_format = FI_SOCKADDR_IN;
 
 	/* The device's name selects it; another name selects nothing. */
-	h->domain_attr->name = strdup("siw_lo");
+	h->domain_attr->name = strdup(dev);
 	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
 	fi_freeinfo(info);
 	free(h->domain_attr->name);
@@ -575,8 +583,9 @@ START_TEST(rma_remote_access_error)
 }
 END_TEST
 
-/* A Write past the end of the region: nothing lands, the target tears
- * the connection down (FI_SHUTDOWN), a later request fails. */
+/* A Write past the end of the region: nothing lands; on iWARP the target
+ * tears the connection down (FI_SHUTDOWN), on RoCE the Write fails with
+ * FI_EACCES. */
 START_TEST(rma_out_of_range)
 {
 	static char target[1024], src[512];
@@ -597,11 +606,22 @@ START_TEST(rma_out_of_range)
 	ck_assert_int_eq(fi_write(p.cep, src, 512, fi_mr_desc(smr), 0,
 				  (uintptr_t)target + 1000, fi_mr_key(tmr),
 				  &ctx), 0);
-	/* Locally complete (on the wire) or failed: either way... */
-	(void)cq_wait(p.ccq, &e);
-	/* ...the connection goes down, */
-	ck_assert_int_eq(eq_wait(&p, &event, &ev, sizeof(ev)), sizeof(ev));
-	ck_assert_uint_eq(event, FI_SHUTDOWN);
+	if (strncmp(dev, "rxe", 3)) {
+		/* iWARP: complete once on the wire; the target's Terminate
+		 * takes the connection down. */
+		ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+		ck_assert_int_eq(eq_wait(&p, &event, &ev, sizeof(ev)),
+				 sizeof(ev));
+		ck_assert_uint_eq(event, FI_SHUTDOWN);
+	} else {
+		struct fi_cq_err_entry err = { 0 };
+
+		/* RoCE: the target's NAK fails the Write itself. */
+		ck_assert_int_eq(cq_wait(p.ccq, &e), -FI_EAVAIL);
+		ck_assert_int_eq(fi_cq_readerr(p.ccq, &err, 0), 1);
+		ck_assert_ptr_eq(err.op_context, &ctx);
+		ck_assert_int_eq(err.err, FI_EACCES);
+	}
 	/* and not a byte landed. */
 	for (size_t i = 0; i < sizeof(target); i++)
 		ck_assert_int_eq(target[i], 0x5a);
@@ -712,6 +732,51 @@ START_TEST(conn_shutdown)
 }
 END_TEST
 
+/* The peer's endpoint goes away without fi_shutdown (as when its process
+ * dies and the kernel closes its socket): FI_SHUTDOWN here, the posted
+ * receive flushed, a later send refused or failed. */
+START_TEST(conn_peer_gone)
+{
+	static char rbuf[64], sbuf[64];
+	struct fi_eq_cm_entry ev;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = { 0 };
+	struct fid_mr *rmr, *smr;
+	uint32_t event;
+	int ctx, ctx_s;
+	ssize_t n;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	connect_pair(&p, FI_WAIT_NONE);
+	rmr = reg(&p, rbuf, sizeof(rbuf), FI_RECV);
+	smr = reg(&p, sbuf, sizeof(sbuf), FI_SEND);
+	ck_assert_int_eq(fi_recv(p.cep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx), 0);
+	ck_assert_int_eq(fi_close(&p.sep->fid), 0);
+	p.sep = NULL;
+	ck_assert_int_eq(eq_wait(&p, &event, &ev, sizeof(ev)), sizeof(ev));
+	ck_assert_uint_eq(event, FI_SHUTDOWN);
+	ck_assert_ptr_eq(ev.fid, &p.cep->fid);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), -FI_EAVAIL);
+	ck_assert_int_eq(fi_cq_readerr(p.ccq, &err, 0), 1);
+	ck_assert_ptr_eq(err.op_context, &ctx);
+	ck_assert_int_eq(err.err, FI_ECANCELED);
+	n = fi_send(p.cep, sbuf, 8, fi_mr_desc(smr), 0, &ctx_s);
+	if (n == 0) {
+		ck_assert_int_eq(cq_wait(p.ccq, &e), -FI_EAVAIL);
+		ck_assert_int_eq(fi_cq_readerr(p.ccq, &err, 0), 1);
+		ck_assert_ptr_eq(err.op_context, &ctx_s);
+	} else {
+		ck_assert_int_eq(n, -FI_EOPBADSTATE);
+	}
+	fi_close(&rmr->fid);
+	fi_close(&smr->fid);
+	close_pair(&p);
+}
+END_TEST
+
 /* ---- wait objects ------------------------------------------------------- */
 
 START_TEST(cq_wait_fd)
@@ -773,6 +838,7 @@ static Suite *fi_suite(void)
 	CASE(conn_refused);
 	CASE(conn_rejected);
 	CASE(conn_shutdown);
+	CASE(conn_peer_gone);
 	CASE(cq_wait_fd);
 #undef CASE
 	return s;
@@ -783,10 +849,13 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
+	if (getenv("CHECK_FI_DEVICE"))
+		dev = getenv("CHECK_FI_DEVICE");
 	/* Before libfabric reads them (its first fi_getinfo). */
 	setenv("FI_PROVIDER_PATH", FI_PROVIDER_DIR, 1);
-	setenv("HOSTRDMA_PROVIDER_PATH", SIW_PROVIDER_DIR, 1);
-	setenv("HOSTRDMA_DEVICES", "siw_lo", 1);
+	setenv("HOSTRDMA_PROVIDER_PATH",
+	       SIW_PROVIDER_DIR ":" RXE_PROVIDER_DIR, 1);
+	setenv("HOSTRDMA_DEVICES", dev, 1);
 	setenv("HOSTRDMA_CONF", "", 1);
 	setenv("HOSTRDMA_CM_TIMEOUT_MS", "2000", 1);
 	unsetenv("FI_PROVIDER");
