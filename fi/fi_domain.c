@@ -205,7 +205,7 @@ static int hfi_cq_convert(struct hfi_cq *cq, const it_event_t *ev, void *out)
 		g_queue_push_tail(&cq->errors, ce);
 		g_mutex_unlock(&cq->lock);
 		ret = -FI_EAVAIL;
-	} else if (req->report) {
+	} else if (req->report && !req->ep->closed) {
 		struct fi_cq_tagged_entry *e = out;
 
 		memset(e, 0, entry_size(cq->format));
@@ -219,13 +219,7 @@ static int hfi_cq_convert(struct hfi_cq *cq, const it_event_t *ev, void *out)
 			e->buf = recv ? req->buf : NULL;
 		ret = 1;
 	}
-	if (req->inject_slot >= 0) {
-		struct hfi_ep *ep = req->ep;
-
-		g_mutex_lock(&ep->lock);
-		ep->inject_free |= UINT64_C(1) << req->inject_slot;
-		g_mutex_unlock(&ep->lock);
-	}
+	hfi_ep_req_done(req->ep, req->inject_slot);
 	g_free(req);
 	return ret;
 }

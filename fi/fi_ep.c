@@ -105,13 +105,6 @@ static int inject_slot_get(struct hfi_ep *ep)
 	return slot;
 }
 
-static void inject_slot_put(struct hfi_ep *ep, int slot)
-{
-	g_mutex_lock(&ep->lock);
-	ep->inject_free |= UINT64_C(1) << slot;
-	g_mutex_unlock(&ep->lock);
-}
-
 /*
  * The local segments of @iov: each buffer through its descriptor (an
  * hfi_mr, FI_MR_LOCAL), or, with @inject, one copy in a slot of the
@@ -206,6 +199,9 @@ static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
 		g_free(req);
 		return ret;
 	}
+	g_mutex_lock(&ep->lock);
+	ep->outstanding++;
+	g_mutex_unlock(&ep->lock);
 	switch (op) {
 	case OP_SEND:
 		st = it_post_send(ep->ep, segs, nsegs, (uintptr_t)req,
@@ -226,8 +222,7 @@ static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
 		break;
 	}
 	if (st != IT_SUCCESS) {
-		if (req->inject_slot >= 0)
-			inject_slot_put(ep, req->inject_slot);
+		hfi_ep_req_done(ep, req->inject_slot);
 		g_free(req);
 		if (st == IT_ERR_INVALID_EP_STATE)
 			return -FI_EOPBADSTATE;
@@ -606,9 +601,30 @@ static struct fi_ops_ep hfi_ep_ops = {
 	.tx_size_left = hfi_ep_no_size_left,
 };
 
+static void ep_free_mem(struct hfi_ep *ep)
+{
+	g_mutex_clear(&ep->lock);
+	g_free(ep);
+}
+
+/* A CQ saw the completion of one of @ep's requests. */
+void hfi_ep_req_done(struct hfi_ep *ep, int inject_slot)
+{
+	bool last;
+
+	g_mutex_lock(&ep->lock);
+	if (inject_slot >= 0)
+		ep->inject_free |= UINT64_C(1) << inject_slot;
+	last = --ep->outstanding == 0 && ep->closed;
+	g_mutex_unlock(&ep->lock);
+	if (last)
+		ep_free_mem(ep);
+}
+
 static int hfi_ep_close(struct fid *fid)
 {
 	struct hfi_ep *ep = container_of(fid, struct hfi_ep, ep_fid.fid);
+	bool now;
 
 	if (ep->ep) {
 		it_context_t ctx = { .ptr = NULL };
@@ -626,8 +642,12 @@ static int hfi_ep_close(struct fid *fid)
 		g_free(ep->connreq);
 	}
 	fi_freeinfo(ep->info);
-	g_mutex_clear(&ep->lock);
-	g_free(ep);
+	g_mutex_lock(&ep->lock);
+	ep->closed = true;
+	now = ep->outstanding == 0;
+	g_mutex_unlock(&ep->lock);
+	if (now)
+		ep_free_mem(ep);
 	return 0;
 }
 

@@ -141,6 +141,10 @@ struct hfi_ep {
 	it_lmr_handle_t inject_lmr;
 	GMutex lock;
 	uint64_t inject_free;	/* bit i: slot i is free */
+	/* Requests posted and not yet seen by a CQ: a closed endpoint's
+	 * memory stays until the last one (their cookies point to it). */
+	unsigned int outstanding;
+	bool closed;
 };
 
 /* fi_prov.c */
@@ -166,6 +170,7 @@ int hfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 int hfi_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		   struct fid_pep **pep, void *context);
 int hfi_ep_from_it(it_ep_handle_t ep, struct hfi_ep **out);
+void hfi_ep_req_done(struct hfi_ep *ep, int inject_slot);
 
 /* fi_ep.c */
 int hfi_endpoint(struct fid_domain *domain, struct fi_info *info,
