@@ -34,6 +34,7 @@ import sys
 LAYER_ARROWS = {
     "tools": {"api"},
     "examples": {"api"},
+    "fi": {"api"},
     "api": set(),
     "itapi": {"api", "cm", "ual"},
     "cm": {"ual", "kal"},

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hfi.h - the hostrdma libfabric provider's objects (fi/).
+ *
+ * The provider is an IT-API application: it includes it_api.h and
+ * libfabric's headers, nothing else of ours. The mapping:
+ *
+ *   fabric   one IT-API interface adapter (IA), named after the device
+ *   domain   a protection zone (PZ) on the fabric's IA, same name
+ *   EQ       two EVDs of the fabric's IA: CM requests and CM messages
+ *   CQ       one DTO EVD
+ *   MR       an LMR; its RMR context is the key
+ *   PEP      an IT-API listener
+ *   EP       an RC endpoint, created at fi_enable
+ */
+#ifndef HFI_H
+#define HFI_H
+
+#define ITAPI_ENABLE_V21_BINDINGS
+#include "it_api.h"
+
+#include <glib.h>
+#include <stdbool.h>
+#include <netinet/in.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/providers/fi_prov.h>
+
+#define HFI_PROV_NAME "hostrdma"
+#define HFI_PROV_VERSION FI_VERSION(0, 1)
+#define HFI_API_VERSION FI_VERSION(1, 17)
+
+/* What we need of the application's memory registrations. */
+#define HFI_MR_REQUIRED (FI_MR_LOCAL | FI_MR_PROV_KEY)
+#define HFI_MR_OFFERED                                                   \
+	(FI_MR_LOCAL | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
+
+#define HFI_CAPS                                                         \
+	(FI_MSG | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE |     \
+	 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define HFI_TX_SIZE 256
+#define HFI_RX_SIZE 256
+#define HFI_IOV_LIMIT 4
+#define HFI_INJECT_SIZE 64
+#define HFI_CM_DATA_SIZE IT_MAX_PRIV_DATA
+/* An operation flag of ours (FI_PROV_SPECIFIC bits): no entry on
+ * success, as fi_inject wants. */
+#define FI_HFI_NO_COMPLETION (1ULL << 60)
+
+extern struct fi_provider hfi_prov;
+
+struct hfi_fabric {
+	struct fid_fabric fabric_fid;
+	it_ia_handle_t ia;
+	char *name;
+	it_transport_type_t transport;
+};
+
+struct hfi_domain {
+	struct fid_domain domain_fid;
+	struct hfi_fabric *fab;
+	it_pz_handle_t pz;
+	bool virt_addr;		/* FI_MR_VIRT_ADDR: absolute addresses */
+};
+
+struct hfi_mr {
+	struct fid_mr mr_fid;
+	struct hfi_domain *dom;
+	it_lmr_handle_t lmr;
+	void *addr;
+	bool relative;		/* IT_ADDR_MODE_RELATIVE: offsets */
+};
+
+struct hfi_cq {
+	struct fid_cq cq_fid;
+	struct hfi_domain *dom;
+	it_evd_handle_t evd;
+	enum fi_cq_format format;
+	enum fi_wait_obj wait_obj;
+	int fd;
+	GMutex lock;
+	GQueue errors;		/* struct hfi_cq_err: fi_cq_readerr's */
+};
+
+struct hfi_eq {
+	struct fid_eq eq_fid;
+	struct hfi_fabric *fab;
+	it_evd_handle_t req_evd;	/* IT_CM_REQ_EVENT_STREAM */
+	it_evd_handle_t msg_evd;	/* IT_CM_MSG_EVENT_STREAM */
+	int req_fd, msg_fd;
+	GMutex lock;
+	GQueue errors;		/* struct hfi_eq_err */
+	GList *peps;		/* struct hfi_pep bound to this EQ */
+	struct hfi_eq_err *last_err;	/* err_data of the last readerr */
+};
+
+/* A connection request handed to the application in fi_info->handle. */
+struct hfi_connreq {
+	struct fid fid;
+	it_cn_est_identifier_t cn_est_id;
+};
+
+struct hfi_pep {
+	struct fid_pep pep_fid;
+	struct hfi_fabric *fab;
+	struct hfi_eq *eq;
+	struct fi_info *info;
+	struct sockaddr_storage src;
+	it_listen_handle_t listener;
+};
+
+/* One posted operation; the IT-API cookie points to it. */
+struct hfi_req {
+	struct hfi_ep *ep;
+	void *context;
+	void *buf;
+	uint64_t flags;		/* FI_SEND|FI_MSG, ... */
+	int inject_slot;	/* >= 0: a slot of the inject pool */
+	bool report;		/* a completion entry on success */
+};
+
+struct hfi_ep {
+	struct fid_ep ep_fid;
+	struct hfi_domain *dom;
+	struct fi_info *info;
+	struct hfi_eq *eq;
+	struct hfi_cq *tx_cq, *rx_cq;
+	uint64_t tx_flags, rx_flags;	/* bind flags (FI_SELECTIVE_...) */
+	it_evd_handle_t dummy_evd;	/* for a direction without a CQ */
+	it_ep_handle_t ep;
+	struct hfi_connreq *connreq;	/* passive side: from fi_info */
+	struct sockaddr_storage src, dst;
+	bool enabled;
+	/* fi_inject: copies into a registered pool */
+	char *inject_buf;
+	it_lmr_handle_t inject_lmr;
+	GMutex lock;
+	uint64_t inject_free;	/* bit i: slot i is free */
+	/* Requests posted and not yet seen by a CQ: a closed endpoint's
+	 * memory stays until the last one (their cookies point to it). */
+	unsigned int outstanding;
+	bool closed;
+};
+
+/* fi_prov.c */
+int hfi_status_to_fi(it_status_t st);
+int hfi_sockaddr_to_net(const struct sockaddr *sa, it_net_addr_t *na,
+			uint16_t *port_be);
+size_t hfi_sockaddr_len(const struct sockaddr *sa);
+int hfi_ia_address(it_ia_handle_t ia, int family,
+		   struct sockaddr_storage *ss);
+
+int hfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int hfi_no_control(struct fid *fid, int command, void *arg);
+int hfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
+		    void **ops, void *context);
+
+/* fi_domain.c */
+int hfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		    struct fid_domain **domain, void *context);
+
+/* fi_eq.c */
+int hfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		struct fid_eq **eq, void *context);
+int hfi_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		   struct fid_pep **pep, void *context);
+int hfi_ep_from_it(it_ep_handle_t ep, struct hfi_ep **out);
+void hfi_ep_req_done(struct hfi_ep *ep, int inject_slot);
+
+/* fi_ep.c */
+int hfi_endpoint(struct fid_domain *domain, struct fi_info *info,
+		 struct fid_ep **ep, void *context);
+
+#endif /* HFI_H */

@@ -1,0 +1,867 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check-fi: the libfabric provider (fi/) through libfabric's own API, as
+ * an application sees it: getinfo with hints, memory registration,
+ * connections (accept, reject, refused), messages and RMA with the bytes
+ * checked, completion errors. Soft-iWARP on lo, client and server
+ * endpoints in this process. The provider is loaded by libfabric from
+ * FI_PROVIDER_PATH (the build tree's fi/.libs).
+ *
+ *   tests/check-fi            CK_RUN_CASE=name for one case,
+ *                             CHECK_FI_DEVICE=rxe_lo for soft-RoCE
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#define FIV FI_VERSION(1, 17)
+
+/* The device: siw_lo, or CHECK_FI_DEVICE (rxe_lo: both ends in this
+ * process, as soft-RoCE's port is one process's). */
+static const char *dev = "siw_lo";
+#define TIMEOUT_MS 5000
+
+static struct fi_info *base_hints(void)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	ck_assert_ptr_nonnull(h);
+	h->fabric_attr->prov_name = strdup("hostrdma");
+	h->ep_attr->type = FI_EP_MSG;
+	h->caps = FI_MSG | FI_RMA;
+	h->addr_format = FI_SOCKADDR_IN;
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				  FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	return h;
+}
+
+/* ---- getinfo ------------------------------------------------------------ */
+
+START_TEST(getinfo_hints)
+{
+	struct fi_info *h = base_hints(), *info = NULL, *fi;
+	struct sockaddr_in *sin;
+	int n = 0;
+
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	for (fi = info; fi; fi = fi->next, n++) {
+		ck_assert_str_eq(fi->fabric_attr->prov_name, "hostrdma");
+		ck_assert_str_eq(fi->domain_attr->name, dev);
+		ck_assert_str_eq(fi->fabric_attr->name, dev);
+		ck_assert_int_eq(fi->ep_attr->type, FI_EP_MSG);
+		ck_assert_int_eq(fi->ep_attr->protocol,
+				 strncmp(dev, "rxe", 3) ?
+					 FI_PROTO_IWARP :
+					 FI_PROTO_RDMA_CM_IB_RC);
+		ck_assert_int_eq(fi->addr_format, FI_SOCKADDR_IN);
+		ck_assert(fi->caps & FI_MSG);
+		ck_assert(fi->caps & FI_RMA);
+		ck_assert(fi->domain_attr->mr_mode & FI_MR_LOCAL);
+		ck_assert(fi->domain_attr->mr_mode & FI_MR_PROV_KEY);
+		ck_assert_uint_eq(fi->src_addrlen, sizeof(*sin));
+		sin = fi->src_addr;
+		ck_assert_uint_eq(sin->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	}
+	ck_assert_int_eq(n, 1);
+	fi_freeinfo(info);
+
+	/* A source given as node/service with FI_SOURCE. */
+	ck_assert_int_eq(fi_getinfo(FIV, "127.0.0.1", "7471", FI_SOURCE,
+				    h, &info), 0);
+	sin = info->src_addr;
+	ck_assert_uint_eq(ntohs(sin->sin_port), 7471);
+	ck_assert_ptr_null(info->dest_addr);
+	fi_freeinfo(info);
+
+	/* A destination: only devices with a path to it, dest_addr set. */
+	ck_assert_int_eq(fi_getinfo(FIV, "127.0.0.1", "7472", 0, h,
+				    &info), 0);
+	sin = info->dest_addr;
+	ck_assert_ptr_nonnull(sin);
+	ck_assert_uint_eq(ntohs(sin->sin_port), 7472);
+	ck_assert_uint_eq(sin->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	fi_freeinfo(info);
+
+	/* IPv6: ::1 on lo. */
+	h->addr_format = FI_SOCKADDR_IN6;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_int_eq(info->addr_format, FI_SOCKADDR_IN6);
+	ck_assert_int_eq(((struct sockaddr *)info->src_addr)->sa_family,
+			 AF_INET6);
+	fi_freeinfo(info);
+	h->addr_format = FI_SOCKADDR_IN;
+
+	/* The device's name selects it; another name selects nothing. */
+	h->domain_attr->name = strdup(dev);
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	fi_freeinfo(info);
+	free(h->domain_attr->name);
+	h->domain_attr->name = strdup("siw_nosuch");
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	free(h->domain_attr->name);
+	h->domain_attr->name = NULL;
+
+	/* What we cannot do: no FI_MR_LOCAL, tagged messages, CQ data. */
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_PROV_KEY;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert(!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR));
+	fi_freeinfo(info);
+	h->caps = FI_TAGGED;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->caps = FI_MSG;
+	h->domain_attr->cq_data_size = 4;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->domain_attr->cq_data_size = 0;
+
+	/* Another provider's name. */
+	free(h->fabric_attr->prov_name);
+	h->fabric_attr->prov_name = strdup("nosuchprov");
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	fi_freeinfo(h);
+}
+END_TEST
+
+/* ---- a connected pair --------------------------------------------------- */
+
+struct pair {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_eq *eq;
+	struct fid_pep *pep;
+	struct fid_cq *ccq, *scq;
+	struct fid_ep *cep, *sep;
+	struct sockaddr_in srv;
+};
+
+static void open_fabric(struct pair *p, uint64_t mr_mode)
+{
+	struct fi_info *h = base_hints();
+	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_UNSPEC };
+	size_t len = sizeof(p->srv);
+
+	memset(p, 0, sizeof(*p));
+	h->domain_attr->mr_mode = (int)mr_mode;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &p->info), 0);
+	fi_freeinfo(h);
+	ck_assert_int_eq(fi_fabric(p->info->fabric_attr, &p->fabric, NULL),
+			 0);
+	ck_assert_int_eq(fi_eq_open(p->fabric, &eqa, &p->eq, NULL), 0);
+	ck_assert_int_eq(fi_domain(p->fabric, p->info, &p->domain, NULL), 0);
+	ck_assert_int_eq(fi_passive_ep(p->fabric, p->info, &p->pep, NULL), 0);
+	ck_assert_int_eq(fi_pep_bind(p->pep, &p->eq->fid, 0), 0);
+	ck_assert_int_eq(fi_listen(p->pep), 0);
+	ck_assert_int_eq(fi_getname(&p->pep->fid, &p->srv, &len), 0);
+	ck_assert_uint_eq(len, sizeof(p->srv));
+	ck_assert_uint_eq(p->srv.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	ck_assert_uint_ne(p->srv.sin_port, 0);
+}
+
+static struct fid_cq *open_cq(struct pair *p, enum fi_wait_obj wait)
+{
+	struct fi_cq_attr a = { .format = FI_CQ_FORMAT_DATA,
+				.wait_obj = wait, .size = 64 };
+	struct fid_cq *cq;
+
+	ck_assert_int_eq(fi_cq_open(p->domain, &a, &cq, NULL), 0);
+	return cq;
+}
+
+static struct fid_ep *open_ep(struct pair *p, struct fi_info *info,
+			      struct fid_cq *cq)
+{
+	struct fid_ep *ep;
+
+	ck_assert_int_eq(fi_endpoint(p->domain, info, &ep, NULL), 0);
+	ck_assert_int_eq(fi_ep_bind(ep, &p->eq->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_enable(ep), 0);
+	return ep;
+}
+
+static ssize_t eq_wait(struct pair *p, uint32_t *event, void *buf,
+		       size_t len)
+{
+	return fi_eq_sread(p->eq, event, buf, len, TIMEOUT_MS, 0);
+}
+
+static void connect_pair(struct pair *p, enum fi_wait_obj wait)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ev;
+	uint32_t event;
+	ssize_t n;
+	int connected = 0;
+
+	p->ccq = open_cq(p, wait);
+	p->scq = open_cq(p, wait);
+	p->cep = open_ep(p, p->info, p->ccq);
+	ck_assert_int_eq(fi_connect(p->cep, &p->srv, "hello", 6), 0);
+	n = eq_wait(p, &event, &ev, sizeof(ev));
+	ck_assert_int_ge(n, (ssize_t)sizeof(ev.e) + 6);
+	ck_assert_uint_eq(event, FI_CONNREQ);
+	ck_assert_ptr_eq(ev.e.fid, &p->pep->fid);
+	ck_assert_str_eq((char *)ev.e.data, "hello");
+	ck_assert_ptr_nonnull(ev.e.info);
+	ck_assert_ptr_nonnull(ev.e.info->handle);
+	ck_assert_uint_eq(((struct sockaddr_in *)ev.e.info->dest_addr)
+				  ->sin_addr.s_addr,
+			  htonl(INADDR_LOOPBACK));
+	p->sep = open_ep(p, ev.e.info, p->scq);
+	fi_freeinfo(ev.e.info);
+	ck_assert_int_eq(fi_accept(p->sep, "welcome", 8), 0);
+	while (connected != 3) {
+		n = eq_wait(p, &event, &ev, sizeof(ev));
+		ck_assert_int_ge(n, (ssize_t)sizeof(ev.e));
+		ck_assert_uint_eq(event, FI_CONNECTED);
+		if (ev.e.fid == &p->cep->fid) {
+			ck_assert_int_ge(n, (ssize_t)sizeof(ev.e) + 8);
+			ck_assert_str_eq((char *)ev.e.data, "welcome");
+			connected |= 1;
+		} else {
+			ck_assert_ptr_eq(ev.e.fid, &p->sep->fid);
+			connected |= 2;
+		}
+	}
+}
+
+static void close_pair(struct pair *p)
+{
+	if (p->cep)
+		ck_assert_int_eq(fi_close(&p->cep->fid), 0);
+	if (p->sep)
+		ck_assert_int_eq(fi_close(&p->sep->fid), 0);
+	if (p->ccq)
+		ck_assert_int_eq(fi_close(&p->ccq->fid), 0);
+	if (p->scq)
+		ck_assert_int_eq(fi_close(&p->scq->fid), 0);
+	ck_assert_int_eq(fi_close(&p->pep->fid), 0);
+	ck_assert_int_eq(fi_close(&p->eq->fid), 0);
+	ck_assert_int_eq(fi_close(&p->domain->fid), 0);
+	ck_assert_int_eq(fi_close(&p->fabric->fid), 0);
+	fi_freeinfo(p->info);
+}
+
+/* One entry from @cq within the time-out: 1, or the error. */
+static ssize_t cq_wait(struct fid_cq *cq, struct fi_cq_data_entry *e)
+{
+	struct timespec t0, t;
+	ssize_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = fi_cq_read(cq, e, 1);
+		if (n != -FI_EAGAIN)
+			return n;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 +
+			    (t.tv_nsec - t0.tv_nsec) / 1000000 >
+		    TIMEOUT_MS)
+			return -FI_ETIMEDOUT;
+	}
+}
+
+static struct fid_mr *reg(struct pair *p, void *buf, size_t len,
+			  uint64_t access)
+{
+	struct fid_mr *mr;
+
+	ck_assert_int_eq(fi_mr_reg(p->domain, buf, len, access, 0, 0, 0, &mr,
+				   NULL), 0);
+	return mr;
+}
+
+/* ---- memory registration ------------------------------------------------ */
+
+START_TEST(mr_register)
+{
+	static char a[4096], b[4096];
+	struct fid_mr *ma, *mb, *bad;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	ma = reg(&p, a, sizeof(a), FI_SEND | FI_RECV);
+	mb = reg(&p, b, sizeof(b), FI_REMOTE_READ | FI_REMOTE_WRITE);
+	ck_assert_ptr_nonnull(fi_mr_desc(ma));
+	ck_assert_ptr_nonnull(fi_mr_desc(mb));
+	ck_assert_ptr_ne(fi_mr_desc(ma), fi_mr_desc(mb));
+	ck_assert_uint_ne(fi_mr_key(ma), fi_mr_key(mb));
+	ck_assert_uint_le(fi_mr_key(mb), UINT32_MAX);
+	ck_assert_int_eq(fi_mr_reg(p.domain, NULL, 16, FI_SEND, 0, 0, 0, &bad,
+				   NULL), -FI_EINVAL);
+	ck_assert_int_eq(fi_mr_reg(p.domain, a, 0, FI_SEND, 0, 0, 0, &bad,
+				   NULL), -FI_EINVAL);
+	/* A domain with registrations is busy. */
+	ck_assert_int_eq(fi_close(&p.domain->fid), -FI_EBUSY);
+	ck_assert_int_eq(fi_close(&ma->fid), 0);
+	ck_assert_int_eq(fi_close(&mb->fid), 0);
+	close_pair(&p);
+}
+END_TEST
+
+/* ---- messages ----------------------------------------------------------- */
+
+static void fill(char *b, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (char)(i * 7 + seed);
+}
+
+START_TEST(msg_send_recv)
+{
+	static char sbuf[8192], rbuf[8192], r2a[100], r2b[4000];
+	struct fi_cq_data_entry e;
+	struct fid_mr *smr, *rmr, *r2amr, *r2bmr;
+	struct iovec siov[2], riov[2];
+	void *sdesc[2], *rdesc[2];
+	int ctx_s, ctx_r, ctx_r2, ctx_r3;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	connect_pair(&p, FI_WAIT_NONE);
+	smr = reg(&p, sbuf, sizeof(sbuf), FI_SEND);
+	rmr = reg(&p, rbuf, sizeof(rbuf), FI_RECV);
+	r2amr = reg(&p, r2a, sizeof(r2a), FI_RECV);
+	r2bmr = reg(&p, r2b, sizeof(r2b), FI_RECV);
+
+	/* One message, 5000 bytes, into an 8 KiB receive. */
+	fill(sbuf, sizeof(sbuf), 3);
+	memset(rbuf, 0, sizeof(rbuf));
+	ck_assert_int_eq(fi_recv(p.sep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx_r), 0);
+	ck_assert_int_eq(fi_send(p.cep, sbuf, 5000, fi_mr_desc(smr), 0,
+				 &ctx_s), 0);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_s);
+	ck_assert_uint_eq(e.flags, FI_SEND | FI_MSG);
+	ck_assert_int_eq(cq_wait(p.scq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_r);
+	ck_assert_uint_eq(e.flags, FI_RECV | FI_MSG);
+	ck_assert_uint_eq(e.len, 5000);
+	ck_assert_ptr_eq(e.buf, rbuf);
+	ck_assert_mem_eq(rbuf, sbuf, 5000);
+	ck_assert_int_eq(rbuf[5000], 0);
+
+	/* Two segments out, scattered into two segments. */
+	siov[0] = (struct iovec){ sbuf, 60 };
+	siov[1] = (struct iovec){ sbuf + 4096, 1000 };
+	sdesc[0] = sdesc[1] = fi_mr_desc(smr);
+	riov[0] = (struct iovec){ r2a, sizeof(r2a) };
+	riov[1] = (struct iovec){ r2b, sizeof(r2b) };
+	rdesc[0] = fi_mr_desc(r2amr);
+	rdesc[1] = fi_mr_desc(r2bmr);
+	ck_assert_int_eq(fi_recvv(p.sep, riov, rdesc, 2, 0, &ctx_r2), 0);
+	ck_assert_int_eq(fi_sendv(p.cep, siov, sdesc, 2, 0, &ctx_s), 0);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+	ck_assert_int_eq(cq_wait(p.scq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_r2);
+	ck_assert_uint_eq(e.len, 1060);
+	ck_assert_mem_eq(r2a, sbuf, 60);
+	ck_assert_mem_eq(r2a + 60, sbuf + 4096, 40);
+	ck_assert_mem_eq(r2b, sbuf + 4136, 960);
+
+	/* fi_inject: a copy, no completion at the sender; the buffer is
+	 * ours again at once. */
+	ck_assert_int_eq(fi_recv(p.cep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx_r3), 0);
+	memcpy(sbuf, "injected!", 10);
+	ck_assert_int_eq(fi_inject(p.sep, sbuf, 10, 0), 0);
+	memset(sbuf, 'x', 10);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_r3);
+	ck_assert_uint_eq(e.len, 10);
+	ck_assert_str_eq(rbuf, "injected!");
+	ck_assert_int_eq(fi_cq_read(p.scq, &e, 1), -FI_EAGAIN);
+	ck_assert_int_eq(fi_inject(p.sep, sbuf, 65, 0), -FI_EINVAL);
+
+	/* No descriptor with FI_MR_LOCAL: refused. */
+	ck_assert_int_eq(fi_send(p.cep, sbuf, 100, NULL, 0, &ctx_s),
+			 -FI_EINVAL);
+	/* No immediate data in IT-API. */
+	ck_assert_int_eq(fi_senddata(p.cep, sbuf, 8, fi_mr_desc(smr), 1, 0,
+				     &ctx_s), -FI_ENOSYS);
+
+	fi_close(&smr->fid);
+	fi_close(&rmr->fid);
+	fi_close(&r2amr->fid);
+	fi_close(&r2bmr->fid);
+	close_pair(&p);
+}
+END_TEST
+
+/*
+ * A message longer than the receive: the receive fails (FI_ETRUNC for a
+ * local length error; soft-iWARP flushes it, FI_ECANCELED, as it tears
+ * the connection down) and nothing lands past the buffer.
+ */
+START_TEST(msg_truncated)
+{
+	static char sbuf[256], rarea[256];
+	char *rbuf = rarea + 64;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = { 0 };
+	struct fid_mr *smr, *rmr;
+	int ctx_r, ctx_s;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	connect_pair(&p, FI_WAIT_NONE);
+	memset(sbuf, 0x77, sizeof(sbuf));
+	memset(rarea, 0x33, sizeof(rarea));
+	smr = reg(&p, sbuf, sizeof(sbuf), FI_SEND);
+	rmr = reg(&p, rbuf, 64, FI_RECV);
+	ck_assert_int_eq(fi_recv(p.sep, rbuf, 64, fi_mr_desc(rmr), 0,
+				 &ctx_r), 0);
+	ck_assert_int_eq(fi_send(p.cep, sbuf, sizeof(sbuf), fi_mr_desc(smr),
+				 0, &ctx_s), 0);
+	ck_assert_int_eq(cq_wait(p.scq, &e), -FI_EAVAIL);
+	ck_assert_int_eq(fi_cq_readerr(p.scq, &err, 0), 1);
+	ck_assert_ptr_eq(err.op_context, &ctx_r);
+	ck_assert_msg(err.err == FI_ETRUNC || err.err == FI_ECANCELED,
+		      "err %d prov_errno %d", err.err, err.prov_errno);
+	ck_assert_uint_eq(err.flags, FI_RECV | FI_MSG);
+	for (size_t i = 0; i < 64; i++)
+		ck_assert_int_eq(rarea[i], 0x33);
+	for (size_t i = 128; i < sizeof(rarea); i++)
+		ck_assert_int_eq(rarea[i], 0x33);
+	fi_close(&smr->fid);
+	fi_close(&rmr->fid);
+	close_pair(&p);
+}
+END_TEST
+
+/* ---- RMA ---------------------------------------------------------------- */
+
+static void wait_landed(const char *where, const char *what, size_t len)
+{
+	for (int i = 0; i < 5000 && memcmp(where, what, len); i++) {
+		struct timespec ms = { 0, 1000000 };
+
+		nanosleep(&ms, NULL);
+	}
+	ck_assert_mem_eq(where, what, len);
+}
+
+static void rma_case(uint64_t mr_mode)
+{
+	static char target[4096], src[2048], back[2048];
+	struct fi_cq_data_entry e;
+	struct fid_mr *tmr, *smr, *bmr;
+	uint64_t base;
+	int ctx_w, ctx_r;
+	struct pair p;
+
+	open_fabric(&p, mr_mode);
+	connect_pair(&p, FI_WAIT_NONE);
+	memset(target, 0xee, sizeof(target));
+	fill(src, sizeof(src), 11);
+	memset(back, 0, sizeof(back));
+	tmr = reg(&p, target, sizeof(target),
+		  FI_REMOTE_READ | FI_REMOTE_WRITE);
+	smr = reg(&p, src, sizeof(src), FI_WRITE);
+	bmr = reg(&p, back, sizeof(back), FI_READ);
+	/* FI_MR_VIRT_ADDR: the target's address; otherwise offsets. */
+	base = (mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)target : 0;
+
+	ck_assert_int_eq(fi_write(p.cep, src, 1000, fi_mr_desc(smr), 0,
+				  base + 100, fi_mr_key(tmr), &ctx_w), 0);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_w);
+	ck_assert_uint_eq(e.flags, FI_RMA | FI_WRITE);
+	/* iWARP: the Write completes once on the wire; it lands soon. */
+	wait_landed(target + 100, src, 1000);
+	for (size_t i = 0; i < sizeof(target); i++)
+		if (i < 100 || i >= 1100)
+			ck_assert_int_eq((unsigned char)target[i], 0xee);
+	/* The target side sees nothing. */
+	ck_assert_int_eq(fi_cq_read(p.scq, &e, 1), -FI_EAGAIN);
+
+	ck_assert_int_eq(fi_read(p.cep, back, 1500, fi_mr_desc(bmr), 0,
+				 base + 50, fi_mr_key(tmr), &ctx_r), 0);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_r);
+	ck_assert_uint_eq(e.flags, FI_RMA | FI_READ);
+	ck_assert_mem_eq(back, target + 50, 1500);
+	for (size_t i = 1500; i < sizeof(back); i++)
+		ck_assert_int_eq(back[i], 0);
+
+	/* fi_inject_write: a copy, no completion. */
+	ck_assert_int_eq(fi_inject_write(p.cep, "tiny", 4, 0, base + 4000,
+					 fi_mr_key(tmr)), 0);
+	wait_landed(target + 4000, "tiny", 4);
+	ck_assert_int_eq((unsigned char)target[4004], 0xee);
+	ck_assert_int_eq(fi_writedata(p.cep, src, 8, fi_mr_desc(smr), 1, 0,
+				      base, fi_mr_key(tmr), &ctx_w),
+			 -FI_ENOSYS);
+	fi_close(&tmr->fid);
+	fi_close(&smr->fid);
+	fi_close(&bmr->fid);
+	close_pair(&p);
+}
+
+START_TEST(rma_write_read_virt)
+{
+	rma_case(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+		 FI_MR_PROV_KEY);
+}
+END_TEST
+
+START_TEST(rma_write_read_offsets)
+{
+	rma_case(FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
+}
+END_TEST
+
+/*
+ * A bad key: an RDMA Read with it fails at the initiator with FI_EACCES
+ * through fi_cq_readerr. (An RDMA Write with it completes locally on
+ * iWARP, being on the wire; the target refuses it, which tears the
+ * connection down: the target's memory stays untouched.)
+ */
+START_TEST(rma_remote_access_error)
+{
+	static char target[1024], back[512];
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	struct fid_mr *tmr, *bmr;
+	uint64_t key;
+	int ctx;
+	struct pair p;
+	char buf[64];
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	connect_pair(&p, FI_WAIT_NONE);
+	memset(target, 0x5a, sizeof(target));
+	memset(back, 0, sizeof(back));
+	tmr = reg(&p, target, sizeof(target), FI_REMOTE_READ);
+	bmr = reg(&p, back, sizeof(back), FI_READ);
+	key = fi_mr_key(tmr);
+	ck_assert_int_eq(fi_read(p.cep, back, 64, fi_mr_desc(bmr), 0,
+				 (uintptr_t)target, key ^ 0x1, &ctx), 0);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(fi_cq_readerr(p.ccq, &err, 0), 1);
+	ck_assert_ptr_eq(err.op_context, &ctx);
+	ck_assert_msg(err.err == FI_EACCES, "err %d prov_errno %d", err.err,
+		      err.prov_errno);
+	ck_assert_uint_eq(err.flags, FI_RMA | FI_READ);
+	ck_assert_str_eq(fi_cq_strerror(p.ccq, err.prov_errno, NULL, buf,
+					sizeof(buf)),
+			 "remote access error");
+	ck_assert_int_eq(fi_cq_readerr(p.ccq, &err, 0), -FI_EAGAIN);
+	for (size_t i = 0; i < sizeof(back); i++)
+		ck_assert_int_eq(back[i], 0);
+	fi_close(&tmr->fid);
+	fi_close(&bmr->fid);
+	close_pair(&p);
+}
+END_TEST
+
+/* A Write past the end of the region: nothing lands; on iWARP the target
+ * tears the connection down (FI_SHUTDOWN), on RoCE the Write fails with
+ * FI_EACCES. */
+START_TEST(rma_out_of_range)
+{
+	static char target[1024], src[512];
+	struct fi_cq_data_entry e;
+	struct fi_eq_cm_entry ev;
+	struct fid_mr *tmr, *smr;
+	uint32_t event;
+	int ctx;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	connect_pair(&p, FI_WAIT_NONE);
+	memset(target, 0x5a, sizeof(target));
+	memset(src, 0x11, sizeof(src));
+	tmr = reg(&p, target, sizeof(target), FI_REMOTE_WRITE);
+	smr = reg(&p, src, sizeof(src), FI_WRITE);
+	ck_assert_int_eq(fi_write(p.cep, src, 512, fi_mr_desc(smr), 0,
+				  (uintptr_t)target + 1000, fi_mr_key(tmr),
+				  &ctx), 0);
+	if (strncmp(dev, "rxe", 3)) {
+		/* iWARP: complete once on the wire; the target's Terminate
+		 * takes the connection down. */
+		ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+		ck_assert_int_eq(eq_wait(&p, &event, &ev, sizeof(ev)),
+				 sizeof(ev));
+		ck_assert_uint_eq(event, FI_SHUTDOWN);
+	} else {
+		struct fi_cq_err_entry err = { 0 };
+
+		/* RoCE: the target's NAK fails the Write itself. */
+		ck_assert_int_eq(cq_wait(p.ccq, &e), -FI_EAVAIL);
+		ck_assert_int_eq(fi_cq_readerr(p.ccq, &err, 0), 1);
+		ck_assert_ptr_eq(err.op_context, &ctx);
+		ck_assert_int_eq(err.err, FI_EACCES);
+	}
+	/* and not a byte landed. */
+	for (size_t i = 0; i < sizeof(target); i++)
+		ck_assert_int_eq(target[i], 0x5a);
+	fi_close(&tmr->fid);
+	fi_close(&smr->fid);
+	close_pair(&p);
+}
+END_TEST
+
+/* ---- connections -------------------------------------------------------- */
+
+START_TEST(conn_refused)
+{
+	struct fi_eq_cm_entry ev;
+	struct fi_eq_err_entry err;
+	struct sockaddr_in nobody;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	uint32_t event;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	/* The listener's port, closed: nobody listens there any more. */
+	nobody = p.srv;
+	ck_assert_int_eq(fi_close(&p.pep->fid), 0);
+	ck_assert_int_eq(fi_passive_ep(p.fabric, p.info, &p.pep, NULL), 0);
+	cq = open_cq(&p, FI_WAIT_NONE);
+	ep = open_ep(&p, p.info, cq);
+	ck_assert_int_eq(fi_connect(ep, &nobody, NULL, 0), 0);
+	ck_assert_int_eq(eq_wait(&p, &event, &ev, sizeof(ev)), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(fi_eq_readerr(p.eq, &err, 0), sizeof(err));
+	ck_assert_ptr_eq(err.fid, &ep->fid);
+	ck_assert_int_eq(err.err, FI_ECONNREFUSED);
+	ck_assert_int_eq(fi_close(&ep->fid), 0);
+	ck_assert_int_eq(fi_close(&cq->fid), 0);
+	close_pair(&p);
+}
+END_TEST
+
+START_TEST(conn_rejected)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ev;
+	struct fi_eq_err_entry err;
+	uint8_t pdata[16];
+	uint32_t event;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	p.ccq = open_cq(&p, FI_WAIT_NONE);
+	p.cep = open_ep(&p, p.info, p.ccq);
+	ck_assert_int_eq(fi_connect(p.cep, &p.srv, "knock", 6), 0);
+	ck_assert_int_ge(eq_wait(&p, &event, &ev, sizeof(ev)),
+			 (ssize_t)sizeof(ev.e));
+	ck_assert_uint_eq(event, FI_CONNREQ);
+	ck_assert_int_eq(fi_reject(p.pep, ev.e.info->handle, "go away", 8),
+			 0);
+	fi_freeinfo(ev.e.info);
+	ck_assert_int_eq(eq_wait(&p, &event, &ev, sizeof(ev)), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	err.err_data = pdata;
+	err.err_data_size = sizeof(pdata);
+	ck_assert_int_eq(fi_eq_readerr(p.eq, &err, 0), sizeof(err));
+	ck_assert_ptr_eq(err.fid, &p.cep->fid);
+	ck_assert_int_eq(err.err, FI_ECONNREFUSED);
+	ck_assert_uint_ge(err.err_data_size, 8);
+	ck_assert_str_eq((char *)pdata, "go away");
+	close_pair(&p);
+}
+END_TEST
+
+/* fi_shutdown: the peer's EQ says FI_SHUTDOWN; its receive flushes. */
+START_TEST(conn_shutdown)
+{
+	static char rbuf[64];
+	struct fi_eq_cm_entry ev;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = { 0 };
+	struct fid_mr *rmr;
+	uint32_t event;
+	int ctx, seen = 0;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	connect_pair(&p, FI_WAIT_NONE);
+	rmr = reg(&p, rbuf, sizeof(rbuf), FI_RECV);
+	ck_assert_int_eq(fi_recv(p.sep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx), 0);
+	ck_assert_int_eq(fi_shutdown(p.cep, 0), 0);
+	while (seen != 3) {
+		ck_assert_int_eq(eq_wait(&p, &event, &ev, sizeof(ev)),
+				 sizeof(ev));
+		ck_assert_uint_eq(event, FI_SHUTDOWN);
+		seen |= ev.fid == &p.cep->fid ? 1 : 2;
+	}
+	ck_assert_int_eq(cq_wait(p.scq, &e), -FI_EAVAIL);
+	ck_assert_int_eq(fi_cq_readerr(p.scq, &err, 0), 1);
+	ck_assert_ptr_eq(err.op_context, &ctx);
+	ck_assert_int_eq(err.err, FI_ECANCELED);
+	fi_close(&rmr->fid);
+	close_pair(&p);
+}
+END_TEST
+
+/* The peer's endpoint goes away without fi_shutdown (as when its process
+ * dies and the kernel closes its socket): FI_SHUTDOWN here, the posted
+ * receive flushed, a later send refused or failed. */
+START_TEST(conn_peer_gone)
+{
+	static char rbuf[64], sbuf[64];
+	struct fi_eq_cm_entry ev;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = { 0 };
+	struct fid_mr *rmr, *smr;
+	uint32_t event;
+	int ctx, ctx_s;
+	ssize_t n;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	connect_pair(&p, FI_WAIT_NONE);
+	rmr = reg(&p, rbuf, sizeof(rbuf), FI_RECV);
+	smr = reg(&p, sbuf, sizeof(sbuf), FI_SEND);
+	ck_assert_int_eq(fi_recv(p.cep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx), 0);
+	ck_assert_int_eq(fi_close(&p.sep->fid), 0);
+	p.sep = NULL;
+	ck_assert_int_eq(eq_wait(&p, &event, &ev, sizeof(ev)), sizeof(ev));
+	ck_assert_uint_eq(event, FI_SHUTDOWN);
+	ck_assert_ptr_eq(ev.fid, &p.cep->fid);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), -FI_EAVAIL);
+	ck_assert_int_eq(fi_cq_readerr(p.ccq, &err, 0), 1);
+	ck_assert_ptr_eq(err.op_context, &ctx);
+	ck_assert_int_eq(err.err, FI_ECANCELED);
+	n = fi_send(p.cep, sbuf, 8, fi_mr_desc(smr), 0, &ctx_s);
+	if (n == 0) {
+		ck_assert_int_eq(cq_wait(p.ccq, &e), -FI_EAVAIL);
+		ck_assert_int_eq(fi_cq_readerr(p.ccq, &err, 0), 1);
+		ck_assert_ptr_eq(err.op_context, &ctx_s);
+	} else {
+		ck_assert_int_eq(n, -FI_EOPBADSTATE);
+	}
+	fi_close(&rmr->fid);
+	fi_close(&smr->fid);
+	close_pair(&p);
+}
+END_TEST
+
+/* ---- wait objects ------------------------------------------------------- */
+
+START_TEST(cq_wait_fd)
+{
+	static char sbuf[128], rbuf[128];
+	struct fi_cq_data_entry e;
+	struct fid_mr *smr, *rmr;
+	struct pollfd pfd = { .events = POLLIN };
+	struct fid *fids[1];
+	int ctx_r, ctx_s;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	connect_pair(&p, FI_WAIT_FD);
+	ck_assert_int_eq(fi_control(&p.scq->fid, FI_GETWAIT, &pfd.fd), 0);
+	ck_assert_int_ge(pfd.fd, 0);
+	fids[0] = &p.scq->fid;
+	ck_assert_int_eq(fi_trywait(p.fabric, fids, 1), 0);
+	ck_assert_int_eq(fi_cq_sread(p.scq, &e, 1, NULL, 50), -FI_EAGAIN);
+	smr = reg(&p, sbuf, sizeof(sbuf), FI_SEND);
+	rmr = reg(&p, rbuf, sizeof(rbuf), FI_RECV);
+	ck_assert_int_eq(fi_recv(p.sep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx_r), 0);
+	strcpy(sbuf, "wake up");
+	ck_assert_int_eq(fi_send(p.cep, sbuf, 8, fi_mr_desc(smr), 0, &ctx_s),
+			 0);
+	ck_assert_int_eq(poll(&pfd, 1, TIMEOUT_MS), 1);
+	ck_assert_int_eq(fi_trywait(p.fabric, fids, 1), -FI_EAGAIN);
+	ck_assert_int_eq(fi_cq_sread(p.scq, &e, 1, NULL, TIMEOUT_MS), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_r);
+	ck_assert_str_eq(rbuf, "wake up");
+	ck_assert_int_eq(fi_cq_sread(p.ccq, &e, 1, NULL, TIMEOUT_MS), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_s);
+	fi_close(&smr->fid);
+	fi_close(&rmr->fid);
+	close_pair(&p);
+}
+END_TEST
+
+static Suite *fi_suite(void)
+{
+	Suite *s = suite_create("fi");
+	TCase *tc;
+
+#define CASE(name)                                   \
+	tc = tcase_create(#name);                    \
+	tcase_set_timeout(tc, 30);                   \
+	tcase_add_test(tc, name);                    \
+	suite_add_tcase(s, tc)
+	CASE(getinfo_hints);
+	CASE(mr_register);
+	CASE(msg_send_recv);
+	CASE(msg_truncated);
+	CASE(rma_write_read_virt);
+	CASE(rma_write_read_offsets);
+	CASE(rma_remote_access_error);
+	CASE(rma_out_of_range);
+	CASE(conn_refused);
+	CASE(conn_rejected);
+	CASE(conn_shutdown);
+	CASE(conn_peer_gone);
+	CASE(cq_wait_fd);
+#undef CASE
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	if (getenv("CHECK_FI_DEVICE"))
+		dev = getenv("CHECK_FI_DEVICE");
+	/* Before libfabric reads them (its first fi_getinfo). */
+	setenv("FI_PROVIDER_PATH", FI_PROVIDER_DIR, 1);
+	setenv("HOSTRDMA_PROVIDER_PATH",
+	       SIW_PROVIDER_DIR ":" RXE_PROVIDER_DIR, 1);
+	setenv("HOSTRDMA_DEVICES", dev, 1);
+	setenv("HOSTRDMA_CONF", "", 1);
+	setenv("HOSTRDMA_CM_TIMEOUT_MS", "2000", 1);
+	unsetenv("FI_PROVIDER");
+	sr = srunner_create(fi_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,19 @@
+# tests/local-fi.mk: the libfabric provider (fi/) through libfabric's
+# API (check-fi, soft-iWARP on lo) and libfabric's own programs
+# (check-fi-tools.sh: fi_info, fi_pingpong in two processes).
+if BUILD_FI
+if PROV_SIW
+check_PROGRAMS += tests/check-fi
+tests_check_fi_SOURCES = tests/check_fi.c
+tests_check_fi_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBFABRIC_CFLAGS) \
+	-DFI_PROVIDER_DIR=\"$(abs_top_builddir)/fi/.libs\" \
+	-DSIW_PROVIDER_DIR=\"$(abs_top_builddir)/vp/siw/.libs\" \
+	-DRXE_PROVIDER_DIR=\"$(abs_top_builddir)/vp/rxe/.libs\"
+tests_check_fi_LDADD = $(CHECK_LIBS) $(LIBFABRIC_LIBS)
+TESTS += tests/check-fi tests/check-fi-tools.sh
+if PROV_RXE
+TESTS += tests/check-fi-rxe.sh
+endif
+endif
+endif
+EXTRA_DIST += tests/check-fi-tools.sh tests/check-fi-rxe.sh
