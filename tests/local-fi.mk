@@ -11,8 +11,12 @@ tests_check_fi_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBFABRIC_CFLAGS) \
 	-DRXE_PROVIDER_DIR=\"$(abs_top_builddir)/vp/rxe/.libs\"
 tests_check_fi_LDADD = $(CHECK_LIBS) $(LIBFABRIC_LIBS)
 TESTS += tests/check-fi tests/check-fi-tools.sh
+# Each may open soft-RoCE (UDP 4791, one process per host): one after the
+# other, after check-all and the conformance runner.
+tests/check-fi-tools.log: tests/check-conformance.log
 if PROV_RXE
 TESTS += tests/check-fi-rxe.sh
+tests/check-fi-rxe.log: tests/check-fi-tools.log
 endif
 endif
 endif

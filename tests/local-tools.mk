@@ -29,7 +29,8 @@ tests_conformance_hostrdma_conformance_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_conformance_hostrdma_conformance_LDADD = libhostrdma.la $(CHECK_LIBS) \
 	$(GLIB_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/check-conformance.sh
-# Its rxe_lo run binds UDP 4791 like check-all's soft-RoCE suites: after them.
+# Its rxe_lo run binds UDP 4791 like check-all's soft-RoCE suites: after
+# them (one process per host owns the port).
 tests/check-conformance.log: tests/check-all.log
 EXTRA_DIST += tests/check-conformance.sh docs/PROVIDERS.md
 man_MANS += man/hostrdma-conformance.1
