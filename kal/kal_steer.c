@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <string.h>
 #include <linux/filter.h>
 #include <sys/socket.h>
 
@@ -38,8 +39,7 @@ int kal_udp_steer_by_qpn(int fd, unsigned int qpn_shift, unsigned int nsocks)
 		BPF_STMT(BPF_RET | BPF_A, 0),
 		BPF_STMT(BPF_RET | BPF_K, 0),
 	};
-	struct sock_fprog prog = { .len = G_N_ELEMENTS(code),
-				   .filter = code };
+	struct sock_fprog prog;
 
 	if (qpn_shift < 1 || qpn_shift > 23 || nsocks < 1 ||
 	    nsocks > (1u << (24 - qpn_shift))) {
@@ -47,6 +47,11 @@ int kal_udp_steer_by_qpn(int fd, unsigned int qpn_shift, unsigned int nsocks)
 			  qpn_shift, nsocks);
 		return -EINVAL;
 	}
+	/* The struct has padding after len: zeroed, as the kernel gets it
+	 * all (valgrind: uninitialised bytes in a system call). */
+	memset(&prog, 0, sizeof(prog));
+	prog.len = G_N_ELEMENTS(code);
+	prog.filter = code;
 	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
 		       sizeof(prog)) < 0) {
 		int err = errno;
