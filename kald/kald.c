@@ -219,6 +219,11 @@ static int new_member(struct group *g)
 		close(fd);
 		return err;
 	}
+	/* Attached through the new socket, which is then locked: a process
+	 * holding it can no longer replace the group's program (EPERM; it
+	 * can still detach it, see hostrdma-kald(8) LIMITS). */
+	if (setsockopt(fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one)) < 0)
+		g_warning("%s: SO_LOCK_FILTER: %s", g->name, g_strerror(errno));
 	g->fds[g->n] = fd;
 	g->handed[g->n] = false;
 	if (g->n == 0)

@@ -18,6 +18,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -362,6 +363,48 @@ START_TEST(kald_cm_routing)
 	share_close(&sb);
 	kal_hostsvc_close(a);
 	kal_hostsvc_close(b);
+	kald_stop(&k);
+}
+END_TEST
+
+/* A process cannot replace the group's steering program through the
+ * socket it was handed (the daemon locked it: EPERM), and steering stays
+ * as it was. */
+START_TEST(kald_steer_locked)
+{
+	struct sock_filter f[] = { { BPF_RET | BPF_K, 0, 0, 0 } };
+	struct sock_fprog prog = { .len = 1, .filter = f };
+	struct kald_run k;
+	struct kal_hostsvc *hs[2];
+	struct share sh[2];
+	int i, one = 0;
+
+	kald_start(&k);
+	for (i = 0; i < 2; i++) {
+		hs[i] = client(&k);
+		take(hs[i], AF_INET, &sh[i]);
+	}
+	/* "Everything to socket 0": refused on either process's socket. */
+	for (i = 0; i < 2; i++) {
+		errno = 0;
+		ck_assert_int_eq(setsockopt(sh[i].udp, SOL_SOCKET,
+					    SO_ATTACH_REUSEPORT_CBPF, &prog,
+					    sizeof(prog)), -1);
+		ck_assert_int_eq(errno, EPERM);
+		/* Nor can it unlock its socket. */
+		ck_assert_int_eq(setsockopt(sh[i].udp, SOL_SOCKET,
+					    SO_LOCK_FILTER, &one,
+					    sizeof(one)), -1);
+	}
+	for (i = 0; i < 2; i++) {
+		send_to_qp(AF_INET, sh[i].base + 3, 200 + i);
+		ck_assert_uint_eq(recv_tag(sh[i].udp, 2000), 200 + i);
+		ck_assert_uint_eq(recv_tag(sh[1 - i].udp, 50), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		share_close(&sh[i]);
+		kal_hostsvc_close(hs[i]);
+	}
 	kald_stop(&k);
 }
 END_TEST
@@ -1079,6 +1122,7 @@ Suite *suite_kald(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, kald_steer_ranges);
+	tcase_add_test(tc, kald_steer_locked);
 	tcase_add_test(tc, kald_cm_routing);
 	tcase_add_test(tc, kald_refuse_unheld);
 	tcase_add_test(tc, kald_garbage_client);
