@@ -92,6 +92,17 @@ for dev in ("siw_lo", "rxe_lo"):
         elif m == "setup_per_s":
             tg.append(verdict("%s connection set-up >= 5000/s" % dev, v,
                               lambda x: x >= 5000))
+# Soft-RoCE through the host service (two processes) against both ends in
+# one process (-L) in the same run: nothing of the data path may go
+# through the daemon (issue 15: within 5 %).
+R, RL = "hostrdma-rxe_lo", "hostrdma-rxe_lo-L"
+for s in sizes:
+    tg.append(verdict("rxe WRITE bw %s B two processes >= 0.95 x -L" % s,
+                      ratio((R, "write_bw", s, "bw_gbps"), (RL, "write_bw", s, "bw_gbps")),
+                      lambda x: x >= 0.95))
+    tg.append(verdict("rxe WRITE lat %s B two processes <= 1.05 x -L" % s,
+                      ratio((R, "write_lat", s, "lat_us"), (RL, "write_lat", s, "lat_us")),
+                      lambda x: x <= 1.05))
 machine = open(os.path.join(out, "machine.txt")).read().strip()
 open(os.path.join(out, "table.md"), "w").write(
     machine + "\n\n" + "\n".join(lines + tg) + "\n")

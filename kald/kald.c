@@ -28,6 +28,7 @@
 #include <glib-unix.h>
 
 #include "kal/kal.h"
+#include "vp/rxe/rxe_icrc.h"
 
 #define ROCE_PORT 4791
 #define NSLOTS KAL_HOSTSVC_NSLOTS
@@ -42,6 +43,12 @@
 #define BTH_DETH 20
 #define MAD_HDR 24
 #define MAD_CLASS_CM 0x07
+#define MAD_BYTES 256
+#define UD_SEND_ONLY 0x64
+/* A MAD on QP1 as RoCEv2 carries it: BTH, DETH, MAD, ICRC. */
+#define GSI_PKT (BTH_DETH + MAD_BYTES + IB_ICRC_BYTES)
+#define REJ_INVALID_SERVICE_ID 8	/* IBA table 109 */
+#define SIDR_UNSUPPORTED 1		/* IBA 12.11.2: SID not supported */
 enum {
 	CM_REQ = 0x10, CM_MRA, CM_REJ, CM_REP, CM_RTU, CM_DREQ, CM_DREP,
 	CM_SIDR_REQ, CM_SIDR_REP, CM_LAP, CM_APR,
@@ -59,6 +66,8 @@ struct group {
 	int fds[NSLOTS];
 	guint drain[NSLOTS];		/* watch while no process holds it */
 	bool handed[NSLOTS];
+	int tx;				/* our answers' socket, or -1 */
+	uint16_t tx_port;
 };
 
 struct slot {
@@ -85,7 +94,7 @@ struct kald {
 	struct slot slots[NSLOTS];
 	unsigned int quiet_ms;
 	uint8_t *buf;
-	uint64_t strays, forwarded, unrouted;
+	uint64_t strays, forwarded, unrouted, refused;
 };
 
 static struct kald K;
@@ -210,6 +219,11 @@ static int new_member(struct group *g)
 		close(fd);
 		return err;
 	}
+	/* Attached through the new socket, which is then locked: a process
+	 * holding it can no longer replace the group's program (EPERM; it
+	 * can still detach it, see hostrdma-kald(8) LIMITS). */
+	if (setsockopt(fd, SOL_SOCKET, SO_LOCK_FILTER, &one, sizeof(one)) < 0)
+		g_warning("%s: SO_LOCK_FILTER: %s", g->name, g_strerror(errno));
 	g->fds[g->n] = fd;
 	g->handed[g->n] = false;
 	if (g->n == 0)
@@ -229,6 +243,8 @@ static void group_free(struct group *g)
 			g_source_remove(g->drain[i]);
 		close(g->fds[i]);
 	}
+	if (g->tx >= 0)
+		close(g->tx);
 	g_free(g);
 }
 
@@ -247,6 +263,7 @@ static int group_get(const struct sockaddr_storage *ss, struct group **out)
 		}
 	}
 	g = g_new0(struct group, 1);
+	g->tx = -1;
 	g->addr = *ss;
 	if (ss->ss_family == AF_INET) {
 		((struct sockaddr_in *)&g->addr)->sin_port = htons(ROCE_PORT);
@@ -358,8 +375,9 @@ static uint64_t get64(const uint8_t *p)
 	return (uint64_t)get32(p) << 32 | get32(p + 4);
 }
 
-/* The client a QP1 datagram is for, or NULL (dropped). */
-static struct client *route_mad(const uint8_t *p, size_t len)
+/* The client a QP1 datagram is for, or NULL (dropped; *@unheld set for a
+ * REQ or SIDR_REQ whose service ID nobody holds). */
+static struct client *route_mad(const uint8_t *p, size_t len, bool *unheld)
 {
 	const uint8_t *mad = p + BTH_DETH, *data = mad + MAD_HDR;
 	unsigned int attr, slot;
@@ -374,8 +392,10 @@ static struct client *route_mad(const uint8_t *p, size_t len)
 	case CM_REQ:
 	case CM_SIDR_REQ: {
 		uint64_t sid = get64(data + 8);
+		struct client *c = g_hash_table_lookup(K.sids, &sid);
 
-		return g_hash_table_lookup(K.sids, &sid);
+		*unheld = !c;
+		return c;
 	}
 	case CM_SIDR_REP:
 		id = get32(data);	/* our request ID */
@@ -393,6 +413,175 @@ static struct client *route_mad(const uint8_t *p, size_t len)
 	return K.slots[slot].owner;
 }
 
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* The ICRC's view of a datagram between @from and @to (port 4791 at the
+ * receiving end; Linux writes IPv4 ID 0 with DF set on an unconnected
+ * socket, see vp/rxe/rxe_net.c). */
+static void icrc_addr(struct rxe_icrc_addr *a,
+		      const struct sockaddr_storage *from,
+		      const struct sockaddr_storage *to)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = from->ss_family;
+	a->dport = ROCE_PORT;
+	a->df = true;
+	if (from->ss_family == AF_INET) {
+		a->sport = ntohs(((struct sockaddr_in *)from)->sin_port);
+		memcpy(a->saddr, &((struct sockaddr_in *)from)->sin_addr, 4);
+		memcpy(a->daddr, &((struct sockaddr_in *)to)->sin_addr, 4);
+	} else {
+		a->sport = ntohs(((struct sockaddr_in6 *)from)->sin6_port);
+		memcpy(a->saddr, &((struct sockaddr_in6 *)from)->sin6_addr,
+		       16);
+		memcpy(a->daddr, &((struct sockaddr_in6 *)to)->sin6_addr, 16);
+	}
+}
+
+/* Whether a datagram from @src to @g's address carries a good ICRC (the
+ * sender's IPv4 ID, which the socket does not tell, solved for). */
+static bool icrc_ok(const struct group *g, const uint8_t *p, size_t len,
+		    const struct sockaddr_storage *src)
+{
+	struct rxe_icrc_addr a;
+	uint32_t have, want;
+	uint16_t id_xor;
+	bool df_xor;
+
+	if (src->ss_family != g->addr.ss_family)
+		return false;
+	icrc_addr(&a, src, &g->addr);
+	have = rxe_icrc_packet(&a, p, len - IB_ICRC_BYTES);
+	want = rxe_icrc_get(p + len - IB_ICRC_BYTES);
+	return have == want ||
+	       (a.family == AF_INET &&
+		rxe_icrc_solve_ipv4_id(have, want, len, &id_xor, &df_xor));
+}
+
+/* Our socket for answers from @g's address: port of its own, DF set (so
+ * IPv4 ID 0, which the ICRC we compute assumes). */
+static int tx_socket(struct group *g)
+{
+	struct sockaddr_storage ss = g->addr;
+	socklen_t len = g->len;
+	int fd, v;
+
+	if (g->tx >= 0)
+		return g->tx;
+	fd = socket(g->addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC |
+		    SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (ss.ss_family == AF_INET) {
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+		v = IP_PMTUDISC_DO;
+		(void)setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v,
+				 sizeof(v));
+	} else {
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+		v = IPV6_PMTUDISC_DO;
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v,
+				 sizeof(v));
+		v = 1;
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v,
+				 sizeof(v));
+	}
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+		g_warning("%s: a socket to answer from: %s", g->name,
+			  g_strerror(errno));
+		close(fd);
+		return -1;
+	}
+	g->tx = fd;
+	g->tx_port = ntohs(ss.ss_family == AF_INET
+			   ? ((struct sockaddr_in *)&ss)->sin_port
+			   : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return fd;
+}
+
+/*
+ * A REQ for a service ID no process holds: answer as a lone process's CM
+ * would, with a REJ "invalid service ID" (IBA 12.6.7, table 109) to the
+ * requester's QP1; a SIDR_REQ gets a SIDR_REP "service ID not supported"
+ * (12.11.2). Only a well-formed MAD with a good ICRC is answered: junk
+ * and forgeries on the wire are dropped as before.
+ */
+static void refuse_unheld(struct group *g, const uint8_t *p, size_t len,
+			  const struct sockaddr_storage *src)
+{
+	const uint8_t *mad = p + BTH_DETH, *data = mad + MAD_HDR;
+	uint8_t out[GSI_PKT], *om = out + BTH_DETH, *od = om + MAD_HDR;
+	struct sockaddr_storage from, to = *src;
+	struct rxe_icrc_addr a;
+	unsigned int attr = (unsigned int)mad[16] << 8 | mad[17];
+	int fd;
+
+	if (len != GSI_PKT || p[0] != UD_SEND_ONLY ||
+	    (p[1] & IB_BTH_PAD_MASK) || mad[0] != 1 ||
+	    !icrc_ok(g, p, len, src))
+		return;
+	fd = tx_socket(g);
+	if (fd < 0)
+		return;
+	memset(out, 0, sizeof(out));
+	/* BTH: UD Send Only, default P_Key, to the sender's QP (DETH's
+	 * source QP, 1); DETH: the GSI Q_Key, from QP 1. */
+	out[0] = UD_SEND_ONLY;
+	out[2] = 0xff;
+	out[3] = 0xff;
+	memcpy(out + 5, p + 12 + 5, 3);
+	put32(out + 12, IB_GSI_QKEY);
+	out[19] = IB_GSI_QPN;
+	/* MAD header: CM class, version 2, Send, the request's TID. */
+	om[0] = 1;
+	om[1] = MAD_CLASS_CM;
+	om[2] = 2;
+	om[3] = 0x03;
+	memcpy(om + 8, mad + 8, 8);
+	if (attr == CM_REQ) {
+		om[17] = CM_REJ;
+		/* Local comm ID 0 (none), remote: the REQ's local one;
+		 * message REJected: REQ (0); reason. */
+		memcpy(od + 4, data, 4);
+		od[11] = REJ_INVALID_SERVICE_ID;
+	} else {
+		om[17] = CM_SIDR_REP;
+		/* Request ID, status, the service ID. */
+		memcpy(od, data, 4);
+		od[4] = SIDR_UNSUPPORTED;
+		memcpy(od + 12, data + 8, 8);
+	}
+	from = g->addr;
+	if (to.ss_family == AF_INET) {
+		((struct sockaddr_in *)&from)->sin_port = htons(g->tx_port);
+		((struct sockaddr_in *)&to)->sin_port = htons(ROCE_PORT);
+	} else {
+		((struct sockaddr_in6 *)&from)->sin6_port = htons(g->tx_port);
+		((struct sockaddr_in6 *)&to)->sin6_port = htons(ROCE_PORT);
+	}
+	icrc_addr(&a, &from, &to);
+	rxe_icrc_put(out + GSI_PKT - IB_ICRC_BYTES,
+		     rxe_icrc_packet(&a, out, GSI_PKT - IB_ICRC_BYTES));
+	if (sendto(fd, out, sizeof(out), MSG_DONTWAIT, (struct sockaddr *)&to,
+		   g->len) < 0) {
+		g_debug("%s: the answer to an unheld service ID: %s", g->name,
+			g_strerror(errno));
+		return;
+	}
+	K.refused++;
+	g_debug("%s: %s for service ID 0x%016" G_GINT64_MODIFIER "x nobody "
+		"holds: %s sent", g->name, attr == CM_REQ ? "REQ" : "SIDR_REQ",
+		get64(data + 8), attr == CM_REQ ? "REJ invalid service ID"
+		: "SIDR_REP service ID not supported");
+}
+
 static gboolean on_gsi(gint fd, GIOCondition cond, gpointer data)
 {
 	struct group *g = data;
@@ -405,13 +594,18 @@ static gboolean on_gsi(gint fd, GIOCondition cond, gpointer data)
 	for (burst = 0; burst < 64; burst++) {
 		struct client *c;
 		gpointer ffd;
+		bool unheld = false;
 
 		sl = sizeof(h.src);
 		n = recvfrom(fd, K.buf, DGRAM_MAX, MSG_DONTWAIT,
 			     (struct sockaddr *)&h.src, &sl);
 		if (n < 0)
 			break;
-		c = route_mad(K.buf, (size_t)n);
+		c = route_mad(K.buf, (size_t)n, &unheld);
+		if (unheld) {
+			refuse_unheld(g, K.buf, (size_t)n, &h.src);
+			continue;
+		}
 		if (!c || !(ffd = g_hash_table_lookup(c->fwd, g))) {
 			K.unrouted++;
 			g_debug("%s: a %zd-byte datagram for QPN range 0 "
@@ -878,8 +1072,9 @@ int main(int argc, char **argv)
 
 	g_message("stopping: %" G_GUINT64_FORMAT " MADs forwarded, %"
 		  G_GUINT64_FORMAT " unrouted, %" G_GUINT64_FORMAT
-		  " stray datagrams dropped", K.forwarded, K.unrouted,
-		  K.strays);
+		  " requests for unheld service IDs refused, %"
+		  G_GUINT64_FORMAT " stray datagrams dropped", K.forwarded,
+		  K.unrouted, K.refused, K.strays);
 	while (K.clients->len)
 		client_drop(g_ptr_array_index(K.clients, 0), NULL);
 	for (i = 0; i < K.groups->len; i++)

@@ -3,7 +3,7 @@
 sbin_PROGRAMS = kald/hostrdma-kald
 kald_hostrdma_kald_SOURCES = kald/kald.c
 kald_hostrdma_kald_CPPFLAGS = $(AM_CPPFLAGS) -DG_LOG_DOMAIN=\"hostrdma-kald\"
-kald_hostrdma_kald_LDADD = kal/libkal.la $(GLIB_LIBS)
+kald_hostrdma_kald_LDADD = kal/libkal.la vp/rxe/librxe_icrc.la $(GLIB_LIBS)
 man_MANS += man/hostrdma-kald.8
 EXTRA_DIST += man/hostrdma-kald.8 kald/hostrdma-kald.service.in \
 	kald/hostrdma-kald.socket

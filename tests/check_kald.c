@@ -18,6 +18,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -362,6 +363,178 @@ START_TEST(kald_cm_routing)
 	share_close(&sb);
 	kal_hostsvc_close(a);
 	kal_hostsvc_close(b);
+	kald_stop(&k);
+}
+END_TEST
+
+/* A process cannot replace the group's steering program through the
+ * socket it was handed (the daemon locked it: EPERM), and steering stays
+ * as it was. */
+START_TEST(kald_steer_locked)
+{
+	struct sock_filter f[] = { { BPF_RET | BPF_K, 0, 0, 0 } };
+	struct sock_fprog prog = { .len = 1, .filter = f };
+	struct kald_run k;
+	struct kal_hostsvc *hs[2];
+	struct share sh[2];
+	int i, one = 0;
+
+	kald_start(&k);
+	for (i = 0; i < 2; i++) {
+		hs[i] = client(&k);
+		take(hs[i], AF_INET, &sh[i]);
+	}
+	/* "Everything to socket 0": refused on either process's socket. */
+	for (i = 0; i < 2; i++) {
+		errno = 0;
+		ck_assert_int_eq(setsockopt(sh[i].udp, SOL_SOCKET,
+					    SO_ATTACH_REUSEPORT_CBPF, &prog,
+					    sizeof(prog)), -1);
+		ck_assert_int_eq(errno, EPERM);
+		/* Nor can it unlock its socket. */
+		ck_assert_int_eq(setsockopt(sh[i].udp, SOL_SOCKET,
+					    SO_LOCK_FILTER, &one,
+					    sizeof(one)), -1);
+	}
+	for (i = 0; i < 2; i++) {
+		send_to_qp(AF_INET, sh[i].base + 3, 200 + i);
+		ck_assert_uint_eq(recv_tag(sh[i].udp, 2000), 200 + i);
+		ck_assert_uint_eq(recv_tag(sh[1 - i].udp, 50), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		share_close(&sh[i]);
+		kal_hostsvc_close(hs[i]);
+	}
+	kald_stop(&k);
+}
+END_TEST
+
+/* A forwarded MAD on @fwd within @ms into @out (280 bytes): 0 for none,
+ * else its length; *@src where it came from. */
+static size_t recv_fwd_any(int fwd, uint8_t *out, struct sockaddr_storage *src,
+			   int ms)
+{
+	struct pollfd pf = { .fd = fwd, .events = POLLIN };
+	uint8_t buf[sizeof(struct kal_hostsvc_fwd) + 512];
+	struct kal_hostsvc_fwd h;
+	ssize_t n;
+
+	if (poll(&pf, 1, ms) != 1)
+		return 0;
+	n = recv(fwd, buf, sizeof(buf), MSG_DONTWAIT);
+	ck_assert_int_ge(n, (ssize_t)sizeof(h));
+	memcpy(&h, buf, sizeof(h));
+	ck_assert_uint_eq(h.len, (size_t)n - sizeof(h));
+	ck_assert_uint_le(h.len, 280);
+	memcpy(out, buf + sizeof(h), h.len);
+	*src = h.src;
+	return h.len;
+}
+
+/* The ICRC of a 280-byte QP1 datagram from @from to 127.0.0.1:4791 (IPv4
+ * ID 0, DF: what an unconnected IP_PMTUDISC_DO socket sends). */
+static uint32_t icrc_to_lo(const uint8_t *p, const struct sockaddr_in *from)
+{
+	struct rxe_icrc_addr a = { .family = AF_INET, .dport = 4791,
+				   .df = true };
+
+	a.sport = ntohs(from->sin_port);
+	memcpy(a.saddr, &from->sin_addr, 4);
+	memcpy(a.daddr, &(uint32_t){ htonl(INADDR_LOOPBACK) }, 4);
+	return rxe_icrc_packet(&a, p, 276);
+}
+
+/* A REQ for a service ID nobody holds gets a REJ "invalid service ID"
+ * from the daemon (IBA 12.6.7, reason 8) to the requester's comm ID, with
+ * the REQ's TID and a good ICRC; a SIDR_REQ gets a SIDR_REP "service ID
+ * not supported". A REQ with a bad ICRC, or for a held service ID, gets
+ * no such answer. */
+START_TEST(kald_refuse_unheld)
+{
+	const uint64_t sid = 0x0000000001060000ull | 7475;
+	struct sockaddr_in me = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in to = me;
+	struct sockaddr_storage src;
+	socklen_t sl = sizeof(me);
+	struct kald_run k;
+	struct kal_hostsvc *a;
+	struct share sa;
+	uint8_t mad[300], got[300];
+	uint32_t comm;
+	size_t len;
+	int fd, v = IP_PMTUDISC_DO;
+	g_autofree char *log = NULL;
+
+	kald_start(&k);
+	a = client(&k);
+	take(a, AF_INET, &sa);
+	comm = (sa.base >> 16) << 24 | 5;
+
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v,
+				    sizeof(v)), 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&me, &sl), 0);
+	to.sin_port = htons(4791);
+
+	/* A REQ from a's comm ID for nobody's service ID, TID 0x77.. */
+	len = cm_mad(mad, 0x10, (uint64_t)comm << 32, sid);
+	mad[19] = 1;			/* DETH source QP 1 */
+	memcpy(mad + 20 + 8, "\x77\x66\x55\x44\x33\x22\x11\x00", 8);
+	rxe_icrc_put(mad + 276, icrc_to_lo(mad, &me));
+	ck_assert_int_eq(sendto(fd, mad, len, 0, (struct sockaddr *)&to,
+				sizeof(to)), (ssize_t)len);
+	ck_assert_uint_eq(recv_fwd_any(sa.fwd, got, &src, 2000), 280);
+	ck_assert_int_eq(src.ss_family, AF_INET);
+	ck_assert_uint_eq(got[0], 0x64);		/* UD Send Only */
+	ck_assert_uint_eq(got[7], 1);			/* to QP1 */
+	ck_assert_uint_eq(ib_get32(got + 12), 0x80010000u); /* GSI Q_Key */
+	ck_assert_uint_eq(ib_get24(got + 17), 1);	/* from QP1 */
+	ck_assert_uint_eq(got[21], 0x07);		/* CM class */
+	ck_assert_uint_eq(ib_get16(got + 20 + 16), 0x12); /* REJ */
+	ck_assert_mem_eq(got + 20 + 8, mad + 20 + 8, 8);	/* TID */
+	ck_assert_uint_eq(ib_get32(got + 44), 0);	/* local comm ID */
+	ck_assert_uint_eq(ib_get32(got + 48), comm);	/* remote: ours */
+	ck_assert_uint_eq(got[52] >> 6, 0);		/* REJected: REQ */
+	ck_assert_uint_eq(ib_get16(got + 54), 8);	/* invalid SID */
+	ck_assert_uint_eq(rxe_icrc_get(got + 276),
+			  icrc_to_lo(got, (struct sockaddr_in *)&src));
+
+	/* SIDR_REQ: request ID in a's range. */
+	len = cm_mad(mad, 0x17, (uint64_t)(comm + 1) << 32, sid);
+	mad[19] = 1;
+	rxe_icrc_put(mad + 276, icrc_to_lo(mad, &me));
+	sendto(fd, mad, len, 0, (struct sockaddr *)&to, sizeof(to));
+	ck_assert_uint_eq(recv_fwd_any(sa.fwd, got, &src, 2000), 280);
+	ck_assert_uint_eq(ib_get16(got + 20 + 16), 0x18); /* SIDR_REP */
+	ck_assert_uint_eq(ib_get32(got + 44), comm + 1);
+	ck_assert_uint_eq(got[48], 1);			/* unsupported */
+	ck_assert_uint_eq(ib_get64(got + 56), sid);
+	ck_assert_uint_eq(rxe_icrc_get(got + 276),
+			  icrc_to_lo(got, (struct sockaddr_in *)&src));
+
+	/* A bad ICRC: no answer. A held service ID: the REQ goes to its
+	 * holder, and nothing else comes. */
+	len = cm_mad(mad, 0x10, (uint64_t)comm << 32, sid);
+	mad[19] = 1;
+	rxe_icrc_put(mad + 276, icrc_to_lo(mad, &me) ^ 1);
+	sendto(fd, mad, len, 0, (struct sockaddr *)&to, sizeof(to));
+	ck_assert_uint_eq(recv_fwd_any(sa.fwd, got, &src, 200), 0);
+	ck_assert_int_eq(kal_hostsvc_listen(a, sid, true), 0);
+	rxe_icrc_put(mad + 276, icrc_to_lo(mad, &me));
+	sendto(fd, mad, len, 0, (struct sockaddr *)&to, sizeof(to));
+	ck_assert_uint_eq(recv_fwd_any(sa.fwd, got, &src, 2000), 280);
+	ck_assert_uint_eq(ib_get16(got + 20 + 16), 0x10);
+	ck_assert_uint_eq(recv_fwd_any(sa.fwd, got, &src, 200), 0);
+
+	close(fd);
+	share_close(&sa);
+	kal_hostsvc_close(a);
+	log = kald_log(&k);
+	ck_assert_msg(strstr(log, "REJ invalid service ID sent"), "%s",
+		      tail(log));
 	kald_stop(&k);
 }
 END_TEST
@@ -869,6 +1042,36 @@ START_TEST(kald_ping_two_pairs)
 }
 END_TEST
 
+/* A client of a port nobody listens on, through the daemon: refused at
+ * once (the daemon's REJ "invalid service ID"), not after the CM's ~10 s
+ * of retries, and the tool says so. */
+START_TEST(kald_ping_refused)
+{
+	struct kald_run k;
+	char port[8];
+	const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a", "127.0.0.1",
+				"-p", free_port(port, sizeof(port)), "-C",
+				"1", NULL };
+	struct proc p;
+	gint64 t0;
+	int rc;
+
+	kald_start(&k);
+	env_rxe_lo(k.sock);
+	t0 = g_get_monotonic_time();
+	start(&p, cargv);
+	rc = finish_within(&p, 30);
+	t0 = g_get_monotonic_time() - t0;
+	ck_assert_msg(rc != 0 && strstr(p.text->str, "connection refused"),
+		      "exit %d:\n%s", rc, tail(p.text->str));
+	ck_assert_msg(t0 < 3 * G_USEC_PER_SEC, "refused after %" G_GINT64_FORMAT
+		      " ms", t0 / 1000);
+	done(&p);
+	env_clear();
+	kald_stop(&k);
+}
+END_TEST
+
 /* No daemon (the socket names nothing): one process binds the port
  * itself as before; a second one is told once how to share it. */
 START_TEST(kald_none_embedded)
@@ -919,7 +1122,9 @@ Suite *suite_kald(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, kald_steer_ranges);
+	tcase_add_test(tc, kald_steer_locked);
 	tcase_add_test(tc, kald_cm_routing);
+	tcase_add_test(tc, kald_refuse_unheld);
 	tcase_add_test(tc, kald_garbage_client);
 	tcase_add_test(tc, kald_killed_range_reused);
 	tcase_add_test(tc, kald_rxe_provider);
@@ -929,6 +1134,7 @@ Suite *suite_kald(void)
 	tcase_set_timeout(tt, 120);
 	tcase_add_test(tt, kald_ping_two_pairs);
 	tcase_add_test(tt, kald_none_embedded);
+	tcase_add_test(tt, kald_ping_refused);
 	suite_add_tcase(s, tt);
 	return s;
 }

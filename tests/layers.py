@@ -42,7 +42,9 @@ LAYER_ARROWS = {
     "vp/*": {"rnicpi"},
     "rnicpi": set(),
     "kal": set(),
-    "kald": {"kal"},
+    # The daemon frames one RoCEv2 packet itself (a REJ, on QP1): it
+    # links the provider's ICRC library, not the provider.
+    "kald": {"kal", "vp/rxe"},
 }
 
 # Top-level folders that are not layers and are not read.

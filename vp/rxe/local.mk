@@ -2,17 +2,26 @@
 # port 4791, wire compatible with Linux rdma_rxe). The code goes into a
 # convenience library the tests link; the module or the builtin library
 # wraps it per configure's choice (--enable-rxe=dl|builtin|no).
+# The ICRC (and the header accessors it reads) as a library of its own:
+# the provider links it, and so does hostrdma-kald, which answers a REQ
+# for a service ID nobody holds with a REJ it frames itself.
+noinst_LTLIBRARIES += vp/rxe/librxe_icrc.la
+vp_rxe_librxe_icrc_la_SOURCES = vp/rxe/ib_hdr.h vp/rxe/rxe_icrc.h \
+	vp/rxe/rxe_icrc.c
+vp_rxe_librxe_icrc_la_LIBADD = $(RXE_CRC_LIBS) $(PTHREAD_LIBS)
+
 if PROV_RXE
 noinst_LTLIBRARIES += vp/rxe/librxe_core.la
 vp_rxe_librxe_core_la_SOURCES = \
 	vp/rxe/ib_hdr.h vp/rxe/rxe.h vp/rxe/rxe_icrc.h \
-	vp/rxe/rxe_opcode.c vp/rxe/rxe_icrc.c vp/rxe/rxe_main.c \
+	vp/rxe/rxe_opcode.c vp/rxe/rxe_main.c \
 	vp/rxe/rxe_verbs.c vp/rxe/rxe_qp.c vp/rxe/rxe_net.c \
 	vp/rxe/rxe_recv.c vp/rxe/rxe_req.c vp/rxe/rxe_comp.c \
 	vp/rxe/rxe_resp.c vp/rxe/rxe_mw.c
 vp_rxe_librxe_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DG_LOG_DOMAIN=\"hostrdma-rxe\"
 # Without the provider helpers: whoever links the core adds them once.
-vp_rxe_librxe_core_la_LIBADD = $(RXE_CRC_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)
+vp_rxe_librxe_core_la_LIBADD = vp/rxe/librxe_icrc.la $(GLIB_LIBS) \
+	$(PTHREAD_LIBS)
 endif
 
 if PROV_RXE_DL
