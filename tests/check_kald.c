@@ -67,6 +67,7 @@ static void kald_start(struct kald_run *k)
 		      k->sock, "--quiet-ms", quiet, (char *)NULL);
 		_exit(127);
 	}
+	tools_track_pid(k->pid);
 	for (i = 0; i < 500; i++) {
 		struct kal_hostsvc *hs;
 
@@ -93,6 +94,7 @@ static void kald_stop(struct kald_run *k)
 
 	kill(k->pid, SIGTERM);
 	ck_assert_int_eq(waitpid(k->pid, &status, 0), k->pid);
+	tools_untrack_pid(k->pid);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		g_autofree char *log = kald_log(k);
 
@@ -1121,6 +1123,7 @@ Suite *suite_kald(void)
 	TCase *tt = tcase_create("kald-tools");
 
 	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, NULL, tools_kill_leftovers);
 	tcase_add_test(tc, kald_steer_ranges);
 	tcase_add_test(tc, kald_steer_locked);
 	tcase_add_test(tc, kald_cm_routing);
@@ -1132,6 +1135,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tc, kald_cli);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tt, 120);
+	tcase_add_checked_fixture(tt, NULL, tools_kill_leftovers);
 	tcase_add_test(tt, kald_ping_two_pairs);
 	tcase_add_test(tt, kald_none_embedded);
 	tcase_add_test(tt, kald_ping_refused);

@@ -33,6 +33,41 @@
 #include "tools/perf_priv.h"
 #include "tools/ping_wire.h"
 
+/*
+ * The children start() and kald tests made that nobody reaped yet. A test
+ * that fails half-way (under CK_FORK=no Check jumps out of it) would
+ * leave its servers and daemons running, holding soft-RoCE's port for
+ * the rest of the run: each tcase's teardown kills them.
+ */
+static GArray *live_pids;
+
+void tools_track_pid(pid_t pid)
+{
+	if (!live_pids)
+		live_pids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+	g_array_append_val(live_pids, pid);
+}
+
+void tools_untrack_pid(pid_t pid)
+{
+	for (guint i = 0; live_pids && i < live_pids->len; i++)
+		if (g_array_index(live_pids, pid_t, i) == pid) {
+			g_array_remove_index_fast(live_pids, i);
+			return;
+		}
+}
+
+void tools_kill_leftovers(void)
+{
+	while (live_pids && live_pids->len) {
+		pid_t pid = g_array_index(live_pids, pid_t, 0);
+
+		g_array_remove_index_fast(live_pids, 0);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
 void start(struct proc *p, const char *const *argv)
 {
 	int fds[2];
@@ -49,6 +84,7 @@ void start(struct proc *p, const char *const *argv)
 	}
 	close(fds[1]);
 	p->out = fds[0];
+	tools_track_pid(p->pid);
 }
 
 /* The end of @text: Check's failure messages have a size limit. */
@@ -89,6 +125,7 @@ int finish(struct proc *p)
 	read_until(p, NULL);
 	close(p->out);
 	ck_assert_int_eq(waitpid(p->pid, &st, 0), p->pid);
+	tools_untrack_pid(p->pid);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -109,6 +146,7 @@ int finish_within(struct proc *p, int secs)
 		if (left_ms <= 0 || poll(&pfd, 1, (int)left_ms) != 1) {
 			kill(p->pid, SIGKILL);
 			waitpid(p->pid, &st, 0);
+			tools_untrack_pid(p->pid);
 			ck_abort_msg("still running after %d s; so far:\n%s", secs,
 				     tail(p->text->str));
 		}
@@ -119,6 +157,7 @@ int finish_within(struct proc *p, int secs)
 	}
 	close(p->out);
 	ck_assert_int_eq(waitpid(p->pid, &st, 0), p->pid);
+	tools_untrack_pid(p->pid);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -348,6 +387,7 @@ Suite *suite_tools(void)
 {
 	Suite *s = suite_create("tools");
 	TCase *tc = tcase_create("cli");
+	tcase_add_checked_fixture(tc, NULL, tools_kill_leftovers);
 
 	tcase_set_timeout(tc, 60);
 
@@ -355,6 +395,7 @@ Suite *suite_tools(void)
 	tcase_add_test(tc, cli_bad_option);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("wire");
+	tcase_add_checked_fixture(tc, NULL, tools_kill_leftovers);
 	tcase_add_test(tc, wire_perftest_report_out_of_range);
 	suite_add_tcase(s, tc);
 	tools_add_habits_case(s); /* check_tools_cli.c */

@@ -33,6 +33,11 @@ int finish(struct proc *p);
 int finish_within(struct proc *p, int secs);
 /* Frees what @p collected. */
 void done(struct proc *p);
+/* Children to kill if the test fails before it reaps them: start()
+ * tracks its own; tools_kill_leftovers is every tcase's teardown. */
+void tools_track_pid(pid_t pid);
+void tools_untrack_pid(pid_t pid);
+void tools_kill_leftovers(void);
 
 #ifdef HAVE_PROV_SIW
 #include <json-glib/json-glib.h>

@@ -756,6 +756,7 @@ void tools_add_habits_case(Suite *s)
 	tcase_add_test(tc, man_pages_match_help);
 #ifdef HAVE_PROV_SIW
 	tcase_add_checked_fixture(tc, env_siw, NULL);
+	tcase_add_checked_fixture(tc, NULL, tools_kill_leftovers);
 	tcase_add_test(tc, ping_server_sigterm);
 	tcase_add_test(tc, ping_client_gone_is_normal_end);
 	tcase_add_test(tc, perf_perftest_layout);

@@ -518,6 +518,7 @@ void tools_add_select_case(Suite *s)
 	TCase *tc = tcase_create("select");
 
 	tcase_add_checked_fixture(tc, env_setup_installed, NULL);
+	tcase_add_checked_fixture(tc, NULL, tools_kill_leftovers);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, select_server_everywhere);
 	tcase_add_test(tc, select_server_siw_only);
@@ -534,6 +535,7 @@ void tools_add_rxe_case(Suite *s)
 	TCase *tc = tcase_create("rxe");
 
 	tcase_add_checked_fixture(tc, env_setup_both, NULL);
+	tcase_add_checked_fixture(tc, NULL, tools_kill_leftovers);
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, perf_loopback_rxe);
 	tcase_add_test(tc, perf_atomics_rxe);

@@ -505,6 +505,7 @@ void tools_add_siw_case(Suite *s)
 	TCase *tc = tcase_create("siw");
 
 	tcase_add_checked_fixture(tc, env_setup, NULL);
+	tcase_add_checked_fixture(tc, NULL, tools_kill_leftovers);
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, perf_write_bw_verified);
 	tcase_add_test(tc, perf_post_list_verified);
