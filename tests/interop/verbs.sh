@@ -20,8 +20,12 @@
 # connection functions and events (tests/interop/it-verbs-cm: private
 # data, reject, non-peer reject, accept, disconnect); across the bridge,
 # the guest's siw0/rxe0 against our soft siw/rxe on the host, both roles.
+# hostrdma-perf -R in guest 1 against perftest's ib_write_bw -R and
+# ib_read_bw -R in guest 2, both roles, on each device.
 # Last, a second ibverbs device on eth0 (rxe1 beside siw0): one of the
 # two is listed, the other named in a log line.
+# VERBS_CASES="GLOB ...": run only the cases whose names match one of
+# the globs (e.g. 'perf-* ud-*'); the lab boots all the same.
 # Prints "ok NAME" / "FAIL NAME" per case and "N passed, N failed"; exit 0
 # when all passed, 1 on a failure, 77 (loud SKIP) when qemu, root or the
 # build is missing.
@@ -53,6 +57,16 @@ cleanup() {
 	[ "${KEEP:-0}" = 1 ] || rm -rf "$work"
 }
 trap cleanup EXIT
+
+want() { # case name: selected by VERBS_CASES?
+	local g
+	[ -z "${VERBS_CASES:-}" ] && return 0
+	for g in $VERBS_CASES; do
+		# shellcheck disable=SC2254
+		case $1 in $g) return 0 ;; esac
+	done
+	return 1
+}
 
 result() { # name, status
 	if [ "$2" -eq 0 ]; then
@@ -128,15 +142,18 @@ done; exit 1' >"$work/ifaces2.guest" 2>&1 ||
 	{ echo "FAIL: guest 2's eth0/eth1 never came up with addresses"; exit 1; }
 "$rp" run ibv_devinfo >"$work/ibv_devinfo.guest" 2>&1
 
+if want info-list; then
 st=0
 hr "$prefix/bin/hostrdma-info -l" >"$work/info-list.guest" 2>&1 || st=1
 grep -Eq '^siw0[[:space:]]+iWARP$' "$work/info-list.guest" || st=1
 grep -Eq '^rxe0[[:space:]]+InfiniBand/RoCE$' "$work/info-list.guest" || st=1
 result info-list $st
+fi
 
 # $1 device, $2 transport as IT-API shows it, $3 the guest's address.
 info_device() {
 	local name=info-$1 st=0 f
+	want "$name" || return 0
 	f=$work/$name.guest
 	hr "HOSTRDMA_DEVICES=$1 $prefix/bin/hostrdma-info -v -d $1" >"$f" 2>&1 ||
 		st=1
@@ -160,6 +177,7 @@ info_device rxe0 'InfiniBand/RoCE' "$rxe_ip"
 # PD, MR, CQs, an RC QP and posted receives on the kernel's devices,
 # through IT-API (tests/interop/it-verbs-objects.c).
 for dev in siw0 rxe0; do
+	want "objects-$dev" || continue
 	st=0
 	hr "HOSTRDMA_DEVICES=$dev $prefix/bin/it-verbs-objects $dev" \
 		>"$work/objects-$dev.guest" 2>&1 || st=1
@@ -184,6 +202,7 @@ guests_kill() {
 # command, $6 server address; port 7174, 10 rounds.
 ping_case() {
 	local name=$1 sg=$2 scmd=$3 cg=$4 ccmd=$5 addr=$6 st=0 bgout pid log
+	want "$name" || return 0
 	guests_kill
 	bgout=$("$rp" bg -g "$sg" "$scmd -s -a $addr -p 7174 -C 10 -S 1024 -v") ||
 		st=1
@@ -231,6 +250,7 @@ done
 # it_ep_disconnect ending both sides with DISCONNECT.
 for dev in siw0 rxe0; do
 	if [ $dev = siw0 ]; then a2=$siw_ip2; else a2=$rxe_ip2; fi
+	want "cm-$dev" || continue
 	st=0
 	guests_kill
 	env="LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=$dev"
@@ -269,6 +289,7 @@ host_rxe_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_RXE_IP=//p')
 # $1 name, $2 guest device, $3 soft provider, $4 guest address, $5 host's
 bridge_cases() {
 	local name=$1 dev=$2 p=$3 ga=$4 ha=$5 st=0 bgout pid log ours i
+	want "$name-guest-server" || want "$name-host-server" || return 0
 	[ -x "$hping" ] && [ -n "$ha" ] || { result "$name-skipped" 1; return; }
 	# The guest serves, the host's soft device is the client.
 	guests_kill
@@ -310,9 +331,59 @@ bridge_cases() {
 bridge_cases bridge-siw0 siw0 siw "$siw_ip" "$host_ip"
 bridge_cases bridge-rxe0 rxe0 rxe "$rxe_ip" "$host_rxe_ip"
 
+# hostrdma-perf -R (tools/perf_rcm.c: perftest's rdma_cm exchange) in
+# guest 1 against perftest -R in guest 2, both roles, on each device: 300
+# messages of 64 KiB, both ends reporting that run, no error from
+# perftest. $1 name, $2 device, $3 test (write_bw, read_bw), $4 who
+# serves (ours, theirs), $5 the server's address.
+gperf_env() { # device
+	echo "LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=$1 $prefix/bin/hostrdma-perf -d $1"
+}
+perf_case() {
+	local name=$1 dev=$2 t=$3 who=$4 addr=$5 st=0 bgout pid log
+	local args="-R -p 18530 -n 300 -s 65536"
+	want "$name" || return 0
+	guests_kill
+	"$rp" run -g 1 'killall hostrdma-perf' >/dev/null 2>&1
+	"$rp" run -g 2 "killall ib_$t" >/dev/null 2>&1
+	if [ "$who" = theirs ]; then
+		bgout=$("$rp" bg -g 2 "ib_$t -d $dev $args") || st=1
+		pid=${bgout%% *}
+		log=${bgout##* }
+		"$rp" run -g 2 wait-listen 18530 20 >/dev/null || st=1
+		"$rp" run -g 1 -t 120 "$(gperf_env "$dev") $t $args --json $addr" \
+			>"$work/$name.ours" 2>&1 || st=1
+		"$rp" run -g 2 -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+			>"$work/$name.theirs" 2>&1 || st=1
+	else
+		bgout=$("$rp" bg -g 1 "$(gperf_env "$dev") $t $args --json") ||
+			st=1
+		pid=${bgout%% *}
+		log=${bgout##* }
+		"$rp" run -g 1 wait-listen 18530 20 >/dev/null || st=1
+		"$rp" run -g 2 -t 120 "ib_$t -d $dev $args $addr" \
+			>"$work/$name.theirs" 2>&1 || st=1
+		"$rp" run -g 1 -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+			>"$work/$name.ours" 2>&1 || st=1
+	fi
+	grep -q '"msg_size": *65536, *"iterations": *300,' "$work/$name.ours" ||
+		st=1
+	grep -q ' 65536 *300 ' "$work/$name.theirs" || st=1
+	grep -qi "error\|fail\|couldn" "$work/$name.theirs" && st=1
+	result "$name" $st
+}
+for dev in siw0 rxe0; do
+	if [ $dev = siw0 ]; then a1=$siw_ip a2=$siw_ip2; else a1=$rxe_ip a2=$rxe_ip2; fi
+	for t in write_bw read_bw; do
+		perf_case "perf-$t-client-$dev" $dev $t theirs "$a2"
+		perf_case "perf-$t-server-$dev" $dev $t ours "$a1"
+	done
+done
+
 # A second ibverbs device on eth0 (a soft-RoCE rxe1 beside siw0): the
 # core makes one device per provider and interface, so one of the two is
 # listed and the other is named in one log line, not dropped in silence.
+want shadowed && {
 st=0
 f=$work/shadowed.guest
 "$rp" run 'rdma link add rxe1 type rxe netdev eth0' >"$f" 2>&1 || st=1
@@ -322,6 +393,7 @@ n=$(grep -Ec '^(siw0|rxe1)[[:space:]]' "$f")
 grep -Eq 'verbs: (siw0|rxe1) is on eth0 too, which carries (siw0|rxe1) already' \
 	"$f" || st=1
 result shadowed $st
+}
 
 echo "$pass passed, $fail failed$([ "$retried" -gt 0 ] && echo " ($retried retried)")"
 [ "$fail" -eq 0 ]
