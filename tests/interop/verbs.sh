@@ -22,6 +22,7 @@
 # the guest's siw0/rxe0 against our soft siw/rxe on the host, both roles.
 # hostrdma-perf -R in guest 1 against perftest's ib_write_bw -R and
 # ib_read_bw -R in guest 2, both roles, on each device.
+# UD datagrams between the guests' rxe0 (tests/interop/it-verbs-ud).
 # Last, a second ibverbs device on eth0 (rxe1 beside siw0): one of the
 # two is listed, the other named in a log line.
 # VERBS_CASES="GLOB ...": run only the cases whose names match one of
@@ -105,6 +106,10 @@ cmprog=$build/tests/interop/.libs/it-verbs-cm
 [ -x "$cmprog" ] || cmprog=$build/tests/interop/it-verbs-cm
 [ -x "$cmprog" ] || skip "$cmprog not built (make -C $build)"
 cp "$cmprog" "$work/ov$prefix/bin/it-verbs-cm" || exit 1
+udprog=$build/tests/interop/.libs/it-verbs-ud
+[ -x "$udprog" ] || udprog=$build/tests/interop/it-verbs-ud
+[ -x "$udprog" ] || skip "$udprog not built (make -C $build)"
+cp "$udprog" "$work/ov$prefix/bin/it-verbs-ud" || exit 1
 
 . "$(dirname "${BASH_SOURCE[0]}")/labns.sh"
 lab_pick_ns hrinterop-verbs || exit 1
@@ -330,6 +335,37 @@ bridge_cases() {
 }
 bridge_cases bridge-siw0 siw0 siw "$siw_ip" "$host_ip"
 bridge_cases bridge-rxe0 rxe0 rxe "$rxe_ip" "$host_rxe_ip"
+
+# UD on rxe0 (the verbs provider's UD QPs, ibv_create_ah address handles):
+# it_ep_ud_create, it_address_handle_create, it_post_sendto and
+# it_post_recvfrom between the guests (tests/interop/it-verbs-ud.c): 16
+# datagrams of 512 bytes each way, every byte and the GRH checked, all
+# from the one peer QP. The server's QPN goes to the client by hand:
+# SIDR (rdma_cm's UDP port space) needs QP1, which the kernel owns.
+if want ud-rxe0; then
+	st=0
+	guests_kill
+	"$rp" run -g 2 'killall it-verbs-ud' >/dev/null 2>&1
+	env="LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=rxe0"
+	bgout=$("$rp" bg -g 2 "$env $prefix/bin/it-verbs-ud rxe0 server $rxe_ip 16") ||
+		st=1
+	pid=${bgout%% *}
+	log=${bgout##* }
+	qpn=
+	for i in $(seq 100); do
+		qpn=$("$rp" run -g 2 "sed -n 's/^qpn //p' $log" 2>/dev/null)
+		[ -n "$qpn" ] && break
+		sleep 0.2
+	done
+	[ -n "$qpn" ] || st=1
+	"$rp" run -g 1 -t 60 "$env $prefix/bin/it-verbs-ud rxe0 client $rxe_ip2 16 ${qpn:-0}" \
+		>"$work/ud-rxe0.client" 2>&1 || st=1
+	"$rp" run -g 2 -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
+		>"$work/ud-rxe0.server" 2>&1 || st=1
+	grep -q "^client ok" "$work/ud-rxe0.client" || st=1
+	grep -q "^server ok" "$work/ud-rxe0.server" || st=1
+	result ud-rxe0 $st
+fi
 
 # hostrdma-perf -R (tools/perf_rcm.c: perftest's rdma_cm exchange) in
 # guest 1 against perftest -R in guest 2, both roles, on each device: 300
