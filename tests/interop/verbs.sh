@@ -14,7 +14,8 @@
 # InfiniBand/RoCE (IT-API's name for IB and RoCE), online, with the
 # guest's address of that interface and message limits above zero.
 # Then, on each: a PZ, event dispatchers, an LMR, an RC endpoint with
-# receives posted, a listener, all freed (tests/interop/it-verbs-objects).
+# receives posted, a listener, a UD endpoint (rxe0; refused on siw0), all
+# freed (tests/interop/it-verbs-objects).
 # Then connections through librdmacm (two guests): hostrdma-ping between
 # them and against the guest's rping, both roles, on each device; the
 # connection functions and events (tests/interop/it-verbs-cm: private
