@@ -362,6 +362,44 @@ START_TEST(test_send_wr_translation)
 }
 END_TEST
 
+/* An address handle's vector: every field where ibverbs has it, the
+ * ibverbs port put in, the flow label cut to its 20 bits. */
+START_TEST(test_ah_attr_translation)
+{
+	struct rnicpi_ah_attr a;
+	struct ibv_ah_attr ia;
+
+	memset(&a, 0, sizeof(a));
+	for (int i = 0; i < 16; i++)
+		a.dgid.raw[i] = (uint8_t)(0xa0 + i);
+	a.flow_label = 0xfff12345;
+	a.sgid_index = 3;
+	a.hop_limit = 64;
+	a.traffic_class = 0x28;
+	a.sl = 5;
+	a.dlid = 0x1234;
+	a.port_num = 1;
+	a.is_global = 1;
+	memset(&ia, 0x5a, sizeof(ia));
+	verbs_ah_attr_to_ibv(&a, 2, &ia);
+	ck_assert_int_eq(ia.is_global, 1);
+	ck_assert_mem_eq(ia.grh.dgid.raw, a.dgid.raw, 16);
+	ck_assert_uint_eq(ia.grh.flow_label, 0x12345);
+	ck_assert_uint_eq(ia.grh.sgid_index, 3);
+	ck_assert_uint_eq(ia.grh.hop_limit, 64);
+	ck_assert_uint_eq(ia.grh.traffic_class, 0x28);
+	ck_assert_uint_eq(ia.sl, 5);
+	ck_assert_uint_eq(ia.dlid, 0x1234);
+	ck_assert_uint_eq(ia.port_num, 2);
+	ck_assert_uint_eq(ia.src_path_bits, 0);
+	ck_assert_uint_eq(ia.static_rate, 0);
+	a.is_global = 0;
+	verbs_ah_attr_to_ibv(&a, 1, &ia);
+	ck_assert_int_eq(ia.is_global, 0);
+	ck_assert_uint_eq(ia.port_num, 1);
+}
+END_TEST
+
 START_TEST(test_wc_translation)
 {
 	struct ibv_wc iwc;
@@ -643,6 +681,7 @@ Suite *suite_verbs_map(void)
 	tcase_add_test(tc, test_port_attr_and_names);
 	tcase_add_test(tc, test_send_wr_translation);
 	tcase_add_test(tc, test_wc_translation);
+	tcase_add_test(tc, test_ah_attr_translation);
 	tcase_add_test(tc, test_qp_states_and_attrs);
 	tcase_add_test(tc, test_cm_events);
 	tcase_add_test(tc, test_cm_pdata_max);

@@ -29,3 +29,9 @@ EXTRA_DIST += tests/interop/verbs.sh
 check-interop-verbs:
 	HOSTRDMA_BUILDDIR=$(abs_top_builddir) HOSTRDMA_SRCDIR=$(abs_top_srcdir) \
 	$(SHELL) $(srcdir)/tests/interop/verbs.sh
+# UD datagrams between two IT-API processes (verbs.sh, rxe0).
+noinst_PROGRAMS += tests/interop/it-verbs-ud
+tests_interop_it_verbs_ud_SOURCES = tests/interop/it-verbs-ud.c \
+	tests/interop/it_util.c tests/interop/it_util.h
+tests_interop_it_verbs_ud_LDADD = libhostrdma.la
+interop_programs += tests/interop/it-verbs-ud$(EXEEXT)

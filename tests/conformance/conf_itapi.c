@@ -138,6 +138,35 @@ void it_fix_close(struct it_fix *f)
 	memset(f, 0, sizeof(*f));
 }
 
+/*
+ * The RDMA Read segments an endpoint may take on @f's IA: 4 where the IA
+ * takes them, else 1 (the kernel's siw takes one: max_sge_rd). IT-API
+ * has no query for it, so an endpoint is tried, as an application would:
+ * IT_ERR_RESOURCE_RRSEG says the IA wants fewer.
+ */
+static size_t read_segments(struct it_fix *f, const it_ep_attributes_t *a)
+{
+	static __thread size_t known;
+	it_ep_attributes_t t = *a;
+	it_ep_handle_t ep;
+	it_status_t st;
+
+	if (known)
+		return known;
+	t.srv.rc.max_rdma_read_segments = 4;
+	st = it_ep_rc_create(f->pz, f->dto, f->dto, f->msg, IT_EP_NO_FLAG, &t,
+			     &ep);
+	if (st == IT_SUCCESS) {
+		it_ep_free(ep);
+		known = 4;
+	} else if (st == IT_ERR_RESOURCE_RRSEG) {
+		known = 1;
+	} else {
+		return 4;	/* another failure: the case itself tells */
+	}
+	return known;
+}
+
 void it_ep_attr_default(struct it_fix *f, it_ep_attributes_t *a, size_t dtos)
 {
 	it_ia_info_t *info = NULL;
@@ -160,6 +189,7 @@ void it_ep_attr_default(struct it_fix *f, it_ep_attributes_t *a, size_t dtos)
 	a->srv.rc.rdma_read_ird = reads ? 4 : 0;
 	a->srv.rc.rdma_read_ord = reads ? 4 : 0;
 	a->srv.rc.hard_hi_watermark = IT_HARD_HI_WATERMARK_DISABLE;
+	a->srv.rc.max_rdma_read_segments = read_segments(f, a);
 }
 
 it_ep_handle_t it_ep_new(struct it_fix *f)

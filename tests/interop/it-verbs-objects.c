@@ -10,6 +10,10 @@
  * Then a listener on the IA, which is the kernel's (rdma_cm's, through the
  * provider): a second one on the same port must be refused with
  * IT_ERR_CONN_QUAL_BUSY.
+ * Datagrams: on an iWARP IA it_ep_ud_create answers
+ * IT_ERR_OP_NOT_SUPPORTED; on any other a UD endpoint (an ibverbs UD QP)
+ * has a QP number and takes receives. A UD service request (SIDR) is
+ * refused with IT_ERR_OP_NOT_SUPPORTED on both: QP1 is the kernel's.
  * Prints "objects ok" and exits 0, or names the call that failed.
  */
 #include "config.h"
@@ -18,6 +22,7 @@
 #include "it_api.h"
 
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,64 @@
 
 #define BUF_BYTES (256u * 1024u)
 #define N_RECV 4
+
+/* The datagram service on @ia as its transport has it; 0 or 1. */
+static int ud_checks(it_ia_handle_t ia, it_pz_handle_t pz,
+		     it_lmr_handle_t lmr, char *buf, it_evd_handle_t sq,
+		     it_evd_handle_t rq, it_evd_handle_t cm)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_ud_svc_req_handle_t u;
+	it_ia_info_t *info = NULL;
+	it_ep_attributes_t a;
+	it_ep_param_t p;
+	it_path_t path;
+	it_ep_handle_t ep;
+	it_status_t st;
+	bool iwarp;
+
+	IT_TRY(it_ia_query(ia, &info));
+	iwarp = info->transport_type == IT_IWARP_TCP_TRANSPORT;
+	it_ia_info_free(info);
+	memset(&a, 0, sizeof(a));
+	a.max_request_dtos = a.max_recv_dtos = 8;
+	a.max_send_segments = a.max_recv_segments = 1;
+	a.srv.ud.ep_info.ud_ep_key = 0x1234;
+	st = it_ep_ud_create(pz, sq, rq, &a, 0, &ep);
+	if (iwarp) {
+		if (st != IT_ERR_OP_NOT_SUPPORTED) {
+			fprintf(stderr, "%s: it_ep_ud_create on iWARP: status %d, expected IT_ERR_OP_NOT_SUPPORTED (%d)\n",
+				it_prog, st, IT_ERR_OP_NOT_SUPPORTED);
+			return 1;
+		}
+	} else {
+		it_lmr_triplet_t t = { .lmr = lmr, .length = 1024 };
+
+		IT_TRY(st);
+		IT_TRY(it_ep_query(ep, IT_EP_PARAM_ALL, &p));
+		if (!p.attr.srv.ud.ep_info.ud_ep_id ||
+		    p.attr.srv.ud.ep_info.ud_ep_key != 0x1234) {
+			fprintf(stderr, "%s: UD endpoint QP %u, Q_Key 0x%x\n",
+				it_prog, p.attr.srv.ud.ep_info.ud_ep_id,
+				p.attr.srv.ud.ep_info.ud_ep_key);
+			return 1;
+		}
+		t.addr.abs = buf;
+		IT_TRY(it_post_recvfrom(ep, &t, 1, 9,
+					(it_dto_flags_t)IT_COMPLETION_FLAG));
+		IT_TRY(it_ep_free(ep));
+		printf("UD endpoint: QP %u\n", p.attr.srv.ud.ep_info.ud_ep_id);
+	}
+	memset(&path, 0, sizeof(path));
+	q.conn_qual.port = htons(7472);
+	st = it_ud_service_request_handle_create(&q, cm, &path, NULL, 0, &u);
+	if (st != IT_ERR_OP_NOT_SUPPORTED) {
+		fprintf(stderr, "%s: it_ud_service_request_handle_create: status %d, expected IT_ERR_OP_NOT_SUPPORTED (%d)\n",
+			it_prog, st, IT_ERR_OP_NOT_SUPPORTED);
+		return 1;
+	}
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -111,6 +174,8 @@ int main(int argc, char **argv)
 	}
 	IT_TRY(it_listen_free(l));
 	IT_TRY(it_evd_free(req));
+	if (ud_checks(ia, pz, lmr, buf, sq, rq, cm))
+		return 1;
 	IT_TRY(it_ep_free(ep));
 	IT_TRY(it_lmr_free(lmr));
 	IT_TRY(it_evd_free(cm));

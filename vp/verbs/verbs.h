@@ -72,6 +72,11 @@ void verbs_fill_port_attr(const struct ibv_port_attr *in,
 int verbs_send_wr_to_ibv(const struct rnicpi_send_wr *in,
 			 struct ibv_send_wr *out, struct ibv_sge *sge,
 			 uint32_t max_sge);
+/* An address vector for ibv_create_ah on ibverbs port @port: the GRH
+ * fields, DLID and SL as given (the flow label's 20 bits); the kernel
+ * resolves a RoCE next hop's MAC itself, so dmac is not passed. */
+void verbs_ah_attr_to_ibv(const struct rnicpi_ah_attr *in, uint8_t port,
+			  struct ibv_ah_attr *out);
 /* A completion in RNICPI's terms. */
 void verbs_wc_from_ibv(const struct ibv_wc *in, struct rnicpi_wc *out);
 /* QP states: RNICPI to ibverbs (-1 unknown; iWARP's IDLE is INIT,
@@ -165,6 +170,7 @@ struct verbs_qp {
 	struct verbs_dev *vd;
 	struct ibv_qp *qp;
 	bool has_srq;
+	bool ud;	/* a UD QP (else RC) */
 	struct verbs_cq *send_cq, *recv_cq;	/* verbs_verbs.c's */
 	/* Its receives (NULL with an SRQ), in vd->qps. */
 	struct verbs_rq *rq;

@@ -611,3 +611,18 @@ uint32_t verbs_cm_pdata_max(enum rnicpi_transport transport, int op)
 		return 255;
 	return ib[op];
 }
+
+void verbs_ah_attr_to_ibv(const struct rnicpi_ah_attr *in, uint8_t port,
+			  struct ibv_ah_attr *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->is_global = in->is_global ? 1 : 0;
+	memcpy(out->grh.dgid.raw, in->dgid.raw, sizeof(out->grh.dgid.raw));
+	out->grh.flow_label = in->flow_label & 0xfffff;
+	out->grh.sgid_index = in->sgid_index;
+	out->grh.hop_limit = in->hop_limit;
+	out->grh.traffic_class = in->traffic_class;
+	out->dlid = in->dlid;
+	out->sl = in->sl;
+	out->port_num = port;
+}

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * verbs_verbs.c - protection domains, memory regions, completion queues,
- * shared receive queues and RC queue pairs of a verbs device: each one
- * the libibverbs object of the same kind, its values translated by
- * verbs_map.c's tables.
+ * shared receive queues, RC and UD queue pairs and address handles of a
+ * verbs device: each one the libibverbs object of the same kind, its
+ * values translated by verbs_map.c's tables.
  *
  * Memory: ibv_reg_mr pins through the kernel (ib_umem), so the device
  * reports RNICPI_DEV_CAP_KERNEL_PINS and ual pins nothing itself.
@@ -50,6 +50,11 @@ struct verbs_cq {
 struct verbs_srq {
 	struct rnicpi_srq base;
 	struct ibv_srq *srq;
+};
+
+struct verbs_ah {
+	struct rnicpi_ah base;
+	struct ibv_ah *ah;
 };
 
 static struct verbs_dev *to_vd(struct rnicpi_device *d)
@@ -453,8 +458,12 @@ static int verbs_create_qp(struct rnicpi_pd *pd,
 	struct verbs_qp *q;
 	struct ibv_qp_init_attr ia;
 
-	if (attr->qp_type != RNICPI_QPT_RC)
-		return -EOPNOTSUPP; /* UD: not yet */
+	/* UD only where the device has it (not on iWARP); no UC, and QP1
+	 * belongs to the kernel (its CM and SIDR, not ours). */
+	if (attr->qp_type != RNICPI_QPT_RC &&
+	    (attr->qp_type != RNICPI_QPT_UD ||
+	     vd->transport == RNICPI_TRANSPORT_IWARP))
+		return -EOPNOTSUPP;
 	memset(&ia, 0, sizeof(ia));
 	q = g_new0(struct verbs_qp, 1);
 	ia.qp_context = q;
@@ -466,7 +475,7 @@ static int verbs_create_qp(struct rnicpi_pd *pd,
 	ia.cap.max_send_sge = attr->cap.max_send_sge;
 	ia.cap.max_recv_sge = attr->srq ? 0 : attr->cap.max_recv_sge;
 	ia.cap.max_inline_data = attr->cap.max_inline_data;
-	ia.qp_type = IBV_QPT_RC;
+	ia.qp_type = attr->qp_type == RNICPI_QPT_UD ? IBV_QPT_UD : IBV_QPT_RC;
 	ia.sq_sig_all = attr->sq_sig_all;
 	errno = 0;
 	q->qp = ibv_create_qp(to_vpd(pd)->pd, &ia);
@@ -507,6 +516,7 @@ static int verbs_create_qp(struct rnicpi_pd *pd,
 	g_atomic_int_inc(&q->recv_cq->recv_qps);
 	q->kind = VERBS_CM_KIND_QP;
 	q->has_srq = attr->srq != NULL;
+	q->ud = attr->qp_type == RNICPI_QPT_UD;
 	q->base.pd = pd;
 	q->base.qp_num = q->qp->qp_num;
 	*out = &q->base;
@@ -563,7 +573,7 @@ static int verbs_query_qp(struct rnicpi_qp *qp, struct rnicpi_qp_attr *attr,
 	attr->rnr_retry = a.rnr_retry;
 	attr->sq_draining = a.sq_draining;
 	if (init) {
-		init->qp_type = RNICPI_QPT_RC;
+		init->qp_type = q->ud ? RNICPI_QPT_UD : RNICPI_QPT_RC;
 		init->cap = attr->cap;
 		init->sq_sig_all = ia.sq_sig_all;
 		init->port_num = 1;
@@ -609,6 +619,21 @@ static int verbs_post_send(struct rnicpi_qp *qp,
 
 	for (; wr; wr = wr->next) {
 		ret = verbs_send_wr_to_ibv(wr, &iwr, sge, VERBS_MAX_SGE);
+		/* A datagram: its address handle, the peer's QPN and Q_Key;
+		 * only Sends go on UD (IBA 9.8.1). */
+		if (!ret && to_vqp(qp)->ud) {
+			if (!wr->wr.ud.ah || (wr->opcode != RNICPI_WR_SEND &&
+					      wr->opcode !=
+						      RNICPI_WR_SEND_WITH_IMM))
+				ret = -EINVAL;
+			else {
+				iwr.wr.ud.ah = container_of(wr->wr.ud.ah,
+							    struct verbs_ah,
+							    base)->ah;
+				iwr.wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
+				iwr.wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
+			}
+		}
 		if (!ret)
 			ret = ibv_post_send(to_vqp(qp)->qp, &iwr, &ibad);
 		if (ret) {
@@ -654,6 +679,50 @@ static int verbs_post_recv(struct rnicpi_qp *qp,
 	return 0;
 }
 
+/* --- Address handles (UD) --- */
+
+static int verbs_create_ah(struct rnicpi_pd *pd,
+			   const struct rnicpi_ah_attr *attr,
+			   struct rnicpi_ah **out)
+{
+	struct verbs_dev *vd = to_vd(pd->device);
+	struct ibv_ah_attr ia;
+	struct verbs_ah *a;
+
+	if (!attr)
+		return -EINVAL;
+	/* RoCE routes by GID: no address handle without a GRH. */
+	if (vd->transport == RNICPI_TRANSPORT_ROCE && !attr->is_global)
+		return -EINVAL;
+	/* RNICPI devices have one port, 1; ibverbs wants the real one. */
+	verbs_ah_attr_to_ibv(attr, vd->port, &ia);
+	a = g_new0(struct verbs_ah, 1);
+	errno = 0;
+	a->ah = ibv_create_ah(to_vpd(pd)->pd, &ia);
+	if (!a->ah) {
+		int err = neg(0);
+
+		g_info("%s: create_ah (GID index %u): %s", vd->rdev.name,
+		       attr->sgid_index, g_strerror(-err));
+		g_free(a);
+		return err;
+	}
+	a->base.pd = pd;
+	*out = &a->base;
+	return 0;
+}
+
+static int verbs_destroy_ah(struct rnicpi_ah *ah)
+{
+	struct verbs_ah *a = container_of(ah, struct verbs_ah, base);
+	int ret = ibv_destroy_ah(a->ah);
+
+	if (ret)
+		return neg(ret);
+	g_free(a);
+	return 0;
+}
+
 void verbs_fill_ops(struct rnicpi_device_ops *ops)
 {
 	ops->alloc_pd = verbs_alloc_pd;
@@ -677,6 +746,8 @@ void verbs_fill_ops(struct rnicpi_device_ops *ops)
 	ops->destroy_qp = verbs_destroy_qp;
 	ops->post_send = verbs_post_send;
 	ops->post_recv = verbs_post_recv;
+	ops->create_ah = verbs_create_ah;
+	ops->destroy_ah = verbs_destroy_ah;
 }
 
 bool verbs_async_element(const struct ibv_async_event *ev,
