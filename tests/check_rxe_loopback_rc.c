@@ -588,6 +588,94 @@ START_TEST(test_rc_coalesced_writes)
 END_TEST
 
 /* The "rc", "rc-copy" and "rc-direct" cases of suite_rxe_loopback(). */
+/* RNICPI_QP_CAP on @side: the send and receive queue sizes. */
+static int qp_resize(struct rxe_t_pair *p, struct rxe_t_side *side,
+		     uint32_t sq, uint32_t rq)
+{
+	struct rnicpi_qp_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.cap.max_send_wr = sq;
+	attr.cap.max_recv_wr = rq;
+	return p->t.ops->modify_qp(side->qp, &attr, RNICPI_QP_CAP);
+}
+
+/*
+ * RNICPI_DEV_CAP_RESIZE_QP: b's receive queue grows from 2 to 4 around
+ * two posted receives; a's send queue, holding two SENDs held back by
+ * RNICPI_SEND_MORE, shrinks to 2 around them and grows to 8 again. Sizes
+ * below what is queued or over the device's limit are -EINVAL. The four
+ * messages complete and land in order.
+ */
+START_TEST(test_rc_resize)
+{
+	struct rxe_t_buf src[4], dst[4];
+	const struct rnicpi_send_wr *bad;
+	struct rnicpi_qp_attr qa;
+	struct rnicpi_qp_init_attr qi;
+	struct rnicpi_send_wr wr;
+	struct rnicpi_sge sge;
+	struct rnicpi_wc wc;
+	struct rxe_t_pair p;
+	int i;
+
+	rxe_t_pair_open(&p, NULL);
+	ck_assert_ok(qp_resize(&p, &p.b, 0, 2));
+	for (i = 0; i < 4; i++) {
+		rxe_t_buf_alloc(&p.t, &src[i], 1000, 0, RXE_T_ALL_ACCESS);
+		rxe_t_buf_pattern(&src[i], 40 + (uint32_t)i);
+		rxe_t_buf_alloc(&p.t, &dst[i], 1000, 0x55, RXE_T_ALL_ACCESS);
+	}
+	for (i = 0; i < 2; i++)
+		rxe_t_post_recv(&p, &p.b, &dst[i], 100 + (uint64_t)i);
+	ck_assert_errno(qp_resize(&p, &p.b, 0, 1), EINVAL);
+	ck_assert_errno(qp_resize(&p, &p.b, 0, 1u << 30), EINVAL);
+	ck_assert_ok(qp_resize(&p, &p.b, 0, 4));
+	ck_assert_ok(p.t.ops->query_qp(p.b.qp, &qa, RNICPI_QP_CAP, &qi));
+	ck_assert_uint_eq(qa.cap.max_recv_wr, 4);
+	for (i = 2; i < 4; i++)
+		rxe_t_post_recv(&p, &p.b, &dst[i], 100 + (uint64_t)i);
+
+	for (i = 0; i < 4; i++) {
+		if (i == 2) {
+			/* Two SENDs queued, not started. */
+			ck_assert_errno(qp_resize(&p, &p.a, 1, 0), EINVAL);
+			ck_assert_ok(qp_resize(&p, &p.a, 2, 0));
+			ck_assert_ok(p.t.ops->query_qp(p.a.qp, &qa,
+						       RNICPI_QP_CAP, &qi));
+			ck_assert_uint_eq(qa.cap.max_send_wr, 2);
+			ck_assert_ok(qp_resize(&p, &p.a, 8, 0));
+		}
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 10 + (uint64_t)i;
+		wr.opcode = RNICPI_WR_SEND;
+		wr.send_flags = RNICPI_SEND_SIGNALED |
+				(i < 2 ? RNICPI_SEND_MORE : 0);
+		sge.addr = rxe_t_buf_va(&src[i]);
+		sge.length = 1000;
+		sge.lkey = src[i].mr->lkey;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		ck_assert_ok(p.t.ops->post_send(p.a.qp, &wr, &bad));
+	}
+	for (i = 0; i < 4; i++) {
+		rxe_t_expect_wc(&p.t, p.a.scq, 10 + (uint64_t)i,
+				RNICPI_WC_SUCCESS, NULL);
+		rxe_t_expect_wc(&p.t, p.b.rcq, 100 + (uint64_t)i,
+				RNICPI_WC_SUCCESS, &wc);
+		ck_assert_uint_eq(wc.byte_len, 1000);
+		ck_assert(memcmp(dst[i].mem + RXE_T_GUARD,
+				 src[i].mem + RXE_T_GUARD, 1000) == 0);
+		rxe_t_assert_guards(&dst[i]);
+	}
+	for (i = 0; i < 4; i++) {
+		rxe_t_buf_free(&p.t, &src[i]);
+		rxe_t_buf_free(&p.t, &dst[i]);
+	}
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 void rxe_loopback_add_rc_cases(Suite *s)
 {
 	TCase *tc;
@@ -607,6 +695,7 @@ void rxe_loopback_add_rc_cases(Suite *s)
 	tcase_add_test(tc, test_rc_coalesced_writes);
 	tcase_add_test(tc, test_srq);
 	tcase_add_test(tc, test_rc_sq_drain);
+	tcase_add_test(tc, test_rc_resize);
 	tcase_add_test(tc, test_per_qp_source_port);
 	suite_add_tcase(s, tc);
 

@@ -307,6 +307,105 @@ START_TEST(test_memory_windows)
 }
 END_TEST
 
+/* A READ of @len bytes from @src into @key at @addr, RNICPI_SEND_SINK_MW
+ * and @flags. */
+static void post_read_sink(struct rxe_t_pair *p, uint64_t wr_id,
+			   struct rxe_t_buf *src, uint32_t key, uint64_t addr,
+			   uint32_t len, unsigned int flags)
+{
+	struct rnicpi_sge sge = { .addr = addr, .length = len, .lkey = key };
+	struct rnicpi_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = RNICPI_WR_RDMA_READ;
+	wr.send_flags = RNICPI_SEND_SINK_MW | flags;
+	wr.wr.rdma.remote_addr = rxe_t_buf_va(src);
+	wr.wr.rdma.rkey = src->mr->rkey;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	rxe_t_post(&p->t, &p->a, &wr, NULL);
+}
+
+/*
+ * RNICPI_SEND_SINK_MW: a READ's responses land in a window of the
+ * reader's (zero-based, type 2, bound to the reader's QP), over many
+ * packets, and nowhere else; directly placed where the fixture reads
+ * payloads into place. RNICPI_SEND_SINK_INV unbinds the window once the
+ * READ is done: the peer's WRITE through its key is refused. A region's
+ * key is no window.
+ */
+START_TEST(test_read_into_window)
+{
+	struct rxe_t_buf win, src, small;
+	uint64_t direct0;
+	struct rnicpi_mw *mw;
+	struct rnicpi_wc wc;
+	struct rxe_t_pair p;
+	size_t i;
+
+	rxe_t_pair_open(&p, NULL);
+	rxe_t_buf_alloc(&p.t, &win, 65536, 0, RNICPI_ACCESS_LOCAL_WRITE |
+		   RNICPI_ACCESS_MW_BIND);
+	rxe_t_buf_alloc(&p.t, &src, 40000, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 29);
+	rxe_t_buf_alloc(&p.t, &small, 64, 0x77, RXE_T_ALL_ACCESS);
+	ck_assert_ok(p.t.ops->alloc_mw(p.t.pd, RNICPI_MW_TYPE_2, &mw));
+	rxe_t_post_bind(&p, &p.a, 1, mw, (mw->rkey & ~0xffu) | 0x31, &win,
+			4096, 50000,
+			RNICPI_ACCESS_REMOTE_WRITE | RNICPI_ACCESS_ZERO_BASED);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+
+	/* 40000 bytes to window offset 100: region bytes 4196..44195. */
+	direct0 = rxe_dev_counter(p.t.dev, RXE_CNT_DIRECT_PKTS);
+	post_read_sink(&p, 2, &src, mw->rkey, 100, 40000, 0);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_SUCCESS, &wc);
+	ck_assert_int_eq(wc.opcode, RNICPI_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.byte_len, 40000);
+	for (i = 0; i < 65536; i++) {
+		uint8_t want = i >= 4196 && i < 44196
+				       ? src.mem[RXE_T_GUARD + i - 4196]
+				       : 0;
+
+		ck_assert_msg(win.mem[RXE_T_GUARD + i] == want,
+			      "byte %zu is 0x%02x, not 0x%02x", i,
+			      win.mem[RXE_T_GUARD + i], want);
+	}
+	rxe_t_assert_guards(&win);
+	if (rxe_t_direct)
+		ck_assert_uint_gt(rxe_dev_counter(p.t.dev,
+						  RXE_CNT_DIRECT_PKTS),
+				  direct0);
+
+	/* With SINK_INV: 3000 bytes to offset 47000, then the key is
+	 * dead for the peer. */
+	post_read_sink(&p, 3, &src, mw->rkey, 47000, 3000,
+		       RNICPI_SEND_SINK_INV);
+	rxe_t_expect_wc(&p.t, p.a.scq, 3, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(win.mem + RXE_T_GUARD + 4096 + 47000,
+			 src.mem + RXE_T_GUARD, 3000) == 0);
+	rxe_t_post_rdma(&p, &p.b, 4, RNICPI_WR_RDMA_WRITE, &small, 0,
+			mw->rkey);
+	rxe_t_expect_wc(&p.t, p.b.scq, 4, RNICPI_WC_REM_ACCESS_ERR, NULL);
+	ck_assert_uint_eq(win.mem[RXE_T_GUARD + 4096], 0);
+
+	/* A region's lkey named as a window sink: a local protection
+	 * error, nothing written. */
+	rxe_t_pair_renew(&p, NULL);
+	post_read_sink(&p, 5, &src, small.mr->lkey, rxe_t_buf_va(&small), 64,
+		       0);
+	rxe_t_expect_wc(&p.t, p.a.scq, 5, RNICPI_WC_LOC_PROT_ERR, NULL);
+	for (i = 0; i < 64; i++)
+		ck_assert_uint_eq(small.mem[RXE_T_GUARD + i], 0x77);
+
+	ck_assert_ok(p.t.ops->dealloc_mw(mw));
+	rxe_t_buf_free(&p.t, &win);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &small);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 /* dereg_mr from another thread while a packet holds the region. */
 struct dereg_call {
 	struct rxe_t_dev *t;
@@ -425,6 +524,7 @@ Suite *suite_rxe_memory(void)
 	tcase_add_test(tc, test_rc_atomics);
 	tcase_add_test(tc, test_rc_invalidate);
 	tcase_add_test(tc, test_memory_windows);
+	tcase_add_test(tc, test_read_into_window);
 	tcase_add_test(tc, test_dereg_waits_for_placement);
 	tcase_add_test(tc, test_dereg_races_inbound_write);
 	suite_add_tcase(s, tc);
@@ -436,6 +536,7 @@ Suite *suite_rxe_memory(void)
 				  rxe_t_direct_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_rc_invalidate);
+	tcase_add_test(tc, test_read_into_window);
 	tcase_add_test(tc, test_dereg_races_inbound_write);
 	suite_add_tcase(s, tc);
 	return s;

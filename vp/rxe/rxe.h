@@ -298,6 +298,14 @@ enum rxe_mem_err rxe_mem_resolve(struct rxe_qp *qp, uint32_t key, bool remote,
 /* LOCAL_INV (@remote false) or SEND_WITH_INV (true) of @key for @qp:
  * 0, or -EINVAL when the key names nothing @qp may invalidate. */
 int rxe_mem_invalidate(struct rxe_qp *qp, uint32_t key, bool remote);
+/* A READ's sink SGE naming a window (RNICPI_SEND_SINK_MW): as
+ * rxe_mem_resolve() of a window's rkey for a remote write. */
+enum rxe_mem_err rxe_sink_resolve(struct rxe_qp *qp, uint32_t key,
+				  uint64_t va, uint64_t len,
+				  struct rxe_mr **mr, uint8_t **ptr);
+/* RNICPI_SEND_SINK_INV: a READ's sink @key stops (window unbound, either
+ * type; region invalidated). */
+void rxe_sink_invalidate(struct rxe_qp *qp, uint32_t key);
 const char *rxe_mem_err_name(enum rxe_mem_err e);
 
 struct rxe_cq {
@@ -815,6 +823,15 @@ enum rxe_mem_err rxe_sgl_copy(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 uint8_t *rxe_sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 		       uint32_t num_sge, uint32_t offset, uint32_t len,
 		       struct rxe_mr **mr);
+/* rxe_sgl_copy() to and rxe_sgl_place() in a READ WQE's sink: its SGEs
+ * name windows when the WQE has RNICPI_SEND_SINK_MW. */
+enum rxe_mem_err rxe_read_sink_copy(struct rxe_qp *qp,
+				    const struct rxe_send_wqe *w,
+				    uint32_t offset, uint8_t *buf,
+				    uint32_t len);
+uint8_t *rxe_read_sink_place(struct rxe_qp *qp, const struct rxe_send_wqe *w,
+			     uint32_t offset, uint32_t len,
+			     struct rxe_mr **mr);
 
 /* Log helpers with the per-object prefix; debug messages are formatted
  * only when wanted (rnicpi_debug_wanted). */

@@ -317,7 +317,7 @@ uint8_t *rxe_comp_place(struct rxe_qp *qp, const struct rxe_pkt *pkt,
 	want = w->length - offset < qp->mtu ? w->length - offset : qp->mtu;
 	if (pkt->paylen != want)
 		return NULL;
-	return rxe_sgl_place(qp, w->sge, w->num_sge, offset, want, mr);
+	return rxe_read_sink_place(qp, w, offset, want, mr);
 }
 
 /* rxe_comp_place() for a run of READ RESPONSE MIDDLE packets from the
@@ -345,8 +345,7 @@ uint8_t *rxe_comp_place_run(struct rxe_qp *qp, const struct rxe_pkt *pkt,
 	k = w->npkts - 1 - idx;
 	if (k > want)
 		k = want;
-	ptr = rxe_sgl_place(qp, w->sge, w->num_sge, idx * qp->mtu,
-			    k * qp->mtu, mr);
+	ptr = rxe_read_sink_place(qp, w, idx * qp->mtu, k * qp->mtu, mr);
 	if (!ptr)
 		return NULL;
 	*n = k;
@@ -400,8 +399,7 @@ static enum comp_state do_read(struct rxe_qp *qp, struct rxe_pkt *pkt,
 			    pkt->op->name, pkt->paylen, want);
 		return COMPST_ERROR;
 	}
-	if (rxe_sgl_copy(qp, w->sge, w->num_sge, offset, pkt->payload,
-			 pkt->paylen, true)) {
+	if (rxe_read_sink_copy(qp, w, offset, pkt->payload, pkt->paylen)) {
 		*failed = w;
 		*status = RNICPI_WC_LOC_PROT_ERR;
 		return COMPST_ERROR;
@@ -410,6 +408,11 @@ static enum comp_state do_read(struct rxe_qp *qp, struct rxe_pkt *pkt,
 	qp->comp.retry_left = qp->retry_cnt;
 	qp->comp.rnr_left = qp->rnr_retry;
 	if (idx == w->npkts - 1) {
+		/* RNICPI_SEND_SINK_INV: the sink keys stop before the
+		 * completion is seen. */
+		if (w->flags & RNICPI_SEND_SINK_INV)
+			for (uint32_t i = 0; i < w->num_sge; i++)
+				rxe_sink_invalidate(qp, w->sge[i].lkey);
 		w->state = WQE_DONE;
 		if (qp->req.rd_atomic)
 			qp->req.rd_atomic--;

@@ -136,6 +136,60 @@ static void mw_unbind_locked(struct rxe_mw *mw)
 	mw->mr = NULL;
 }
 
+/* RNICPI_SEND_SINK_MW: a READ's sink SGE names a window of @qp's PD (a
+ * type 2 one bound to @qp) with remote write, which a READ response
+ * writes into as a peer's WRITE would (rnicpi.h); never a region. */
+enum rxe_mem_err rxe_sink_resolve(struct rxe_qp *qp, uint32_t key,
+				  uint64_t va, uint64_t len,
+				  struct rxe_mr **out, uint8_t **ptr)
+{
+	struct rxe_mem_hdr *h = rnicpi_key_lookup(&qp->dev->keys, key);
+	struct rxe_mr *mr = NULL;
+	enum rxe_mem_err e;
+
+	if (!h)
+		return RXE_MEM_BAD_KEY;
+	if (h->kind == RXE_MEM_MW)
+		e = mw_check(qp, container_of(h, struct rxe_mw, hdr), key, &va,
+			     len, RNICPI_ACCESS_REMOTE_WRITE, &mr);
+	else
+		e = RXE_MEM_BAD_KEY; /* a region's lkey is no window */
+	rxe_mem_put(h);
+	if (e)
+		return e;
+	*out = mr;
+	*ptr = mr->addr + (va - mr->iova);
+	return RXE_MEM_OK;
+}
+
+/* RNICPI_SEND_SINK_INV: the READ succeeded, its sink @key stops as a
+ * LOCAL_INV would stop it, but for a window of either type (IT-API's
+ * IT_UNLINK_LOCAL_SINK unlinks narrow and wide RMRs alike). A key that
+ * is gone or of another PD is left alone. */
+void rxe_sink_invalidate(struct rxe_qp *qp, uint32_t key)
+{
+	struct rxe_mem_hdr *h = rnicpi_key_lookup(&qp->dev->keys, key);
+
+	if (!h)
+		return;
+	if (h->kind == RXE_MEM_MR) {
+		struct rxe_mr *mr = container_of(h, struct rxe_mr, hdr);
+
+		if (mr->base.pd == qp->base.pd &&
+		    (mr->base.lkey == key || mr->base.rkey == key))
+			atomic_store(&mr->invalid, true);
+	} else {
+		struct rxe_mw *mw = container_of(h, struct rxe_mw, hdr);
+
+		pthread_mutex_lock(&mw->lock);
+		if (mw->bound && mw->base.rkey == key &&
+		    mw->base.pd == qp->base.pd)
+			mw_unbind_locked(mw);
+		pthread_mutex_unlock(&mw->lock);
+	}
+	rxe_mem_put(h);
+}
+
 int rxe_mem_invalidate(struct rxe_qp *qp, uint32_t key, bool remote)
 {
 	struct rxe_mem_hdr *h = rnicpi_key_lookup(&qp->dev->keys, key);

@@ -496,11 +496,89 @@ static void qp_reset(struct rxe_qp *qp)
 	rxe_timer_set(qp, 0);
 }
 
+/* RNICPI_QP_CAP: may the queues take these sizes (0 or the current size:
+ * unchanged)? The send queue's is rounded up to a power of two, as
+ * create_qp does. */
+static int resize_check(struct rxe_qp *qp, const struct rnicpi_qp_cap *cap,
+			uint32_t *sq, uint32_t *rq)
+{
+	*sq = cap->max_send_wr ? roundup_pow2(cap->max_send_wr) : 0;
+	*rq = cap->max_recv_wr;
+	if (cap->max_send_wr > RXE_MAX_QP_WR || *rq > RXE_MAX_QP_WR ||
+	    (*rq && qp->srq) ||
+	    (*sq && *sq < qp->sq_tail - qp->sq_head) ||
+	    (*rq && *rq < qp->rq.tail - qp->rq.head)) {
+		rxe_qp_warn(qp, "modify_qp: queues of %u send, %u receive "
+			    "WRs (..%u; %u sends, %u receives queued%s)",
+			    cap->max_send_wr, *rq, RXE_MAX_QP_WR,
+			    qp->sq_tail - qp->sq_head,
+			    qp->srq ? 0 : qp->rq.tail - qp->rq.head,
+			    qp->srq ? ", SRQ" : "");
+		return -EINVAL;
+	}
+	if (*sq == qp->sq_size)
+		*sq = 0;
+	if (*rq == qp->rq.size)
+		*rq = 0;
+	return 0;
+}
+
+/*
+ * New rings for the queues whose sizes change, under qp->lock. Nothing
+ * points into them: the requester, completer and flush name send WQEs by
+ * their free-running counter, so each queued WQE moves to its counter's
+ * slot in the new ring (inline buffer with it) and keeps its place and
+ * its progress; queued receives keep their order.
+ */
+static void qp_resize(struct rxe_qp *qp, uint32_t sq, uint32_t rq)
+{
+	uint32_t i;
+
+	if (sq) {
+		struct rxe_send_wqe *ring = g_new0(struct rxe_send_wqe, sq);
+
+		for (i = qp->sq_head; i != qp->sq_tail; i++) {
+			struct rxe_send_wqe *w = sq_wqe(qp, i);
+
+			ring[i % sq] = *w;
+			w->inline_data = NULL;
+		}
+		for (i = 0; i < qp->sq_size; i++)
+			g_free(qp->sq[i].inline_data);
+		if (qp->cap.max_inline_data)
+			for (i = 0; i < sq; i++)
+				if (!ring[i].inline_data)
+					ring[i].inline_data = g_malloc(
+						qp->cap.max_inline_data);
+		g_free(qp->sq);
+		qp->sq = ring;
+		qp->sq_size = sq;
+		qp->cap.max_send_wr = sq;
+	}
+	if (rq) {
+		struct rxe_recv_wqe *ring = g_new0(struct rxe_recv_wqe, rq);
+		uint32_t held = qp->rq.tail - qp->rq.head;
+
+		for (i = 0; i < held; i++)
+			ring[i] = qp->rq.wqe[(qp->rq.head + i) % qp->rq.size];
+		g_free(qp->rq.wqe);
+		qp->rq.wqe = ring;
+		qp->rq.size = rq;
+		qp->rq.head = 0;
+		qp->rq.tail = held;
+		qp->cap.max_recv_wr = rq;
+	}
+	rxe_qp_dbg(qp, "resized: SQ %u RQ %u (%u sends, %u receives queued)",
+		   qp->sq_size, qp->rq.size, qp->sq_tail - qp->sq_head,
+		   qp->rq.tail - qp->rq.head);
+}
+
 int rxe_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 		  unsigned int mask)
 {
 	struct rxe_qp *qp = to_rxe_qp(q);
 	enum rnicpi_qp_state cur, next;
+	uint32_t new_sq = 0, new_rq = 0;
 	struct rxe_av av;
 	int err;
 
@@ -514,8 +592,12 @@ int rxe_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 		goto out;
 	}
 	next = (mask & M(STATE)) ? attr->qp_state : cur;
-	err = check_transition(qp, cur, next, mask);
+	/* The queues resize in any state (RNICPI_QP_CAP). */
+	err = check_transition(qp, cur, next, mask & ~M(CAP));
 	if (err)
+		goto out;
+	if ((mask & M(CAP)) &&
+	    (err = resize_check(qp, &attr->cap, &new_sq, &new_rq)))
 		goto out;
 
 	/* Check the values before changing anything. */
@@ -562,6 +644,8 @@ int rxe_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 		goto out;
 	}
 
+	if (mask & M(CAP))
+		qp_resize(qp, new_sq, new_rq);
 	if (mask & M(ACCESS_FLAGS))
 		qp->access = attr->qp_access_flags;
 	if (mask & M(PKEY_INDEX))

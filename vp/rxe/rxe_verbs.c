@@ -174,9 +174,25 @@ const char *rxe_mem_err_name(enum rxe_mem_err e)
 	return e < G_N_ELEMENTS(names) ? names[e] : "?";
 }
 
-enum rxe_mem_err rxe_sgl_copy(struct rxe_qp *qp, const struct rnicpi_sge *sge,
-			      uint32_t num_sge, uint32_t offset,
-			      uint8_t *buf, uint32_t len, bool to_sgl)
+/* One SGE's bytes: a region by its lkey, or with @mw a READ sink window
+ * by its key (rxe_sink_resolve()). */
+static enum rxe_mem_err sge_resolve(struct rxe_qp *qp,
+				    const struct rnicpi_sge *sge, bool mw,
+				    uint32_t offset, uint32_t len,
+				    unsigned int access, struct rxe_mr **mr,
+				    uint8_t **p)
+{
+	if (mw)
+		return rxe_sink_resolve(qp, sge->lkey, sge->addr + offset, len,
+					mr, p);
+	return rxe_mem_resolve(qp, sge->lkey, false, sge->addr + offset, len,
+			       access, mr, p);
+}
+
+static enum rxe_mem_err sgl_copy(struct rxe_qp *qp,
+				 const struct rnicpi_sge *sge,
+				 uint32_t num_sge, bool mw, uint32_t offset,
+				 uint8_t *buf, uint32_t len, bool to_sgl)
 {
 	uint32_t i;
 
@@ -193,10 +209,9 @@ enum rxe_mem_err rxe_sgl_copy(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 		n = sge[i].length - offset;
 		if (n > len)
 			n = len;
-		e = rxe_mem_resolve(qp, sge[i].lkey, false,
-				    sge[i].addr + offset, n,
-				    to_sgl ? RNICPI_ACCESS_LOCAL_WRITE : 0,
-				    &mr, &p);
+		e = sge_resolve(qp, &sge[i], mw, offset, n,
+				to_sgl ? RNICPI_ACCESS_LOCAL_WRITE : 0, &mr,
+				&p);
 		if (e) {
 			rxe_qp_warn(qp, "SGE %u lkey 0x%x addr 0x%" PRIx64
 				    " len %u: %s", i, sge[i].lkey,
@@ -219,9 +234,16 @@ enum rxe_mem_err rxe_sgl_copy(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 	return len ? RXE_MEM_BAD_BOUNDS : RXE_MEM_OK;
 }
 
-uint8_t *rxe_sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
-		       uint32_t num_sge, uint32_t offset, uint32_t len,
-		       struct rxe_mr **mr)
+enum rxe_mem_err rxe_sgl_copy(struct rxe_qp *qp, const struct rnicpi_sge *sge,
+			      uint32_t num_sge, uint32_t offset,
+			      uint8_t *buf, uint32_t len, bool to_sgl)
+{
+	return sgl_copy(qp, sge, num_sge, false, offset, buf, len, to_sgl);
+}
+
+static uint8_t *sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
+			  uint32_t num_sge, bool mw, uint32_t offset,
+			  uint32_t len, struct rxe_mr **mr)
 {
 	uint32_t i;
 	uint8_t *p;
@@ -232,13 +254,42 @@ uint8_t *rxe_sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
 			continue;
 		}
 		if (len > sge[i].length - offset ||
-		    rxe_mem_resolve(qp, sge[i].lkey, false,
-				    sge[i].addr + offset, len,
-				    RNICPI_ACCESS_LOCAL_WRITE, mr, &p))
+		    sge_resolve(qp, &sge[i], mw, offset, len,
+				RNICPI_ACCESS_LOCAL_WRITE, mr, &p))
 			return NULL;
 		return p;
 	}
 	return NULL;
+}
+
+uint8_t *rxe_sgl_place(struct rxe_qp *qp, const struct rnicpi_sge *sge,
+		       uint32_t num_sge, uint32_t offset, uint32_t len,
+		       struct rxe_mr **mr)
+{
+	return sgl_place(qp, sge, num_sge, false, offset, len, mr);
+}
+
+static bool sink_is_mw(const struct rxe_send_wqe *w)
+{
+	return w->opcode == RNICPI_WR_RDMA_READ &&
+	       (w->flags & RNICPI_SEND_SINK_MW);
+}
+
+enum rxe_mem_err rxe_read_sink_copy(struct rxe_qp *qp,
+				    const struct rxe_send_wqe *w,
+				    uint32_t offset, uint8_t *buf,
+				    uint32_t len)
+{
+	return sgl_copy(qp, w->sge, w->num_sge, sink_is_mw(w), offset, buf,
+			len, true);
+}
+
+uint8_t *rxe_read_sink_place(struct rxe_qp *qp, const struct rxe_send_wqe *w,
+			     uint32_t offset, uint32_t len,
+			     struct rxe_mr **mr)
+{
+	return sgl_place(qp, w->sge, w->num_sge, sink_is_mw(w), offset, len,
+			 mr);
 }
 
 /* ------------------------------------------------------------------ */
