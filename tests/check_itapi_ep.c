@@ -356,7 +356,8 @@ START_TEST(srq_resize)
 	for (int i = 0; i < 2; i++) {
 		t = it_seg(&r, 32 * (size_t)i, 32);
 		ck_assert_it_ok(it_post_recv(srq, &t, 1, 10 + (uint64_t)i,
-					     IT_COMPLETION_FLAG));
+					     IT_COMPLETION_FLAG |
+					     IT_NOTIFY_FLAG));
 	}
 	t = it_seg(&r, 64, 32);
 	ck_assert_it(it_post_recv(srq, &t, 1, 12, IT_COMPLETION_FLAG),
@@ -378,7 +379,8 @@ START_TEST(srq_resize)
 	for (int i = 2; i < 4; i++) {
 		t = it_seg(&r, 32 * (size_t)i, 32);
 		ck_assert_it_ok(it_post_recv(srq, &t, 1, 10 + (uint64_t)i,
-					     IT_COMPLETION_FLAG));
+					     IT_COMPLETION_FLAG |
+					     IT_NOTIFY_FLAG));
 	}
 	t = it_seg(&r, 128, 32);
 	ck_assert_it(it_post_recv(srq, &t, 1, 14, IT_COMPLETION_FLAG),
@@ -405,7 +407,8 @@ START_TEST(srq_resize)
 	ck_assert_it_ok(it_srq_modify(srq, IT_SRQ_PARAM_MAX_RECV_DTO |
 					   IT_SRQ_PARAM_LOW_WATERMARK, &p));
 	t = it_seg(&r, 0, 32);
-	ck_assert_it_ok(it_post_recv(srq, &t, 1, 30, IT_COMPLETION_FLAG));
+	ck_assert_it_ok(it_post_recv(srq, &t, 1, 30, IT_COMPLETION_FLAG |
+					     IT_NOTIFY_FLAG));
 	ck_assert_it(it_post_recv(srq, &t, 1, 31, IT_COMPLETION_FLAG),
 		     IT_ERR_TOO_MANY_POSTS);
 	ck_assert_it_ok(it_ep_free(b));
@@ -456,7 +459,8 @@ START_TEST(ep_resize)
 	for (int i = 0; i < 2; i++) {
 		t = it_seg(&r, 32 * (size_t)i, 32);
 		ck_assert_it_ok(it_post_recv(b, &t, 1, 10 + (uint64_t)i,
-					     IT_COMPLETION_FLAG));
+					     IT_COMPLETION_FLAG |
+					     IT_NOTIFY_FLAG));
 	}
 	t = it_seg(&r, 64, 32);
 	ck_assert_it(it_post_recv(b, &t, 1, 12, IT_COMPLETION_FLAG),
@@ -471,7 +475,8 @@ START_TEST(ep_resize)
 	for (int i = 2; i < 4; i++) {
 		t = it_seg(&r, 32 * (size_t)i, 32);
 		ck_assert_it_ok(it_post_recv(b, &t, 1, 10 + (uint64_t)i,
-					     IT_COMPLETION_FLAG));
+					     IT_COMPLETION_FLAG |
+					     IT_NOTIFY_FLAG));
 	}
 	t = it_seg(&r, 128, 32);
 	ck_assert_it(it_post_recv(b, &t, 1, 14, IT_COMPLETION_FLAG),
@@ -483,7 +488,8 @@ START_TEST(ep_resize)
 		snprintf((char *)s.mem + 16 * i, 16, "message %d", i);
 		t = it_seg(&s, 16 * (size_t)i, 16);
 		ck_assert_it_ok(it_post_send(a, &t, 1, 20 + (uint64_t)i,
-					     IT_COMPLETION_FLAG));
+					     IT_COMPLETION_FLAG |
+					     IT_NOTIFY_FLAG));
 	}
 	while (got < 4) {
 		it_wait_event(F.dto, &ev);
@@ -705,14 +711,14 @@ Suite *suite_itapi_ep(void)
 #ifdef HAVE_PROV_RXE
 	/* The queues resize on soft-RoCE too (RNICPI_DEV_CAP_RESIZE_QP:
 	 * sizes checked here; rxe-loopback test_rc_resize re-lays queues
-	 * holding requests). srq_resize and ep_resize are not run here:
-	 * on rxe_lo one of their four back-to-back messages is at times
-	 * never received (seen with the resize capability off too). */
+	 * holding requests). */
 	TCase *rxe = tcase_create("rxe");
 
 	tcase_add_checked_fixture(rxe, setup_rxe, teardown_rxe);
 	tcase_set_timeout(rxe, 60);
 	tcase_add_test(rxe, rc_modify);
+	tcase_add_test(rxe, srq_resize);
+	tcase_add_test(rxe, ep_resize);
 	suite_add_tcase(s, rxe);
 #endif
 	return s;
