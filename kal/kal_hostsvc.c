@@ -125,6 +125,10 @@ static int transact(struct kal_hostsvc *hs, struct kal_hostsvc_msg *req,
 		return -EPIPE;
 	}
 	n = recvmsg(hs->fd, &mh, MSG_CMSG_CLOEXEC);
+	/* A failed recvmsg leaves the control buffer as it was: garbage
+	 * that must not be read as descriptors to close. */
+	if (n <= 0)
+		mh.msg_controllen = 0;
 	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		int got, *p;
 

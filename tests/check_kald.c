@@ -375,12 +375,15 @@ END_TEST
 START_TEST(kald_steer_locked)
 {
 	struct sock_filter f[] = { { BPF_RET | BPF_K, 0, 0, 0 } };
-	struct sock_fprog prog = { .len = 1, .filter = f };
+	struct sock_fprog prog;
 	struct kald_run k;
 	struct kal_hostsvc *hs[2];
 	struct share sh[2];
 	int i, one = 0;
 
+	memset(&prog, 0, sizeof(prog));	/* its padding too (valgrind) */
+	prog.len = 1;
+	prog.filter = f;
 	kald_start(&k);
 	for (i = 0; i < 2; i++) {
 		hs[i] = client(&k);
