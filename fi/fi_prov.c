@@ -596,6 +596,10 @@ struct fi_provider hfi_prov = {
 	.cleanup = hfi_cleanup,
 };
 
+/* libfabric's loader looks this one symbol up (fi_provider(7)); the
+ * prototype keeps -Wmissing-prototypes quiet, FI_EXT_INI exports it. */
+struct fi_provider *fi_prov_ini(void);
+
 FI_EXT_INI
 {
 	return &hfi_prov;

@@ -31,6 +31,13 @@
 
 /* The device: siw_lo, or CHECK_FI_DEVICE (rxe_lo: both ends in this
  * process, as soft-RoCE's port is one process's). */
+
+/* An EQ CM entry with room for the private data that follows it
+ * (struct fi_eq_cm_entry ends in a flexible array member). */
+union cm_ev {
+	struct fi_eq_cm_entry e;
+	uint8_t room[sizeof(struct fi_eq_cm_entry) + 64];
+};
 static const char *dev = "siw_lo";
 #define TIMEOUT_MS 5000
 
@@ -207,10 +214,7 @@ static ssize_t eq_wait(struct pair *p, uint32_t *event, void *buf,
 
 static void connect_pair(struct pair *p, enum fi_wait_obj wait)
 {
-	struct {
-		struct fi_eq_cm_entry e;
-		uint8_t data[64];
-	} ev;
+	union cm_ev ev;
 	uint32_t event;
 	ssize_t n;
 	int connected = 0;
@@ -665,10 +669,7 @@ END_TEST
 
 START_TEST(conn_rejected)
 {
-	struct {
-		struct fi_eq_cm_entry e;
-		uint8_t data[64];
-	} ev;
+	union cm_ev ev;
 	struct fi_eq_err_entry err;
 	uint8_t pdata[16];
 	uint32_t event;
