@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,18 @@ int main(int argc, char **argv)
 		snprintf(itf[0].name, sizeof(itf[0].name), "%s", argv[2]);
 		n = 1;
 	}
-	for (i = 0; i < n; i++) {
-		if (it_ia_create(itf[i].name, 2, 1, &all[nl]) != IT_SUCCESS)
+	/* iWARP devices first: when the port is picked, TCP picks it, so it
+	 * is free for every iWARP device; RoCE's port space is its own. */
+	for (i = 0; i < 2 * n; i++) {
+		bool iwarp = itf[i % n].transport_type ==
+			     IT_IWARP_TCP_TRANSPORT;
+
+		if (argc <= 2 && iwarp != (i < n))
+			continue;
+		if (argc > 2 && i >= n)
+			break;
+		if (it_ia_create(itf[i % n].name, 2, 1, &all[nl]) !=
+		    IT_SUCCESS)
 			continue;	/* e.g. soft-RoCE held elsewhere */
 		if (it_evd_create(all[nl], IT_CM_REQ_EVENT_STREAM,
 				  IT_EVD_CREATE_FD, 8, 0, NULL, &reqs[nl],
@@ -96,7 +107,7 @@ int main(int argc, char **argv)
 			it_ia_free(all[nl]);
 			continue;
 		}
-		name[nl] = itf[i].name;
+		name[nl] = itf[i % n].name;
 		pfd[nl++].events = POLLIN;
 	}
 	if (nl == 0) {
