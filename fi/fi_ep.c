@@ -553,24 +553,6 @@ static ssize_t hfi_ep_cancel(fid_t fid, void *context)
 	return -FI_ENOSYS;
 }
 
-static int hfi_ep_getopt(fid_t fid, int level, int optname, void *optval,
-			 size_t *optlen)
-{
-	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
-		return -FI_ENOPROTOOPT;
-	if (*optlen < sizeof(size_t))
-		return -FI_ETOOSMALL;
-	*(size_t *)optval = HFI_CM_DATA_SIZE;
-	*optlen = sizeof(size_t);
-	return 0;
-}
-
-static int hfi_ep_setopt(fid_t fid, int level, int optname,
-			 const void *optval, size_t optlen)
-{
-	return -FI_ENOPROTOOPT;
-}
-
 static int hfi_ep_no_ctx(struct fid_ep *sep, int index,
 			 struct fi_tx_attr *attr, struct fid_ep **tx_ep,
 			 void *context)
@@ -593,8 +575,8 @@ static ssize_t hfi_ep_no_size_left(struct fid_ep *f)
 static struct fi_ops_ep hfi_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = hfi_ep_cancel,
-	.getopt = hfi_ep_getopt,
-	.setopt = hfi_ep_setopt,
+	.getopt = hfi_cm_getopt,
+	.setopt = hfi_cm_setopt,
 	.tx_ctx = hfi_ep_no_ctx,
 	.rx_ctx = hfi_ep_no_rx_ctx,
 	.rx_size_left = hfi_ep_no_size_left,

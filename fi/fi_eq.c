@@ -504,8 +504,8 @@ static ssize_t hfi_pep_no_cancel(fid_t fid, void *context)
 	return -FI_ENOSYS;
 }
 
-static int hfi_pep_getopt(fid_t fid, int level, int optname, void *optval,
-			  size_t *optlen)
+int hfi_cm_getopt(fid_t fid, int level, int optname, void *optval,
+		  size_t *optlen)
 {
 	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
 		return -FI_ENOPROTOOPT;
@@ -516,8 +516,8 @@ static int hfi_pep_getopt(fid_t fid, int level, int optname, void *optval,
 	return 0;
 }
 
-static int hfi_pep_setopt(fid_t fid, int level, int optname,
-			  const void *optval, size_t optlen)
+int hfi_cm_setopt(fid_t fid, int level, int optname, const void *optval,
+		  size_t optlen)
 {
 	return -FI_ENOPROTOOPT;
 }
@@ -525,8 +525,8 @@ static int hfi_pep_setopt(fid_t fid, int level, int optname,
 static struct fi_ops_ep hfi_pep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = hfi_pep_no_cancel,
-	.getopt = hfi_pep_getopt,
-	.setopt = hfi_pep_setopt,
+	.getopt = hfi_cm_getopt,
+	.setopt = hfi_cm_setopt,
 };
 
 int hfi_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

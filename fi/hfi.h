@@ -157,6 +157,12 @@ int hfi_ia_address(it_ia_handle_t ia, int family,
 
 int hfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int hfi_no_control(struct fid *fid, int command, void *arg);
+/* fi_getopt/fi_setopt of passive and active endpoints (fi_eq.c): only
+ * FI_OPT_CM_DATA_SIZE, read-only. */
+int hfi_cm_getopt(fid_t fid, int level, int optname, void *optval,
+		  size_t *optlen);
+int hfi_cm_setopt(fid_t fid, int level, int optname, const void *optval,
+		  size_t optlen);
 int hfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
 		    void **ops, void *context);
 
