@@ -337,8 +337,9 @@ START_TEST(test_send_too_long)
 			 RNICPI_EVENT_QP_REQ_ERR);
 	ck_assert(untouched(&t.rbuf));
 	ck_assert(h_poll(&t.s, t.s.rcq, &wc, H_WAIT_MS));
+	/* The receive the Send took fails for its length. */
 	ck_assert_uint_eq(wc.wr_id, 777);
-	ck_assert_int_eq(wc.status, RNICPI_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(wc.status, RNICPI_WC_LOC_LEN_ERR);
 	target_down(&t);
 }
 END_TEST

@@ -25,6 +25,7 @@
 	X(suite_itapi_keys, "itapi-keys")                                   \
 	X(suite_itapi_ep, "itapi-ep")                                       \
 	X(suite_itapi_post, "itapi-post")                                   \
+	X(suite_itapi_dto_errors, "itapi-dto-errors")                       \
 	X(suite_itapi_cm, "itapi-cm")                                       \
 	X(suite_itapi_mp, "itapi-mp")
 #else
@@ -40,6 +41,7 @@
 	X(suite_itapi_atomic, "itapi-atomic-rxe")                           \
 	X(suite_itapi_keys_rxe, "itapi-keys-rxe")                           \
 	X(suite_itapi_ud_rxe, "itapi-ud-rxe")                               \
+	X(suite_itapi_dto_errors_rxe, "itapi-dto-errors-rxe")               \
 	X(suite_kald, "kald")
 #else
 #define HOSTRDMA_SUITES_ITAPI_RXE(X)

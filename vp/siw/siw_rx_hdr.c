@@ -259,6 +259,9 @@ static int check_send(struct siw_qp *qp)
 			    "receive", (unsigned long long)(rx->send_got +
 							    rx->payload_len),
 			    (unsigned long long)rx->rqe_len);
+		/* The receive it took fails for its length, as on a verbs
+		 * RNIC (and soft-RoCE); the ones behind it are flushed. */
+		siw_rx_complete_rqe(qp, RNICPI_WC_LOC_LEN_ERR, false, 0, false);
 		return rx_fail(qp, TERM_LAYER_DDP, DDP_ETYPE_UNTAGGED,
 			       DDP_ECODE_UT_TOO_LONG, RNICPI_EVENT_QP_REQ_ERR);
 	}
