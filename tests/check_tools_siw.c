@@ -203,6 +203,28 @@ static void assert_lat(JsonObject *o, const char *test, gint64 size)
 	ck_assert(!json_object_has_member(o, "bw_gbps"));
 }
 
+/* -e on both ends: the receiver sleeps on its receive queue's EVD (and
+ * looks at the control channel between waits), the sender on its send
+ * queue's; every message arrives, verified, in a stream and a ping-pong. */
+START_TEST(perf_events_both_ends)
+{
+	static const char *const sargs[] = { "-e", NULL };
+	const char *bw[] = { "-s", "4096", "-n", "400", "-e", "--verify",
+			     NULL };
+	const char *lat[] = { "-s", "64", "-n", "200", "-e", NULL };
+	GPtrArray *j = perf_sc("send_bw", sargs, bw);
+
+	ck_assert_uint_eq(j->len, 1);
+	assert_bw(j->pdata[0], "send_bw", 4096, 400);
+	assert_verified(j->pdata[0]);
+	g_ptr_array_unref(j);
+	j = perf_sc("send_lat", sargs, lat);
+	ck_assert_uint_eq(j->len, 1);
+	assert_lat(j->pdata[0], "send_lat", 64);
+	g_ptr_array_unref(j);
+}
+END_TEST
+
 START_TEST(perf_latency_tests)
 {
 	static const char *const tests[] = { "write_lat", "send_lat",
@@ -511,6 +533,7 @@ void tools_add_siw_case(Suite *s)
 	tcase_add_test(tc, perf_post_list_verified);
 	tcase_add_test(tc, perf_read_bw_two_qps_verified);
 	tcase_add_test(tc, perf_send_bw_bidirectional_verified);
+	tcase_add_test(tc, perf_events_both_ends);
 	tcase_add_test(tc, perf_all_sizes);
 	tcase_add_test(tc, perf_perftest_exchange);
 	tcase_add_test(tc, perf_latency_tests);

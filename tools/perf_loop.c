@@ -26,6 +26,9 @@
 
 /* The shortest stretch of a bandwidth run that BW peak looks at. */
 #define PEAK_WINDOW_NS (20ull * 1000 * 1000)
+/* -e: how long a receiver sleeps for a receive before it looks at the
+ * control channel again. */
+#define RX_WAIT_US 2000ull
 #define SIGNALLED ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
 #define CREDIT_COOKIE (1ull << 55)
 #define QP_OF(cookie) ((unsigned int)((cookie) >> 56))
@@ -123,17 +126,40 @@ static int send_credit(struct perf_ctx *c, struct perf_qp *q)
 					     q->rrkey));
 }
 
-/* Receive completions: repost, count, tell the sender now and then. */
-static int reap_rq(struct perf_ctx *c, uint64_t size, uint32_t *bad)
+/* Receive completions: repost, count, tell the sender now and then.
+ * @wait_us: sleep up to that long for the first one (-e), else poll. */
+static int reap_rq(struct perf_ctx *c, uint64_t size, uint32_t *bad,
+		   uint64_t wait_us)
 {
 	it_event_t evs[64];
 	int n = 0;
-	it_status_t st = it_evd_dequeue_n(c->rq, 64, evs, &n);
+	it_status_t st;
 
-	if (st == IT_ERR_QUEUE_EMPTY)
-		return 0;
-	if (st != IT_SUCCESS)
-		return tool_check(PERF_PROG, "it_evd_dequeue_n", st);
+	if (wait_us) {
+		size_t nmore = 0;
+		int m = 0;
+
+		st = it_evd_wait(c->rq, wait_us, &evs[0], &nmore);
+		if (st == IT_ERR_TIMEOUT_EXPIRED)
+			return 0;
+		if (st != IT_SUCCESS)
+			return tool_check(PERF_PROG, "waiting for receives", st);
+		n = 1;
+		if (nmore) {
+			st = it_evd_dequeue_n(c->rq, 63, evs + 1, &m);
+			if (st != IT_SUCCESS && st != IT_ERR_QUEUE_EMPTY)
+				return tool_check(PERF_PROG,
+						  "it_evd_dequeue_n", st);
+			if (st == IT_SUCCESS)
+				n += m;
+		}
+	} else {
+		st = it_evd_dequeue_n(c->rq, 64, evs, &n);
+		if (st == IT_ERR_QUEUE_EMPTY)
+			return 0;
+		if (st != IT_SUCCESS)
+			return tool_check(PERF_PROG, "it_evd_dequeue_n", st);
+	}
 	for (int i = 0; i < n; i++) {
 		uint64_t ck = evs[i].dto_cmpl.cookie;
 		it_lmr_triplet_t t;
@@ -424,7 +450,7 @@ static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			}
 		}
 		if (receiver) {
-			k = reap_rq(c, size, &bad);
+			k = reap_rq(c, size, &bad, 0);
 			if (k < 0)
 				return -1;
 			progress += k;
@@ -475,6 +501,11 @@ static int bw(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 		if (!progress) {
 			if (o->events && sender && !receiver) {
 				if (reap_sq(c, true) < 0)
+					return -1;
+			} else if (o->events && receiver && !sender) {
+				/* Briefly: the end of the run comes as a
+				 * control message, not a receive. */
+				if (reap_rq(c, size, &bad, RX_WAIT_US) < 0)
 					return -1;
 			} else {
 				sched_yield();
@@ -554,7 +585,8 @@ static int wait_one(struct perf_ctx *c, it_evd_handle_t evd, uint64_t size,
 
 	for (;;) {
 		if (evd == c->rq) {
-			k = reap_rq(c, size, bad);
+			k = reap_rq(c, size, bad,
+				    c->o->events ? TOOL_WAIT_US : 0);
 		} else if (c->o->events) {
 			k = reap_sq(c, true);
 		} else {
