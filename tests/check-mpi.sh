@@ -8,8 +8,8 @@
 # soft-RoCE (each namespace has its own rxe device on its veth, and its
 # own UDP port 4791).
 #
-# MPI traffic goes through pml cm + mtl ofi, with FI_PROVIDER letting
-# libfabric load only hostrdma and ofi_rxm (RDM endpoints from ofi_rxm
+# MPI traffic goes through pml cm + mtl ofi, with FI_PROVIDER=hostrdma
+# leaving libfabric no other core provider (RDM endpoints from ofi_rxm
 # over hostrdma's MSG endpoints) and mtl_ofi_provider_include=hostrdma;
 # Open MPI's shared-memory and TCP paths are off (btl self only, one-sided
 # through osc pt2pt over the same pml), so nothing else can carry it.
@@ -94,8 +94,9 @@ chmod +x "$tmp/agent"
 
 export FI_PROVIDER_PATH="$build/fi/.libs"
 export HOSTRDMA_CONF= HOSTRDMA_KALD_SOCKET=
-# Only our provider (and ofi_rxm, which makes its RDM endpoints).
-export FI_PROVIDER="hostrdma,ofi_rxm"
+# Only our provider among the core providers (no tcp, no shm); ofi_rxm
+# still layers on it.
+export FI_PROVIDER=hostrdma
 # rxm's buffer pools under an 8 MiB RLIMIT_MEMLOCK.
 export FI_OFI_RXM_BUFFER_SIZE=1024
 export OMPI_MCA_plm_rsh_agent="$tmp/agent"
