@@ -133,4 +133,18 @@ for dev in siw rxe; do
 		grep "^mpi_$p" "$out" | sed "s/^/${dev}_hrmpi0: /"
 	done
 done
+# The control: with hostrdma offering no device, the same job must fail,
+# as nothing else may carry it.
+export HOSTRDMA_PROVIDER_PATH="$build/vp/siw/.libs" HOSTRDMA_DEVICES=siw_none
+out="$tmp/no-device.out"
+if timeout 120 ip netns exec $nsa mpirun --allow-run-as-root \
+	-np 2 --host 10.77.16.1:1,10.77.16.2:1 --bind-to none \
+	-x FI_PROVIDER_PATH -x HOSTRDMA_PROVIDER_PATH -x HOSTRDMA_CONF \
+	-x HOSTRDMA_KALD_SOCKET -x HOSTRDMA_DEVICES -x FI_PROVIDER \
+	-x FI_OFI_RXM_BUFFER_SIZE "$tmp/mpi_pingpong" >"$out" 2>&1; then
+	fail "mpi_pingpong ran with no hostrdma device: something else carried it"
+fi
+grep -q "PML cm cannot be selected" "$out" ||
+	fail "with no hostrdma device, mpirun failed for another reason"
+echo "no hostrdma device: mpirun fails as it should"
 echo "PASS: check-mpi"
