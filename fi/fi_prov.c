@@ -188,6 +188,16 @@ static bool addr_equal(const struct sockaddr *a, const struct sockaddr *b)
 		       sizeof(struct in6_addr));
 }
 
+static bool addr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)(const void *)sa)
+				      ->sin_addr.s_addr) >> 24) ==
+		       IN_LOOPBACKNET;
+	return IN6_IS_ADDR_LOOPBACK(
+		&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr);
+}
+
 static void set_port(struct sockaddr_storage *ss, uint16_t port_be)
 {
 	if (ss->ss_family == AF_INET)
@@ -400,7 +410,13 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 	return fi;
 }
 
-/* The devices that answer @hints, each with the addresses it has. */
+/*
+ * The devices that answer @hints, each with the addresses it has, those
+ * on loopback last (as libfabric's own IP providers order them): an
+ * application that takes the first answer without naming an address,
+ * as Open MPI's mtl ofi and ofi_rxm do, then gets a device its peers on
+ * other hosts can reach.
+ */
 static int hfi_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints,
 		       struct fi_info **info)
@@ -409,6 +425,7 @@ static int hfi_getinfo(uint32_t version, const char *node, const char *service,
 	it_interface_t itf[HFI_MAX_DEVICES];
 	size_t n = HFI_MAX_DEVICES, total;
 	struct fi_info *head = NULL, **tail = &head;
+	struct fi_info *lo_head = NULL, **lo_tail = &lo_head;
 	const char *want_dom = NULL, *want_fab = NULL;
 	struct addrs a;
 	int mr_mode, ret;
@@ -474,11 +491,17 @@ static int hfi_getinfo(uint32_t version, const char *node, const char *service,
 				       mr_mode);
 			if (!fi)
 				continue;
-			*tail = fi;
-			tail = &fi->next;
+			if (addr_is_loopback((void *)&src)) {
+				*lo_tail = fi;
+				lo_tail = &fi->next;
+			} else {
+				*tail = fi;
+				tail = &fi->next;
+			}
 		}
 		it_ia_free(ia);
 	}
+	*tail = lo_head;
 	*info = head;
 	return head ? 0 : -FI_ENODATA;
 }

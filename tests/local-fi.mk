@@ -17,7 +17,13 @@ tests/check-fi-tools.log: tests/check-conformance.log
 if PROV_RXE
 TESTS += tests/check-fi-rxe.sh
 tests/check-fi-rxe.log: tests/check-fi-tools.log
+# Open MPI between two network namespaces over siw and rxe (skips without
+# mpicc/mpirun or root); last in the chain.
+TESTS += tests/check-mpi.sh
+tests/check-mpi.log: tests/check-fi-rxe.log
 endif
 endif
 endif
-EXTRA_DIST += tests/check-fi-tools.sh tests/check-fi-rxe.sh
+EXTRA_DIST += tests/check-fi-tools.sh tests/check-fi-rxe.sh tests/check-mpi.sh \
+	tests/mpi/mpi_pingpong.c tests/mpi/mpi_allreduce.c \
+	tests/mpi/mpi_onesided.c

@@ -67,12 +67,13 @@ endif
 # programs outside this tree against the installed library, without the
 # sanitizers' flags, and check-fi-tools.sh has libfabric's own programs
 # (fi_info, fi_pingpong, built without ASan) load the sanitized provider,
-# which ASan refuses: they are the plain and clang builds' to run.
+# which ASan refuses, as do check-mpi.sh's MPI programs: they are the
+# plain and clang builds' to run.
 check-sanitizers:
 	$(AM_V_at)env ASAN_OPTIONS=detect_leaks=0:handle_segv=0:abort_on_error=0 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(MAKE) $(AM_MAKEFLAGS) check \
-		TESTS="$(filter-out tests/check-install tests/check-provider-kit.sh tests/check-fi-tools.sh,$(TESTS))"
+		TESTS="$(filter-out tests/check-install tests/check-provider-kit.sh tests/check-fi-tools.sh tests/check-mpi.sh,$(TESTS))"
 .PHONY: check-sanitizers
 
 include tests/local-install.mk
