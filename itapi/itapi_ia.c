@@ -639,7 +639,12 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 					       a->atomic_cap != RNICPI_ATOMIC_NONE ?
 				       IT_TRUE :
 				       IT_FALSE;
-	info->lmr_link_support = IT_FALSE;
+	/* it_lmr_link is a REG_MR, it_lmr_unlink a LOCAL_INV. */
+	info->lmr_link_support =
+		(a->caps & RNICPI_DEV_CAP_FAST_REG) &&
+				(a->caps & RNICPI_DEV_CAP_LOCAL_INV) ?
+			IT_TRUE :
+			IT_FALSE;
 	info->direct_lmr_handle_support = IT_FALSE;
 	info->direct_lmr_handle = NULL;
 	info->post_send_unlink_remote_support =
