@@ -897,6 +897,93 @@ START_TEST(lmr_link_careless)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Affiliated events from the Terminate's layer, type and code (siw)    */
+/* ------------------------------------------------------------------ */
+
+/* The next affiliated events: @want_a on A and @want_b on B, in either
+ * order; each endpoint's first event is the one checked. */
+static void expect_aff_pair(it_event_type_t want_a, it_event_type_t want_b)
+{
+	it_event_type_t got_a = 0, got_b = 0;
+
+	while (!got_a || !got_b) {
+		it_event_t ev;
+
+		ck_assert_msg(it_wait_event_for(F.aff, 5000000, &ev),
+			      "affiliated events: A 0x%x, B 0x%x so far",
+			      (unsigned int)got_a, (unsigned int)got_b);
+		if (ev.aff_async.cause.ep == A && !got_a)
+			got_a = ev.event_number;
+		else if (ev.aff_async.cause.ep == B && !got_b)
+			got_b = ev.event_number;
+	}
+	ck_assert_msg(got_a == want_a, "A got %s, expected %s",
+		      itapi_event_name(got_a), itapi_event_name(want_a));
+	ck_assert_msg(got_b == want_b, "B got %s, expected %s",
+		      itapi_event_name(got_b), itapi_event_name(want_b));
+}
+
+/*
+ * A Send of 200 bytes into B's receive of 64: B terminates with DDP
+ * untagged error "message too long" (RFC 5041 §7.2): B's event is a local
+ * transport error, A's (the peer's Terminate about what A sent) a remote
+ * receive length error.
+ */
+START_TEST(term_send_too_long)
+{
+	it_lmr_triplet_t t = it_seg(&M, 128, 64);
+
+	ck_assert_it_ok(it_post_recv(B, &t, 1, 700, CN));
+	memset(S.mem, 0x5a, 200);
+	t = it_seg(&S, 0, 200);
+	ck_assert_it_ok(it_post_send(A, &t, 1, 701, CN));
+	expect_aff_pair(IT_ASYNC_AFF_EP_R_RECV_LENGTH_ERROR,
+			IT_ASYNC_AFF_EP_L_TRANSPORT_ERROR);
+}
+END_TEST
+
+/*
+ * A Read Request through a freed LMR's key: B terminates with an RDMAP
+ * remote protection error, invalid STag (RFC 5040 §7.4.1): B's event is
+ * an RDMA Read access violation, A's a remote access violation; the Read
+ * fails with IT_DTO_ERR_REMOTE_ACCESS.
+ */
+START_TEST(term_read_bad_stag)
+{
+	unsigned char *src = target_new(TLEN);
+	it_rmr_context_t k;
+	it_lmr_handle_t l = lmr_new(src, TLEN, &k);
+	it_lmr_triplet_t t = it_seg(&S, 0, 64);
+
+	ck_assert_it_ok(it_lmr_free(l));
+	ck_assert_it_ok(it_post_rdma_read(A, &t, 1, 710, CN,
+					  it_make_rdma_addr_absolute(src), k));
+	expect_dto(IT_DTO_RDMA_READ_CMPL_EVENT, 710, IT_DTO_ERR_REMOTE_ACCESS);
+	expect_aff_pair(IT_ASYNC_AFF_EP_R_ACCESS_VIOLATION,
+			IT_ASYNC_AFF_EP_RDMAR_ACCESS_VIOLATION);
+	free(src);
+}
+END_TEST
+
+/* A Write through a freed LMR's key: DDP tagged, invalid STag; B's event
+ * is an RDMA Write access violation. */
+START_TEST(term_write_bad_stag)
+{
+	unsigned char *dst = target_new(TLEN);
+	it_rmr_context_t k;
+	it_lmr_handle_t l = lmr_new(dst, TLEN, &k);
+	it_lmr_triplet_t t = it_seg(&S, 0, 64);
+
+	ck_assert_it_ok(it_lmr_free(l));
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, 720, CN,
+					   it_make_rdma_addr_absolute(dst), k));
+	expect_aff_pair(IT_ASYNC_AFF_EP_R_ACCESS_VIOLATION,
+			IT_ASYNC_AFF_EP_RDMAW_ACCESS_VIOLATION);
+	free(dst);
+}
+END_TEST
+
 static TCase *keys_tcase(const char *name, void (*setup)(void),
 			 void (*down)(void))
 {
@@ -926,7 +1013,17 @@ Suite *suite_itapi_keys(void)
 {
 	Suite *s = suite_create("itapi-keys");
 
+	TCase *term = tcase_create("siw-terminate");
+
 	suite_add_tcase(s, keys_tcase("siw", setup_siw, teardown));
+	/* soft-RoCE has no Terminate: an IB responder's NAK reaches the
+	 * requester as the failed request's status only. */
+	tcase_add_checked_fixture(term, setup_siw, teardown);
+	tcase_set_timeout(term, 60);
+	tcase_add_test(term, term_send_too_long);
+	tcase_add_test(term, term_read_bad_stag);
+	tcase_add_test(term, term_write_bad_stag);
+	suite_add_tcase(s, term);
 	return s;
 }
 
