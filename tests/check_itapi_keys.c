@@ -823,6 +823,39 @@ START_TEST(lmr_read_unlinks_sink)
 }
 END_TEST
 
+/*
+ * Send-queue order: B links without a completion and at once Sends from
+ * the linked LMR (its new key in the SGE) to A. The Send carries the
+ * LMR's bytes, so the link ran before it; A, told by the Send, Writes
+ * through the key and it lands.
+ */
+START_TEST(lmr_link_in_order)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_unlinked(1);
+	const it_dto_cookie_t cookies[] = { 670, 671 };
+	it_rmr_context_t k = 0;
+	it_lmr_triplet_t seg;
+
+	for (size_t i = 0; i < 64; i++)
+		t[512 + i] = (unsigned char)(i ^ 0xa5);
+	memset(M.mem, 0, 64);
+	seg = it_seg(&M, 0, 64);
+	ck_assert_it_ok(it_post_recv(A, &seg, 1, 670, CN));
+	ck_assert_it_ok(it_lmr_link(l, t, NULL, TLEN, IT_ADDR_MODE_ABSOLUTE,
+				    PRIV_LINK, B, 669, 0, &k));
+	seg.lmr = l;
+	seg.addr.abs = t + 512;
+	seg.length = 64;
+	ck_assert_it_ok(it_post_send(B, &seg, 1, 671, CN));
+	expect_all_ok(cookies, 2);
+	ck_assert(memcmp(M.mem, t + 512, 64) == 0);
+	write_lands(k, t, TLEN, t + 2048, 100, 6, 672);
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
 /* Careless input to the three calls: the IT_ERR_* each names. */
 START_TEST(lmr_link_careless)
 {
@@ -1005,6 +1038,7 @@ static TCase *keys_tcase(const char *name, void (*setup)(void),
 	tcase_add_test(tc, lmr_relink_old_key_refused);
 	tcase_add_test(tc, lmr_link_outside_refused);
 	tcase_add_test(tc, lmr_read_unlinks_sink);
+	tcase_add_test(tc, lmr_link_in_order);
 	tcase_add_test(tc, lmr_link_careless);
 	return tc;
 }
