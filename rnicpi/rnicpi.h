@@ -732,10 +732,13 @@ struct rnicpi_send_wr {
 		 * RNICPI_ACCESS_ZERO_BASED in @access), with @access, and
 		 * the key @key: the region's index with the consumer's
 		 * key byte (as bind_mw's rkey: the consumer hands it out
-		 * before the WR runs). Both lkey and rkey become @key
-		 * when the WR executes, after every WR posted before it
-		 * started; until then every access by the old or new key
-		 * is refused. The region must be invalid (new from
+		 * before the WR runs). The region's key (lkey and rkey)
+		 * is @key once the WR has run, after every WR posted
+		 * before it started (the generic part's lkey and rkey
+		 * need not follow: the core keeps the key it chose); until
+		 * then every access by the old or new key is refused. The
+		 * core may deregister @mr before the WR runs: the WR then
+		 * fails, it must not touch freed memory. The region must be invalid (new from
 		 * alloc_mr, or invalidated by LOCAL_INV, SEND_WITH_INV or
 		 * RNICPI_SEND_SINK_INV), @length at most alloc_mr's
 		 * @max_len, the key byte not the current one; otherwise

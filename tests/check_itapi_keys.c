@@ -856,6 +856,35 @@ START_TEST(lmr_link_in_order)
 }
 END_TEST
 
+/*
+ * Careless: the LMR freed while its link is still queued. The provider
+ * keeps the region until the work request has run or failed (it must not
+ * touch freed memory; valgrind's run of this suite checks it): the link
+ * completes, successfully or not, and its event names the cookie.
+ */
+START_TEST(lmr_free_while_linking)
+{
+	unsigned char *t = target_new(TLEN);
+
+	for (int i = 0; i < 8; i++) {
+		it_lmr_handle_t l = lmr_unlinked(1);
+		it_rmr_context_t k;
+		it_event_t ev;
+
+		ck_assert_it_ok(it_lmr_link(l, t, NULL, TLEN,
+					    IT_ADDR_MODE_ABSOLUTE, PRIV_LINK,
+					    B, 680 + i, CN, &k));
+		ck_assert_it_ok(it_lmr_free(l));
+		it_wait_event(F.dto, &ev);
+		ck_assert_event(&ev, IT_LMR_LINK_CMPL_EVENT);
+		ck_assert_uint_eq(ev.dto_cmpl.cookie, 680 + i);
+		if (ev.dto_cmpl.dto_status != IT_DTO_SUCCESS)
+			break;	/* the endpoint is in error now */
+	}
+	free(t);
+}
+END_TEST
+
 /* Careless input to the three calls: the IT_ERR_* each names. */
 START_TEST(lmr_link_careless)
 {
@@ -1039,6 +1068,7 @@ static TCase *keys_tcase(const char *name, void (*setup)(void),
 	tcase_add_test(tc, lmr_link_outside_refused);
 	tcase_add_test(tc, lmr_read_unlinks_sink);
 	tcase_add_test(tc, lmr_link_in_order);
+	tcase_add_test(tc, lmr_free_while_linking);
 	tcase_add_test(tc, lmr_link_careless);
 	return tc;
 }

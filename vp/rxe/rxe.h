@@ -405,8 +405,9 @@ struct rxe_send_wqe {
 	struct rnicpi_mw *bind_mw;	/* BIND_MW */
 	uint32_t bind_rkey;
 	struct rnicpi_mw_bind_info bind;
-	/* REG_MR (rnicpi.h's wr.reg_mr) */
-	struct rnicpi_mr *reg_mr;
+	/* REG_MR (rnicpi.h's wr.reg_mr): the region, referenced from post
+	 * until the WQE runs or is flushed (dereg_mr may come meanwhile) */
+	struct rxe_mr *reg_mr;
 	uint8_t *reg_addr;
 	uint64_t reg_length;
 	uint64_t reg_iova;

@@ -269,6 +269,8 @@ static void do_local(struct rxe_qp *qp, struct rxe_send_wqe *w)
 		st = rxe_mw_bind(qp, w);
 	} else if (w->opcode == RNICPI_WR_REG_MR) {
 		st = rxe_mr_fast_reg(qp, w);
+		rxe_mr_put(w->reg_mr);
+		w->reg_mr = NULL;
 	} else if (rxe_mem_invalidate(qp, w->imm_or_inv, false)) {
 		rxe_qp_warn(qp, "LOCAL_INV of key 0x%x: nothing of this QP's "
 			    "PD to invalidate", w->imm_or_inv);

@@ -130,13 +130,20 @@ int rxe_alloc_mr(struct rnicpi_pd *pd, uint64_t max_len,
 enum rnicpi_wc_status rxe_mr_fast_reg(struct rxe_qp *qp,
 				      const struct rxe_send_wqe *w)
 {
-	struct rxe_mr *mr = to_rxe_mr(w->reg_mr);
+	struct rxe_mr *mr = w->reg_mr;
 	struct rxe_dev *dev = qp->dev;
 	uint64_t iova = (w->reg_access & RNICPI_ACCESS_ZERO_BASED) ?
 				0 : w->reg_iova;
+	struct rxe_mem_hdr *h = NULL;
 	uint32_t key;
 
-	if (!mr->fast_reg || !atomic_load(&mr->invalid) ||
+	/* Still registered? dereg_mr frees the key first. */
+	if (mr)
+		h = rnicpi_key_lookup(&dev->keys, mr->base.lkey);
+	if (h)
+		rxe_mem_put(h);
+	if (!mr || h != &mr->hdr || !mr->fast_reg ||
+	    !atomic_load(&mr->invalid) ||
 	    mr->base.pd != qp->base.pd || w->reg_length == 0 ||
 	    w->reg_length > mr->max_len || !w->reg_addr ||
 	    iova + w->reg_length - 1 < iova ||
@@ -146,7 +153,8 @@ enum rnicpi_wc_status rxe_mr_fast_reg(struct rxe_qp *qp,
 				(uint8_t)w->reg_key, &key)) {
 		rxe_qp_warn(qp, "REG_MR of key 0x%x as 0x%x, %" PRIu64
 			    " bytes access 0x%x refused (valid, too long or "
-			    "the same key byte)", mr->base.lkey, w->reg_key,
+			    "the same key byte)", mr ? mr->base.lkey : 0,
+			    w->reg_key,
 			    w->reg_length, w->reg_access);
 		return RNICPI_WC_LOC_QP_OP_ERR;
 	}
@@ -796,6 +804,7 @@ static int sq_post_one(struct rxe_qp *qp, const struct rnicpi_send_wr *wr)
 	w->state = WQE_POSTED;
 	w->status = RNICPI_WC_SUCCESS;
 	w->atomic_orig = 0;
+	w->reg_mr = NULL;
 	switch (wr->opcode) {
 	case RNICPI_WR_ATOMIC_CMP_AND_SWP:
 	case RNICPI_WR_ATOMIC_FETCH_AND_ADD:
@@ -811,7 +820,7 @@ static int sq_post_one(struct rxe_qp *qp, const struct rnicpi_send_wr *wr)
 		w->length = 0;
 		break;
 	case RNICPI_WR_REG_MR:
-		w->reg_mr = wr->wr.reg_mr.mr;
+		w->reg_mr = to_rxe_mr(wr->wr.reg_mr.mr);
 		w->reg_addr = wr->wr.reg_mr.addr;
 		w->reg_length = wr->wr.reg_mr.length;
 		w->reg_iova = wr->wr.reg_mr.iova;
@@ -841,6 +850,8 @@ static int sq_post_one(struct rxe_qp *qp, const struct rnicpi_send_wr *wr)
 		for (i = 0; i < wr->num_sge; i++)
 			w->sge[i] = wr->sg_list[i];
 	}
+	if (w->reg_mr)
+		rxe_mr_get(w->reg_mr);
 	qp->sq_tail++;
 	return 0;
 }

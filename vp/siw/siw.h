@@ -381,8 +381,9 @@ struct siw_wqe {
 	struct rnicpi_mw *bind_mw;
 	uint32_t bind_rkey;
 	struct rnicpi_mw_bind_info bind;
-	/* REG_MR: rnicpi.h's wr.reg_mr. */
-	struct rnicpi_mr *reg_mr;
+	/* REG_MR: rnicpi.h's wr.reg_mr; the region referenced from post
+	 * until the WR runs or is flushed (dereg_mr may come meanwhile). */
+	struct siw_mr *reg_mr;
 	uint8_t *reg_addr;
 	uint64_t reg_length;
 	uint64_t reg_iova;

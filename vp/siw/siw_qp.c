@@ -157,6 +157,10 @@ static void flush_all(struct siw_qp *qp)
 		}
 		sq_push_wc(qp, w, RNICPI_WC_WR_FLUSH_ERR, 0);
 		w->state = SIW_WQE_DONE;
+		if (w->reg_mr) { /* a REG_MR that never ran */
+			siw_mr_put(w->reg_mr);
+			w->reg_mr = NULL;
+		}
 	}
 	qp->sq_head = qp->sq_tx;
 	qp->sq_count = 0;

@@ -567,7 +567,10 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 				rc = -EINVAL;
 				break;
 			}
-			w->reg_mr = wr->wr.reg_mr.mr;
+			w->reg_mr = container_of(wr->wr.reg_mr.mr,
+						 struct siw_mr_handle,
+						 base)->mr;
+			siw_mr_get(w->reg_mr);
 			w->reg_addr = wr->wr.reg_mr.addr;
 			w->reg_length = wr->wr.reg_mr.length;
 			w->reg_iova = wr->wr.reg_mr.iova;

@@ -146,6 +146,11 @@ static bool start_sq(struct siw_qp *qp)
 				siw_mr_fast_reg(qp, w) :
 				local_invalidate(qp, w->inv_stag);
 
+		if (w->reg_mr) {
+			siw_mr_put(w->reg_mr);
+			w->reg_mr = NULL;
+		}
+
 		siw_sq_complete(qp, idx, st, 0);
 		if (st != RNICPI_WC_SUCCESS)
 			siw_qp_terminate(qp, TERM_LAYER_RDMAP,

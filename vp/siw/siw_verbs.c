@@ -428,15 +428,13 @@ static int siw_alloc_mr(struct rnicpi_pd *p, uint64_t max_len,
 enum rnicpi_wc_status siw_mr_fast_reg(struct siw_qp *qp,
 				      const struct siw_wqe *w)
 {
-	struct siw_mr_handle *h = container_of(w->reg_mr,
-					       struct siw_mr_handle, base);
-	struct siw_mr *mr = h->mr;
+	struct siw_mr *mr = w->reg_mr;
 	struct siw_device *dev = qp->dev;
 	uint64_t iova = (w->reg_access & RNICPI_ACCESS_ZERO_BASED) ?
 				0 : w->reg_iova;
 	uint32_t key;
 
-	if (!mr->fast_reg || atomic_load(&mr->valid) ||
+	if (!mr || !mr->fast_reg || atomic_load(&mr->valid) ||
 	    atomic_load(&mr->dead) || mr->pd != &qp->pd->base ||
 	    w->reg_length == 0 || w->reg_length > mr->max_len ||
 	    !w->reg_addr || iova + w->reg_length < iova ||
@@ -445,8 +443,9 @@ enum rnicpi_wc_status siw_mr_fast_reg(struct siw_qp *qp,
 	    rnicpi_key_set_byte(&dev->mr_keys, mr->stag,
 				(uint8_t)w->reg_key, &key)) {
 		siw_qp_info(qp, "REG_MR of STag 0x%08x as 0x%08x, %llu bytes "
-			    "access 0x%x refused (valid, too long or the same "
-			    "key byte)", mr->stag, w->reg_key,
+			    "access 0x%x refused (valid, deregistered, too "
+			    "long or the same key byte)",
+			    mr ? mr->stag : 0, w->reg_key,
 			    (unsigned long long)w->reg_length, w->reg_access);
 		return RNICPI_WC_LOC_QP_OP_ERR;
 	}
@@ -455,7 +454,6 @@ enum rnicpi_wc_status siw_mr_fast_reg(struct siw_qp *qp,
 	mr->iova = iova;
 	mr->access = w->reg_access;
 	mr->stag = key;
-	h->base.lkey = h->base.rkey = key;
 	atomic_store(&mr->valid, true);
 	siw_qp_dbg(qp, "STag 0x%08x registered: %p, %llu bytes, iova 0x%llx",
 		   key, w->reg_addr, (unsigned long long)w->reg_length,
