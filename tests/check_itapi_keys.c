@@ -885,6 +885,41 @@ START_TEST(lmr_free_while_linking)
 }
 END_TEST
 
+/*
+ * A relative link (a zero-based region): the peer addresses the linked
+ * bytes from 0, local segments are offsets too, and the absolute address
+ * of those bytes opens nothing.
+ */
+START_TEST(lmr_link_relative)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_unlinked(1);
+	const it_dto_cookie_t cookies[] = { 690, 691 };
+	it_rmr_context_t k = 0;
+	it_lmr_triplet_t seg;
+
+	ck_assert_it_ok(it_lmr_link(l, t + 1024, NULL, 1024,
+				    IT_ADDR_MODE_RELATIVE, PRIV_LINK, B, 689,
+				    CN, &k));
+	expect_lmr_link_event(689);
+	write_lands_at(k, t, TLEN, t + 1024 + 100,
+		       it_make_rdma_addr_relative(100), 200, 7, 692);
+	/* B sends bytes 100..163 of the link, named by their offset. */
+	seg = it_seg(&M, 0, 64);
+	ck_assert_it_ok(it_post_recv(A, &seg, 1, 690, CN));
+	seg.lmr = l;
+	seg.addr.rel = 100;
+	seg.length = 64;
+	ck_assert_it_ok(it_post_send(B, &seg, 1, 691, CN));
+	expect_all_ok(cookies, 2);
+	ck_assert(memcmp(M.mem, t + 1124, 64) == 0);
+	write_refused_at(k, t, TLEN, it_make_rdma_addr_absolute(t + 1124),
+			 695);
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
 /* Careless input to the three calls: the IT_ERR_* each names. */
 START_TEST(lmr_link_careless)
 {
@@ -1069,6 +1104,7 @@ static TCase *keys_tcase(const char *name, void (*setup)(void),
 	tcase_add_test(tc, lmr_read_unlinks_sink);
 	tcase_add_test(tc, lmr_link_in_order);
 	tcase_add_test(tc, lmr_free_while_linking);
+	tcase_add_test(tc, lmr_link_relative);
 	tcase_add_test(tc, lmr_link_careless);
 	return tc;
 }
