@@ -927,6 +927,7 @@ START_TEST(lmr_link_careless)
 	it_lmr_handle_t l = lmr_unlinked(1), plain, out = NULL;
 	it_rmr_context_t k = 0, kp;
 	it_lmr_param_t p = { 0 };
+	it_rmr_handle_t r;
 
 	ck_assert_it(it_lmr_create_unlinked(F.pz, 0, IT_LMR_FLAG_NONE, 0,
 					    &out),
@@ -979,6 +980,11 @@ START_TEST(lmr_link_careless)
 		     IT_ERR_INVALID_LMR);
 	ck_assert_uint_eq(k, 0);
 	ck_assert(!lmr_linked(l, NULL));
+	/* No RMR onto it while it is not linked. */
+	ck_assert_it_ok(it_rmr_create20(F.pz, IT_RMR_TYPE_DEFAULT, &r));
+	ck_assert_it(it_rmr_link(r, l, t, 64, IT_ADDR_MODE_ABSOLUTE,
+				 IT_PRIV_REMOTE_WRITE, B, 1, CN, &kp),
+		     IT_ERR_INVALID_LMR);
 	/* Linked: not again, not modified. */
 	k = lmr_link_wait(l, t, TLEN, 660);
 	ck_assert_it(it_lmr_link(l, t, NULL, 64, IT_ADDR_MODE_ABSOLUTE,
@@ -988,6 +994,14 @@ START_TEST(lmr_link_careless)
 	ck_assert_it(it_lmr_modify(l, IT_LMR_PARAM_MEM_PRIV, &p),
 		     IT_ERR_INVALID_LMR);
 	write_lands(k, t, 2 * TLEN, t + 4000, 96, 5, 661);
+	/* Linked, an RMR opens part of it; then the LMR cannot unlink. */
+	kp = rmr_link_wait(r, l, t + 64, 64, IT_ADDR_MODE_ABSOLUTE,
+			   IT_PRIV_REMOTE_WRITE, 664);
+	write_lands(kp, t, 2 * TLEN, t + 64, 64, 8, 665);
+	ck_assert_it(it_lmr_unlink(l, B, 1, CN), IT_ERR_LMR_BUSY);
+	ck_assert_it_ok(it_rmr_unlink(r, B, 668, CN));
+	expect_dto(IT_RMR_LINK_CMPL_EVENT, 668, IT_DTO_SUCCESS);
+	ck_assert_it_ok(it_rmr_free(r));
 	/* Freeing a linked LMR unlinks it. */
 	ck_assert_it_ok(it_lmr_free(l));
 	free(t);
