@@ -147,19 +147,65 @@ void itapi_post_unaffiliated(struct itapi_ia *ia, it_event_type_t type,
 	itapi_evd_unref(evd);
 }
 
-/* RFC 5040 §7.4: the Terminate's layer tells whose fault it was. */
+/* iWARP Terminate fields (RFC 5040 §7.4; RNICPI's async event carries
+ * them): layers, the error types used below, and their codes. */
+enum {
+	TERM_LAYER_RDMAP = 0,
+	TERM_LAYER_DDP = 1,
+	TERM_LAYER_LLP = 2,		/* MPA */
+	RDMAP_ETYPE_REMOTE_PROT = 1,
+	RDMAP_ECODE_INVALID_STAG = 0x00,
+	RDMAP_ECODE_BASE_BOUNDS = 0x01,
+	RDMAP_ECODE_STAG_NOT_ASSOC = 0x03,
+	DDP_ETYPE_UNTAGGED = 2,		/* RFC 5041 §7.2 */
+	DDP_ECODE_UT_TOO_LONG = 0x05,
+};
+
+/*
+ * RFC 5040 §7.4: the Terminate's layer, error type and code say what
+ * failed and whose fault it was (term_remote: the peer sent it, so the
+ * peer found the fault in what we sent).
+ *  - ours, an access error: a tagged (DDP) error is a Write's; an RDMAP
+ *    remote protection error with an STag or bounds code is a Read
+ *    Request's (a Write reports those at DDP); access rights alone do
+ *    not say which, and stay the Write's event;
+ *  - ours, a bad request: a bad RDMAP opcode, or another transport
+ *    error in what the peer sent (untagged DDP: queue number, MSN,
+ *    offset, no receive posted, a message longer than the receive);
+ *  - the peer's: a Send longer than the receive it took; an access
+ *    error; otherwise a remote error.
+ * Without a Terminate (soft-RoCE, the verbs provider) the coarse classes.
+ */
 static it_event_type_t qp_event_type(const struct ual_async_event *e)
 {
+	bool rdmap_prot = e->term_layer == TERM_LAYER_RDMAP &&
+			  e->term_etype == RDMAP_ETYPE_REMOTE_PROT;
+	bool untagged = e->term_layer == TERM_LAYER_DDP &&
+			e->term_etype == DDP_ETYPE_UNTAGGED;
+
 	switch (e->type) {
 	case RNICPI_EVENT_QP_ACCESS_ERR:
-		return e->term_remote ? IT_ASYNC_AFF_EP_R_ACCESS_VIOLATION :
-					IT_ASYNC_AFF_EP_RDMAW_ACCESS_VIOLATION;
+		if (e->term_remote)
+			return IT_ASYNC_AFF_EP_R_ACCESS_VIOLATION;
+		if (rdmap_prot &&
+		    (e->term_ecode == RDMAP_ECODE_INVALID_STAG ||
+		     e->term_ecode == RDMAP_ECODE_BASE_BOUNDS ||
+		     e->term_ecode == RDMAP_ECODE_STAG_NOT_ASSOC))
+			return IT_ASYNC_AFF_EP_RDMAR_ACCESS_VIOLATION;
+		return IT_ASYNC_AFF_EP_RDMAW_ACCESS_VIOLATION;
 	case RNICPI_EVENT_QP_REQ_ERR:
-		return e->term_remote ? IT_ASYNC_AFF_EP_R_ERROR :
-					IT_ASYNC_AFF_EP_BAD_TRANSPORT_OPCODE;
+		if (e->term_remote)
+			return untagged &&
+					       e->term_ecode ==
+						       DDP_ECODE_UT_TOO_LONG ?
+				       IT_ASYNC_AFF_EP_R_RECV_LENGTH_ERROR :
+				       IT_ASYNC_AFF_EP_R_ERROR;
+		if (untagged)
+			return IT_ASYNC_AFF_EP_L_TRANSPORT_ERROR;
+		return IT_ASYNC_AFF_EP_BAD_TRANSPORT_OPCODE;
 	case RNICPI_EVENT_QP_FATAL:
 		/* Layer 2 is MPA, the lower layer protocol (TCP). */
-		if (e->term_layer == 2)
+		if (e->term_layer == TERM_LAYER_LLP)
 			return IT_ASYNC_AFF_EP_L_LLP_ERROR;
 		return IT_ASYNC_AFF_EP_FAILURE;
 	default:
@@ -639,7 +685,12 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 					       a->atomic_cap != RNICPI_ATOMIC_NONE ?
 				       IT_TRUE :
 				       IT_FALSE;
-	info->lmr_link_support = IT_FALSE;
+	/* it_lmr_link is a REG_MR, it_lmr_unlink a LOCAL_INV. */
+	info->lmr_link_support =
+		(a->caps & RNICPI_DEV_CAP_FAST_REG) &&
+				(a->caps & RNICPI_DEV_CAP_LOCAL_INV) ?
+			IT_TRUE :
+			IT_FALSE;
 	info->direct_lmr_handle_support = IT_FALSE;
 	info->direct_lmr_handle = NULL;
 	info->post_send_unlink_remote_support =

@@ -308,6 +308,24 @@ it_status_t it_lmr_create10(it_pz_handle_t pz_handle, void *addr,
 			       lmr_handle, rmr_context);
 }
 
+/*
+ * Unlinked LMRs (IT-API 2.1): a provider region for fast registration
+ * (RNICPI_DEV_CAP_FAST_REG: alloc_mr) that it_lmr_link links to memory by
+ * a REG_MR work request and it_lmr_unlink unlinks by a LOCAL_INV, both in
+ * the endpoint's send-queue order, completing with IT_LMR_LINK_CMPL_EVENT.
+ * Its key (rmr_context) is the region's index with a key byte that
+ * changes on every link, as an RMR's (IBA 10.6.3.6, RFC 5040 §2.1), so a
+ * key handed out for one link is refused after it. The LMR is sized at
+ * creation in I/O buffer list elements, pages here: a link may span at
+ * most that many pages.
+ */
+/* What IT-API's lmr_link_support says (itapi_ia.c). */
+static bool link_supported(const struct itapi_ia *ia)
+{
+	return (ia->attr.caps & RNICPI_DEV_CAP_FAST_REG) &&
+	       (ia->attr.caps & RNICPI_DEV_CAP_LOCAL_INV);
+}
+
 it_status_t it_lmr_create_unlinked(it_pz_handle_t pz_handle,
 				   size_t iobl_num_elts, it_lmr_flag_t flags,
 				   uint32_t shared_id,
@@ -315,14 +333,113 @@ it_status_t it_lmr_create_unlinked(it_pz_handle_t pz_handle,
 {
 	struct itapi_pz *pz = ITAPI_LOOKUP(pz_handle, struct itapi_pz,
 					   IT_HANDLE_TYPE_PZ);
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct itapi_ia *ia;
+	struct itapi_lmr *lmr;
+	struct ual_mr *mr;
+	it_status_t st;
+	int err;
 
 	if (!pz)
 		return IT_FAIL0(IT_ERR_INVALID_PZ, "PZ handle %p is not live",
 				(void *)pz_handle);
-	/* Linking an LMR is a fast-register work request, which RNICPI
-	 * does not define (lmr_link_support is false). */
-	return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
-		       "unlinked LMRs and LMR links are not supported");
+	ia = pz->obj.ia;
+	if (!lmr_handle)
+		return IT_FAIL(&pz->obj, IT_ERR_FAULT, "lmr_handle is NULL");
+	st = itapi_ia_check(ia);
+	if (st)
+		return IT_FAIL(&pz->obj, st, "the device failed");
+	if (!link_supported(ia))
+		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "unlinked LMRs: the provider has no fast registration (lmr_link_support is false)");
+	if ((unsigned int)flags & ~(unsigned int)LMR_FLAGS_ALL)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
+			       "unknown flag bits 0x%x", (unsigned int)flags);
+	if ((flags & IT_LMR_FLAG_SHARED) && (flags & IT_LMR_FLAG_NON_SHAREABLE))
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
+			       "shared and non-shareable at once");
+	if (flags & IT_LMR_FLAG_SHARED)
+		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "shared LMRs (shared_id %u): registrations belong to one process here",
+			       shared_id);
+	if (iobl_num_elts == 0)
+		return IT_FAIL(&pz->obj, IT_ERR_INVALID_IOBL,
+			       "an LMR of 0 I/O buffer list elements");
+	if (iobl_num_elts > ia->attr.max_mr_size / page)
+		return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_LMR_LENGTH,
+			       "%zu pages, one region holds %llu bytes",
+			       iobl_num_elts,
+			       (unsigned long long)ia->attr.max_mr_size);
+	err = ual_mr_alloc(pz->pd, (uint64_t)iobl_num_elts * page, &mr);
+	if (err)
+		return IT_FAIL_ERRNO(&pz->obj, err, ITAPI_CTX_LMR,
+				     "alloc_mr of %zu pages: %s", iobl_num_elts,
+				     g_strerror(-err));
+	lmr = g_new0(struct itapi_lmr, 1);
+	itapi_obj_init(&lmr->obj, IT_HANDLE_TYPE_LMR, ia, NULL);
+	lmr->pz = pz;
+	lmr->mr = mr;
+	lmr->addr_mode = IT_ADDR_MODE_ABSOLUTE;
+	lmr->flags = flags;
+	lmr->shared_id = shared_id;
+	lmr->iobl_num_elts = iobl_num_elts;
+	lmr->iobl_type = IT_IOBL_PAGE_LIST;
+	lmr->fast_reg = true;
+	g_mutex_init(&lmr->lock);
+	itapi_ia_add_child(ia, &lmr->obj);
+	itapi_debug(&lmr->obj, "unlinked, up to %zu pages, key 0x%x",
+		    iobl_num_elts, ual_mr_rkey(mr));
+	*lmr_handle = (it_lmr_handle_t)lmr;
+	return IT_SUCCESS;
+}
+
+#define LINK_OK_FLAGS                                                       \
+	(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG | IT_BARRIER_FENCE_FLAG |       \
+	 IT_UNLINK_FENCE_FLAG | IT_COALESCE_WR_FLAG)
+
+static unsigned int link_send_flags(it_dto_flags_t f)
+{
+	return (f & IT_COMPLETION_FLAG ? RNICPI_SEND_SIGNALED : 0) |
+	       (f & IT_BARRIER_FENCE_FLAG ? RNICPI_SEND_FENCE : 0) |
+	       (f & IT_UNLINK_FENCE_FLAG ? RNICPI_SEND_LOCAL_FENCE : 0) |
+	       (f & IT_COALESCE_WR_FLAG ? RNICPI_SEND_MORE : 0);
+}
+
+/* The endpoint a link or unlink goes on: live, of the LMR's PZ, a
+ * connected RC endpoint (the work request needs a send queue that runs). */
+static struct itapi_ep *link_ep(struct itapi_lmr *lmr, it_ep_handle_t h,
+				it_status_t *st)
+{
+	struct itapi_ep *ep = ITAPI_LOOKUP(h, struct itapi_ep,
+					   IT_HANDLE_TYPE_EP);
+	bool connected;
+
+	if (!ep) {
+		*st = IT_FAIL(&lmr->obj, IT_ERR_INVALID_EP,
+			      "EP handle %p is not live", (void *)h);
+		return NULL;
+	}
+	if (ep->pz != lmr->pz) {
+		*st = IT_FAIL(&lmr->obj, IT_ERR_INVALID_PZ,
+			      "the endpoint is in another PZ");
+		return NULL;
+	}
+	g_mutex_lock(&ep->lock);
+	connected = ep->service == IT_RC_SERVICE &&
+		    ep->state.rc == IT_EP_STATE_CONNECTED;
+	g_mutex_unlock(&ep->lock);
+	if (!connected) {
+		*st = IT_FAIL(&lmr->obj, IT_ERR_INVALID_EP_STATE,
+			      "the endpoint is not a connected RC endpoint");
+		return NULL;
+	}
+	return ep;
+}
+
+/* The key of the next link: the same index, the next key byte. */
+static uint32_t next_key(uint32_t key)
+{
+	return (key & ~0xffu) | ((key + 1) & 0xffu);
 }
 
 it_status_t it_lmr_link(it_lmr_handle_t lmr_handle, const void *addr,
@@ -334,12 +451,135 @@ it_status_t it_lmr_link(it_lmr_handle_t lmr_handle, const void *addr,
 {
 	struct itapi_lmr *lmr = ITAPI_LOOKUP(lmr_handle, struct itapi_lmr,
 					     IT_HANDLE_TYPE_LMR);
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	struct rnicpi_send_wr wr = { 0 };
+	struct itapi_wr_slot tmpl = { 0 };
+	struct itapi_ia *ia;
+	struct itapi_ep *ep;
+	unsigned int access;
+	uintptr_t start = 0;
+	uint64_t avail = 0, pages;
+	uint32_t key;
+	it_status_t st;
+	int err;
 
 	if (!lmr)
 		return IT_FAIL0(IT_ERR_INVALID_LMR, "LMR handle %p is not live",
 				(void *)lmr_handle);
-	return IT_FAIL(&lmr->obj, IT_ERR_OP_NOT_SUPPORTED,
-		       "LMR links are not supported (lmr_link_support)");
+	ia = lmr->obj.ia;
+	if (!link_supported(ia))
+		return IT_FAIL(&lmr->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "LMR links: the provider has no fast registration (lmr_link_support is false)");
+	if (!lmr->fast_reg)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LMR,
+			       "made linked by it_lmr_create: only an LMR from it_lmr_create_unlinked is linked by it_lmr_link");
+	if ((unsigned int)dto_flags & ~(unsigned int)LINK_OK_FLAGS)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_DTO_FLAGS,
+			       "flags 0x%x do not apply to a link",
+			       (unsigned int)dto_flags);
+	st = check_privs(&lmr->obj, ia, privs);
+	if (st)
+		return st;
+	if (addr_mode != IT_ADDR_MODE_ABSOLUTE &&
+	    addr_mode != IT_ADDR_MODE_RELATIVE)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_ADDR_MODE,
+			       "addressing mode %d", (int)addr_mode);
+	if (addr_mode == IT_ADDR_MODE_RELATIVE &&
+	    !(ia->attr.caps & RNICPI_DEV_CAP_ZERO_BASED))
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_ADDR_MODE,
+			       "relative addressing: the provider has no zero-based regions");
+	if (iobl) {
+		if (addr)
+			return IT_FAIL(&lmr->obj, IT_ERR_INVALID_ADDRESS,
+				       "both addr and an I/O buffer list");
+		if (iobl->num_elts > lmr->iobl_num_elts)
+			return IT_FAIL(&lmr->obj, IT_ERR_INVALID_IOBL,
+				       "%zu elements, the LMR was made for %zu",
+				       iobl->num_elts, lmr->iobl_num_elts);
+		st = iobl_range(lmr->pz, iobl, &start, &avail);
+		if (st)
+			return st;
+		if (length == 0 || length > avail)
+			return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LENGTH,
+				       "length %llu, the list holds %llu bytes after the offset",
+				       (unsigned long long)length,
+				       (unsigned long long)avail);
+	} else {
+		if (!addr)
+			return IT_FAIL(&lmr->obj, IT_ERR_INVALID_ADDRESS,
+				       "addr is NULL and no I/O buffer list");
+		if (length == 0 ||
+		    (uintptr_t)addr + (uintptr_t)length < (uintptr_t)addr)
+			return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LENGTH,
+				       "length %llu at %p",
+				       (unsigned long long)length, addr);
+		start = (uintptr_t)addr;
+	}
+	pages = (((start & (page - 1)) + (uint64_t)length + page - 1) / page);
+	if (pages > lmr->iobl_num_elts)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LENGTH,
+			       "%llu bytes at %p span %llu pages, the LMR was made for %zu",
+			       (unsigned long long)length, (void *)start,
+			       (unsigned long long)pages, lmr->iobl_num_elts);
+	ep = link_ep(lmr, ep_handle, &st);
+	if (!ep)
+		return st;
+	access = itapi_privs_to_access(privs);
+	if (ia->attr.caps &
+	    (RNICPI_DEV_CAP_MW_TYPE_1 | RNICPI_DEV_CAP_MW_TYPE_2))
+		access |= RNICPI_ACCESS_MW_BIND;
+	if (addr_mode == IT_ADDR_MODE_RELATIVE)
+		access |= RNICPI_ACCESS_ZERO_BASED;
+
+	g_mutex_lock(&lmr->lock);
+	if (lmr->linked) {
+		g_mutex_unlock(&lmr->lock);
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LMR,
+			       "already linked: unlink it first");
+	}
+	if (g_atomic_int_get(&lmr->rmr_links)) {
+		g_mutex_unlock(&lmr->lock);
+		return IT_FAIL(&lmr->obj, IT_ERR_LMR_BUSY,
+			       "RMRs are still linked to its previous link");
+	}
+	key = next_key(ual_mr_rkey(lmr->mr));
+	err = ual_mr_link(lmr->mr, (void *)start, (size_t)length, access, key,
+			  &wr);
+	if (err) {
+		g_mutex_unlock(&lmr->lock);
+		return IT_FAIL_ERRNO(&lmr->obj, err, ITAPI_CTX_LMR,
+				     "linking %llu bytes at %p: %s",
+				     (unsigned long long)length, (void *)start,
+				     g_strerror(-err));
+	}
+	lmr->linked = true;
+	lmr->addr = (void *)start;
+	lmr->length = length;
+	lmr->addr_mode = addr_mode;
+	lmr->privs = privs;
+	if (iobl)
+		lmr->iobl_type = iobl->iobl_type;
+	g_mutex_unlock(&lmr->lock);
+
+	wr.send_flags = link_send_flags(dto_flags);
+	tmpl.cookie = cookie;
+	tmpl.event = IT_LMR_LINK_CMPL_EVENT;
+	tmpl.flags = dto_flags;
+	tmpl.lmr = lmr;
+	tmpl.lmr_link = true;
+	st = itapi_post_sq(ep, &wr, &tmpl, "it_lmr_link");
+	if (st) {
+		g_mutex_lock(&lmr->lock);
+		lmr->linked = false;
+		g_mutex_unlock(&lmr->lock);
+		return st;
+	}
+	itapi_debug(&lmr->obj, "linking %llu bytes at %p, privileges 0x%x, key 0x%x",
+		    (unsigned long long)length, (void *)start,
+		    (unsigned int)privs, key);
+	if (rmr_context)
+		*rmr_context = key;
+	return IT_SUCCESS;
 }
 
 it_status_t it_lmr_unlink(it_lmr_handle_t lmr_handle, it_ep_handle_t ep_handle,
@@ -347,12 +587,71 @@ it_status_t it_lmr_unlink(it_lmr_handle_t lmr_handle, it_ep_handle_t ep_handle,
 {
 	struct itapi_lmr *lmr = ITAPI_LOOKUP(lmr_handle, struct itapi_lmr,
 					     IT_HANDLE_TYPE_LMR);
+	struct rnicpi_send_wr wr = { 0 };
+	struct itapi_wr_slot tmpl = { 0 };
+	struct itapi_ep *ep;
+	it_status_t st;
 
 	if (!lmr)
 		return IT_FAIL0(IT_ERR_INVALID_LMR, "LMR handle %p is not live",
 				(void *)lmr_handle);
-	return IT_FAIL(&lmr->obj, IT_ERR_OP_NOT_SUPPORTED,
-		       "LMR links are not supported (lmr_link_support)");
+	if (!link_supported(lmr->obj.ia))
+		return IT_FAIL(&lmr->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "LMR links: the provider has no fast registration (lmr_link_support is false)");
+	if (!lmr->fast_reg)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LMR,
+			       "made linked by it_lmr_create: it could never be linked again (free it instead)");
+	if ((unsigned int)dto_flags & ~(unsigned int)LINK_OK_FLAGS)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_DTO_FLAGS,
+			       "flags 0x%x do not apply to an unlink",
+			       (unsigned int)dto_flags);
+	ep = link_ep(lmr, ep_handle, &st);
+	if (!ep)
+		return st;
+	g_mutex_lock(&lmr->lock);
+	if (!lmr->linked) {
+		g_mutex_unlock(&lmr->lock);
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LMR, "not linked");
+	}
+	if (g_atomic_int_get(&lmr->rmr_links)) {
+		g_mutex_unlock(&lmr->lock);
+		return IT_FAIL(&lmr->obj, IT_ERR_LMR_BUSY,
+			       "RMRs are linked to it");
+	}
+	lmr->linked = false;
+	g_mutex_unlock(&lmr->lock);
+
+	wr.opcode = RNICPI_WR_LOCAL_INV;
+	wr.ex.invalidate_rkey = ual_mr_rkey(lmr->mr);
+	wr.send_flags = link_send_flags(dto_flags);
+	tmpl.cookie = cookie;
+	tmpl.event = IT_LMR_LINK_CMPL_EVENT;
+	tmpl.flags = dto_flags;
+	tmpl.lmr = lmr;
+	tmpl.unlink = true;
+	tmpl.lmr_link = true;
+	st = itapi_post_sq(ep, &wr, &tmpl, "it_lmr_unlink");
+	if (st) {
+		g_mutex_lock(&lmr->lock);
+		lmr->linked = true;
+		g_mutex_unlock(&lmr->lock);
+	}
+	return st;
+}
+
+/* The completion of an LMR link or unlink, or of a Read that unlinked its
+ * sink LMR (from the EVD pump). A failed unlink leaves the key as it was:
+ * linked. A failed link leaves the LMR unlinked. */
+void itapi_lmr_link_done(struct itapi_wr_slot *slot, bool ok)
+{
+	struct itapi_lmr *lmr = ITAPI_LOOKUP(slot->lmr, struct itapi_lmr,
+					     IT_HANDLE_TYPE_LMR);
+
+	if (!lmr || !lmr->fast_reg || ok)
+		return;		/* freed meanwhile, or as posted */
+	g_mutex_lock(&lmr->lock);
+	lmr->linked = slot->unlink;
+	g_mutex_unlock(&lmr->lock);
 }
 
 void itapi_lmr_destroy(struct itapi_lmr *lmr)
@@ -363,6 +662,8 @@ void itapi_lmr_destroy(struct itapi_lmr *lmr)
 		g_warning("%s dereg_mr at IA free: %s", lmr->obj.prefix,
 			  g_strerror(-err));
 	itapi_ia_del_child(lmr->obj.ia, &lmr->obj);
+	if (lmr->fast_reg)
+		g_mutex_clear(&lmr->lock);
 	g_free(lmr);
 }
 
@@ -384,6 +685,8 @@ it_status_t it_lmr_free(it_lmr_handle_t lmr_handle)
 		return IT_FAIL_ERRNO(&lmr->obj, err, ITAPI_CTX_LMR,
 				     "dereg_mr: %s", g_strerror(-err));
 	itapi_ia_del_child(lmr->obj.ia, &lmr->obj);
+	if (lmr->fast_reg)
+		g_mutex_clear(&lmr->lock);
 	g_free(lmr);
 	return IT_SUCCESS;
 }
@@ -398,6 +701,7 @@ it_status_t it_lmr_query(it_lmr_handle_t lmr_handle, it_lmr_param_mask_t mask,
 	bool all = mask & IT_LMR_PARAM_ALL;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t a, end;
+	bool linked = true;
 
 	if (!lmr)
 		return IT_FAIL0(IT_ERR_INVALID_LMR, "LMR handle %p is not live",
@@ -407,6 +711,11 @@ it_status_t it_lmr_query(it_lmr_handle_t lmr_handle, it_lmr_param_mask_t mask,
 			       "mask 0x%x has unknown bits", (unsigned int)mask);
 	if (!params)
 		return IT_FAIL(&lmr->obj, IT_ERR_FAULT, "params is NULL");
+	if (lmr->fast_reg) {
+		g_mutex_lock(&lmr->lock);
+		linked = lmr->linked;
+		g_mutex_unlock(&lmr->lock);
+	}
 	/* Registration pins whole pages. */
 	a = (uintptr_t)lmr->addr & ~(page - 1);
 	end = ((uintptr_t)lmr->addr + lmr->length + page - 1) & ~(page - 1);
@@ -433,7 +742,7 @@ it_status_t it_lmr_query(it_lmr_handle_t lmr_handle, it_lmr_param_mask_t mask,
 	if (all || (mask & IT_LMR_PARAM_ADDR_MODE))
 		params->addr_mode = lmr->addr_mode;
 	if (all || (mask & IT_LMR_PARAM_LINKED))
-		params->linked = IT_TRUE;
+		params->linked = linked ? IT_TRUE : IT_FALSE;
 	if (all || (mask & IT_LMR_PARAM_IOBL_NUM_ELTS))
 		params->iobl_num_elts = lmr->iobl_num_elts;
 	if (all || (mask & IT_LMR_PARAM_IOBL_TYPE))
@@ -464,6 +773,9 @@ it_status_t it_lmr_modify(it_lmr_handle_t lmr_handle, it_lmr_param_mask_t mask,
 			       (unsigned int)mask);
 	if (!params)
 		return IT_FAIL(&lmr->obj, IT_ERR_FAULT, "params is NULL");
+	if (lmr->fast_reg)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LMR,
+			       "an LMR from it_lmr_create_unlinked changes by it_lmr_unlink and it_lmr_link");
 	if (lmr->iobl_num_elts)
 		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_MASK,
 			       "the LMR was made from an I/O buffer list");

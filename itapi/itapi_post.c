@@ -22,9 +22,12 @@
  *   IT_COALESCE_WR_FLAG     RNICPI_SEND_MORE: the provider may hold the
  *                           WR until the next one posted without the flag
  *                           and start them together
- *   IT_UNLINK_LOCAL_SINK    it_post_rdma_read_to_rmr only, with
+ *   IT_UNLINK_LOCAL_SINK    it_post_rdma_read_to_rmr and
+ *                           it_post_rdma_read (into one LMR from
+ *                           it_lmr_create_unlinked, with
+ *                           RNICPI_DEV_CAP_FAST_REG), with
  *                           RNICPI_DEV_CAP_READ_SINK_MW:
- *                           RNICPI_SEND_SINK_INV (the sink RMR is
+ *                           RNICPI_SEND_SINK_INV (the sink RMR or LMR is
  *                           unlinked when the Read succeeds)
  */
 #define G_LOG_DOMAIN "hostrdma-itapi"
@@ -113,7 +116,7 @@ static it_status_t check_flags(struct itapi_ep *ep, it_dto_flags_t flags,
 			       f & ~(unsigned int)DTO_FLAGS_ALL);
 	if ((f & IT_UNLINK_LOCAL_SINK) && !(allowed & IT_UNLINK_LOCAL_SINK))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
-			       "%s: IT_UNLINK_LOCAL_SINK applies to it_post_rdma_read_to_rmr only",
+			       "%s: IT_UNLINK_LOCAL_SINK applies to RDMA Reads only",
 			       op);
 	if (f & ~allowed)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
@@ -349,6 +352,58 @@ it_status_t it_post_send_and_unlink(it_ep_handle_t ep_handle,
 		       dto_flags, true, rmr_context, "it_post_send_and_unlink");
 }
 
+/*
+ * IT_UNLINK_LOCAL_SINK on it_post_rdma_read: every segment is of one LMR
+ * from it_lmr_create_unlinked, linked now (the event names one
+ * unlinked_mr_handle), and the provider invalidates a sink key after the
+ * Read (RNICPI_SEND_SINK_INV, RNICPI_DEV_CAP_READ_SINK_MW).
+ */
+static it_status_t unlink_sink_lmr(struct itapi_ep *ep,
+				   const it_lmr_triplet_t *segs, size_t n,
+				   struct itapi_lmr **out, const char *op)
+{
+	struct itapi_lmr *sink = NULL;
+	bool linked;
+
+	if (!(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_READ_SINK_MW) ||
+	    !(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_FAST_REG))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
+			       "%s: IT_UNLINK_LOCAL_SINK: the provider cannot unlink a Read's sink LMR (lmr_link_support or rdma_read_local_extensions is false)",
+			       op);
+	if (n == 0 || !segs)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
+			       "%s: IT_UNLINK_LOCAL_SINK without a sink segment",
+			       op);
+	for (size_t i = 0; i < n; i++) {
+		struct itapi_lmr *lmr = ITAPI_LOOKUP(segs[i].lmr,
+						     struct itapi_lmr,
+						     IT_HANDLE_TYPE_LMR);
+
+		if (!lmr || lmr->obj.ia != ep->obj.ia)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_LMR,
+				       "%s: segment %zu: LMR %p is not a live LMR of this IA",
+				       op, i, (void *)segs[i].lmr);
+		if (sink && lmr != sink)
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
+				       "%s: IT_UNLINK_LOCAL_SINK with segments of more than one LMR",
+				       op);
+		sink = lmr;
+	}
+	if (!sink->fast_reg)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
+			       "%s: IT_UNLINK_LOCAL_SINK: LMR %p was not made by it_lmr_create_unlinked, so it cannot be linked again",
+			       op, (void *)sink);
+	g_mutex_lock(&sink->lock);
+	linked = sink->linked;
+	g_mutex_unlock(&sink->lock);
+	if (!linked)
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_LMR,
+			       "%s: IT_UNLINK_LOCAL_SINK: LMR %p is not linked",
+			       op, (void *)sink);
+	*out = sink;
+	return IT_SUCCESS;
+}
+
 static it_status_t do_rdma(it_ep_handle_t ep_handle,
 			   const it_lmr_triplet_t *local_segments,
 			   size_t num_segments, it_dto_cookie_t cookie,
@@ -359,6 +414,7 @@ static it_status_t do_rdma(it_ep_handle_t ep_handle,
 	struct rnicpi_sge sge[ITAPI_MAX_SGE];
 	struct rnicpi_send_wr wr = { 0 };
 	struct itapi_wr_slot tmpl = { 0 };
+	struct itapi_lmr *sink = NULL;
 	struct itapi_ep *ep;
 	uint64_t total;
 	it_status_t st;
@@ -366,9 +422,16 @@ static it_status_t do_rdma(it_ep_handle_t ep_handle,
 	ep = ep_for_send(ep_handle, &st, op, false);
 	if (!ep)
 		return st;
-	st = check_flags(ep, dto_flags, RDMA_OK_FLAGS, op);
+	st = check_flags(ep, dto_flags,
+			 RDMA_OK_FLAGS | (read ? IT_UNLINK_LOCAL_SINK : 0), op);
 	if (st)
 		return st;
+	if (dto_flags & IT_UNLINK_LOCAL_SINK) {
+		st = unlink_sink_lmr(ep, local_segments, num_segments, &sink,
+				     op);
+		if (st)
+			return st;
+	}
 	st = build_sges(ep, local_segments, num_segments,
 			read ? ep->attr.srv.rc.max_rdma_read_segments :
 			       ep->attr.srv.rc.max_rdma_write_segments,
@@ -393,7 +456,30 @@ static it_status_t do_rdma(it_ep_handle_t ep_handle,
 	tmpl.event = read ? IT_DTO_RDMA_READ_CMPL_EVENT :
 			    IT_DTO_RDMA_WRITE_CMPL_EVENT;
 	tmpl.flags = dto_flags;
-	return post_send_wr(ep, &wr, &tmpl, op);
+	if (sink) {
+		/* As it_lmr_unlink: unlinked now, linked again if the Read
+		 * fails (itapi_lmr_link_done). */
+		wr.send_flags |= RNICPI_SEND_SINK_INV;
+		g_mutex_lock(&sink->lock);
+		if (!sink->linked) {
+			g_mutex_unlock(&sink->lock);
+			return IT_FAIL(&ep->obj, IT_ERR_INVALID_LMR,
+				       "%s: LMR %p was unlinked meanwhile", op,
+				       (void *)sink);
+		}
+		sink->linked = false;
+		g_mutex_unlock(&sink->lock);
+		tmpl.lmr = sink;
+		tmpl.unlink = true;
+		tmpl.lmr_link = true;
+	}
+	st = post_send_wr(ep, &wr, &tmpl, op);
+	if (st && sink) {
+		g_mutex_lock(&sink->lock);
+		sink->linked = true;
+		g_mutex_unlock(&sink->lock);
+	}
+	return st;
 }
 
 it_status_t it_post_rdma_read(it_ep_handle_t ep_handle,
@@ -831,6 +917,8 @@ bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 	}
 	if (slot.rmr)
 		itapi_rmr_link_done(&slot, wc->status == RNICPI_WC_SUCCESS);
+	else if (slot.lmr_link)
+		itapi_lmr_link_done(&slot, wc->status == RNICPI_WC_SUCCESS);
 	/* Held from the SRQ until the consumer dequeues the event. */
 	*wm = recv && ep->srq ? itapi_ep_srq_recv_held(ep) : 0;
 
@@ -845,7 +933,8 @@ bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 	ev->dto_cmpl.unlinked_mr_handle =
 		slot.unlink && slot.event == IT_DTO_RDMA_READ_CMPL_EVENT &&
 				wc->status == RNICPI_WC_SUCCESS ?
-			(it_handle_t)slot.rmr :
+			(slot.rmr ? (it_handle_t)slot.rmr :
+				    (it_handle_t)slot.lmr) :
 			NULL;
 	if (slot.event == IT_DTO_UD_RECV_CMPL_EVENT) {
 		it_all_dto_cmpl_event_t *u = &ev->all_dto_cmpl;

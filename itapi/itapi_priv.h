@@ -157,6 +157,12 @@ struct itapi_lmr {
 	size_t iobl_num_elts;	/* 0: a plain buffer */
 	it_iobl_type_t iobl_type;
 	gint rmr_links;		/* RMRs linked to it */
+	/* From it_lmr_create_unlinked (a provider's alloc_mr): linked and
+	 * unlinked by work requests; the fields above describe the current
+	 * link. lock guards linked and the link's fields. */
+	bool fast_reg;
+	GMutex lock;
+	bool linked;		/* linked, or a link in flight */
 };
 
 struct itapi_rmr {
@@ -234,6 +240,9 @@ struct itapi_wr_slot {
 	struct itapi_lmr *lmr;	/* it_rmr_link: the region */
 	uint32_t new_rkey;	/* it_rmr_link: the key on success */
 	bool unlink;
+	/* it_lmr_link / it_lmr_unlink, or a Read with IT_UNLINK_LOCAL_SINK
+	 * into lmr (itapi_lmr_link_done). */
+	bool lmr_link;
 };
 
 /* A work queue of posted requests in posting order. Completions of an RC
@@ -407,6 +416,8 @@ it_status_t itapi_post_recv_ep(struct itapi_ep *ep,
 			       const char *op);
 /* rmr.c: a link / unlink completed (from the EVD pump). */
 void itapi_rmr_link_done(struct itapi_wr_slot *slot, bool ok);
+/* lmr.c: an LMR link / unlink completed (from the EVD pump). */
+void itapi_lmr_link_done(struct itapi_wr_slot *slot, bool ok);
 void itapi_wq_fini(struct itapi_wq *wq);
 /* A new size for @wq, whose lock the caller holds; the outstanding
  * requests keep their sequence numbers. False when they do not fit. */

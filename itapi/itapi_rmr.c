@@ -237,6 +237,16 @@ it_status_t it_rmr_link(it_rmr_handle_t rmr_handle, it_lmr_handle_t lmr_handle,
 	if (lmr->pz != rmr->pz)
 		return IT_FAIL(&rmr->obj, IT_ERR_INVALID_PZ,
 			       "the LMR is in another PZ");
+	if (lmr->fast_reg) {
+		bool linked;
+
+		g_mutex_lock(&lmr->lock);
+		linked = lmr->linked;
+		g_mutex_unlock(&lmr->lock);
+		if (!linked)
+			return IT_FAIL(&rmr->obj, IT_ERR_INVALID_LMR,
+				       "the LMR is not linked (it_lmr_link)");
+	}
 	if (!rmr_context)
 		return IT_FAIL(&rmr->obj, IT_ERR_FAULT, "rmr_context is NULL");
 	if ((unsigned int)dto_flags & ~(unsigned int)LINK_OK_FLAGS)

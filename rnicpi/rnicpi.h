@@ -309,6 +309,12 @@ enum rnicpi_device_cap {
 	RNICPI_DEV_CAP_RESIZE_QP = 1u << 21,
 	/* iw_connect takes RNICPI_CONN_NO_MPA (IT-API's IT_SC_NO_REQ_REP). */
 	RNICPI_DEV_CAP_IWARP_NO_MPA = 1u << 22,
+	/* alloc_mr and RNICPI_WR_REG_MR (fast registration, IT-API's
+	 * it_lmr_create_unlinked / it_lmr_link; LOCAL_INV unlinks).
+	 * Optional: a provider without it leaves alloc_mr NULL and the
+	 * core refuses those calls (IT_ERR_OP_NOT_SUPPORTED,
+	 * lmr_link_support false). */
+	RNICPI_DEV_CAP_FAST_REG = 1u << 23,
 };
 
 enum rnicpi_atomic_cap {
@@ -468,6 +474,7 @@ enum rnicpi_wc_opcode {
 	RNICPI_WC_FETCH_ADD = 4,
 	RNICPI_WC_BIND_MW = 5,
 	RNICPI_WC_LOCAL_INV = 6,
+	RNICPI_WC_REG_MR = 8,	/* as the kernel's IB_WC_REG_MR */
 	/* receive side: bit 7 set */
 	RNICPI_WC_RECV = 1 << 7,
 	RNICPI_WC_RECV_RDMA_WITH_IMM = (1 << 7) + 1,
@@ -634,6 +641,9 @@ enum rnicpi_wr_opcode {
 	RNICPI_WR_LOCAL_INV = 7,
 	RNICPI_WR_BIND_MW = 8,
 	RNICPI_WR_SEND_WITH_INV = 9,
+	/* RNICPI_DEV_CAP_FAST_REG: register a region from alloc_mr (see
+	 * wr.reg_mr), in send-queue order. */
+	RNICPI_WR_REG_MR = 10,
 };
 
 enum rnicpi_send_flags {
@@ -715,6 +725,34 @@ struct rnicpi_send_wr {
 			uint32_t rkey;
 			struct rnicpi_mw_bind_info bind_info;
 		} bind_mw;
+		/*
+		 * REG_MR: give @mr (from alloc_mr, of this QP's PD) the
+		 * translation @length bytes at @addr, already pinned by
+		 * the core, addressed from @iova (0 with
+		 * RNICPI_ACCESS_ZERO_BASED in @access), with @access, and
+		 * the key @key: the region's index with the consumer's
+		 * key byte (as bind_mw's rkey: the consumer hands it out
+		 * before the WR runs). The region's key (lkey and rkey)
+		 * is @key once the WR has run, after every WR posted
+		 * before it started (the generic part's lkey and rkey
+		 * need not follow: the core keeps the key it chose); until
+		 * then every access by the old or new key is refused. The
+		 * core may deregister @mr before the WR runs: the WR then
+		 * fails, it must not touch freed memory. The region must be invalid (new from
+		 * alloc_mr, or invalidated by LOCAL_INV, SEND_WITH_INV or
+		 * RNICPI_SEND_SINK_INV), @length at most alloc_mr's
+		 * @max_len, the key byte not the current one; otherwise
+		 * the WR completes with RNICPI_WC_LOC_QP_OP_ERR (the QP
+		 * goes to error, as a failed BIND_MW).
+		 */
+		struct {
+			struct rnicpi_mr *mr;
+			void *addr;
+			uint64_t length;
+			uint64_t iova;
+			unsigned int access;
+			uint32_t key;
+		} reg_mr;
 	} wr;
 };
 
@@ -1101,6 +1139,13 @@ struct rnicpi_device_ops {
 	 * status 0 follows for @qp. @abortive: QP to ERR at once, then as
 	 * orderly. -ENOTCONN when @qp has no connection. */
 	int (*cm_disconnect)(struct rnicpi_qp *qp, int abortive);
+
+	/* RNICPI_DEV_CAP_FAST_REG: a region for fast registration of up to
+	 * @max_len bytes, with keys (lkey == rkey) but no translation: it
+	 * is invalid, every access by its key refused, until a REG_MR WR
+	 * runs; LOCAL_INV makes it invalid again. Freed by dereg_mr. */
+	int (*alloc_mr)(struct rnicpi_pd *pd, uint64_t max_len,
+			struct rnicpi_mr **out);
 };
 
 #ifdef __cplusplus

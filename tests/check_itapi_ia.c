@@ -141,6 +141,8 @@ START_TEST(ia_query_siw)
 	ck_assert(info->wide_rmr_unlink_support);
 	/* it_post_rdma_read_to_rmr, IT_UNLINK_LOCAL_SINK. */
 	ck_assert(info->rdma_read_local_extensions);
+	/* it_lmr_link / it_lmr_unlink (RNICPI_DEV_CAP_FAST_REG). */
+	ck_assert(info->lmr_link_support);
 	ck_assert(info->ep_work_queues_resizable);
 	ck_assert(info->srq_resizable);
 	ck_assert(info->post_send_unlink_remote_support);
@@ -183,6 +185,8 @@ START_TEST(ia_query_testprov)
 	ck_assert_int_eq(info->rmr_types_supported, IT_RMR_TYPE_WIDE);
 	ck_assert(!info->socket_conversion_support);
 	ck_assert(!info->rdma_read_requires_remote_write);
+	/* No fast registration (RNICPI_DEV_CAP_FAST_REG): no LMR links. */
+	ck_assert(!info->lmr_link_support);
 	/* No connection manager for this transport yet. */
 	ck_assert_uint_eq(info->connect_private_data_len, 0);
 	ck_assert(!info->private_data_support);

@@ -598,6 +598,503 @@ START_TEST(rmr_read_to_rmr)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Unlinked LMRs: it_lmr_link / it_lmr_unlink (fast registration)       */
+/* ------------------------------------------------------------------ */
+
+#define PRIV_LINK                                                           \
+	((it_mem_priv_t)(IT_PRIV_LOCAL | IT_PRIV_REMOTE_WRITE |             \
+			 IT_PRIV_REMOTE_READ))
+
+static it_lmr_handle_t lmr_unlinked(size_t pages)
+{
+	it_lmr_handle_t lmr = NULL;
+
+	ck_assert_it_ok(it_lmr_create_unlinked(F.pz, pages, IT_LMR_FLAG_NONE,
+					       0, &lmr));
+	return lmr;
+}
+
+/* The next DTO event is @lmr's link completion for @c through B: every
+ * field of it_dto_cmpl_event_t checked. */
+static void expect_lmr_link_event(it_dto_cookie_t c)
+{
+	it_event_t ev;
+
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, IT_LMR_LINK_CMPL_EVENT);
+	ck_assert_ptr_eq(ev.dto_cmpl.evd, F.dto);
+	ck_assert_ptr_eq(ev.dto_cmpl.ep, B);
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, c);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 0);
+	ck_assert_ptr_null(ev.dto_cmpl.unlinked_mr_handle);
+}
+
+static it_rmr_context_t lmr_link_wait(it_lmr_handle_t lmr, void *addr,
+				      size_t len, it_dto_cookie_t c)
+{
+	it_rmr_context_t ctx = 0;
+
+	ck_assert_it_ok(it_lmr_link(lmr, addr, NULL, len,
+				    IT_ADDR_MODE_ABSOLUTE, PRIV_LINK, B, c,
+				    CN, &ctx));
+	expect_lmr_link_event(c);
+	return ctx;
+}
+
+static void lmr_unlink_wait(it_lmr_handle_t lmr, it_dto_cookie_t c)
+{
+	ck_assert_it_ok(it_lmr_unlink(lmr, B, c, CN));
+	expect_lmr_link_event(c);
+}
+
+static bool lmr_linked(it_lmr_handle_t lmr, it_rmr_context_t *key)
+{
+	it_lmr_param_t p;
+
+	ck_assert_it_ok(it_lmr_query(lmr, IT_LMR_PARAM_ALL, &p));
+	if (key)
+		*key = p.rmr_context;
+	return p.linked == IT_TRUE;
+}
+
+/* An LMR made unlinked: its key opens nothing until it is linked. */
+START_TEST(lmr_unlinked_refused)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_unlinked(1);
+	it_ia_info_t *info = NULL;
+	it_rmr_context_t k;
+
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	ck_assert_int_eq(info->lmr_link_support, IT_TRUE);
+	it_ia_info_free(info);
+	ck_assert(!lmr_linked(l, &k));
+	write_refused(k, t, TLEN, t + 100, 600);
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/*
+ * Linked onto bytes 1024..2047 of a page: the peer's Writes land there
+ * and nowhere else (the rest of the page is the guard), a Read gets them
+ * back; unlinked, it says so; linked again, the key changes (same index,
+ * new key byte) and the new key works; unlinked again, the peer is
+ * refused.
+ */
+START_TEST(lmr_link_bytes)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_unlinked(1);
+	it_rmr_context_t k0, k1, k2, kq;
+	it_lmr_param_t p;
+
+	ck_assert(!lmr_linked(l, &k0));
+	k1 = lmr_link_wait(l, t + 1024, 1024, 610);
+	ck_assert_uint_ne(k1, k0);
+	ck_assert_uint_eq(k1 >> 8, k0 >> 8);
+	ck_assert_it_ok(it_lmr_query(l, IT_LMR_PARAM_ALL, &p));
+	ck_assert(p.linked);
+	ck_assert_uint_eq(p.rmr_context, k1);
+	ck_assert_ptr_eq(p.addr, t + 1024);
+	ck_assert_uint_eq(p.length, 1024);
+	ck_assert_int_eq(p.privs, PRIV_LINK);
+	write_lands(k1, t, TLEN, t + 1024, 1024, 1, 611);
+	write_lands(k1, t, TLEN, t + 1500, 200, 2, 614);
+	read_back(k1, it_make_rdma_addr_absolute(t + 1500), t + 1500, 200,
+		  617);
+	lmr_unlink_wait(l, 618);
+	ck_assert(!lmr_linked(l, &kq));
+	ck_assert_uint_eq(kq, k1);
+
+	k2 = lmr_link_wait(l, t + 1024, 1024, 620);
+	ck_assert_uint_ne(k2, k1);
+	ck_assert_uint_eq(k2 >> 8, k1 >> 8);
+	ck_assert(lmr_linked(l, &kq));
+	ck_assert_uint_eq(kq, k2);
+	write_lands(k2, t, TLEN, t + 1100, 300, 3, 621);
+	lmr_unlink_wait(l, 624);
+	write_refused(k2, t, TLEN, t + 1100, 625);
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/* Linked again, the previous link's key is refused. */
+START_TEST(lmr_relink_old_key_refused)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_unlinked(1);
+	it_rmr_context_t k1, k2;
+
+	k1 = lmr_link_wait(l, t, TLEN, 630);
+	lmr_unlink_wait(l, 631);
+	k2 = lmr_link_wait(l, t, TLEN, 632);
+	ck_assert_uint_ne(k1, k2);
+	write_lands(k2, t, TLEN, t + 10, 20, 4, 633);
+	write_refused(k1, t, TLEN, t + 100, 636);
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/* 64 bytes from 2000 run 16 past the link's end: refused, the page
+ * unchanged. */
+START_TEST(lmr_link_outside_refused)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_unlinked(1);
+	it_rmr_context_t k;
+
+	k = lmr_link_wait(l, t + 1024, 1024, 640);
+	write_refused(k, t, TLEN, t + 2000, 641);
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/*
+ * it_post_rdma_read with IT_UNLINK_LOCAL_SINK into a linked LMR: the bytes
+ * land in the sink's range only, the event names the LMR as unlinked,
+ * it_lmr_query says so, a second such Read is refused at once and the
+ * peer is refused by the key.
+ */
+START_TEST(lmr_read_unlinks_sink)
+{
+	unsigned char *t = target_new(TLEN), *src = target_new(TLEN);
+	g_autofree unsigned char *before = NULL;
+	it_lmr_handle_t l = lmr_unlinked(1), ls;
+	it_rmr_context_t k, ksrc;
+	it_lmr_triplet_t seg;
+	it_event_t ev;
+
+	for (size_t i = 0; i < TLEN; i++)
+		src[i] = (unsigned char)(i * 7 + 3);
+	ls = lmr_new(src, TLEN, &ksrc);
+	k = lmr_link_wait(l, t + 1024, 1024, 650);
+	before = g_memdup2(t, TLEN);
+	seg.lmr = l;
+	seg.addr.abs = t + 1100;
+	seg.length = 300;
+	ck_assert_it_ok(it_post_rdma_read(B, &seg, 1, 651,
+					  CN | IT_UNLINK_LOCAL_SINK,
+					  it_make_rdma_addr_absolute(src + 50),
+					  ksrc));
+	it_wait_event(F.dto, &ev);
+	ck_assert_event(&ev, IT_DTO_RDMA_READ_CMPL_EVENT);
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 651);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	ck_assert_uint_eq(ev.dto_cmpl.transferred_length, 300);
+	ck_assert_ptr_eq(ev.dto_cmpl.unlinked_mr_handle, l);
+	for (size_t i = 0; i < TLEN; i++) {
+		unsigned char want = i >= 1100 && i < 1400 ? src[50 + i - 1100]
+							   : before[i];
+
+		ck_assert_msg(t[i] == want, "byte %zu is 0x%02x, not 0x%02x",
+			      i, t[i], want);
+	}
+	ck_assert(!lmr_linked(l, NULL));
+	ck_assert_it(it_post_rdma_read(B, &seg, 1, 652,
+				       CN | IT_UNLINK_LOCAL_SINK,
+				       it_make_rdma_addr_absolute(src), ksrc),
+		     IT_ERR_INVALID_LMR);
+	/* Several LMRs: the event has room for one. */
+	{
+		it_lmr_triplet_t two[2] = { seg, it_seg(&S, 0, 8) };
+
+		ck_assert_it(it_post_rdma_read(B, two, 2, 653,
+					       CN | IT_UNLINK_LOCAL_SINK,
+					       it_make_rdma_addr_absolute(src),
+					       ksrc),
+			     IT_ERR_INVALID_DTO_FLAGS);
+	}
+	/* A Write has no local sink to unlink. */
+	ck_assert_it(it_post_rdma_write(B, &seg, 1, 654,
+					CN | IT_UNLINK_LOCAL_SINK,
+					it_make_rdma_addr_absolute(src), ksrc),
+		     IT_ERR_INVALID_DTO_FLAGS);
+	write_refused(k, t, TLEN, t + 1100, 655);
+	ck_assert_it_ok(it_lmr_free(l));
+	ck_assert_it_ok(it_lmr_free(ls));
+	free(t);
+	free(src);
+}
+END_TEST
+
+/*
+ * Send-queue order: B links without a completion and at once Sends from
+ * the linked LMR (its new key in the SGE) to A. The Send carries the
+ * LMR's bytes, so the link ran before it; A, told by the Send, Writes
+ * through the key and it lands.
+ */
+START_TEST(lmr_link_in_order)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_unlinked(1);
+	const it_dto_cookie_t cookies[] = { 670, 671 };
+	it_rmr_context_t k = 0;
+	it_lmr_triplet_t seg;
+
+	for (size_t i = 0; i < 64; i++)
+		t[512 + i] = (unsigned char)(i ^ 0xa5);
+	memset(M.mem, 0, 64);
+	seg = it_seg(&M, 0, 64);
+	ck_assert_it_ok(it_post_recv(A, &seg, 1, 670, CN));
+	ck_assert_it_ok(it_lmr_link(l, t, NULL, TLEN, IT_ADDR_MODE_ABSOLUTE,
+				    PRIV_LINK, B, 669, 0, &k));
+	seg.lmr = l;
+	seg.addr.abs = t + 512;
+	seg.length = 64;
+	ck_assert_it_ok(it_post_send(B, &seg, 1, 671, CN));
+	expect_all_ok(cookies, 2);
+	ck_assert(memcmp(M.mem, t + 512, 64) == 0);
+	write_lands(k, t, TLEN, t + 2048, 100, 6, 672);
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/*
+ * Careless: the LMR freed while its link is still queued. The provider
+ * keeps the region until the work request has run or failed (it must not
+ * touch freed memory; valgrind's run of this suite checks it): the link
+ * completes, successfully or not, and its event names the cookie.
+ */
+START_TEST(lmr_free_while_linking)
+{
+	unsigned char *t = target_new(TLEN);
+
+	for (int i = 0; i < 8; i++) {
+		it_lmr_handle_t l = lmr_unlinked(1);
+		it_rmr_context_t k;
+		it_event_t ev;
+
+		ck_assert_it_ok(it_lmr_link(l, t, NULL, TLEN,
+					    IT_ADDR_MODE_ABSOLUTE, PRIV_LINK,
+					    B, 680 + i, CN, &k));
+		ck_assert_it_ok(it_lmr_free(l));
+		it_wait_event(F.dto, &ev);
+		ck_assert_event(&ev, IT_LMR_LINK_CMPL_EVENT);
+		ck_assert_uint_eq(ev.dto_cmpl.cookie, 680 + i);
+		if (ev.dto_cmpl.dto_status != IT_DTO_SUCCESS)
+			break;	/* the endpoint is in error now */
+	}
+	free(t);
+}
+END_TEST
+
+/*
+ * A relative link (a zero-based region): the peer addresses the linked
+ * bytes from 0, local segments are offsets too, and the absolute address
+ * of those bytes opens nothing.
+ */
+START_TEST(lmr_link_relative)
+{
+	unsigned char *t = target_new(TLEN);
+	it_lmr_handle_t l = lmr_unlinked(1);
+	const it_dto_cookie_t cookies[] = { 690, 691 };
+	it_rmr_context_t k = 0;
+	it_lmr_triplet_t seg;
+
+	ck_assert_it_ok(it_lmr_link(l, t + 1024, NULL, 1024,
+				    IT_ADDR_MODE_RELATIVE, PRIV_LINK, B, 689,
+				    CN, &k));
+	expect_lmr_link_event(689);
+	write_lands_at(k, t, TLEN, t + 1024 + 100,
+		       it_make_rdma_addr_relative(100), 200, 7, 692);
+	/* B sends bytes 100..163 of the link, named by their offset. */
+	seg = it_seg(&M, 0, 64);
+	ck_assert_it_ok(it_post_recv(A, &seg, 1, 690, CN));
+	seg.lmr = l;
+	seg.addr.rel = 100;
+	seg.length = 64;
+	ck_assert_it_ok(it_post_send(B, &seg, 1, 691, CN));
+	expect_all_ok(cookies, 2);
+	ck_assert(memcmp(M.mem, t + 1124, 64) == 0);
+	write_refused_at(k, t, TLEN, it_make_rdma_addr_absolute(t + 1124),
+			 695);
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/* Careless input to the three calls: the IT_ERR_* each names. */
+START_TEST(lmr_link_careless)
+{
+	unsigned char *t = target_new(2 * TLEN);
+	it_lmr_handle_t l = lmr_unlinked(1), plain, out = NULL;
+	it_rmr_context_t k = 0, kp;
+	it_lmr_param_t p = { 0 };
+	it_rmr_handle_t r;
+
+	ck_assert_it(it_lmr_create_unlinked(F.pz, 0, IT_LMR_FLAG_NONE, 0,
+					    &out),
+		     IT_ERR_INVALID_IOBL);
+	ck_assert_it(it_lmr_create_unlinked(F.pz, 1, IT_LMR_FLAG_NONE, 0,
+					    NULL),
+		     IT_ERR_FAULT);
+	ck_assert_it(it_lmr_create_unlinked(F.pz, 1, (it_lmr_flag_t)0x4000,
+					    0, &out),
+		     IT_ERR_INVALID_FLAGS);
+	ck_assert_it(it_lmr_create_unlinked(NULL, 1, IT_LMR_FLAG_NONE, 0,
+					    &out),
+		     IT_ERR_INVALID_PZ);
+	/* An LMR made linked is not relinked or unlinked. */
+	plain = lmr_new(t, TLEN, &kp);
+	ck_assert_it(it_lmr_link(plain, t, NULL, 64, IT_ADDR_MODE_ABSOLUTE,
+				 PRIV_LINK, B, 1, CN, &k),
+		     IT_ERR_INVALID_LMR);
+	ck_assert_it(it_lmr_unlink(plain, B, 1, CN), IT_ERR_INVALID_LMR);
+	ck_assert_it_ok(it_lmr_free(plain));
+	/* Not linked: nothing to unlink. */
+	ck_assert_it(it_lmr_unlink(l, B, 1, CN), IT_ERR_INVALID_LMR);
+	/* Lengths: none, more pages than the LMR was made for. */
+	ck_assert_it(it_lmr_link(l, t, NULL, 0, IT_ADDR_MODE_ABSOLUTE,
+				 PRIV_LINK, B, 1, CN, &k),
+		     IT_ERR_INVALID_LENGTH);
+	ck_assert_it(it_lmr_link(l, t + 100, NULL, TLEN,
+				 IT_ADDR_MODE_ABSOLUTE, PRIV_LINK, B, 1, CN,
+				 &k),
+		     IT_ERR_INVALID_LENGTH);
+	ck_assert_it(it_lmr_link(l, NULL, NULL, 64, IT_ADDR_MODE_ABSOLUTE,
+				 PRIV_LINK, B, 1, CN, &k),
+		     IT_ERR_INVALID_ADDRESS);
+	/* Privileges, flags, mode, endpoint. */
+	ck_assert_it(it_lmr_link(l, t, NULL, 64, IT_ADDR_MODE_ABSOLUTE,
+				 (it_mem_priv_t)0x100, B, 1, CN, &k),
+		     IT_ERR_INVALID_PRIVS);
+	ck_assert_it(it_lmr_link(l, t, NULL, 64, IT_ADDR_MODE_ABSOLUTE,
+				 PRIV_LINK, B, 1,
+				 CN | IT_SOLICITED_WAIT_FLAG, &k),
+		     IT_ERR_INVALID_DTO_FLAGS);
+	ck_assert_it(it_lmr_link(l, t, NULL, 64, (it_addr_mode_t)7,
+				 PRIV_LINK, B, 1, CN, &k),
+		     IT_ERR_INVALID_ADDR_MODE);
+	ck_assert_it(it_lmr_link(l, t, NULL, 64, IT_ADDR_MODE_ABSOLUTE,
+				 PRIV_LINK, NULL, 1, CN, &k),
+		     IT_ERR_INVALID_EP);
+	ck_assert_it(it_lmr_link(NULL, t, NULL, 64, IT_ADDR_MODE_ABSOLUTE,
+				 PRIV_LINK, B, 1, CN, &k),
+		     IT_ERR_INVALID_LMR);
+	ck_assert_uint_eq(k, 0);
+	ck_assert(!lmr_linked(l, NULL));
+	/* No RMR onto it while it is not linked. */
+	ck_assert_it_ok(it_rmr_create20(F.pz, IT_RMR_TYPE_DEFAULT, &r));
+	ck_assert_it(it_rmr_link(r, l, t, 64, IT_ADDR_MODE_ABSOLUTE,
+				 IT_PRIV_REMOTE_WRITE, B, 1, CN, &kp),
+		     IT_ERR_INVALID_LMR);
+	/* Linked: not again, not modified. */
+	k = lmr_link_wait(l, t, TLEN, 660);
+	ck_assert_it(it_lmr_link(l, t, NULL, 64, IT_ADDR_MODE_ABSOLUTE,
+				 PRIV_LINK, B, 1, CN, &kp),
+		     IT_ERR_INVALID_LMR);
+	p.privs = IT_PRIV_LOCAL;
+	ck_assert_it(it_lmr_modify(l, IT_LMR_PARAM_MEM_PRIV, &p),
+		     IT_ERR_INVALID_LMR);
+	write_lands(k, t, 2 * TLEN, t + 4000, 96, 5, 661);
+	/* Linked, an RMR opens part of it; then the LMR cannot unlink. */
+	kp = rmr_link_wait(r, l, t + 64, 64, IT_ADDR_MODE_ABSOLUTE,
+			   IT_PRIV_REMOTE_WRITE, 664);
+	write_lands(kp, t, 2 * TLEN, t + 64, 64, 8, 665);
+	ck_assert_it(it_lmr_unlink(l, B, 1, CN), IT_ERR_LMR_BUSY);
+	ck_assert_it_ok(it_rmr_unlink(r, B, 668, CN));
+	expect_dto(IT_RMR_LINK_CMPL_EVENT, 668, IT_DTO_SUCCESS);
+	ck_assert_it_ok(it_rmr_free(r));
+	/* Freeing a linked LMR unlinks it. */
+	ck_assert_it_ok(it_lmr_free(l));
+	free(t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Affiliated events from the Terminate's layer, type and code (siw)    */
+/* ------------------------------------------------------------------ */
+
+/* The next affiliated events: @want_a on A and @want_b on B, in either
+ * order; each endpoint's first event is the one checked. */
+static void expect_aff_pair(it_event_type_t want_a, it_event_type_t want_b)
+{
+	it_event_type_t got_a = 0, got_b = 0;
+
+	while (!got_a || !got_b) {
+		it_event_t ev;
+
+		ck_assert_msg(it_wait_event_for(F.aff, 5000000, &ev),
+			      "affiliated events: A 0x%x, B 0x%x so far",
+			      (unsigned int)got_a, (unsigned int)got_b);
+		if (ev.aff_async.cause.ep == A && !got_a)
+			got_a = ev.event_number;
+		else if (ev.aff_async.cause.ep == B && !got_b)
+			got_b = ev.event_number;
+	}
+	ck_assert_msg(got_a == want_a, "A got %s, expected %s",
+		      itapi_event_name(got_a), itapi_event_name(want_a));
+	ck_assert_msg(got_b == want_b, "B got %s, expected %s",
+		      itapi_event_name(got_b), itapi_event_name(want_b));
+}
+
+/*
+ * A Send of 200 bytes into B's receive of 64: B terminates with DDP
+ * untagged error "message too long" (RFC 5041 §7.2): B's event is a local
+ * transport error, A's (the peer's Terminate about what A sent) a remote
+ * receive length error.
+ */
+START_TEST(term_send_too_long)
+{
+	it_lmr_triplet_t t = it_seg(&M, 128, 64);
+
+	ck_assert_it_ok(it_post_recv(B, &t, 1, 700, CN));
+	memset(S.mem, 0x5a, 200);
+	t = it_seg(&S, 0, 200);
+	ck_assert_it_ok(it_post_send(A, &t, 1, 701, CN));
+	expect_aff_pair(IT_ASYNC_AFF_EP_R_RECV_LENGTH_ERROR,
+			IT_ASYNC_AFF_EP_L_TRANSPORT_ERROR);
+}
+END_TEST
+
+/*
+ * A Read Request through a freed LMR's key: B terminates with an RDMAP
+ * remote protection error, invalid STag (RFC 5040 §7.4.1): B's event is
+ * an RDMA Read access violation, A's a remote access violation; the Read
+ * fails with IT_DTO_ERR_REMOTE_ACCESS.
+ */
+START_TEST(term_read_bad_stag)
+{
+	unsigned char *src = target_new(TLEN);
+	it_rmr_context_t k;
+	it_lmr_handle_t l = lmr_new(src, TLEN, &k);
+	it_lmr_triplet_t t = it_seg(&S, 0, 64);
+
+	ck_assert_it_ok(it_lmr_free(l));
+	ck_assert_it_ok(it_post_rdma_read(A, &t, 1, 710, CN,
+					  it_make_rdma_addr_absolute(src), k));
+	expect_dto(IT_DTO_RDMA_READ_CMPL_EVENT, 710, IT_DTO_ERR_REMOTE_ACCESS);
+	expect_aff_pair(IT_ASYNC_AFF_EP_R_ACCESS_VIOLATION,
+			IT_ASYNC_AFF_EP_RDMAR_ACCESS_VIOLATION);
+	free(src);
+}
+END_TEST
+
+/* A Write through a freed LMR's key: DDP tagged, invalid STag; B's event
+ * is an RDMA Write access violation. */
+START_TEST(term_write_bad_stag)
+{
+	unsigned char *dst = target_new(TLEN);
+	it_rmr_context_t k;
+	it_lmr_handle_t l = lmr_new(dst, TLEN, &k);
+	it_lmr_triplet_t t = it_seg(&S, 0, 64);
+
+	ck_assert_it_ok(it_lmr_free(l));
+	ck_assert_it_ok(it_post_rdma_write(A, &t, 1, 720, CN,
+					   it_make_rdma_addr_absolute(dst), k));
+	expect_aff_pair(IT_ASYNC_AFF_EP_R_ACCESS_VIOLATION,
+			IT_ASYNC_AFF_EP_RDMAW_ACCESS_VIOLATION);
+	free(dst);
+}
+END_TEST
+
 static TCase *keys_tcase(const char *name, void (*setup)(void),
 			 void (*down)(void))
 {
@@ -614,6 +1111,15 @@ static TCase *keys_tcase(const char *name, void (*setup)(void),
 	tcase_add_test(tc, rmr_relative);
 	tcase_add_test(tc, rmr_relative_outside_refused);
 	tcase_add_test(tc, rmr_read_to_rmr);
+	tcase_add_test(tc, lmr_unlinked_refused);
+	tcase_add_test(tc, lmr_link_bytes);
+	tcase_add_test(tc, lmr_relink_old_key_refused);
+	tcase_add_test(tc, lmr_link_outside_refused);
+	tcase_add_test(tc, lmr_read_unlinks_sink);
+	tcase_add_test(tc, lmr_link_in_order);
+	tcase_add_test(tc, lmr_free_while_linking);
+	tcase_add_test(tc, lmr_link_relative);
+	tcase_add_test(tc, lmr_link_careless);
 	return tc;
 }
 
@@ -621,7 +1127,17 @@ Suite *suite_itapi_keys(void)
 {
 	Suite *s = suite_create("itapi-keys");
 
+	TCase *term = tcase_create("siw-terminate");
+
 	suite_add_tcase(s, keys_tcase("siw", setup_siw, teardown));
+	/* soft-RoCE has no Terminate: an IB responder's NAK reaches the
+	 * requester as the failed request's status only. */
+	tcase_add_checked_fixture(term, setup_siw, teardown);
+	tcase_set_timeout(term, 60);
+	tcase_add_test(term, term_send_too_long);
+	tcase_add_test(term, term_read_bad_stag);
+	tcase_add_test(term, term_write_bad_stag);
+	suite_add_tcase(s, term);
 	return s;
 }
 

@@ -135,7 +135,8 @@ START_TEST(lmr_errors)
 				     IT_LMR_FLAG_SHARED, 7, &lmr, NULL),
 		     IT_ERR_OP_NOT_SUPPORTED);
 	ck_assert_ptr_null(lmr);
-	/* Fast-register style LMR links are not supported. */
+	/* The test provider has no fast registration (RNICPI_DEV_CAP_FAST_REG;
+	 * soft-iWARP's and soft-RoCE's links are in itapi-keys). */
 	ck_assert_it(it_lmr_create_unlinked(F.pz, 4, IT_LMR_FLAG_NONE, 0,
 					    &lmr),
 		     IT_ERR_OP_NOT_SUPPORTED);
@@ -472,7 +473,7 @@ START_TEST(rmr_link_errors)
 	ck_assert_it_ok(it_rmr_free(rmr));
 	it_buf_free(&ro);
 	ck_assert_it_ok(it_ep_free(a));
-	/* LMR links are not supported. */
+	/* LMR links: not on the test provider (no RNICPI_DEV_CAP_FAST_REG). */
 	it_buf_new(&F, &ro, 256, IT_PRIV_LOCAL);
 	ck_assert_it(it_lmr_link(ro.lmr, ro.mem, NULL, 16,
 				 IT_ADDR_MODE_ABSOLUTE, IT_PRIV_LOCAL, NULL,

@@ -161,6 +161,23 @@ int ual_mr_dereg(struct ual_mr *mr);
 /* Change access (and/or the range) in place; keys change. */
 int ual_mr_rereg(struct ual_mr *mr, void *addr, size_t len,
 		 unsigned int access);
+/*
+ * A region for fast registration (RNICPI_DEV_CAP_FAST_REG, the provider's
+ * alloc_mr) of up to @max_len bytes: keys, no memory, every access
+ * refused until linked. Freed by ual_mr_dereg. -EOPNOTSUPP without it.
+ */
+int ual_mr_alloc(struct ual_pd *pd, uint64_t max_len, struct ual_mr **out);
+/*
+ * Prepare the REG_MR that links @mr (from ual_mr_alloc) to @len bytes at
+ * @addr with @access and the key @key (the region's index, the caller's
+ * key byte): pins those bytes (releasing the previous link's pin), records
+ * them so that ual_mr_lkey() and the others answer for the new link at
+ * once, and fills @wr's opcode and wr.reg_mr for the caller to post on a
+ * QP of @mr's PD. 0, or -EINVAL (not from ual_mr_alloc, bad range or
+ * access) or kal_pin's error, with nothing changed.
+ */
+int ual_mr_link(struct ual_mr *mr, void *addr, size_t len,
+		unsigned int access, uint32_t key, struct rnicpi_send_wr *wr);
 uint32_t ual_mr_lkey(const struct ual_mr *mr);
 uint32_t ual_mr_rkey(const struct ual_mr *mr);
 void *ual_mr_addr(const struct ual_mr *mr);

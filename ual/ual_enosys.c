@@ -99,6 +99,8 @@ ENOSYS_OP(cm_connect, (struct rnicpi_qp *qp, const struct sockaddr *src,
 		       const struct rnicpi_conn_param *param))
 
 ENOSYS_OP(cm_disconnect, (struct rnicpi_qp *qp, int abortive))
+ENOSYS_OP(alloc_mr, (struct rnicpi_pd *pd, uint64_t max_len,
+		     struct rnicpi_mr **out))
 
 /* Optional: a provider without it has nothing to take at open. */
 static int enosys_device_open(struct rnicpi_device *dev)
@@ -117,7 +119,7 @@ static int enosys_device_open(struct rnicpi_device *dev)
 	X(destroy_qp) X(post_send) X(post_recv) X(create_ah) X(destroy_ah)  \
 	X(conn_accept) X(conn_reject) X(iw_connect) X(iw_take_request)      \
 	X(cm_listen) X(cm_listen_destroy) X(cm_connect) X(device_open)     \
-	X(cm_disconnect)
+	X(cm_disconnect) X(alloc_mr)
 
 /* The X-macro must name every op: one slot forgotten here would be copied
  * as NULL. Op slots are pointer sized, after the uint32_t size. */

@@ -219,6 +219,92 @@ out_unlock:
 	return err;
 }
 
+int ual_mr_alloc(struct ual_pd *pd, uint64_t max_len, struct ual_mr **out)
+{
+	struct ual_device *d = pd->dev;
+	struct rnicpi_mr *rmr = NULL;
+	struct ual_mr *mr;
+	int err;
+
+	if (max_len == 0) {
+		ual_obj_fail(&pd->obj, -EINVAL, "alloc_mr: 0 bytes");
+		return -EINVAL;
+	}
+	err = ual_obj_reserve_child(&pd->obj, "an MR");
+	if (err)
+		return err;
+	err = d->ops.alloc_mr(pd->rpd, max_len, &rmr);
+	if (err) {
+		ual_obj_fail(&pd->obj, err, "alloc_mr of %llu bytes",
+			     (unsigned long long)max_len);
+		ual_obj_release_child(&pd->obj);
+		return err;
+	}
+	mr = g_new0(struct ual_mr, 1);
+	ual_obj_init(&mr->obj, mr_release);
+	ual_obj_set_prefix(&mr->obj, "MR[0x%x] %s:", rmr->lkey, d->name);
+	ual_pd_get(pd);
+	mr->pd = pd;
+	mr->rmr = rmr;
+	rmr->core_ctx = mr;
+	mr->lkey = rmr->lkey;
+	mr->rkey = rmr->rkey;
+	mr->max_len = max_len;
+	ual_obj_debug(&mr->obj, "allocated for links of up to %llu bytes",
+		      (unsigned long long)max_len);
+	*out = mr;
+	return 0;
+}
+
+int ual_mr_link(struct ual_mr *mr, void *addr, size_t len,
+		unsigned int access, uint32_t key, struct rnicpi_send_wr *wr)
+{
+	struct ual_pd *pd = mr->pd;
+	struct kal_pin *pin = NULL;
+	int err;
+
+	err = check_range(pd, addr, len, access, "link");
+	if (err)
+		return err;
+	if (!mr->max_len || len > mr->max_len) {
+		ual_obj_fail(&mr->obj, -EINVAL,
+			     "link of %zu bytes: %s", len,
+			     mr->max_len ? "longer than allocated" :
+					   "not a region from alloc_mr");
+		return -EINVAL;
+	}
+	err = ual_obj_lock_alive(&mr->obj, "link");
+	if (err)
+		return err;
+	err = pd->dev->caps & RNICPI_DEV_CAP_KERNEL_PINS ?
+		      0 :
+		      kal_pin(addr, len, &pin);
+	if (err) {
+		ual_obj_fail(&mr->obj, err, "link: cannot pin %zu bytes at %p",
+			     len, addr);
+		g_rec_mutex_unlock(&mr->obj.ctl);
+		return err;
+	}
+	kal_unpin(mr->pin);
+	mr->pin = pin;
+	mr->addr = (uintptr_t)addr;
+	mr->len = len;
+	mr->access = access;
+	mr->iova = mr_iova(addr, access);
+	mr->lkey = mr->rkey = key;
+	wr->opcode = RNICPI_WR_REG_MR;
+	wr->wr.reg_mr.mr = mr->rmr;
+	wr->wr.reg_mr.addr = addr;
+	wr->wr.reg_mr.length = len;
+	wr->wr.reg_mr.iova = mr->iova;
+	wr->wr.reg_mr.access = access;
+	wr->wr.reg_mr.key = key;
+	g_rec_mutex_unlock(&mr->obj.ctl);
+	ual_obj_debug(&mr->obj, "link prepared: %zu bytes at %p access 0x%x "
+		      "key 0x%x", len, addr, access, key);
+	return 0;
+}
+
 uint32_t ual_mr_lkey(const struct ual_mr *mr)
 {
 	return mr->lkey;

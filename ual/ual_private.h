@@ -282,6 +282,7 @@ struct ual_mr {
 	unsigned int access;
 	uint64_t iova;
 	uint32_t lkey, rkey;	/* kept readable after dereg */
+	uint64_t max_len;	/* ual_mr_alloc: the longest link; else 0 */
 };
 
 struct ual_mw {

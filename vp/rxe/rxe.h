@@ -243,6 +243,9 @@ struct rxe_mr {
 	unsigned int access;
 	atomic_bool invalid;	/* LOCAL_INV / SEND_WITH_INV (IBA 10.6.6) */
 	atomic_int n_binds;	/* memory windows bound to it */
+	/* From alloc_mr: registered by REG_MR WRs up to max_len bytes. */
+	bool fast_reg;
+	uint64_t max_len;
 };
 
 static inline struct rxe_mr *to_rxe_mr(struct rnicpi_mr *m)
@@ -402,6 +405,14 @@ struct rxe_send_wqe {
 	struct rnicpi_mw *bind_mw;	/* BIND_MW */
 	uint32_t bind_rkey;
 	struct rnicpi_mw_bind_info bind;
+	/* REG_MR (rnicpi.h's wr.reg_mr): the region, referenced from post
+	 * until the WQE runs or is flushed (dereg_mr may come meanwhile) */
+	struct rxe_mr *reg_mr;
+	uint8_t *reg_addr;
+	uint64_t reg_length;
+	uint64_t reg_iova;
+	unsigned int reg_access;
+	uint32_t reg_key;
 
 	/* progress */
 	enum rxe_wqe_state state;
@@ -691,6 +702,10 @@ int rxe_alloc_mw(struct rnicpi_pd *pd, enum rnicpi_mw_type type,
 		 struct rnicpi_mw **out);
 int rxe_dealloc_mw(struct rnicpi_mw *mw);
 /* Execute a BIND_MW WQE (rxe_mw.c); a WC status. */
+int rxe_alloc_mr(struct rnicpi_pd *pd, uint64_t max_len,
+		 struct rnicpi_mr **out);
+enum rnicpi_wc_status rxe_mr_fast_reg(struct rxe_qp *qp,
+				      const struct rxe_send_wqe *w);
 enum rnicpi_wc_status rxe_mw_bind(struct rxe_qp *qp,
 				  const struct rxe_send_wqe *w);
 

@@ -49,6 +49,8 @@ static enum rnicpi_wc_opcode wc_opcode(enum rnicpi_wr_opcode op)
 		return RNICPI_WC_LOCAL_INV;
 	case RNICPI_WR_BIND_MW:
 		return RNICPI_WC_BIND_MW;
+	case RNICPI_WR_REG_MR:
+		return RNICPI_WC_REG_MR;
 	default:
 		return RNICPI_WC_SEND;
 	}
@@ -135,7 +137,8 @@ static struct rxe_send_wqe *oldest_pending(struct rxe_qp *qp)
 		struct rxe_send_wqe *w = sq_wqe(qp, i);
 
 		if (w->opcode == RNICPI_WR_LOCAL_INV ||
-		    w->opcode == RNICPI_WR_BIND_MW || w->state == WQE_DONE)
+		    w->opcode == RNICPI_WR_BIND_MW ||
+		    w->opcode == RNICPI_WR_REG_MR || w->state == WQE_DONE)
 			continue;
 		return w;
 	}
@@ -157,7 +160,8 @@ static bool ack_upto(struct rxe_qp *qp, uint32_t psn)
 		struct rxe_send_wqe *w = sq_wqe(qp, i);
 
 		if (w->opcode == RNICPI_WR_LOCAL_INV ||
-		    w->opcode == RNICPI_WR_BIND_MW || w->state == WQE_DONE)
+		    w->opcode == RNICPI_WR_BIND_MW ||
+		    w->opcode == RNICPI_WR_REG_MR || w->state == WQE_DONE)
 			continue;
 		if (psn_diff(w->last_psn, psn) >= 0) {
 			/* Inside a READ, only its own responses move on. */

@@ -222,7 +222,8 @@ static int rxe_query_device(struct rnicpi_device *d,
 		     RNICPI_DEV_CAP_LOCAL_INV | RNICPI_DEV_CAP_ZERO_BASED |
 		     RNICPI_DEV_CAP_GSI | RNICPI_DEV_CAP_RESIZE_CQ |
 		     RNICPI_DEV_CAP_MW_TYPE_1 | RNICPI_DEV_CAP_MW_TYPE_2 |
-		     RNICPI_DEV_CAP_READ_SINK_MW | RNICPI_DEV_CAP_RESIZE_QP;
+		     RNICPI_DEV_CAP_READ_SINK_MW | RNICPI_DEV_CAP_RESIZE_QP |
+		     RNICPI_DEV_CAP_FAST_REG;
 	attr->phys_port_cnt = 1;
 	return 0;
 }
@@ -627,6 +628,7 @@ static const struct rnicpi_device_ops rxe_device_ops = {
 	.create_ah = rxe_create_ah,
 	.destroy_ah = rxe_destroy_ah,
 	.device_open = rxe_device_open,
+	.alloc_mr = rxe_alloc_mr,
 };
 
 const struct rnicpi_provider rxe_provider = {

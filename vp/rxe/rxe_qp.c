@@ -114,6 +114,10 @@ static void flush_send(struct rxe_qp *qp)
 		};
 
 		rxe_cq_post(qp, qp->scq, &wc, false);
+		if (w->reg_mr) { /* a REG_MR that never ran */
+			rxe_mr_put(w->reg_mr);
+			w->reg_mr = NULL;
+		}
 		qp->sq_head++;
 	}
 	qp->req.wqe = qp->sq_head;

@@ -267,6 +267,10 @@ static void do_local(struct rxe_qp *qp, struct rxe_send_wqe *w)
 
 	if (w->opcode == RNICPI_WR_BIND_MW) {
 		st = rxe_mw_bind(qp, w);
+	} else if (w->opcode == RNICPI_WR_REG_MR) {
+		st = rxe_mr_fast_reg(qp, w);
+		rxe_mr_put(w->reg_mr);
+		w->reg_mr = NULL;
 	} else if (rxe_mem_invalidate(qp, w->imm_or_inv, false)) {
 		rxe_qp_warn(qp, "LOCAL_INV of key 0x%x: nothing of this QP's "
 			    "PD to invalidate", w->imm_or_inv);
@@ -288,7 +292,8 @@ static enum req_step req_next(struct rxe_qp *qp)
 	w = sq_wqe(qp, qp->req.wqe);
 	if (qp->type != RNICPI_QPT_RC)
 		return REQ_UD;
-	if (w->opcode == RNICPI_WR_LOCAL_INV || w->opcode == RNICPI_WR_BIND_MW)
+	if (w->opcode == RNICPI_WR_LOCAL_INV || w->opcode == RNICPI_WR_BIND_MW ||
+	    w->opcode == RNICPI_WR_REG_MR)
 		return REQ_LOCAL;
 	if (qp->comp.timer == RXE_TIMER_RNR)
 		return REQ_STALL;
@@ -396,7 +401,8 @@ void rxe_req_reset_to(struct rxe_qp *qp, uint32_t psn)
 		struct rxe_send_wqe *w = sq_wqe(qp, i);
 
 		if (w->opcode == RNICPI_WR_LOCAL_INV ||
-		    w->opcode == RNICPI_WR_BIND_MW || w->state == WQE_DONE ||
+		    w->opcode == RNICPI_WR_BIND_MW ||
+		    w->opcode == RNICPI_WR_REG_MR || w->state == WQE_DONE ||
 		    w->state == WQE_ERROR)
 			continue;
 		if (psn_diff(psn, w->first_psn) >= 0 &&

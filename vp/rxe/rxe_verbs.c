@@ -87,6 +87,86 @@ int rxe_reg_mr(struct rnicpi_pd *pd, void *addr, uint64_t length,
 	return 0;
 }
 
+/* A region for fast registration (IBA 10.6.3.6, the kernel's
+ * ib_alloc_mr): a key, no translation, invalid until a REG_MR WR. */
+int rxe_alloc_mr(struct rnicpi_pd *pd, uint64_t max_len,
+		 struct rnicpi_mr **out)
+{
+	struct rxe_dev *dev = to_rxe_dev(pd->device);
+	struct rxe_mr *mr;
+	uint32_t key;
+	int err;
+
+	if (max_len == 0) {
+		rxe_dev_warn(dev, "alloc_mr: %" PRIu64 " bytes", max_len);
+		return -EINVAL;
+	}
+	mr = g_new0(struct rxe_mr, 1);
+	mr->hdr.kind = RXE_MEM_MR;
+	atomic_init(&mr->hdr.ref, 1);
+	atomic_init(&mr->invalid, true);
+	mr->fast_reg = true;
+	mr->max_len = max_len;
+	mr->base.pd = pd;
+	err = rnicpi_key_alloc(&dev->keys, &mr->hdr, &key);
+	if (err) {
+		rxe_dev_warn(dev, "alloc_mr: no key left (%d)", err);
+		g_free(mr);
+		return err;
+	}
+	mr->base.lkey = mr->base.rkey = key;
+	*out = &mr->base;
+	return 0;
+}
+
+/*
+ * REG_MR in send-queue order (the kernel's rxe_reg_fast_mr): the region
+ * must be invalid; it takes the WR's translation and the consumer's key
+ * byte, then becomes valid. Every access until then was refused by the
+ * invalid flag, and the old key stops matching with the new byte. The
+ * progress thread runs this and every key check, so no check sees half
+ * of the new translation.
+ */
+enum rnicpi_wc_status rxe_mr_fast_reg(struct rxe_qp *qp,
+				      const struct rxe_send_wqe *w)
+{
+	struct rxe_mr *mr = w->reg_mr;
+	struct rxe_dev *dev = qp->dev;
+	uint64_t iova = (w->reg_access & RNICPI_ACCESS_ZERO_BASED) ?
+				0 : w->reg_iova;
+	struct rxe_mem_hdr *h = NULL;
+	uint32_t key;
+
+	/* Still registered? dereg_mr frees the key first. */
+	if (mr)
+		h = rnicpi_key_lookup(&dev->keys, mr->base.lkey);
+	if (h)
+		rxe_mem_put(h);
+	if (!mr || h != &mr->hdr || !mr->fast_reg ||
+	    !atomic_load(&mr->invalid) ||
+	    mr->base.pd != qp->base.pd || w->reg_length == 0 ||
+	    w->reg_length > mr->max_len || !w->reg_addr ||
+	    iova + w->reg_length - 1 < iova ||
+	    check_access(dev, w->reg_access) ||
+	    rnicpi_key_index(w->reg_key) != rnicpi_key_index(mr->base.lkey) ||
+	    rnicpi_key_set_byte(&dev->keys, mr->base.lkey,
+				(uint8_t)w->reg_key, &key)) {
+		rxe_qp_warn(qp, "REG_MR of key 0x%x as 0x%x, %" PRIu64
+			    " bytes access 0x%x refused (valid, too long or "
+			    "the same key byte)", mr ? mr->base.lkey : 0,
+			    w->reg_key,
+			    w->reg_length, w->reg_access);
+		return RNICPI_WC_LOC_QP_OP_ERR;
+	}
+	mr->addr = w->reg_addr;
+	mr->length = w->reg_length;
+	mr->iova = iova;
+	mr->access = w->reg_access;
+	mr->base.lkey = mr->base.rkey = key;
+	atomic_store(&mr->invalid, false);
+	return RNICPI_WC_SUCCESS;
+}
+
 int rxe_rereg_mr(struct rnicpi_mr *m, unsigned int flags,
 		 struct rnicpi_pd *pd, void *addr, uint64_t length,
 		 uint64_t iova, unsigned int access)
@@ -627,6 +707,7 @@ static int check_send_wr(struct rxe_qp *qp, const struct rnicpi_send_wr *wr,
 	case RNICPI_WR_SEND_WITH_INV:
 	case RNICPI_WR_LOCAL_INV:
 	case RNICPI_WR_BIND_MW:
+	case RNICPI_WR_REG_MR:
 		if (!rc)
 			goto bad_op;
 		break;
@@ -678,6 +759,13 @@ static int check_send_wr(struct rxe_qp *qp, const struct rnicpi_send_wr *wr,
 			    "QP's PD");
 		return -EINVAL;
 	}
+	if (wr->opcode == RNICPI_WR_REG_MR &&
+	    (!wr->wr.reg_mr.mr || wr->wr.reg_mr.mr->pd != qp->base.pd ||
+	     !to_rxe_mr(wr->wr.reg_mr.mr)->fast_reg)) {
+		rxe_qp_warn(qp, "post_send: REG_MR without a region of this "
+			    "QP's PD from alloc_mr");
+		return -EINVAL;
+	}
 	if (!rc && !wr->wr.ud.ah) {
 		rxe_qp_warn(qp, "post_send: UD WR without address handle");
 		return -EINVAL;
@@ -716,6 +804,7 @@ static int sq_post_one(struct rxe_qp *qp, const struct rnicpi_send_wr *wr)
 	w->state = WQE_POSTED;
 	w->status = RNICPI_WC_SUCCESS;
 	w->atomic_orig = 0;
+	w->reg_mr = NULL;
 	switch (wr->opcode) {
 	case RNICPI_WR_ATOMIC_CMP_AND_SWP:
 	case RNICPI_WR_ATOMIC_FETCH_AND_ADD:
@@ -728,6 +817,15 @@ static int sq_post_one(struct rxe_qp *qp, const struct rnicpi_send_wr *wr)
 		w->bind_mw = wr->wr.bind_mw.mw;
 		w->bind_rkey = wr->wr.bind_mw.rkey;
 		w->bind = wr->wr.bind_mw.bind_info;
+		w->length = 0;
+		break;
+	case RNICPI_WR_REG_MR:
+		w->reg_mr = to_rxe_mr(wr->wr.reg_mr.mr);
+		w->reg_addr = wr->wr.reg_mr.addr;
+		w->reg_length = wr->wr.reg_mr.length;
+		w->reg_iova = wr->wr.reg_mr.iova;
+		w->reg_access = wr->wr.reg_mr.access;
+		w->reg_key = wr->wr.reg_mr.key;
 		w->length = 0;
 		break;
 	default:
@@ -752,6 +850,8 @@ static int sq_post_one(struct rxe_qp *qp, const struct rnicpi_send_wr *wr)
 		for (i = 0; i < wr->num_sge; i++)
 			w->sge[i] = wr->sg_list[i];
 	}
+	if (w->reg_mr)
+		rxe_mr_get(w->reg_mr);
 	qp->sq_tail++;
 	return 0;
 }

@@ -312,6 +312,10 @@ struct siw_mr {
 	struct siw_mr *parent;	/* a binding: its region */
 	bool qp_bound;		/* a type 2 binding: only QP qpn may use it */
 	uint32_t qpn;
+	/* From alloc_mr: invalid until a REG_MR WR gives it a translation
+	 * (siw_mr_fast_reg), for up to max_len bytes. */
+	bool fast_reg;
+	uint64_t max_len;
 };
 
 /* The MR handle the core holds, and its current registration. */
@@ -377,6 +381,14 @@ struct siw_wqe {
 	struct rnicpi_mw *bind_mw;
 	uint32_t bind_rkey;
 	struct rnicpi_mw_bind_info bind;
+	/* REG_MR: rnicpi.h's wr.reg_mr; the region referenced from post
+	 * until the WR runs or is flushed (dereg_mr may come meanwhile). */
+	struct siw_mr *reg_mr;
+	uint8_t *reg_addr;
+	uint64_t reg_length;
+	uint64_t reg_iova;
+	unsigned int reg_access;
+	uint32_t reg_key;
 	uint8_t *inline_data;	/* slot in qp->inline_buf, or NULL */
 	enum siw_wqe_state state;
 	/* Set with DONE: the outcome, held until every WR posted before
@@ -802,6 +814,8 @@ bool siw_mr_usable(const struct siw_mr *mr);
 /* Invalidate @stag for @qp (LOCAL_INV, or Send with Invalidate when
  * @remote): 0, -ENOENT for no such STag, -EPERM when it may not be. */
 int siw_stag_invalidate(struct siw_qp *qp, uint32_t stag, bool remote);
+enum rnicpi_wc_status siw_mr_fast_reg(struct siw_qp *qp,
+				      const struct siw_wqe *w);
 enum rnicpi_wc_status siw_mw_bind(struct siw_qp *qp,
 				  const struct siw_wqe *w);
 int siw_alloc_mw(struct rnicpi_pd *pd, enum rnicpi_mw_type type,

@@ -42,6 +42,8 @@ enum rnicpi_wc_opcode siw_wc_opcode(enum rnicpi_wr_opcode op)
 		return RNICPI_WC_LOCAL_INV;
 	case RNICPI_WR_BIND_MW:
 		return RNICPI_WC_BIND_MW;
+	case RNICPI_WR_REG_MR:
+		return RNICPI_WC_REG_MR;
 	default:
 		return RNICPI_WC_SEND;
 	}
@@ -63,7 +65,7 @@ static void sq_push_wc(struct siw_qp *qp, const struct siw_wqe *w,
 	if (status == RNICPI_WC_SUCCESS && !(w->flags & RNICPI_SEND_SIGNALED))
 		return;
 	if (status == RNICPI_WC_SUCCESS && w->opcode != RNICPI_WR_LOCAL_INV &&
-	    w->opcode != RNICPI_WR_BIND_MW)
+	    w->opcode != RNICPI_WR_BIND_MW && w->opcode != RNICPI_WR_REG_MR)
 		wc.byte_len = (uint32_t)w->total_len;
 	siw_cq_push(qp->scq, &wc, false);
 }
@@ -155,6 +157,10 @@ static void flush_all(struct siw_qp *qp)
 		}
 		sq_push_wc(qp, w, RNICPI_WC_WR_FLUSH_ERR, 0);
 		w->state = SIW_WQE_DONE;
+		if (w->reg_mr) { /* a REG_MR that never ran */
+			siw_mr_put(w->reg_mr);
+			w->reg_mr = NULL;
+		}
 	}
 	qp->sq_head = qp->sq_tx;
 	qp->sq_count = 0;

@@ -423,6 +423,7 @@ static bool opcode_supported(enum rnicpi_wr_opcode op)
 	case RNICPI_WR_RDMA_READ:
 	case RNICPI_WR_LOCAL_INV:
 	case RNICPI_WR_BIND_MW:
+	case RNICPI_WR_REG_MR:
 		return true;
 	default:
 		return false;
@@ -554,6 +555,27 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 			w->bind_mw = wr->wr.bind_mw.mw;
 			w->bind_rkey = wr->wr.bind_mw.rkey;
 			w->bind = wr->wr.bind_mw.bind_info;
+			w->num_sge = 0;
+			w->total_len = 0;
+		}
+		w->reg_mr = NULL;
+		if (wr->opcode == RNICPI_WR_REG_MR) {
+			if (!wr->wr.reg_mr.mr ||
+			    wr->wr.reg_mr.mr->pd != &qp->pd->base) {
+				siw_qp_info(qp, "post_send: REG_MR without "
+					    "a region of this QP's PD");
+				rc = -EINVAL;
+				break;
+			}
+			w->reg_mr = container_of(wr->wr.reg_mr.mr,
+						 struct siw_mr_handle,
+						 base)->mr;
+			siw_mr_get(w->reg_mr);
+			w->reg_addr = wr->wr.reg_mr.addr;
+			w->reg_length = wr->wr.reg_mr.length;
+			w->reg_iova = wr->wr.reg_mr.iova;
+			w->reg_access = wr->wr.reg_mr.access;
+			w->reg_key = wr->wr.reg_mr.key;
 			w->num_sge = 0;
 			w->total_len = 0;
 		}

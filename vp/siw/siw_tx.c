@@ -139,11 +139,17 @@ static bool start_sq(struct siw_qp *qp)
 	qp->sq_tx = (qp->sq_tx + 1) % qp->sq_size;
 	qp->sq_unstarted--;
 	if (w->opcode == RNICPI_WR_LOCAL_INV ||
-	    w->opcode == RNICPI_WR_BIND_MW) {
+	    w->opcode == RNICPI_WR_BIND_MW || w->opcode == RNICPI_WR_REG_MR) {
 		enum rnicpi_wc_status st =
-			w->opcode == RNICPI_WR_BIND_MW ?
-				siw_mw_bind(qp, w) :
+			w->opcode == RNICPI_WR_BIND_MW ? siw_mw_bind(qp, w) :
+			w->opcode == RNICPI_WR_REG_MR ?
+				siw_mr_fast_reg(qp, w) :
 				local_invalidate(qp, w->inv_stag);
+
+		if (w->reg_mr) {
+			siw_mr_put(w->reg_mr);
+			w->reg_mr = NULL;
+		}
 
 		siw_sq_complete(qp, idx, st, 0);
 		if (st != RNICPI_WC_SUCCESS)

@@ -52,7 +52,8 @@ static int siw_query_device(struct rnicpi_device *d,
 		  RNICPI_DEV_CAP_ZERO_BASED | RNICPI_DEV_CAP_IWARP_CM |
 		  RNICPI_DEV_CAP_RESIZE_CQ | RNICPI_DEV_CAP_MW_TYPE_1 |
 		  RNICPI_DEV_CAP_MW_TYPE_2 | RNICPI_DEV_CAP_READ_SINK_MW |
-		  RNICPI_DEV_CAP_RESIZE_QP | RNICPI_DEV_CAP_IWARP_NO_MPA;
+		  RNICPI_DEV_CAP_RESIZE_QP | RNICPI_DEV_CAP_IWARP_NO_MPA |
+		  RNICPI_DEV_CAP_FAST_REG;
 	a->phys_port_cnt = 1;
 	return 0;
 }
@@ -388,6 +389,76 @@ static int siw_rereg_mr(struct rnicpi_mr *m, unsigned int flags,
 	handle_show(h);
 	mr_retire(old);
 	return 0;
+}
+
+/* A region for fast registration (RDMA verbs' Allocate Non-Shared
+ * Physical STag; the kernel's ib_alloc_mr): an STag that is invalid until
+ * a REG_MR WR runs (siw_mr_fast_reg). */
+static int siw_alloc_mr(struct rnicpi_pd *p, uint64_t max_len,
+			struct rnicpi_mr **out)
+{
+	struct siw_device *dev = to_siw_pd(p)->dev;
+	struct siw_mr_handle *h;
+	int rc;
+
+	if (max_len == 0)
+		return -EINVAL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	rc = mr_new(dev, p, NULL, 0, 0, 0, &h->mr);
+	if (rc) {
+		free(h);
+		return rc;
+	}
+	atomic_store(&h->mr->valid, false);
+	h->mr->fast_reg = true;
+	h->mr->max_len = max_len;
+	handle_show(h);
+	*out = &h->base;
+	return 0;
+}
+
+/*
+ * REG_MR, in send-queue order (the kernel's siw_fastreg_mr): the STag
+ * must be invalid, so no new access sees the translation change; it takes
+ * the consumer's key byte, then becomes valid. Readers check `valid`
+ * before they read the translation.
+ */
+enum rnicpi_wc_status siw_mr_fast_reg(struct siw_qp *qp,
+				      const struct siw_wqe *w)
+{
+	struct siw_mr *mr = w->reg_mr;
+	struct siw_device *dev = qp->dev;
+	uint64_t iova = (w->reg_access & RNICPI_ACCESS_ZERO_BASED) ?
+				0 : w->reg_iova;
+	uint32_t key;
+
+	if (!mr || !mr->fast_reg || atomic_load(&mr->valid) ||
+	    atomic_load(&mr->dead) || mr->pd != &qp->pd->base ||
+	    w->reg_length == 0 || w->reg_length > mr->max_len ||
+	    !w->reg_addr || iova + w->reg_length < iova ||
+	    check_access(dev, w->reg_access) ||
+	    rnicpi_key_index(w->reg_key) != rnicpi_key_index(mr->stag) ||
+	    rnicpi_key_set_byte(&dev->mr_keys, mr->stag,
+				(uint8_t)w->reg_key, &key)) {
+		siw_qp_info(qp, "REG_MR of STag 0x%08x as 0x%08x, %llu bytes "
+			    "access 0x%x refused (valid, deregistered, too "
+			    "long or the same key byte)",
+			    mr ? mr->stag : 0, w->reg_key,
+			    (unsigned long long)w->reg_length, w->reg_access);
+		return RNICPI_WC_LOC_QP_OP_ERR;
+	}
+	mr->addr = w->reg_addr;
+	mr->length = w->reg_length;
+	mr->iova = iova;
+	mr->access = w->reg_access;
+	mr->stag = key;
+	atomic_store(&mr->valid, true);
+	siw_qp_dbg(qp, "STag 0x%08x registered: %p, %llu bytes, iova 0x%llx",
+		   key, w->reg_addr, (unsigned long long)w->reg_length,
+		   (unsigned long long)iova);
+	return RNICPI_WC_SUCCESS;
 }
 
 static int siw_dereg_mr(struct rnicpi_mr *m)
@@ -751,6 +822,7 @@ const struct rnicpi_device_ops siw_device_ops = {
 	.reg_mr = siw_reg_mr,
 	.rereg_mr = siw_rereg_mr,
 	.dereg_mr = siw_dereg_mr,
+	.alloc_mr = siw_alloc_mr,
 	.alloc_mw = siw_alloc_mw,
 	.dealloc_mw = siw_dealloc_mw,
 	.create_cq = siw_create_cq,
