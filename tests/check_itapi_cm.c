@@ -1060,7 +1060,10 @@ static void lr_port_rxe(bool local_gid, uint16_t mine)
 	it_conn_qual_t q, lr = { .type = IT_IANA_LR_PORT };
 	it_listen_handle_t l = listen_any(&q);
 	g_autoptr(tu_log_capture) cap = tu_log_capture_begin("hostrdma-cm");
-	g_autofree char *want = g_strdup_printf("from 127.0.0.1:%u", mine);
+	uint32_t lo = it_loopback_ipv4();
+	char a4[INET_ADDRSTRLEN];
+	g_autofree char *want = g_strdup_printf(
+		"from %s:%u", inet_ntop(AF_INET, &lo, a4, sizeof(a4)), mine);
 	it_path_t path;
 	it_event_t ev;
 
