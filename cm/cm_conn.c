@@ -345,6 +345,18 @@ int cm_accept(uint64_t req_id, struct ual_qp *qp, const struct cm_param *param,
 		err = id->tp->accept(cm, req->conn, id);
 	else
 		err = ual_qp_conn_accept(id->qp, req->conn, &rp);
+	if (err == -ECONNRESET) {
+		/* The peer gave up on the request before this answer (a
+		 * native CM's REJ or close on the request; siw's MPA time-out
+		 * on the initiator): the accept is taken, the endpoint's
+		 * connection breaks at once (IT_CM_MSG_CONN_BROKEN_EVENT). */
+		cm_info(id, "request %" PRIu64 ": the peer gave up before the accept",
+			req_id);
+		cm_id_report_failure(id, err);
+		cm_req_unref(req);
+		*out = id;
+		return 0;
+	}
 	if (err) {
 		cm_info(id, "conn_accept of request %" PRIu64 ": %s", req_id,
 			g_strerror(-err));

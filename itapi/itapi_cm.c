@@ -411,6 +411,10 @@ it_status_t it_ep_connect(it_ep_handle_t ep_handle, const it_path_t *path,
 	    ia->transport != RNICPI_TRANSPORT_IWARP)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
 			       "IRD/ORD suppression: iWARP only (the InfiniBand CM's REQ always carries them)");
+	if ((cn_est_flags & IT_CONNECT_SUPPRESS_IRD_ORD) &&
+	    (ia->attr.caps & RNICPI_DEV_CAP_NATIVE_CM))
+		return IT_FAIL(&ep->obj, IT_ERR_INVALID_CN_EST_FLAGS,
+			       "IRD/ORD suppression: this device's connections run through librdmacm, whose iw_cm sends IRD/ORD always");
 	if (private_data_length > pdata_limit(ia, CM_PDATA_CONNECT))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data; connect carries %zu here",

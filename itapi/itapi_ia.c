@@ -637,9 +637,14 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 					     IT_TRUE : IT_FALSE;
 	info->max_message_size_support = IT_TRUE;
 	info->ird_ord_ia_support = IT_TRUE;
-	/* iWARP: MPA without RFC 6581's IRD/ORD header (revision 1). */
+	/* iWARP: MPA without RFC 6581's IRD/ORD header (revision 1); not
+	 * through librdmacm, whose iw_cm sends the header whatever it is
+	 * asked (a native-CM device). */
 	info->ird_ord_suppressible =
-		ia->transport == RNICPI_TRANSPORT_IWARP ? IT_TRUE : IT_FALSE;
+		ia->transport == RNICPI_TRANSPORT_IWARP &&
+				!(a->caps & RNICPI_DEV_CAP_NATIVE_CM) ?
+			IT_TRUE :
+			IT_FALSE;
 	info->spigot_online_support = IT_TRUE;
 	info->spigot_offline_support = IT_TRUE;
 	info->num_spigots = MAX(a->phys_port_cnt, 1);

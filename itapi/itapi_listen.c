@@ -167,6 +167,10 @@ it_status_t it_listen_create(it_ia_handle_t ia_handle, size_t spigot_id,
 	    ia->transport != RNICPI_TRANSPORT_IWARP)
 		return IT_FAIL(&ia->obj, IT_ERR_INVALID_FLAGS,
 			       "IRD/ORD suppression: iWARP only (the InfiniBand CM's REP always carries them)");
+	if ((flags & IT_LISTEN_SUPPRESS_IRD_ORD) &&
+	    (ia->attr.caps & RNICPI_DEV_CAP_NATIVE_CM))
+		return IT_FAIL(&ia->obj, IT_ERR_INVALID_FLAGS,
+			       "IRD/ORD suppression: this device's connections run through librdmacm, whose iw_cm sends IRD/ORD always");
 	if (conn_qual->type == IT_IANA_LR_PORT) {
 		/* Requests from one remote port (any address: the qualifier
 		 * names ports only) to the local port, given or picked. */

@@ -26,6 +26,8 @@ passes() {
 	grep -q '^1\.\.[1-9]' "$out" || fail "$2: no TAP plan"
 	grep -q "^ok .*:$3: Passed" "$out" ||
 		fail "$2: the tree's suite case $3 did not run"
+	grep -q '^ok .*:test_rmr_window_bounds: Passed' "$out" ||
+		fail "$2: the memory window checks did not run"
 	grep -q '^not ok' "$out" && fail "$2: a check failed"
 	[ "$(grep -c '^ok ' "$out")" = "$(sed -n 's/^1\.\.//p' "$out")" ] ||
 		fail "$2: not every planned check is ok"
@@ -58,10 +60,10 @@ grep -q '^not ok .*:connect_accept_send:' "$out" ||
 	fail "test_lo: the suite's connection case did not fail"
 echo "PASS: hostrdma-conformance -d test_lo fails as it should"
 
-# --own-only: the runner's six checks alone.
+# --own-only: the runner's eight checks alone.
 HOSTRDMA_PROVIDER_PATH="$builddir/tests/provider/.libs" \
 	"$prog" -d test_lo --own-only >"$out" 2>/dev/null
-grep -q '^1\.\.6$' "$out" || fail "--own-only: not the six own checks"
+grep -q '^1\.\.8$' "$out" || fail "--own-only: not the eight own checks"
 
 # Usage errors.
 "$prog" >/dev/null 2>&1

@@ -149,6 +149,16 @@ void it_loopback_path(struct it_fix *f, it_path_t *path)
 	ck_assert_uint_eq(n, 1);
 }
 
+uint32_t it_loopback_ipv4(void)
+{
+	return htonl(INADDR_LOOPBACK);
+}
+
+bool it_env_ird_ord_suppressible(void)
+{
+	return !it_env_is_rxe();
+}
+
 void it_connect_pair(struct it_fix *f, it_ep_handle_t a, it_ep_handle_t b)
 {
 	it_conn_qual_t q = { .type = IT_IANA_PORT };

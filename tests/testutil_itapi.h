@@ -69,6 +69,13 @@ void it_connect_pair(struct it_fix *f, it_ep_handle_t a, it_ep_handle_t b);
 
 /* The path to 127.0.0.1 through the IA (it_get_pathinfo). */
 void it_loopback_path(struct it_fix *f, it_path_t *path);
+/* The address of that path, network order: 127.0.0.1 here, the device's
+ * own address in the conformance runner. */
+uint32_t it_loopback_ipv4(void);
+/* Whether the environment's IA should claim ird_ord_suppressible: siw_lo
+ * does; in the conformance runner, whatever the device claims (the cases
+ * then check that the flags are refused where it does not). */
+bool it_env_ird_ord_suppressible(void);
 
 /* test provider: make @a and @b "connected" to each other (its DEST_QPN
  * convention) and mark both endpoints CONNECTED. */

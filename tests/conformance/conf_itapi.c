@@ -232,6 +232,27 @@ void it_loopback_path(struct it_fix *f, it_path_t *path)
 	ck_assert_uint_eq(n, 1);
 }
 
+uint32_t it_loopback_ipv4(void)
+{
+	return conf_addr.s_addr;
+}
+
+bool it_env_ird_ord_suppressible(void)
+{
+	it_ia_handle_t ia;
+	it_ia_info_t *info = NULL;
+	bool can = false;
+
+	if (it_ia_create(it_dev_name, 2, 1, &ia) != IT_SUCCESS)
+		return false;
+	if (it_ia_query(ia, &info) == IT_SUCCESS) {
+		can = info->ird_ord_suppressible != IT_FALSE;
+		it_ia_info_free(info);
+	}
+	it_ia_free(ia);
+	return can;
+}
+
 void it_connect_pair(struct it_fix *f, it_ep_handle_t a, it_ep_handle_t b)
 {
 	it_conn_qual_t q = { .type = IT_IANA_PORT };

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/conformance/conf_itapi.h"
 
@@ -263,6 +264,154 @@ START_TEST(test_rc_send_write_read)
 }
 END_TEST
 
+/* A window of type @type onto bytes 1024..2047 of @target on @s, a region
+ * with local rights only (its own key opens nothing to the peer); false
+ * when the IA does not name the type in rmr_types_supported, after
+ * checking that it_rmr_create refuses it. */
+static bool rmr_open(struct side *s, it_rmr_type_t type, unsigned char *target,
+		     size_t len, it_rmr_handle_t *rmr, it_rmr_context_t *ctx)
+{
+	it_lmr_handle_t l;
+	it_rmr_context_t k;
+	it_ia_info_t *info;
+	it_rmr_type_t have;
+	it_event_t ev;
+
+	ck_it(it_ia_query(s->ia, &info));
+	have = info->rmr_types_supported;
+	it_ia_info_free(info);
+	if (!(have & type)) {
+		ck_assert_msg(it_rmr_create20(s->pz, type, rmr) != IT_SUCCESS,
+			      "RMR type %d not supported, yet created",
+			      (int)type);
+		return false;
+	}
+	memset(target, 0, len);
+	ck_it(it_lmr_create(s->pz, target, NULL, len, IT_ADDR_MODE_ABSOLUTE,
+			    IT_PRIV_LOCAL, IT_LMR_FLAG_NONE, 0, &l, &k));
+	ck_it(it_rmr_create20(s->pz, type, rmr));
+	ck_it(it_rmr_link(*rmr, l, target + 1024, 1024, IT_ADDR_MODE_ABSOLUTE,
+			  IT_PRIV_REMOTE_WRITE, s->ep, 10, FLAGS, ctx));
+	wait_for(s->dto, IT_RMR_LINK_CMPL_EVENT, &ev);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	return true;
+}
+
+/* @c's RDMA Write of @n bytes (@fill) at @dst through @ctx; its
+ * completion status. */
+static it_dto_status_t rmr_write(struct side *c, unsigned char *dst,
+				 size_t n, int fill, it_rmr_context_t ctx,
+				 unsigned char *src)
+{
+	it_lmr_handle_t l;
+	it_lmr_triplet_t seg;
+	it_event_t ev;
+	size_t nmore;
+
+	memset(src, fill, n);
+	ck_it(it_lmr_create(c->pz, src, NULL, n, IT_ADDR_MODE_ABSOLUTE,
+			    IT_PRIV_LOCAL, IT_LMR_FLAG_NONE, 0, &l, NULL));
+	seg.lmr = l;
+	seg.addr.abs = src;
+	seg.length = n;
+	ck_it(it_post_rdma_write(c->ep, &seg, 1, 11, FLAGS,
+				 it_make_rdma_addr_absolute(dst), ctx));
+	ck_it(it_evd_wait(c->dto, TIMEOUT_US, &ev, &nmore));
+	ck_assert_int_eq(ev.event_number, IT_DTO_RDMA_WRITE_CMPL_EVENT);
+	/* An iWARP responder reports a refusal on its side (a
+	 * Terminate), after the Write completed here: time to land. */
+	usleep(200 * 1000);
+	return ev.dto_cmpl.dto_status;
+}
+
+/*
+ * Memory windows of each type it_ia_query's rmr_types_supported names:
+ * it_rmr_create, it_rmr_link from PEER_DEVICE's side onto part of a
+ * region the peer has no key to; DEVICE's RDMA Write through the window
+ * lands there and nowhere else; unlinked, the same Write is refused and
+ * changes nothing (an error completion on RoCE and InfiniBand). A type
+ * the IA does not name: it_rmr_create refuses it.
+ */
+START_TEST(test_rmr_window)
+{
+	static unsigned char target[4096], before[4096], src[256];
+	const it_rmr_type_t types[] = { IT_RMR_TYPE_NARROW, IT_RMR_TYPE_WIDE };
+	it_rmr_context_t ctx;
+	it_rmr_handle_t rmr;
+	struct side c, s;
+	it_dto_status_t st;
+	it_event_t ev;
+
+	for (int t = 0; t < 2; t++) {
+		connect_pair(&c, &s);
+		if (rmr_open(&s, types[t], target, sizeof(target), &rmr,
+			     &ctx)) {
+			st = rmr_write(&c, target + 1500, 200, 0x31 + t, ctx,
+				       src);
+			ck_assert_int_eq(st, IT_DTO_SUCCESS);
+			for (size_t i = 0; i < sizeof(target); i++)
+				ck_assert_msg(target[i] ==
+						      (i >= 1500 && i < 1700 ?
+							       0x31 + t :
+							       0),
+					      "type %d: byte %zu is 0x%02x",
+					      (int)types[t], i, target[i]);
+			ck_it(it_rmr_unlink(rmr, s.ep, 20, FLAGS));
+			wait_for(s.dto, IT_RMR_LINK_CMPL_EVENT, &ev);
+			ck_assert_int_eq(ev.dto_cmpl.dto_status,
+					 IT_DTO_SUCCESS);
+			memcpy(before, target, sizeof(target));
+			st = rmr_write(&c, target + 1500, 200, 0xee, ctx, src);
+			if (!conf_itapi_is_iwarp(dev_name))
+				ck_assert_msg(st != IT_DTO_SUCCESS,
+					      "type %d: a Write through an unlinked window completed",
+					      (int)types[t]);
+			ck_assert_msg(memcmp(target, before,
+					     sizeof(target)) == 0,
+				      "type %d: a Write through an unlinked window landed",
+				      (int)types[t]);
+		}
+		ck_it(it_ia_free(c.ia));
+		ck_it(it_ia_free(s.ia));
+	}
+}
+END_TEST
+
+/*
+ * The window's bounds: a Write of 64 bytes from 2000, 16 past the end of
+ * a window on 1024..2047, is refused and changes nothing, although the
+ * region under the window has those bytes.
+ */
+START_TEST(test_rmr_window_bounds)
+{
+	static unsigned char target[4096], before[4096], src[256];
+	const it_rmr_type_t types[] = { IT_RMR_TYPE_NARROW, IT_RMR_TYPE_WIDE };
+	it_rmr_context_t ctx;
+	it_rmr_handle_t rmr;
+	struct side c, s;
+	it_dto_status_t st;
+
+	for (int t = 0; t < 2; t++) {
+		connect_pair(&c, &s);
+		if (rmr_open(&s, types[t], target, sizeof(target), &rmr,
+			     &ctx)) {
+			memcpy(before, target, sizeof(target));
+			st = rmr_write(&c, target + 2000, 64, 0xee, ctx, src);
+			ck_assert_msg(memcmp(target, before,
+					     sizeof(target)) == 0,
+				      "type %d: a Write past the window's end landed (completion status %d)",
+				      (int)types[t], (int)st);
+			if (!conf_itapi_is_iwarp(dev_name))
+				ck_assert_msg(st != IT_DTO_SUCCESS,
+					      "type %d: a Write past the window's end completed, nothing landed",
+					      (int)types[t]);
+		}
+		ck_it(it_ia_free(c.ia));
+		ck_it(it_ia_free(s.ia));
+	}
+}
+END_TEST
+
 static Suite *conformance_suite(void)
 {
 	Suite *s = suite_create("conformance");
@@ -277,6 +426,8 @@ static Suite *conformance_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_rc_connect_disconnect);
 	tcase_add_test(tc, test_rc_send_write_read);
+	tcase_add_test(tc, test_rmr_window);
+	tcase_add_test(tc, test_rmr_window_bounds);
 	suite_add_tcase(s, tc);
 	return s;
 }

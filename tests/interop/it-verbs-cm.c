@@ -8,6 +8,10 @@
  *   connect, private data "hello-1"  -> CONN_REQUEST with "hello-1",
  *   PEER_REJECT with "no-thanks"     <- it_reject with "no-thanks"
  *   connect to PORT + 1 (nobody)     -> NONPEER_REJECT
+ *   connect, "hello-3", then give up -> CONN_REQUEST with "hello-3",
+ *   (it_ep_free after 2 s; on siw0       answered only after 13 s:
+ *   the kernel's MPA reply time-out,     it_ep_accept succeeds, then
+ *   10 s, ends the attempt first)        BROKEN on the endpoint
  *   connect, "hello-2"               -> CONN_REQUEST with "hello-2",
  *   ESTABLISHED with "welcome"       <- it_ep_accept with "welcome",
  *                                       ESTABLISHED
@@ -22,9 +26,11 @@
 #include "it_api.h"
 
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/interop/it_util.h"
 
@@ -41,7 +47,8 @@ struct ctx {
 	char buf[256];
 };
 
-static it_ep_handle_t make_ep(struct ctx *c)
+/* An endpoint, with a receive posted when @recv. */
+static it_ep_handle_t make_ep(struct ctx *c, bool recv)
 {
 	it_ep_attributes_t a;
 	it_ep_handle_t ep;
@@ -55,6 +62,8 @@ static it_ep_handle_t make_ep(struct ctx *c)
 	a.srv.rc.rdma_read_ird = a.srv.rc.rdma_read_ord = 1;
 	IT_TRY(it_ep_rc_create(c->pz, c->sq, c->rq, c->cm, IT_EP_NO_FLAG, &a,
 			       &ep));
+	if (!recv)
+		return ep;
 	t.addr.abs = c->buf + 128;
 	IT_TRY(it_post_recv(ep, &t, 1, 1, (it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG)));
 	return ep;
@@ -108,11 +117,27 @@ static int server(struct ctx *c, int port)
 		     ev.conn_req.private_data_present, "hello-1");
 	IT_TRY(it_reject(ev.conn_req.cn_est_id,
 			 (const unsigned char *)"no-thanks", 10));
+	STEP("IT_CM_REQ_CONN_REQUEST_EVENT on req (to be abandoned)");
+	it_wait_ev(req, IT_CM_REQ_CONN_REQUEST_EVENT, &ev, WAIT_US);
+	expect_pdata("third request", ev.conn_req.private_data,
+		     ev.conn_req.private_data_present, "hello-3");
+	/* The client gives up meanwhile. */
+	sleep(13);
+	ep = make_ep(c, false);	/* no receive to flush on c->rq */
+	IT_TRY(it_ep_accept(ep, ev.conn_req.cn_est_id, NULL, 0));
+	STEP("IT_CM_MSG_CONN_BROKEN_EVENT on c->cm (abandoned request)");
+	it_wait_ev(c->cm, IT_CM_MSG_CONN_BROKEN_EVENT, &ev, WAIT_US);
+	if (ev.conn.ep != ep) {
+		fprintf(stderr, "%s: BROKEN names another endpoint\n",
+			it_prog);
+		return 1;
+	}
+	IT_TRY(it_ep_free(ep));
 	STEP("IT_CM_REQ_CONN_REQUEST_EVENT on req");
 	it_wait_ev(req, IT_CM_REQ_CONN_REQUEST_EVENT, &ev, WAIT_US);
 	expect_pdata("second request", ev.conn_req.private_data,
 		     ev.conn_req.private_data_present, "hello-2");
-	ep = make_ep(c);
+	ep = make_ep(c, true);
 	IT_TRY(it_ep_accept(ep, ev.conn_req.cn_est_id,
 			    (const unsigned char *)"welcome", 8));
 	STEP("IT_CM_MSG_CONN_ESTABLISHED_EVENT on c->cm");
@@ -149,7 +174,7 @@ static int client(struct ctx *c, const char *addr, int port)
 	}
 	setup(c);
 	q.conn_qual.port = htons((uint16_t)port);
-	ep = make_ep(c);
+	ep = make_ep(c, true);
 	IT_TRY(it_ep_connect(ep, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
 			     (const unsigned char *)"hello-1", 8));
 	STEP("IT_CM_MSG_CONN_PEER_REJECT_EVENT on c->cm");
@@ -159,15 +184,24 @@ static int client(struct ctx *c, const char *addr, int port)
 	IT_TRY(it_ep_free(ep));
 
 	q.conn_qual.port = htons((uint16_t)(port + 1));
-	ep = make_ep(c);
+	ep = make_ep(c, true);
 	IT_TRY(it_ep_connect(ep, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
 			     NULL, 0));
 	STEP("IT_CM_MSG_CONN_NONPEER_REJECT_EVENT on c->cm");
 	it_wait_ev(c->cm, IT_CM_MSG_CONN_NONPEER_REJECT_EVENT, &ev, WAIT_US);
 	IT_TRY(it_ep_free(ep));
 
+	/* A request given up before the server answers it. */
 	q.conn_qual.port = htons((uint16_t)port);
-	ep = make_ep(c);
+	ep = make_ep(c, false);
+	IT_TRY(it_ep_connect(ep, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
+			     (const unsigned char *)"hello-3", 8));
+	STEP("giving up on the third request");
+	sleep(2);
+	IT_TRY(it_ep_free(ep));
+
+	q.conn_qual.port = htons((uint16_t)port);
+	ep = make_ep(c, true);
 	IT_TRY(it_ep_connect(ep, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
 			     (const unsigned char *)"hello-2", 8));
 	STEP("IT_CM_MSG_CONN_ESTABLISHED_EVENT on c->cm");

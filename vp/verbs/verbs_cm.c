@@ -25,9 +25,15 @@
  * Objects: a listener owns its rdma_cm id; a request (struct verbs_conn)
  * owns the new id until conn_accept gives it to the QP or conn_reject
  * destroys it; a QP owns the id of its connection until destroy_qp. An
- * event on a request not answered yet (the peer gave up) is not reported:
- * the request stays pending and its answer then fails (accept:
- * -ECONNRESET) or is a no-op (reject).
+ * event on a request not answered yet (the peer gave up: IB's REJ from
+ * an initiator that destroyed its id) is not reported at once, as
+ * RNICPI has no event for a request already reported; mostly there is
+ * none anyway, as the kernel's ucma drops events on a request not
+ * accepted yet. The request stays pending and its answer then fails with
+ * -ECONNRESET (accept, request_alive; the core breaks the accepting
+ * endpoint's connection) or is a no-op (reject). On iWARP the kernel's
+ * siw says nothing of a peer's close before the accept, and rdma_accept
+ * fails with ECONNRESET, which ends the same way.
  */
 #include "config.h"
 
@@ -615,6 +621,26 @@ static int verbs_cm_connect(struct rnicpi_qp *qp, const struct sockaddr *src,
 	return 0;
 }
 
+/*
+ * Whether rdma_cm still holds the peer's request on @id. IB and RoCE: the
+ * IB CM drops a request whose initiator gave up (its REJ, or its
+ * time-out), and the kernel's ucma reports nothing on a request not
+ * accepted yet ("the accept will just fail later"): the id's IB CM id
+ * is idle then, and rdma_init_qp_attr fails with EINVAL. iWARP: iw_cm
+ * keeps its own state, rdma_accept tells instead (ECONNRESET).
+ */
+static bool request_alive(struct verbs_dev *vd, struct rdma_cm_id *id)
+{
+	struct ibv_qp_attr a;
+	int mask = 0;
+
+	if (vd->transport == RNICPI_TRANSPORT_IWARP)
+		return true;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	return rdma_init_qp_attr(id, &a, &mask) == 0 || errno != EINVAL;
+}
+
 static int verbs_conn_accept(struct rnicpi_conn *rc, struct rnicpi_qp *qp,
 			     const struct rnicpi_conn_param *param)
 {
@@ -658,6 +684,12 @@ static int verbs_conn_accept(struct rnicpi_conn *rc, struct rnicpi_qp *qp,
 		err = -EMSGSIZE;
 		goto fail;
 	}
+	if (!request_alive(vd, q->cm_id)) {
+		g_info("%s: QP %u: the peer gave up on its request before the accept",
+		       vd->rdev.name, q->base.qp_num);
+		err = -ECONNRESET;
+		goto fail;
+	}
 	err = qp_to_rts(q, q->cm_id, ird, ord);
 	if (err) {
 		g_info("%s: QP %u to RTS for the accept: %s", vd->rdev.name,
@@ -668,6 +700,9 @@ static int verbs_conn_accept(struct rnicpi_conn *rc, struct rnicpi_qp *qp,
 			ord, q);
 	if (rdma_accept(q->cm_id, &cp)) {
 		err = neg_errno();
+		if (err == -ECONNRESET)
+			g_info("%s: QP %u: the peer gave up on its request before the accept",
+			       vd->rdev.name, q->base.qp_num);
 		goto fail;
 	}
 	return 0;

@@ -37,6 +37,11 @@ struct verbs_mr {
 	struct ibv_mr *mr;
 };
 
+struct verbs_mw {
+	struct rnicpi_mw base;
+	struct ibv_mw *mw;
+};
+
 struct verbs_cq {
 	struct rnicpi_cq base;
 	struct ibv_comp_channel *ch;
@@ -146,6 +151,101 @@ static int verbs_reg_mr(struct rnicpi_pd *pd, void *addr, uint64_t length,
 	m->base.lkey = m->mr->lkey;
 	m->base.rkey = m->mr->rkey;
 	*out = &m->base;
+	return 0;
+}
+
+/* --- MWs (memory windows) --- */
+
+static int verbs_alloc_mw(struct rnicpi_pd *pd, enum rnicpi_mw_type type,
+			  struct rnicpi_mw **out)
+{
+	struct verbs_mw *w;
+
+	if (type != RNICPI_MW_TYPE_1 && type != RNICPI_MW_TYPE_2)
+		return -EINVAL;
+	w = g_new0(struct verbs_mw, 1);
+	errno = 0;
+	w->mw = ibv_alloc_mw(to_vpd(pd)->pd, type == RNICPI_MW_TYPE_1 ?
+						   IBV_MW_TYPE_1 :
+						   IBV_MW_TYPE_2);
+	if (!w->mw) {
+		int err = neg(0);
+
+		g_free(w);
+		return err;
+	}
+	w->base.pd = pd;
+	w->base.type = type;
+	w->base.rkey = w->mw->rkey;
+	*out = &w->base;
+	return 0;
+}
+
+static int verbs_dealloc_mw(struct rnicpi_mw *mw)
+{
+	struct verbs_mw *w = container_of(mw, struct verbs_mw, base);
+	int ret = ibv_dealloc_mw(w->mw);
+
+	if (ret)
+		return ret < 0 ? ret : -ret;
+	g_free(w);
+	return 0;
+}
+
+/*
+ * A bind WR of either type, posted here (it is never chained). The key is
+ * the one RNICPI names. libibverbs binds a type 1 window with
+ * ibv_bind_mw, which takes ibv_inc_rkey of the window's key: that is the
+ * one named for a link, but not for an unbind (a bind of length 0 that
+ * keeps the key), which goes as an IBV_WR_BIND_MW like a type 2 bind (the
+ * kernel's rxe binds both the same way). The window's key in struct
+ * ibv_mw is the one the device checks the next bind against: kept.
+ */
+static int post_bind(struct verbs_qp *q, const struct rnicpi_send_wr *wr)
+{
+	const struct rnicpi_mw_bind_info *bi = &wr->wr.bind_mw.bind_info;
+	struct ibv_mw_bind_info ib = { 0 };
+	struct ibv_send_wr iwr, *ibad;
+	unsigned int flags = 0;
+	uint32_t key = wr->wr.bind_mw.rkey;
+	struct verbs_mw *w;
+	int ret;
+
+	if (!wr->wr.bind_mw.mw || (bi->length && !bi->mr))
+		return -EINVAL;
+	w = container_of(wr->wr.bind_mw.mw, struct verbs_mw, base);
+	if (bi->mr)
+		ib.mr = container_of(bi->mr, struct verbs_mr, base)->mr;
+	ib.addr = bi->addr;
+	ib.length = bi->length;
+	ib.mw_access_flags = verbs_access(bi->access);
+	if (wr->send_flags & RNICPI_SEND_SIGNALED)
+		flags |= IBV_SEND_SIGNALED;
+	if (wr->send_flags & (RNICPI_SEND_FENCE | RNICPI_SEND_LOCAL_FENCE))
+		flags |= IBV_SEND_FENCE;
+	if (w->base.type == RNICPI_MW_TYPE_1 &&
+	    key == ibv_inc_rkey(w->mw->rkey)) {
+		struct ibv_mw_bind b = {
+			.wr_id = wr->wr_id,
+			.send_flags = flags,
+			.bind_info = ib,
+		};
+
+		ret = ibv_bind_mw(q->qp, w->mw, &b);
+	} else {
+		memset(&iwr, 0, sizeof(iwr));
+		iwr.wr_id = wr->wr_id;
+		iwr.opcode = IBV_WR_BIND_MW;
+		iwr.send_flags = flags;
+		iwr.bind_mw.mw = w->mw;
+		iwr.bind_mw.rkey = key;
+		iwr.bind_mw.bind_info = ib;
+		ret = ibv_post_send(q->qp, &iwr, &ibad);
+	}
+	if (ret)
+		return ret < 0 ? ret : -ret;
+	w->mw->rkey = key;
+	w->base.rkey = key;
 	return 0;
 }
 
@@ -618,6 +718,15 @@ static int verbs_post_send(struct rnicpi_qp *qp,
 	int ret;
 
 	for (; wr; wr = wr->next) {
+		if (wr->opcode == RNICPI_WR_BIND_MW) {
+			ret = to_vqp(qp)->ud ? -EINVAL :
+					       post_bind(to_vqp(qp), wr);
+			if (ret) {
+				*bad = wr;
+				return ret < 0 ? ret : -ret;
+			}
+			continue;
+		}
 		ret = verbs_send_wr_to_ibv(wr, &iwr, sge, VERBS_MAX_SGE);
 		/* A datagram: its address handle, the peer's QPN and Q_Key;
 		 * only Sends go on UD (IBA 9.8.1). */
@@ -730,6 +839,8 @@ void verbs_fill_ops(struct rnicpi_device_ops *ops)
 	ops->reg_mr = verbs_reg_mr;
 	ops->rereg_mr = verbs_rereg_mr;
 	ops->dereg_mr = verbs_dereg_mr;
+	ops->alloc_mw = verbs_alloc_mw;
+	ops->dealloc_mw = verbs_dealloc_mw;
 	ops->create_cq = verbs_create_cq;
 	ops->destroy_cq = verbs_destroy_cq;
 	ops->poll_cq = verbs_poll_cq;
