@@ -46,15 +46,12 @@ struct kald_run {
 	char *log;
 };
 
-static void kald_start(struct kald_run *k)
+/* A daemon on @k's socket (again, after kald_start), logging to @k->log. */
+static void kald_spawn(struct kald_run *k)
 {
 	char quiet[16];
 	int i;
 
-	k->dir = g_dir_make_tmp("kald-XXXXXX", NULL);
-	ck_assert_ptr_nonnull(k->dir);
-	k->sock = g_build_filename(k->dir, "kald.sock", NULL);
-	k->log = g_build_filename(k->dir, "kald.log", NULL);
 	snprintf(quiet, sizeof(quiet), "%d", QUIET_MS);
 	k->pid = fork();
 	ck_assert_int_ge(k->pid, 0);
@@ -80,6 +77,15 @@ static void kald_start(struct kald_run *k)
 	ck_assert_msg(i < 500, "hostrdma-kald did not come up");
 }
 
+static void kald_start(struct kald_run *k)
+{
+	k->dir = g_dir_make_tmp("kald-XXXXXX", NULL);
+	ck_assert_ptr_nonnull(k->dir);
+	k->sock = g_build_filename(k->dir, "kald.sock", NULL);
+	k->log = g_build_filename(k->dir, "kald.log", NULL);
+	kald_spawn(k);
+}
+
 static char *kald_log(struct kald_run *k)
 {
 	char *text = NULL;
@@ -102,6 +108,14 @@ static void kald_stop(struct kald_run *k)
 			     status, tail(log));
 	}
 	unlink(k->log);
+	{
+		/* Its keeper, with no process left to keep, is gone or
+		 * going: what it leaves is ours to clear. */
+		g_autofree char *keep = g_strconcat(k->sock, ".keep", NULL);
+
+		unlink(keep);
+	}
+	unlink(k->sock);
 	rmdir(k->dir);
 	g_free(k->dir);
 	g_free(k->sock);
@@ -1047,6 +1061,92 @@ START_TEST(kald_ping_two_pairs)
 }
 END_TEST
 
+/* The daemon killed (SIGKILL) while a pair transfers through it, then
+ * started again on the same socket: the pair's data path never noticed
+ * (every byte of every round checked, -V); a server started during the
+ * outage waits for the daemon, saying so, and gets a client once it is
+ * back; the new daemon took the running processes over from the old
+ * one's keeper. */
+START_TEST(kald_restart_under_traffic)
+{
+	struct kald_run k;
+	char port[8], port2[8];
+	const char *sargv[] = { TOOLS "hostrdma-ping", "-s", "-a", "127.0.0.1",
+				"-p", free_port(port, sizeof(port)), "-C",
+				"4000", "-S", "4000", "-d", NULL };
+	const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a", "127.0.0.1",
+				"-p", port, "-C", "4000", "-S", "4000", "-V",
+				NULL };
+	const char *s2argv[] = { TOOLS "hostrdma-ping", "-s", "-a", "::1",
+				 "-p", free_port(port2, sizeof(port2)), "-C",
+				 "20", "-S", "4000", "-d", NULL };
+	const char *c2argv[] = { TOOLS "hostrdma-ping", "-c", "-a", "::1",
+				 "-p", port2, "-C", "20", "-S", "4000", "-V",
+				 NULL };
+	g_autofree char *log1 = NULL, *log2 = NULL, *first = NULL;
+	struct proc s, c, s2, c2;
+	int rc, status;
+
+	kald_start(&k);
+	env_rxe_lo(k.sock);
+	g_setenv("HOSTRDMA_KALD_WAIT_MS", "20000", TRUE);
+	start(&s, sargv);
+	/* Its -d lines (two a round) wait in the pipe while the test
+	 * watches the others: room for all of them. */
+	(void)fcntl(s.out, F_SETPIPE_SZ, 1 << 20);
+	wait_for(&s, "waiting for a client", 20, &k);
+	start(&c, cargv);
+	/* Under traffic: the rounds have begun and are far from done. */
+	g_usleep(300000);
+	ck_assert_int_eq(waitpid(c.pid, &status, WNOHANG), 0);
+	kill(k.pid, SIGKILL);
+	ck_assert_int_eq(waitpid(k.pid, &status, 0), k.pid);
+	tools_untrack_pid(k.pid);
+	/* A new server while the daemon is away: it waits, and says why. */
+	start(&s2, s2argv);
+	wait_for(&s2, "does not answer", 20, &k);
+	ck_assert_ptr_null(strstr(s2.text->str, "waiting for a client"));
+	log1 = kald_log(&k);
+	ck_assert_msg(strstr(log1, "keeper: the daemon is gone"), "%s",
+		      tail(log1));
+	first = k.log;
+	k.log = g_strconcat(first, ".2", NULL);
+	kald_spawn(&k);
+	wait_for(&s2, "waiting for a client", 20, &k);
+	rc = finish_within(&c, 60);
+	if (rc != 0 || !strstr(c.text->str,
+			       "4000 rounds of 4000 bytes, validated")) {
+		finish_within(&s, 5);
+		log2 = kald_log(&k);
+		fprintf(stderr, "server:\n%s\ndaemons:\n%s\n%s\n",
+			tail(s.text->str), tail(log1), tail(log2));
+		ck_abort_msg("exit %d:\n%s", rc, tail(c.text->str));
+	}
+	rc = finish_within(&s, 30);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(s.text->str));
+	ck_assert_ptr_null(strstr(s.text->str, "may be lost"));
+	/* A new connection through the new daemon. */
+	start(&c2, c2argv);
+	rc = finish_within(&c2, 60);
+	ck_assert_msg(rc == 0 && strstr(c2.text->str,
+					"20 rounds of 4000 bytes, validated"),
+		      "exit %d:\n%s", rc, tail(c2.text->str));
+	rc = finish_within(&s2, 30);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(s2.text->str));
+	log2 = kald_log(&k);
+	ck_assert_msg(strstr(log2, "took over from the previous daemon: 2 "
+			     "addresses, 2 processes"), "%s", tail(log2));
+	done(&c);
+	done(&s);
+	done(&c2);
+	done(&s2);
+	g_unsetenv("HOSTRDMA_KALD_WAIT_MS");
+	env_clear();
+	unlink(first);
+	kald_stop(&k);
+}
+END_TEST
+
 /* A client of a port nobody listens on, through the daemon: refused at
  * once (the daemon's REJ "invalid service ID"), not after the CM's ~10 s
  * of retries, and the tool says so. */
@@ -1142,6 +1242,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tt, kald_ping_two_pairs);
 	tcase_add_test(tt, kald_none_embedded);
 	tcase_add_test(tt, kald_ping_refused);
+	tcase_add_test(tt, kald_restart_under_traffic);
 	suite_add_tcase(s, tt);
 	return s;
 }
