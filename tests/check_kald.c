@@ -5,9 +5,10 @@
  * sockets it hands out, QP1's CM MADs routed by service ID and by the
  * range in a communication ID, a garbage-sending client disconnected
  * while the others carry on, a killed process's range drained and reused
- * only after it went quiet, two pairs of hostrdma-ping processes on
- * rxe_lo at once through it, and without it today's embedded behaviour
- * with its one clear message.
+ * only after it went quiet (IPv4 and IPv6), two pairs of hostrdma-ping
+ * processes on rxe_lo at once through it, the daemon killed and started
+ * again under traffic, and without it today's embedded behaviour with its
+ * one clear message.
  *
  * The daemon binds UDP 4791 on 127.0.0.1 and ::1: run under the test
  * lock like every soft-RoCE suite.
@@ -621,6 +622,8 @@ END_TEST
  * QUIET_MS, then to the next process, which sees none of the old ones. */
 START_TEST(kald_killed_range_reused)
 {
+	/* IPv4, then the same over IPv6. */
+	int family = _i ? AF_INET6 : AF_INET;
 	struct kald_run k;
 	struct share s, sc, sd;
 	struct kal_hostsvc *c, *d;
@@ -633,15 +636,22 @@ START_TEST(kald_killed_range_reused)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		struct sockaddr_storage ss = { .ss_family = family };
 		struct kal_hostsvc *hs;
 
 		close(pfd[0]);
+		if (family == AF_INET)
+			((struct sockaddr_in *)&ss)->sin_addr.s_addr =
+				htonl(INADDR_LOOPBACK);
+		else
+			((struct sockaddr_in6 *)&ss)->sin6_addr =
+				in6addr_loopback;
 		if (kal_hostsvc_connect(k.sock, &hs) ||
-		    kal_hostsvc_udp(hs, (struct sockaddr *)&(struct sockaddr_in){
-				    .sin_family = AF_INET,
-				    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) },
-				    sizeof(struct sockaddr_in), &s.udp, &s.fwd,
-				    &s.base, &s.count))
+		    kal_hostsvc_udp(hs, (struct sockaddr *)&ss,
+				    family == AF_INET
+				    ? sizeof(struct sockaddr_in)
+				    : sizeof(struct sockaddr_in6), &s.udp,
+				    &s.fwd, &s.base, &s.count))
 			_exit(1);
 		if (write(pfd[1], &s.base, 4) != 4)
 			_exit(1);
@@ -654,22 +664,22 @@ START_TEST(kald_killed_range_reused)
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	/* In flight to the dead process's QPs. */
-	send_to_qp(AF_INET, base + 1, 101);
-	send_to_qp(AF_INET, base + 2, 102);
+	send_to_qp(family, base + 1, 101);
+	send_to_qp(family, base + 2, 102);
 	g_usleep(50000);
 	/* Not quiet yet: the next process gets another range. */
 	c = client(&k);
-	take(c, AF_INET, &sc);
+	take(c, family, &sc);
 	ck_assert_uint_ne(sc.base, base);
-	send_to_qp(AF_INET, base + 3, 103);
+	send_to_qp(family, base + 3, 103);
 	ck_assert_uint_eq(recv_tag(sc.udp, 100), 0);
 	g_usleep((QUIET_MS + 200) * 1000);
 	/* Quiet: reused, and nothing of the dead process's comes to it. */
 	d = client(&k);
-	take(d, AF_INET, &sd);
+	take(d, family, &sd);
 	ck_assert_uint_eq(sd.base, base);
 	ck_assert_uint_eq(recv_tag(sd.udp, 100), 0);
-	send_to_qp(AF_INET, base + 1, 104);
+	send_to_qp(family, base + 1, 104);
 	ck_assert_uint_eq(recv_tag(sd.udp, 2000), 104);
 	ck_assert_uint_eq(recv_tag(sc.udp, 50), 0);
 	share_close(&sc);
@@ -943,13 +953,14 @@ static void env_rxe_lo(const char *sock)
  * through the daemon (one pair over IPv4, one over IPv6), every round's
  * bytes checked by the client (-V); the CM's MADs went through the
  * daemon. A third server on the first one's port is refused; a third
- * pair's client is killed mid-transfer while the others run, and they
- * finish; afterwards a new pair on the freed ranges gets every byte. */
+ * pair's client (over IPv4) and a fourth's (over IPv6) are killed
+ * mid-transfer while the others run, and they finish; afterwards a new
+ * pair on the freed ranges gets every byte. */
 START_TEST(kald_ping_two_pairs)
 {
 	struct kald_run k;
 	static const char *const addr[2] = { "127.0.0.1", "::1" };
-	struct proc s[2], c[2], victim[2];
+	struct proc s[2], c[2], victim[4];
 	char port[2][8], vport[8];
 	g_autofree char *log = NULL;
 	int i, rc;
@@ -980,20 +991,21 @@ START_TEST(kald_ping_two_pairs)
 			      "exit %d:\n%s", rc, tail(t.text->str));
 		done(&t);
 	}
-	/* A third pair, its client killed mid-transfer. */
-	{
+	/* A third pair, its client killed mid-transfer, and a fourth, the
+	 * same over IPv6. */
+	for (i = 0; i < 2; i++) {
 		const char *vs[] = { TOOLS "hostrdma-ping", "-s", "-a",
-				     "127.0.0.1", "-p",
+				     addr[i], "-p",
 				     free_port(vport, sizeof(vport)), "-S",
 				     "4000", "-d", NULL };
 		const char *vc[] = { TOOLS "hostrdma-ping", "-c", "-a",
-				     "127.0.0.1", "-p", vport, "-S", "4000",
+				     addr[i], "-p", vport, "-S", "4000",
 				     "-v", NULL };
 
-		start(&victim[0], vs);
-		wait_for(&victim[0], "waiting for a client", 20, &k);
-		start(&victim[1], vc);
-		wait_for(&victim[1], "ping data: ", 20, &k);
+		start(&victim[2 * i], vs);
+		wait_for(&victim[2 * i], "waiting for a client", 20, &k);
+		start(&victim[2 * i + 1], vc);
+		wait_for(&victim[2 * i + 1], "ping data: ", 20, &k);
 	}
 	for (i = 0; i < 2; i++) {
 		const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a",
@@ -1003,8 +1015,10 @@ START_TEST(kald_ping_two_pairs)
 		start(&c[i], cargv);
 	}
 	g_usleep(100000);
-	kill(victim[1].pid, SIGKILL);
-	finish_within(&victim[1], 10);
+	for (i = 0; i < 2; i++) {
+		kill(victim[2 * i + 1].pid, SIGKILL);
+		finish_within(&victim[2 * i + 1], 10);
+	}
 	for (i = 0; i < 2; i++) {
 		rc = finish_within(&c[i], 60);
 		ck_assert_msg(rc == 0, "client %d exit %d:\n%s", i, rc,
@@ -1021,10 +1035,12 @@ START_TEST(kald_ping_two_pairs)
 	}
 	/* The killed client's server ends on SIGINT (or on its own when
 	 * its retries ran out), whatever its status. */
-	kill(victim[0].pid, SIGINT);
-	finish_within(&victim[0], 60);
-	done(&victim[0]);
-	done(&victim[1]);
+	for (i = 0; i < 2; i++) {
+		kill(victim[2 * i].pid, SIGINT);
+		finish_within(&victim[2 * i], 60);
+		done(&victim[2 * i]);
+		done(&victim[2 * i + 1]);
+	}
 	/* Later, with every range quiet again, a new pair (its processes
 	 * take the freed ranges, the lowest first) gets every byte. */
 	g_usleep((QUIET_MS + 300) * 1000);
@@ -1052,8 +1068,8 @@ START_TEST(kald_ping_two_pairs)
 		done(&s[0]);
 	}
 	log = kald_log(&k);
-	/* Seven processes at once at most, each its range. */
-	ck_assert_msg(strstr(log, "QPN range 6 "), "%s", tail(log));
+	/* Eight processes at once, each its range. */
+	ck_assert_msg(strstr(log, "QPN range 8 "), "%s", tail(log));
 	ck_assert_msg(strstr(log, "QPN range 1 is free again"), "%s",
 		      tail(log));
 	ck_assert_msg(strstr(log, "is pid"), "%s", tail(log));
@@ -1233,7 +1249,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tc, kald_cm_routing);
 	tcase_add_test(tc, kald_refuse_unheld);
 	tcase_add_test(tc, kald_garbage_client);
-	tcase_add_test(tc, kald_killed_range_reused);
+	tcase_add_loop_test(tc, kald_killed_range_reused, 0, 2);
 	tcase_add_test(tc, kald_rxe_provider);
 	tcase_add_test(tc, kald_per_user_caps);
 	tcase_add_test(tc, kald_cli);
