@@ -173,7 +173,9 @@ int ual_hostsvc_listen(uint64_t sid, bool on)
 	g_mutex_lock(&hs_lock);
 	/* Only a process that shares the port through the daemon has its
 	 * QP1 MADs routed by service ID. */
-	if (hs_slot && (hs || hostsvc_reconnect(true) == 0)) {
+	if (hs_slot && !hs)
+		err = hostsvc_reconnect(true);
+	if (hs_slot && hs) {
 		err = kal_hostsvc_listen(hs, sid, on);
 		if (err == -EPIPE && hostsvc_reconnect(true) == 0)
 			err = kal_hostsvc_listen(hs, sid, on);
