@@ -285,6 +285,10 @@ enum kal_hostsvc_op {
 	KAL_HOSTSVC_OP_LISTEN = 2,
 	/* in: id. out: status (-ENOENT: not ours). */
 	KAL_HOSTSVC_OP_UNLISTEN = 3,
+	/* After a daemon restart, on a new connection: in: qpn_base, the
+	 * range the process held. out: status (0: the range, its sockets
+	 * and service IDs are the process's again; -ESTALE: unknown). */
+	KAL_HOSTSVC_OP_RESUME = 4,
 };
 
 struct kal_hostsvc_msg {
@@ -337,6 +341,15 @@ int kal_hostsvc_udp(struct kal_hostsvc *hs, const struct sockaddr *addr,
 /* Receive REQ and SIDR_REQ MADs for IB CM service ID @sid (-EADDRINUSE:
  * another process holds it), or stop (-ENOENT: not held by us). */
 int kal_hostsvc_listen(struct kal_hostsvc *hs, uint64_t sid, bool on);
+
+/* On a new connection after the daemon restarted: take back QPN range
+ * @qpn_base with what came with it (-ESTALE: the daemon does not know
+ * this process by it). */
+int kal_hostsvc_resume(struct kal_hostsvc *hs, uint32_t qpn_base);
+
+/* Whether the daemon's end of the connection is still open (false once
+ * it went away: a restart, or for good). Does not block. */
+bool kal_hostsvc_alive(struct kal_hostsvc *hs);
 
 void kal_hostsvc_close(struct kal_hostsvc *hs);
 

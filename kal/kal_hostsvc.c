@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -209,4 +210,32 @@ int kal_hostsvc_listen(struct kal_hostsvc *hs, uint64_t sid, bool on)
 	err = transact(hs, &req, &rep, NULL, 0);
 	g_mutex_unlock(&hs->lock);
 	return err;
+}
+
+int kal_hostsvc_resume(struct kal_hostsvc *hs, uint32_t qpn_base)
+{
+	struct kal_hostsvc_msg req = {
+		.op = KAL_HOSTSVC_OP_RESUME,
+		.qpn_base = qpn_base,
+	}, rep;
+	int err;
+
+	g_mutex_lock(&hs->lock);
+	err = transact(hs, &req, &rep, NULL, 0);
+	g_mutex_unlock(&hs->lock);
+	return err;
+}
+
+bool kal_hostsvc_alive(struct kal_hostsvc *hs)
+{
+	/* The daemon sends only replies, under hs->lock: anything to read
+	 * outside a request is its end closing. */
+	struct pollfd p = { .fd = hs->fd, .events = POLLIN | POLLRDHUP };
+
+	if (!g_mutex_trylock(&hs->lock))
+		return true;	/* a request is under way */
+	if (poll(&p, 1, 0) < 0)
+		p.revents = 0;
+	g_mutex_unlock(&hs->lock);
+	return !(p.revents & (POLLIN | POLLHUP | POLLRDHUP | POLLERR));
 }

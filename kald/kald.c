@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -95,11 +97,45 @@ struct kald {
 	unsigned int quiet_ms;
 	uint8_t *buf;
 	uint64_t strays, forwarded, unrouted, refused;
+	int keep_fd;			/* to our keeper, or -1 */
 };
 
 static struct kald K;
 
 static void client_drop(struct client *c, const char *why);
+
+/*
+ * The keeper: a child of the daemon that holds a copy of every socket of
+ * the groups and of the daemon's end of every forwarding socket, and
+ * knows which process holds which range and service ID. When the daemon
+ * dies (killed, or stopped for a restart), nothing of a running process
+ * closes: the group keeps its sockets in their places (a socket leaving a
+ * SO_REUSEPORT group would move the last one into its index and break
+ * the steering), QP1's datagrams wait in its socket, and the next daemon
+ * takes it all over from the keeper (adopt()) and carries on.
+ */
+enum keep_kind {
+	KEEP_MEMBER = 1,	/* fd: the group's socket at index */
+	KEEP_FWD,		/* fd: range index's forwarding socket */
+	KEEP_UNFWD,
+	KEEP_SID,		/* range index holds sid */
+	KEEP_UNSID,
+	KEEP_END,
+};
+
+struct keep_rec {
+	uint32_t magic;
+	uint16_t kind;
+	uint16_t index;
+	int32_t pid;
+	uint32_t uid;
+	uint64_t sid;
+	struct sockaddr_storage addr;	/* the group's */
+};
+
+static void keep_send(const struct keep_rec *r, int fd);
+static bool same_addr(const struct sockaddr_storage *a,
+		      const struct sockaddr_storage *b);
 
 /* ------------------------------------------------------------------ */
 /* Groups                                                              */
@@ -226,6 +262,13 @@ static int new_member(struct group *g)
 		g_warning("%s: SO_LOCK_FILTER: %s", g->name, g_strerror(errno));
 	g->fds[g->n] = fd;
 	g->handed[g->n] = false;
+	{
+		struct keep_rec r = { .kind = KEEP_MEMBER,
+				      .index = (uint16_t)g->n,
+				      .addr = g->addr };
+
+		keep_send(&r, fd);
+	}
 	if (g->n == 0)
 		g->drain[0] = g_unix_fd_add(fd, G_IO_IN, on_gsi, g);
 	else
@@ -717,6 +760,14 @@ static int do_udp(struct client *c, struct kal_hostsvc_msg *m)
 	if (old)
 		close(GPOINTER_TO_INT(old));
 	g_hash_table_insert(c->fwd, g, GINT_TO_POINTER(sp[0]));
+	{
+		struct keep_rec r = { .kind = KEEP_FWD,
+				      .index = (uint16_t)c->slot,
+				      .pid = c->pid, .uid = c->uid,
+				      .addr = g->addr };
+
+		keep_send(&r, sp[0]);
+	}
 	watch_drain(g, c->slot, false);
 	g->handed[c->slot] = true;
 	m->qpn_base = c->slot << KAL_HOSTSVC_QPN_SHIFT;
@@ -738,14 +789,73 @@ static int do_listen(struct client *c, struct kal_hostsvc_msg *m, bool on)
 				  "x is pid %d's", c->pid, m->id, holder->pid);
 			return reply(c, m, -EADDRINUSE, NULL, 0);
 		}
-		if (!holder)
+		if (!holder) {
+			struct keep_rec r = { .kind = KEEP_SID,
+					      .index = (uint16_t)c->slot,
+					      .sid = m->id };
+
 			g_hash_table_insert(K.sids, g_memdup2(&m->id, 8), c);
+			keep_send(&r, -1);
+		}
 		return reply(c, m, 0, NULL, 0);
 	}
 	if (holder != c)
 		return reply(c, m, -ENOENT, NULL, 0);
 	g_hash_table_remove(K.sids, &m->id);
+	{
+		struct keep_rec r = { .kind = KEEP_UNSID, .sid = m->id };
+
+		keep_send(&r, -1);
+	}
 	return reply(c, m, 0, NULL, 0);
+}
+
+/*
+ * A process of the previous daemon's, connected again: when it is the one
+ * whose range we took over (its pid and uid, a range it names, no other
+ * connection of its own), this connection becomes that client's and @c
+ * goes (1: the caller returns G_SOURCE_REMOVE). -ESTALE to anyone else.
+ */
+static gboolean on_client(gint fd, GIOCondition cond, gpointer data);
+
+static int do_resume(struct client *c, struct kal_hostsvc_msg *m)
+{
+	unsigned int slot = m->qpn_base >> KAL_HOSTSVC_QPN_SHIFT;
+	struct client *o;
+	GHashTableIter it;
+	gpointer k, v;
+	int err;
+
+	if (slot == 0 || slot >= NSLOTS ||
+	    m->qpn_base != slot << KAL_HOSTSVC_QPN_SHIFT ||
+	    K.slots[slot].state != SLOT_OWNED || c->slot ||
+	    g_hash_table_size(c->fwd))
+		return reply(c, m, -ESTALE, NULL, 0);
+	o = K.slots[slot].owner;
+	if (o->fd >= 0 || o->pid != c->pid || o->uid != c->uid) {
+		g_warning("pid %d (uid %u): claims QPN range %u, which is "
+			  "not its own", c->pid, c->uid, slot);
+		return reply(c, m, -ESTALE, NULL, 0);
+	}
+	g_hash_table_iter_init(&it, K.sids);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		if (v == c)
+			return reply(c, m, -ESTALE, NULL, 0);
+	/* The watch on its forwarding socket, which stood for it while it
+	 * had no connection, gives way to the connection's. */
+	g_source_remove(o->watch);
+	o->fd = c->fd;
+	o->watch = g_unix_fd_add(o->fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+				 on_client, o);
+	g_ptr_array_remove_fast(K.clients, c);
+	g_hash_table_destroy(c->fwd);
+	g_free(c);
+	g_message("pid %d: back, with its QPN range %u", o->pid, slot);
+	err = reply(o, m, 0, NULL, 0);
+	if (err)
+		g_warning("pid %d: the reply to its return: %s", o->pid,
+			  g_strerror(-err));
+	return 1;
 }
 
 static gboolean on_client(gint fd, GIOCondition cond, gpointer data)
@@ -783,6 +893,11 @@ static gboolean on_client(gint fd, GIOCondition cond, gpointer data)
 	case KAL_HOSTSVC_OP_UNLISTEN:
 		err = do_listen(c, &m, m.op == KAL_HOSTSVC_OP_LISTEN);
 		break;
+	case KAL_HOSTSVC_OP_RESUME:
+		err = do_resume(c, &m);
+		if (err == 1)	/* @c is its old self now, freed */
+			return G_SOURCE_REMOVE;
+		break;
 	default: {
 		g_autofree char *why = g_strdup_printf(
 			"an unknown request %u", m.op);
@@ -811,18 +926,30 @@ static void client_drop(struct client *c, const char *why)
 			  c->slot ? ", its QPN range waits to be quiet" : "");
 	g_hash_table_iter_init(&it, K.sids);
 	while (g_hash_table_iter_next(&it, &k, &v))
-		if (v == c)
+		if (v == c) {
+			struct keep_rec r = { .kind = KEEP_UNSID,
+					      .sid = *(uint64_t *)k };
+
+			keep_send(&r, -1);
 			g_hash_table_iter_remove(&it);
+		}
 	g_hash_table_iter_init(&it, c->fwd);
-	while (g_hash_table_iter_next(&it, &k, &v))
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		struct keep_rec r = { .kind = KEEP_UNFWD,
+				      .index = (uint16_t)c->slot,
+				      .addr = ((struct group *)k)->addr };
+
+		keep_send(&r, -1);
 		close(GPOINTER_TO_INT(v));
+	}
 	g_hash_table_destroy(c->fwd);
 	if (c->slot)
 		slot_release(c->slot);
 	/* From its own watch too (which then returns G_SOURCE_REMOVE):
 	 * GLib allows removing the source being dispatched. */
 	g_source_remove(c->watch);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	g_ptr_array_remove_fast(K.clients, c);
 	g_free(c);
 }
@@ -870,6 +997,479 @@ static gboolean on_accept(gint fd, GIOCondition cond, gpointer data)
 	g_ptr_array_add(K.clients, c);
 	g_debug("pid %d (uid %u) connected", c->pid, c->uid);
 	return G_SOURCE_CONTINUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* The keeper: what outlives the daemon for its successor              */
+/* ------------------------------------------------------------------ */
+
+#define KEEP_MAGIC 0x6b656570u	/* "keep" */
+/* How long a new daemon waits for the keeper's records. */
+#define KEEP_WAIT_MS 3000
+
+struct kept {
+	struct keep_rec r;
+	int fd;
+};
+
+static int send_rec(int s, struct keep_rec *r, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = r, .iov_len = sizeof(*r) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	r->magic = KEEP_MAGIC;
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof(cbuf.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	return sendmsg(s, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*r)
+		? 0 : -errno;
+}
+
+/* One record and its socket (-1 for none); 0 at the end of the stream,
+ * -1 on an error or a malformed record. */
+static int recv_rec(int s, struct keep_rec *r, int *fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = r, .iov_len = sizeof(*r) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf) };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*fd = -1;
+	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	if (n <= 0)
+		return n == 0 ? 0 : -1;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET &&
+		    c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(fd, CMSG_DATA(c), sizeof(int));
+	if (n != (ssize_t)sizeof(*r) || r->magic != KEEP_MAGIC) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		return -1;
+	}
+	return 1;
+}
+
+static void keep_send(const struct keep_rec *r, int fd)
+{
+	struct keep_rec c = *r;
+	int err;
+
+	if (K.keep_fd < 0)
+		return;
+	err = send_rec(K.keep_fd, &c, fd);
+	if (err) {
+		g_warning("the keeper is gone (%s): a restart of this daemon "
+			  "will break the running processes' soft-RoCE",
+			  g_strerror(-err));
+		close(K.keep_fd);
+		K.keep_fd = -1;
+	}
+}
+
+static bool kept_match(const struct kept *a, const struct keep_rec *r)
+{
+	if (a->r.kind == KEEP_SID)
+		return a->r.sid == r->sid;
+	return a->r.index == r->index && same_addr(&a->r.addr, &r->addr);
+}
+
+/* Keeps @r (taking @fd) in @kept, or forgets what it undoes. */
+static void kept_apply(GArray *kept, struct keep_rec *r, int fd)
+{
+	unsigned int want = r->kind == KEEP_UNFWD ? KEEP_FWD
+			    : r->kind == KEEP_UNSID ? KEEP_SID : r->kind;
+	unsigned int i;
+
+	if (want != KEEP_MEMBER)
+		for (i = 0; i < kept->len; i++) {
+			struct kept *k = &g_array_index(kept, struct kept, i);
+
+			if (k->r.kind == want && kept_match(k, r)) {
+				if (k->fd >= 0)
+					close(k->fd);
+				g_array_remove_index(kept, i);
+				break;
+			}
+		}
+	if (r->kind == KEEP_MEMBER || r->kind == KEEP_FWD ||
+	    r->kind == KEEP_SID) {
+		struct kept k = { .r = *r, .fd = fd };
+
+		g_array_append_val(kept, k);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+}
+
+static unsigned int kept_count(GArray *kept, unsigned int kind)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < kept->len; i++)
+		n += g_array_index(kept, struct kept, i).r.kind == kind;
+	return n;
+}
+
+/* Hands everything to the daemon on @s: the groups' sockets in their
+ * order, then the ranges' forwarding sockets, then the service IDs. */
+static void kept_hand_over(GArray *kept, int s)
+{
+	static const unsigned int order[] = { KEEP_MEMBER, KEEP_FWD,
+					      KEEP_SID };
+	struct keep_rec end = { .kind = KEEP_END };
+	unsigned int i, j;
+
+	for (j = 0; j < G_N_ELEMENTS(order); j++)
+		for (i = 0; i < kept->len; i++) {
+			struct kept *k = &g_array_index(kept, struct kept, i);
+
+			if (k->r.kind == order[j] &&
+			    send_rec(s, &k->r, k->fd) < 0)
+				return;
+		}
+	(void)send_rec(s, &end, -1);
+}
+
+/*
+ * The keeper's life: it records what the daemon tells it on @sp until the
+ * daemon is gone. Then, while some process still holds a forwarding
+ * socket, it waits on @lfd (at @kpath) for the next daemon, hands it
+ * everything and ends; it ends at once when no process is left to keep
+ * going.
+ */
+static G_NORETURN void keeper_main(int sp, int lfd, const char *kpath)
+{
+	GArray *kept = g_array_new(FALSE, FALSE, sizeof(struct kept));
+	struct keep_rec r;
+	int fd, got;
+
+	while ((got = recv_rec(sp, &r, &fd)) > 0)
+		kept_apply(kept, &r, fd);
+	close(sp);
+	if (!kept_count(kept, KEEP_FWD))
+		goto out;
+	g_message("keeper: the daemon is gone; holding the shared sockets "
+		  "(%u forwarding) for the next one", kept_count(kept,
+		  KEEP_FWD));
+	for (;;) {
+		GArray *pfds = g_array_new(FALSE, TRUE,
+					   sizeof(struct pollfd));
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		unsigned int i;
+		int s;
+
+		g_array_append_val(pfds, p);
+		for (i = 0; i < kept->len; i++) {
+			struct kept *k = &g_array_index(kept, struct kept, i);
+
+			p.fd = k->r.kind == KEEP_FWD ? k->fd : -1;
+			p.events = 0;	/* a process's end closing: HUP */
+			g_array_append_val(pfds, p);
+		}
+		if (poll((struct pollfd *)pfds->data, pfds->len, -1) < 0 &&
+		    errno != EINTR) {
+			g_array_free(pfds, TRUE);
+			break;
+		}
+		for (i = kept->len; i-- > 0;) {
+			struct pollfd *q = &g_array_index(pfds, struct pollfd,
+							  i + 1);
+			struct kept *k = &g_array_index(kept, struct kept, i);
+
+			if (q->fd >= 0 && (q->revents & (POLLHUP | POLLERR))) {
+				g_debug("keeper: pid %d is gone", k->r.pid);
+				r = k->r;
+				r.kind = KEEP_UNFWD;
+				kept_apply(kept, &r, -1);
+			}
+		}
+		if (g_array_index(pfds, struct pollfd, 0).revents & POLLIN) {
+			s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (s >= 0) {
+				unlink(kpath);
+				kept_hand_over(kept, s);
+				close(s);
+				g_message("keeper: handed over to the new "
+					  "daemon");
+				g_array_free(pfds, TRUE);
+				_exit(0);
+			}
+		}
+		g_array_free(pfds, TRUE);
+		if (!kept_count(kept, KEEP_FWD)) {
+			g_message("keeper: every process is gone, nothing "
+				  "left to keep");
+			break;
+		}
+	}
+out:
+	unlink(kpath);
+	_exit(0);
+}
+
+/* Starts our keeper listening at @kpath and tells it what we hold. */
+static void keeper_start(const char *kpath)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	unsigned int i, j;
+	int sp[2], lfd, fd;
+	struct rlimit rl;
+	pid_t pid;
+
+	K.keep_fd = -1;
+	if (strlen(kpath) >= sizeof(sun.sun_path)) {
+		g_warning("no keeper: %s is too long a path; a restart of "
+			  "this daemon will break running processes", kpath);
+		return;
+	}
+	strcpy(sun.sun_path, kpath);
+	unlink(kpath);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    chmod(kpath, 0600) < 0 || listen(lfd, 1) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		g_warning("no keeper: %s: %s; a restart of this daemon will "
+			  "break running processes", kpath, g_strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		return;
+	}
+	pid = fork();
+	if (pid < 0) {
+		g_warning("no keeper: fork: %s", g_strerror(errno));
+		close(lfd);
+		close(sp[0]);
+		close(sp[1]);
+		return;
+	}
+	if (pid == 0) {
+		/* Only what the daemon sends: nothing else of its. */
+		if (getrlimit(RLIMIT_NOFILE, &rl) < 0 ||
+		    rl.rlim_cur > 65536)
+			rl.rlim_cur = 65536;
+		for (fd = 3; fd < (int)rl.rlim_cur; fd++)
+			if (fd != sp[1] && fd != lfd)
+				close(fd);
+		/* Out of the daemon's session: a ^C to a foreground daemon
+		 * stops the daemon, not what running processes need. */
+		(void)setsid();
+		keeper_main(sp[1], lfd, kpath);
+	}
+	close(lfd);
+	close(sp[1]);
+	K.keep_fd = sp[0];
+	g_debug("keeper: pid %d at %s", pid, kpath);
+	/* What we took over, if anything, is the new keeper's too. */
+	for (i = 0; i < K.groups->len; i++) {
+		struct group *g = g_ptr_array_index(K.groups, i);
+
+		for (j = 0; j < g->n; j++) {
+			struct keep_rec r = { .kind = KEEP_MEMBER,
+					      .index = (uint16_t)j,
+					      .addr = g->addr };
+
+			keep_send(&r, g->fds[j]);
+		}
+	}
+	for (i = 0; i < K.clients->len; i++) {
+		struct client *c = g_ptr_array_index(K.clients, i);
+		GHashTableIter it;
+		gpointer k, v;
+
+		g_hash_table_iter_init(&it, c->fwd);
+		while (g_hash_table_iter_next(&it, &k, &v)) {
+			struct keep_rec r = { .kind = KEEP_FWD,
+					      .index = (uint16_t)c->slot,
+					      .pid = c->pid, .uid = c->uid,
+					      .addr = ((struct group *)k)->addr };
+
+			keep_send(&r, GPOINTER_TO_INT(v));
+		}
+	}
+	{
+		GHashTableIter it;
+		gpointer k, v;
+
+		g_hash_table_iter_init(&it, K.sids);
+		while (g_hash_table_iter_next(&it, &k, &v)) {
+			struct keep_rec r = {
+				.kind = KEEP_SID,
+				.index = (uint16_t)((struct client *)v)->slot,
+				.sid = *(uint64_t *)k,
+			};
+
+			keep_send(&r, -1);
+		}
+	}
+}
+
+/* A process of the previous daemon's, known by its forwarding sockets
+ * until it connects again: their closing is its end. */
+static gboolean on_orphan_hup(gint fd, GIOCondition cond, gpointer data)
+{
+	(void)fd;
+	(void)cond;
+	client_drop(data, NULL);
+	return G_SOURCE_REMOVE;
+}
+
+static struct group *group_find(const struct sockaddr_storage *ss)
+{
+	unsigned int i;
+
+	for (i = 0; i < K.groups->len; i++) {
+		struct group *g = g_ptr_array_index(K.groups, i);
+
+		if (same_addr(&g->addr, ss))
+			return g;
+	}
+	return NULL;
+}
+
+/* Takes one record of the previous daemon's state over; false when it
+ * does not fit (the socket is closed). */
+static bool adopt_one(struct keep_rec *r, int fd)
+{
+	struct group *g = group_find(&r->addr);
+	struct client *c = NULL;
+	unsigned int i;
+
+	if (r->kind != KEEP_SID && fd < 0)
+		return false;
+	switch (r->kind) {
+	case KEEP_MEMBER:
+		if (r->addr.ss_family != AF_INET &&
+		    r->addr.ss_family != AF_INET6)
+			break;
+		if (!g) {
+			g = g_new0(struct group, 1);
+			g->tx = -1;
+			g->addr = r->addr;
+			g->len = r->addr.ss_family == AF_INET
+				 ? sizeof(struct sockaddr_in)
+				 : sizeof(struct sockaddr_in6);
+			addr_name(&g->addr, g->name, sizeof(g->name));
+			g_ptr_array_add(K.groups, g);
+		}
+		if (r->index != g->n || g->n >= NSLOTS)
+			break;
+		g->fds[g->n++] = fd;
+		return true;
+	case KEEP_FWD:
+		if (!g || r->index == 0 || r->index >= g->n)
+			break;
+		if (K.slots[r->index].state == SLOT_OWNED) {
+			c = K.slots[r->index].owner;
+			if (c->pid != r->pid || g_hash_table_lookup(c->fwd, g))
+				break;
+		} else {
+			c = g_new0(struct client, 1);
+			c->fd = -1;
+			c->pid = r->pid;
+			c->uid = r->uid;
+			c->slot = r->index;
+			c->fwd = g_hash_table_new(g_direct_hash,
+						  g_direct_equal);
+			c->watch = g_unix_fd_add(fd, G_IO_HUP | G_IO_ERR,
+						 on_orphan_hup, c);
+			g_ptr_array_add(K.clients, c);
+			K.slots[r->index].state = SLOT_OWNED;
+			K.slots[r->index].owner = c;
+		}
+		(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+		g_hash_table_insert(c->fwd, g, GINT_TO_POINTER(fd));
+		g->handed[r->index] = true;
+		return true;
+	case KEEP_SID:
+		if (r->index == 0 || r->index >= NSLOTS ||
+		    K.slots[r->index].state != SLOT_OWNED ||
+		    g_hash_table_lookup(K.sids, &r->sid))
+			break;
+		g_hash_table_insert(K.sids, g_memdup2(&r->sid, 8),
+				    K.slots[r->index].owner);
+		return true;
+	default:
+		break;
+	}
+	(void)i;
+	if (fd >= 0)
+		close(fd);
+	return false;
+}
+
+/*
+ * A keeper at @kpath is the previous daemon's: take over its groups (the
+ * very sockets running processes are steered among, in their places),
+ * the processes' ranges and forwarding sockets, and their service IDs.
+ * Ranges nobody came back for wait to be quiet, as after any death.
+ */
+static void adopt(const char *kpath)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = KEEP_WAIT_MS / 1000 };
+	unsigned int i, j, bad = 0;
+	struct keep_rec r;
+	int s, fd, got;
+
+	if (strlen(kpath) >= sizeof(sun.sun_path))
+		return;
+	strcpy(sun.sun_path, kpath);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return;
+	if (connect(s, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		close(s);
+		return;
+	}
+	(void)setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while ((got = recv_rec(s, &r, &fd)) > 0 && r.kind != KEEP_END)
+		bad += !adopt_one(&r, fd);
+	close(s);
+	if (got <= 0)
+		g_warning("the previous daemon's keeper did not finish (%s)",
+			  got < 0 ? g_strerror(errno) : "it closed");
+	for (i = 0; i < K.groups->len; i++) {
+		struct group *g = g_ptr_array_index(K.groups, i);
+
+		if (!g->n)
+			continue;
+		g->drain[0] = g_unix_fd_add(g->fds[0], G_IO_IN, on_gsi, g);
+		for (j = 1; j < g->n; j++) {
+			if (g->handed[j])
+				continue;
+			if (K.slots[j].state == SLOT_FREE) {
+				K.slots[j].state = SLOT_QUIET;
+				K.slots[j].last = g_get_monotonic_time();
+			}
+			watch_drain(g, j, true);
+		}
+	}
+	g_message("took over from the previous daemon: %u addresses, %u "
+		  "processes' QPN ranges, %u service IDs%s", K.groups->len,
+		  K.clients->len, g_hash_table_size(K.sids),
+		  bad ? " (some of its records did not fit, dropped)" : "");
 }
 
 /* ------------------------------------------------------------------ */
@@ -933,6 +1533,24 @@ static int listen_on(const char *path)
 	return fd;
 }
 
+/* Where our keeper listens: next to the control socket. */
+static char *keep_path(int lfd)
+{
+	struct sockaddr_un sun;
+	socklen_t len = sizeof(sun);
+
+	memset(&sun, 0, sizeof(sun));
+	if (getsockname(lfd, (struct sockaddr *)&sun, &len) < 0 ||
+	    sun.sun_family != AF_UNIX || !sun.sun_path[0]) {
+		g_warning("no keeper: the control socket has no path; a "
+			  "restart of this daemon will break running "
+			  "processes");
+		return NULL;
+	}
+	sun.sun_path[sizeof(sun.sun_path) - 1] = 0;
+	return g_strconcat(sun.sun_path, ".keep", NULL);
+}
+
 static void log_syslog(const gchar *domain, GLogLevelFlags level,
 		       const gchar *msg, gpointer data)
 {
@@ -985,8 +1603,9 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	g_autofree char *path = NULL;
+	g_autofree char *path = NULL, *kpath = NULL;
 	bool foreground = false, activated = false;
+	unsigned int kept;
 	unsigned int i;
 	char *end;
 	long v;
@@ -1030,6 +1649,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* Our children are keepers: none to wait for. */
+	signal(SIGCHLD, SIG_IGN);
 	/* Every message to stderr (or the journal), none to stdout. */
 	g_log_writer_default_set_use_stderr(TRUE);
 	K.listen_fd = activated_fd();
@@ -1060,6 +1681,12 @@ int main(int argc, char **argv)
 	K.clients = g_ptr_array_new();
 	K.sids = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
 				       NULL);
+	K.keep_fd = -1;
+	kpath = keep_path(K.listen_fd);
+	if (kpath) {
+		adopt(kpath);
+		keeper_start(kpath);
+	}
 	K.loop = g_main_loop_new(NULL, FALSE);
 	g_unix_fd_add(K.listen_fd, G_IO_IN, on_accept, NULL);
 	g_timeout_add(K.quiet_ms / 4 + 10, on_tick, NULL);
@@ -1075,6 +1702,15 @@ int main(int argc, char **argv)
 		  " requests for unheld service IDs refused, %"
 		  G_GUINT64_FORMAT " stray datagrams dropped", K.forwarded,
 		  K.unrouted, K.refused, K.strays);
+	/* The keeper keeps what the processes still use, for the next
+	 * daemon: none of it is undone in its eyes. */
+	if (K.keep_fd >= 0)
+		close(K.keep_fd);
+	K.keep_fd = -1;
+	kept = K.clients->len;
+	if (kept)
+		g_message("%u processes carry on; their ranges wait for the "
+			  "next daemon", kept);
 	while (K.clients->len)
 		client_drop(g_ptr_array_index(K.clients, 0), NULL);
 	for (i = 0; i < K.groups->len; i++)
@@ -1085,7 +1721,9 @@ int main(int argc, char **argv)
 	g_main_loop_unref(K.loop);
 	g_free(K.buf);
 	close(K.listen_fd);
-	if (path && !activated)
+	/* The socket stays while processes wait for our successor: they
+	 * see it refuse and wait, where none would mean "no daemon". */
+	if (path && !activated && !kept)
 		unlink(path);
 	return 0;
 }

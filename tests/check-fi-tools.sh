@@ -7,6 +7,8 @@
 # Skips (77) when libfabric-bin is not installed.
 here=$(cd "$(dirname "$0")" && pwd)
 build=${HOSTRDMA_BUILDDIR:-$(pwd)}
+# Never a host's hostrdma-kald.
+export HOSTRDMA_KALD_SOCKET=
 for t in fi_info fi_pingpong; do
 	command -v $t >/dev/null 2>&1 ||
 		{ echo "SKIP: check-fi-tools: $t not found (apt-get install libfabric-bin)"; exit 77; }

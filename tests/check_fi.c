@@ -858,6 +858,8 @@ int main(void)
 	       SIW_PROVIDER_DIR ":" RXE_PROVIDER_DIR, 1);
 	setenv("HOSTRDMA_DEVICES", dev, 1);
 	setenv("HOSTRDMA_CONF", "", 1);
+	/* No host's hostrdma-kald: soft-RoCE embedded, as the test wants. */
+	setenv("HOSTRDMA_KALD_SOCKET", "", 1);
 	setenv("HOSTRDMA_CM_TIMEOUT_MS", "2000", 1);
 	unsetenv("FI_PROVIDER");
 	sr = srunner_create(fi_suite());

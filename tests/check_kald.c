@@ -5,9 +5,10 @@
  * sockets it hands out, QP1's CM MADs routed by service ID and by the
  * range in a communication ID, a garbage-sending client disconnected
  * while the others carry on, a killed process's range drained and reused
- * only after it went quiet, two pairs of hostrdma-ping processes on
- * rxe_lo at once through it, and without it today's embedded behaviour
- * with its one clear message.
+ * only after it went quiet (IPv4 and IPv6), two pairs of hostrdma-ping
+ * processes on rxe_lo at once through it, the daemon killed and started
+ * again under traffic, and without it today's embedded behaviour with its
+ * one clear message.
  *
  * The daemon binds UDP 4791 on 127.0.0.1 and ::1: run under the test
  * lock like every soft-RoCE suite.
@@ -46,15 +47,12 @@ struct kald_run {
 	char *log;
 };
 
-static void kald_start(struct kald_run *k)
+/* A daemon on @k's socket (again, after kald_start), logging to @k->log. */
+static void kald_spawn(struct kald_run *k)
 {
 	char quiet[16];
 	int i;
 
-	k->dir = g_dir_make_tmp("kald-XXXXXX", NULL);
-	ck_assert_ptr_nonnull(k->dir);
-	k->sock = g_build_filename(k->dir, "kald.sock", NULL);
-	k->log = g_build_filename(k->dir, "kald.log", NULL);
 	snprintf(quiet, sizeof(quiet), "%d", QUIET_MS);
 	k->pid = fork();
 	ck_assert_int_ge(k->pid, 0);
@@ -80,6 +78,15 @@ static void kald_start(struct kald_run *k)
 	ck_assert_msg(i < 500, "hostrdma-kald did not come up");
 }
 
+static void kald_start(struct kald_run *k)
+{
+	k->dir = g_dir_make_tmp("kald-XXXXXX", NULL);
+	ck_assert_ptr_nonnull(k->dir);
+	k->sock = g_build_filename(k->dir, "kald.sock", NULL);
+	k->log = g_build_filename(k->dir, "kald.log", NULL);
+	kald_spawn(k);
+}
+
 static char *kald_log(struct kald_run *k)
 {
 	char *text = NULL;
@@ -102,6 +109,14 @@ static void kald_stop(struct kald_run *k)
 			     status, tail(log));
 	}
 	unlink(k->log);
+	{
+		/* Its keeper, with no process left to keep, is gone or
+		 * going: what it leaves is ours to clear. */
+		g_autofree char *keep = g_strconcat(k->sock, ".keep", NULL);
+
+		unlink(keep);
+	}
+	unlink(k->sock);
 	rmdir(k->dir);
 	g_free(k->dir);
 	g_free(k->sock);
@@ -607,6 +622,8 @@ END_TEST
  * QUIET_MS, then to the next process, which sees none of the old ones. */
 START_TEST(kald_killed_range_reused)
 {
+	/* IPv4, then the same over IPv6. */
+	int family = _i ? AF_INET6 : AF_INET;
 	struct kald_run k;
 	struct share s, sc, sd;
 	struct kal_hostsvc *c, *d;
@@ -619,15 +636,22 @@ START_TEST(kald_killed_range_reused)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		struct sockaddr_storage ss = { .ss_family = family };
 		struct kal_hostsvc *hs;
 
 		close(pfd[0]);
+		if (family == AF_INET)
+			((struct sockaddr_in *)&ss)->sin_addr.s_addr =
+				htonl(INADDR_LOOPBACK);
+		else
+			((struct sockaddr_in6 *)&ss)->sin6_addr =
+				in6addr_loopback;
 		if (kal_hostsvc_connect(k.sock, &hs) ||
-		    kal_hostsvc_udp(hs, (struct sockaddr *)&(struct sockaddr_in){
-				    .sin_family = AF_INET,
-				    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) },
-				    sizeof(struct sockaddr_in), &s.udp, &s.fwd,
-				    &s.base, &s.count))
+		    kal_hostsvc_udp(hs, (struct sockaddr *)&ss,
+				    family == AF_INET
+				    ? sizeof(struct sockaddr_in)
+				    : sizeof(struct sockaddr_in6), &s.udp,
+				    &s.fwd, &s.base, &s.count))
 			_exit(1);
 		if (write(pfd[1], &s.base, 4) != 4)
 			_exit(1);
@@ -640,22 +664,22 @@ START_TEST(kald_killed_range_reused)
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	/* In flight to the dead process's QPs. */
-	send_to_qp(AF_INET, base + 1, 101);
-	send_to_qp(AF_INET, base + 2, 102);
+	send_to_qp(family, base + 1, 101);
+	send_to_qp(family, base + 2, 102);
 	g_usleep(50000);
 	/* Not quiet yet: the next process gets another range. */
 	c = client(&k);
-	take(c, AF_INET, &sc);
+	take(c, family, &sc);
 	ck_assert_uint_ne(sc.base, base);
-	send_to_qp(AF_INET, base + 3, 103);
+	send_to_qp(family, base + 3, 103);
 	ck_assert_uint_eq(recv_tag(sc.udp, 100), 0);
 	g_usleep((QUIET_MS + 200) * 1000);
 	/* Quiet: reused, and nothing of the dead process's comes to it. */
 	d = client(&k);
-	take(d, AF_INET, &sd);
+	take(d, family, &sd);
 	ck_assert_uint_eq(sd.base, base);
 	ck_assert_uint_eq(recv_tag(sd.udp, 100), 0);
-	send_to_qp(AF_INET, base + 1, 104);
+	send_to_qp(family, base + 1, 104);
 	ck_assert_uint_eq(recv_tag(sd.udp, 2000), 104);
 	ck_assert_uint_eq(recv_tag(sc.udp, 50), 0);
 	share_close(&sc);
@@ -802,7 +826,8 @@ END_TEST
 static void env_clear(void)
 {
 	g_unsetenv("HOSTRDMA_DEVICES");
-	g_unsetenv(KAL_HOSTSVC_ENV);
+	/* Empty, as check-all sets it: never a host's daemon. */
+	g_setenv(KAL_HOSTSVC_ENV, "", TRUE);
 }
 
 /* The command line: --help, a bad option or value (2), a second daemon
@@ -928,13 +953,14 @@ static void env_rxe_lo(const char *sock)
  * through the daemon (one pair over IPv4, one over IPv6), every round's
  * bytes checked by the client (-V); the CM's MADs went through the
  * daemon. A third server on the first one's port is refused; a third
- * pair's client is killed mid-transfer while the others run, and they
- * finish; afterwards a new pair on the freed ranges gets every byte. */
+ * pair's client (over IPv4) and a fourth's (over IPv6) are killed
+ * mid-transfer while the others run, and they finish; afterwards a new
+ * pair on the freed ranges gets every byte. */
 START_TEST(kald_ping_two_pairs)
 {
 	struct kald_run k;
 	static const char *const addr[2] = { "127.0.0.1", "::1" };
-	struct proc s[2], c[2], victim[2];
+	struct proc s[2], c[2], victim[4];
 	char port[2][8], vport[8];
 	g_autofree char *log = NULL;
 	int i, rc;
@@ -965,20 +991,21 @@ START_TEST(kald_ping_two_pairs)
 			      "exit %d:\n%s", rc, tail(t.text->str));
 		done(&t);
 	}
-	/* A third pair, its client killed mid-transfer. */
-	{
+	/* A third pair, its client killed mid-transfer, and a fourth, the
+	 * same over IPv6. */
+	for (i = 0; i < 2; i++) {
 		const char *vs[] = { TOOLS "hostrdma-ping", "-s", "-a",
-				     "127.0.0.1", "-p",
+				     addr[i], "-p",
 				     free_port(vport, sizeof(vport)), "-S",
 				     "4000", "-d", NULL };
 		const char *vc[] = { TOOLS "hostrdma-ping", "-c", "-a",
-				     "127.0.0.1", "-p", vport, "-S", "4000",
+				     addr[i], "-p", vport, "-S", "4000",
 				     "-v", NULL };
 
-		start(&victim[0], vs);
-		wait_for(&victim[0], "waiting for a client", 20, &k);
-		start(&victim[1], vc);
-		wait_for(&victim[1], "ping data: ", 20, &k);
+		start(&victim[2 * i], vs);
+		wait_for(&victim[2 * i], "waiting for a client", 20, &k);
+		start(&victim[2 * i + 1], vc);
+		wait_for(&victim[2 * i + 1], "ping data: ", 20, &k);
 	}
 	for (i = 0; i < 2; i++) {
 		const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a",
@@ -988,8 +1015,10 @@ START_TEST(kald_ping_two_pairs)
 		start(&c[i], cargv);
 	}
 	g_usleep(100000);
-	kill(victim[1].pid, SIGKILL);
-	finish_within(&victim[1], 10);
+	for (i = 0; i < 2; i++) {
+		kill(victim[2 * i + 1].pid, SIGKILL);
+		finish_within(&victim[2 * i + 1], 10);
+	}
 	for (i = 0; i < 2; i++) {
 		rc = finish_within(&c[i], 60);
 		ck_assert_msg(rc == 0, "client %d exit %d:\n%s", i, rc,
@@ -1006,10 +1035,12 @@ START_TEST(kald_ping_two_pairs)
 	}
 	/* The killed client's server ends on SIGINT (or on its own when
 	 * its retries ran out), whatever its status. */
-	kill(victim[0].pid, SIGINT);
-	finish_within(&victim[0], 60);
-	done(&victim[0]);
-	done(&victim[1]);
+	for (i = 0; i < 2; i++) {
+		kill(victim[2 * i].pid, SIGINT);
+		finish_within(&victim[2 * i], 60);
+		done(&victim[2 * i]);
+		done(&victim[2 * i + 1]);
+	}
 	/* Later, with every range quiet again, a new pair (its processes
 	 * take the freed ranges, the lowest first) gets every byte. */
 	g_usleep((QUIET_MS + 300) * 1000);
@@ -1037,12 +1068,98 @@ START_TEST(kald_ping_two_pairs)
 		done(&s[0]);
 	}
 	log = kald_log(&k);
-	/* Seven processes at once at most, each its range. */
-	ck_assert_msg(strstr(log, "QPN range 6 "), "%s", tail(log));
+	/* Eight processes at once, each its range. */
+	ck_assert_msg(strstr(log, "QPN range 8 "), "%s", tail(log));
 	ck_assert_msg(strstr(log, "QPN range 1 is free again"), "%s",
 		      tail(log));
 	ck_assert_msg(strstr(log, "is pid"), "%s", tail(log));
 	env_clear();
+	kald_stop(&k);
+}
+END_TEST
+
+/* The daemon killed (SIGKILL) while a pair transfers through it, then
+ * started again on the same socket: the pair's data path never noticed
+ * (every byte of every round checked, -V); a server started during the
+ * outage waits for the daemon, saying so, and gets a client once it is
+ * back; the new daemon took the running processes over from the old
+ * one's keeper. */
+START_TEST(kald_restart_under_traffic)
+{
+	struct kald_run k;
+	char port[8], port2[8];
+	const char *sargv[] = { TOOLS "hostrdma-ping", "-s", "-a", "127.0.0.1",
+				"-p", free_port(port, sizeof(port)), "-C",
+				"4000", "-S", "4000", "-d", NULL };
+	const char *cargv[] = { TOOLS "hostrdma-ping", "-c", "-a", "127.0.0.1",
+				"-p", port, "-C", "4000", "-S", "4000", "-V",
+				NULL };
+	const char *s2argv[] = { TOOLS "hostrdma-ping", "-s", "-a", "::1",
+				 "-p", free_port(port2, sizeof(port2)), "-C",
+				 "20", "-S", "4000", "-d", NULL };
+	const char *c2argv[] = { TOOLS "hostrdma-ping", "-c", "-a", "::1",
+				 "-p", port2, "-C", "20", "-S", "4000", "-V",
+				 NULL };
+	g_autofree char *log1 = NULL, *log2 = NULL, *first = NULL;
+	struct proc s, c, s2, c2;
+	int rc, status;
+
+	kald_start(&k);
+	env_rxe_lo(k.sock);
+	g_setenv("HOSTRDMA_KALD_WAIT_MS", "20000", TRUE);
+	start(&s, sargv);
+	/* Its -d lines (two a round) wait in the pipe while the test
+	 * watches the others: room for all of them. */
+	(void)fcntl(s.out, F_SETPIPE_SZ, 1 << 20);
+	wait_for(&s, "waiting for a client", 20, &k);
+	start(&c, cargv);
+	/* Under traffic: the rounds have begun and are far from done. */
+	g_usleep(300000);
+	ck_assert_int_eq(waitpid(c.pid, &status, WNOHANG), 0);
+	kill(k.pid, SIGKILL);
+	ck_assert_int_eq(waitpid(k.pid, &status, 0), k.pid);
+	tools_untrack_pid(k.pid);
+	/* A new server while the daemon is away: it waits, and says why. */
+	start(&s2, s2argv);
+	wait_for(&s2, "does not answer", 20, &k);
+	ck_assert_ptr_null(strstr(s2.text->str, "waiting for a client"));
+	log1 = kald_log(&k);
+	ck_assert_msg(strstr(log1, "keeper: the daemon is gone"), "%s",
+		      tail(log1));
+	first = k.log;
+	k.log = g_strconcat(first, ".2", NULL);
+	kald_spawn(&k);
+	wait_for(&s2, "waiting for a client", 20, &k);
+	rc = finish_within(&c, 60);
+	if (rc != 0 || !strstr(c.text->str,
+			       "4000 rounds of 4000 bytes, validated")) {
+		finish_within(&s, 5);
+		log2 = kald_log(&k);
+		fprintf(stderr, "server:\n%s\ndaemons:\n%s\n%s\n",
+			tail(s.text->str), tail(log1), tail(log2));
+		ck_abort_msg("exit %d:\n%s", rc, tail(c.text->str));
+	}
+	rc = finish_within(&s, 30);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(s.text->str));
+	ck_assert_ptr_null(strstr(s.text->str, "may be lost"));
+	/* A new connection through the new daemon. */
+	start(&c2, c2argv);
+	rc = finish_within(&c2, 60);
+	ck_assert_msg(rc == 0 && strstr(c2.text->str,
+					"20 rounds of 4000 bytes, validated"),
+		      "exit %d:\n%s", rc, tail(c2.text->str));
+	rc = finish_within(&s2, 30);
+	ck_assert_msg(rc == 0, "exit %d:\n%s", rc, tail(s2.text->str));
+	log2 = kald_log(&k);
+	ck_assert_msg(strstr(log2, "took over from the previous daemon: 2 "
+			     "addresses, 2 processes"), "%s", tail(log2));
+	done(&c);
+	done(&s);
+	done(&c2);
+	done(&s2);
+	g_unsetenv("HOSTRDMA_KALD_WAIT_MS");
+	env_clear();
+	unlink(first);
 	kald_stop(&k);
 }
 END_TEST
@@ -1132,7 +1249,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tc, kald_cm_routing);
 	tcase_add_test(tc, kald_refuse_unheld);
 	tcase_add_test(tc, kald_garbage_client);
-	tcase_add_test(tc, kald_killed_range_reused);
+	tcase_add_loop_test(tc, kald_killed_range_reused, 0, 2);
 	tcase_add_test(tc, kald_rxe_provider);
 	tcase_add_test(tc, kald_per_user_caps);
 	tcase_add_test(tc, kald_cli);
@@ -1142,6 +1259,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tt, kald_ping_two_pairs);
 	tcase_add_test(tt, kald_none_embedded);
 	tcase_add_test(tt, kald_ping_refused);
+	tcase_add_test(tt, kald_restart_under_traffic);
 	suite_add_tcase(s, tt);
 	return s;
 }

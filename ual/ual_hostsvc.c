@@ -22,6 +22,47 @@ static struct kal_hostsvc *hs;
 static bool hs_tried;		/* looked once and found none */
 static uint32_t hs_slot;	/* our QPN range's index, 0 before */
 
+/* How long a process waits for a daemon whose socket is there but does
+ * not answer (restarting): HOSTRDMA_KALD_WAIT_MS, 10 s by default. */
+static unsigned int hostsvc_wait_ms(void)
+{
+	const char *v = g_getenv("HOSTRDMA_KALD_WAIT_MS");
+	char *end;
+	guint64 ms;
+
+	if (!v || !*v)
+		return 10000;
+	ms = g_ascii_strtoull(v, &end, 10);
+	return *end || ms > 600000 ? 10000 : (unsigned int)ms;
+}
+
+/* Connects to the daemon at @path; a socket that is there but refuses is
+ * a daemon restarting: waited for, up to hostsvc_wait_ms(), saying so. */
+static int hostsvc_connect_wait(const char *path, struct kal_hostsvc **out)
+{
+	unsigned int wait = hostsvc_wait_ms();
+	gint64 end = g_get_monotonic_time() + (gint64)wait * 1000;
+	bool said = false;
+	int err;
+
+	while ((err = kal_hostsvc_connect(path, out)) == -ECONNREFUSED &&
+	       g_get_monotonic_time() < end) {
+		if (!said)
+			g_warning("host service: hostrdma-kald does not "
+				  "answer at %s (restarting?); waiting up "
+				  "to %u ms for it", path, wait);
+		said = true;
+		g_usleep(100000);
+	}
+	if (said && !err)
+		g_message("host service: hostrdma-kald answers again");
+	else if (said)
+		g_warning("host service: hostrdma-kald at %s still "
+			  "unreachable (%s); start it (hostrdma-kald(8))",
+			  path, g_strerror(-err));
+	return err;
+}
+
 /* Under hs_lock. */
 static struct kal_hostsvc *hostsvc_get(void)
 {
@@ -36,9 +77,52 @@ static struct kal_hostsvc *hostsvc_get(void)
 			"embedded");
 		return NULL;
 	}
-	if (kal_hostsvc_connect(path, &hs) == 0)
+	if (hostsvc_connect_wait(path, &hs) == 0)
 		g_debug("host service: hostrdma-kald at %s", path);
 	return hs;
+}
+
+/*
+ * The daemon went away under us (under hs_lock): a restart. Our sockets
+ * and QPN range live on (its keeper holds them for the next daemon, see
+ * hostrdma-kald(8)); connect again, waiting for it when @wait, and take
+ * the range back. 0, or a negative errno with hs unchanged or NULL.
+ */
+static int hostsvc_reconnect(bool wait)
+{
+	g_autofree char *path = kal_hostsvc_client_path();
+	struct kal_hostsvc *h = NULL;
+	int err;
+
+	if (!path)
+		return -ENOENT;
+	if (hs) {
+		g_warning("host service: hostrdma-kald went away "
+			  "(restarting?); soft-RoCE traffic carries on, new "
+			  "connections wait for it");
+		kal_hostsvc_close(hs);
+		hs = NULL;
+	}
+	err = wait ? hostsvc_connect_wait(path, &h)
+		   : kal_hostsvc_connect(path, &h);
+	if (err)
+		return err;
+	if (hs_slot) {
+		err = kal_hostsvc_resume(h, hs_slot << KAL_HOSTSVC_QPN_SHIFT);
+		if (err) {
+			g_warning("host service: the new hostrdma-kald does "
+				  "not know this process's QPN range %u (%s): "
+				  "its soft-RoCE traffic may be lost; restart "
+				  "the process", hs_slot, g_strerror(-err));
+			kal_hostsvc_close(h);
+			return -ESTALE;
+		}
+		g_message("host service: hostrdma-kald is back; this "
+			  "process's QPN range %u and service IDs carried "
+			  "over", hs_slot);
+	}
+	hs = h;
+	return 0;
 }
 
 int ual_host_udp_socket(struct rnicpi_device *dev, const struct sockaddr *addr,
@@ -57,6 +141,9 @@ int ual_host_udp_socket(struct rnicpi_device *dev, const struct sockaddr *addr,
 	}
 	err = kal_hostsvc_udp(h, addr, addrlen, udp_fd, fwd_fd, qpn_base,
 			      qpn_count);
+	if (err == -EPIPE && hostsvc_reconnect(true) == 0)
+		err = kal_hostsvc_udp(hs, addr, addrlen, udp_fd, fwd_fd,
+				      qpn_base, qpn_count);
 	if (!err)
 		hs_slot = *qpn_base >> KAL_HOSTSVC_QPN_SHIFT;
 	g_mutex_unlock(&hs_lock);
@@ -70,7 +157,11 @@ uint32_t ual_hostsvc_id_prefix(void)
 	uint32_t slot;
 
 	g_mutex_lock(&hs_lock);
-	slot = hs ? hs_slot : 0;
+	/* A new connection while the daemon is away: its CM messages wait
+	 * in the shared QP1 socket until the next daemon routes them. */
+	if (hs_slot && (!hs || !kal_hostsvc_alive(hs)))
+		(void)hostsvc_reconnect(false);
+	slot = hs_slot;
 	g_mutex_unlock(&hs_lock);
 	return slot << KAL_HOSTSVC_ID_SHIFT;
 }
@@ -82,8 +173,13 @@ int ual_hostsvc_listen(uint64_t sid, bool on)
 	g_mutex_lock(&hs_lock);
 	/* Only a process that shares the port through the daemon has its
 	 * QP1 MADs routed by service ID. */
-	if (hs && hs_slot)
+	if (hs_slot && !hs)
+		err = hostsvc_reconnect(true);
+	if (hs_slot && hs) {
 		err = kal_hostsvc_listen(hs, sid, on);
+		if (err == -EPIPE && hostsvc_reconnect(true) == 0)
+			err = kal_hostsvc_listen(hs, sid, on);
+	}
 	g_mutex_unlock(&hs_lock);
 	return err;
 }

@@ -11,7 +11,9 @@
 # (IPv4, IPv6), rdma_cm over the InfiniBand CM (rping and ucmatose both
 # ways, IPv4 and IPv6, against tests/interop/it-rping over IT-API;
 # tools/hostrdma-ping against rping both ways over IPv4, as client over
-# IPv6; REJ
+# IPv6; two host hostrdma-ping processes through one hostrdma-kald as
+# servers of two guest rping clients at once, and as clients of two guest
+# rping servers; REJ
 # from a port nobody listens on), udaddy's SIDR and UD datagrams both
 # ways over IPv4 and IPv6 against tests/interop/it-udaddy, ibv_rc_pingpong both ways over IPv4
 # and IPv6, ib_write_bw /
@@ -30,6 +32,9 @@
 # exit 0 when all passed, 1 on a failure, 77 (loud SKIP) when qemu, the
 # interop kit, root or the build is missing.
 set -u
+# A host's hostrdma-kald must not take part: cases that want one start
+# their own on a socket of their own.
+export HOSTRDMA_KALD_SOCKET=
 
 top=${HOSTRDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${HOSTRDMA_BUILDDIR:-${BUILD_DIR:-$top/build}}
@@ -58,6 +63,7 @@ tcpdump_pid=
 lab_started=0
 cleanup() {
 	[ -n "$tcpdump_pid" ] && kill "$tcpdump_pid" 2>/dev/null
+	[ -n "${kald_pid:-}" ] && kill "$kald_pid" 2>/dev/null
 	# Only a lab this run started is ours to stop.
 	[ "$lab_started" = 1 ] && "$rp" down >/dev/null 2>&1
 	rm -rf "$work"
@@ -210,6 +216,107 @@ hping_guest_client() { # $1 name, $2 host address, $3 port, $4 rounds
 }
 retrying hping_guest_client
 
+# Two host processes sharing the lab's rxe network through one
+# hostrdma-kald (its own socket under $work, in the lab's namespace):
+# two hostrdma-ping servers against two guest rping clients at the same
+# time, and two hostrdma-ping clients of two guest rping servers. Every
+# round's data checked (rping -V in the guest, hostrdma-ping -V here, and
+# each side's last round seen); the daemon's log shows both processes
+# with their own QPN range.
+kald_pid=
+kald_sock=
+kald_up() { # $1 name
+	kald_sock=$work/$1.kald.sock
+	"$rp" ns env G_MESSAGES_DEBUG=hostrdma-kald \
+		"$build/kald/hostrdma-kald" --foreground --socket "$kald_sock" \
+		>"$work/$1.kald" 2>&1 &
+	kald_pid=$!
+	local i
+	for i in $(seq 50); do
+		[ -S "$kald_sock" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+kald_down() {
+	[ -n "$kald_pid" ] && kill "$kald_pid" 2>/dev/null && wait "$kald_pid"
+	kald_pid=
+}
+hping_kald() {
+	"$rp" ns env HOSTRDMA_PROVIDER_PATH="$build/vp/rxe/.libs" \
+		HOSTRDMA_CONF= HOSTRDMA_DEVICES=rxe_rdmabr0 \
+		HOSTRDMA_KALD_SOCKET="$kald_sock" \
+		timeout 120 "$hping" -D rxe_rdmabr0 "$@"
+}
+kald_two_servers() { # $1 name, $2 host address, $3 first port, $4 rounds
+	want "$1" || return 0
+	local name=$1 st=0 i n ours=() guest=()
+	guest_kill
+	kald_up "$name" || st=1
+	for i in 0 1; do
+		hping_kald -s -a "$2" -p $(($3 + i)) -C "$4" -S 1024 -v -d \
+			>"$work/$name.ours$i" 2>&1 &
+		ours+=($!)
+	done
+	for i in 0 1; do
+		for n in $(seq 100); do
+			grep -q "waiting for a client" "$work/$name.ours$i" \
+				2>/dev/null && break
+			sleep 0.1
+		done
+	done
+	for i in 0 1; do
+		"$rp" run -t 120 "rping -c -a $2 -p $(($3 + i)) -C $4 -S 1024 -v -V" \
+			>"$work/$name.guest$i" 2>&1 &
+		guest+=($!)
+	done
+	for i in 0 1; do
+		wait "${guest[$i]}" || st=1
+		wait "${ours[$i]}" || st=1
+		grep -q "ping data: rdma-ping-$(($4 - 1)): " \
+			"$work/$name.guest$i" || st=1
+		grep -qi "error\|fail\|mismatch" "$work/$name.guest$i" && st=1
+		grep -q "server ping data: rdma-ping-$(($4 - 1)): " \
+			"$work/$name.ours$i" || st=1
+	done
+	kald_down
+	grep -q "QPN range 2 " "$work/$name.kald" || st=1
+	result "$name" $st
+}
+retrying kald_two_servers
+kald_two_clients() { # $1 name, $2 guest address, $3 first port, $4 rounds
+	want "$1" || return 0
+	local name=$1 st=0 i bgout pid=() log=() ours=()
+	guest_kill
+	kald_up "$name" || st=1
+	for i in 0 1; do
+		bgout=$("$rp" bg "rping -s -a $2 -p $(($3 + i)) -C $4 -S 1024 -v") ||
+			st=1
+		pid+=("${bgout%% *}")
+		log+=("${bgout##* }")
+		"$rp" run wait-listen $(($3 + i)) 20 >/dev/null || st=1
+	done
+	for i in 0 1; do
+		hping_kald -c -a "$2" -p $(($3 + i)) -C "$4" -S 1024 -V -v \
+			>"$work/$name.ours$i" 2>&1 &
+		ours+=($!)
+	done
+	for i in 0 1; do
+		wait "${ours[$i]}" || st=1
+		grep -q "client: $4 rounds of 1024 bytes, validated" \
+			"$work/$name.ours$i" || st=1
+		"$rp" run -t 60 "while kill -0 ${pid[$i]} 2>/dev/null; do sleep 0.2; done; cat ${log[$i]}" \
+			>"$work/$name.guest$i" 2>&1 || st=1
+		grep -q "server ping data: rdma-ping-$(($4 - 1)): " \
+			"$work/$name.guest$i" || st=1
+		grep -qi "error\|fail" "$work/$name.guest$i" && st=1
+	done
+	kald_down
+	grep -q "QPN range 2 " "$work/$name.kald" || st=1
+	result "$name" $st
+}
+retrying kald_two_clients
+
 # Guest runs the server (bg); ours is the client. $1 name, $2 guest command,
 # $3 success pattern in the guest log, rest: rxe-peer arguments.
 guest_server() {
@@ -341,6 +448,8 @@ cm_guest_client rping-v6-guest-client \
 hping_guest_server hostrdma-ping-v4-guest-server "$guest_ip" 7180 10
 hping_guest_client hostrdma-ping-v4-guest-client "$host_ip" 7181 10
 hping_guest_server hostrdma-ping-v6-guest-server "$guest_ip6" 7182 10
+kald_two_servers hostrdma-kald-two-host-servers "$host_ip" 7190 20
+kald_two_clients hostrdma-kald-two-host-clients "$guest_ip" 7192 20
 cm_guest_server ucmatose-guest-server "ucmatose -b $guest_ip -C 10" 7471 \
 	"test complete" -U -a "$guest_ip" -C 10 -S 100
 cm_guest_client ucmatose-guest-client "ucmatose -s $host_ip -C 10" 7471 \

@@ -33,6 +33,9 @@
 # when all passed, 1 on a failure, 77 (loud SKIP) when qemu, root or the
 # build is missing.
 set -u
+# A host's hostrdma-kald must not take part: cases that want one start
+# their own on a socket of their own.
+export HOSTRDMA_KALD_SOCKET=
 
 top=${HOSTRDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${HOSTRDMA_BUILDDIR:-${BUILD_DIR:-$top/build}}

@@ -67,13 +67,15 @@ static bool fwd_dispatch(struct rnicpi_source *src, uint32_t events)
 		if (n < 0)
 			break;
 		if (n == 0) {
-			/* The daemon went away: QP1 hears nothing more, and
-			 * the group's sockets are renumbered without the
-			 * daemon's (hostrdma-kald(8), LIMITS). */
+			/* The daemon and its keeper went away (a daemon
+			 * alone restarting keeps this socket open): QP1
+			 * hears nothing more, and the group's sockets are
+			 * renumbered without the daemon's (hostrdma-kald(8),
+			 * RESTART). */
 			rxe_dev_warn(dev, "the host service (hostrdma-kald) "
-				     "went away: no new connection reaches "
-				     "this process and its traffic may be "
-				     "misrouted; restart it");
+				     "and its keeper went away: no new "
+				     "connection reaches this process and its "
+				     "traffic may be misrouted; restart it");
 			rnicpi_engine_del(&dev->engine, g->fwd_fd);
 			close(g->fwd_fd);
 			g->fwd_fd = -1;
