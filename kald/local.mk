@@ -1,7 +1,8 @@
 # kald/: hostrdma-kald, the host service (docs/ARCHITECTURE.md): a program
 # over kal/, which holds its protocol and the client side processes use.
 sbin_PROGRAMS = kald/hostrdma-kald
-kald_hostrdma_kald_SOURCES = kald/kald.c
+kald_hostrdma_kald_SOURCES = kald/kald.c kald/kald.h kald/kald_port.c \
+	kald/kald_gsi.c kald/kald_keeper.c
 kald_hostrdma_kald_CPPFLAGS = $(AM_CPPFLAGS) -DG_LOG_DOMAIN=\"hostrdma-kald\"
 kald_hostrdma_kald_LDADD = kal/libkal.la vp/rxe/librxe_icrc.la $(GLIB_LIBS)
 man_MANS += man/hostrdma-kald.8
