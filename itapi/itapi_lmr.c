@@ -173,6 +173,57 @@ static it_status_t iobl_range(struct itapi_pz *pz, const it_iobl_t *iobl,
 	return IT_SUCCESS;
 }
 
+/* The addressing mode of a registration or a link: absolute, or
+ * relative where the provider has zero-based regions. */
+static it_status_t check_addr_mode(struct itapi_obj *obj,
+				   struct itapi_ia *ia,
+				   it_addr_mode_t addr_mode)
+{
+	if (addr_mode != IT_ADDR_MODE_ABSOLUTE &&
+	    addr_mode != IT_ADDR_MODE_RELATIVE)
+		return IT_FAIL(obj, IT_ERR_INVALID_ADDR_MODE,
+			       "addressing mode %d", (int)addr_mode);
+	if (addr_mode == IT_ADDR_MODE_RELATIVE &&
+	    !(ia->attr.caps & RNICPI_DEV_CAP_ZERO_BASED))
+		return IT_FAIL(obj, IT_ERR_INVALID_ADDR_MODE,
+			       "relative addressing: the provider has no zero-based regions");
+	return IT_SUCCESS;
+}
+
+/* The bytes a registration or a link covers, given either as @addr or
+ * as an I/O buffer list: *start is the first one's address. */
+static it_status_t mem_range(struct itapi_obj *obj, struct itapi_pz *pz,
+			     const void *addr, const it_iobl_t *iobl,
+			     it_length_t length, uintptr_t *start)
+{
+	uint64_t avail = 0;
+	it_status_t st;
+
+	if (iobl) {
+		if (addr)
+			return IT_FAIL(obj, IT_ERR_INVALID_ADDRESS,
+				       "both addr and an I/O buffer list");
+		st = iobl_range(pz, iobl, start, &avail);
+		if (st)
+			return st;
+		if (length == 0 || length > avail)
+			return IT_FAIL(obj, IT_ERR_INVALID_LENGTH,
+				       "length %llu, the list holds %llu bytes after the offset",
+				       (unsigned long long)length,
+				       (unsigned long long)avail);
+		return IT_SUCCESS;
+	}
+	if (!addr)
+		return IT_FAIL(obj, IT_ERR_INVALID_ADDRESS,
+			       "addr is NULL and no I/O buffer list");
+	if (length == 0 ||
+	    (uintptr_t)addr + (uintptr_t)length < (uintptr_t)addr)
+		return IT_FAIL(obj, IT_ERR_INVALID_LENGTH, "length %llu at %p",
+			       (unsigned long long)length, addr);
+	*start = (uintptr_t)addr;
+	return IT_SUCCESS;
+}
+
 it_status_t it_lmr_create21(it_pz_handle_t pz_handle, void *addr,
 			    it_iobl_t *iobl, it_length_t length,
 			    it_addr_mode_t addr_mode, it_mem_priv_t privs,
@@ -187,7 +238,6 @@ it_status_t it_lmr_create21(it_pz_handle_t pz_handle, void *addr,
 	struct ual_mr *mr;
 	unsigned int access;
 	uintptr_t start = 0;
-	uint64_t avail = 0;
 	it_status_t st;
 	int err;
 
@@ -203,14 +253,9 @@ it_status_t it_lmr_create21(it_pz_handle_t pz_handle, void *addr,
 	st = check_privs(&pz->obj, ia, privs);
 	if (st)
 		return st;
-	if (addr_mode != IT_ADDR_MODE_ABSOLUTE &&
-	    addr_mode != IT_ADDR_MODE_RELATIVE)
-		return IT_FAIL(&pz->obj, IT_ERR_INVALID_ADDR_MODE,
-			       "addressing mode %d", (int)addr_mode);
-	if (addr_mode == IT_ADDR_MODE_RELATIVE &&
-	    !(ia->attr.caps & RNICPI_DEV_CAP_ZERO_BASED))
-		return IT_FAIL(&pz->obj, IT_ERR_INVALID_ADDR_MODE,
-			       "relative addressing: the provider has no zero-based regions");
+	st = check_addr_mode(&pz->obj, ia, addr_mode);
+	if (st)
+		return st;
 	if ((unsigned int)flags & ~(unsigned int)LMR_FLAGS_ALL)
 		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
 			       "unknown flag bits 0x%x", (unsigned int)flags);
@@ -221,29 +266,9 @@ it_status_t it_lmr_create21(it_pz_handle_t pz_handle, void *addr,
 		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
 			       "shared LMRs (shared_id %u): registrations belong to one process here",
 			       shared_id);
-	if (iobl) {
-		if (addr)
-			return IT_FAIL(&pz->obj, IT_ERR_INVALID_ADDRESS,
-				       "both addr and an I/O buffer list");
-		st = iobl_range(pz, iobl, &start, &avail);
-		if (st)
-			return st;
-		if (length == 0 || length > avail)
-			return IT_FAIL(&pz->obj, IT_ERR_INVALID_LENGTH,
-				       "length %llu, the list holds %llu bytes after the offset",
-				       (unsigned long long)length,
-				       (unsigned long long)avail);
-	} else {
-		if (!addr)
-			return IT_FAIL(&pz->obj, IT_ERR_INVALID_ADDRESS,
-				       "addr is NULL and no I/O buffer list");
-		if (length == 0 ||
-		    (uintptr_t)addr + (uintptr_t)length < (uintptr_t)addr)
-			return IT_FAIL(&pz->obj, IT_ERR_INVALID_LENGTH,
-				       "length %llu at %p",
-				       (unsigned long long)length, addr);
-		start = (uintptr_t)addr;
-	}
+	st = mem_range(&pz->obj, pz, addr, iobl, length, &start);
+	if (st)
+		return st;
 	if ((uint64_t)length > ia->attr.max_mr_size)
 		return IT_FAIL(&pz->obj, IT_ERR_RESOURCE_LMR_LENGTH,
 			       "%llu bytes, one region holds %llu",
@@ -405,37 +430,6 @@ static unsigned int link_send_flags(it_dto_flags_t f)
 	       (f & IT_COALESCE_WR_FLAG ? RNICPI_SEND_MORE : 0);
 }
 
-/* The endpoint a link or unlink goes on: live, of the LMR's PZ, a
- * connected RC endpoint (the work request needs a send queue that runs). */
-static struct itapi_ep *link_ep(struct itapi_lmr *lmr, it_ep_handle_t h,
-				it_status_t *st)
-{
-	struct itapi_ep *ep = ITAPI_LOOKUP(h, struct itapi_ep,
-					   IT_HANDLE_TYPE_EP);
-	bool connected;
-
-	if (!ep) {
-		*st = IT_FAIL(&lmr->obj, IT_ERR_INVALID_EP,
-			      "EP handle %p is not live", (void *)h);
-		return NULL;
-	}
-	if (ep->pz != lmr->pz) {
-		*st = IT_FAIL(&lmr->obj, IT_ERR_INVALID_PZ,
-			      "the endpoint is in another PZ");
-		return NULL;
-	}
-	g_mutex_lock(&ep->lock);
-	connected = ep->service == IT_RC_SERVICE &&
-		    ep->state.rc == IT_EP_STATE_CONNECTED;
-	g_mutex_unlock(&ep->lock);
-	if (!connected) {
-		*st = IT_FAIL(&lmr->obj, IT_ERR_INVALID_EP_STATE,
-			      "the endpoint is not a connected RC endpoint");
-		return NULL;
-	}
-	return ep;
-}
-
 /* The key of the next link: the same index, the next key byte. */
 static uint32_t next_key(uint32_t key)
 {
@@ -458,7 +452,7 @@ it_status_t it_lmr_link(it_lmr_handle_t lmr_handle, const void *addr,
 	struct itapi_ep *ep;
 	unsigned int access;
 	uintptr_t start = 0;
-	uint64_t avail = 0, pages;
+	uint64_t pages;
 	uint32_t key;
 	it_status_t st;
 	int err;
@@ -480,48 +474,23 @@ it_status_t it_lmr_link(it_lmr_handle_t lmr_handle, const void *addr,
 	st = check_privs(&lmr->obj, ia, privs);
 	if (st)
 		return st;
-	if (addr_mode != IT_ADDR_MODE_ABSOLUTE &&
-	    addr_mode != IT_ADDR_MODE_RELATIVE)
-		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_ADDR_MODE,
-			       "addressing mode %d", (int)addr_mode);
-	if (addr_mode == IT_ADDR_MODE_RELATIVE &&
-	    !(ia->attr.caps & RNICPI_DEV_CAP_ZERO_BASED))
-		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_ADDR_MODE,
-			       "relative addressing: the provider has no zero-based regions");
-	if (iobl) {
-		if (addr)
-			return IT_FAIL(&lmr->obj, IT_ERR_INVALID_ADDRESS,
-				       "both addr and an I/O buffer list");
-		if (iobl->num_elts > lmr->iobl_num_elts)
-			return IT_FAIL(&lmr->obj, IT_ERR_INVALID_IOBL,
-				       "%zu elements, the LMR was made for %zu",
-				       iobl->num_elts, lmr->iobl_num_elts);
-		st = iobl_range(lmr->pz, iobl, &start, &avail);
-		if (st)
-			return st;
-		if (length == 0 || length > avail)
-			return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LENGTH,
-				       "length %llu, the list holds %llu bytes after the offset",
-				       (unsigned long long)length,
-				       (unsigned long long)avail);
-	} else {
-		if (!addr)
-			return IT_FAIL(&lmr->obj, IT_ERR_INVALID_ADDRESS,
-				       "addr is NULL and no I/O buffer list");
-		if (length == 0 ||
-		    (uintptr_t)addr + (uintptr_t)length < (uintptr_t)addr)
-			return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LENGTH,
-				       "length %llu at %p",
-				       (unsigned long long)length, addr);
-		start = (uintptr_t)addr;
-	}
+	st = check_addr_mode(&lmr->obj, ia, addr_mode);
+	if (st)
+		return st;
+	if (iobl && !addr && iobl->num_elts > lmr->iobl_num_elts)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_IOBL,
+			       "%zu elements, the LMR was made for %zu",
+			       iobl->num_elts, lmr->iobl_num_elts);
+	st = mem_range(&lmr->obj, lmr->pz, addr, iobl, length, &start);
+	if (st)
+		return st;
 	pages = (((start & (page - 1)) + (uint64_t)length + page - 1) / page);
 	if (pages > lmr->iobl_num_elts)
 		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LENGTH,
 			       "%llu bytes at %p span %llu pages, the LMR was made for %zu",
 			       (unsigned long long)length, (void *)start,
 			       (unsigned long long)pages, lmr->iobl_num_elts);
-	ep = link_ep(lmr, ep_handle, &st);
+	ep = itapi_ep_for_mem_wr(&lmr->obj, lmr->pz, ep_handle, &st);
 	if (!ep)
 		return st;
 	access = itapi_privs_to_access(privs);
@@ -605,7 +574,7 @@ it_status_t it_lmr_unlink(it_lmr_handle_t lmr_handle, it_ep_handle_t ep_handle,
 		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_DTO_FLAGS,
 			       "flags 0x%x do not apply to an unlink",
 			       (unsigned int)dto_flags);
-	ep = link_ep(lmr, ep_handle, &st);
+	ep = itapi_ep_for_mem_wr(&lmr->obj, lmr->pz, ep_handle, &st);
 	if (!ep)
 		return st;
 	g_mutex_lock(&lmr->lock);

@@ -454,6 +454,11 @@ it_status_t itapi_ep_create(struct itapi_pz *pz,
 /* @h if it is a DTO SEVD of @ia, else NULL. */
 struct itapi_evd *itapi_dto_evd(struct itapi_ia *ia, it_evd_handle_t h);
 const char *itapi_ep_state_name(it_ep_state_rc_t s);
+/* The live, connected RC endpoint of @pz that an LMR or RMR link goes on
+ * (failures logged against @obj), or NULL and *st. */
+struct itapi_ep *itapi_ep_for_mem_wr(struct itapi_obj *obj,
+				     struct itapi_pz *pz, it_ep_handle_t h,
+				     it_status_t *st);
 
 /* A connection event for an EP (from cm/). */
 void itapi_ep_cm_event(const struct cm_event *ev, void *user_data);

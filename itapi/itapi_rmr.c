@@ -176,24 +176,26 @@ static uint32_t next_rkey(uint32_t rkey)
 	return (rkey & ~0xffu) | ((rkey + 1) & 0xffu);
 }
 
-#define LINK_OK_FLAGS                                                       \
-	(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG | IT_BARRIER_FENCE_FLAG |       \
-	 IT_UNLINK_FENCE_FLAG | IT_COALESCE_WR_FLAG)
-
-static struct itapi_ep *rmr_ep(struct itapi_rmr *rmr, it_ep_handle_t h,
-			       it_status_t *st)
+/*
+ * The endpoint a memory work request (an LMR or RMR link or unlink) goes
+ * on: live, of @pz, a connected RC endpoint (the request needs a send
+ * queue that runs). Failures are logged against @obj, the LMR or RMR.
+ */
+struct itapi_ep *itapi_ep_for_mem_wr(struct itapi_obj *obj,
+				     struct itapi_pz *pz, it_ep_handle_t h,
+				     it_status_t *st)
 {
 	struct itapi_ep *ep = ITAPI_LOOKUP(h, struct itapi_ep,
 					   IT_HANDLE_TYPE_EP);
 	bool connected;
 
 	if (!ep) {
-		*st = IT_FAIL(&rmr->obj, IT_ERR_INVALID_EP,
+		*st = IT_FAIL(obj, IT_ERR_INVALID_EP,
 			      "EP handle %p is not live", (void *)h);
 		return NULL;
 	}
-	if (ep->pz != rmr->pz) {
-		*st = IT_FAIL(&rmr->obj, IT_ERR_INVALID_PZ,
+	if (ep->pz != pz) {
+		*st = IT_FAIL(obj, IT_ERR_INVALID_PZ,
 			      "the endpoint is in another PZ");
 		return NULL;
 	}
@@ -202,12 +204,16 @@ static struct itapi_ep *rmr_ep(struct itapi_rmr *rmr, it_ep_handle_t h,
 		    ep->state.rc == IT_EP_STATE_CONNECTED;
 	g_mutex_unlock(&ep->lock);
 	if (!connected) {
-		*st = IT_FAIL(&rmr->obj, IT_ERR_INVALID_EP_STATE,
+		*st = IT_FAIL(obj, IT_ERR_INVALID_EP_STATE,
 			      "the endpoint is not a connected RC endpoint");
 		return NULL;
 	}
 	return ep;
 }
+
+#define LINK_OK_FLAGS                                                       \
+	(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG | IT_BARRIER_FENCE_FLAG |       \
+	 IT_UNLINK_FENCE_FLAG | IT_COALESCE_WR_FLAG)
 
 it_status_t it_rmr_link(it_rmr_handle_t rmr_handle, it_lmr_handle_t lmr_handle,
 			void *addr, it_length_t length,
@@ -279,7 +285,7 @@ it_status_t it_rmr_link(it_rmr_handle_t rmr_handle, it_lmr_handle_t lmr_handle,
 		return IT_FAIL(&rmr->obj, IT_ERR_RANGE,
 			       "%llu bytes at %p are not inside the LMR",
 			       (unsigned long long)length, addr);
-	ep = rmr_ep(rmr, ep_handle, &st);
+	ep = itapi_ep_for_mem_wr(&rmr->obj, rmr->pz, ep_handle, &st);
 	if (!ep)
 		return st;
 	if (privs & IT_PRIV_REMOTE_READ)
@@ -375,7 +381,7 @@ it_status_t it_rmr_unlink(it_rmr_handle_t rmr_handle, it_ep_handle_t ep_handle,
 		return IT_FAIL(&rmr->obj, IT_ERR_INVALID_DTO_FLAGS,
 			       "flags 0x%x do not apply to an unlink",
 			       (unsigned int)dto_flags);
-	ep = rmr_ep(rmr, ep_handle, &st);
+	ep = itapi_ep_for_mem_wr(&rmr->obj, rmr->pz, ep_handle, &st);
 	if (!ep)
 		return st;
 	g_mutex_lock(&rmr->lock);

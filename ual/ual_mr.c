@@ -68,6 +68,24 @@ static int check_range(struct ual_pd *pd, const void *addr, size_t len,
 	return 0;
 }
 
+/* The MR object over a provider's region: one reference on @pd, the
+ * region's keys. */
+static struct ual_mr *mr_new(struct ual_pd *pd, struct rnicpi_mr *rmr)
+{
+	struct ual_mr *mr = g_new0(struct ual_mr, 1);
+
+	ual_obj_init(&mr->obj, mr_release);
+	ual_obj_set_prefix(&mr->obj, "MR[0x%x] %s:", rmr->lkey,
+			   pd->dev->name);
+	ual_pd_get(pd);
+	mr->pd = pd;
+	mr->rmr = rmr;
+	rmr->core_ctx = mr;
+	mr->lkey = rmr->lkey;
+	mr->rkey = rmr->rkey;
+	return mr;
+}
+
 static uint64_t mr_iova(void *addr, unsigned int access)
 {
 	return access & RNICPI_ACCESS_ZERO_BASED ? 0 : (uint64_t)(uintptr_t)addr;
@@ -104,20 +122,12 @@ int ual_mr_reg(struct ual_pd *pd, void *addr, size_t len,
 			     access);
 		goto err_unpin;
 	}
-	mr = g_new0(struct ual_mr, 1);
-	ual_obj_init(&mr->obj, mr_release);
-	ual_obj_set_prefix(&mr->obj, "MR[0x%x] %s:", rmr->lkey, d->name);
-	ual_pd_get(pd);
-	mr->pd = pd;
-	mr->rmr = rmr;
-	rmr->core_ctx = mr;
+	mr = mr_new(pd, rmr);
 	mr->pin = pin;
 	mr->addr = (uintptr_t)addr;
 	mr->len = len;
 	mr->access = access;
 	mr->iova = iova;
-	mr->lkey = rmr->lkey;
-	mr->rkey = rmr->rkey;
 	ual_obj_debug(&mr->obj, "registered %zu bytes at %p access 0x%x", len,
 		      addr, access);
 	*out = mr;
@@ -240,15 +250,7 @@ int ual_mr_alloc(struct ual_pd *pd, uint64_t max_len, struct ual_mr **out)
 		ual_obj_release_child(&pd->obj);
 		return err;
 	}
-	mr = g_new0(struct ual_mr, 1);
-	ual_obj_init(&mr->obj, mr_release);
-	ual_obj_set_prefix(&mr->obj, "MR[0x%x] %s:", rmr->lkey, d->name);
-	ual_pd_get(pd);
-	mr->pd = pd;
-	mr->rmr = rmr;
-	rmr->core_ctx = mr;
-	mr->lkey = rmr->lkey;
-	mr->rkey = rmr->rkey;
+	mr = mr_new(pd, rmr);
 	mr->max_len = max_len;
 	ual_obj_debug(&mr->obj, "allocated for links of up to %llu bytes",
 		      (unsigned long long)max_len);
