@@ -414,13 +414,14 @@ static int hfi_ep_connect(struct fid_ep *f, const void *addr,
 {
 	struct hfi_ep *ep = TO_EP(f);
 	it_conn_qual_t qual = { .type = IT_IANA_PORT };
-	size_t np = 1, total;
+	unsigned char pd[IT_MAX_PRIV_DATA];
+	size_t np = 1, total, n;
 	it_net_addr_t na;
 	it_path_t path;
 	it_status_t st;
 	int ret;
 
-	if (paramlen > HFI_CM_DATA_SIZE)
+	if (paramlen > HFI_CM_DATA_SIZE || (paramlen && !param))
 		return -FI_EINVAL;
 	if (!addr && !ep->dst.ss_family)
 		return -FI_EINVAL;
@@ -441,8 +442,9 @@ static int hfi_ep_connect(struct fid_ep *f, const void *addr,
 	st = it_get_pathinfo(ep->dom->fab->ia, 0, &na, &np, &total, &path);
 	if (st != IT_SUCCESS || np != 1)
 		return -FI_EHOSTUNREACH;
+	n = hfi_cm_pack(pd, param, paramlen);
 	st = it_ep_connect(ep->ep, &path, NULL, &qual,
-			   IT_CONNECT_FLAG_TWO_WAY, param, paramlen);
+			   IT_CONNECT_FLAG_TWO_WAY, n ? pd : NULL, n);
 	return hfi_status_to_fi(st);
 }
 
@@ -450,17 +452,20 @@ static int hfi_ep_accept(struct fid_ep *f, const void *param,
 			 size_t paramlen)
 {
 	struct hfi_ep *ep = TO_EP(f);
+	unsigned char pd[IT_MAX_PRIV_DATA];
 	it_status_t st;
+	size_t n;
 	int ret;
 
 	if (!ep->connreq)
 		return -FI_EINVAL;
-	if (paramlen > HFI_CM_DATA_SIZE)
+	if (paramlen > HFI_CM_DATA_SIZE || (paramlen && !param))
 		return -FI_EINVAL;
 	ret = ep_enable(ep);
 	if (ret)
 		return ret;
-	st = it_ep_accept(ep->ep, ep->connreq->cn_est_id, param, paramlen);
+	n = hfi_cm_pack(pd, param, paramlen);
+	st = it_ep_accept(ep->ep, ep->connreq->cn_est_id, n ? pd : NULL, n);
 	if (st != IT_SUCCESS)
 		return hfi_status_to_fi(st);
 	g_free(ep->connreq);

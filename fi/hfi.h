@@ -47,7 +47,10 @@
 #define HFI_RX_SIZE 256
 #define HFI_IOV_LIMIT 4
 #define HFI_INJECT_SIZE 64
-#define HFI_CM_DATA_SIZE IT_MAX_PRIV_DATA
+/* IT-API carries IT_MAX_PRIV_DATA bytes of private data and not the
+ * length the peer gave: its first byte is the length (as libfabric's
+ * verbs provider frames its CM data), the rest the application's. */
+#define HFI_CM_DATA_SIZE (IT_MAX_PRIV_DATA - 1)
 /* An operation flag of ours (FI_PROV_SPECIFIC bits): no entry on
  * success, as fi_inject wants. */
 #define FI_HFI_NO_COMPLETION (1ULL << 60)
@@ -163,6 +166,13 @@ int hfi_cm_getopt(fid_t fid, int level, int optname, void *optval,
 		  size_t *optlen);
 int hfi_cm_setopt(fid_t fid, int level, int optname, const void *optval,
 		  size_t optlen);
+/* CM data framed for IT-API: @out gets the length byte and @param; the
+ * bytes to hand IT-API. */
+size_t hfi_cm_pack(unsigned char out[IT_MAX_PRIV_DATA], const void *param,
+		   size_t paramlen);
+/* The application's bytes in IT-API private data @pd (NULL: none
+ * present): their length, *data pointing into @pd. */
+size_t hfi_cm_unpack(const unsigned char *pd, const unsigned char **data);
 int hfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
 		    void **ops, void *context);
 

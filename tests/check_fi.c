@@ -224,7 +224,8 @@ static void connect_pair(struct pair *p, enum fi_wait_obj wait)
 	p->cep = open_ep(p, p->info, p->ccq);
 	ck_assert_int_eq(fi_connect(p->cep, &p->srv, "hello", 6), 0);
 	n = eq_wait(p, &event, &ev, sizeof(ev));
-	ck_assert_int_ge(n, (ssize_t)sizeof(ev.e) + 6);
+	/* The length the peer gave, not IT-API's padded buffer. */
+	ck_assert_int_eq(n, (ssize_t)sizeof(ev.e) + 6);
 	ck_assert_uint_eq(event, FI_CONNREQ);
 	ck_assert_ptr_eq(ev.e.fid, &p->pep->fid);
 	ck_assert_str_eq((char *)ev.e.data, "hello");
@@ -241,7 +242,7 @@ static void connect_pair(struct pair *p, enum fi_wait_obj wait)
 		ck_assert_int_ge(n, (ssize_t)sizeof(ev.e));
 		ck_assert_uint_eq(event, FI_CONNECTED);
 		if (ev.e.fid == &p->cep->fid) {
-			ck_assert_int_ge(n, (ssize_t)sizeof(ev.e) + 8);
+			ck_assert_int_eq(n, (ssize_t)sizeof(ev.e) + 8);
 			ck_assert_str_eq((char *)ev.e.data, "welcome");
 			connected |= 1;
 		} else {
@@ -671,7 +672,8 @@ START_TEST(conn_rejected)
 {
 	union cm_ev ev;
 	struct fi_eq_err_entry err;
-	uint8_t pdata[16];
+	uint8_t pdata[64], big[64] = { 0 };
+	size_t max = 0, optlen = sizeof(max);
 	uint32_t event;
 	struct pair p;
 
@@ -679,10 +681,18 @@ START_TEST(conn_rejected)
 				FI_MR_PROV_KEY);
 	p.ccq = open_cq(&p, FI_WAIT_NONE);
 	p.cep = open_ep(&p, p.info, p.ccq);
+	/* IT-API's 32 bytes less the length byte; more is refused. */
+	ck_assert_int_eq(fi_getopt(&p.cep->fid, FI_OPT_ENDPOINT,
+				   FI_OPT_CM_DATA_SIZE, &max, &optlen), 0);
+	ck_assert_uint_eq(max, 31);
+	ck_assert_int_eq(fi_connect(p.cep, &p.srv, big, max + 1),
+			 -FI_EINVAL);
 	ck_assert_int_eq(fi_connect(p.cep, &p.srv, "knock", 6), 0);
 	ck_assert_int_ge(eq_wait(&p, &event, &ev, sizeof(ev)),
 			 (ssize_t)sizeof(ev.e));
 	ck_assert_uint_eq(event, FI_CONNREQ);
+	ck_assert_int_eq(fi_reject(p.pep, ev.e.info->handle, big, 32),
+			 -FI_EINVAL);
 	ck_assert_int_eq(fi_reject(p.pep, ev.e.info->handle, "go away", 8),
 			 0);
 	fi_freeinfo(ev.e.info);
@@ -693,7 +703,8 @@ START_TEST(conn_rejected)
 	ck_assert_int_eq(fi_eq_readerr(p.eq, &err, 0), sizeof(err));
 	ck_assert_ptr_eq(err.fid, &p.cep->fid);
 	ck_assert_int_eq(err.err, FI_ECONNREFUSED);
-	ck_assert_uint_ge(err.err_data_size, 8);
+	/* fabtests' fi_cm_data checks err_data_size bytes. */
+	ck_assert_uint_eq(err.err_data_size, 8);
 	ck_assert_str_eq((char *)pdata, "go away");
 	close_pair(&p);
 }
