@@ -213,23 +213,30 @@ static uint16_t get_port(const struct sockaddr *sa)
  */
 static int mr_mode_for(uint32_t version, const struct fi_info *hints)
 {
+	bool old;
 	int app;
 
 	if (!hints || !hints->domain_attr)
 		return FI_VERSION_LT(version, FI_VERSION(1, 5)) ?
 			       FI_MR_BASIC : HFI_MR_OFFERED;
 	app = hints->domain_attr->mr_mode;
+	old = FI_VERSION_LT(version, FI_VERSION(1, 5)) || app == FI_MR_BASIC;
 	if (app == FI_MR_BASIC || (FI_VERSION_LT(version, FI_VERSION(1, 5)) &&
 				   app == FI_MR_UNSPEC))
 		app = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	else if (app == FI_MR_SCALABLE)
 		return -1;
-	if (hints->mode & FI_LOCAL_MR)
+	/* The FI_LOCAL_MR mode bit belongs to the old modes only: from 1.5
+	 * on it is FI_MR_LOCAL (fabtests' fi_getinfo_test sets every mode
+	 * bit and expects no mr_mode bit it did not ask for). */
+	if (old && (hints->mode & FI_LOCAL_MR))
 		app |= FI_MR_LOCAL;
 	if ((app & HFI_MR_REQUIRED) != HFI_MR_REQUIRED)
 		return -1;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
 		return (app & FI_MR_VIRT_ADDR) ? FI_MR_BASIC : FI_MR_SCALABLE;
+	if (old)
+		return FI_MR_BASIC;	/* asked for by name, answered so */
 	return app & HFI_MR_OFFERED;
 }
 
@@ -309,6 +316,12 @@ static bool hints_ok(const struct fi_info *hints)
 		return false;
 	if (hints->domain_attr && hints->domain_attr->cq_data_size)
 		return false;	/* IT-API carries no immediate data */
+	if (hints->domain_attr &&
+	    (hints->domain_attr->caps & ~(FI_LOCAL_COMM | FI_REMOTE_COMM)))
+		return false;	/* no address vectors, shared or not */
+	if ((hints->tx_attr && (hints->tx_attr->msg_order & ~HFI_MSG_ORDER)) ||
+	    (hints->rx_attr && (hints->rx_attr->msg_order & ~HFI_MSG_ORDER)))
+		return false;
 	if (hints->tx_attr && hints->tx_attr->inject_size > HFI_INJECT_SIZE)
 		return false;
 	return true;
@@ -344,7 +357,10 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 					 0);
 	caps |= FI_LOCAL_COMM | FI_REMOTE_COMM;
 	fi->caps = caps;
-	fi->mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_LOCAL_MR : 0;
+	fi->mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
+				   mr_mode == FI_MR_BASIC ?
+			   FI_LOCAL_MR :
+			   0;
 	fi->addr_format = src->ss_family == AF_INET ? FI_SOCKADDR_IN :
 						     FI_SOCKADDR_IN6;
 	fi->src_addrlen = hfi_sockaddr_len((const void *)src);
@@ -355,7 +371,7 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 	}
 	fi->tx_attr->caps = caps & (FI_MSG | FI_RMA | FI_SEND | FI_READ |
 				    FI_WRITE);
-	fi->tx_attr->msg_order = FI_ORDER_SAS;
+	fi->tx_attr->msg_order = HFI_MSG_ORDER;
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
 	fi->tx_attr->inject_size = HFI_INJECT_SIZE;
 	fi->tx_attr->size = HFI_TX_SIZE;
@@ -363,7 +379,7 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 	fi->tx_attr->rma_iov_limit = 1;
 	fi->rx_attr->caps = caps & (FI_MSG | FI_RMA | FI_RECV |
 				    FI_REMOTE_READ | FI_REMOTE_WRITE);
-	fi->rx_attr->msg_order = FI_ORDER_SAS;
+	fi->rx_attr->msg_order = HFI_MSG_ORDER;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->rx_attr->size = HFI_RX_SIZE;
 	fi->rx_attr->iov_limit = HFI_IOV_LIMIT;
@@ -373,12 +389,33 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 					FI_PROTO_IWARP;
 	fi->ep_attr->protocol_version = 1;
 	fi->ep_attr->max_msg_size = max_msg;
+	/* RAW and WAW hold for whole messages; WAR not at all. */
+	fi->ep_attr->max_order_raw_size = max_msg;
+	fi->ep_attr->max_order_waw_size = max_msg;
+	fi->ep_attr->max_order_war_size = 0;
+	if (hints && hints->ep_attr &&
+	    (hints->ep_attr->max_order_raw_size > max_msg ||
+	     hints->ep_attr->max_order_waw_size > max_msg ||
+	     hints->ep_attr->max_order_war_size > 0)) {
+		it_ia_info_free(ii);
+		fi_freeinfo(fi);
+		return NULL;
+	}
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
 	fi->domain_attr->name = g_strdup(dev);
 	fi->domain_attr->threading = FI_THREAD_SAFE;
+	/* We progress on our own; an application that asks for manual
+	 * progress (it will read its CQs and EQs to drive it) gets its
+	 * model, which our automatic progress satisfies. */
 	fi->domain_attr->control_progress = FI_PROGRESS_AUTO;
 	fi->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	if (hints && hints->domain_attr &&
+	    hints->domain_attr->control_progress == FI_PROGRESS_MANUAL)
+		fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	if (hints && hints->domain_attr &&
+	    hints->domain_attr->data_progress == FI_PROGRESS_MANUAL)
+		fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->resource_mgmt = FI_RM_DISABLED;
 	fi->domain_attr->av_type = FI_AV_UNSPEC;
 	fi->domain_attr->mr_mode = mr_mode;

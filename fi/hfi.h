@@ -43,6 +43,12 @@
 #define HFI_CAPS                                                         \
 	(FI_MSG | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE |     \
 	 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM)
+/* An RC connection's ordering, as on any reliable-connected QP: sends,
+ * writes and reads start in order; a later write or send may overtake a
+ * read (its response comes later): no FI_ORDER_WAR, FI_ORDER_SAR. */
+#define HFI_MSG_ORDER                                                    \
+	(FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAW |     \
+	 FI_ORDER_WAS | FI_ORDER_SAW | FI_ORDER_SAS)
 #define HFI_TX_SIZE 256
 #define HFI_RX_SIZE 256
 #define HFI_IOV_LIMIT 4

@@ -298,6 +298,75 @@ static struct fid_mr *reg(struct pair *p, void *buf, size_t len,
 	return mr;
 }
 
+/* The attribute rules fabtests' fi_getinfo_test checks: what is returned
+ * holds what was asked for, or nothing is returned. */
+START_TEST(getinfo_attr_rules)
+{
+	struct fi_info *h = base_hints(), *info = NULL;
+
+	/* RC ordering: RAW and WAW for whole messages, never WAR. */
+	h->tx_attr->msg_order = FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAS;
+	h->rx_attr->msg_order = FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAS;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_uint_eq(info->tx_attr->msg_order & FI_ORDER_RAW,
+			  FI_ORDER_RAW);
+	ck_assert_uint_eq(info->ep_attr->max_order_raw_size,
+			  info->ep_attr->max_msg_size);
+	ck_assert_uint_eq(info->ep_attr->max_order_waw_size,
+			  info->ep_attr->max_msg_size);
+	ck_assert_uint_eq(info->ep_attr->max_order_war_size, 0);
+	h->ep_attr->max_order_raw_size = info->ep_attr->max_msg_size + 1;
+	fi_freeinfo(info);
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->ep_attr->max_order_raw_size = 0;
+	h->tx_attr->msg_order = FI_ORDER_WAR;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_DATA;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->tx_attr->msg_order = h->rx_attr->msg_order = 0;
+
+	/* Manual progress asked: answered (ours is automatic, a superset). */
+	h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	h->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_int_eq(info->domain_attr->data_progress,
+			 FI_PROGRESS_MANUAL);
+	ck_assert_int_eq(info->domain_attr->control_progress,
+			 FI_PROGRESS_MANUAL);
+	fi_freeinfo(info);
+	h->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+	h->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_int_eq(info->domain_attr->data_progress, FI_PROGRESS_AUTO);
+	fi_freeinfo(info);
+
+	/* No address vectors: FI_SHARED_AV is refused. */
+	h->domain_attr->caps = FI_SHARED_AV;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->domain_attr->caps = 0;
+
+	/* From 1.5 the FI_LOCAL_MR mode bit is not FI_MR_LOCAL ... */
+	h->mode = ~0ULL;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	/* ... but FI_MR_BASIC by name takes it, and is answered by name. */
+	h->domain_attr->mr_mode = FI_MR_BASIC;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_int_eq(info->domain_attr->mr_mode, FI_MR_BASIC);
+	ck_assert(info->mode & FI_LOCAL_MR);
+	fi_freeinfo(info);
+	h->mode = 0;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	fi_freeinfo(h);
+}
+END_TEST
+
 /* ---- memory registration ------------------------------------------------ */
 
 START_TEST(mr_register)
@@ -840,6 +909,7 @@ static Suite *fi_suite(void)
 	tcase_add_test(tc, name);                    \
 	suite_add_tcase(s, tc)
 	CASE(getinfo_hints);
+	CASE(getinfo_attr_rules);
 	CASE(mr_register);
 	CASE(msg_send_recv);
 	CASE(msg_truncated);
