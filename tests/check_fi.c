@@ -367,6 +367,30 @@ START_TEST(getinfo_attr_rules)
 }
 END_TEST
 
+/* Counters and remote RMA events are not offered (see fi_hostrdma(7)):
+ * the domain says none, opening one fails plainly, FI_RMA_EVENT is not
+ * answered. */
+START_TEST(no_counters)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_info *h = base_hints(), *info = NULL;
+	struct fid_cntr *cntr = NULL;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	ck_assert_uint_eq(p.info->domain_attr->cntr_cnt, 0);
+	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &cntr, NULL),
+			 -FI_ENOSYS);
+	ck_assert_ptr_null(cntr);
+	close_pair(&p);
+	h->caps |= FI_RMA_EVENT;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	fi_freeinfo(h);
+}
+END_TEST
+
 /* ---- memory registration ------------------------------------------------ */
 
 START_TEST(mr_register)
@@ -910,6 +934,7 @@ static Suite *fi_suite(void)
 	suite_add_tcase(s, tc)
 	CASE(getinfo_hints);
 	CASE(getinfo_attr_rules);
+	CASE(no_counters);
 	CASE(mr_register);
 	CASE(msg_send_recv);
 	CASE(msg_truncated);
