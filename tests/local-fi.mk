@@ -21,3 +21,4 @@ endif
 endif
 endif
 EXTRA_DIST += tests/check-fi-tools.sh tests/check-fi-rxe.sh
+EXTRA_DIST += tests/check-fabtests.sh
