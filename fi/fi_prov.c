@@ -319,8 +319,10 @@ static bool hints_ok(const struct fi_info *hints)
 	if (hints->domain_attr &&
 	    (hints->domain_attr->caps & ~(FI_LOCAL_COMM | FI_REMOTE_COMM)))
 		return false;	/* no address vectors, shared or not */
-	if ((hints->tx_attr && (hints->tx_attr->msg_order & ~HFI_MSG_ORDER)) ||
-	    (hints->rx_attr && (hints->rx_attr->msg_order & ~HFI_MSG_ORDER)))
+	if ((hints->tx_attr &&
+	     (hints->tx_attr->msg_order & ~HFI_MSG_ORDER_HINTS)) ||
+	    (hints->rx_attr &&
+	     (hints->rx_attr->msg_order & ~HFI_MSG_ORDER_HINTS)))
 		return false;
 	if (hints->tx_attr && hints->tx_attr->inject_size > HFI_INJECT_SIZE)
 		return false;

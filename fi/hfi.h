@@ -48,7 +48,13 @@
  * read (its response comes later): no FI_ORDER_WAR, FI_ORDER_SAR. */
 #define HFI_MSG_ORDER                                                    \
 	(FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAW |     \
-	 FI_ORDER_WAS | FI_ORDER_SAW | FI_ORDER_SAS)
+	 FI_ORDER_WAS | FI_ORDER_SAW | FI_ORDER_SAS | FI_ORDER_RMA_RAR | \
+	 FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW)
+/* Atomic orderings asked of a provider without atomics hold vacuously:
+ * not refused, not reported. */
+#define HFI_MSG_ORDER_HINTS                                              \
+	(HFI_MSG_ORDER | FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW |     \
+	 FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
 #define HFI_TX_SIZE 256
 #define HFI_RX_SIZE 256
 #define HFI_IOV_LIMIT 4

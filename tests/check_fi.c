@@ -326,6 +326,15 @@ START_TEST(getinfo_attr_rules)
 	h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_DATA;
 	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
 			 -FI_ENODATA);
+	h->tx_attr->msg_order = FI_ORDER_RMA_WAR;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	/* RMA-only orders we keep; atomic ones hold without atomics. */
+	h->tx_attr->msg_order = FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_WAR;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert(info->tx_attr->msg_order & FI_ORDER_RMA_RAW);
+	ck_assert(!(info->tx_attr->msg_order & FI_ORDER_ATOMIC_WAR));
+	fi_freeinfo(info);
 	h->tx_attr->msg_order = h->rx_attr->msg_order = 0;
 
 	/* Manual progress asked: answered (ours is automatic, a superset). */
