@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <rdma/providers/fi_log.h>
 
 #define HFI_MAX_DEVICES 32
 
@@ -303,8 +304,14 @@ static bool hints_ok(const struct fi_info *hints)
 	if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
 	    hints->ep_attr->type != FI_EP_MSG)
 		return false;
-	if (hints->caps & ~(HFI_CAPS | FI_SOURCE))
+	if (hints->caps & ~(HFI_CAPS | FI_SOURCE)) {
+		uint64_t no = hints->caps & ~(HFI_CAPS | FI_SOURCE);
+
+		FI_INFO(&hfi_prov, FI_LOG_CORE,
+			"caps %s not offered (remote CQ data: IT-API has no immediate data; FI_RMA_EVENT, counters, tagged, atomics: not provided)\n",
+			fi_tostr(&no, FI_TYPE_CAPS));
 		return false;
+	}
 	if (hints->addr_format != FI_FORMAT_UNSPEC &&
 	    hints->addr_format != FI_SOCKADDR &&
 	    hints->addr_format != FI_SOCKADDR_IN &&
@@ -314,16 +321,26 @@ static bool hints_ok(const struct fi_info *hints)
 	    hints->ep_attr->protocol != FI_PROTO_IWARP &&
 	    hints->ep_attr->protocol != FI_PROTO_RDMA_CM_IB_RC)
 		return false;
-	if (hints->domain_attr && hints->domain_attr->cq_data_size)
-		return false;	/* IT-API carries no immediate data */
+	if (hints->domain_attr && hints->domain_attr->cq_data_size) {
+		FI_INFO(&hfi_prov, FI_LOG_CORE,
+			"cq_data_size %zu: no remote CQ data, IT-API has no immediate data\n",
+			hints->domain_attr->cq_data_size);
+		return false;
+	}
 	if (hints->domain_attr &&
-	    (hints->domain_attr->caps & ~(FI_LOCAL_COMM | FI_REMOTE_COMM)))
-		return false;	/* no address vectors, shared or not */
+	    (hints->domain_attr->caps & ~(FI_LOCAL_COMM | FI_REMOTE_COMM))) {
+		FI_INFO(&hfi_prov, FI_LOG_CORE,
+			"domain caps: no address vectors, shared or not\n");
+		return false;
+	}
 	if ((hints->tx_attr &&
 	     (hints->tx_attr->msg_order & ~HFI_MSG_ORDER_HINTS)) ||
 	    (hints->rx_attr &&
-	     (hints->rx_attr->msg_order & ~HFI_MSG_ORDER_HINTS)))
+	     (hints->rx_attr->msg_order & ~HFI_MSG_ORDER_HINTS))) {
+		FI_INFO(&hfi_prov, FI_LOG_CORE,
+			"msg_order: an RC connection keeps no WAR, SAR or data order\n");
 		return false;
+	}
 	if (hints->tx_attr && hints->tx_attr->inject_size > HFI_INJECT_SIZE)
 		return false;
 	return true;
