@@ -38,7 +38,8 @@ static int ep_enable(struct hfi_ep *ep)
 		return 0;
 	if (!ep->eq)
 		return -FI_ENOEQ;
-	if (!ep->tx_cq && !ep->rx_cq)
+	if (!ep->tx_cq && !ep->rx_cq && !ep->send_cntr && !ep->recv_cntr &&
+	    !ep->write_cntr && !ep->read_cntr)
 		return -FI_ENOCQ;
 	if (!ep->tx_cq || !ep->rx_cq) {
 		st = it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 64, 0, NULL,
@@ -76,6 +77,15 @@ static int ep_enable(struct hfi_ep *ep)
 		goto err_ep;
 	ep->inject_free = ~UINT64_C(0);
 	ep->enabled = true;
+	/* the counters reap this endpoint's completions too */
+	if (ep->send_cntr)
+		hfi_cntr_watch(ep->send_cntr, ep);
+	if (ep->write_cntr)
+		hfi_cntr_watch(ep->write_cntr, ep);
+	if (ep->read_cntr)
+		hfi_cntr_watch(ep->read_cntr, ep);
+	if (ep->recv_cntr)
+		hfi_cntr_watch(ep->recv_cntr, ep);
 	return 0;
 
 err_ep:
@@ -622,6 +632,7 @@ static int hfi_ep_close(struct fid *fid)
 	if (ep->inject_lmr)
 		it_lmr_free(ep->inject_lmr);
 	g_free(ep->inject_buf);
+	hfi_cntr_forget(ep);
 	if (ep->dummy_evd)
 		it_evd_free(ep->dummy_evd);
 	if (ep->connreq) {
@@ -672,8 +683,28 @@ static int hfi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		}
 		return 0;
 	}
+	case FI_CLASS_CNTR: {
+		struct hfi_cntr *c = container_of(bfid, struct hfi_cntr,
+						  cntr_fid.fid);
+
+		if (c->dom != ep->dom)
+			return -FI_EINVAL;
+		/* no FI_RMA_EVENT: the remote side's are not counted */
+		if (!(flags & (FI_SEND | FI_RECV | FI_WRITE | FI_READ)) ||
+		    (flags & (FI_REMOTE_WRITE | FI_REMOTE_READ)))
+			return -FI_EBADFLAGS;
+		if (flags & FI_SEND)
+			ep->send_cntr = c;
+		if (flags & FI_RECV)
+			ep->recv_cntr = c;
+		if (flags & FI_WRITE)
+			ep->write_cntr = c;
+		if (flags & FI_READ)
+			ep->read_cntr = c;
+		return 0;
+	}
 	default:
-		return -FI_ENOSYS;	/* no counters, no AVs */
+		return -FI_ENOSYS;	/* no AVs */
 	}
 }
 

@@ -441,6 +441,7 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 	fi->domain_attr->mr_key_size = sizeof(uint32_t);
 	fi->domain_attr->cq_data_size = 0;
 	fi->domain_attr->cq_cnt = 256;
+	fi->domain_attr->cntr_cnt = 256;
 	fi->domain_attr->ep_cnt = 1024;
 	fi->domain_attr->tx_ctx_cnt = 1024;
 	fi->domain_attr->rx_ctx_cnt = 1024;
@@ -591,11 +592,21 @@ static int hfi_trywait(struct fid_fabric *fabric, struct fid **fids,
 	for (int i = 0; i < count; i++) {
 		struct pollfd pfd = { .events = POLLIN };
 
-		if (fids[i]->fclass == FI_CLASS_CQ)
-			pfd.fd = container_of(fids[i], struct hfi_cq,
-					      cq_fid.fid)->fd;
-		else
+		if (fids[i]->fclass == FI_CLASS_CQ) {
+			struct hfi_cq *cq = container_of(fids[i],
+							 struct hfi_cq,
+							 cq_fid.fid);
+			bool stashed;
+
+			g_mutex_lock(&cq->lock);
+			stashed = !g_queue_is_empty(&cq->pending);
+			g_mutex_unlock(&cq->lock);
+			if (stashed)
+				return -FI_EAGAIN;
+			pfd.fd = cq->fd;
+		} else {
 			return -FI_EINVAL;
+		}
 		if (pfd.fd < 0)
 			return -FI_EINVAL;
 		if (poll(&pfd, 1, 0) > 0)

@@ -121,10 +121,11 @@ for dev in ${DEVICES:-siw_lo rxe_lo}; do
 	fi
 	pair $dev fi_msg -p hostrdma -e msg
 	pair $dev fi_msg_pingpong -p hostrdma -e msg -S 8 -I 1000 -v
+	pair $dev fi_msg_pingpong -p hostrdma -e msg -S 8 -I 100 -t counter -v
 	pair $dev fi_msg_bw -p hostrdma -e msg -S 4096 -W 16 -I 100 -v
 	pair $dev fi_msg_epoll -p hostrdma -e msg
 	tries=1
-	[ $dev = siw_lo ] && tries=3
+	[ $dev = siw_lo ] && tries=5
 	TRIES=$tries pair $dev fi_rma_bw -p hostrdma -e msg -o write -S 65536 \
 		-W 16 -I 100
 	TRIES=$tries pair $dev fi_rma_bw -p hostrdma -e msg -o read -S 65536 \

@@ -15,9 +15,11 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -151,6 +153,10 @@ END_TEST
 /* ---- a connected pair --------------------------------------------------- */
 
 struct pair {
+	/* counters bound to the client's / server's endpoint (before
+	 * connect_pair), and the client CQ's directions (0: both) */
+	struct fid_cntr *ccntr, *scntr;
+	uint64_t ccntr_flags, scntr_flags, ccq_flags;
 	struct fi_info *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
@@ -199,9 +205,19 @@ static struct fid_ep *open_ep(struct pair *p, struct fi_info *info,
 {
 	struct fid_ep *ep;
 
+	bool client = info == p->info;
+	uint64_t cqf = client && p->ccq_flags ? p->ccq_flags :
+						FI_TRANSMIT | FI_RECV;
+	struct fid_cntr *c = client ? p->ccntr : p->scntr;
+
 	ck_assert_int_eq(fi_endpoint(p->domain, info, &ep, NULL), 0);
 	ck_assert_int_eq(fi_ep_bind(ep, &p->eq->fid, 0), 0);
-	ck_assert_int_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_ep_bind(ep, &cq->fid, cqf), 0);
+	if (c)
+		ck_assert_int_eq(fi_ep_bind(ep, &c->fid, client ?
+							  p->ccntr_flags :
+							  p->scntr_flags),
+				 0);
 	ck_assert_int_eq(fi_enable(ep), 0);
 	return ep;
 }
@@ -370,30 +386,6 @@ START_TEST(getinfo_attr_rules)
 	ck_assert(info->mode & FI_LOCAL_MR);
 	fi_freeinfo(info);
 	h->mode = 0;
-	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
-			 -FI_ENODATA);
-	fi_freeinfo(h);
-}
-END_TEST
-
-/* Counters and remote RMA events are not offered (see fi_hostrdma(7)):
- * the domain says none, opening one fails plainly, FI_RMA_EVENT is not
- * answered. */
-START_TEST(no_counters)
-{
-	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
-	struct fi_info *h = base_hints(), *info = NULL;
-	struct fid_cntr *cntr = NULL;
-	struct pair p;
-
-	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				FI_MR_PROV_KEY);
-	ck_assert_uint_eq(p.info->domain_attr->cntr_cnt, 0);
-	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &cntr, NULL),
-			 -FI_ENOSYS);
-	ck_assert_ptr_null(cntr);
-	close_pair(&p);
-	h->caps |= FI_RMA_EVENT;
 	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
 			 -FI_ENODATA);
 	fi_freeinfo(h);
@@ -641,6 +633,117 @@ END_TEST
 START_TEST(rma_write_read_offsets)
 {
 	rma_case(FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY);
+}
+END_TEST
+
+/* Counters: the client's sends, writes and reads go to a counter, no CQ
+ * (its CQ takes receives only), so the counter reaps them itself; the
+ * server's receives go to its CQ and a counter, which reaps them for the
+ * CQ. A remote access error counts as an error. No FI_RMA_EVENT. */
+START_TEST(counters)
+{
+	static char sbuf[4096], rbuf[4096];
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_info *h = base_hints(), *info = NULL;
+	struct fi_cq_data_entry e;
+	struct fid_cntr *cc, *sc;
+	struct fid_mr *smr, *rmr;
+	int ctx[4];
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	ck_assert_uint_gt(p.info->domain_attr->cntr_cnt, 0);
+	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &cc, NULL), 0);
+	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &sc, NULL), 0);
+	p.ccntr = cc;
+	p.ccntr_flags = FI_SEND | FI_WRITE | FI_READ;
+	p.ccq_flags = FI_RECV;
+	p.scntr = sc;
+	p.scntr_flags = FI_RECV;
+	connect_pair(&p, FI_WAIT_NONE);
+	smr = reg(&p, sbuf, sizeof(sbuf), FI_SEND | FI_WRITE | FI_READ);
+	rmr = reg(&p, rbuf, sizeof(rbuf),
+		  FI_RECV | FI_REMOTE_WRITE | FI_REMOTE_READ);
+	fill(sbuf, sizeof(sbuf), 7);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(fi_recv(p.sep, rbuf, sizeof(rbuf),
+					 fi_mr_desc(rmr), 0, &ctx[i]), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(fi_send(p.cep, sbuf, 100, fi_mr_desc(smr), 0,
+					 &ctx[i]), 0);
+	ck_assert_int_eq(fi_cntr_wait(cc, 3, TIMEOUT_MS), 0);
+	ck_assert_uint_eq(fi_cntr_read(cc), 3);
+	ck_assert_int_eq(fi_cntr_wait(cc, 4, 50), -FI_ETIMEDOUT);
+	/* the server's counter reaps its CQ's completions: counted once,
+	 * and the entries are still the CQ's */
+	ck_assert_int_eq(fi_cntr_wait(sc, 3, TIMEOUT_MS), 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(cq_wait(p.scq, &e), 1);
+		ck_assert_ptr_eq(e.op_context, &ctx[i]);
+		ck_assert_uint_eq(e.len, 100);
+	}
+	ck_assert_int_eq(fi_cq_read(p.scq, &e, 1), -FI_EAGAIN);
+	ck_assert_uint_eq(fi_cntr_read(sc), 3);
+	ck_assert_uint_eq(fi_cntr_readerr(sc), 0);
+	/* a write counted on the same counter; its bytes landed */
+	memset(rbuf, 0, sizeof(rbuf));
+	ck_assert_int_eq(fi_write(p.cep, sbuf, 4096, fi_mr_desc(smr), 0,
+				  (uintptr_t)rbuf, fi_mr_key(rmr), &ctx[3]),
+			 0);
+	ck_assert_int_eq(fi_cntr_wait(cc, 4, TIMEOUT_MS), 0);
+	/* a write completes when sent (iWARP): the bytes follow */
+	for (int i = 0; i < TIMEOUT_MS && memcmp(rbuf, sbuf, 4096); i++)
+		usleep(1000);
+	ck_assert_mem_eq(rbuf, sbuf, 4096);
+	ck_assert_int_eq(fi_cntr_set(cc, 10), 0);
+	ck_assert_int_eq(fi_cntr_add(cc, 2), 0);
+	ck_assert_uint_eq(fi_cntr_read(cc), 12);
+	/* a read with a wrong key: an error, not a completion */
+	ck_assert_int_eq(fi_read(p.cep, sbuf, 16, fi_mr_desc(smr), 0,
+				 (uintptr_t)rbuf, fi_mr_key(rmr) ^ 0x1,
+				 &ctx[3]),
+			 0);
+	ck_assert_int_eq(fi_cntr_wait(cc, 13, TIMEOUT_MS), -FI_EAVAIL);
+	ck_assert_uint_eq(fi_cntr_readerr(cc), 1);
+	ck_assert_uint_eq(fi_cntr_read(cc), 12);
+	/* an enabled endpoint still counts on it */
+	ck_assert_int_eq(fi_close(&cc->fid), -FI_EBUSY);
+	/* remote events are not counted */
+	ck_assert_int_eq(fi_close(&smr->fid), 0);
+	ck_assert_int_eq(fi_close(&rmr->fid), 0);
+	close_pair(&p);
+	ck_assert_int_eq(fi_close(&cc->fid), 0);
+	ck_assert_int_eq(fi_close(&sc->fid), 0);
+	h->caps |= FI_RMA_EVENT;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	fi_freeinfo(h);
+}
+END_TEST
+
+/* A counter binding asks for what we count: not remote events. */
+START_TEST(counter_bind_flags)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fid_cntr *c;
+	struct fid_ep *ep;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &c, NULL), 0);
+	ck_assert_int_eq(fi_endpoint(p.domain, p.info, &ep, NULL), 0);
+	ck_assert_int_eq(fi_ep_bind(ep, &c->fid, FI_REMOTE_WRITE),
+			 -FI_EBADFLAGS);
+	ck_assert_int_eq(fi_ep_bind(ep, &c->fid, 0), -FI_EBADFLAGS);
+	ck_assert_int_eq(fi_close(&ep->fid), 0);
+	ca.wait_obj = FI_WAIT_FD;
+	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &c, NULL) == 0 ?
+				 fi_close(&c->fid) : -FI_ENOSYS,
+			 -FI_ENOSYS);
+	ck_assert_int_eq(fi_close(&c->fid), 0);
+	close_pair(&p);
 }
 END_TEST
 
@@ -943,7 +1046,8 @@ static Suite *fi_suite(void)
 	suite_add_tcase(s, tc)
 	CASE(getinfo_hints);
 	CASE(getinfo_attr_rules);
-	CASE(no_counters);
+	CASE(counters);
+	CASE(counter_bind_flags);
 	CASE(mr_register);
 	CASE(msg_send_recv);
 	CASE(msg_truncated);
