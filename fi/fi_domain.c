@@ -182,7 +182,7 @@ static size_t entry_size(enum fi_cq_format f)
  * none of the application's business (an unreported success), -FI_EAVAIL
  * when it is an error now queued for fi_cq_readerr.
  */
-static int hfi_cq_convert(struct hfi_cq *cq, const it_event_t *ev, void *out)
+int hfi_dto_reap(struct hfi_cq *cq, const it_event_t *ev, void *out)
 {
 	const it_dto_cmpl_event_t *d = &ev->dto_cmpl;
 	struct hfi_req *req = (struct hfi_req *)(uintptr_t)d->cookie;
@@ -193,7 +193,10 @@ static int hfi_cq_convert(struct hfi_cq *cq, const it_event_t *ev, void *out)
 	if ((d->event_number & IT_EVENT_STREAM_MASK) != IT_DTO_EVENT_STREAM ||
 	    !req)
 		return 0;
-	if (d->dto_status != IT_DTO_SUCCESS) {
+	hfi_cntr_count(req->ep, flags, d->dto_status == IT_DTO_SUCCESS);
+	if (d->dto_status != IT_DTO_SUCCESS && !cq) {
+		/* a counter's: counted as an error above */
+	} else if (d->dto_status != IT_DTO_SUCCESS) {
 		struct hfi_cq_err *ce = g_new0(struct hfi_cq_err, 1);
 
 		ce->e.op_context = req->context;
@@ -205,7 +208,7 @@ static int hfi_cq_convert(struct hfi_cq *cq, const it_event_t *ev, void *out)
 		g_queue_push_tail(&cq->errors, ce);
 		g_mutex_unlock(&cq->lock);
 		ret = -FI_EAVAIL;
-	} else if (req->report && !req->ep->closed) {
+	} else if (cq && req->report && !req->ep->closed) {
 		struct fi_cq_tagged_entry *e = out;
 
 		memset(e, 0, entry_size(cq->format));
@@ -234,19 +237,49 @@ static bool errors_pending(struct hfi_cq *cq)
 	return any;
 }
 
-/* Converts @ev (if any) then dequeues until @count entries or an error. */
+void hfi_cq_stash(struct hfi_cq *cq, const it_event_t *ev)
+{
+	struct fi_cq_tagged_entry e;
+
+	if (hfi_dto_reap(cq, ev, &e) > 0) {
+		g_mutex_lock(&cq->lock);
+		g_queue_push_tail(&cq->pending, g_memdup2(&e, sizeof(e)));
+		g_mutex_unlock(&cq->lock);
+	}
+}
+
+/* Hands out what a counter stashed, converts @ev (if any) then dequeues
+ * until @count entries or an error. */
 static ssize_t cq_fill(struct hfi_cq *cq, void *buf, size_t count,
 		       fi_addr_t *src_addr, const it_event_t *first)
 {
 	size_t esz = entry_size(cq->format), n = 0;
+	struct fi_cq_tagged_entry *pe;
 	char *p = buf;
 	it_event_t ev;
 	int r;
 
+	/* unlocked peek: a stash racing with it is seen next time */
+	if (g_queue_get_length(&cq->pending)) {
+		g_mutex_lock(&cq->lock);
+		while (n < count && (pe = g_queue_pop_head(&cq->pending))) {
+			memcpy(p, pe, esz);
+			g_free(pe);
+			if (src_addr)
+				src_addr[n] = FI_ADDR_NOTAVAIL;
+			p += esz;
+			n++;
+		}
+		g_mutex_unlock(&cq->lock);
+	}
+	if (first && n == count) {
+		hfi_cq_stash(cq, first);	/* for the next read */
+		return (ssize_t)n;
+	}
 	if (first) {
-		r = hfi_cq_convert(cq, first, p);
+		r = hfi_dto_reap(cq, first, p);
 		if (r < 0)
-			return -FI_EAVAIL;
+			return n ? (ssize_t)n : -FI_EAVAIL;
 		if (r > 0) {
 			if (src_addr)
 				src_addr[n] = FI_ADDR_NOTAVAIL;
@@ -255,7 +288,7 @@ static ssize_t cq_fill(struct hfi_cq *cq, void *buf, size_t count,
 		}
 	}
 	while (n < count && it_evd_dequeue(cq->evd, &ev) == IT_SUCCESS) {
-		r = hfi_cq_convert(cq, &ev, p);
+		r = hfi_dto_reap(cq, &ev, p);
 		if (r < 0)
 			break;
 		if (r > 0) {
@@ -405,6 +438,7 @@ static int hfi_cq_close(struct fid *fid)
 		return -FI_EBUSY;	/* an endpoint still uses it */
 	while ((ce = g_queue_pop_head(&cq->errors)))
 		g_free(ce);
+	g_queue_clear_full(&cq->pending, g_free);
 	g_mutex_clear(&cq->lock);
 	g_free(cq);
 	return 0;
@@ -467,6 +501,7 @@ static int hfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	}
 	g_mutex_init(&cq->lock);
 	g_queue_init(&cq->errors);
+	g_queue_init(&cq->pending);
 	cq->dom = dom;
 	cq->format = fmt;
 	cq->wait_obj = wait;
@@ -511,12 +546,6 @@ static int hfi_no_sep(struct fid_domain *d, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
-static int hfi_no_cntr(struct fid_domain *d, struct fi_cntr_attr *attr,
-		       struct fid_cntr **cntr, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static int hfi_no_poll(struct fid_domain *d, struct fi_poll_attr *attr,
 		       struct fid_poll **pollset)
 {
@@ -548,7 +577,7 @@ static struct fi_ops_domain hfi_domain_ops = {
 	.cq_open = hfi_cq_open,
 	.endpoint = hfi_endpoint,
 	.scalable_ep = hfi_no_sep,
-	.cntr_open = hfi_no_cntr,
+	.cntr_open = hfi_cntr_open,
 	.poll_open = hfi_no_poll,
 	.stx_ctx = hfi_no_stx,
 	.srx_ctx = hfi_no_srx,

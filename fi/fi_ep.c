@@ -38,7 +38,8 @@ static int ep_enable(struct hfi_ep *ep)
 		return 0;
 	if (!ep->eq)
 		return -FI_ENOEQ;
-	if (!ep->tx_cq && !ep->rx_cq)
+	if (!ep->tx_cq && !ep->rx_cq && !ep->send_cntr && !ep->recv_cntr &&
+	    !ep->write_cntr && !ep->read_cntr)
 		return -FI_ENOCQ;
 	if (!ep->tx_cq || !ep->rx_cq) {
 		st = it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 64, 0, NULL,
@@ -76,6 +77,15 @@ static int ep_enable(struct hfi_ep *ep)
 		goto err_ep;
 	ep->inject_free = ~UINT64_C(0);
 	ep->enabled = true;
+	/* the counters reap this endpoint's completions too */
+	if (ep->send_cntr)
+		hfi_cntr_watch(ep->send_cntr, ep);
+	if (ep->write_cntr)
+		hfi_cntr_watch(ep->write_cntr, ep);
+	if (ep->read_cntr)
+		hfi_cntr_watch(ep->read_cntr, ep);
+	if (ep->recv_cntr)
+		hfi_cntr_watch(ep->recv_cntr, ep);
 	return 0;
 
 err_ep:
@@ -414,13 +424,14 @@ static int hfi_ep_connect(struct fid_ep *f, const void *addr,
 {
 	struct hfi_ep *ep = TO_EP(f);
 	it_conn_qual_t qual = { .type = IT_IANA_PORT };
-	size_t np = 1, total;
+	unsigned char pd[IT_MAX_PRIV_DATA];
+	size_t np = 1, total, n;
 	it_net_addr_t na;
 	it_path_t path;
 	it_status_t st;
 	int ret;
 
-	if (paramlen > HFI_CM_DATA_SIZE)
+	if (paramlen > HFI_CM_DATA_SIZE || (paramlen && !param))
 		return -FI_EINVAL;
 	if (!addr && !ep->dst.ss_family)
 		return -FI_EINVAL;
@@ -441,8 +452,9 @@ static int hfi_ep_connect(struct fid_ep *f, const void *addr,
 	st = it_get_pathinfo(ep->dom->fab->ia, 0, &na, &np, &total, &path);
 	if (st != IT_SUCCESS || np != 1)
 		return -FI_EHOSTUNREACH;
+	n = hfi_cm_pack(pd, param, paramlen);
 	st = it_ep_connect(ep->ep, &path, NULL, &qual,
-			   IT_CONNECT_FLAG_TWO_WAY, param, paramlen);
+			   IT_CONNECT_FLAG_TWO_WAY, n ? pd : NULL, n);
 	return hfi_status_to_fi(st);
 }
 
@@ -450,17 +462,20 @@ static int hfi_ep_accept(struct fid_ep *f, const void *param,
 			 size_t paramlen)
 {
 	struct hfi_ep *ep = TO_EP(f);
+	unsigned char pd[IT_MAX_PRIV_DATA];
 	it_status_t st;
+	size_t n;
 	int ret;
 
 	if (!ep->connreq)
 		return -FI_EINVAL;
-	if (paramlen > HFI_CM_DATA_SIZE)
+	if (paramlen > HFI_CM_DATA_SIZE || (paramlen && !param))
 		return -FI_EINVAL;
 	ret = ep_enable(ep);
 	if (ret)
 		return ret;
-	st = it_ep_accept(ep->ep, ep->connreq->cn_est_id, param, paramlen);
+	n = hfi_cm_pack(pd, param, paramlen);
+	st = it_ep_accept(ep->ep, ep->connreq->cn_est_id, n ? pd : NULL, n);
 	if (st != IT_SUCCESS)
 		return hfi_status_to_fi(st);
 	g_free(ep->connreq);
@@ -617,6 +632,7 @@ static int hfi_ep_close(struct fid *fid)
 	if (ep->inject_lmr)
 		it_lmr_free(ep->inject_lmr);
 	g_free(ep->inject_buf);
+	hfi_cntr_forget(ep);
 	if (ep->dummy_evd)
 		it_evd_free(ep->dummy_evd);
 	if (ep->connreq) {
@@ -667,8 +683,28 @@ static int hfi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		}
 		return 0;
 	}
+	case FI_CLASS_CNTR: {
+		struct hfi_cntr *c = container_of(bfid, struct hfi_cntr,
+						  cntr_fid.fid);
+
+		if (c->dom != ep->dom)
+			return -FI_EINVAL;
+		/* no FI_RMA_EVENT: the remote side's are not counted */
+		if (!(flags & (FI_SEND | FI_RECV | FI_WRITE | FI_READ)) ||
+		    (flags & (FI_REMOTE_WRITE | FI_REMOTE_READ)))
+			return -FI_EBADFLAGS;
+		if (flags & FI_SEND)
+			ep->send_cntr = c;
+		if (flags & FI_RECV)
+			ep->recv_cntr = c;
+		if (flags & FI_WRITE)
+			ep->write_cntr = c;
+		if (flags & FI_READ)
+			ep->read_cntr = c;
+		return 0;
+	}
 	default:
-		return -FI_ENOSYS;	/* no counters, no AVs */
+		return -FI_ENOSYS;	/* no AVs */
 	}
 }
 

@@ -60,7 +60,8 @@ static ssize_t conn_request(struct hfi_eq *eq, const it_event_t *ev,
 	struct hfi_pep *pep = pep_for_port(eq, cr->conn_qual.conn_qual.port);
 	struct hfi_connreq *creq;
 	struct fi_info *info;
-	size_t plen = 0;
+	const unsigned char *pdata;
+	size_t plen;
 
 	if (!pep) {
 		it_reject(cr->cn_est_id, NULL, 0);
@@ -96,12 +97,12 @@ static ssize_t conn_request(struct hfi_eq *eq, const it_event_t *ev,
 	*event = FI_CONNREQ;
 	entry->fid = &pep->pep_fid.fid;
 	entry->info = info;
-	/* IT-API hands the full private data buffer; the length the peer
-	 * sent is not carried. */
-	if (cr->private_data_present) {
-		plen = MIN(len - sizeof(*entry), sizeof(cr->private_data));
-		memcpy(entry->data, cr->private_data, plen);
-	}
+	plen = hfi_cm_unpack(cr->private_data_present ? cr->private_data :
+							 NULL,
+			     &pdata);
+	plen = MIN(plen, len - sizeof(*entry));
+	if (plen)
+		memcpy(entry->data, pdata, plen);
 	return (ssize_t)(sizeof(*entry) + plen);
 }
 
@@ -111,7 +112,8 @@ static ssize_t conn_message(struct hfi_eq *eq, const it_event_t *ev,
 	const it_connection_event_t *c = &ev->conn;
 	struct fi_eq_cm_entry *entry = buf;
 	struct hfi_ep *ep = NULL;
-	size_t plen = 0;
+	const unsigned char *pdata;
+	size_t plen;
 
 	if (hfi_ep_from_it(c->ep, &ep))
 		return -FI_EAGAIN;	/* an endpoint already closed */
@@ -120,11 +122,12 @@ static ssize_t conn_message(struct hfi_eq *eq, const it_event_t *ev,
 		*event = FI_CONNECTED;
 		entry->fid = &ep->ep_fid.fid;
 		entry->info = NULL;
-		if (c->private_data_present) {
-			plen = MIN(len - sizeof(*entry),
-				   sizeof(c->private_data));
-			memcpy(entry->data, c->private_data, plen);
-		}
+		plen = hfi_cm_unpack(c->private_data_present ?
+					     c->private_data : NULL,
+				     &pdata);
+		plen = MIN(plen, len - sizeof(*entry));
+		if (plen)
+			memcpy(entry->data, pdata, plen);
 		return (ssize_t)(sizeof(*entry) + plen);
 	case IT_CM_MSG_CONN_DISCONNECT_EVENT:
 	case IT_CM_MSG_CONN_BROKEN_EVENT:
@@ -133,10 +136,11 @@ static ssize_t conn_message(struct hfi_eq *eq, const it_event_t *ev,
 		entry->info = NULL;
 		return sizeof(*entry);
 	case IT_CM_MSG_CONN_PEER_REJECT_EVENT:
+		plen = hfi_cm_unpack(c->private_data_present ?
+					     c->private_data : NULL,
+				     &pdata);
 		push_error(eq, &ep->ep_fid.fid, ep->ep_fid.fid.context,
-			   FI_ECONNREFUSED, 0,
-			   c->private_data_present ? c->private_data : NULL,
-			   sizeof(c->private_data));
+			   FI_ECONNREFUSED, 0, pdata, plen);
 		return -FI_EAVAIL;
 	case IT_CM_MSG_CONN_NONPEER_REJECT_EVENT:
 		/* Nobody listens, a time-out, or the path failed. */
@@ -445,15 +449,18 @@ static int hfi_pep_setname(fid_t fid, void *addr, size_t addrlen)
 static int hfi_pep_reject(struct fid_pep *pep_fid, fid_t handle,
 			  const void *param, size_t paramlen)
 {
+	unsigned char pd[IT_MAX_PRIV_DATA];
 	struct hfi_connreq *creq;
+	size_t n;
 	it_status_t st;
 
 	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
 		return -FI_EINVAL;
-	if (paramlen > HFI_CM_DATA_SIZE)
+	if (paramlen > HFI_CM_DATA_SIZE || (paramlen && !param))
 		return -FI_EINVAL;
 	creq = container_of(handle, struct hfi_connreq, fid);
-	st = it_reject(creq->cn_est_id, param, paramlen);
+	n = hfi_cm_pack(pd, param, paramlen);
+	st = it_reject(creq->cn_est_id, n ? pd : NULL, n);
 	g_free(creq);
 	return hfi_status_to_fi(st);
 }
@@ -502,6 +509,26 @@ static struct fi_ops_cm hfi_pep_cm_ops = {
 static ssize_t hfi_pep_no_cancel(fid_t fid, void *context)
 {
 	return -FI_ENOSYS;
+}
+
+size_t hfi_cm_pack(unsigned char out[IT_MAX_PRIV_DATA], const void *param,
+		   size_t paramlen)
+{
+	if (!paramlen)
+		return 0;
+	out[0] = (unsigned char)paramlen;
+	memcpy(out + 1, param, paramlen);
+	return paramlen + 1;
+}
+
+size_t hfi_cm_unpack(const unsigned char *pd, const unsigned char **data)
+{
+	*data = NULL;
+	if (!pd)
+		return 0;
+	*data = pd + 1;
+	/* A peer that is not this provider may send anything. */
+	return MIN(pd[0], HFI_CM_DATA_SIZE);
 }
 
 int hfi_cm_getopt(fid_t fid, int level, int optname, void *optval,

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <rdma/providers/fi_log.h>
 
 #define HFI_MAX_DEVICES 32
 
@@ -223,23 +224,30 @@ static uint16_t get_port(const struct sockaddr *sa)
  */
 static int mr_mode_for(uint32_t version, const struct fi_info *hints)
 {
+	bool old;
 	int app;
 
 	if (!hints || !hints->domain_attr)
 		return FI_VERSION_LT(version, FI_VERSION(1, 5)) ?
 			       FI_MR_BASIC : HFI_MR_OFFERED;
 	app = hints->domain_attr->mr_mode;
+	old = FI_VERSION_LT(version, FI_VERSION(1, 5)) || app == FI_MR_BASIC;
 	if (app == FI_MR_BASIC || (FI_VERSION_LT(version, FI_VERSION(1, 5)) &&
 				   app == FI_MR_UNSPEC))
 		app = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	else if (app == FI_MR_SCALABLE)
 		return -1;
-	if (hints->mode & FI_LOCAL_MR)
+	/* The FI_LOCAL_MR mode bit belongs to the old modes only: from 1.5
+	 * on it is FI_MR_LOCAL (fabtests' fi_getinfo_test sets every mode
+	 * bit and expects no mr_mode bit it did not ask for). */
+	if (old && (hints->mode & FI_LOCAL_MR))
 		app |= FI_MR_LOCAL;
 	if ((app & HFI_MR_REQUIRED) != HFI_MR_REQUIRED)
 		return -1;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
 		return (app & FI_MR_VIRT_ADDR) ? FI_MR_BASIC : FI_MR_SCALABLE;
+	if (old)
+		return FI_MR_BASIC;	/* asked for by name, answered so */
 	return app & HFI_MR_OFFERED;
 }
 
@@ -306,8 +314,14 @@ static bool hints_ok(const struct fi_info *hints)
 	if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
 	    hints->ep_attr->type != FI_EP_MSG)
 		return false;
-	if (hints->caps & ~(HFI_CAPS | FI_SOURCE))
+	if (hints->caps & ~(HFI_CAPS | FI_SOURCE)) {
+		uint64_t no = hints->caps & ~(HFI_CAPS | FI_SOURCE);
+
+		FI_INFO(&hfi_prov, FI_LOG_CORE,
+			"caps %s not offered (remote CQ data: IT-API has no immediate data; FI_RMA_EVENT, counters, tagged, atomics: not provided)\n",
+			fi_tostr(&no, FI_TYPE_CAPS));
 		return false;
+	}
 	if (hints->addr_format != FI_FORMAT_UNSPEC &&
 	    hints->addr_format != FI_SOCKADDR &&
 	    hints->addr_format != FI_SOCKADDR_IN &&
@@ -317,8 +331,26 @@ static bool hints_ok(const struct fi_info *hints)
 	    hints->ep_attr->protocol != FI_PROTO_IWARP &&
 	    hints->ep_attr->protocol != FI_PROTO_RDMA_CM_IB_RC)
 		return false;
-	if (hints->domain_attr && hints->domain_attr->cq_data_size)
-		return false;	/* IT-API carries no immediate data */
+	if (hints->domain_attr && hints->domain_attr->cq_data_size) {
+		FI_INFO(&hfi_prov, FI_LOG_CORE,
+			"cq_data_size %zu: no remote CQ data, IT-API has no immediate data\n",
+			hints->domain_attr->cq_data_size);
+		return false;
+	}
+	if (hints->domain_attr &&
+	    (hints->domain_attr->caps & ~(FI_LOCAL_COMM | FI_REMOTE_COMM))) {
+		FI_INFO(&hfi_prov, FI_LOG_CORE,
+			"domain caps: no address vectors, shared or not\n");
+		return false;
+	}
+	if ((hints->tx_attr &&
+	     (hints->tx_attr->msg_order & ~HFI_MSG_ORDER_HINTS)) ||
+	    (hints->rx_attr &&
+	     (hints->rx_attr->msg_order & ~HFI_MSG_ORDER_HINTS))) {
+		FI_INFO(&hfi_prov, FI_LOG_CORE,
+			"msg_order: an RC connection keeps no WAR, SAR or data order\n");
+		return false;
+	}
 	if (hints->tx_attr && hints->tx_attr->inject_size > HFI_INJECT_SIZE)
 		return false;
 	return true;
@@ -354,7 +386,10 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 					 0);
 	caps |= FI_LOCAL_COMM | FI_REMOTE_COMM;
 	fi->caps = caps;
-	fi->mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_LOCAL_MR : 0;
+	fi->mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
+				   mr_mode == FI_MR_BASIC ?
+			   FI_LOCAL_MR :
+			   0;
 	fi->addr_format = src->ss_family == AF_INET ? FI_SOCKADDR_IN :
 						     FI_SOCKADDR_IN6;
 	fi->src_addrlen = hfi_sockaddr_len((const void *)src);
@@ -365,7 +400,7 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 	}
 	fi->tx_attr->caps = caps & (FI_MSG | FI_RMA | FI_SEND | FI_READ |
 				    FI_WRITE);
-	fi->tx_attr->msg_order = FI_ORDER_SAS;
+	fi->tx_attr->msg_order = HFI_MSG_ORDER;
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
 	fi->tx_attr->inject_size = HFI_INJECT_SIZE;
 	fi->tx_attr->size = HFI_TX_SIZE;
@@ -373,7 +408,7 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 	fi->tx_attr->rma_iov_limit = 1;
 	fi->rx_attr->caps = caps & (FI_MSG | FI_RMA | FI_RECV |
 				    FI_REMOTE_READ | FI_REMOTE_WRITE);
-	fi->rx_attr->msg_order = FI_ORDER_SAS;
+	fi->rx_attr->msg_order = HFI_MSG_ORDER;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->rx_attr->size = HFI_RX_SIZE;
 	fi->rx_attr->iov_limit = HFI_IOV_LIMIT;
@@ -383,18 +418,40 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 					FI_PROTO_IWARP;
 	fi->ep_attr->protocol_version = 1;
 	fi->ep_attr->max_msg_size = max_msg;
+	/* RAW and WAW hold for whole messages; WAR not at all. */
+	fi->ep_attr->max_order_raw_size = max_msg;
+	fi->ep_attr->max_order_waw_size = max_msg;
+	fi->ep_attr->max_order_war_size = 0;
+	if (hints && hints->ep_attr &&
+	    (hints->ep_attr->max_order_raw_size > max_msg ||
+	     hints->ep_attr->max_order_waw_size > max_msg ||
+	     hints->ep_attr->max_order_war_size > 0)) {
+		it_ia_info_free(ii);
+		fi_freeinfo(fi);
+		return NULL;
+	}
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
 	fi->domain_attr->name = g_strdup(dev);
 	fi->domain_attr->threading = FI_THREAD_SAFE;
+	/* We progress on our own; an application that asks for manual
+	 * progress (it will read its CQs and EQs to drive it) gets its
+	 * model, which our automatic progress satisfies. */
 	fi->domain_attr->control_progress = FI_PROGRESS_AUTO;
 	fi->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	if (hints && hints->domain_attr &&
+	    hints->domain_attr->control_progress == FI_PROGRESS_MANUAL)
+		fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	if (hints && hints->domain_attr &&
+	    hints->domain_attr->data_progress == FI_PROGRESS_MANUAL)
+		fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->resource_mgmt = FI_RM_DISABLED;
 	fi->domain_attr->av_type = FI_AV_UNSPEC;
 	fi->domain_attr->mr_mode = mr_mode;
 	fi->domain_attr->mr_key_size = sizeof(uint32_t);
 	fi->domain_attr->cq_data_size = 0;
 	fi->domain_attr->cq_cnt = 256;
+	fi->domain_attr->cntr_cnt = 256;
 	fi->domain_attr->ep_cnt = 1024;
 	fi->domain_attr->tx_ctx_cnt = 1024;
 	fi->domain_attr->rx_ctx_cnt = 1024;
@@ -558,11 +615,21 @@ static int hfi_trywait(struct fid_fabric *fabric, struct fid **fids,
 	for (int i = 0; i < count; i++) {
 		struct pollfd pfd = { .events = POLLIN };
 
-		if (fids[i]->fclass == FI_CLASS_CQ)
-			pfd.fd = container_of(fids[i], struct hfi_cq,
-					      cq_fid.fid)->fd;
-		else
+		if (fids[i]->fclass == FI_CLASS_CQ) {
+			struct hfi_cq *cq = container_of(fids[i],
+							 struct hfi_cq,
+							 cq_fid.fid);
+			bool stashed;
+
+			g_mutex_lock(&cq->lock);
+			stashed = !g_queue_is_empty(&cq->pending);
+			g_mutex_unlock(&cq->lock);
+			if (stashed)
+				return -FI_EAGAIN;
+			pfd.fd = cq->fd;
+		} else {
 			return -FI_EINVAL;
+		}
 		if (pfd.fd < 0)
 			return -FI_EINVAL;
 		if (poll(&pfd, 1, 0) > 0)

@@ -43,11 +43,26 @@
 #define HFI_CAPS                                                         \
 	(FI_MSG | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE |     \
 	 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM)
+/* An RC connection's ordering, as on any reliable-connected QP: sends,
+ * writes and reads start in order; a later write or send may overtake a
+ * read (its response comes later): no FI_ORDER_WAR, FI_ORDER_SAR. */
+#define HFI_MSG_ORDER                                                    \
+	(FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAW |     \
+	 FI_ORDER_WAS | FI_ORDER_SAW | FI_ORDER_SAS | FI_ORDER_RMA_RAR | \
+	 FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAW)
+/* Atomic orderings asked of a provider without atomics hold vacuously:
+ * not refused, not reported. */
+#define HFI_MSG_ORDER_HINTS                                              \
+	(HFI_MSG_ORDER | FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW |     \
+	 FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
 #define HFI_TX_SIZE 256
 #define HFI_RX_SIZE 256
 #define HFI_IOV_LIMIT 4
 #define HFI_INJECT_SIZE 64
-#define HFI_CM_DATA_SIZE IT_MAX_PRIV_DATA
+/* IT-API carries IT_MAX_PRIV_DATA bytes of private data and not the
+ * length the peer gave: its first byte is the length (as libfabric's
+ * verbs provider frames its CM data), the rest the application's. */
+#define HFI_CM_DATA_SIZE (IT_MAX_PRIV_DATA - 1)
 /* An operation flag of ours (FI_PROV_SPECIFIC bits): no entry on
  * success, as fi_inject wants. */
 #define FI_HFI_NO_COMPLETION (1ULL << 60)
@@ -76,6 +91,17 @@ struct hfi_mr {
 	bool relative;		/* IT_ADDR_MODE_RELATIVE: offsets */
 };
 
+/* A counter: completions of the endpoints bound to it, counted where
+ * they are reaped (a bound CQ's fi_cq_read, or the counter's own read
+ * and wait, which reap the endpoints' EVDs; fi_cntr.c). */
+struct hfi_cntr {
+	struct fid_cntr cntr_fid;
+	struct hfi_domain *dom;
+	GMutex lock;
+	uint64_t value, err;
+	GList *eps;		/* struct hfi_ep whose dummy_evd it reaps */
+};
+
 struct hfi_cq {
 	struct fid_cq cq_fid;
 	struct hfi_domain *dom;
@@ -85,6 +111,9 @@ struct hfi_cq {
 	int fd;
 	GMutex lock;
 	GQueue errors;		/* struct hfi_cq_err: fi_cq_readerr's */
+	/* entries a counter's progress reaped (struct fi_cq_tagged_entry),
+	 * handed out before the EVD's */
+	GQueue pending;
 };
 
 struct hfi_eq {
@@ -132,6 +161,8 @@ struct hfi_ep {
 	struct hfi_cq *tx_cq, *rx_cq;
 	uint64_t tx_flags, rx_flags;	/* bind flags (FI_SELECTIVE_...) */
 	it_evd_handle_t dummy_evd;	/* for a direction without a CQ */
+	/* fi_ep_bind counters: FI_SEND, FI_RECV, FI_WRITE, FI_READ */
+	struct hfi_cntr *send_cntr, *recv_cntr, *write_cntr, *read_cntr;
 	it_ep_handle_t ep;
 	struct hfi_connreq *connreq;	/* passive side: from fi_info */
 	struct sockaddr_storage src, dst;
@@ -163,12 +194,34 @@ int hfi_cm_getopt(fid_t fid, int level, int optname, void *optval,
 		  size_t *optlen);
 int hfi_cm_setopt(fid_t fid, int level, int optname, const void *optval,
 		  size_t optlen);
+/* CM data framed for IT-API: @out gets the length byte and @param; the
+ * bytes to hand IT-API. */
+size_t hfi_cm_pack(unsigned char out[IT_MAX_PRIV_DATA], const void *param,
+		   size_t paramlen);
+/* The application's bytes in IT-API private data @pd (NULL: none
+ * present): their length, *data pointing into @pd. */
+size_t hfi_cm_unpack(const unsigned char *pd, const unsigned char **data);
 int hfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
 		    void **ops, void *context);
 
 /* fi_domain.c */
 int hfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
+
+/* One DTO completion reaped, @cq NULL when no CQ takes it: counted,
+ * the request done; 1 an entry at @out, 0 none, -FI_EAVAIL an error
+ * queued on @cq. */
+int hfi_dto_reap(struct hfi_cq *cq, const it_event_t *ev, void *out);
+/* @ev of @cq's EVD reaped by someone else (a counter): kept for the CQ. */
+void hfi_cq_stash(struct hfi_cq *cq, const it_event_t *ev);
+
+/* fi_cntr.c */
+int hfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		  struct fid_cntr **cntr, void *context);
+void hfi_cntr_count(struct hfi_ep *ep, uint64_t flags, bool ok);
+/* @ep's dummy_evd is reaped by @c (ep_enable) / no more (ep close). */
+void hfi_cntr_watch(struct hfi_cntr *c, struct hfi_ep *ep);
+void hfi_cntr_forget(struct hfi_ep *ep);
 
 /* fi_eq.c */
 int hfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,

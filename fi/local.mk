@@ -6,7 +6,7 @@ if BUILD_FI
 fiprovdir = $(libdir)/libfabric
 fiprov_LTLIBRARIES = fi/libhostrdma-fi.la
 fi_libhostrdma_fi_la_SOURCES = fi/hfi.h fi/fi_prov.c fi/fi_domain.c \
-	fi/fi_eq.c fi/fi_ep.c
+	fi/fi_eq.c fi/fi_ep.c fi/fi_cntr.c
 fi_libhostrdma_fi_la_CFLAGS = $(AM_CFLAGS) $(LIBFABRIC_CFLAGS)
 fi_libhostrdma_fi_la_LIBADD = libhostrdma.la $(LIBFABRIC_LIBS) $(GLIB_LIBS)
 fi_libhostrdma_fi_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version \

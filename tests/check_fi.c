@@ -15,9 +15,11 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -151,6 +153,10 @@ END_TEST
 /* ---- a connected pair --------------------------------------------------- */
 
 struct pair {
+	/* counters bound to the client's / server's endpoint (before
+	 * connect_pair), and the client CQ's directions (0: both) */
+	struct fid_cntr *ccntr, *scntr;
+	uint64_t ccntr_flags, scntr_flags, ccq_flags;
 	struct fi_info *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
@@ -199,9 +205,19 @@ static struct fid_ep *open_ep(struct pair *p, struct fi_info *info,
 {
 	struct fid_ep *ep;
 
+	bool client = info == p->info;
+	uint64_t cqf = client && p->ccq_flags ? p->ccq_flags :
+						FI_TRANSMIT | FI_RECV;
+	struct fid_cntr *c = client ? p->ccntr : p->scntr;
+
 	ck_assert_int_eq(fi_endpoint(p->domain, info, &ep, NULL), 0);
 	ck_assert_int_eq(fi_ep_bind(ep, &p->eq->fid, 0), 0);
-	ck_assert_int_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_ep_bind(ep, &cq->fid, cqf), 0);
+	if (c)
+		ck_assert_int_eq(fi_ep_bind(ep, &c->fid, client ?
+							  p->ccntr_flags :
+							  p->scntr_flags),
+				 0);
 	ck_assert_int_eq(fi_enable(ep), 0);
 	return ep;
 }
@@ -224,7 +240,8 @@ static void connect_pair(struct pair *p, enum fi_wait_obj wait)
 	p->cep = open_ep(p, p->info, p->ccq);
 	ck_assert_int_eq(fi_connect(p->cep, &p->srv, "hello", 6), 0);
 	n = eq_wait(p, &event, &ev, sizeof(ev));
-	ck_assert_int_ge(n, (ssize_t)sizeof(ev.e) + 6);
+	/* The length the peer gave, not IT-API's padded buffer. */
+	ck_assert_int_eq(n, (ssize_t)sizeof(ev.e) + 6);
 	ck_assert_uint_eq(event, FI_CONNREQ);
 	ck_assert_ptr_eq(ev.e.fid, &p->pep->fid);
 	ck_assert_str_eq((char *)ev.e.data, "hello");
@@ -241,7 +258,7 @@ static void connect_pair(struct pair *p, enum fi_wait_obj wait)
 		ck_assert_int_ge(n, (ssize_t)sizeof(ev.e));
 		ck_assert_uint_eq(event, FI_CONNECTED);
 		if (ev.e.fid == &p->cep->fid) {
-			ck_assert_int_ge(n, (ssize_t)sizeof(ev.e) + 8);
+			ck_assert_int_eq(n, (ssize_t)sizeof(ev.e) + 8);
 			ck_assert_str_eq((char *)ev.e.data, "welcome");
 			connected |= 1;
 		} else {
@@ -296,6 +313,84 @@ static struct fid_mr *reg(struct pair *p, void *buf, size_t len,
 				   NULL), 0);
 	return mr;
 }
+
+/* The attribute rules fabtests' fi_getinfo_test checks: what is returned
+ * holds what was asked for, or nothing is returned. */
+START_TEST(getinfo_attr_rules)
+{
+	struct fi_info *h = base_hints(), *info = NULL;
+
+	/* RC ordering: RAW and WAW for whole messages, never WAR. */
+	h->tx_attr->msg_order = FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAS;
+	h->rx_attr->msg_order = FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_SAS;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_uint_eq(info->tx_attr->msg_order & FI_ORDER_RAW,
+			  FI_ORDER_RAW);
+	ck_assert_uint_eq(info->ep_attr->max_order_raw_size,
+			  info->ep_attr->max_msg_size);
+	ck_assert_uint_eq(info->ep_attr->max_order_waw_size,
+			  info->ep_attr->max_msg_size);
+	ck_assert_uint_eq(info->ep_attr->max_order_war_size, 0);
+	h->ep_attr->max_order_raw_size = info->ep_attr->max_msg_size + 1;
+	fi_freeinfo(info);
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->ep_attr->max_order_raw_size = 0;
+	h->tx_attr->msg_order = FI_ORDER_WAR;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_DATA;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->tx_attr->msg_order = FI_ORDER_RMA_WAR;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	/* RMA-only orders we keep; atomic ones hold without atomics. */
+	h->tx_attr->msg_order = FI_ORDER_RMA_RAW | FI_ORDER_ATOMIC_WAR;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert(info->tx_attr->msg_order & FI_ORDER_RMA_RAW);
+	ck_assert(!(info->tx_attr->msg_order & FI_ORDER_ATOMIC_WAR));
+	fi_freeinfo(info);
+	h->tx_attr->msg_order = h->rx_attr->msg_order = 0;
+
+	/* Manual progress asked: answered (ours is automatic, a superset). */
+	h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	h->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_int_eq(info->domain_attr->data_progress,
+			 FI_PROGRESS_MANUAL);
+	ck_assert_int_eq(info->domain_attr->control_progress,
+			 FI_PROGRESS_MANUAL);
+	fi_freeinfo(info);
+	h->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+	h->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_int_eq(info->domain_attr->data_progress, FI_PROGRESS_AUTO);
+	fi_freeinfo(info);
+
+	/* No address vectors: FI_SHARED_AV is refused. */
+	h->domain_attr->caps = FI_SHARED_AV;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	h->domain_attr->caps = 0;
+
+	/* From 1.5 the FI_LOCAL_MR mode bit is not FI_MR_LOCAL ... */
+	h->mode = ~0ULL;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	/* ... but FI_MR_BASIC by name takes it, and is answered by name. */
+	h->domain_attr->mr_mode = FI_MR_BASIC;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_int_eq(info->domain_attr->mr_mode, FI_MR_BASIC);
+	ck_assert(info->mode & FI_LOCAL_MR);
+	fi_freeinfo(info);
+	h->mode = 0;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	fi_freeinfo(h);
+}
+END_TEST
 
 /* ---- memory registration ------------------------------------------------ */
 
@@ -541,6 +636,117 @@ START_TEST(rma_write_read_offsets)
 }
 END_TEST
 
+/* Counters: the client's sends, writes and reads go to a counter, no CQ
+ * (its CQ takes receives only), so the counter reaps them itself; the
+ * server's receives go to its CQ and a counter, which reaps them for the
+ * CQ. A remote access error counts as an error. No FI_RMA_EVENT. */
+START_TEST(counters)
+{
+	static char sbuf[4096], rbuf[4096];
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_info *h = base_hints(), *info = NULL;
+	struct fi_cq_data_entry e;
+	struct fid_cntr *cc, *sc;
+	struct fid_mr *smr, *rmr;
+	int ctx[4];
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	ck_assert_uint_gt(p.info->domain_attr->cntr_cnt, 0);
+	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &cc, NULL), 0);
+	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &sc, NULL), 0);
+	p.ccntr = cc;
+	p.ccntr_flags = FI_SEND | FI_WRITE | FI_READ;
+	p.ccq_flags = FI_RECV;
+	p.scntr = sc;
+	p.scntr_flags = FI_RECV;
+	connect_pair(&p, FI_WAIT_NONE);
+	smr = reg(&p, sbuf, sizeof(sbuf), FI_SEND | FI_WRITE | FI_READ);
+	rmr = reg(&p, rbuf, sizeof(rbuf),
+		  FI_RECV | FI_REMOTE_WRITE | FI_REMOTE_READ);
+	fill(sbuf, sizeof(sbuf), 7);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(fi_recv(p.sep, rbuf, sizeof(rbuf),
+					 fi_mr_desc(rmr), 0, &ctx[i]), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(fi_send(p.cep, sbuf, 100, fi_mr_desc(smr), 0,
+					 &ctx[i]), 0);
+	ck_assert_int_eq(fi_cntr_wait(cc, 3, TIMEOUT_MS), 0);
+	ck_assert_uint_eq(fi_cntr_read(cc), 3);
+	ck_assert_int_eq(fi_cntr_wait(cc, 4, 50), -FI_ETIMEDOUT);
+	/* the server's counter reaps its CQ's completions: counted once,
+	 * and the entries are still the CQ's */
+	ck_assert_int_eq(fi_cntr_wait(sc, 3, TIMEOUT_MS), 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(cq_wait(p.scq, &e), 1);
+		ck_assert_ptr_eq(e.op_context, &ctx[i]);
+		ck_assert_uint_eq(e.len, 100);
+	}
+	ck_assert_int_eq(fi_cq_read(p.scq, &e, 1), -FI_EAGAIN);
+	ck_assert_uint_eq(fi_cntr_read(sc), 3);
+	ck_assert_uint_eq(fi_cntr_readerr(sc), 0);
+	/* a write counted on the same counter; its bytes landed */
+	memset(rbuf, 0, sizeof(rbuf));
+	ck_assert_int_eq(fi_write(p.cep, sbuf, 4096, fi_mr_desc(smr), 0,
+				  (uintptr_t)rbuf, fi_mr_key(rmr), &ctx[3]),
+			 0);
+	ck_assert_int_eq(fi_cntr_wait(cc, 4, TIMEOUT_MS), 0);
+	/* a write completes when sent (iWARP): the bytes follow */
+	for (int i = 0; i < TIMEOUT_MS && memcmp(rbuf, sbuf, 4096); i++)
+		usleep(1000);
+	ck_assert_mem_eq(rbuf, sbuf, 4096);
+	ck_assert_int_eq(fi_cntr_set(cc, 10), 0);
+	ck_assert_int_eq(fi_cntr_add(cc, 2), 0);
+	ck_assert_uint_eq(fi_cntr_read(cc), 12);
+	/* a read with a wrong key: an error, not a completion */
+	ck_assert_int_eq(fi_read(p.cep, sbuf, 16, fi_mr_desc(smr), 0,
+				 (uintptr_t)rbuf, fi_mr_key(rmr) ^ 0x1,
+				 &ctx[3]),
+			 0);
+	ck_assert_int_eq(fi_cntr_wait(cc, 13, TIMEOUT_MS), -FI_EAVAIL);
+	ck_assert_uint_eq(fi_cntr_readerr(cc), 1);
+	ck_assert_uint_eq(fi_cntr_read(cc), 12);
+	/* an enabled endpoint still counts on it */
+	ck_assert_int_eq(fi_close(&cc->fid), -FI_EBUSY);
+	/* remote events are not counted */
+	ck_assert_int_eq(fi_close(&smr->fid), 0);
+	ck_assert_int_eq(fi_close(&rmr->fid), 0);
+	close_pair(&p);
+	ck_assert_int_eq(fi_close(&cc->fid), 0);
+	ck_assert_int_eq(fi_close(&sc->fid), 0);
+	h->caps |= FI_RMA_EVENT;
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	fi_freeinfo(h);
+}
+END_TEST
+
+/* A counter binding asks for what we count: not remote events. */
+START_TEST(counter_bind_flags)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fid_cntr *c;
+	struct fid_ep *ep;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &c, NULL), 0);
+	ck_assert_int_eq(fi_endpoint(p.domain, p.info, &ep, NULL), 0);
+	ck_assert_int_eq(fi_ep_bind(ep, &c->fid, FI_REMOTE_WRITE),
+			 -FI_EBADFLAGS);
+	ck_assert_int_eq(fi_ep_bind(ep, &c->fid, 0), -FI_EBADFLAGS);
+	ck_assert_int_eq(fi_close(&ep->fid), 0);
+	ca.wait_obj = FI_WAIT_FD;
+	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &c, NULL) == 0 ?
+				 fi_close(&c->fid) : -FI_ENOSYS,
+			 -FI_ENOSYS);
+	ck_assert_int_eq(fi_close(&c->fid), 0);
+	close_pair(&p);
+}
+END_TEST
+
 /*
  * A bad key: an RDMA Read with it fails at the initiator with FI_EACCES
  * through fi_cq_readerr. (An RDMA Write with it completes locally on
@@ -671,7 +877,8 @@ START_TEST(conn_rejected)
 {
 	union cm_ev ev;
 	struct fi_eq_err_entry err;
-	uint8_t pdata[16];
+	uint8_t pdata[64], big[64] = { 0 };
+	size_t max = 0, optlen = sizeof(max);
 	uint32_t event;
 	struct pair p;
 
@@ -679,10 +886,18 @@ START_TEST(conn_rejected)
 				FI_MR_PROV_KEY);
 	p.ccq = open_cq(&p, FI_WAIT_NONE);
 	p.cep = open_ep(&p, p.info, p.ccq);
+	/* IT-API's 32 bytes less the length byte; more is refused. */
+	ck_assert_int_eq(fi_getopt(&p.cep->fid, FI_OPT_ENDPOINT,
+				   FI_OPT_CM_DATA_SIZE, &max, &optlen), 0);
+	ck_assert_uint_eq(max, 31);
+	ck_assert_int_eq(fi_connect(p.cep, &p.srv, big, max + 1),
+			 -FI_EINVAL);
 	ck_assert_int_eq(fi_connect(p.cep, &p.srv, "knock", 6), 0);
 	ck_assert_int_ge(eq_wait(&p, &event, &ev, sizeof(ev)),
 			 (ssize_t)sizeof(ev.e));
 	ck_assert_uint_eq(event, FI_CONNREQ);
+	ck_assert_int_eq(fi_reject(p.pep, ev.e.info->handle, big, 32),
+			 -FI_EINVAL);
 	ck_assert_int_eq(fi_reject(p.pep, ev.e.info->handle, "go away", 8),
 			 0);
 	fi_freeinfo(ev.e.info);
@@ -693,7 +908,8 @@ START_TEST(conn_rejected)
 	ck_assert_int_eq(fi_eq_readerr(p.eq, &err, 0), sizeof(err));
 	ck_assert_ptr_eq(err.fid, &p.cep->fid);
 	ck_assert_int_eq(err.err, FI_ECONNREFUSED);
-	ck_assert_uint_ge(err.err_data_size, 8);
+	/* fabtests' fi_cm_data checks err_data_size bytes. */
+	ck_assert_uint_eq(err.err_data_size, 8);
 	ck_assert_str_eq((char *)pdata, "go away");
 	close_pair(&p);
 }
@@ -829,6 +1045,9 @@ static Suite *fi_suite(void)
 	tcase_add_test(tc, name);                    \
 	suite_add_tcase(s, tc)
 	CASE(getinfo_hints);
+	CASE(getinfo_attr_rules);
+	CASE(counters);
+	CASE(counter_bind_flags);
 	CASE(mr_register);
 	CASE(msg_send_recv);
 	CASE(msg_truncated);

@@ -27,3 +27,4 @@ endif
 EXTRA_DIST += tests/check-fi-tools.sh tests/check-fi-rxe.sh tests/check-mpi.sh \
 	tests/mpi/mpi_pingpong.c tests/mpi/mpi_allreduce.c \
 	tests/mpi/mpi_onesided.c
+EXTRA_DIST += tests/check-fabtests.sh
