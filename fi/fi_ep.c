@@ -24,8 +24,33 @@ int hfi_ep_from_it(it_ep_handle_t handle, struct hfi_ep **out)
 
 /* ---- enable ----------------------------------------------------------- */
 
+#define HFI_DIR_TX 1u
+#define HFI_DIR_RX 2u
+
+/* The directions an endpoint of @caps uses: messages both ways unless
+ * FI_SEND or FI_RECV narrows them; RMA is started here (its completions
+ * are the initiator's). */
+static unsigned int ep_dirs(uint64_t caps)
+{
+	unsigned int d = 0;
+
+	if (caps & FI_MSG) {
+		if (!(caps & (FI_SEND | FI_RECV)) || (caps & FI_SEND))
+			d |= HFI_DIR_TX;
+		if (!(caps & (FI_SEND | FI_RECV)) || (caps & FI_RECV))
+			d |= HFI_DIR_RX;
+	}
+	if ((caps & FI_RMA) &&
+	    (!(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ |
+		       FI_REMOTE_WRITE)) ||
+	     (caps & (FI_READ | FI_WRITE))))
+		d |= HFI_DIR_TX;
+	return d;
+}
+
 static int ep_enable(struct hfi_ep *ep)
 {
+	unsigned int dirs = ep_dirs(ep->info->caps);
 	it_ia_handle_t ia = ep->dom->fab->ia;
 	size_t txs = ep->info->tx_attr ? ep->info->tx_attr->size : 0;
 	size_t rxs = ep->info->rx_attr ? ep->info->rx_attr->size : 0;
@@ -40,6 +65,14 @@ static int ep_enable(struct hfi_ep *ep)
 		return -FI_ENOEQ;
 	if (!ep->tx_cq && !ep->rx_cq && !ep->send_cntr && !ep->recv_cntr &&
 	    !ep->write_cntr && !ep->read_cntr)
+		return -FI_ENOCQ;
+	/* A direction the endpoint uses reports somewhere, a CQ or one of
+	 * its counters: else its completions would fill an event queue
+	 * nobody reads, and its requests would never be freed. */
+	if ((dirs & HFI_DIR_TX) && !ep->tx_cq && !ep->send_cntr &&
+	    !ep->write_cntr && !ep->read_cntr)
+		return -FI_ENOCQ;
+	if ((dirs & HFI_DIR_RX) && !ep->rx_cq && !ep->recv_cntr)
 		return -FI_ENOCQ;
 	if (!ep->tx_cq || !ep->rx_cq) {
 		st = it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 64, 0, NULL,

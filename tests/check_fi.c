@@ -747,6 +747,34 @@ START_TEST(counter_bind_flags)
 }
 END_TEST
 
+/* An endpoint must report both ways it works: a transmit CQ alone on a
+ * messaging endpoint is refused at fi_enable (FI_ENOCQ) until a receive
+ * CQ or counter joins it. */
+START_TEST(enable_needs_both_directions)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP };
+	struct fid_cntr *c;
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	cq = open_cq(&p, FI_WAIT_NONE);
+	ck_assert_int_eq(fi_endpoint(p.domain, p.info, &ep, NULL), 0);
+	ck_assert_int_eq(fi_ep_bind(ep, &p.eq->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT), 0);
+	ck_assert_int_eq(fi_enable(ep), -FI_ENOCQ);
+	ck_assert_int_eq(fi_cntr_open(p.domain, &ca, &c, NULL), 0);
+	ck_assert_int_eq(fi_ep_bind(ep, &c->fid, FI_RECV), 0);
+	ck_assert_int_eq(fi_enable(ep), 0);
+	ck_assert_int_eq(fi_close(&ep->fid), 0);
+	ck_assert_int_eq(fi_close(&c->fid), 0);
+	ck_assert_int_eq(fi_close(&cq->fid), 0);
+	close_pair(&p);
+}
+END_TEST
+
 /*
  * A bad key: an RDMA Read with it fails at the initiator with FI_EACCES
  * through fi_cq_readerr. (An RDMA Write with it completes locally on
@@ -1048,6 +1076,7 @@ static Suite *fi_suite(void)
 	CASE(getinfo_attr_rules);
 	CASE(counters);
 	CASE(counter_bind_flags);
+	CASE(enable_needs_both_directions);
 	CASE(mr_register);
 	CASE(msg_send_recv);
 	CASE(msg_truncated);
