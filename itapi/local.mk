@@ -6,7 +6,8 @@ include_HEADERS += it_api.h
 noinst_LTLIBRARIES += itapi/libitapi.la
 itapi_libitapi_la_SOURCES = itapi/itapi_priv.h \
 	itapi/itapi_status.c itapi/itapi_util.c itapi/itapi_ia.c \
-	itapi/itapi_lmr.c itapi/itapi_rmr.c itapi/itapi_evq.c itapi/itapi_evd.c itapi/itapi_ep.c \
+	itapi/itapi_lmr.c itapi/itapi_rmr.c itapi/itapi_evq.c itapi/itapi_evd.c \
+	itapi/itapi_ep.c itapi/itapi_srq.c \
 	itapi/itapi_cm.c itapi/itapi_listen.c itapi/itapi_post.c itapi/itapi_ud.c
 # The library is written against the 2.1 names (it_rmr_param_t.linked).
 itapi_libitapi_la_CPPFLAGS = $(AM_CPPFLAGS) -DITAPI_ENABLE_V21_BINDINGS
