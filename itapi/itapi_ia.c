@@ -174,8 +174,57 @@ enum {
  *    offset, no receive posted, a message longer than the receive);
  *  - the peer's: a Send longer than the receive it took; an access
  *    error; otherwise a remote error.
- * Without a Terminate (soft-RoCE, the verbs provider) the coarse classes.
+ * Without a Terminate or a NAK's reason (the verbs provider) the coarse
+ * classes.
  */
+/*
+ * InfiniBand / RoCE (rnicpi.h's RNICPI_TERM_LAYER_IBA): the NAK code and
+ * what was found, mapped as the iWARP Terminate that says the same:
+ *  - the responder's (term_remote 0): a Send longer than its receive is
+ *    a transport error in what the peer sent, as a bad length; a bad
+ *    opcode the bad opcode; an R_Key check the Read's or Write's access
+ *    violation; a receive WQE that failed its own protection check the
+ *    local receive access violation (iWARP cannot tell that one);
+ *  - the requester's: an invalid request NAK to a Send is the peer's
+ *    receive length error, an access NAK a remote access violation,
+ *    anything else a remote error.
+ */
+static it_event_type_t iba_event_type(const struct ual_async_event *e)
+{
+	if (e->term_remote) {
+		if (e->type == RNICPI_EVENT_QP_ACCESS_ERR)
+			return IT_ASYNC_AFF_EP_R_ACCESS_VIOLATION;
+		if (e->type == RNICPI_EVENT_QP_REQ_ERR &&
+		    e->term_ecode == RNICPI_IBA_CAUSE_RECV_LENGTH)
+			return IT_ASYNC_AFF_EP_R_RECV_LENGTH_ERROR;
+		return IT_ASYNC_AFF_EP_R_ERROR;
+	}
+	switch (e->term_ecode) {
+	case RNICPI_IBA_CAUSE_OPCODE:
+		return IT_ASYNC_AFF_EP_BAD_TRANSPORT_OPCODE;
+	case RNICPI_IBA_CAUSE_LENGTH:
+	case RNICPI_IBA_CAUSE_RECV_LENGTH:
+		return IT_ASYNC_AFF_EP_L_TRANSPORT_ERROR;
+	case RNICPI_IBA_CAUSE_READ_ACCESS:
+		return IT_ASYNC_AFF_EP_RDMAR_ACCESS_VIOLATION;
+	case RNICPI_IBA_CAUSE_WRITE_ACCESS:
+	case RNICPI_IBA_CAUSE_ATOMIC_ACCESS:
+		return IT_ASYNC_AFF_EP_RDMAW_ACCESS_VIOLATION;
+	case RNICPI_IBA_CAUSE_RECV_PROT:
+		return IT_ASYNC_AFF_EP_L_RECV_ACCESS_VIOLATION;
+	default:
+		break;
+	}
+	switch (e->type) {
+	case RNICPI_EVENT_QP_ACCESS_ERR:
+		return IT_ASYNC_AFF_EP_RDMAW_ACCESS_VIOLATION;
+	case RNICPI_EVENT_QP_REQ_ERR:
+		return IT_ASYNC_AFF_EP_BAD_TRANSPORT_OPCODE;
+	default:
+		return IT_ASYNC_AFF_EP_FAILURE;
+	}
+}
+
 static it_event_type_t qp_event_type(const struct ual_async_event *e)
 {
 	bool rdmap_prot = e->term_layer == TERM_LAYER_RDMAP &&
@@ -183,6 +232,8 @@ static it_event_type_t qp_event_type(const struct ual_async_event *e)
 	bool untagged = e->term_layer == TERM_LAYER_DDP &&
 			e->term_etype == DDP_ETYPE_UNTAGGED;
 
+	if (e->term_layer == RNICPI_TERM_LAYER_IBA)
+		return iba_event_type(e);
 	switch (e->type) {
 	case RNICPI_EVENT_QP_ACCESS_ERR:
 		if (e->term_remote)

@@ -820,13 +820,49 @@ struct rnicpi_async_event {
 	} element;
 	/* iWARP: the Terminate that caused a QP event (RFC 5040 §7.4):
 	 * layer (4 bits), error type (4 bits), error code (8 bits), and
-	 * whether we received it (1) or sent it (0). All 0 when none. */
+	 * whether we received it (1) or sent it (0). All 0 when none.
+	 * InfiniBand: a NAK's reason, see RNICPI_TERM_LAYER_IBA below. */
 	uint8_t term_layer;
 	uint8_t term_etype;
 	uint8_t term_ecode;
 	uint8_t term_remote;
 	/* Negative errno naming the cause, 0 when the type says it all. */
 	int status;
+};
+
+/*
+ * InfiniBand / RoCE: the same four term_* fields carry a NAK's reason.
+ * term_layer is then RNICPI_TERM_LAYER_IBA, a value a Terminate's 4-bit
+ * layer can never take; term_etype is the AETH NAK code (IBA 9.7.5.2.8:
+ * 1 invalid request, 2 remote access error, 3 remote operational error);
+ * term_ecode is an enum rnicpi_iba_cause; term_remote is 1 at the
+ * requester that received the NAK, 0 at the responder that sent it.
+ *
+ * Why no new field: the provider fills this structure and it carries no
+ * size, so an appended member would be an ABI break. Reusing the
+ * Terminate fields with a layer outside RFC 5040's range is compatible
+ * both ways: a provider built before this left them 0 ("no reason"),
+ * and a core built before this maps an unknown layer to the coarse
+ * event of the type. RNICPI_ABI_VERSION stays 1.
+ */
+#define RNICPI_TERM_LAYER_IBA 0x10u
+
+enum rnicpi_iba_cause {
+	RNICPI_IBA_CAUSE_OTHER = 0,
+	/* an opcode out of sequence, or one the QP was not enabled for */
+	RNICPI_IBA_CAUSE_OPCODE = 1,
+	/* a packet or Write length that disagrees with the MTU or RETH */
+	RNICPI_IBA_CAUSE_LENGTH = 2,
+	/* a Send longer than the receive WQE it took (at the requester:
+	 * an invalid request NAK to a Send or Send with immediate, which
+	 * IBA gives for nothing else a conformant requester sends) */
+	RNICPI_IBA_CAUSE_RECV_LENGTH = 3,
+	/* the R_Key check of a Write, a Read, an atomic */
+	RNICPI_IBA_CAUSE_WRITE_ACCESS = 4,
+	RNICPI_IBA_CAUSE_READ_ACCESS = 5,
+	RNICPI_IBA_CAUSE_ATOMIC_ACCESS = 6,
+	/* responder only: a receive WQE failed its own protection check */
+	RNICPI_IBA_CAUSE_RECV_PROT = 7,
 };
 
 /* ------------------------------------------------------------------ */

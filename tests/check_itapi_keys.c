@@ -1009,7 +1009,7 @@ START_TEST(lmr_link_careless)
 END_TEST
 
 /* ------------------------------------------------------------------ */
-/* Affiliated events from the Terminate's layer, type and code (siw)    */
+/* Affiliated events from siw's Terminate or rxe's NAK (code, cause)    */
 /* ------------------------------------------------------------------ */
 
 /* The next affiliated events: @want_a on A and @want_b on B, in either
@@ -1039,7 +1039,8 @@ static void expect_aff_pair(it_event_type_t want_a, it_event_type_t want_b)
  * A Send of 200 bytes into B's receive of 64: B terminates with DDP
  * untagged error "message too long" (RFC 5041 §7.2): B's event is a local
  * transport error, A's (the peer's Terminate about what A sent) a remote
- * receive length error.
+ * receive length error. soft-RoCE (rxe-nak): B NAKs an invalid request,
+ * found a Send over its receive; A takes that NAK to a Send as the same.
  */
 START_TEST(term_send_too_long)
 {
@@ -1058,7 +1059,8 @@ END_TEST
  * A Read Request through a freed LMR's key: B terminates with an RDMAP
  * remote protection error, invalid STag (RFC 5040 §7.4.1): B's event is
  * an RDMA Read access violation, A's a remote access violation; the Read
- * fails with IT_DTO_ERR_REMOTE_ACCESS.
+ * fails with IT_DTO_ERR_REMOTE_ACCESS. soft-RoCE: a remote access error
+ * NAK, from the Read's R_Key check.
  */
 START_TEST(term_read_bad_stag)
 {
@@ -1077,8 +1079,9 @@ START_TEST(term_read_bad_stag)
 }
 END_TEST
 
-/* A Write through a freed LMR's key: DDP tagged, invalid STag; B's event
- * is an RDMA Write access violation. */
+/* A Write through a freed LMR's key: DDP tagged, invalid STag (soft-RoCE:
+ * a remote access error NAK from the Write's R_Key check); B's event is
+ * an RDMA Write access violation. */
 START_TEST(term_write_bad_stag)
 {
 	unsigned char *dst = target_new(TLEN);
@@ -1094,6 +1097,34 @@ START_TEST(term_write_bad_stag)
 	free(dst);
 }
 END_TEST
+
+#ifdef HAVE_PROV_RXE
+/*
+ * soft-RoCE: B's receive names a key freed after it was posted; A's Send
+ * finds it invalid when it lands. IBA NAKs that as a remote operational
+ * error: B's event is the local receive access violation (which RoCE,
+ * unlike iWARP, tells apart), A's a remote error (the NAK does not say
+ * it was the receive).
+ */
+START_TEST(nak_recv_freed_key)
+{
+	unsigned char *dst = target_new(TLEN);
+	it_rmr_context_t k;
+	it_lmr_handle_t l = lmr_new(dst, TLEN, &k);
+	it_lmr_triplet_t t = { .lmr = l, .addr.abs = dst, .length = 64 };
+
+	ck_assert_it_ok(it_post_recv(B, &t, 1, 730, CN));
+	ck_assert_it_ok(it_lmr_free(l));
+	memset(S.mem, 0x5a, 64);
+	t = it_seg(&S, 0, 64);
+	ck_assert_it_ok(it_post_send(A, &t, 1, 731, CN));
+	expect_aff_pair(IT_ASYNC_AFF_EP_R_ERROR,
+			IT_ASYNC_AFF_EP_L_RECV_ACCESS_VIOLATION);
+	ck_assert_uint_eq(dst[0], 0xee);
+	free(dst);
+}
+END_TEST
+#endif
 
 static TCase *keys_tcase(const char *name, void (*setup)(void),
 			 void (*down)(void))
@@ -1130,8 +1161,6 @@ Suite *suite_itapi_keys(void)
 	TCase *term = tcase_create("siw-terminate");
 
 	suite_add_tcase(s, keys_tcase("siw", setup_siw, teardown));
-	/* soft-RoCE has no Terminate: an IB responder's NAK reaches the
-	 * requester as the failed request's status only. */
 	tcase_add_checked_fixture(term, setup_siw, teardown);
 	tcase_set_timeout(term, 60);
 	tcase_add_test(term, term_send_too_long);
@@ -1146,7 +1175,19 @@ Suite *suite_itapi_keys_rxe(void)
 {
 	Suite *s = suite_create("itapi-keys-rxe");
 
+	TCase *nak = tcase_create("rxe-nak");
+
 	suite_add_tcase(s, keys_tcase("rxe", setup_rxe, teardown_rxe));
+	/* The same events from an IB NAK's code and what the responder
+	 * found (rnicpi.h's RNICPI_TERM_LAYER_IBA): B sends the NAK, A
+	 * receives it. */
+	tcase_add_checked_fixture(nak, setup_rxe, teardown_rxe);
+	tcase_set_timeout(nak, 60);
+	tcase_add_test(nak, term_send_too_long);
+	tcase_add_test(nak, term_read_bad_stag);
+	tcase_add_test(nak, term_write_bad_stag);
+	tcase_add_test(nak, nak_recv_freed_key);
+	suite_add_tcase(s, nak);
 	return s;
 }
 #endif

@@ -579,6 +579,11 @@ void rxe_qp_lock(struct rxe_qp *qp);
 void rxe_qp_unlock(struct rxe_qp *qp);
 /* Queue an async event of @type about @qp (under qp->lock). */
 void rxe_qp_event(struct rxe_qp *qp, enum rnicpi_event_type type, int status);
+/* A QP event with a NAK's reason (rnicpi.h's RNICPI_TERM_LAYER_IBA):
+ * @received at the requester, else sent by the responder. */
+void rxe_qp_event_nak(struct rxe_qp *qp, enum rnicpi_event_type type,
+		      uint8_t nak_code, enum rnicpi_iba_cause cause,
+		      bool received);
 /* Move to ERR and flush both queues (under qp->lock). */
 void rxe_qp_error(struct rxe_qp *qp);
 /* Post a completion on @cq; an overflow raises CQ_ERR (under qp->lock). */

@@ -223,6 +223,48 @@ static enum comp_state check_psn(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	return pkt->opcode == IB_OP_ATOMIC_ACK ? COMPST_ATOMIC : COMPST_READ;
 }
 
+/*
+ * A NAK's reason for the owner (rnicpi.h's RNICPI_TERM_LAYER_IBA, as
+ * siw reports a Terminate it receives): the wire carries only the NAK
+ * code, the cause follows from the request it names.
+ */
+static void nak_event(struct rxe_qp *qp, const struct rxe_send_wqe *w,
+		      uint8_t code)
+{
+	enum rnicpi_iba_cause cause = RNICPI_IBA_CAUSE_OTHER;
+	enum rnicpi_event_type type;
+	/* Not SEND_WITH_INV: a key the peer may not invalidate is an
+	 * invalid request too (IBA 10.6.6.2). */
+	bool send = w->opcode == RNICPI_WR_SEND ||
+		    w->opcode == RNICPI_WR_SEND_WITH_IMM;
+
+	switch (code) {
+	case AETH_NAK_INVALID_REQ:
+		type = RNICPI_EVENT_QP_REQ_ERR;
+		if (send)
+			cause = RNICPI_IBA_CAUSE_RECV_LENGTH;
+		break;
+	case AETH_NAK_REM_ACCESS_ERR:
+		type = RNICPI_EVENT_QP_ACCESS_ERR;
+		if (w->opcode == RNICPI_WR_RDMA_WRITE ||
+		    w->opcode == RNICPI_WR_RDMA_WRITE_WITH_IMM)
+			cause = RNICPI_IBA_CAUSE_WRITE_ACCESS;
+		else if (w->opcode == RNICPI_WR_RDMA_READ)
+			cause = RNICPI_IBA_CAUSE_READ_ACCESS;
+		else if (w->opcode == RNICPI_WR_ATOMIC_CMP_AND_SWP ||
+			 w->opcode == RNICPI_WR_ATOMIC_FETCH_AND_ADD)
+			cause = RNICPI_IBA_CAUSE_ATOMIC_ACCESS;
+		break;
+	case AETH_NAK_REM_OP_ERR:
+		type = RNICPI_EVENT_QP_FATAL;
+		break;
+	default:
+		type = RNICPI_EVENT_QP_REQ_ERR;
+		break;
+	}
+	rxe_qp_event_nak(qp, type, code, cause, true);
+}
+
 static enum comp_state check_ack(struct rxe_qp *qp, struct rxe_pkt *pkt,
 				 struct rxe_send_wqe **failed,
 				 enum rnicpi_wc_status *status)
@@ -266,6 +308,8 @@ static enum comp_state check_ack(struct rxe_qp *qp, struct rxe_pkt *pkt,
 		*failed = oldest_pending(qp);
 		rxe_qp_warn(qp, "NAK syndrome 0x%02x for PSN %u",
 			    aeth_syndrome(aeth), pkt->psn);
+		if (*failed)
+			nak_event(qp, *failed, aeth_value(aeth));
 		return *failed ? COMPST_ERROR : COMPST_DONE;
 	default:
 		rxe_qp_warn(qp, "ACK with reserved syndrome 0x%02x",

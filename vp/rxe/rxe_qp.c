@@ -83,6 +83,22 @@ void rxe_qp_event(struct rxe_qp *qp, enum rnicpi_event_type type, int status)
 	ev->status = status;
 }
 
+void rxe_qp_event_nak(struct rxe_qp *qp, enum rnicpi_event_type type,
+		      uint8_t nak_code, enum rnicpi_iba_cause cause,
+		      bool received)
+{
+	struct rnicpi_async_event *ev;
+
+	if (qp->n_deferred >= RXE_MAX_DEFERRED)
+		return;
+	rxe_qp_event(qp, type, 0);
+	ev = &qp->deferred[qp->n_deferred - 1].ev;
+	ev->term_layer = RNICPI_TERM_LAYER_IBA;
+	ev->term_etype = nak_code;
+	ev->term_ecode = (uint8_t)cause;
+	ev->term_remote = received;
+}
+
 void rxe_cq_post(struct rxe_qp *qp, struct rxe_cq *cq,
 		 const struct rnicpi_wc *wc, bool solicited)
 {

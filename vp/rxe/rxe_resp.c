@@ -664,10 +664,47 @@ static enum resp_state duplicate(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	return RESPST_DONE;
 }
 
+/* What the responder found wrong, for the async event (rnicpi.h's
+ * RNICPI_TERM_LAYER_IBA): from the error state, the check that led to
+ * it (@from) and the request. */
+static enum rnicpi_iba_cause nak_cause(const struct rxe_qp *qp,
+				       const struct rxe_pkt *pkt,
+				       enum resp_state err,
+				       enum resp_state from)
+{
+	uint32_t f = pkt->op->flags;
+
+	switch (err) {
+	case RESPST_ERR_LOCAL_LEN:
+		return RNICPI_IBA_CAUSE_RECV_LENGTH;
+	case RESPST_ERR_RKEY:
+		return (f & IB_F_WRITE)	   ? RNICPI_IBA_CAUSE_WRITE_ACCESS
+		       : (f & IB_F_READ)   ? RNICPI_IBA_CAUSE_READ_ACCESS
+		       : (f & IB_F_ATOMIC) ? RNICPI_IBA_CAUSE_ATOMIC_ACCESS
+					   : RNICPI_IBA_CAUSE_OTHER;
+	case RESPST_ERR_REM_OP:
+		return qp->resp.rcv_status == RNICPI_WC_LOC_PROT_ERR
+			       ? RNICPI_IBA_CAUSE_RECV_PROT
+			       : RNICPI_IBA_CAUSE_OTHER;
+	case RESPST_ERR_INVALID_REQ:
+		if (from == RESPST_CHECK_OP_SEQ ||
+		    from == RESPST_CHECK_OP_VALID ||
+		    from == RESPST_CHECK_RESOURCE)
+			return RNICPI_IBA_CAUSE_OPCODE;
+		if (from == RESPST_CHECK_LENGTH)
+			return RNICPI_IBA_CAUSE_LENGTH;
+		return RNICPI_IBA_CAUSE_OTHER;
+	default:
+		return RNICPI_IBA_CAUSE_OTHER;
+	}
+}
+
 /* IBA 9.9.2 class B/C/D errors at the responder: NAK the request, report
- * the error where a receive WQE was in use, move to ERR, tell the owner. */
+ * the error where a receive WQE was in use, move to ERR, tell the owner
+ * (with the NAK code and @cause, rnicpi.h's RNICPI_TERM_LAYER_IBA). */
 static void fail(struct rxe_qp *qp, struct rxe_pkt *pkt, enum ib_nak_code code,
-		 enum rnicpi_wc_status wc_status, enum rnicpi_event_type event)
+		 enum rnicpi_wc_status wc_status, enum rnicpi_event_type event,
+		 enum rnicpi_iba_cause cause)
 {
 	rxe_count(qp->dev, RXE_CNT_NAKS_SENT);
 	send_ack(qp, AETH_TYPE_NAK | code, pkt->psn);
@@ -682,13 +719,14 @@ static void fail(struct rxe_qp *qp, struct rxe_pkt *pkt, enum ib_nak_code code,
 		rxe_cq_post(qp, qp->rcq, &wc, false);
 		qp->resp.have_rwqe = false;
 	}
-	rxe_qp_event(qp, event, 0);
+	rxe_qp_event_nak(qp, event, code, cause, false);
 	rxe_qp_error(qp);
 }
 
 void rxe_resp_rcv(struct rxe_qp *qp, struct rxe_pkt *pkt)
 {
 	enum resp_state state = RESPST_CHECK_PSN;
+	enum resp_state from = RESPST_CHECK_PSN; /* the last check run */
 
 	/* READ responses still going out precede anything later. */
 	while (qp->resp.read.active)
@@ -698,6 +736,8 @@ void rxe_resp_rcv(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	while (state != RESPST_DONE) {
 		enum resp_state prev = state;
 
+		if (state < RESPST_ERR_PSN_OUT_OF_SEQ)
+			from = state;
 		switch (state) {
 		case RESPST_CHECK_PSN:
 			state = check_psn(qp, pkt);
@@ -757,18 +797,21 @@ void rxe_resp_rcv(struct rxe_qp *qp, struct rxe_pkt *pkt)
 			     qp->resp.rcv_status != RNICPI_WC_SUCCESS
 				     ? qp->resp.rcv_status
 				     : RNICPI_WC_REM_INV_REQ_ERR,
-			     RNICPI_EVENT_QP_REQ_ERR);
+			     RNICPI_EVENT_QP_REQ_ERR,
+			     nak_cause(qp, pkt, state, from));
 			state = RESPST_DONE;
 			break;
 		case RESPST_ERR_LOCAL_LEN:
 			fail(qp, pkt, AETH_NAK_INVALID_REQ,
-			     RNICPI_WC_LOC_LEN_ERR, RNICPI_EVENT_QP_REQ_ERR);
+			     RNICPI_WC_LOC_LEN_ERR, RNICPI_EVENT_QP_REQ_ERR,
+			     nak_cause(qp, pkt, state, from));
 			state = RESPST_DONE;
 			break;
 		case RESPST_ERR_RKEY:
 			fail(qp, pkt, AETH_NAK_REM_ACCESS_ERR,
 			     RNICPI_WC_REM_ACCESS_ERR,
-			     RNICPI_EVENT_QP_ACCESS_ERR);
+			     RNICPI_EVENT_QP_ACCESS_ERR,
+			     nak_cause(qp, pkt, state, from));
 			state = RESPST_DONE;
 			break;
 		case RESPST_ERR_REM_OP:
@@ -776,7 +819,8 @@ void rxe_resp_rcv(struct rxe_qp *qp, struct rxe_pkt *pkt)
 			     qp->resp.rcv_status != RNICPI_WC_SUCCESS
 				     ? qp->resp.rcv_status
 				     : RNICPI_WC_REM_OP_ERR,
-			     RNICPI_EVENT_QP_FATAL);
+			     RNICPI_EVENT_QP_FATAL,
+			     nak_cause(qp, pkt, state, from));
 			state = RESPST_DONE;
 			break;
 		default:
