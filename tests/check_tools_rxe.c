@@ -431,6 +431,7 @@ START_TEST(select_messages)
 	const char *nobody[] = { TOOLS "hostrdma-ping", "-c", "-a",
 				 "127.0.0.1", "-p", port, "-D", "siw_lo",
 				 NULL };
+	const char *info[] = { TOOLS "hostrdma-info", "-d", "mlx5_0", NULL };
 	struct proc p;
 
 	start(&p, bad);
@@ -443,6 +444,42 @@ START_TEST(select_messages)
 	ASSERT_HAS(&p, "connection refused: nobody listens on port");
 	ck_assert_ptr_null(strstr(p.text->str, "timed out"));
 	done(&p);
+	start(&p, info);
+	ck_assert_int_eq(finish_within(&p, 30), 1);
+	ASSERT_HAS(&p, "there is no device mlx5_0 (IT_ERR_INVALID_NAME); the devices here: ");
+	ASSERT_HAS(&p, "siw_lo");
+	done(&p);
+}
+END_TEST
+
+/* A server on every device whose port another server holds on one of
+ * them says so, and listens on the others. */
+START_TEST(select_port_busy_on_one_device)
+{
+	char port[8];
+	const char *first[] = { TOOLS "hostrdma-ping", "-s", "-p",
+				free_port(port, sizeof(port)), "-D", "siw_lo",
+				"-d", NULL };
+	const char *second[] = { TOOLS "hostrdma-ping", "-s", "-p", port,
+				 "-d", NULL };
+	g_autofree char *want = g_strdup_printf("port %s is in use on siw_lo",
+						port);
+	struct proc a, b;
+
+	start(&a, first);
+	ck_assert_msg(read_until(&a, "waiting for a client"), "%s",
+		      tail(a.text->str));
+	start(&b, second);
+	ck_assert_msg(read_until(&b, "waiting for a client"), "%s",
+		      tail(b.text->str));
+	ASSERT_HAS(&b, want);
+	ASSERT_HAS(&b, "; listening on the other devices");
+	kill(a.pid, SIGKILL);
+	kill(b.pid, SIGKILL);
+	finish_within(&a, 30);
+	finish_within(&b, 30);
+	done(&a);
+	done(&b);
 }
 END_TEST
 
@@ -525,6 +562,7 @@ void tools_add_select_case(Suite *s)
 	tcase_add_test(tc, select_server_address_rxe);
 	tcase_add_test(tc, select_list_while_port_held);
 	tcase_add_test(tc, select_messages);
+	tcase_add_test(tc, select_port_busy_on_one_device);
 	tcase_add_test(tc, select_unreachable);
 	suite_add_tcase(s, tc);
 }

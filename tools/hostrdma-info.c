@@ -541,7 +541,10 @@ int main(int argc, char **argv)
 		else
 			ia = NULL;
 		if (st != IT_SUCCESS) {
-			fprintf(stderr, "%s: %s: %s\n", PROG, itf[i].name,
+			fprintf(stderr, "%s: %s: %s(%s)\n", PROG, itf[i].name,
+				st == IT_ERR_RESOURCES ?
+					"held by another process " :
+					"did not open ",
 				tool_status_name(st));
 			rc = 1;
 			if (ia)
@@ -587,11 +590,17 @@ int main(int argc, char **argv)
 	}
 	g_strfreev(o.routes);
 	if (!shown && !nroutes) {
-		if (!rc)
-			fprintf(stderr, "%s: %s\n", PROG,
-				o.device ? "no such device" :
-					   "no RDMA devices (see hostrdma(7): "
-					   "HOSTRDMA_PROVIDER_PATH, HOSTRDMA_DEVICES)");
+		char names[512];
+
+		if (!rc && o.device)
+			fprintf(stderr, "%s: there is no device %s "
+				"(IT_ERR_INVALID_NAME); the devices here: %s\n",
+				PROG, o.device,
+				tool_device_names(names, sizeof(names)));
+		else if (!rc)
+			fprintf(stderr, "%s: no RDMA devices (see hostrdma(7): "
+				"HOSTRDMA_PROVIDER_PATH, HOSTRDMA_DEVICES)\n",
+				PROG);
 		return 1;
 	}
 	return rc;

@@ -256,8 +256,7 @@ const char *tool_addr_str(const it_net_addr_t *a, char *buf, size_t len)
 	}
 }
 
-/* "siw_lo, rxe_lo" in @buf: the devices there are. */
-static const char *device_names(char *buf, size_t len)
+const char *tool_device_names(char *buf, size_t len)
 {
 	it_interface_t itf[64];
 	size_t n = ARRAY_SIZE(itf), total, used = 0;
@@ -281,7 +280,7 @@ static it_ia_handle_t open_named(const char *prog, const char *name)
 	if (st == IT_ERR_INVALID_NAME)
 		fprintf(stderr, "%s: there is no device %s (%s); the devices here: %s\n",
 			prog, name, tool_status_name(st),
-			device_names(names, sizeof(names)));
+			tool_device_names(names, sizeof(names)));
 	else if (st == IT_ERR_RESOURCES)
 		fprintf(stderr, "%s: device %s is held by another process (%s)\n",
 			prog, name, tool_status_name(st));
@@ -538,6 +537,7 @@ int tool_listen(const char *prog, const char *device, const char *bind,
 	it_interface_t itf[32];
 	size_t n = ARRAY_SIZE(itf), total, nc = 0, busy = 0;
 	struct pollfd pfd[32];
+	char busy_on[256] = "";
 	int chosen = -1;
 
 	it_net_addr_t a = { 0 };
@@ -591,8 +591,14 @@ int tool_listen(const char *prog, const char *device, const char *bind,
 					      IT_LISTEN_CONN_QUAL_INPUT, &q,
 					      &cand[nc].l);
 		if (st != IT_SUCCESS) {
-			if (st == IT_ERR_CONN_QUAL_BUSY)
+			if (st == IT_ERR_CONN_QUAL_BUSY) {
+				size_t k = strlen(busy_on);
+
+				snprintf(busy_on + k, sizeof(busy_on) - k,
+					 "%s%s", busy ? ", " : "",
+					 itf[i].name);
 				busy++;
+			}
 			it_ia_free(cand[nc].ia);
 			continue;
 		}
@@ -607,6 +613,10 @@ int tool_listen(const char *prog, const char *device, const char *bind,
 			prog, port);
 		return -1;
 	}
+	/* Some devices only: the server runs, and says where it does not. */
+	if (nc && busy)
+		fprintf(stderr, "%s: port %u is in use on %s; listening on the "
+			"other devices\n", prog, port, busy_on);
 	if (!nc) {
 		fprintf(stderr, "%s: no RDMA device could listen on port %u%s%s\n",
 			prog, port, bind ? " at " : "",

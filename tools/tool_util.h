@@ -23,6 +23,8 @@
 
 /* The status's name ("IT_ERR_OP_NOT_SUPPORTED"), or "status N". */
 const char *tool_status_name(it_status_t st);
+/* "siw_lo, rxe_lo" in @buf: the devices there are ("none"). */
+const char *tool_device_names(char *buf, size_t len);
 const char *tool_dto_status_name(it_dto_status_t st);
 const char *tool_event_name(it_event_type_t ev);
 const char *tool_transport_name(it_transport_type_t t);
