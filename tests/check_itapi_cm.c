@@ -63,7 +63,8 @@ static uint16_t free_port(void)
 
 START_TEST(connect_accept_send)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	struct it_buf sa, rb;
 	it_lmr_triplet_t s, r;
 	it_ep_param_t p;
@@ -71,7 +72,7 @@ START_TEST(connect_accept_send)
 	int sends = 0, recvs = 0;
 
 	it_buf_new(&F, &sa, 4096, IT_PRIV_LOCAL);
-	it_buf_new(&F, &rb, 4096, IT_PRIV_LOCAL);
+	it_buf_new(P, &rb, 4096, IT_PRIV_LOCAL);
 	memset(rb.mem, 0xee, rb.len);
 	r = it_seg(&rb, 16, 1024);
 	ck_assert_it_ok(it_post_recv(b, &r, 1, 77, IT_COMPLETION_FLAG |
@@ -87,8 +88,10 @@ START_TEST(connect_accept_send)
 	s = it_seg(&sa, 0, 100);
 	ck_assert_it_ok(it_post_send(a, &s, 1, 55,
 				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	/* a's completion on F's EVD, b's on the peer's (one EVD when the
+	 * peer is F). */
 	while (sends + recvs < 2) {
-		it_wait_event(F.dto, &ev);
+		it_wait_event(sends ? P->dto : F.dto, &ev);
 		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
 		if (ev.event_number == IT_DTO_SEND_CMPL_EVENT) {
 			ck_assert_ptr_eq(ev.dto_cmpl.ep, a);
@@ -121,6 +124,13 @@ int itcm_n_stash;
 
 void itcm_conn_event_for(it_ep_handle_t ep, it_event_t *out)
 {
+	it_evd_handle_t msg = F.msg;
+	it_ep_param_t p;
+
+	/* An endpoint of the peer's IA has its events there. */
+	ck_assert_it_ok(it_ep_query(ep, IT_EP_PARAM_IA, &p));
+	if (p.ia != F.ia)
+		msg = it_fix_peer(&F)->msg;
 	for (int i = 0; i < itcm_n_stash; i++)
 		if (stash[i].conn.ep == ep) {
 			*out = stash[i];
@@ -131,7 +141,7 @@ void itcm_conn_event_for(it_ep_handle_t ep, it_event_t *out)
 			return;
 		}
 	for (;;) {
-		it_wait_event(F.msg, out);
+		it_wait_event(msg, out);
 		if (out->conn.ep == ep)
 			return;
 		ck_assert_int_lt(itcm_n_stash, (int)G_N_ELEMENTS(stash));
@@ -628,14 +638,15 @@ END_TEST
 
 START_TEST(disconnect_graceful)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	struct it_buf r;
 	it_lmr_triplet_t t;
 	it_event_t ev;
 
 	itcm_n_stash = 0;
 	ck_assert_it(it_ep_disconnect(a, NULL, 0), IT_ERR_INVALID_EP_STATE);
-	it_buf_new(&F, &r, 64, IT_PRIV_LOCAL);
+	it_buf_new(P, &r, 64, IT_PRIV_LOCAL);
 	it_connect_pair(&F, a, b);
 	t = it_seg(&r, 0, 64);
 	ck_assert_it_ok(it_post_recv(b, &t, 1, 5, CN));
@@ -647,7 +658,7 @@ START_TEST(disconnect_graceful)
 	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
 	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
 	/* b's receive comes back flushed. */
-	it_wait_event(F.dto, &ev);
+	it_wait_event(P->dto, &ev);
 	ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
 	ck_assert_uint_eq(ev.dto_cmpl.cookie, 5);
 	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_ERR_FLUSHED);
@@ -661,7 +672,7 @@ END_TEST
  * peer's disconnect event shows; the closing side's own event has none. */
 START_TEST(disconnect_private_data)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_ia_info_t *info;
 	it_event_t ev;
 
@@ -689,7 +700,7 @@ END_TEST
  * connection break, not an orderly close. */
 START_TEST(disconnect_abortive)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_event_t ev;
 
 	itcm_n_stash = 0;
