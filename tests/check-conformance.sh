@@ -56,7 +56,8 @@ fi
 # time out on the first IA's). In one process the route to a local
 # address leads to the device holding it, so the peer is a second IA of
 # the same device; a peer that does not open fails those cases.
-two_sided="connect_accept_send disconnect_graceful disconnect_abortive"
+two_sided="connect_accept_send private_data_roundtrip reject_with_private_data
+	disconnect_graceful disconnect_abortive many_connections"
 if [ -f "$builddir/vp/siw/.libs/siw.so" ]; then
 	HOSTRDMA_PROVIDER_PATH="$builddir/vp/siw/.libs" \
 		HOSTRDMA_OPTIONS=siw.mpa_timeout_ms=1500 \

@@ -43,16 +43,22 @@ static void teardown(void)
 	it_teardown();
 }
 
-static it_listen_handle_t listen_any(it_conn_qual_t *q)
+/* A listener on @s's IA (F, or the peer side: it_fix_peer). */
+static it_listen_handle_t listen_on(struct it_fix *s, it_conn_qual_t *q)
 {
 	it_listen_handle_t l;
 
 	memset(q, 0, sizeof(*q));
 	q->type = IT_IANA_PORT;
-	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, IT_LISTEN_NO_FLAG, q,
-					 &l));
+	ck_assert_it_ok(it_listen_create(s->ia, 0, s->req, IT_LISTEN_NO_FLAG,
+					 q, &l));
 	ck_assert_uint_ne(ntohs(q->conn_qual.port), 0);
 	return l;
+}
+
+static it_listen_handle_t listen_any(it_conn_qual_t *q)
+{
+	return listen_on(&F, q);
 }
 
 /* A free TCP port on lo, below the ephemeral range. */
@@ -169,18 +175,19 @@ it_ep_state_rc_t itcm_ep_state(it_ep_handle_t ep)
 
 START_TEST(private_data_roundtrip)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_conn_qual_t q;
-	it_listen_handle_t l = listen_any(&q);
+	it_listen_handle_t l = listen_on(P, &q);
 	it_event_t ev;
 
 	itcm_n_stash = 0;
 	start_connect(a, &q, "hello-connect", 13);
 	ck_assert_int_eq(itcm_ep_state(a),
 			 IT_EP_STATE_ACTIVE1_CONNECTION_PENDING);
-	it_wait_event(F.req, &ev);
+	it_wait_event(P->req, &ev);
 	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
-	ck_assert_ptr_eq(ev.conn_req.evd, F.req);
+	ck_assert_ptr_eq(ev.conn_req.evd, P->req);
 	ck_assert(ev.conn_req.private_data_present);
 	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "hello-connect", 13),
 			 0);
@@ -564,15 +571,16 @@ END_TEST
 
 START_TEST(reject_with_private_data)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_conn_qual_t q;
-	it_listen_handle_t l = listen_any(&q);
+	it_listen_handle_t l = listen_on(P, &q);
 	it_cn_est_identifier_t id;
 	it_event_t ev;
 
 	itcm_n_stash = 0;
 	start_connect(a, &q, NULL, 0);
-	it_wait_event(F.req, &ev);
+	it_wait_event(P->req, &ev);
 	ck_assert(!ev.conn_req.private_data_present);
 	id = ev.conn_req.cn_est_id;
 	ck_assert_it(it_reject(id, NULL, 4), IT_ERR_FAULT);
@@ -1113,20 +1121,21 @@ END_TEST
 
 START_TEST(many_connections)
 {
+	struct it_fix *P = it_fix_peer(&F);
 	it_ep_handle_t act[MANY], pas[MANY];
 	struct it_buf sb, rb;
 	it_conn_qual_t q;
-	it_listen_handle_t l = listen_any(&q);
+	it_listen_handle_t l = listen_on(P, &q);
 	it_lmr_triplet_t t;
 	it_event_t ev;
 	int established = 0, accepted = 0, recvs = 0;
 
 	itcm_n_stash = 0;
 	it_buf_new(&F, &sb, MANY * 16, IT_PRIV_LOCAL);
-	it_buf_new(&F, &rb, MANY * 16, IT_PRIV_LOCAL);
+	it_buf_new(P, &rb, MANY * 16, IT_PRIV_LOCAL);
 	for (int i = 0; i < MANY; i++) {
 		act[i] = it_ep_new(&F);
-		pas[i] = it_ep_new(&F);
+		pas[i] = it_ep_new_peer(&F);
 		t = it_seg(&rb, (size_t)i * 16, 16);
 		ck_assert_it_ok(it_post_recv(pas[i], &t, 1, (it_dto_cookie_t)i,
 					     CN));
@@ -1137,7 +1146,7 @@ START_TEST(many_connections)
 	while (accepted < MANY) {
 		int who;
 
-		it_wait_event(F.req, &ev);
+		it_wait_event(P->req, &ev);
 		memcpy(&who, ev.conn_req.private_data, sizeof(who));
 		ck_assert_int_ge(who, 0);
 		ck_assert_int_lt(who, MANY);
@@ -1145,8 +1154,10 @@ START_TEST(many_connections)
 					     NULL, 0));
 		accepted++;
 	}
+	/* The active ends' events on F's EVD, then the passive ends' on
+	 * the peer's (one EVD when the peer is F). */
 	while (established < 2 * MANY) {
-		it_wait_event(F.msg, &ev);
+		it_wait_event(established < MANY ? F.msg : P->msg, &ev);
 		ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 		established++;
 	}
@@ -1158,7 +1169,7 @@ START_TEST(many_connections)
 	while (recvs < MANY) {
 		char want[16];
 
-		it_wait_event(F.dto, &ev);
+		it_wait_event(P->dto, &ev);
 		ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
 		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
 		ck_assert_ptr_eq(ev.dto_cmpl.ep, pas[ev.dto_cmpl.cookie]);

@@ -14,8 +14,9 @@
  * ADDRESS (conf_itapi.c): itapi-cm on an iWARP device, itapi-cm-rxe on
  * any other, and itapi-atomic-rxe on one with atomics (--own-only skips
  * them). With a second -d, every case's fixture also opens an IA on
- * PEER_DEVICE, and the cases written for two sides (it_ep_new_peer: the
- * data transfer and disconnect cases) put their passive endpoint there;
+ * PEER_DEVICE, and the cases written for two sides (it_ep_new_peer:
+ * connect, private data, reject, disconnect, many connections) put
+ * their passive endpoint there;
  * the others keep both ends on DEVICE.
  */
 #define ITAPI_ENABLE_V21_BINDINGS
