@@ -86,7 +86,8 @@ if [ -f "$builddir/vp/rxe/.libs/rxe.so" ]; then
 		"$prog" -d rxe_lo -d rxe_lo >"$out" 2>/dev/null ||
 		fail "rxe_lo/rxe_lo: exit status $?"
 	grep -q '^not ok' "$out" && fail "rxe_lo/rxe_lo: a check failed"
-	for c in $two_sided disconnect_private_data fetch_and_add; do
+	for c in $two_sided disconnect_private_data three_way_accept \
+		three_way_reject three_way_unanswered fetch_and_add; do
 		grep -q "^ok .*:$c: Passed" "$out" ||
 			fail "rxe_lo/rxe_lo: $c did not pass"
 	done

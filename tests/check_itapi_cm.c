@@ -240,8 +240,9 @@ END_TEST
 static void three_way_start(it_ep_handle_t a, it_ep_handle_t b,
 			    it_event_t *arrival)
 {
+	struct it_fix *P = it_fix_peer(&F);
 	it_conn_qual_t q;
-	it_listen_handle_t l = listen_any(&q);
+	it_listen_handle_t l = listen_on(P, &q);
 	it_ia_info_t *info = NULL;
 	it_path_t path;
 	it_event_t ev;
@@ -259,7 +260,7 @@ static void three_way_start(it_ep_handle_t a, it_ep_handle_t b,
 	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
 				      IT_CONNECT_FLAG_THREE_WAY,
 				      (const unsigned char *)"req", 3));
-	it_wait_event(F.req, &ev);
+	it_wait_event(P->req, &ev);
 	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
 	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id,
 				     (const unsigned char *)"rep-data", 8));
@@ -275,6 +276,7 @@ static void three_way_start(it_ep_handle_t a, it_ep_handle_t b,
 	g_usleep(200 * 1000);
 	ck_assert_int_eq(itcm_n_stash, 0);
 	ck_assert_it(it_evd_dequeue(F.msg, &ev), IT_ERR_QUEUE_EMPTY);
+	ck_assert_it(it_evd_dequeue(P->msg, &ev), IT_ERR_QUEUE_EMPTY);
 	ck_assert_int_eq(itcm_ep_state(b),
 			 IT_EP_STATE_PASSIVE_CONNECTION_PENDING);
 	ck_assert_it_ok(it_listen_free(l));
@@ -282,7 +284,8 @@ static void three_way_start(it_ep_handle_t a, it_ep_handle_t b,
 
 START_TEST(three_way_accept)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	struct it_buf sa, rb;
 	it_lmr_triplet_t s, r;
 	it_event_t ev;
@@ -305,7 +308,7 @@ START_TEST(three_way_accept)
 
 	/* And the connection carries data. */
 	it_buf_new(&F, &sa, 4096, IT_PRIV_LOCAL);
-	it_buf_new(&F, &rb, 4096, IT_PRIV_LOCAL);
+	it_buf_new(P, &rb, 4096, IT_PRIV_LOCAL);
 	memset(sa.mem, 0x5a, 64);
 	r = it_seg(&rb, 0, 64);
 	s = it_seg(&sa, 0, 64);
@@ -313,8 +316,9 @@ START_TEST(three_way_accept)
 							IT_NOTIFY_FLAG));
 	ck_assert_it_ok(it_post_send(a, &s, 1, 2, IT_COMPLETION_FLAG |
 							IT_NOTIFY_FLAG));
+	/* a's send on F's EVD, b's receive on the peer's. */
 	for (int n = 0; n < 2; n++) {
-		it_wait_event(F.dto, &ev);
+		it_wait_event(n ? P->dto : F.dto, &ev);
 		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
 	}
 	ck_assert_int_eq(memcmp(rb.mem, sa.mem, 64), 0);
@@ -331,9 +335,10 @@ END_TEST
  * the MRA meanwhile, sees its accepted connection broken. */
 START_TEST(three_way_unanswered)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_conn_qual_t q;
-	it_listen_handle_t l = listen_any(&q);
+	it_listen_handle_t l = listen_on(P, &q);
 	it_path_t path;
 	it_event_t ev;
 
@@ -342,7 +347,7 @@ START_TEST(three_way_unanswered)
 	path.timeout = 1000 * 1000;
 	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
 				      IT_CONNECT_FLAG_THREE_WAY, NULL, 0));
-	it_wait_event(F.req, &ev);
+	it_wait_event(P->req, &ev);
 	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
 	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ACCEPT_ARRIVAL_EVENT);
@@ -359,7 +364,7 @@ END_TEST
 
 START_TEST(three_way_reject)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_cn_est_identifier_t id;
 	it_event_t ev;
 
