@@ -4,7 +4,8 @@
 # hostrdma-conformance passes on soft-iWARP (siw_lo) and soft-RoCE
 # (rxe_lo) with every TAP line "ok", its own checks and the tree's IT-API
 # suite for the transport (itapi-cm / itapi-cm-rxe, named in the TAP
-# lines), and fails on the in-memory test provider (test_lo: its IA works,
+# lines), alone and with a second -d (a second IA for the passive ends),
+# and fails on the in-memory test provider (test_lo: its IA works,
 # its RC endpoints do not, it_ep_rc_create fails): exit status 1, "not ok"
 # lines, in the suite's cases too.
 set -u
@@ -48,6 +49,49 @@ if [ -f "$builddir/vp/rxe/.libs/rxe.so" ]; then
 	passes "$builddir/vp/rxe/.libs" rxe_lo three_way_accept
 	grep -q '^ok .*:fetch_and_add: Passed' "$out" ||
 		fail "rxe_lo: the atomic suite did not run"
+fi
+
+# A second -d: the suite's two-sided cases put their passive endpoint on
+# an IA of the peer device, its events on that IA's EVDs (they would
+# time out on the first IA's). In one process the route to a local
+# address leads to the device holding it, so the peer is a second IA of
+# the same device; a peer that does not open fails those cases.
+two_sided="connect_accept_send private_data_roundtrip reject_with_private_data
+	disconnect_graceful disconnect_abortive many_connections"
+if [ -f "$builddir/vp/siw/.libs/siw.so" ]; then
+	HOSTRDMA_PROVIDER_PATH="$builddir/vp/siw/.libs" \
+		HOSTRDMA_OPTIONS=siw.mpa_timeout_ms=1500 \
+		"$prog" -d siw_lo -d siw_lo >"$out" 2>/dev/null ||
+		fail "siw_lo/siw_lo: exit status $?"
+	grep -q '^not ok' "$out" && fail "siw_lo/siw_lo: a check failed"
+	for c in $two_sided socket_convert_no_req_rep; do
+		grep -q "^ok .*:siw-lo:$c: Passed" "$out" ||
+			fail "siw_lo/siw_lo: $c did not pass"
+	done
+	echo "PASS: hostrdma-conformance -d siw_lo -d siw_lo"
+	HOSTRDMA_PROVIDER_PATH="$builddir/vp/siw/.libs" \
+		HOSTRDMA_OPTIONS=siw.mpa_timeout_ms=1500 \
+		"$prog" -d siw_lo -d siw_nosuch >"$out" 2>/dev/null
+	[ $? = 1 ] || fail "siw_nosuch peer: exit status is not 1"
+	for c in $two_sided; do
+		grep -q "^not ok .*:$c: it_ia_create(siw_nosuch) failed" \
+			"$out" || fail "siw_nosuch peer: $c did not fail so"
+	done
+	grep -q '^ok .*test_ia_create_query' "$out" ||
+		fail "siw_nosuch peer: the IA check of siw_lo did not pass"
+	echo "PASS: hostrdma-conformance -d siw_lo -d siw_nosuch fails"
+fi
+if [ -f "$builddir/vp/rxe/.libs/rxe.so" ]; then
+	HOSTRDMA_PROVIDER_PATH="$builddir/vp/rxe/.libs" \
+		"$prog" -d rxe_lo -d rxe_lo >"$out" 2>/dev/null ||
+		fail "rxe_lo/rxe_lo: exit status $?"
+	grep -q '^not ok' "$out" && fail "rxe_lo/rxe_lo: a check failed"
+	for c in $two_sided disconnect_private_data three_way_accept \
+		three_way_reject three_way_unanswered fetch_and_add; do
+		grep -q "^ok .*:$c: Passed" "$out" ||
+			fail "rxe_lo/rxe_lo: $c did not pass"
+	done
+	echo "PASS: hostrdma-conformance -d rxe_lo -d rxe_lo"
 fi
 
 # The test provider: IA checks ok, RC checks not ok.

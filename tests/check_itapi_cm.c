@@ -43,16 +43,22 @@ static void teardown(void)
 	it_teardown();
 }
 
-static it_listen_handle_t listen_any(it_conn_qual_t *q)
+/* A listener on @s's IA (F, or the peer side: it_fix_peer). */
+static it_listen_handle_t listen_on(struct it_fix *s, it_conn_qual_t *q)
 {
 	it_listen_handle_t l;
 
 	memset(q, 0, sizeof(*q));
 	q->type = IT_IANA_PORT;
-	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, IT_LISTEN_NO_FLAG, q,
-					 &l));
+	ck_assert_it_ok(it_listen_create(s->ia, 0, s->req, IT_LISTEN_NO_FLAG,
+					 q, &l));
 	ck_assert_uint_ne(ntohs(q->conn_qual.port), 0);
 	return l;
+}
+
+static it_listen_handle_t listen_any(it_conn_qual_t *q)
+{
+	return listen_on(&F, q);
 }
 
 /* A free TCP port on lo, below the ephemeral range. */
@@ -63,7 +69,8 @@ static uint16_t free_port(void)
 
 START_TEST(connect_accept_send)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	struct it_buf sa, rb;
 	it_lmr_triplet_t s, r;
 	it_ep_param_t p;
@@ -71,7 +78,7 @@ START_TEST(connect_accept_send)
 	int sends = 0, recvs = 0;
 
 	it_buf_new(&F, &sa, 4096, IT_PRIV_LOCAL);
-	it_buf_new(&F, &rb, 4096, IT_PRIV_LOCAL);
+	it_buf_new(P, &rb, 4096, IT_PRIV_LOCAL);
 	memset(rb.mem, 0xee, rb.len);
 	r = it_seg(&rb, 16, 1024);
 	ck_assert_it_ok(it_post_recv(b, &r, 1, 77, IT_COMPLETION_FLAG |
@@ -87,8 +94,10 @@ START_TEST(connect_accept_send)
 	s = it_seg(&sa, 0, 100);
 	ck_assert_it_ok(it_post_send(a, &s, 1, 55,
 				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	/* a's completion on F's EVD, b's on the peer's (one EVD when the
+	 * peer is F). */
 	while (sends + recvs < 2) {
-		it_wait_event(F.dto, &ev);
+		it_wait_event(sends ? P->dto : F.dto, &ev);
 		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
 		if (ev.event_number == IT_DTO_SEND_CMPL_EVENT) {
 			ck_assert_ptr_eq(ev.dto_cmpl.ep, a);
@@ -121,6 +130,13 @@ int itcm_n_stash;
 
 void itcm_conn_event_for(it_ep_handle_t ep, it_event_t *out)
 {
+	it_evd_handle_t msg = F.msg;
+	it_ep_param_t p;
+
+	/* An endpoint of the peer's IA has its events there. */
+	ck_assert_it_ok(it_ep_query(ep, IT_EP_PARAM_IA, &p));
+	if (p.ia != F.ia)
+		msg = it_fix_peer(&F)->msg;
 	for (int i = 0; i < itcm_n_stash; i++)
 		if (stash[i].conn.ep == ep) {
 			*out = stash[i];
@@ -131,7 +147,7 @@ void itcm_conn_event_for(it_ep_handle_t ep, it_event_t *out)
 			return;
 		}
 	for (;;) {
-		it_wait_event(F.msg, out);
+		it_wait_event(msg, out);
 		if (out->conn.ep == ep)
 			return;
 		ck_assert_int_lt(itcm_n_stash, (int)G_N_ELEMENTS(stash));
@@ -159,18 +175,19 @@ it_ep_state_rc_t itcm_ep_state(it_ep_handle_t ep)
 
 START_TEST(private_data_roundtrip)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_conn_qual_t q;
-	it_listen_handle_t l = listen_any(&q);
+	it_listen_handle_t l = listen_on(P, &q);
 	it_event_t ev;
 
 	itcm_n_stash = 0;
 	start_connect(a, &q, "hello-connect", 13);
 	ck_assert_int_eq(itcm_ep_state(a),
 			 IT_EP_STATE_ACTIVE1_CONNECTION_PENDING);
-	it_wait_event(F.req, &ev);
+	it_wait_event(P->req, &ev);
 	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
-	ck_assert_ptr_eq(ev.conn_req.evd, F.req);
+	ck_assert_ptr_eq(ev.conn_req.evd, P->req);
 	ck_assert(ev.conn_req.private_data_present);
 	ck_assert_int_eq(memcmp(ev.conn_req.private_data, "hello-connect", 13),
 			 0);
@@ -223,8 +240,9 @@ END_TEST
 static void three_way_start(it_ep_handle_t a, it_ep_handle_t b,
 			    it_event_t *arrival)
 {
+	struct it_fix *P = it_fix_peer(&F);
 	it_conn_qual_t q;
-	it_listen_handle_t l = listen_any(&q);
+	it_listen_handle_t l = listen_on(P, &q);
 	it_ia_info_t *info = NULL;
 	it_path_t path;
 	it_event_t ev;
@@ -242,7 +260,7 @@ static void three_way_start(it_ep_handle_t a, it_ep_handle_t b,
 	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
 				      IT_CONNECT_FLAG_THREE_WAY,
 				      (const unsigned char *)"req", 3));
-	it_wait_event(F.req, &ev);
+	it_wait_event(P->req, &ev);
 	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
 	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id,
 				     (const unsigned char *)"rep-data", 8));
@@ -258,6 +276,7 @@ static void three_way_start(it_ep_handle_t a, it_ep_handle_t b,
 	g_usleep(200 * 1000);
 	ck_assert_int_eq(itcm_n_stash, 0);
 	ck_assert_it(it_evd_dequeue(F.msg, &ev), IT_ERR_QUEUE_EMPTY);
+	ck_assert_it(it_evd_dequeue(P->msg, &ev), IT_ERR_QUEUE_EMPTY);
 	ck_assert_int_eq(itcm_ep_state(b),
 			 IT_EP_STATE_PASSIVE_CONNECTION_PENDING);
 	ck_assert_it_ok(it_listen_free(l));
@@ -265,7 +284,8 @@ static void three_way_start(it_ep_handle_t a, it_ep_handle_t b,
 
 START_TEST(three_way_accept)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	struct it_buf sa, rb;
 	it_lmr_triplet_t s, r;
 	it_event_t ev;
@@ -288,7 +308,7 @@ START_TEST(three_way_accept)
 
 	/* And the connection carries data. */
 	it_buf_new(&F, &sa, 4096, IT_PRIV_LOCAL);
-	it_buf_new(&F, &rb, 4096, IT_PRIV_LOCAL);
+	it_buf_new(P, &rb, 4096, IT_PRIV_LOCAL);
 	memset(sa.mem, 0x5a, 64);
 	r = it_seg(&rb, 0, 64);
 	s = it_seg(&sa, 0, 64);
@@ -296,8 +316,9 @@ START_TEST(three_way_accept)
 							IT_NOTIFY_FLAG));
 	ck_assert_it_ok(it_post_send(a, &s, 1, 2, IT_COMPLETION_FLAG |
 							IT_NOTIFY_FLAG));
+	/* a's send on F's EVD, b's receive on the peer's. */
 	for (int n = 0; n < 2; n++) {
-		it_wait_event(F.dto, &ev);
+		it_wait_event(n ? P->dto : F.dto, &ev);
 		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
 	}
 	ck_assert_int_eq(memcmp(rb.mem, sa.mem, 64), 0);
@@ -314,9 +335,10 @@ END_TEST
  * the MRA meanwhile, sees its accepted connection broken. */
 START_TEST(three_way_unanswered)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_conn_qual_t q;
-	it_listen_handle_t l = listen_any(&q);
+	it_listen_handle_t l = listen_on(P, &q);
 	it_path_t path;
 	it_event_t ev;
 
@@ -325,7 +347,7 @@ START_TEST(three_way_unanswered)
 	path.timeout = 1000 * 1000;
 	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
 				      IT_CONNECT_FLAG_THREE_WAY, NULL, 0));
-	it_wait_event(F.req, &ev);
+	it_wait_event(P->req, &ev);
 	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
 	itcm_conn_event_for(a, &ev);
 	ck_assert_event(&ev, IT_CM_MSG_CONN_ACCEPT_ARRIVAL_EVENT);
@@ -342,7 +364,7 @@ END_TEST
 
 START_TEST(three_way_reject)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_cn_est_identifier_t id;
 	it_event_t ev;
 
@@ -554,15 +576,16 @@ END_TEST
 
 START_TEST(reject_with_private_data)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_conn_qual_t q;
-	it_listen_handle_t l = listen_any(&q);
+	it_listen_handle_t l = listen_on(P, &q);
 	it_cn_est_identifier_t id;
 	it_event_t ev;
 
 	itcm_n_stash = 0;
 	start_connect(a, &q, NULL, 0);
-	it_wait_event(F.req, &ev);
+	it_wait_event(P->req, &ev);
 	ck_assert(!ev.conn_req.private_data_present);
 	id = ev.conn_req.cn_est_id;
 	ck_assert_it(it_reject(id, NULL, 4), IT_ERR_FAULT);
@@ -628,14 +651,15 @@ END_TEST
 
 START_TEST(disconnect_graceful)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct it_fix *P = it_fix_peer(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	struct it_buf r;
 	it_lmr_triplet_t t;
 	it_event_t ev;
 
 	itcm_n_stash = 0;
 	ck_assert_it(it_ep_disconnect(a, NULL, 0), IT_ERR_INVALID_EP_STATE);
-	it_buf_new(&F, &r, 64, IT_PRIV_LOCAL);
+	it_buf_new(P, &r, 64, IT_PRIV_LOCAL);
 	it_connect_pair(&F, a, b);
 	t = it_seg(&r, 0, 64);
 	ck_assert_it_ok(it_post_recv(b, &t, 1, 5, CN));
@@ -647,7 +671,7 @@ START_TEST(disconnect_graceful)
 	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_NONOPERATIONAL);
 	ck_assert_int_eq(itcm_ep_state(b), IT_EP_STATE_NONOPERATIONAL);
 	/* b's receive comes back flushed. */
-	it_wait_event(F.dto, &ev);
+	it_wait_event(P->dto, &ev);
 	ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
 	ck_assert_uint_eq(ev.dto_cmpl.cookie, 5);
 	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_ERR_FLUSHED);
@@ -661,7 +685,7 @@ END_TEST
  * peer's disconnect event shows; the closing side's own event has none. */
 START_TEST(disconnect_private_data)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_ia_info_t *info;
 	it_event_t ev;
 
@@ -689,7 +713,7 @@ END_TEST
  * connection break, not an orderly close. */
 START_TEST(disconnect_abortive)
 {
-	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new_peer(&F);
 	it_event_t ev;
 
 	itcm_n_stash = 0;
@@ -1102,20 +1126,21 @@ END_TEST
 
 START_TEST(many_connections)
 {
+	struct it_fix *P = it_fix_peer(&F);
 	it_ep_handle_t act[MANY], pas[MANY];
 	struct it_buf sb, rb;
 	it_conn_qual_t q;
-	it_listen_handle_t l = listen_any(&q);
+	it_listen_handle_t l = listen_on(P, &q);
 	it_lmr_triplet_t t;
 	it_event_t ev;
 	int established = 0, accepted = 0, recvs = 0;
 
 	itcm_n_stash = 0;
 	it_buf_new(&F, &sb, MANY * 16, IT_PRIV_LOCAL);
-	it_buf_new(&F, &rb, MANY * 16, IT_PRIV_LOCAL);
+	it_buf_new(P, &rb, MANY * 16, IT_PRIV_LOCAL);
 	for (int i = 0; i < MANY; i++) {
 		act[i] = it_ep_new(&F);
-		pas[i] = it_ep_new(&F);
+		pas[i] = it_ep_new_peer(&F);
 		t = it_seg(&rb, (size_t)i * 16, 16);
 		ck_assert_it_ok(it_post_recv(pas[i], &t, 1, (it_dto_cookie_t)i,
 					     CN));
@@ -1126,7 +1151,7 @@ START_TEST(many_connections)
 	while (accepted < MANY) {
 		int who;
 
-		it_wait_event(F.req, &ev);
+		it_wait_event(P->req, &ev);
 		memcpy(&who, ev.conn_req.private_data, sizeof(who));
 		ck_assert_int_ge(who, 0);
 		ck_assert_int_lt(who, MANY);
@@ -1134,8 +1159,10 @@ START_TEST(many_connections)
 					     NULL, 0));
 		accepted++;
 	}
+	/* The active ends' events on F's EVD, then the passive ends' on
+	 * the peer's (one EVD when the peer is F). */
 	while (established < 2 * MANY) {
-		it_wait_event(F.msg, &ev);
+		it_wait_event(established < MANY ? F.msg : P->msg, &ev);
 		ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
 		established++;
 	}
@@ -1147,7 +1174,7 @@ START_TEST(many_connections)
 	while (recvs < MANY) {
 		char want[16];
 
-		it_wait_event(F.dto, &ev);
+		it_wait_event(P->dto, &ev);
 		ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
 		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
 		ck_assert_ptr_eq(ev.dto_cmpl.ep, pas[ev.dto_cmpl.cookie]);

@@ -120,6 +120,16 @@ it_ep_handle_t it_ep_new(struct it_fix *f)
 	return ep;
 }
 
+struct it_fix *it_fix_peer(struct it_fix *f)
+{
+	return f;
+}
+
+it_ep_handle_t it_ep_new_peer(struct it_fix *f)
+{
+	return it_ep_new(it_fix_peer(f));
+}
+
 bool it_wait_event_for(it_evd_handle_t evd, uint64_t us, it_event_t *ev)
 {
 	size_t nmore;
@@ -161,20 +171,22 @@ bool it_env_ird_ord_suppressible(void)
 
 void it_connect_pair(struct it_fix *f, it_ep_handle_t a, it_ep_handle_t b)
 {
+	struct it_fix *p = it_fix_peer(f);
 	it_conn_qual_t q = { .type = IT_IANA_PORT };
 	it_listen_handle_t l;
 	it_event_t ev;
 	it_path_t path;
 	int got = 0;
 
-	ck_assert_it_ok(it_listen_create(f->ia, 0, f->req, IT_LISTEN_NO_FLAG,
+	ck_assert_it_ok(it_listen_create(p->ia, 0, p->req, IT_LISTEN_NO_FLAG,
 					 &q, &l));
 	it_loopback_path(f, &path);
 	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
 				      IT_CONNECT_FLAG_TWO_WAY, NULL, 0));
-	it_wait_event(f->req, &ev);
+	it_wait_event(p->req, &ev);
 	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
 	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
+	/* One EVD for both sides here, the tree's suites' fixture. */
 	while (got < 2) {
 		it_wait_event(f->msg, &ev);
 		ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);

@@ -58,13 +58,22 @@ void it_fix_close(struct it_fix *f);
 void it_ep_attr_default(struct it_fix *f, it_ep_attributes_t *a, size_t dtos);
 it_ep_handle_t it_ep_new(struct it_fix *f);
 
+/* The side a case's passive (second) endpoint lives on: @f itself in the
+ * tree's suites; in the conformance runner given a second -d, a fixture
+ * of its own on that device (another IA, PZ and EVDs), opened and closed
+ * with @f. Its endpoints' events come on its EVDs, not @f's. */
+struct it_fix *it_fix_peer(struct it_fix *f);
+/* it_ep_new(it_fix_peer(@f)). */
+it_ep_handle_t it_ep_new_peer(struct it_fix *f);
+
 /* Dequeue with waiting: the next event of @evd within IT_WAIT_US. */
 void it_wait_event(it_evd_handle_t evd, it_event_t *ev);
 /* Like it_wait_event but false on time-out after @us. */
 bool it_wait_event_for(it_evd_handle_t evd, uint64_t us, it_event_t *ev);
 
-/* siw: connect @a to a listener on the same IA and accept with @b.
- * Both ESTABLISHED events are consumed. */
+/* Connect @a (on @f) to a listener on it_fix_peer(@f)'s IA and accept
+ * with @b (an endpoint of that IA). Both ESTABLISHED events are consumed,
+ * each from its own side's CM message EVD. */
 void it_connect_pair(struct it_fix *f, it_ep_handle_t a, it_ep_handle_t b);
 
 /* The path to 127.0.0.1 through the IA (it_get_pathinfo). */

@@ -10,6 +10,11 @@
  * device here: the provider path, device list and provider options stay
  * what the user set. "RoCE" (it_env_is_rxe) is any IA whose transport is
  * not iWARP, as the suites branch on the connection manager's kind.
+ *
+ * A second -d (conf_itapi_init's @peer): each fixture opens a second IA
+ * there (it_fix_peer); the cases that make their passive endpoint with
+ * it_ep_new_peer connect DEVICE to PEER_DEVICE, the others keep both
+ * ends on DEVICE (it_connect_pair looks at which IA the endpoint is on).
  */
 #define ITAPI_ENABLE_V21_BINDINGS
 #include "config.h"
@@ -24,12 +29,17 @@
 #include "tests/testutil_itapi.h"
 
 const char *it_dev_name;
-static const char *conf_dev;
+static const char *conf_dev, *conf_peer;
 static struct in_addr conf_addr;
+/* The peer side of the one fixture a case opens (-d given twice). */
+static struct it_fix peer_fix;
+static struct it_fix *peer_owner;
 
-void conf_itapi_init(const char *device, struct in_addr addr)
+void conf_itapi_init(const char *device, const char *peer,
+		     struct in_addr addr)
 {
 	conf_dev = device;
+	conf_peer = peer;
 	conf_addr = addr;
 	it_dev_name = device;
 	/* The suites' time-out cases assume a short set-up bound; the
@@ -116,10 +126,11 @@ void it_teardown(void)
 {
 }
 
-void it_fix_open(struct it_fix *f)
+static void fix_open_on(struct it_fix *f, const char *device)
 {
 	memset(f, 0, sizeof(*f));
-	ck_assert_it_ok(it_ia_create(it_dev_name, 2, 1, &f->ia));
+	ck_assert_msg(it_ia_create(device, 2, 1, &f->ia) == IT_SUCCESS,
+		      "it_ia_create(%s) failed", device);
 	ck_assert_it_ok(it_pz_create(f->ia, &f->pz));
 	ck_assert_it_ok(it_evd_create(f->ia, IT_DTO_EVENT_STREAM, 0, 256, 0,
 				      NULL, &f->dto, NULL));
@@ -131,8 +142,36 @@ void it_fix_open(struct it_fix *f)
 				      0, NULL, &f->aff, NULL));
 }
 
+/* With a peer device, the case's passive endpoints go to an IA of their
+ * own there: @f is DEVICE's side, peer_fix PEER_DEVICE's. */
+void it_fix_open(struct it_fix *f)
+{
+	fix_open_on(f, it_dev_name);
+	peer_owner = NULL;
+	if (conf_peer) {
+		fix_open_on(&peer_fix, conf_peer);
+		peer_owner = f;
+	}
+}
+
+struct it_fix *it_fix_peer(struct it_fix *f)
+{
+	return f == peer_owner ? &peer_fix : f;
+}
+
+it_ep_handle_t it_ep_new_peer(struct it_fix *f)
+{
+	return it_ep_new(it_fix_peer(f));
+}
+
 void it_fix_close(struct it_fix *f)
 {
+	if (f == peer_owner) {
+		if (peer_fix.ia)
+			ck_assert_it_ok(it_ia_free(peer_fix.ia));
+		memset(&peer_fix, 0, sizeof(peer_fix));
+		peer_owner = NULL;
+	}
 	if (f->ia)
 		ck_assert_it_ok(it_ia_free(f->ia));
 	memset(f, 0, sizeof(*f));
@@ -255,23 +294,33 @@ bool it_env_ird_ord_suppressible(void)
 
 void it_connect_pair(struct it_fix *f, it_ep_handle_t a, it_ep_handle_t b)
 {
+	struct it_fix *p = it_fix_peer(f);
 	it_conn_qual_t q = { .type = IT_IANA_PORT };
 	it_listen_handle_t l;
+	it_ep_param_t bp;
 	it_event_t ev;
 	it_path_t path;
 	int got = 0;
 
-	ck_assert_it_ok(it_listen_create(f->ia, 0, f->req, IT_LISTEN_NO_FLAG,
+	/* A case not written for two sides made @b on @f: both ends there,
+	 * as in the tree. */
+	ck_assert_it_ok(it_ep_query(b, IT_EP_PARAM_IA, &bp));
+	if (bp.ia == f->ia)
+		p = f;
+	ck_assert_it_ok(it_listen_create(p->ia, 0, p->req, IT_LISTEN_NO_FLAG,
 					 &q, &l));
 	it_loopback_path(f, &path);
 	ck_assert_it_ok(it_ep_connect(a, &path, NULL, &q,
 				      IT_CONNECT_FLAG_TWO_WAY, NULL, 0));
-	it_wait_event(f->req, &ev);
+	it_wait_event(p->req, &ev);
 	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
 	ck_assert_it_ok(it_ep_accept(b, ev.conn_req.cn_est_id, NULL, 0));
+	/* Each side's event on its own EVD (one EVD without a peer). */
 	while (got < 2) {
-		it_wait_event(f->msg, &ev);
+		it_wait_event(got && p != f ? p->msg : f->msg, &ev);
 		ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+		if (p != f)
+			ck_assert_ptr_eq(ev.conn.ep, got ? b : a);
 		got++;
 	}
 	ck_assert_it_ok(it_listen_free(l));

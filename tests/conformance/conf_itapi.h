@@ -8,8 +8,12 @@
 
 #include <check.h>
 
-/* The tree's suites run against @device; their "loopback" is @addr. */
-void conf_itapi_init(const char *device, struct in_addr addr);
+/* The tree's suites run against @device; their "loopback" is @addr.
+ * With @peer (NULL: none), each case's fixture opens a second IA there
+ * and the cases written for it (it_ep_new_peer) put their passive
+ * endpoint on it. */
+void conf_itapi_init(const char *device, const char *peer,
+		     struct in_addr addr);
 /* Whether @device's IA is iWARP (false when it does not open). */
 bool conf_itapi_is_iwarp(const char *device);
 

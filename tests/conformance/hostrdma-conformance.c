@@ -10,10 +10,14 @@
  *
  * Connection cases connect DEVICE to a listener on PEER_DEVICE (DEVICE
  * again when not given) at ADDRESS (IPv4, default 127.0.0.1). Then the
- * tree's IT-API suites that use nothing but IT-API run on DEVICE, both
- * ends of each connection on it, through ADDRESS (conf_itapi.c): itapi-cm
- * on an iWARP device, itapi-cm-rxe on any other, and itapi-atomic-rxe on
- * one with atomics (--own-only skips them).
+ * tree's IT-API suites that use nothing but IT-API run on DEVICE through
+ * ADDRESS (conf_itapi.c): itapi-cm on an iWARP device, itapi-cm-rxe on
+ * any other, and itapi-atomic-rxe on one with atomics (--own-only skips
+ * them). With a second -d, every case's fixture also opens an IA on
+ * PEER_DEVICE, and the cases written for two sides (it_ep_new_peer:
+ * connect, private data, reject, disconnect, many connections) put
+ * their passive endpoint there;
+ * the others keep both ends on DEVICE.
  */
 #define ITAPI_ENABLE_V21_BINDINGS
 #include <it_api.h>
@@ -457,7 +461,7 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	const char *addr = "127.0.0.1", *junit = NULL;
-	bool own_only = false;
+	bool own_only = false, two;
 	SRunner *sr;
 	int c, failed;
 
@@ -485,11 +489,12 @@ int main(int argc, char **argv)
 		usage(stderr, argv[0]);
 		return 2;
 	}
+	two = peer_name != NULL;
 	if (!peer_name)
 		peer_name = dev_name;
 	sr = srunner_create(conformance_suite());
 	if (!own_only) {
-		conf_itapi_init(dev_name, peer_addr);
+		conf_itapi_init(dev_name, two ? peer_name : NULL, peer_addr);
 		srunner_add_suite(sr, conf_itapi_is_iwarp(dev_name) ?
 					      suite_itapi_cm() :
 					      suite_itapi_cm_rxe());
