@@ -187,7 +187,8 @@ START_TEST(ia_query_testprov)
 	ck_assert(!info->rdma_read_requires_remote_write);
 	/* No fast registration (RNICPI_DEV_CAP_FAST_REG): no LMR links. */
 	ck_assert(!info->lmr_link_support);
-	ck_assert(info->srq_resizable);
+	/* tp_modify_srq does not resize (no RNICPI_DEV_CAP_RESIZE_SRQ). */
+	ck_assert(!info->srq_resizable);
 	/* No connection manager for this transport yet. */
 	ck_assert_uint_eq(info->connect_private_data_len, 0);
 	ck_assert(!info->private_data_support);
@@ -200,8 +201,9 @@ START_TEST(ia_query_testprov)
 END_TEST
 
 /*
- * A device whose SRQs do not resize (RNICPI_DEV_CAP_RESIZE_SRQ absent, as
- * on verbs devices: the kernel's siw refuses IBV_SRQ_MAX_WR) says so in
+ * A device whose SRQs do not resize (RNICPI_DEV_CAP_RESIZE_SRQ absent: the
+ * test provider, and verbs devices, the kernel's siw refusing
+ * IBV_SRQ_MAX_WR) says so in
  * srq_resizable, and it_srq_modify refuses the size with
  * IT_ERR_INVALID_MASK and leaves it alone, while the low watermark still
  * changes.
@@ -213,7 +215,6 @@ START_TEST(srq_fixed_size_testprov)
 	it_srq_param_t p;
 	struct it_fix f;
 
-	g_setenv("HOSTRDMA_OPTIONS", "test.resize_srq=off", TRUE);
 	it_fix_open(&f);
 	ck_assert_it_ok(it_ia_query(f.ia, &info));
 	ck_assert(info->srq_support);
@@ -235,7 +236,6 @@ START_TEST(srq_fixed_size_testprov)
 	ck_assert_uint_eq(p.low_watermark, 2);
 	ck_assert_it_ok(it_srq_free(srq));
 	it_fix_close(&f);
-	g_unsetenv("HOSTRDMA_OPTIONS");
 }
 END_TEST
 

@@ -21,8 +21,7 @@
  * table without netdev_event (ual then raises port events itself);
  * ops_size=short hands a table whose size ends before create_ah (so AHs
  * are "not supported" although the slot is filled); kernel_pins=on
- * reports RNICPI_DEV_CAP_KERNEL_PINS (ual then pins nothing); resize_srq=off
- * leaves out RNICPI_DEV_CAP_RESIZE_SRQ (as the verbs provider). Any other key is
+ * reports RNICPI_DEV_CAP_KERNEL_PINS (ual then pins nothing). Any other key is
  * -EINVAL.
  *
  * Built twice: as a module (RNICPI_PROVIDER_DEFINE exports the entry) and
@@ -107,8 +106,8 @@ static int tp_query_device(struct rnicpi_device *d,
 		     RNICPI_DEV_CAP_IMM_DATA | RNICPI_DEV_CAP_ZERO_BASED;
 	if (dev->kernel_pins)
 		attr->caps |= RNICPI_DEV_CAP_KERNEL_PINS;
-	if (!dev->fixed_srq)
-		attr->caps |= RNICPI_DEV_CAP_RESIZE_SRQ;
+	/* No RNICPI_DEV_CAP_RESIZE_SRQ: tp_modify_srq refuses
+	 * RNICPI_SRQ_MAX_WR, as the kernel's siw does on a verbs device. */
 	attr->phys_port_cnt = 1;
 	return 0;
 }
@@ -282,13 +281,6 @@ static int parse_options(struct tp_device *dev,
 				return -EINVAL;
 			}
 			dev->kernel_pins = strcmp(opt->value, "on") == 0;
-		} else if (strcmp(opt->key, "resize_srq") == 0) {
-			if (strcmp(opt->value, "on") && strcmp(opt->value, "off")) {
-				fprintf(stderr, "testprov %s: resize_srq=%s: expected on or off\n",
-					name, opt->value);
-				return -EINVAL;
-			}
-			dev->fixed_srq = strcmp(opt->value, "off") == 0;
 		} else if (strcmp(opt->key, "ops_size") == 0) {
 			if (strcmp(opt->value, "short") == 0) {
 				dev->base.ops = &tp_ops_short;

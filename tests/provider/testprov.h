@@ -30,7 +30,6 @@ struct tp_device {
 	struct rnicpi_key_table keys; /* MRs and MWs */
 	bool complete_twice;	/* option: every send completion twice */
 	bool kernel_pins;	/* option: report RNICPI_DEV_CAP_KERNEL_PINS */
-	bool fixed_srq;		/* option resize_srq=off: no RESIZE_SRQ cap */
 };
 
 struct tp_pd {
