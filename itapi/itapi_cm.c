@@ -818,10 +818,15 @@ it_status_t it_socket_convert(int sd, it_ep_handle_t ep_handle,
 	if ((unsigned int)flags & ~(unsigned int)IT_SC_NO_REQ_REP)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_FLAGS,
 			       "unknown flag bits 0x%x", (unsigned int)flags);
-	if (ep->obj.ia->transport != RNICPI_TRANSPORT_IWARP ||
-	    !(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_IWARP_CM))
+	if (ep->obj.ia->attr.caps & RNICPI_DEV_CAP_NATIVE_CM)
+		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "socket conversion: the device's connections are set up by its provider's connection manager (rdma_cm), which takes no established TCP stream");
+	if (ep->obj.ia->transport != RNICPI_TRANSPORT_IWARP)
 		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
 			       "socket conversion needs an iWARP IA");
+	if (!(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_IWARP_CM))
+		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "socket conversion: the provider has no iWARP connection hooks");
 	/* The consumer exchanged the MPA Request and Reply itself: nothing
 	 * carries private data, and the provider must be able to enter
 	 * RDMA mode without its own exchange. */

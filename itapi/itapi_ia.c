@@ -711,9 +711,12 @@ it_status_t it_ia_query(it_ia_handle_t ia_handle, it_ia_info_t **ia_info)
 	info->hard_hi_watermark_support =
 		(a->caps & RNICPI_DEV_CAP_SRQ) ? IT_TRUE : IT_FALSE;
 	info->soft_hi_watermark_support = info->hard_hi_watermark_support;
-	/* RNICPI_SRQ_MAX_WR in modify_srq (siw, rxe, the test provider). */
-	info->srq_resizable =
-		(a->caps & RNICPI_DEV_CAP_SRQ) ? IT_TRUE : IT_FALSE;
+	/* RNICPI_SRQ_MAX_WR in modify_srq (siw, rxe; not the test provider,
+	 * nor verbs devices: the kernel's siw, cxgb4 and qedr refuse it). */
+	info->srq_resizable = (a->caps & RNICPI_DEV_CAP_SRQ) &&
+					      (a->caps & RNICPI_DEV_CAP_RESIZE_SRQ) ?
+				      IT_TRUE :
+				      IT_FALSE;
 	info->extended_iwarp_qp_states = IT_FALSE;
 	info->socket_conversion_support =
 		ia->transport == RNICPI_TRANSPORT_IWARP &&

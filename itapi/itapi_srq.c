@@ -166,6 +166,10 @@ it_status_t it_srq_modify(it_srq_handle_t srq_handle, it_srq_param_mask_t mask,
 			       "mask 0x%x: only the size and the low watermark change",
 			       (unsigned int)mask);
 	d = &srq->obj.ia->attr;
+	if ((mask & IT_SRQ_PARAM_MAX_RECV_DTO) &&
+	    !(d->caps & RNICPI_DEV_CAP_RESIZE_SRQ))
+		return IT_FAIL(&srq->obj, IT_ERR_INVALID_MASK,
+			       "IT_SRQ_PARAM_MAX_RECV_DTO: the device's SRQs do not resize (srq_resizable is false)");
 	g_mutex_lock(&srq->lock);
 	size = mask & IT_SRQ_PARAM_MAX_RECV_DTO ? params->max_recv_dtos :
 						  srq->max_recv_dtos;

@@ -315,6 +315,10 @@ enum rnicpi_device_cap {
 	 * core refuses those calls (IT_ERR_OP_NOT_SUPPORTED,
 	 * lmr_link_support false). */
 	RNICPI_DEV_CAP_FAST_REG = 1u << 23,
+	/* modify_srq takes RNICPI_SRQ_MAX_WR: the SRQ resizes (IT-API's
+	 * srq_resizable). Optional: the kernel's siw, cxgb4 and qedr
+	 * refuse ibv_modify_srq's IBV_SRQ_MAX_WR. */
+	RNICPI_DEV_CAP_RESIZE_SRQ = 1u << 24,
 };
 
 enum rnicpi_atomic_cap {

@@ -187,6 +187,8 @@ START_TEST(ia_query_testprov)
 	ck_assert(!info->rdma_read_requires_remote_write);
 	/* No fast registration (RNICPI_DEV_CAP_FAST_REG): no LMR links. */
 	ck_assert(!info->lmr_link_support);
+	/* tp_modify_srq does not resize (no RNICPI_DEV_CAP_RESIZE_SRQ). */
+	ck_assert(!info->srq_resizable);
 	/* No connection manager for this transport yet. */
 	ck_assert_uint_eq(info->connect_private_data_len, 0);
 	ck_assert(!info->private_data_support);
@@ -194,6 +196,45 @@ START_TEST(ia_query_testprov)
 	ck_assert_int_eq(info->spigot_info[0].passive_side_conn_qual,
 			 IT_IB_SERVICEID);
 	it_ia_info_free(info);
+	it_fix_close(&f);
+}
+END_TEST
+
+/*
+ * A device whose SRQs do not resize (RNICPI_DEV_CAP_RESIZE_SRQ absent: the
+ * test provider, and verbs devices, the kernel's siw refusing
+ * IBV_SRQ_MAX_WR) says so in
+ * srq_resizable, and it_srq_modify refuses the size with
+ * IT_ERR_INVALID_MASK and leaves it alone, while the low watermark still
+ * changes.
+ */
+START_TEST(srq_fixed_size_testprov)
+{
+	it_srq_handle_t srq = NULL;
+	it_ia_info_t *info = NULL;
+	it_srq_param_t p;
+	struct it_fix f;
+
+	it_fix_open(&f);
+	ck_assert_it_ok(it_ia_query(f.ia, &info));
+	ck_assert(info->srq_support);
+	ck_assert(!info->srq_resizable);
+	it_ia_info_free(info);
+	ck_assert_it_ok(it_srq_create(f.pz, 1, 4, &srq));
+	memset(&p, 0, sizeof(p));
+	p.max_recv_dtos = 8;
+	ck_assert_it(it_srq_modify(srq, IT_SRQ_PARAM_MAX_RECV_DTO, &p),
+		     IT_ERR_INVALID_MASK);
+	p.low_watermark = 2;
+	ck_assert_it(it_srq_modify(srq, IT_SRQ_PARAM_MAX_RECV_DTO |
+					   IT_SRQ_PARAM_LOW_WATERMARK, &p),
+		     IT_ERR_INVALID_MASK);
+	ck_assert_it_ok(it_srq_modify(srq, IT_SRQ_PARAM_LOW_WATERMARK, &p));
+	memset(&p, 0, sizeof(p));
+	ck_assert_it_ok(it_srq_query(srq, IT_SRQ_PARAM_ALL, &p));
+	ck_assert_uint_eq(p.max_recv_dtos, 4);
+	ck_assert_uint_eq(p.low_watermark, 2);
+	ck_assert_it_ok(it_srq_free(srq));
 	it_fix_close(&f);
 }
 END_TEST
@@ -660,6 +701,7 @@ Suite *suite_itapi_ia(void)
 	tcase_add_test(tc, ia_create_errors);
 	tcase_add_test(tc, ia_free_takes_children);
 	tcase_add_test(tc, ia_query_testprov);
+	tcase_add_test(tc, srq_fixed_size_testprov);
 	tcase_add_test(tc, pz_lifecycle);
 	tcase_add_test(tc, handles);
 	tcase_add_test(tc, spigot_events);

@@ -235,14 +235,14 @@ START_TEST(test_device_attr)
 				  RNICPI_DEV_CAP_KERNEL_PINS);
 
 	/* The kernel's siw: iWARP, no atomics, no SRQ limit set here, no
-	 * MWs; MPA's private data size. */
+	 * MWs; what librdmacm carries in an MPA Request (8-bit length). */
 	a.atomic_cap = IBV_ATOMIC_NONE;
 	a.max_srq = 0;
 	a.max_sge_rd = 1;
 	a.device_cap_flags = IBV_DEVICE_MEM_MGT_EXTENSIONS;
 	verbs_fill_device_attr(&a, RNICPI_TRANSPORT_IWARP, &r);
 	ck_assert_uint_eq(r.max_sge_rd, 1);
-	ck_assert_uint_eq(r.max_private_data, 512);
+	ck_assert_uint_eq(r.max_private_data, 255);
 	ck_assert_int_eq(r.atomic_cap, RNICPI_ATOMIC_NONE);
 	ck_assert_uint_eq(r.caps,
 			  RNICPI_DEV_CAP_RC | RNICPI_DEV_CAP_SEND_INV |

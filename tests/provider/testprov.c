@@ -106,6 +106,8 @@ static int tp_query_device(struct rnicpi_device *d,
 		     RNICPI_DEV_CAP_IMM_DATA | RNICPI_DEV_CAP_ZERO_BASED;
 	if (dev->kernel_pins)
 		attr->caps |= RNICPI_DEV_CAP_KERNEL_PINS;
+	/* No RNICPI_DEV_CAP_RESIZE_SRQ: tp_modify_srq refuses
+	 * RNICPI_SRQ_MAX_WR, as the kernel's siw does on a verbs device. */
 	attr->phys_port_cnt = 1;
 	return 0;
 }

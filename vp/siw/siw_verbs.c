@@ -53,7 +53,7 @@ static int siw_query_device(struct rnicpi_device *d,
 		  RNICPI_DEV_CAP_RESIZE_CQ | RNICPI_DEV_CAP_MW_TYPE_1 |
 		  RNICPI_DEV_CAP_MW_TYPE_2 | RNICPI_DEV_CAP_READ_SINK_MW |
 		  RNICPI_DEV_CAP_RESIZE_QP | RNICPI_DEV_CAP_IWARP_NO_MPA |
-		  RNICPI_DEV_CAP_FAST_REG;
+		  RNICPI_DEV_CAP_FAST_REG | RNICPI_DEV_CAP_RESIZE_SRQ;
 	a->phys_port_cnt = 1;
 	return 0;
 }

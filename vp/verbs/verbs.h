@@ -68,7 +68,8 @@ void verbs_fill_port_attr(const struct ibv_port_attr *in,
 
 /* A send WR in ibverbs' terms, its SGEs into @sge (room for @max_sge).
  * -EINVAL for an unknown opcode or too many SGEs, -EOPNOTSUPP for BIND_MW
- * (memory windows are not done yet). Immediate data goes big-endian. */
+ * (a bind is not a plain WR: verbs_verbs.c's post_bind posts it).
+ * Immediate data goes big-endian. */
 int verbs_send_wr_to_ibv(const struct rnicpi_send_wr *in,
 			 struct ibv_send_wr *out, struct ibv_sge *sge,
 			 uint32_t max_sge);

@@ -10,9 +10,9 @@
  * interface's MAC address (the kernel's siw, irdma, cxgb4), which is what
  * is matched then.
  *
- * PDs, MRs, CQs, SRQs, RC and UD QPs and address handles: verbs_verbs.c;
- * connections through librdmacm: verbs_cm.c. Not yet: memory windows;
- * the core answers -EOPNOTSUPP for them.
+ * PDs, MRs, memory windows (where the device has them; binds through
+ * post_bind), CQs, SRQs, RC and UD QPs and address handles: verbs_verbs.c;
+ * connections through librdmacm: verbs_cm.c.
  */
 #include "config.h"
 

@@ -269,9 +269,12 @@ void verbs_fill_device_attr(const struct ibv_device_attr *in,
 	out->max_res_rd_atom = in->max_res_rd_atom;
 	out->max_pkeys = in->max_pkeys;
 	out->phys_port_cnt = in->phys_port_cnt;
-	/* rdma_cm's limits: 56 bytes in an IB CM REQ after rdma_cm's own
-	 * header, 512 in an MPA Request (RFC 5044). */
-	out->max_private_data = transport == RNICPI_TRANSPORT_IWARP ? 512 : 56;
+	/* rdma_cm's limits (verbs_cm_pdata_max): 56 bytes in an IB CM REQ
+	 * after rdma_cm's own header; on iWARP 255, librdmacm's 8-bit
+	 * private_data_len (the kernel's ucma takes RDMA_MAX_PRIVATE_DATA,
+	 * 256), below MPA's own 512 (RFC 5044). */
+	out->max_private_data =
+		verbs_cm_pdata_max(transport, VERBS_PDATA_CONNECT);
 	switch (in->atomic_cap) {
 	case IBV_ATOMIC_HCA:
 		out->atomic_cap = RNICPI_ATOMIC_HCA;
