@@ -72,6 +72,7 @@ int main(int argc, char **argv)
 	it_rmr_context_t data_rkey;
 	it_lmr_triplet_t seg;
 	struct advert ad;
+	it_status_t st, last = IT_SUCCESS;
 	it_event_t ev;
 	size_t len;
 
@@ -93,17 +94,22 @@ int main(int argc, char **argv)
 			continue;
 		if (argc > 2 && i >= n)
 			break;
-		if (it_ia_create(itf[i % n].name, 2, 1, &all[nl]) !=
-		    IT_SUCCESS)
-			continue;	/* e.g. soft-RoCE held elsewhere */
-		if (it_evd_create(all[nl], IT_CM_REQ_EVENT_STREAM,
-				  IT_EVD_CREATE_FD, 8, 0, NULL, &reqs[nl],
-				  &pfd[nl].fd) != IT_SUCCESS ||
-		    it_listen_create(all[nl], 0, reqs[nl],
-				     qual.conn_qual.port ?
-					     IT_LISTEN_CONN_QUAL_INPUT :
-					     IT_LISTEN_NO_FLAG,
-				     &qual, &listener) != IT_SUCCESS) {
+		st = it_ia_create(itf[i % n].name, 2, 1, &all[nl]);
+		if (st != IT_SUCCESS) {
+			last = st;	/* e.g. soft-RoCE held elsewhere */
+			continue;
+		}
+		st = it_evd_create(all[nl], IT_CM_REQ_EVENT_STREAM,
+				   IT_EVD_CREATE_FD, 8, 0, NULL, &reqs[nl],
+				   &pfd[nl].fd);
+		if (st == IT_SUCCESS)
+			st = it_listen_create(all[nl], 0, reqs[nl],
+					      qual.conn_qual.port ?
+						      IT_LISTEN_CONN_QUAL_INPUT :
+						      IT_LISTEN_NO_FLAG,
+					      &qual, &listener);
+		if (st != IT_SUCCESS) {
+			last = st;
 			it_ia_free(all[nl]);
 			continue;
 		}
@@ -111,7 +117,15 @@ int main(int argc, char **argv)
 		pfd[nl++].events = POLLIN;
 	}
 	if (nl == 0) {
-		fprintf(stderr, "no RDMA interface could listen\n");
+		if (last == IT_ERR_CONN_QUAL_BUSY)
+			fprintf(stderr, "port %u is in use\n",
+				ntohs(qual.conn_qual.port));
+		else if (last == IT_ERR_INVALID_NAME)
+			fprintf(stderr, "no interface %s (hostrdma-info -l "
+				"lists them)\n", itf[0].name);
+		else
+			fprintf(stderr, "no RDMA interface could listen "
+				"(it_status_t %d)\n", (int)last);
 		return 1;
 	}
 	printf("listening on port %u\n", ntohs(qual.conn_qual.port));

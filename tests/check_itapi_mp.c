@@ -652,6 +652,21 @@ START_TEST(examples_client_server)
 				"listening on port %u", &port),
 			 1);
 	snprintf(port_s, sizeof(port_s), "%u", port);
+	{
+		/* A second server on the port says so. */
+		const char *argv[] = { EXAMPLES_DIR "/it_server", port_s,
+				       NULL };
+		g_autofree char *out = NULL, *err = NULL;
+		g_autofree char *want = g_strdup_printf("port %s is in use",
+							port_s);
+		int st = 0;
+
+		ck_assert(g_spawn_sync(NULL, (char **)argv, NULL,
+				       G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+				       &st, NULL));
+		ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+		ck_assert_msg(strstr(err, want), "%s", err);
+	}
 	peer_start(&cli, EXAMPLES_DIR "/it_client", "127.0.0.1", port_s,
 		   NULL);
 	ck_assert_str_eq(peer_line(&cli, line, sizeof(line)),

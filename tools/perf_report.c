@@ -203,10 +203,14 @@ static double bw_unit(const struct perf_opts *o, double bytes_per_s)
 	return o->mbps ? bytes_per_s / 1048576.0 : bytes_per_s * 8 / 1e9;
 }
 
+/* The table was started: its closing line is due at the end. */
+static bool header_shown;
+
 void perf_print_header(const struct perf_opts *o)
 {
 	const struct perf_where *w = &o->where;
 
+	header_shown = true;
 	if (o->json || o->output)
 		return;
 	printf(BW_LINE);
@@ -403,7 +407,8 @@ void perf_print_result(const struct perf_opts *o, const struct perf_result *r)
 
 void perf_print_footer(const struct perf_opts *o)
 {
-	if (!o->json && !o->output)
+	/* Only under a table: a run that failed before it has none. */
+	if (!o->json && !o->output && header_shown)
 		printf(BW_LINE);
 }
 
