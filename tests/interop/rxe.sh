@@ -106,7 +106,12 @@ retry_case() {
 	[ "$fail" -gt "$before" ] && [ -z "${RXE_NO_RETRY:-}" ] || return 0
 	fail=$before
 	retried=$((retried + 1))
-	echo "   $2: once more (see above; a second failure counts)"
+	# The first run's logs stay beside the second's (NAME.*.first):
+	# a failure that does not come back is still evidence.
+	for f in "$work/$2".*; do
+		[ -f "$f" ] && mv -f "$f" "$f.first"
+	done
+	echo "   $2: once more (see above; a second failure counts; first logs in $work/$2.*.first)"
 	"$@"
 }
 retrying() { # $1: a case function, to be run through retry_case
