@@ -217,6 +217,41 @@ static it_ia_handle_t ia_owning(const char *addr)
 	return it_parse_addr(addr, &want) ? it_ia_owning(&want) : NULL;
 }
 
+/* What a failed round holds, for the log: where the bytes first differ,
+ * how many differ, and whether the buffer holds nothing yet or an
+ * earlier round's pattern (a late or repeated transfer). */
+static void report_mismatch(struct ctx *c, int ping)
+{
+	uint32_t first = c->size, ndiff = 0, zero = 0;
+	int from = -1;
+
+	for (uint32_t i = 0; i < c->size; i++) {
+		if (c->start_buf[i] != c->rdma_buf[i]) {
+			ndiff++;
+			if (first == c->size)
+				first = i;
+		}
+		zero += !c->rdma_buf[i];
+	}
+	for (int k = ping - 1; k >= 0 && k >= ping - 8 && from < 0; k--) {
+		uint8_t *old = malloc(c->size);
+
+		if (!old)
+			break;
+		fill_pattern(old, c->size, k);
+		if (!memcmp(old, c->rdma_buf, c->size))
+			from = k;
+		free(old);
+	}
+	fprintf(stderr, "it-rping: round %d: data mismatch: %u of %u bytes "
+		"differ from offset %u (want 0x%02x, got 0x%02x); %u bytes "
+		"zero", ping, ndiff, c->size, first, c->start_buf[first],
+		c->rdma_buf[first], zero);
+	if (from >= 0)
+		fprintf(stderr, "; the buffer holds round %d's data", from);
+	fprintf(stderr, "\n");
+}
+
 static bool three_way;
 
 static int run_client(struct ctx *c, const char *addr, int port, int count)
@@ -256,8 +291,7 @@ static int run_client(struct ctx *c, const char *addr, int port, int count)
 		wait_recv(c);		/* written */
 		post_recv(c);
 		if (memcmp(c->start_buf, c->rdma_buf, c->size)) {
-			fprintf(stderr, "it-rping: round %d: data mismatch\n",
-				ping);
+			report_mismatch(c, ping);
 			return 1;
 		}
 		if (it_verbose)
