@@ -611,7 +611,14 @@ static enum resp_state acknowledge(struct rxe_qp *qp, struct rxe_pkt *pkt)
 
 /* IBA 9.7.5.1.1: a duplicate SEND/WRITE is acknowledged again, a READ is
  * executed again from the duplicate's PSN, an atomic's saved result is
- * sent again (never executed twice). */
+ * sent again (never executed twice).
+ * The duplicate's ACK names the duplicate's own PSN, not the newest one
+ * executed: that may be a READ's or an atomic's, which only their own
+ * responses may acknowledge. A requester going back after a lost ACK
+ * resends the READ right behind; an ACK naming it would complete it
+ * without data at a requester that trusts it (Linux 6.1 rxe does for a
+ * READ of one packet: an rping client then saw the previous round's
+ * bytes). A newer pending ACK stays. */
 static enum resp_state duplicate(struct rxe_qp *qp, struct rxe_pkt *pkt)
 {
 	uint32_t f = pkt->op->flags;
@@ -620,7 +627,9 @@ static enum resp_state duplicate(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	rxe_count(qp->dev, RXE_CNT_DUP_REQ);
 	if (!(f & (IB_F_READ | IB_F_ATOMIC))) {
 		if (bth_ackreq(pkt_bth(pkt)) || (f & IB_F_LAST)) {
-			qp->resp.ack_psn = psn_add(qp->resp.psn, IB_PSN_MASK);
+			if (!qp->resp.ack_pending ||
+			    psn_diff(pkt->psn, qp->resp.ack_psn) > 0)
+				qp->resp.ack_psn = pkt->psn;
 			qp->resp.ack_pending = true;
 			rxe_queue_ack(qp);
 		}
