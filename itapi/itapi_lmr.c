@@ -104,6 +104,23 @@ static it_status_t check_privs(struct itapi_obj *obj, struct itapi_ia *ia,
 	return IT_SUCCESS;
 }
 
+/* The flags of a new LMR, linked or not. */
+static it_status_t check_lmr_flags(struct itapi_obj *obj, it_lmr_flag_t flags,
+				   uint32_t shared_id)
+{
+	if ((unsigned int)flags & ~(unsigned int)LMR_FLAGS_ALL)
+		return IT_FAIL(obj, IT_ERR_INVALID_FLAGS,
+			       "unknown flag bits 0x%x", (unsigned int)flags);
+	if ((flags & IT_LMR_FLAG_SHARED) && (flags & IT_LMR_FLAG_NON_SHAREABLE))
+		return IT_FAIL(obj, IT_ERR_INVALID_FLAGS,
+			       "shared and non-shareable at once");
+	if (flags & IT_LMR_FLAG_SHARED)
+		return IT_FAIL(obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "shared LMRs (shared_id %u): registrations belong to one process here",
+			       shared_id);
+	return IT_SUCCESS;
+}
+
 /*
  * The virtual range an I/O buffer list describes: its elements must be
  * contiguous. On success *start and *avail are the first byte (after fbo)
@@ -256,16 +273,9 @@ it_status_t it_lmr_create21(it_pz_handle_t pz_handle, void *addr,
 	st = check_addr_mode(&pz->obj, ia, addr_mode);
 	if (st)
 		return st;
-	if ((unsigned int)flags & ~(unsigned int)LMR_FLAGS_ALL)
-		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
-			       "unknown flag bits 0x%x", (unsigned int)flags);
-	if ((flags & IT_LMR_FLAG_SHARED) && (flags & IT_LMR_FLAG_NON_SHAREABLE))
-		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
-			       "shared and non-shareable at once");
-	if (flags & IT_LMR_FLAG_SHARED)
-		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
-			       "shared LMRs (shared_id %u): registrations belong to one process here",
-			       shared_id);
+	st = check_lmr_flags(&pz->obj, flags, shared_id);
+	if (st)
+		return st;
 	st = mem_range(&pz->obj, pz, addr, iobl, length, &start);
 	if (st)
 		return st;
@@ -377,16 +387,9 @@ it_status_t it_lmr_create_unlinked(it_pz_handle_t pz_handle,
 	if (!link_supported(ia))
 		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
 			       "unlinked LMRs: the provider has no fast registration (lmr_link_support is false)");
-	if ((unsigned int)flags & ~(unsigned int)LMR_FLAGS_ALL)
-		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
-			       "unknown flag bits 0x%x", (unsigned int)flags);
-	if ((flags & IT_LMR_FLAG_SHARED) && (flags & IT_LMR_FLAG_NON_SHAREABLE))
-		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
-			       "shared and non-shareable at once");
-	if (flags & IT_LMR_FLAG_SHARED)
-		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
-			       "shared LMRs (shared_id %u): registrations belong to one process here",
-			       shared_id);
+	st = check_lmr_flags(&pz->obj, flags, shared_id);
+	if (st)
+		return st;
 	if (iobl_num_elts == 0)
 		return IT_FAIL(&pz->obj, IT_ERR_INVALID_IOBL,
 			       "an LMR of 0 I/O buffer list elements");
