@@ -104,6 +104,23 @@ static it_status_t check_privs(struct itapi_obj *obj, struct itapi_ia *ia,
 	return IT_SUCCESS;
 }
 
+/* The flags of a new LMR, linked or not. */
+static it_status_t check_lmr_flags(struct itapi_obj *obj, it_lmr_flag_t flags,
+				   uint32_t shared_id)
+{
+	if ((unsigned int)flags & ~(unsigned int)LMR_FLAGS_ALL)
+		return IT_FAIL(obj, IT_ERR_INVALID_FLAGS,
+			       "unknown flag bits 0x%x", (unsigned int)flags);
+	if ((flags & IT_LMR_FLAG_SHARED) && (flags & IT_LMR_FLAG_NON_SHAREABLE))
+		return IT_FAIL(obj, IT_ERR_INVALID_FLAGS,
+			       "shared and non-shareable at once");
+	if (flags & IT_LMR_FLAG_SHARED)
+		return IT_FAIL(obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "shared LMRs (shared_id %u): registrations belong to one process here",
+			       shared_id);
+	return IT_SUCCESS;
+}
+
 /*
  * The virtual range an I/O buffer list describes: its elements must be
  * contiguous. On success *start and *avail are the first byte (after fbo)
@@ -256,16 +273,9 @@ it_status_t it_lmr_create21(it_pz_handle_t pz_handle, void *addr,
 	st = check_addr_mode(&pz->obj, ia, addr_mode);
 	if (st)
 		return st;
-	if ((unsigned int)flags & ~(unsigned int)LMR_FLAGS_ALL)
-		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
-			       "unknown flag bits 0x%x", (unsigned int)flags);
-	if ((flags & IT_LMR_FLAG_SHARED) && (flags & IT_LMR_FLAG_NON_SHAREABLE))
-		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
-			       "shared and non-shareable at once");
-	if (flags & IT_LMR_FLAG_SHARED)
-		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
-			       "shared LMRs (shared_id %u): registrations belong to one process here",
-			       shared_id);
+	st = check_lmr_flags(&pz->obj, flags, shared_id);
+	if (st)
+		return st;
 	st = mem_range(&pz->obj, pz, addr, iobl, length, &start);
 	if (st)
 		return st;
@@ -377,16 +387,9 @@ it_status_t it_lmr_create_unlinked(it_pz_handle_t pz_handle,
 	if (!link_supported(ia))
 		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
 			       "unlinked LMRs: the provider has no fast registration (lmr_link_support is false)");
-	if ((unsigned int)flags & ~(unsigned int)LMR_FLAGS_ALL)
-		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
-			       "unknown flag bits 0x%x", (unsigned int)flags);
-	if ((flags & IT_LMR_FLAG_SHARED) && (flags & IT_LMR_FLAG_NON_SHAREABLE))
-		return IT_FAIL(&pz->obj, IT_ERR_INVALID_FLAGS,
-			       "shared and non-shareable at once");
-	if (flags & IT_LMR_FLAG_SHARED)
-		return IT_FAIL(&pz->obj, IT_ERR_OP_NOT_SUPPORTED,
-			       "shared LMRs (shared_id %u): registrations belong to one process here",
-			       shared_id);
+	st = check_lmr_flags(&pz->obj, flags, shared_id);
+	if (st)
+		return st;
 	if (iobl_num_elts == 0)
 		return IT_FAIL(&pz->obj, IT_ERR_INVALID_IOBL,
 			       "an LMR of 0 I/O buffer list elements");
@@ -436,6 +439,60 @@ static uint32_t next_key(uint32_t key)
 	return (key & ~0xffu) | ((key + 1) & 0xffu);
 }
 
+/* What it_lmr_link and it_lmr_unlink (@unlink) first check of @lmr and
+ * the work request's flags. */
+static it_status_t check_link_call(struct itapi_lmr *lmr,
+				   it_dto_flags_t dto_flags, bool unlink)
+{
+	if (!link_supported(lmr->obj.ia))
+		return IT_FAIL(&lmr->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "LMR links: the provider has no fast registration (lmr_link_support is false)");
+	if (!lmr->fast_reg && unlink)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LMR,
+			       "made linked by it_lmr_create: it could never be linked again (free it instead)");
+	if (!lmr->fast_reg)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LMR,
+			       "made linked by it_lmr_create: only an LMR from it_lmr_create_unlinked is linked by it_lmr_link");
+	if ((unsigned int)dto_flags & ~(unsigned int)LINK_OK_FLAGS)
+		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_DTO_FLAGS,
+			       "flags 0x%x do not apply to %s",
+			       (unsigned int)dto_flags,
+			       unlink ? "an unlink" : "a link");
+	return IT_SUCCESS;
+}
+
+/*
+ * Posts the REG_MR work request of a link or the LOCAL_INV of an unlink
+ * (@unlink) on @ep's send queue; it completes with IT_LMR_LINK_CMPL_EVENT
+ * (itapi_lmr_link_done). The caller has already marked @lmr as the work
+ * request leaves it; if the post fails, the mark goes back.
+ */
+static it_status_t post_link_wr(struct itapi_lmr *lmr, struct itapi_ep *ep,
+				struct rnicpi_send_wr *wr,
+				it_dto_cookie_t cookie,
+				it_dto_flags_t dto_flags, bool unlink)
+{
+	struct itapi_wr_slot tmpl = {
+		.cookie = cookie,
+		.event = IT_LMR_LINK_CMPL_EVENT,
+		.flags = dto_flags,
+		.lmr = lmr,
+		.unlink = unlink,
+		.lmr_link = true,
+	};
+	it_status_t st;
+
+	wr->send_flags = link_send_flags(dto_flags);
+	st = itapi_post_sq(ep, wr, &tmpl,
+			   unlink ? "it_lmr_unlink" : "it_lmr_link");
+	if (st) {
+		g_mutex_lock(&lmr->lock);
+		lmr->linked = unlink;
+		g_mutex_unlock(&lmr->lock);
+	}
+	return st;
+}
+
 it_status_t it_lmr_link(it_lmr_handle_t lmr_handle, const void *addr,
 			const it_iobl_t *iobl, it_length_t length,
 			it_addr_mode_t addr_mode, it_mem_priv_t privs,
@@ -447,7 +504,6 @@ it_status_t it_lmr_link(it_lmr_handle_t lmr_handle, const void *addr,
 					     IT_HANDLE_TYPE_LMR);
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	struct rnicpi_send_wr wr = { 0 };
-	struct itapi_wr_slot tmpl = { 0 };
 	struct itapi_ia *ia;
 	struct itapi_ep *ep;
 	unsigned int access;
@@ -461,16 +517,9 @@ it_status_t it_lmr_link(it_lmr_handle_t lmr_handle, const void *addr,
 		return IT_FAIL0(IT_ERR_INVALID_LMR, "LMR handle %p is not live",
 				(void *)lmr_handle);
 	ia = lmr->obj.ia;
-	if (!link_supported(ia))
-		return IT_FAIL(&lmr->obj, IT_ERR_OP_NOT_SUPPORTED,
-			       "LMR links: the provider has no fast registration (lmr_link_support is false)");
-	if (!lmr->fast_reg)
-		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LMR,
-			       "made linked by it_lmr_create: only an LMR from it_lmr_create_unlinked is linked by it_lmr_link");
-	if ((unsigned int)dto_flags & ~(unsigned int)LINK_OK_FLAGS)
-		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_DTO_FLAGS,
-			       "flags 0x%x do not apply to a link",
-			       (unsigned int)dto_flags);
+	st = check_link_call(lmr, dto_flags, false);
+	if (st)
+		return st;
 	st = check_privs(&lmr->obj, ia, privs);
 	if (st)
 		return st;
@@ -530,19 +579,9 @@ it_status_t it_lmr_link(it_lmr_handle_t lmr_handle, const void *addr,
 		lmr->iobl_type = iobl->iobl_type;
 	g_mutex_unlock(&lmr->lock);
 
-	wr.send_flags = link_send_flags(dto_flags);
-	tmpl.cookie = cookie;
-	tmpl.event = IT_LMR_LINK_CMPL_EVENT;
-	tmpl.flags = dto_flags;
-	tmpl.lmr = lmr;
-	tmpl.lmr_link = true;
-	st = itapi_post_sq(ep, &wr, &tmpl, "it_lmr_link");
-	if (st) {
-		g_mutex_lock(&lmr->lock);
-		lmr->linked = false;
-		g_mutex_unlock(&lmr->lock);
+	st = post_link_wr(lmr, ep, &wr, cookie, dto_flags, false);
+	if (st)
 		return st;
-	}
 	itapi_debug(&lmr->obj, "linking %llu bytes at %p, privileges 0x%x, key 0x%x",
 		    (unsigned long long)length, (void *)start,
 		    (unsigned int)privs, key);
@@ -557,23 +596,15 @@ it_status_t it_lmr_unlink(it_lmr_handle_t lmr_handle, it_ep_handle_t ep_handle,
 	struct itapi_lmr *lmr = ITAPI_LOOKUP(lmr_handle, struct itapi_lmr,
 					     IT_HANDLE_TYPE_LMR);
 	struct rnicpi_send_wr wr = { 0 };
-	struct itapi_wr_slot tmpl = { 0 };
 	struct itapi_ep *ep;
 	it_status_t st;
 
 	if (!lmr)
 		return IT_FAIL0(IT_ERR_INVALID_LMR, "LMR handle %p is not live",
 				(void *)lmr_handle);
-	if (!link_supported(lmr->obj.ia))
-		return IT_FAIL(&lmr->obj, IT_ERR_OP_NOT_SUPPORTED,
-			       "LMR links: the provider has no fast registration (lmr_link_support is false)");
-	if (!lmr->fast_reg)
-		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_LMR,
-			       "made linked by it_lmr_create: it could never be linked again (free it instead)");
-	if ((unsigned int)dto_flags & ~(unsigned int)LINK_OK_FLAGS)
-		return IT_FAIL(&lmr->obj, IT_ERR_INVALID_DTO_FLAGS,
-			       "flags 0x%x do not apply to an unlink",
-			       (unsigned int)dto_flags);
+	st = check_link_call(lmr, dto_flags, true);
+	if (st)
+		return st;
 	ep = itapi_ep_for_mem_wr(&lmr->obj, lmr->pz, ep_handle, &st);
 	if (!ep)
 		return st;
@@ -592,20 +623,7 @@ it_status_t it_lmr_unlink(it_lmr_handle_t lmr_handle, it_ep_handle_t ep_handle,
 
 	wr.opcode = RNICPI_WR_LOCAL_INV;
 	wr.ex.invalidate_rkey = ual_mr_rkey(lmr->mr);
-	wr.send_flags = link_send_flags(dto_flags);
-	tmpl.cookie = cookie;
-	tmpl.event = IT_LMR_LINK_CMPL_EVENT;
-	tmpl.flags = dto_flags;
-	tmpl.lmr = lmr;
-	tmpl.unlink = true;
-	tmpl.lmr_link = true;
-	st = itapi_post_sq(ep, &wr, &tmpl, "it_lmr_unlink");
-	if (st) {
-		g_mutex_lock(&lmr->lock);
-		lmr->linked = true;
-		g_mutex_unlock(&lmr->lock);
-	}
-	return st;
+	return post_link_wr(lmr, ep, &wr, cookie, dto_flags, true);
 }
 
 /* The completion of an LMR link or unlink, or of a Read that unlinked its

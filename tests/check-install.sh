@@ -5,8 +5,9 @@
 # libhostrdma.a (pkg-config --static), and run both: each finds the
 # providers in `pkg-config --variable=providerdir hostrdma`. Also checks
 # that what the man pages cite is installed (docs under $(docdir)), that
-# every IT-API function has a man page (a page or a .so link) and that the
-# pages format without groff warnings.
+# the examples' sources are there too and build as they say, that every
+# IT-API function has a man page (a page or a .so link) and that the pages
+# format without groff warnings.
 #
 # Run by make check from the top build directory through tests/check-install,
 # which sets CC, PKG_CONFIG, MAKE, PROVIDER_LAS (the loadable providers'
@@ -162,6 +163,23 @@ for f in README.md $(cd "$srcdir/docs" && ls *.md); do
 	*) [ -f "$docdir/docs/$f" ] || fail "$docdir/docs/$f not installed" ;;
 	esac
 done
+# The examples' sources under $(docdir)/examples (examples/local.mk), and
+# each program there builds against the installed hostrdma with the
+# pkg-config line its opening comment gives.
+for f in $(cd "$srcdir/examples" && ls *.c) \
+	$(cd "$srcdir/examples" && ls skeleton-provider/*.c) \
+	skeleton-provider/Makefile; do
+	[ -f "$docdir/examples/$f" ] || fail "$docdir/examples/$f not installed"
+done
+nex=0
+for f in "$docdir"/examples/*.c; do
+	$CC -o "$tmp/example" "$f" $(pcq --cflags --libs) ||
+		fail "the installed $f does not build with pkg-config hostrdma"
+	nex=$((nex + 1))
+done
+[ "$nex" -ge 2 ] || fail "only $nex example programs in $docdir/examples"
+echo "$nex examples in $docdir/examples, each builds"
+
 mandir=$(find "$dest" -type d -path '*/share/man' | head -n 1)
 [ -n "$mandir" ] || fail "no man pages installed"
 # A man page cites docs/X.md (installed as $(docdir)/docs/X.md).

@@ -11,53 +11,10 @@
 
 #include <string.h>
 
-#include "tests/testutil_itapi.h"
-#ifdef HAVE_PROV_RXE
-#include "tests/testutil_rxe.h"
-#endif
+#include "tests/testutil_itapi_pair.h"	/* F, A sends to B */
 #include "tests/suites.h"
 
 #define CN ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
-
-static struct it_fix F;
-static it_ep_handle_t A, B;	/* A sends to B */
-
-static void setup_common(void)
-{
-	it_fix_open(&F);
-	A = it_ep_new(&F);
-	B = it_ep_new(&F);
-	it_connect_pair(&F, A, B);
-}
-
-static void setup_siw(void)
-{
-	it_setup_siw();
-	setup_common();
-}
-
-#ifdef HAVE_PROV_RXE
-static void setup_rxe(void)
-{
-	rxe_t_netns_setup();
-	it_setup_rxe();
-	setup_common();
-}
-#endif
-
-static void teardown(void)
-{
-	it_fix_close(&F);
-	it_teardown();
-}
-
-#ifdef HAVE_PROV_RXE
-static void teardown_rxe(void)
-{
-	teardown();
-	rxe_t_netns_teardown();
-}
-#endif
 
 /* The next receive completion of @ep, other endpoints' events skipped
  * (the sender's own completion, success or not, is not the point). */
@@ -155,7 +112,8 @@ Suite *suite_itapi_dto_errors(void)
 {
 	Suite *s = suite_create("itapi-dto-errors");
 
-	suite_add_tcase(s, dto_errors_tcase("siw", setup_siw, teardown));
+	suite_add_tcase(s, dto_errors_tcase("siw", tu_itapi_pair_setup_siw,
+					    tu_itapi_pair_teardown));
 	return s;
 }
 
@@ -164,7 +122,8 @@ Suite *suite_itapi_dto_errors_rxe(void)
 {
 	Suite *s = suite_create("itapi-dto-errors-rxe");
 
-	suite_add_tcase(s, dto_errors_tcase("rxe", setup_rxe, teardown_rxe));
+	suite_add_tcase(s, dto_errors_tcase("rxe", tu_itapi_pair_setup_rxe,
+					    tu_itapi_pair_teardown_rxe));
 	return s;
 }
 #endif

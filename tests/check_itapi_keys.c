@@ -16,10 +16,7 @@
 #include <unistd.h>
 
 #include "kal/kal.h"
-#include "tests/testutil_itapi.h"
-#ifdef HAVE_PROV_RXE
-#include "tests/testutil_rxe.h"
-#endif
+#include "tests/testutil_itapi_pair.h"	/* F, A writes into B's memory */
 #include "tests/suites.h"
 
 #define CN ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
@@ -28,50 +25,43 @@
 			 IT_PRIV_REMOTE_READ))
 #define TLEN 4096u
 
-static struct it_fix F;
-static it_ep_handle_t A, B;	/* A writes into memory registered for B */
 static struct it_buf S, M;	/* A's source, the Sends' message buffer */
 
-static void setup_common(void)
+static void bufs_new(void)
 {
-	it_fix_open(&F);
-	A = it_ep_new(&F);
-	B = it_ep_new(&F);
-	it_connect_pair(&F, A, B);
 	it_buf_new(&F, &S, TLEN, IT_PRIV_LOCAL);
 	it_buf_new(&F, &M, 256, IT_PRIV_LOCAL);
 }
 
-static void setup_siw(void)
-{
-	it_setup_siw();
-	setup_common();
-}
-
-#ifdef HAVE_PROV_RXE
-/* soft-RoCE in a network namespace of the test's own, so that UDP port
- * 4791 on its lo is free whatever else runs on the machine. */
-static void setup_rxe(void)
-{
-	rxe_t_netns_setup();
-	it_setup_rxe();
-	setup_common();
-}
-#endif
-
-static void teardown(void)
+static void bufs_free(void)
 {
 	it_buf_free(&S);
 	it_buf_free(&M);
-	it_fix_close(&F);
-	it_teardown();
+}
+
+static void setup_siw(void)
+{
+	tu_itapi_pair_setup_siw();
+	bufs_new();
+}
+
+static void teardown(void)
+{
+	bufs_free();
+	tu_itapi_pair_teardown();
 }
 
 #ifdef HAVE_PROV_RXE
+static void setup_rxe(void)
+{
+	tu_itapi_pair_setup_rxe();
+	bufs_new();
+}
+
 static void teardown_rxe(void)
 {
-	teardown();
-	rxe_t_netns_teardown();
+	bufs_free();
+	tu_itapi_pair_teardown_rxe();
 }
 #endif
 

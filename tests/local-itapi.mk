@@ -4,6 +4,7 @@
 # the test provider's "connected" QPs), and the peer process of the
 # two-process suite.
 tests_check_all_SOURCES += tests/testutil_itapi.c tests/testutil_itapi.h \
+	tests/testutil_itapi_pair.c tests/testutil_itapi_pair.h \
 	tests/check_itapi_ia.c tests/check_itapi_evd.c \
 	tests/check_itapi_evd_dto.c tests/check_itapi_evd.h tests/check_itapi_cm.c \
 	tests/check_itapi_cm_sockets.c tests/check_itapi_cm.h \
