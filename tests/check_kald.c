@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "it_api.h"
 #include "kal/kal.h"
 #include "tests/check_tools.h"
 #include "tests/suites.h"
@@ -1413,6 +1414,90 @@ START_TEST(kald_restart_running_process)
 }
 END_TEST
 
+/* The daemon's keeper, from its log ("keeper: pid N at ..."). */
+static pid_t kald_keeper_pid(struct kald_run *k)
+{
+	g_autofree char *log = kald_log(k);
+	const char *at = strstr(log, "keeper: pid ");
+	int pid = 0;
+
+	ck_assert_msg(at && sscanf(at, "keeper: pid %d", &pid) == 1 &&
+		      pid > 1, "%s", tail(log));
+	return (pid_t)pid;
+}
+
+/* The daemon and its keeper both killed under two running processes:
+ * each says that the host service and its keeper are gone and that it
+ * must be restarted; the next operation that needs the daemon (a new
+ * listener, a new connection) fails at once with that error, with no
+ * wait for a daemon (HOSTRDMA_KALD_WAIT_MS is a minute here) and no
+ * crash: the processes answer on and end normally. */
+START_TEST(kald_keeper_killed)
+{
+	struct kald_run k;
+	struct shell P, Q;
+	char qport[8], cmd[64], want[64];
+	g_autofree char *keep = NULL;
+	pid_t keeper;
+	int status;
+
+	kald_start(&k);
+	env_rxe_lo(k.sock);
+	g_setenv("HOSTRDMA_KALD_WAIT_MS", "60000", TRUE);
+	shell_start(&P, &k);
+	shell_start(&Q, &k);
+	shell_listen(&Q, qport, sizeof(qport), &k);
+	shell_do(&Q, "accept", NULL, 0, &k);
+	snprintf(cmd, sizeof(cmd), "connect 127.0.0.1 %s", qport);
+	shell_do(&P, cmd, "CONNECTING 0", 30, &k);
+	shell_do(&P, "wait 0", "CONNECTED 0", 60, &k);
+	shell_wait(&Q, "ACCEPTED 0", 60, &k);
+	shell_check(&P, 0, 1, &k);
+
+	keeper = kald_keeper_pid(&k);
+	kill(k.pid, SIGKILL);
+	ck_assert_int_eq(waitpid(k.pid, &status, 0), k.pid);
+	tools_untrack_pid(k.pid);
+	ck_assert_int_eq(kill(keeper, SIGKILL), 0);
+	/* Each process's device notices (its QP1 forwarding sockets hang
+	 * up) and says so. */
+	shell_wait(&P, "and its keeper went away", 60, &k);
+	shell_wait(&Q, "and its keeper went away", 60, &k);
+	/* The next operation needing the daemon: a clear error, at once. */
+	snprintf(want, sizeof(want), "ERROR listen %d\n",
+		 IT_ERR_IA_CATASTROPHE);
+	shell_do(&P, "listen", want, 30, &k);
+	ck_assert_msg(strstr(P.p.text->str, "hostrdma-kald and its keeper "
+			     "are both gone") &&
+		      strstr(P.p.text->str, "restart it"), "%s",
+		      tail(P.p.text->str));
+	ck_assert_ptr_null(strstr(P.p.text->str, "does not answer"));
+	shell_do(&Q, "listen", want, 30, &k);
+	snprintf(want, sizeof(want), "ERROR connect %d\n",
+		 IT_ERR_IA_CATASTROPHE);
+	shell_do(&P, cmd, want, 30, &k);
+	ck_assert_msg(strstr(Q.p.text->str, "are both gone"), "%s",
+		      tail(Q.p.text->str));
+	/* Said once per process. */
+	ck_assert_int_eq(count(P.p.text->str, "are both gone"), 1);
+	ck_assert_int_eq(shell_quit(&P), 0);
+	ck_assert_int_eq(shell_quit(&Q), 0);
+	ck_assert_ptr_nonnull(strstr(P.p.text->str, "BYE"));
+	done(&P.p);
+	done(&Q.p);
+	g_unsetenv("HOSTRDMA_KALD_WAIT_MS");
+	env_clear();
+	keep = g_strconcat(k.sock, ".keep", NULL);
+	unlink(keep);
+	unlink(k.sock);
+	unlink(k.log);
+	rmdir(k.dir);
+	g_free(k.dir);
+	g_free(k.sock);
+	g_free(k.log);
+}
+END_TEST
+
 /* A client of a port nobody listens on, through the daemon: refused at
  * once (the daemon's REJ "invalid service ID"), not after the CM's ~10 s
  * of retries, and the tool says so. */
@@ -1510,6 +1595,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tt, kald_ping_refused);
 	tcase_add_test(tt, kald_restart_under_traffic);
 	tcase_add_test(tt, kald_restart_running_process);
+	tcase_add_test(tt, kald_keeper_killed);
 	suite_add_tcase(s, tt);
 	return s;
 }
