@@ -73,6 +73,11 @@ int ib_connect(struct cm *cm, struct cm_id *id)
 	err = ual_device_query(d, &da);
 	if (err)
 		return err;
+	/* The host service gone for good (hostrdma-kald and its keeper):
+	 * no REP could reach us; say so now, not after the retries. */
+	err = ual_hostsvc_check();
+	if (err)
+		return err;
 
 	/* PROVIDER before the REQ leaves: on loopback the REP can come
 	 * back, and the connection be established, before this function

@@ -192,6 +192,10 @@ int cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
 		ual_device_put(route.device);
 	if (route.device != d)
 		return -ENETUNREACH;
+	/* The host service gone for good: no reply could reach us. */
+	err = ual_hostsvc_check();
+	if (err)
+		return err;
 	src = route.src;
 	g_mutex_lock(&st->lock);
 	err = ib_port_get(cm, d, &p);

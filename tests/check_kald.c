@@ -7,8 +7,9 @@
  * while the others carry on, a killed process's range drained and reused
  * only after it went quiet (IPv4 and IPv6), two pairs of hostrdma-ping
  * processes on rxe_lo at once through it, the daemon killed and started
- * again under traffic, and without it today's embedded behaviour with its
- * one clear message.
+ * again under traffic, running processes (tests/itapi-peer shells) making
+ * new connections across a restart, and without it today's embedded
+ * behaviour with its one clear message.
  *
  * The daemon binds UDP 4791 on 127.0.0.1 and ::1: run under the test
  * lock like every soft-RoCE suite.
@@ -30,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "it_api.h"
 #include "kal/kal.h"
 #include "tests/check_tools.h"
 #include "tests/suites.h"
@@ -1164,6 +1166,338 @@ START_TEST(kald_restart_under_traffic)
 }
 END_TEST
 
+/* A tests/itapi-peer shell: a long-lived IT-API process on rxe_lo the
+ * test drives one command a line (itapi-peer.c, role_shell). */
+struct shell {
+	struct proc p;
+	int in;		/* its stdin */
+	size_t mark;	/* where the last command's answer begins */
+};
+
+static void shell_start(struct shell *sh, struct kald_run *k)
+{
+	int out[2], in[2];
+
+	sh->p.text = g_string_new(NULL);
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+	sh->p.pid = fork();
+	ck_assert_int_ge(sh->p.pid, 0);
+	if (sh->p.pid == 0) {
+		dup2(in[0], STDIN_FILENO);
+		dup2(out[1], STDOUT_FILENO);
+		dup2(out[1], STDERR_FILENO);
+		execl(ITAPI_PEER, ITAPI_PEER, "shell", (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	close(in[0]);
+	sh->p.out = out[0];
+	sh->in = in[1];
+	sh->mark = 0;
+	tools_track_pid(sh->p.pid);
+	wait_for(&sh->p, "SHELL", 30, k);
+}
+
+/* Waits up to @secs for @want in what @sh said since its last command;
+ * an "ERROR" or "FAIL" there fails the test unless @want is one. */
+static const char *shell_wait(struct shell *sh, const char *want, int secs,
+			      struct kald_run *k)
+{
+	gint64 end = g_get_monotonic_time() + (gint64)secs * G_USEC_PER_SEC;
+	bool bad_ok = !strncmp(want, "ERROR", 5) || !strncmp(want, "FAIL", 4);
+	char buf[4096];
+
+	for (;;) {
+		const char *since = sh->p.text->str + sh->mark;
+		const char *hit = strstr(since, want);
+		struct pollfd pfd = { .fd = sh->p.out, .events = POLLIN };
+		gint64 left;
+		ssize_t r = -1;
+
+		if (hit)
+			return hit;
+		if (!bad_ok && (strstr(since, "ERROR") || strstr(since, "FAIL")))
+			break;
+		left = (end - g_get_monotonic_time()) / 1000;
+		if (left > 0 && poll(&pfd, 1, (int)left) == 1)
+			r = read(sh->p.out, buf, sizeof(buf));
+		if (r <= 0)
+			break;
+		g_string_append_len(sh->p.text, buf, r);
+	}
+	{
+		g_autofree char *log = k ? kald_log(k) : g_strdup("");
+
+		ck_abort_msg("no \"%s\" in %d s:\n%s\ndaemon:\n%s", want, secs,
+			     tail(sh->p.text->str), tail(log));
+	}
+	return NULL;
+}
+
+/* Reads what @sh said so far, without waiting. */
+static void shell_drain(struct shell *sh)
+{
+	struct pollfd pfd = { .fd = sh->p.out, .events = POLLIN };
+	char buf[4096];
+	ssize_t r;
+
+	while (poll(&pfd, 1, 0) == 1 &&
+	       (r = read(sh->p.out, buf, sizeof(buf))) > 0)
+		g_string_append_len(sh->p.text, buf, r);
+}
+
+/* Sends @cmd; with @want, waits for it (see shell_wait). */
+static const char *shell_do(struct shell *sh, const char *cmd,
+			    const char *want, int secs, struct kald_run *k)
+{
+	size_t n = strlen(cmd);
+
+	sh->mark = sh->p.text->len;
+	ck_assert_int_eq(write(sh->in, cmd, n), (ssize_t)n);
+	ck_assert_int_eq(write(sh->in, "\n", 1), 1);
+	return want ? shell_wait(sh, want, secs, k) : NULL;
+}
+
+/* The port a shell's "listen" answered. */
+static void shell_listen(struct shell *sh, char *port, size_t len,
+			 struct kald_run *k)
+{
+	const char *l = shell_do(sh, "listen", "LISTENING ", 30, k);
+	unsigned int v = 0;
+
+	/* The whole line is there once its newline is. */
+	shell_wait(sh, "\n", 10, k);
+	ck_assert_int_eq(sscanf(l, "LISTENING %u", &v), 1);
+	snprintf(port, len, "%u", v);
+}
+
+static void shell_check(struct shell *sh, int conn, int seed,
+			struct kald_run *k)
+{
+	char cmd[32], want[32];
+
+	snprintf(cmd, sizeof(cmd), "check %d %d", conn, seed);
+	snprintf(want, sizeof(want), "CHECKED %d\n", conn);
+	shell_do(sh, cmd, want, 60, k);
+}
+
+static int shell_quit(struct shell *sh)
+{
+	int rc;
+
+	shell_do(sh, "quit", NULL, 0, NULL);
+	close(sh->in);
+	rc = finish_within(&sh->p, 60);
+	return rc;
+}
+
+static size_t count(const char *text, const char *what)
+{
+	size_t n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+/* Two running processes P and Q (itapi-peer shells) with a connection
+ * each way, made through the daemon. The daemon is killed (SIGKILL):
+ * their connections keep carrying data (RDMA Write, then Read back,
+ * each way). P opens a new connection to Q's listener (it_ep_connect
+ * returns; its REQ waits, unanswered, in QP1's socket: the connection
+ * is not made while no daemon routes the CM's MADs) and asks for a new
+ * listener (it waits for the daemon, saying so once). A new daemon
+ * started: the listener is made, the waiting connection completes
+ * (the CM's retries and the REQ that waited reach Q), Q connects to
+ * P's new listener, every connection old and new carries checked
+ * data. */
+START_TEST(kald_restart_running_process)
+{
+	struct kald_run k;
+	struct shell P, Q;
+	char qport[8], pport[8], pport2[8], cmd[64];
+	g_autofree char *log1 = NULL, *log2 = NULL, *first = NULL;
+	int status;
+
+	kald_start(&k);
+	env_rxe_lo(k.sock);
+	g_setenv("HOSTRDMA_KALD_WAIT_MS", "60000", TRUE);
+	shell_start(&P, &k);
+	shell_start(&Q, &k);
+	shell_listen(&Q, qport, sizeof(qport), &k);
+	shell_listen(&P, pport, sizeof(pport), &k);
+	/* P -> Q (P's 0, Q's 0), Q -> P over IPv6 (Q's 1, P's 1). */
+	shell_do(&Q, "accept", NULL, 0, &k);
+	snprintf(cmd, sizeof(cmd), "connect 127.0.0.1 %s", qport);
+	shell_do(&P, cmd, "CONNECTING 0", 30, &k);
+	shell_do(&P, "wait 0", "CONNECTED 0", 60, &k);
+	shell_wait(&Q, "ACCEPTED 0", 60, &k);
+	shell_do(&P, "accept", NULL, 0, &k);
+	snprintf(cmd, sizeof(cmd), "connect ::1 %s", pport);
+	shell_do(&Q, cmd, "CONNECTING 1", 30, &k);
+	shell_do(&Q, "wait 1", "CONNECTED 1", 60, &k);
+	shell_wait(&P, "ACCEPTED 1", 60, &k);
+	shell_check(&P, 0, 1, &k);
+	shell_check(&P, 1, 2, &k);
+	shell_check(&Q, 0, 3, &k);
+	shell_check(&Q, 1, 4, &k);
+
+	kill(k.pid, SIGKILL);
+	ck_assert_int_eq(waitpid(k.pid, &status, 0), k.pid);
+	tools_untrack_pid(k.pid);
+	/* The data path does not need the daemon. */
+	shell_check(&P, 0, 5, &k);
+	shell_check(&P, 1, 6, &k);
+	shell_check(&Q, 0, 7, &k);
+	shell_check(&Q, 1, 8, &k);
+	/* A new connection from P to Q's listener: the call returns, the
+	 * connection waits. */
+	shell_do(&Q, "accept", NULL, 0, &k);
+	snprintf(cmd, sizeof(cmd), "connect 127.0.0.1 %s", qport);
+	shell_do(&P, cmd, "CONNECTING 2", 30, &k);
+	/* A new listener in P: it waits for the daemon, saying so. */
+	shell_do(&P, "listen", "does not answer", 30, &k);
+	/* The REQ (and its retries) cannot reach Q while nobody routes
+	 * QP1: still no request there, no listener in P. */
+	g_usleep(1000000);
+	shell_drain(&P);
+	shell_drain(&Q);
+	ck_assert_ptr_null(strstr(Q.p.text->str, "ACCEPTED 2"));
+	ck_assert_ptr_null(strstr(P.p.text->str + P.mark, "LISTENING"));
+	log1 = kald_log(&k);
+	first = k.log;
+	k.log = g_strconcat(first, ".2", NULL);
+	kald_spawn(&k);
+	/* Back: the listener is made, the waiting connection completes. */
+	shell_wait(&P, "LISTENING ", 60, &k);
+	shell_wait(&P, "\n", 10, &k);
+	ck_assert_int_eq(sscanf(strstr(P.p.text->str + P.mark, "LISTENING "),
+				"LISTENING %7s", pport2), 1);
+	shell_wait(&Q, "ACCEPTED 2", 60, &k);
+	shell_do(&P, "wait 2", "CONNECTED 2", 60, &k);
+	shell_check(&P, 2, 10, &k);
+	shell_check(&Q, 2, 11, &k);
+	/* P as the passive side of a new connection, on the listener it
+	 * asked for during the outage. */
+	shell_do(&P, "accept", NULL, 0, &k);
+	snprintf(cmd, sizeof(cmd), "connect 127.0.0.1 %s", pport2);
+	shell_do(&Q, cmd, "CONNECTING 3", 30, &k);
+	shell_do(&Q, "wait 3", "CONNECTED 3", 60, &k);
+	shell_wait(&P, "ACCEPTED 3", 60, &k);
+	shell_check(&P, 3, 12, &k);
+	shell_check(&Q, 3, 13, &k);
+	/* The old connections, still. */
+	shell_check(&P, 0, 14, &k);
+	shell_check(&P, 1, 15, &k);
+	shell_check(&Q, 0, 16, &k);
+	shell_check(&Q, 1, 17, &k);
+	/* P said once that the daemon did not answer, and that it was
+	 * back with its range. */
+	ck_assert_msg(count(P.p.text->str, "does not answer") == 1, "%s",
+		      tail(P.p.text->str));
+	ck_assert_msg(strstr(P.p.text->str, "hostrdma-kald is back"), "%s",
+		      tail(P.p.text->str));
+	ck_assert_ptr_null(strstr(P.p.text->str, "may be lost"));
+	ck_assert_ptr_null(strstr(Q.p.text->str, "may be lost"));
+	log2 = kald_log(&k);
+	ck_assert_msg(strstr(log2, "took over from the previous daemon") &&
+		      strstr(log2, " 2 processes"), "%s", tail(log2));
+	ck_assert_int_eq(shell_quit(&P), 0);
+	ck_assert_int_eq(shell_quit(&Q), 0);
+	done(&P.p);
+	done(&Q.p);
+	g_unsetenv("HOSTRDMA_KALD_WAIT_MS");
+	env_clear();
+	unlink(first);
+	kald_stop(&k);
+}
+END_TEST
+
+/* The daemon's keeper, from its log ("keeper: pid N at ..."). */
+static pid_t kald_keeper_pid(struct kald_run *k)
+{
+	g_autofree char *log = kald_log(k);
+	const char *at = strstr(log, "keeper: pid ");
+	int pid = 0;
+
+	ck_assert_msg(at && sscanf(at, "keeper: pid %d", &pid) == 1 &&
+		      pid > 1, "%s", tail(log));
+	return (pid_t)pid;
+}
+
+/* The daemon and its keeper both killed under two running processes:
+ * each says that the host service and its keeper are gone and that it
+ * must be restarted; the next operation that needs the daemon (a new
+ * listener, a new connection) fails at once with that error, with no
+ * wait for a daemon (HOSTRDMA_KALD_WAIT_MS is a minute here) and no
+ * crash: the processes answer on and end normally. */
+START_TEST(kald_keeper_killed)
+{
+	struct kald_run k;
+	struct shell P, Q;
+	char qport[8], cmd[64], want[64];
+	g_autofree char *keep = NULL;
+	pid_t keeper;
+	int status;
+
+	kald_start(&k);
+	env_rxe_lo(k.sock);
+	g_setenv("HOSTRDMA_KALD_WAIT_MS", "60000", TRUE);
+	shell_start(&P, &k);
+	shell_start(&Q, &k);
+	shell_listen(&Q, qport, sizeof(qport), &k);
+	shell_do(&Q, "accept", NULL, 0, &k);
+	snprintf(cmd, sizeof(cmd), "connect 127.0.0.1 %s", qport);
+	shell_do(&P, cmd, "CONNECTING 0", 30, &k);
+	shell_do(&P, "wait 0", "CONNECTED 0", 60, &k);
+	shell_wait(&Q, "ACCEPTED 0", 60, &k);
+	shell_check(&P, 0, 1, &k);
+
+	keeper = kald_keeper_pid(&k);
+	kill(k.pid, SIGKILL);
+	ck_assert_int_eq(waitpid(k.pid, &status, 0), k.pid);
+	tools_untrack_pid(k.pid);
+	ck_assert_int_eq(kill(keeper, SIGKILL), 0);
+	/* Each process's device notices (its QP1 forwarding sockets hang
+	 * up) and says so. */
+	shell_wait(&P, "and its keeper went away", 60, &k);
+	shell_wait(&Q, "and its keeper went away", 60, &k);
+	/* The next operation needing the daemon: a clear error, at once. */
+	snprintf(want, sizeof(want), "ERROR listen %d\n",
+		 IT_ERR_IA_CATASTROPHE);
+	shell_do(&P, "listen", want, 30, &k);
+	ck_assert_msg(strstr(P.p.text->str, "hostrdma-kald and its keeper "
+			     "are both gone") &&
+		      strstr(P.p.text->str, "restart it"), "%s",
+		      tail(P.p.text->str));
+	ck_assert_ptr_null(strstr(P.p.text->str, "does not answer"));
+	shell_do(&Q, "listen", want, 30, &k);
+	snprintf(want, sizeof(want), "ERROR connect %d\n",
+		 IT_ERR_IA_CATASTROPHE);
+	shell_do(&P, cmd, want, 30, &k);
+	ck_assert_msg(strstr(Q.p.text->str, "are both gone"), "%s",
+		      tail(Q.p.text->str));
+	/* Said once per process. */
+	ck_assert_int_eq(count(P.p.text->str, "are both gone"), 1);
+	ck_assert_int_eq(shell_quit(&P), 0);
+	ck_assert_int_eq(shell_quit(&Q), 0);
+	ck_assert_ptr_nonnull(strstr(P.p.text->str, "BYE"));
+	done(&P.p);
+	done(&Q.p);
+	g_unsetenv("HOSTRDMA_KALD_WAIT_MS");
+	env_clear();
+	keep = g_strconcat(k.sock, ".keep", NULL);
+	unlink(keep);
+	unlink(k.sock);
+	unlink(k.log);
+	rmdir(k.dir);
+	g_free(k.dir);
+	g_free(k.sock);
+	g_free(k.log);
+}
+END_TEST
+
 /* A client of a port nobody listens on, through the daemon: refused at
  * once (the daemon's REJ "invalid service ID"), not after the CM's ~10 s
  * of retries, and the tool says so. */
@@ -1260,6 +1594,8 @@ Suite *suite_kald(void)
 	tcase_add_test(tt, kald_none_embedded);
 	tcase_add_test(tt, kald_ping_refused);
 	tcase_add_test(tt, kald_restart_under_traffic);
+	tcase_add_test(tt, kald_restart_running_process);
+	tcase_add_test(tt, kald_keeper_killed);
 	suite_add_tcase(s, tt);
 	return s;
 }

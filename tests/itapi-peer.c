@@ -14,6 +14,9 @@
  *   itapi-peer many N                accept N connections, answer each
  *   itapi-peer convert PORT yes|no   TCP to PORT, talk, then convert the
  *                                    socket (yes) or keep streaming (no)
+ *   itapi-peer shell                 commands on stdin (listen, accept,
+ *                                    connect ADDR PORT, wait N, check N
+ *                                    SEED, quit), for the kald suite
  *
  * The device comes from HOSTRDMA_DEVICES (the test sets the environment).
  */
@@ -455,6 +458,271 @@ static int role_convert(int port, bool convert)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* shell: a long-lived process the test drives, one command a line on
+ * stdin, one answer a line on stdout. Its connections advertise a
+ * buffer in their private data; "check" writes a pattern into the
+ * peer's with RDMA Write and reads it back with RDMA Read (the peer's
+ * application does nothing: its device answers). Failures of the
+ * library are answered "ERROR ..." and the shell carries on. */
+
+#define SH_CONNS 16
+#define SH_LEN 4096
+
+struct sh_conn {
+	it_ep_handle_t ep;
+	struct mem buf;		/* what the peer reads and writes */
+	struct mem out, back;
+	struct advert peer;
+	bool up;
+};
+
+static struct sh_conn sh[SH_CONNS];
+static int sh_n;
+
+static struct sh_conn *sh_new(int *n)
+{
+	struct sh_conn *c;
+
+	if (sh_n == SH_CONNS)
+		FAIL("too many connections");
+	*n = sh_n;
+	c = &sh[sh_n++];
+	c->ep = new_ep();
+	mem_new(&c->buf, SH_LEN);
+	mem_new(&c->out, SH_LEN);
+	mem_new(&c->back, SH_LEN);
+	return c;
+}
+
+static struct sh_conn *sh_get(const char *arg, int *n)
+{
+	*n = arg ? atoi(arg) : -1;
+	if (*n < 0 || *n >= sh_n)
+		return NULL;
+	return &sh[*n];
+}
+
+static void sh_listen(void)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_listen_handle_t l;
+	it_status_t st;
+
+	st = it_listen_create(ia, 0, creq, IT_LISTEN_NO_FLAG, &q, &l);
+	if (st != IT_SUCCESS)
+		say("ERROR listen %d", st);
+	else
+		say("LISTENING %u", ntohs(q.conn_qual.port));
+}
+
+static void sh_accept(void)
+{
+	struct advert ad;
+	struct sh_conn *c;
+	it_event_t ev;
+	size_t nmore;
+	it_status_t st;
+	int n;
+
+	st = it_evd_wait(creq, WAIT_US, &ev, &nmore);
+	if (st != IT_SUCCESS) {
+		say("ERROR accept: no request (%d)", st);
+		return;
+	}
+	if (ev.event_number != IT_CM_REQ_CONN_REQUEST_EVENT ||
+	    ev.conn_req.private_data_present != IT_TRUE) {
+		say("ERROR accept: event 0x%x", ev.event_number);
+		return;
+	}
+	c = sh_new(&n);
+	memcpy(&c->peer, ev.conn_req.private_data, sizeof(c->peer));
+	ad = advert_of(&c->buf);
+	st = it_ep_accept(c->ep, ev.conn_req.cn_est_id,
+			  (const unsigned char *)&ad, sizeof(ad));
+	if (st != IT_SUCCESS) {
+		say("ERROR accept %d", st);
+		return;
+	}
+	st = it_evd_wait(cmsg, WAIT_US, &ev, &nmore);
+	if (st != IT_SUCCESS ||
+	    ev.event_number != IT_CM_MSG_CONN_ESTABLISHED_EVENT ||
+	    ev.conn.ep != c->ep) {
+		say("ERROR accept: not established (%d, event 0x%x)", st,
+		    st == IT_SUCCESS ? ev.event_number : 0);
+		return;
+	}
+	c->up = true;
+	say("ACCEPTED %d", n);
+}
+
+static void sh_connect(const char *addr, const char *port)
+{
+	it_net_addr_t dst;
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	struct advert ad;
+	struct sh_conn *c;
+	size_t np = 1, total;
+	it_path_t path;
+	it_status_t st;
+	int n;
+
+	memset(&dst, 0, sizeof(dst));
+	if (!addr || !port) {
+		say("ERROR connect: ADDR PORT");
+		return;
+	}
+	if (inet_pton(AF_INET, addr, &dst.addr.ipv4) == 1) {
+		dst.addr_type = IT_IPV4;
+	} else if (inet_pton(AF_INET6, addr, &dst.addr.ipv6) == 1) {
+		dst.addr_type = IT_IPV6;
+	} else {
+		say("ERROR connect: bad address %s", addr);
+		return;
+	}
+	q.conn_qual.port = htons((uint16_t)atoi(port));
+	st = it_get_pathinfo(ia, 0, &dst, &np, &total, &path);
+	if (st != IT_SUCCESS || np != 1) {
+		say("ERROR connect: no path (%d)", st);
+		return;
+	}
+	c = sh_new(&n);
+	ad = advert_of(&c->buf);
+	st = it_ep_connect(c->ep, &path, NULL, &q, IT_CONNECT_FLAG_TWO_WAY,
+			   (const unsigned char *)&ad, sizeof(ad));
+	if (st != IT_SUCCESS)
+		say("ERROR connect %d", st);
+	else
+		say("CONNECTING %d", n);
+}
+
+/* The outcome of connection @n's it_ep_connect. */
+static void sh_wait(const char *arg)
+{
+	struct sh_conn *c;
+	it_event_t ev;
+	size_t nmore;
+	it_status_t st;
+	int n;
+
+	c = sh_get(arg, &n);
+	if (!c || c->up) {
+		say("ERROR wait: no connection %s being made", arg);
+		return;
+	}
+	st = it_evd_wait(cmsg, WAIT_US, &ev, &nmore);
+	if (st != IT_SUCCESS) {
+		say("ERROR wait %d: no event (%d)", n, st);
+		return;
+	}
+	if (ev.event_number != IT_CM_MSG_CONN_ESTABLISHED_EVENT ||
+	    ev.conn.ep != c->ep || ev.conn.private_data_present != IT_TRUE) {
+		say("ERROR wait %d: event 0x%x", n, ev.event_number);
+		return;
+	}
+	memcpy(&c->peer, ev.conn.private_data, sizeof(c->peer));
+	c->up = true;
+	say("CONNECTED %d", n);
+}
+
+/* Whether DTO @cookie completed well; the DTO EVD is the shell's. */
+static bool sh_dto(it_dto_cookie_t cookie, it_event_type_t type)
+{
+	it_event_t ev;
+	size_t nmore;
+	it_status_t st;
+
+	st = it_evd_wait(dto, WAIT_US, &ev, &nmore);
+	if (st != IT_SUCCESS) {
+		say("ERROR check: no completion (%d)", st);
+		return false;
+	}
+	if (ev.event_number != type || ev.dto_cmpl.cookie != cookie ||
+	    ev.dto_cmpl.dto_status != IT_DTO_SUCCESS) {
+		say("ERROR check: event 0x%x status %d", ev.event_number,
+		    (int)ev.dto_cmpl.dto_status);
+		return false;
+	}
+	return true;
+}
+
+static void sh_check(const char *arg, const char *seed_arg)
+{
+	unsigned int seed = seed_arg ? (unsigned int)atoi(seed_arg) : 1;
+	uint64_t raddr;
+	uint32_t rkey;
+	it_lmr_triplet_t s;
+	struct sh_conn *c;
+	it_status_t st;
+	int n;
+
+	c = sh_get(arg, &n);
+	if (!c || !c->up) {
+		say("ERROR check: no connection %s", arg ? arg : "");
+		return;
+	}
+	for (size_t i = 0; i < SH_LEN; i++)
+		c->out.p[i] = (unsigned char)(i * 13 + seed * 101 + 7);
+	memset(c->back.p, 0, SH_LEN);
+	raddr = it_ntoh64(c->peer.addr);
+	rkey = ntohl(c->peer.rkey);
+	s = seg(&c->out, 0, SH_LEN);
+	st = it_post_rdma_write(c->ep, &s, 1, 1, CN, raddr, rkey);
+	if (st != IT_SUCCESS) {
+		say("ERROR check %d: write %d", n, st);
+		return;
+	}
+	if (!sh_dto(1, IT_DTO_RDMA_WRITE_CMPL_EVENT))
+		return;
+	s = seg(&c->back, 0, SH_LEN);
+	st = it_post_rdma_read(c->ep, &s, 1, 2, CN, raddr, rkey);
+	if (st != IT_SUCCESS) {
+		say("ERROR check %d: read %d", n, st);
+		return;
+	}
+	if (!sh_dto(2, IT_DTO_RDMA_READ_CMPL_EVENT))
+		return;
+	if (memcmp(c->out.p, c->back.p, SH_LEN)) {
+		say("ERROR check %d: the bytes read back differ", n);
+		return;
+	}
+	say("CHECKED %d", n);
+}
+
+static int role_shell(void)
+{
+	char line[256];
+
+	say("SHELL");
+	while (fgets(line, sizeof(line), stdin)) {
+		char *save = NULL;
+		char *cmd = strtok_r(line, " \n", &save);
+		char *a1 = strtok_r(NULL, " \n", &save);
+		char *a2 = strtok_r(NULL, " \n", &save);
+
+		if (!cmd)
+			continue;
+		if (!strcmp(cmd, "listen"))
+			sh_listen();
+		else if (!strcmp(cmd, "accept"))
+			sh_accept();
+		else if (!strcmp(cmd, "connect"))
+			sh_connect(a1, a2);
+		else if (!strcmp(cmd, "wait"))
+			sh_wait(a1);
+		else if (!strcmp(cmd, "check"))
+			sh_check(a1, a2);
+		else if (!strcmp(cmd, "quit"))
+			break;
+		else
+			say("ERROR unknown command %s", cmd);
+	}
+	/* The connections end with the process (the test kills it or
+	 * says quit); it_ia_free would disconnect each. */
+	say("BYE");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	alarm(120);	/* never outlive a broken test */
@@ -471,6 +739,8 @@ int main(int argc, char **argv)
 		return role_reject();
 	if (!strcmp(argv[1], "victim"))
 		return role_victim();
+	if (!strcmp(argv[1], "shell"))
+		return role_shell();
 	if (!strcmp(argv[1], "graceful"))
 		return role_graceful();
 	if (!strcmp(argv[1], "many") && argc > 2)

@@ -124,6 +124,10 @@ int ual_device_open(struct ual_device *d);
  * SIDR_REQ (0 without a daemon; -EADDRINUSE: another process holds it). */
 uint32_t ual_hostsvc_id_prefix(void);
 int ual_hostsvc_listen(uint64_t sid, bool on);
+/* Before a new connection or SIDR request: -EIO when the daemon and its
+ * keeper are both gone (no CM message could reach this process again),
+ * else 0. */
+int ual_hostsvc_check(void);
 int ual_device_query(struct ual_device *d, struct rnicpi_device_attr *attr);
 int ual_device_query_port(struct ual_device *d, uint8_t port,
 			  struct rnicpi_port_attr *attr);

@@ -10,6 +10,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "ual/ual_private.h"
 
@@ -21,6 +25,21 @@ static GMutex hs_lock;
 static struct kal_hostsvc *hs;
 static bool hs_tried;		/* looked once and found none */
 static uint32_t hs_slot;	/* our QPN range's index, 0 before */
+
+/*
+ * Our copy of the forwarding socket the daemon gave us for each address
+ * (the latest: asking again replaces it). Their other ends are the
+ * daemon's and, while it restarts, its keeper's: when every one hangs
+ * up, both are gone and no daemon can take this process over again
+ * (hostrdma-kald(8), RESTART). Under hs_lock.
+ */
+struct hs_fwd {
+	struct sockaddr_storage addr;
+	int fd;
+};
+
+static GArray *hs_fwds;
+static bool hs_lost;		/* found so, and said */
 
 /* How long a process waits for a daemon whose socket is there but does
  * not answer (restarting): HOSTRDMA_KALD_WAIT_MS, 10 s by default. */
@@ -61,6 +80,59 @@ static int hostsvc_connect_wait(const char *path, struct kal_hostsvc **out)
 			  "unreachable (%s); start it (hostrdma-kald(8))",
 			  path, g_strerror(-err));
 	return err;
+}
+
+/* Keeps a copy of @fd, the forwarding socket for @addr (under hs_lock). */
+static void hostsvc_keep_fwd(const struct sockaddr *addr, socklen_t len,
+			     int fd)
+{
+	struct hs_fwd f = { .fd = fcntl(fd, F_DUPFD_CLOEXEC, 3) };
+
+	if (f.fd < 0)
+		return;
+	memcpy(&f.addr, addr, MIN(len, sizeof(f.addr)));
+	if (!hs_fwds)
+		hs_fwds = g_array_new(FALSE, FALSE, sizeof(struct hs_fwd));
+	for (guint i = 0; i < hs_fwds->len; i++) {
+		struct hs_fwd *o = &g_array_index(hs_fwds, struct hs_fwd, i);
+
+		if (!memcmp(&o->addr, &f.addr, sizeof(f.addr))) {
+			close(o->fd);
+			o->fd = f.fd;
+			return;
+		}
+	}
+	g_array_append_val(hs_fwds, f);
+}
+
+/* Whether the daemon and its keeper are both gone (under hs_lock): then
+ * this process's share of the port is lost for good, and saying so at
+ * once beats waiting for a daemon that cannot take it over. */
+static bool hostsvc_lost(void)
+{
+	if (hs_lost)
+		return true;
+	if (!hs_slot || !hs_fwds || !hs_fwds->len)
+		return false;
+	for (guint i = 0; i < hs_fwds->len; i++) {
+		struct pollfd p = {
+			.fd = g_array_index(hs_fwds, struct hs_fwd, i).fd,
+		};
+
+		if (poll(&p, 1, 0) != 1 || !(p.revents & POLLHUP))
+			return false;
+	}
+	hs_lost = true;
+	g_warning("host service: hostrdma-kald and its keeper are both gone: "
+		  "this process's share of soft-RoCE's port is lost (its QPN "
+		  "range %u may be misrouted), and it can make no new "
+		  "soft-RoCE listener or connection; restart it "
+		  "(hostrdma-kald(8), RESTART)", hs_slot);
+	if (hs) {
+		kal_hostsvc_close(hs);
+		hs = NULL;
+	}
+	return true;
 }
 
 /* Under hs_lock. */
@@ -134,6 +206,10 @@ int ual_host_udp_socket(struct rnicpi_device *dev, const struct sockaddr *addr,
 
 	(void)dev;
 	g_mutex_lock(&hs_lock);
+	if (hostsvc_lost()) {
+		g_mutex_unlock(&hs_lock);
+		return -EIO;
+	}
 	h = hostsvc_get();
 	if (!h) {
 		g_mutex_unlock(&hs_lock);
@@ -144,8 +220,10 @@ int ual_host_udp_socket(struct rnicpi_device *dev, const struct sockaddr *addr,
 	if (err == -EPIPE && hostsvc_reconnect(true) == 0)
 		err = kal_hostsvc_udp(hs, addr, addrlen, udp_fd, fwd_fd,
 				      qpn_base, qpn_count);
-	if (!err)
+	if (!err) {
 		hs_slot = *qpn_base >> KAL_HOSTSVC_QPN_SHIFT;
+		hostsvc_keep_fwd(addr, addrlen, *fwd_fd);
+	}
 	g_mutex_unlock(&hs_lock);
 	if (err == -ENOENT)
 		err = -EADDRNOTAVAIL;	/* -ENOENT means "no daemon" */
@@ -159,11 +237,22 @@ uint32_t ual_hostsvc_id_prefix(void)
 	g_mutex_lock(&hs_lock);
 	/* A new connection while the daemon is away: its CM messages wait
 	 * in the shared QP1 socket until the next daemon routes them. */
-	if (hs_slot && (!hs || !kal_hostsvc_alive(hs)))
+	if (hs_slot && (!hs || !kal_hostsvc_alive(hs)) && !hostsvc_lost())
 		(void)hostsvc_reconnect(false);
 	slot = hs_slot;
 	g_mutex_unlock(&hs_lock);
 	return slot << KAL_HOSTSVC_ID_SHIFT;
+}
+
+int ual_hostsvc_check(void)
+{
+	int err = 0;
+
+	g_mutex_lock(&hs_lock);
+	if (hs_slot && (!hs || !kal_hostsvc_alive(hs)) && hostsvc_lost())
+		err = -EIO;
+	g_mutex_unlock(&hs_lock);
+	return err;
 }
 
 int ual_hostsvc_listen(uint64_t sid, bool on)
@@ -171,6 +260,10 @@ int ual_hostsvc_listen(uint64_t sid, bool on)
 	int err = 0;
 
 	g_mutex_lock(&hs_lock);
+	if (hostsvc_lost()) {
+		g_mutex_unlock(&hs_lock);
+		return on ? -EIO : 0;
+	}
 	/* Only a process that shares the port through the daemon has its
 	 * QP1 MADs routed by service ID. */
 	if (hs_slot && !hs)
