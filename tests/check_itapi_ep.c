@@ -349,12 +349,22 @@ START_TEST(srq_resize)
 	it_lmr_triplet_t t;
 	it_srq_param_t p;
 	it_event_t ev;
+	bool resizable;
 
 	it_dev_limits(&F, d);
 	ck_assert_it_ok(it_ia_query(F.ia, &info));
-	ck_assert(info->srq_resizable);
+	resizable = info->srq_resizable;
 	it_ia_info_free(info);
 	ck_assert_it_ok(it_srq_create(F.pz, 1, 2, &srq));
+	if (!resizable) {
+		/* An IA that does not claim it (a verbs device without
+		 * IBV_DEVICE_SRQ_RESIZE) refuses the size. */
+		p.max_recv_dtos = 4;
+		ck_assert_it(it_srq_modify(srq, IT_SRQ_PARAM_MAX_RECV_DTO, &p),
+			     IT_ERR_INVALID_MASK);
+		ck_assert_it_ok(it_srq_free(srq));
+		return;
+	}
 	it_ep_attr_default(&F, &at, 16);
 	ck_assert_it_ok(rc_create(&at, &a));
 	at.srv.rc.srq = srq;
@@ -447,15 +457,31 @@ START_TEST(ep_resize)
 	it_ep_param_t p;
 	it_event_t ev;
 	int got = 0;
+	bool resizable;
 
 	it_dev_limits(&F, d);
 	ck_assert_it_ok(it_ia_query(F.ia, &info));
-	ck_assert(info->ep_work_queues_resizable);
+	resizable = info->ep_work_queues_resizable;
 	it_ia_info_free(info);
 	it_ep_attr_default(&F, &at, 16);
 	ck_assert_it_ok(rc_create(&at, &a));
 	at.max_recv_dtos = 2;
 	ck_assert_it_ok(rc_create(&at, &b));
+	if (!resizable) {
+		/* An IA that does not claim it (verbs devices: no verbs
+		 * call resizes a QP's queues) refuses the sizes, before
+		 * and after connecting. */
+		m.max_request_dtos = 2;
+		ck_assert_it(it_ep_modify(a, IT_EP_PARAM_MAX_REQ_DTO, &m),
+			     IT_ERR_INVALID_MASK);
+		it_connect_pair(&F, a, b);
+		m.max_recv_dtos = 4;
+		ck_assert_it(it_ep_modify(b, IT_EP_PARAM_MAX_RECV_DTO, &m),
+			     IT_ERR_INVALID_MASK);
+		ck_assert_it_ok(it_ep_free(b));
+		ck_assert_it_ok(it_ep_free(a));
+		return;
+	}
 	m.max_request_dtos = 2;
 	ck_assert_it_ok(it_ep_modify(a, IT_EP_PARAM_MAX_REQ_DTO, &m));
 	m.max_request_dtos = (size_t)d->max_qp_wr + 1;

@@ -39,7 +39,9 @@ START_TEST(lmr_plain)
 	unsigned char *mem = g_malloc(3 * page);
 	it_lmr_handle_t lmr = NULL;
 	it_rmr_context_t rkey = 0;
+	it_ia_info_t *info = NULL;
 	it_lmr_param_t p;
+	bool relative;
 
 	ck_assert_it_ok(it_lmr_create21(F.pz, mem + 100, NULL, page,
 					IT_ADDR_MODE_ABSOLUTE,
@@ -75,6 +77,20 @@ START_TEST(lmr_plain)
 	ck_assert_it_ok(it_lmr_query(lmr, IT_LMR_PARAM_ADDR_MODE, &p));
 	ck_assert_int_eq(p.addr_mode, IT_ADDR_MODE_ABSOLUTE);
 	ck_assert_it_ok(it_lmr_free(lmr));
+	/* Relative addressing where the IA has it (it_ia_query; a verbs
+	 * device: not yet), refused otherwise. */
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	relative = info->addr_mode_relative_support;
+	it_ia_info_free(info);
+	if (!relative) {
+		ck_assert_it(it_lmr_create20(F.pz, mem, page,
+					     IT_ADDR_MODE_RELATIVE,
+					     IT_PRIV_LOCAL, IT_LMR_FLAG_NONE,
+					     0, &lmr, NULL),
+			     IT_ERR_INVALID_ADDR_MODE);
+		g_free(mem);
+		return;
+	}
 	ck_assert_it_ok(it_lmr_create20(F.pz, mem, page,
 					IT_ADDR_MODE_RELATIVE, IT_PRIV_LOCAL,
 					IT_LMR_FLAG_NONE, 0, &lmr, NULL));

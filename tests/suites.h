@@ -114,5 +114,6 @@ Suite *suite_itapi_evd_device(void);		/* check_itapi_evd.c */
 Suite *suite_itapi_mem_device(bool windows);	/* check_itapi_mem.c */
 Suite *suite_itapi_ep_device(bool iwarp);	/* check_itapi_ep.c */
 Suite *suite_itapi_post_device(void);		/* check_itapi_post.c */
+Suite *suite_itapi_ud_rxe_device(void);		/* check_itapi_ud_rxe.c */
 
 #endif

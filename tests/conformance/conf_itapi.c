@@ -140,6 +140,22 @@ void conf_itapi_init(const char *device, const char *peer,
 	conf_probe(device, &conf_limits);
 }
 
+bool conf_itapi_has_ud(const char *device)
+{
+	it_ia_handle_t ia;
+	it_ia_info_t *info = NULL;
+	bool ud = false;
+
+	if (it_ia_create(device, 2, 1, &ia) != IT_SUCCESS)
+		return false;
+	if (it_ia_query(ia, &info) == IT_SUCCESS) {
+		ud = info->supported_service_types & IT_UD_SERVICE;
+		it_ia_info_free(info);
+	}
+	it_ia_free(ia);
+	return ud;
+}
+
 bool conf_itapi_has_windows(const char *device)
 {
 	it_ia_handle_t ia;

@@ -12,7 +12,8 @@
  * again when not given) at ADDRESS (IPv4, default 127.0.0.1). Then the
  * tree's IT-API suites that use nothing but IT-API run on DEVICE through
  * ADDRESS (conf_itapi.c): itapi-cm on an iWARP device, itapi-cm-rxe on
- * any other, itapi-atomic-rxe on one with atomics, and the cases of
+ * any other, itapi-atomic-rxe on one with atomics, itapi-ud-rxe's on
+ * one with UD, and the cases of
  * itapi-ep, itapi-post, itapi-evd and itapi-mem that use IT-API alone
  * (suite_itapi_*_device: each names the cases it leaves out and why)
  * (--own-only skips them). With a second -d, every case's fixture also opens an IA on
@@ -452,7 +453,8 @@ static void usage(FILE *f, const char *prog)
 		"      --own-only      only the runner's own checks, not the tree's\n"
 		"                      IT-API suites (itapi-cm or itapi-cm-rxe by\n"
 		"                      transport, itapi-atomic-rxe with atomics,\n"
-		"                      itapi-ep, itapi-post, itapi-evd, itapi-mem)\n"
+		"                      itapi-ud-rxe with UD, itapi-ep, itapi-post,\n"
+		"                      itapi-evd, itapi-mem)\n"
 		"Exit status: 0 all passed, 1 a check failed, 2 usage.\n",
 		prog);
 }
@@ -513,6 +515,8 @@ int main(int argc, char **argv)
 		srunner_add_suite(sr, suite_itapi_evd_device());
 		srunner_add_suite(sr, suite_itapi_mem_device(
 					      conf_itapi_has_windows(dev_name)));
+		if (conf_itapi_has_ud(dev_name))
+			srunner_add_suite(sr, suite_itapi_ud_rxe_device());
 	}
 	srunner_set_tap(sr, "-");
 	if (junit)

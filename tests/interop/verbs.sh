@@ -463,7 +463,7 @@ conf_case() { # device, its address, the cases that may fail, ok at least
 	local name=conformance-$1 st=0 f planned okn c allowed=0
 	want "$name" || return 0
 	f=$work/$name.guest
-	"$rp" run -t 590 "LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=$1 $prefix/bin/hostrdma-conformance -d $1 -a $2" \
+	"$rp" run -t "${VERBS_CONF_TIMEOUT:-1500}" "LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=$1 $prefix/bin/hostrdma-conformance -d $1 -a $2" \
 		>"$f" 2>&1
 	planned=$(sed -n 's/^1\.\.//p' "$f")
 	okn=$(grep -c '^ok ' "$f")
