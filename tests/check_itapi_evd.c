@@ -62,6 +62,7 @@ void post_sw(it_evd_handle_t e, uintptr_t n)
 START_TEST(create_errors)
 {
 	it_evd_handle_t e = NULL, a, s;
+	struct it_dev_limits lim;
 	int fd = -7;
 
 	ck_assert_it(it_evd_create(NULL, IT_SOFTWARE_EVENT_STREAM, 0, 4, 0,
@@ -97,8 +98,11 @@ START_TEST(create_errors)
 	ck_assert_it(it_evd_create(F.ia, IT_SOFTWARE_EVENT_STREAM, 0,
 				   (size_t)1 << 30, 0, NULL, &e, NULL),
 		     IT_ERR_RESOURCE_QUEUE_SIZE);
-	ck_assert_it(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 65537, 0,
-				   NULL, &e, NULL),
+	/* A DTO EVD is bounded by the device's completion queue (65536 on
+	 * the test provider). */
+	it_dev_limits(&F, &lim);
+	ck_assert_it(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0,
+				   (size_t)lim.max_cqe + 1, 0, NULL, &e, NULL),
 		     IT_ERR_RESOURCE_QUEUE_SIZE);
 	ck_assert_it(it_evd_create(F.ia, IT_SOFTWARE_EVENT_STREAM, 0, 4, 5,
 				   NULL, &e, NULL),

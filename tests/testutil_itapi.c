@@ -229,6 +229,7 @@ void it_dev_limits(struct it_fix *f, struct it_dev_limits *l)
 	l->max_qp_init_rd_atom = d->max_qp_init_rd_atom;
 	l->max_srq_wr = d->max_srq_wr;
 	l->max_srq_sge = d->max_srq_sge;
+	l->max_cqe = d->max_cqe;
 	l->resize_qp = d->caps & RNICPI_DEV_CAP_RESIZE_QP;
 }
 

@@ -104,6 +104,7 @@ struct it_dev_limits {
 	uint32_t max_qp_init_rd_atom;	/* ORD */
 	uint32_t max_srq_wr;
 	uint32_t max_srq_sge;
+	uint32_t max_cqe;		/* a DTO EVD's entries */
 	bool resize_qp;			/* endpoint queues resize */
 };
 void it_dev_limits(struct it_fix *f, struct it_dev_limits *l);

@@ -46,7 +46,7 @@ static struct it_dev_limits conf_limits;
  * Limits IT-API does not name, found as an application would: endpoints
  * are created with one attribute raised, and the largest value taken is
  * the limit (the library refuses a value above the device's before the
- * device sees it). Queue depths are not searched so: the search would
+ * device sees it). Queue depths (and a DTO EVD's) are not searched so: the search would
  * create queues of the device's largest size (a million entries on some),
  * and the cases use them only to be refused one above; a count no device
  * has stands in for them.
@@ -107,6 +107,7 @@ static void conf_probe(const char *device, struct it_dev_limits *l)
 
 	memset(l, 0, sizeof(*l));
 	l->max_qp_wr = l->max_srq_wr = l->max_srq_sge = 1u << 30;
+	l->max_cqe = 1u << 30;
 	if (it_ia_create(device, 2, 1, &ia) != IT_SUCCESS)
 		return;
 	if (it_ia_query(ia, &info) == IT_SUCCESS) {
