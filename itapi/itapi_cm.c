@@ -121,9 +121,9 @@ void itapi_ep_cm_event(const struct cm_event *ev, void *user_data)
 		    itapi_ep_state_name(ep->state.rc),
 		    itapi_ep_state_name(to), ev->status);
 	ep->state.rc = to;
-	/* Closed for its hard high watermark: broken, whatever the
-	 * transport made of the abortive close. */
-	if (ep->hard_hi_hit &&
+	/* Closed for its hard high watermark or a failed QP: broken,
+	 * whatever the transport made of the abortive close. */
+	if ((ep->hard_hi_hit || ep->qp_failed) &&
 	    c->event_number == IT_CM_MSG_CONN_DISCONNECT_EVENT)
 		c->event_number = IT_CM_MSG_CONN_BROKEN_EVENT;
 	if (ev->type == CM_EV_ACCEPT_ARRIVED)

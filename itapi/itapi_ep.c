@@ -335,6 +335,39 @@ void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm)
 			    g_strerror(-err));
 }
 
+/*
+ * A QP error while connected ends the connection (the endpoint is
+ * NONOPERATIONAL, its connect SEVD gets IT_CM_MSG_CONN_BROKEN_EVENT). An
+ * iWARP QP that fails sends a Terminate and closes its stream, which the
+ * connection manager sees. The InfiniBand transport has no such message:
+ * the IB CM (ours or the kernel's under rdma_cm) would keep the
+ * connection until a side disconnects, the peer none the wiser, so the
+ * connection is closed abortively here (a REJ "stale connection" or
+ * rdma_cm's DREQ); our side reports BROKEN whatever the close looks like.
+ */
+void itapi_ep_qp_failed(struct itapi_ep *ep)
+{
+	struct cm_id *cm = NULL;
+	int err;
+
+	if (ep->service != IT_RC_SERVICE ||
+	    ep->obj.ia->transport == RNICPI_TRANSPORT_IWARP)
+		return;
+	g_mutex_lock(&ep->lock);
+	if (ep->state.rc == IT_EP_STATE_CONNECTED && ep->cm && !ep->qp_failed) {
+		ep->qp_failed = true;
+		cm = ep->cm;
+	}
+	g_mutex_unlock(&ep->lock);
+	if (!cm)
+		return;
+	g_info("%s the QP failed: breaking the connection", ep->obj.prefix);
+	err = cm_disconnect(cm, true);
+	if (err)
+		itapi_debug(&ep->obj, "QP failed: no connection to break (%s)",
+			    g_strerror(-err));
+}
+
 it_status_t itapi_ep_create(struct itapi_pz *pz, it_transport_service_type_t service,
 			    struct itapi_evd *req, struct itapi_evd *recv,
 			    struct itapi_evd *conn, struct itapi_srq *srq,
@@ -777,6 +810,7 @@ it_status_t it_ep_reset(it_ep_handle_t ep_handle)
 	/* Events not dequeued yet still hold their receives. */
 	g_mutex_lock(&ep->lock);
 	ep->hard_hi_hit = false;
+	ep->qp_failed = false;
 	g_mutex_unlock(&ep->lock);
 	memset(&cap, 0, sizeof(cap));
 	cap.max_send_wr = (uint32_t)ep->attr.max_request_dtos;

@@ -297,8 +297,10 @@ static void ia_async_event(const struct ual_async_event *e, void *data)
 						 GUINT_TO_POINTER(
 							 ual_qp_num(e->qp))) :
 			     NULL;
-		if (ep)
+		if (ep) {
 			itapi_post_affiliated(ia, type, ep);
+			itapi_ep_qp_failed(ep);
+		}
 		g_rw_lock_reader_unlock(&ia->qpn_lock);
 		if (!ep)
 			g_debug("%s %s for a QP without endpoint; dropped",

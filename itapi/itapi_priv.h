@@ -281,6 +281,10 @@ struct itapi_ep {
 	size_t srq_held;
 	bool soft_hi_posted;
 	bool hard_hi_hit;
+	/* Its QP failed (an affiliated error) while connected over the IB
+	 * CM or rdma_cm, which learn nothing of it: the connection is
+	 * broken by us (itapi_ep_qp_failed). Under lock. */
+	bool qp_failed;
 };
 
 /* Watermark outcomes of one SRQ receive completion. */
@@ -296,6 +300,11 @@ void itapi_ep_srq_recv_released(it_ep_handle_t ep_handle);
 /* Live EPs on an SRQ in the process: none, no look-up per dequeue. */
 extern gint itapi_srq_eps;
 void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm);
+/* @ep's QP went to the error state on its own (an affiliated async
+ * error): on a transport whose connection manager does not see that
+ * (InfiniBand, RoCE: iWARP's Terminate closes the stream), break the
+ * connection, so that both ends get their connection event. */
+void itapi_ep_qp_failed(struct itapi_ep *ep);
 
 /* The connection establishment identifier of @ep's ACCEPT_ARRIVAL event
  * (three-way set-up, active side). */

@@ -4,7 +4,9 @@
 # hostrdma-conformance passes on soft-iWARP (siw_lo) and soft-RoCE
 # (rxe_lo) with every TAP line "ok", its own checks and the tree's IT-API
 # suite for the transport (itapi-cm / itapi-cm-rxe, named in the TAP
-# lines), alone and with a second -d (a second IA for the passive ends),
+# lines) and the pure IT-API cases of itapi-ep, itapi-post, itapi-evd and
+# itapi-mem (test case "device"), alone and with a second -d (a second IA
+# for the passive ends),
 # and fails on the in-memory test provider (test_lo: its IA works,
 # its RC endpoints do not, it_ep_rc_create fails): exit status 1, "not ok"
 # lines, in the suite's cases too.
@@ -32,6 +34,12 @@ passes() {
 		fail "$2: the tree's suite case $3 did not run"
 	grep -q '^ok .*:test_rmr_window_bounds: Passed' "$out" ||
 		fail "$2: the memory window checks did not run"
+	# (Check names the file of a case's last assertion, not its own.)
+	for c in rc_create_errors srq_resize rdma_read posting_order \
+		wait_interrupted lmr_iobl; do
+		grep -q "^ok .*:device:$c: Passed" "$out" ||
+			fail "$2: the device case $c did not run"
+	done
 	grep -q '^not ok' "$out" && fail "$2: a check failed"
 	[ "$(grep -c '^ok ' "$out")" = "$(sed -n 's/^1\.\.//p' "$out")" ] ||
 		fail "$2: not every planned check is ok"

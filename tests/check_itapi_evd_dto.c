@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "itapi/itapi_priv.h"
 #include "tests/check_itapi_evd.h"
 #include "tests/testutil_itapi.h"
 #include "tests/suites.h"
@@ -46,7 +45,7 @@ START_TEST(dto_fd_notify)
 	ck_assert_it_ok(it_post_recv(b, &seg, 1, 1, IT_COMPLETION_FLAG));
 	seg = it_seg(&s, 0, 10);
 	ck_assert_it_ok(it_post_send(a, &seg, 1, 2, IT_COMPLETION_FLAG));
-	itapi_evd_pump((struct itapi_evd *)d);
+	it_evd_pump(d);
 	ck_assert(!readable(fd));
 	/* One with it: the fd becomes readable without the consumer
 	 * polling (the pump moved the completion). */

@@ -39,7 +39,9 @@ START_TEST(lmr_plain)
 	unsigned char *mem = g_malloc(3 * page);
 	it_lmr_handle_t lmr = NULL;
 	it_rmr_context_t rkey = 0;
+	it_ia_info_t *info = NULL;
 	it_lmr_param_t p;
+	bool relative;
 
 	ck_assert_it_ok(it_lmr_create21(F.pz, mem + 100, NULL, page,
 					IT_ADDR_MODE_ABSOLUTE,
@@ -75,6 +77,20 @@ START_TEST(lmr_plain)
 	ck_assert_it_ok(it_lmr_query(lmr, IT_LMR_PARAM_ADDR_MODE, &p));
 	ck_assert_int_eq(p.addr_mode, IT_ADDR_MODE_ABSOLUTE);
 	ck_assert_it_ok(it_lmr_free(lmr));
+	/* Relative addressing where the IA has it (it_ia_query; a verbs
+	 * device: not yet), refused otherwise. */
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	relative = info->addr_mode_relative_support;
+	it_ia_info_free(info);
+	if (!relative) {
+		ck_assert_it(it_lmr_create20(F.pz, mem, page,
+					     IT_ADDR_MODE_RELATIVE,
+					     IT_PRIV_LOCAL, IT_LMR_FLAG_NONE,
+					     0, &lmr, NULL),
+			     IT_ERR_INVALID_ADDR_MODE);
+		g_free(mem);
+		return;
+	}
 	ck_assert_it_ok(it_lmr_create20(F.pz, mem, page,
 					IT_ADDR_MODE_RELATIVE, IT_PRIV_LOCAL,
 					IT_LMR_FLAG_NONE, 0, &lmr, NULL));
@@ -89,6 +105,8 @@ START_TEST(lmr_errors)
 {
 	unsigned char mem[256];
 	it_lmr_handle_t lmr = NULL;
+	it_ia_info_t *info = NULL;
+	bool atomics, links;
 
 	ck_assert_it(it_lmr_create21(NULL, mem, NULL, 256,
 				     IT_ADDR_MODE_ABSOLUTE, IT_PRIV_LOCAL,
@@ -111,11 +129,17 @@ START_TEST(lmr_errors)
 				     (it_mem_priv_t)0x40, IT_LMR_FLAG_NONE, 0,
 				     &lmr, NULL),
 		     IT_ERR_INVALID_PRIVS);
-	/* The test provider has no atomics. */
-	ck_assert_it(it_lmr_create21(F.pz, mem, NULL, 256,
-				     IT_ADDR_MODE_ABSOLUTE, IT_PRIV_ALL,
-				     IT_LMR_FLAG_NONE, 0, &lmr, NULL),
-		     IT_ERR_INVALID_PRIVS);
+	/* Atomic rights where the IA has no atomics (the test provider). */
+	ck_assert_it_ok(it_ia_query(F.ia, &info));
+	atomics = info->atomic_support;
+	links = info->lmr_link_support;
+	it_ia_info_free(info);
+	if (!atomics)
+		ck_assert_it(it_lmr_create21(F.pz, mem, NULL, 256,
+					     IT_ADDR_MODE_ABSOLUTE,
+					     IT_PRIV_ALL, IT_LMR_FLAG_NONE, 0,
+					     &lmr, NULL),
+			     IT_ERR_INVALID_PRIVS);
 	ck_assert_it(it_lmr_create21(F.pz, mem, NULL, 256,
 				     (it_addr_mode_t)5, IT_PRIV_LOCAL,
 				     IT_LMR_FLAG_NONE, 0, &lmr, NULL),
@@ -136,10 +160,12 @@ START_TEST(lmr_errors)
 		     IT_ERR_OP_NOT_SUPPORTED);
 	ck_assert_ptr_null(lmr);
 	/* The test provider has no fast registration (RNICPI_DEV_CAP_FAST_REG;
-	 * soft-iWARP's and soft-RoCE's links are in itapi-keys). */
-	ck_assert_it(it_lmr_create_unlinked(F.pz, 4, IT_LMR_FLAG_NONE, 0,
-					    &lmr),
-		     IT_ERR_OP_NOT_SUPPORTED);
+	 * soft-iWARP's and soft-RoCE's links are in itapi-keys): neither has
+	 * an IA that does not claim lmr_link_support. */
+	if (!links)
+		ck_assert_it(it_lmr_create_unlinked(F.pz, 4, IT_LMR_FLAG_NONE,
+						    0, &lmr),
+			     IT_ERR_OP_NOT_SUPPORTED);
 	ck_assert_it(it_lmr_create_unlinked(NULL, 4, IT_LMR_FLAG_NONE, 0,
 					    &lmr),
 		     IT_ERR_INVALID_PZ);
@@ -530,5 +556,31 @@ Suite *suite_itapi_mem(void)
 	tcase_add_checked_fixture(siw, setup_siw, teardown);
 	tcase_add_test(siw, rmr_siw_types);
 	suite_add_tcase(s, siw);
+	return s;
+}
+
+/*
+ * The conformance runner's itapi-mem: the "testprov" test case's cases
+ * that need no second endpoint, on the device under test (it_setup_siw
+ * names it there), and rmr_siw_types on a device with both window types.
+ * Left out: lmr_relative_send and rmr_link_write_unlink (their endpoints
+ * are paired through the test provider's QP numbers: it_testprov_pair),
+ * rmr_link_errors (it asserts the test provider's lack of fast
+ * registration; windows over a device: the runner's test_rmr_window).
+ */
+Suite *suite_itapi_mem_device(bool windows)
+{
+	Suite *s = suite_create("itapi-mem");
+	TCase *tc = tcase_create("device");
+
+	tcase_add_checked_fixture(tc, setup_siw, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, lmr_plain);
+	tcase_add_test(tc, lmr_errors);
+	tcase_add_test(tc, lmr_iobl);
+	tcase_add_test(tc, lmr_modify_flush);
+	if (windows)
+		tcase_add_test(tc, rmr_siw_types);
+	suite_add_tcase(s, tc);
 	return s;
 }

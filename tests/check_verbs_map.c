@@ -249,6 +249,16 @@ START_TEST(test_device_attr)
 				  RNICPI_DEV_CAP_LOCAL_INV |
 				  RNICPI_DEV_CAP_NATIVE_CM |
 				  RNICPI_DEV_CAP_KERNEL_PINS);
+
+	/* SRQs that resize (IBV_DEVICE_SRQ_RESIZE: the kernel's rxe), on a
+	 * device with SRQs. */
+	a = sample_attr();
+	a.device_cap_flags |= IBV_DEVICE_SRQ_RESIZE;
+	verbs_fill_device_attr(&a, RNICPI_TRANSPORT_ROCE, &r);
+	ck_assert(r.caps & RNICPI_DEV_CAP_RESIZE_SRQ);
+	a.max_srq = 0;
+	verbs_fill_device_attr(&a, RNICPI_TRANSPORT_ROCE, &r);
+	ck_assert(!(r.caps & (RNICPI_DEV_CAP_RESIZE_SRQ | RNICPI_DEV_CAP_SRQ)));
 }
 END_TEST
 
@@ -350,6 +360,27 @@ START_TEST(test_send_wr_translation)
 	ck_assert_int_eq(iwr.opcode, IBV_WR_SEND_WITH_INV);
 	ck_assert_uint_eq(iwr.invalidate_rkey, 0x4242);
 	ck_assert_uint_eq(iwr.send_flags, IBV_SEND_INLINE | IBV_SEND_SOLICITED);
+
+	/* A zero-length segment is left out (the kernel's siw oopses on
+	 * one); all of them zero: no segment. */
+	{
+		const struct rnicpi_sge z[2] = { { 0x3000, 0, 0x33 },
+						 { 0x4000, 1, 0x44 } };
+
+		wr.opcode = RNICPI_WR_RDMA_WRITE;
+		wr.sg_list = z;
+		wr.num_sge = 2;
+		ck_assert_ok(verbs_send_wr_to_ibv(&wr, &iwr, isge, 2));
+		ck_assert_int_eq(iwr.num_sge, 1);
+		ck_assert_uint_eq(isge[0].addr, 0x4000);
+		ck_assert_uint_eq(isge[0].length, 1);
+		ck_assert_uint_eq(isge[0].lkey, 0x44);
+		wr.num_sge = 1;
+		ck_assert_ok(verbs_send_wr_to_ibv(&wr, &iwr, isge, 2));
+		ck_assert_int_eq(iwr.num_sge, 0);
+		ck_assert_ptr_null(iwr.sg_list);
+		wr.sg_list = sg;
+	}
 
 	/* Too many SGEs, unknown opcodes, windows (not yet). */
 	wr.num_sge = 2;

@@ -3,6 +3,8 @@
 #ifndef TESTS_SUITES_H
 #define TESTS_SUITES_H
 
+#include <stdbool.h>
+
 #include <check.h>
 
 /*
@@ -102,5 +104,16 @@ void tools_add_siw_case(Suite *s);		/* check_tools_siw.c */
 void tools_add_rxe_case(Suite *s);		/* check_tools_rxe.c */
 void tools_add_habits_case(Suite *s);		/* check_tools_cli.c */
 void tools_add_select_case(Suite *s);	/* check_tools_rxe.c */
+
+/*
+ * The conformance runner's suites (tests/conformance/): the cases of a
+ * suite that use IT-API alone, on the runner's device (it_setup_siw names
+ * it there). Each says which cases it leaves out and why.
+ */
+Suite *suite_itapi_evd_device(void);		/* check_itapi_evd.c */
+Suite *suite_itapi_mem_device(bool windows);	/* check_itapi_mem.c */
+Suite *suite_itapi_ep_device(bool iwarp);	/* check_itapi_ep.c */
+Suite *suite_itapi_post_device(void);		/* check_itapi_post.c */
+Suite *suite_itapi_ud_rxe_device(void);		/* check_itapi_ud_rxe.c */
 
 #endif

@@ -218,6 +218,55 @@ void it_testprov_pair(it_ep_handle_t a, it_ep_handle_t b)
 	eb->state.rc = IT_EP_STATE_CONNECTED;
 }
 
+void it_dev_limits(struct it_fix *f, struct it_dev_limits *l)
+{
+	const struct rnicpi_device_attr *d = &((struct itapi_ia *)f->ia)->attr;
+
+	l->max_msg_size = d->max_msg_size;
+	l->max_qp_wr = d->max_qp_wr;
+	l->max_sge = d->max_sge;
+	l->max_qp_rd_atom = d->max_qp_rd_atom;
+	l->max_qp_init_rd_atom = d->max_qp_init_rd_atom;
+	l->max_srq_wr = d->max_srq_wr;
+	l->max_srq_sge = d->max_srq_sge;
+	l->max_cqe = d->max_cqe;
+	l->resize_qp = d->caps & RNICPI_DEV_CAP_RESIZE_QP;
+}
+
+uint32_t it_ep_qp_num(it_ep_handle_t ep)
+{
+	return ((struct itapi_ep *)ep)->qp_num;
+}
+
+void it_evd_until_waiting(it_evd_handle_t evd)
+{
+	struct itapi_evd *e = (struct itapi_evd *)evd;
+
+	for (;;) {
+		int n;
+
+		g_mutex_lock(&e->lock);
+		n = e->waiters;
+		g_mutex_unlock(&e->lock);
+		if (n)
+			return;
+		g_usleep(1000);
+	}
+}
+
+it_status_t it_evd_post_internal(it_evd_handle_t evd, it_event_type_t type)
+{
+	it_event_t ev = { 0 };
+
+	ev.event_number = type;
+	return itapi_evd_post((struct itapi_evd *)evd, &ev, true);
+}
+
+void it_evd_pump(it_evd_handle_t evd)
+{
+	itapi_evd_pump((struct itapi_evd *)evd);
+}
+
 void it_buf_new(struct it_fix *f, struct it_buf *b, size_t len,
 		it_mem_priv_t privs)
 {

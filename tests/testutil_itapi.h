@@ -90,6 +90,36 @@ bool it_env_ird_ord_suppressible(void);
  * convention) and mark both endpoints CONNECTED. */
 void it_testprov_pair(it_ep_handle_t a, it_ep_handle_t b);
 
+/* The device limits the cases test against. In the tree: the IA's
+ * device attributes. In the conformance runner, which has IT-API alone:
+ * the largest Send/RDMA message from it_ia_query's spigot, IRD, ORD and
+ * segments found by creating endpoints as an application would, and for
+ * the queue depths (IT-API has no query, and finding them means creating
+ * queues of the device's largest size) a count no device has. */
+struct it_dev_limits {
+	uint64_t max_msg_size;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_qp_rd_atom;	/* IRD */
+	uint32_t max_qp_init_rd_atom;	/* ORD */
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint32_t max_cqe;		/* a DTO EVD's entries */
+	bool resize_qp;			/* endpoint queues resize */
+};
+void it_dev_limits(struct it_fix *f, struct it_dev_limits *l);
+/* @ep's QP number; 0 where it is not known (an RC endpoint in the
+ * conformance runner: IT-API shows only a UD endpoint's). */
+uint32_t it_ep_qp_num(it_ep_handle_t ep);
+/* Returns once a thread sits in it_evd_wait() on @evd. */
+void it_evd_until_waiting(it_evd_handle_t evd);
+/* The library posting an event of @type to @evd as the connection manager
+ * would (its overflow rules); the tree only: the conformance runner
+ * fails a case that calls it. */
+it_status_t it_evd_post_internal(it_evd_handle_t evd, it_event_type_t type);
+/* The library moving @evd's completions from its CQ (tree only, too). */
+void it_evd_pump(it_evd_handle_t evd);
+
 /* A registered buffer. */
 struct it_buf {
 	unsigned char *mem;

@@ -16,7 +16,9 @@
  * it_ep_new_peer connect DEVICE to PEER_DEVICE, the others keep both
  * ends on DEVICE (it_connect_pair looks at which IA the endpoint is on).
  */
+#ifndef ITAPI_ENABLE_V21_BINDINGS	/* (the build sets it too) */
 #define ITAPI_ENABLE_V21_BINDINGS
+#endif
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -27,6 +29,9 @@
 
 #include "tests/conformance/conf_itapi.h"
 #include "tests/testutil_itapi.h"
+#ifdef HAVE_PROV_RXE
+#include "tests/testutil_rxe.h"
+#endif
 
 const char *it_dev_name;
 static const char *conf_dev, *conf_peer;
@@ -34,6 +39,94 @@ static struct in_addr conf_addr;
 /* The peer side of the one fixture a case opens (-d given twice). */
 static struct it_fix peer_fix;
 static struct it_fix *peer_owner;
+/* The device's limits as found before the cases run (conf_probe). */
+static struct it_dev_limits conf_limits;
+
+/*
+ * Limits IT-API does not name, found as an application would: endpoints
+ * are created with one attribute raised, and the largest value taken is
+ * the limit (the library refuses a value above the device's before the
+ * device sees it). Queue depths (and a DTO EVD's) are not searched so: the search would
+ * create queues of the device's largest size (a million entries on some),
+ * and the cases use them only to be refused one above; a count no device
+ * has stands in for them.
+ */
+enum probe_attr { PROBE_IRD, PROBE_ORD, PROBE_SGE };
+
+static bool probe_create(it_pz_handle_t pz, it_evd_handle_t dto,
+			 it_evd_handle_t msg, enum probe_attr what,
+			 uint32_t v)
+{
+	it_ep_attributes_t a;
+	it_ep_handle_t ep;
+
+	memset(&a, 0, sizeof(a));
+	a.max_request_dtos = a.max_recv_dtos = 4;
+	a.max_send_segments = a.max_recv_segments = 1;
+	a.srv.rc.rdma_read_enable = a.srv.rc.rdma_write_enable = IT_TRUE;
+	a.srv.rc.max_rdma_read_segments = 1;
+	a.srv.rc.max_rdma_write_segments = 1;
+	a.srv.rc.hard_hi_watermark = IT_HARD_HI_WATERMARK_DISABLE;
+	switch (what) {
+	case PROBE_IRD: a.srv.rc.rdma_read_ird = v; break;
+	case PROBE_ORD: a.srv.rc.rdma_read_ord = v; break;
+	case PROBE_SGE: a.max_send_segments = v; break;
+	}
+	if (it_ep_rc_create(pz, dto, dto, msg, IT_EP_NO_FLAG, &a, &ep) !=
+	    IT_SUCCESS)
+		return false;
+	it_ep_free(ep);
+	return true;
+}
+
+/* The largest value in [@lo, 65535] that probe_create takes (@lo when
+ * none above it). */
+static uint32_t probe_max(it_pz_handle_t pz, it_evd_handle_t dto,
+			  it_evd_handle_t msg, enum probe_attr what,
+			  uint32_t lo)
+{
+	uint32_t hi = 65536;	/* refused, taken as so */
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (probe_create(pz, dto, msg, what, mid))
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void conf_probe(const char *device, struct it_dev_limits *l)
+{
+	it_ia_handle_t ia;
+	it_pz_handle_t pz;
+	it_evd_handle_t dto, msg;
+	it_ia_info_t *info = NULL;
+
+	memset(l, 0, sizeof(*l));
+	l->max_qp_wr = l->max_srq_wr = l->max_srq_sge = 1u << 30;
+	l->max_cqe = 1u << 30;
+	if (it_ia_create(device, 2, 1, &ia) != IT_SUCCESS)
+		return;
+	if (it_ia_query(ia, &info) == IT_SUCCESS) {
+		if (info->num_spigots)
+			l->max_msg_size = info->spigot_info[0].max_rc_send_len;
+		l->resize_qp = info->ep_work_queues_resizable;
+		it_ia_info_free(info);
+	}
+	if (it_pz_create(ia, &pz) == IT_SUCCESS &&
+	    it_evd_create(ia, IT_DTO_EVENT_STREAM, 0, 64, 0, NULL, &dto,
+			  NULL) == IT_SUCCESS &&
+	    it_evd_create(ia, IT_CM_MSG_EVENT_STREAM, 0, 64, 0, NULL, &msg,
+			  NULL) == IT_SUCCESS) {
+		l->max_qp_rd_atom = probe_max(pz, dto, msg, PROBE_IRD, 0);
+		l->max_qp_init_rd_atom = probe_max(pz, dto, msg, PROBE_ORD, 0);
+		l->max_sge = probe_max(pz, dto, msg, PROBE_SGE, 1);
+	}
+	it_ia_free(ia);
+}
 
 void conf_itapi_init(const char *device, const char *peer,
 		     struct in_addr addr)
@@ -45,6 +138,40 @@ void conf_itapi_init(const char *device, const char *peer,
 	/* The suites' time-out cases assume a short set-up bound; the
 	 * connection manager's own (not the provider's) unless set. */
 	g_setenv("HOSTRDMA_CM_TIMEOUT_MS", "2000", FALSE);
+	conf_probe(device, &conf_limits);
+}
+
+bool conf_itapi_has_ud(const char *device)
+{
+	it_ia_handle_t ia;
+	it_ia_info_t *info = NULL;
+	bool ud = false;
+
+	if (it_ia_create(device, 2, 1, &ia) != IT_SUCCESS)
+		return false;
+	if (it_ia_query(ia, &info) == IT_SUCCESS) {
+		ud = info->supported_service_types & IT_UD_SERVICE;
+		it_ia_info_free(info);
+	}
+	it_ia_free(ia);
+	return ud;
+}
+
+bool conf_itapi_has_windows(const char *device)
+{
+	it_ia_handle_t ia;
+	it_ia_info_t *info = NULL;
+	bool both = false;
+
+	if (it_ia_create(device, 2, 1, &ia) != IT_SUCCESS)
+		return false;
+	if (it_ia_query(ia, &info) == IT_SUCCESS) {
+		both = (info->rmr_types_supported & IT_RMR_TYPE_NARROW) &&
+		       (info->rmr_types_supported & IT_RMR_TYPE_WIDE);
+		it_ia_info_free(info);
+	}
+	it_ia_free(ia);
+	return both;
 }
 
 /* it_ia_query of @device: @iwarp, @atomics (false when it does not
@@ -332,6 +459,62 @@ void it_testprov_pair(it_ep_handle_t a, it_ep_handle_t b)
 	(void)b;
 	ck_abort_msg("it_testprov_pair reaches into the library; not in the conformance runner");
 }
+
+void it_dev_limits(struct it_fix *f, struct it_dev_limits *l)
+{
+	(void)f;
+	*l = conf_limits;
+}
+
+uint32_t it_ep_qp_num(it_ep_handle_t ep)
+{
+	it_ep_param_t p;
+
+	/* A UD endpoint's is its ud_ep_id; an RC one's IT-API does not
+	 * show. */
+	if (it_ep_query(ep, IT_EP_PARAM_ALL, &p) == IT_SUCCESS &&
+	    p.service_type == IT_UD_SERVICE)
+		return p.attr.srv.ud.ep_info.ud_ep_id;
+	return 0;
+}
+
+/* A second waiter is refused while one waits (IT_ERR_WAITER_LIMIT); the
+ * cases call this with @evd empty, so the probe takes nothing. */
+void it_evd_until_waiting(it_evd_handle_t evd)
+{
+	it_event_t ev;
+	size_t nmore;
+
+	while (it_evd_wait(evd, 0, &ev, &nmore) != IT_ERR_WAITER_LIMIT)
+		g_usleep(1000);
+}
+
+it_status_t it_evd_post_internal(it_evd_handle_t evd, it_event_type_t type)
+{
+	(void)evd;
+	(void)type;
+	ck_abort_msg("it_evd_post_internal reaches into the library; not in the conformance runner");
+	return IT_ERR_OP_NOT_SUPPORTED;
+}
+
+void it_evd_pump(it_evd_handle_t evd)
+{
+	(void)evd;
+	ck_abort_msg("it_evd_pump reaches into the library; not in the conformance runner");
+}
+
+#ifdef HAVE_PROV_RXE
+/* The tree's soft-RoCE cases run in a network namespace of their own
+ * (UDP port 4791 is one process's); the runner's device is where the
+ * user has it. */
+void rxe_t_netns_setup(void)
+{
+}
+
+void rxe_t_netns_teardown(void)
+{
+}
+#endif
 
 void it_buf_new(struct it_fix *f, struct it_buf *b, size_t len,
 		it_mem_priv_t privs)

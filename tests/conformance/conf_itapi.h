@@ -20,6 +20,12 @@ bool conf_itapi_is_iwarp(const char *device);
 /* Whether @device's IA has atomics (it_ia_query's atomic_support). */
 bool conf_itapi_has_atomics(const char *device);
 
+/* Whether @device's IA has the UD service (it_ia_query). */
+bool conf_itapi_has_ud(const char *device);
+
+/* Whether @device's IA has memory windows of both types. */
+bool conf_itapi_has_windows(const char *device);
+
 /* The tree's pure IT-API suites (tests/check_itapi_cm.c,
  * tests/check_itapi_atomic.c). */
 Suite *suite_itapi_cm(void);

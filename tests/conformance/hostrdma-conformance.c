@@ -12,14 +12,19 @@
  * again when not given) at ADDRESS (IPv4, default 127.0.0.1). Then the
  * tree's IT-API suites that use nothing but IT-API run on DEVICE through
  * ADDRESS (conf_itapi.c): itapi-cm on an iWARP device, itapi-cm-rxe on
- * any other, and itapi-atomic-rxe on one with atomics (--own-only skips
- * them). With a second -d, every case's fixture also opens an IA on
+ * any other, itapi-atomic-rxe on one with atomics, itapi-ud-rxe's on
+ * one with UD, and the cases of
+ * itapi-ep, itapi-post, itapi-evd and itapi-mem that use IT-API alone
+ * (suite_itapi_*_device: each names the cases it leaves out and why)
+ * (--own-only skips them). With a second -d, every case's fixture also opens an IA on
  * PEER_DEVICE, and the cases written for two sides (it_ep_new_peer:
  * connect, private data, reject, disconnect, many connections) put
  * their passive endpoint there;
  * the others keep both ends on DEVICE.
  */
+#ifndef ITAPI_ENABLE_V21_BINDINGS	/* (the build sets it too) */
 #define ITAPI_ENABLE_V21_BINDINGS
+#endif
 #include <it_api.h>
 
 #include <arpa/inet.h>
@@ -32,6 +37,7 @@
 #include <unistd.h>
 
 #include "tests/conformance/conf_itapi.h"
+#include "tests/suites.h"
 
 #define TIMEOUT_US (10ull * 1000 * 1000)
 #define FLAGS ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
@@ -445,7 +451,10 @@ static void usage(FILE *f, const char *prog)
 		"  -a, --address IPV4  the peer device's address (default 127.0.0.1)\n"
 		"      --junit FILE    also write the results as XML to FILE\n"
 		"      --own-only      only the runner's own checks, not the tree's\n"
-		"                      IT-API suites\n"
+		"                      IT-API suites (itapi-cm or itapi-cm-rxe by\n"
+		"                      transport, itapi-atomic-rxe with atomics,\n"
+		"                      itapi-ud-rxe with UD, itapi-ep, itapi-post,\n"
+		"                      itapi-evd, itapi-mem)\n"
 		"Exit status: 0 all passed, 1 a check failed, 2 usage.\n",
 		prog);
 }
@@ -495,11 +504,19 @@ int main(int argc, char **argv)
 	sr = srunner_create(conformance_suite());
 	if (!own_only) {
 		conf_itapi_init(dev_name, two ? peer_name : NULL, peer_addr);
-		srunner_add_suite(sr, conf_itapi_is_iwarp(dev_name) ?
-					      suite_itapi_cm() :
+		bool iwarp = conf_itapi_is_iwarp(dev_name);
+
+		srunner_add_suite(sr, iwarp ? suite_itapi_cm() :
 					      suite_itapi_cm_rxe());
 		if (conf_itapi_has_atomics(dev_name))
 			srunner_add_suite(sr, suite_itapi_atomic());
+		srunner_add_suite(sr, suite_itapi_ep_device(iwarp));
+		srunner_add_suite(sr, suite_itapi_post_device());
+		srunner_add_suite(sr, suite_itapi_evd_device());
+		srunner_add_suite(sr, suite_itapi_mem_device(
+					      conf_itapi_has_windows(dev_name)));
+		if (conf_itapi_has_ud(dev_name))
+			srunner_add_suite(sr, suite_itapi_ud_rxe_device());
 	}
 	srunner_set_tap(sr, "-");
 	if (junit)

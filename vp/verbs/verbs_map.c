@@ -296,6 +296,9 @@ void verbs_fill_device_attr(const struct ibv_device_attr *in,
 		out->caps |= RNICPI_DEV_CAP_UD | RNICPI_DEV_CAP_IMM_DATA;
 	if (in->max_srq)
 		out->caps |= RNICPI_DEV_CAP_SRQ;
+	/* ibv_modify_srq with IBV_SRQ_MAX_WR (the kernel's rxe; not siw). */
+	if (in->max_srq && (f & IBV_DEVICE_SRQ_RESIZE))
+		out->caps |= RNICPI_DEV_CAP_RESIZE_SRQ;
 	if (out->atomic_cap != RNICPI_ATOMIC_NONE)
 		out->caps |= RNICPI_DEV_CAP_ATOMIC;
 	if (f & IBV_DEVICE_MEM_WINDOW)
@@ -338,7 +341,7 @@ int verbs_send_wr_to_ibv(const struct rnicpi_send_wr *in,
 			 uint32_t max_sge)
 {
 	int op = verbs_wr_opcode(in->opcode);
-	uint32_t i;
+	uint32_t i, n = 0;
 
 	if (op < 0 || in->num_sge > max_sge || (in->num_sge && !in->sg_list))
 		return -EINVAL;
@@ -349,13 +352,20 @@ int verbs_send_wr_to_ibv(const struct rnicpi_send_wr *in,
 	out->wr_id = in->wr_id;
 	out->opcode = (enum ibv_wr_opcode)op;
 	out->send_flags = verbs_send_flags(in->send_flags);
+	/* Zero-length segments carry nothing and are left out: the
+	 * kernel's siw (6.1) follows a NULL region for one in a Write or
+	 * Send of several segments and oopses (siw_tx_hdt), leaving the
+	 * process unkillable. */
 	for (i = 0; i < in->num_sge; i++) {
-		sge[i].addr = in->sg_list[i].addr;
-		sge[i].length = in->sg_list[i].length;
-		sge[i].lkey = in->sg_list[i].lkey;
+		if (!in->sg_list[i].length)
+			continue;
+		sge[n].addr = in->sg_list[i].addr;
+		sge[n].length = in->sg_list[i].length;
+		sge[n].lkey = in->sg_list[i].lkey;
+		n++;
 	}
-	out->sg_list = in->num_sge ? sge : NULL;
-	out->num_sge = (int)in->num_sge;
+	out->sg_list = n ? sge : NULL;
+	out->num_sge = (int)n;
 	switch (in->opcode) {
 	case RNICPI_WR_SEND_WITH_IMM:
 	case RNICPI_WR_RDMA_WRITE_WITH_IMM:
