@@ -34,40 +34,41 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# pair DEV TEST ARGS...: server and client; both must exit 0. With
-# TRIES=N a failed run is tried again, up to N runs in all: fabtests'
-# RMA tests (ft_exchange_keys) send a control message that can beat the
-# peer's re-posted receive, which iWARP answers with a Terminate (no
-# receiver-not-ready retry; fi_hostrdma(7)).
+# pair DEV TEST ARGS...: server and client; both must exit 0, on the
+# first run. ARGS may hold OOB, which becomes fabtests' -b=PORT -s
+# 127.0.0.1 (its ft_sync over a TCP socket of its own; without -s a
+# client with -b binds to no address and fi_connect fails).
 pair() {
-	local dev=$1 t=$2 try
+	local dev=$1 t=$2 rc src
 	shift 2
-	for try in $(seq "${TRIES:-1}"); do
-		if pair_once "$dev" "$t" "$@"; then
-			if [ $try = 1 ]; then
-				echo "PASS: $dev: $t $*"
-			else
-				echo "PASS: $dev: $t $* (on try $try)"
-			fi
-			passed=$((passed + 1))
-			return 0
-		fi
-		echo "FAIL: $dev: $t $* (try $try: server $src, client $rc)"
-		echo "--- server"; tail -5 "$tmp/server"
-		echo "--- client"; tail -5 "$tmp/client"
-	done
+	if pair_once "$dev" "$t" "$@"; then
+		echo "PASS: $dev: $t $*"
+		passed=$((passed + 1))
+		return 0
+	fi
+	echo "FAIL: $dev: $t $* (server $src, client $rc)"
+	echo "--- server"; tail -5 "$tmp/server"
+	echo "--- client"; tail -5 "$tmp/client"
 	failed=$((failed + 1))
 	return 1
 }
 pair_once() {
-	local dev=$1 t=$2 port srv
+	local dev=$1 t=$2 port srv a
+	local -a args=()
 	shift 2
+	for a; do
+		if [ "$a" = OOB ]; then
+			args+=("-b=$(free_port)" -s 127.0.0.1)
+		else
+			args+=("$a")
+		fi
+	done
 	port=$(free_port)
-	HOSTRDMA_DEVICES=$dev timeout 60 "$FABTESTS_BIN/$t" "$@" -B "$port" \
-		>"$tmp/server" 2>&1 &
+	HOSTRDMA_DEVICES=$dev timeout 60 "$FABTESTS_BIN/$t" "${args[@]}" \
+		-B "$port" >"$tmp/server" 2>&1 &
 	srv=$!
 	sleep 0.5
-	HOSTRDMA_DEVICES=$dev timeout 60 "$FABTESTS_BIN/$t" "$@" \
+	HOSTRDMA_DEVICES=$dev timeout 60 "$FABTESTS_BIN/$t" "${args[@]}" \
 		-P "$port" 127.0.0.1 >"$tmp/client" 2>&1
 	rc=$?
 	# a client that failed leaves its server waiting (sets rc, src)
@@ -124,12 +125,19 @@ for dev in ${DEVICES:-siw_lo rxe_lo}; do
 	pair $dev fi_msg_pingpong -p hostrdma -e msg -S 8 -I 100 -t counter -v
 	pair $dev fi_msg_bw -p hostrdma -e msg -S 4096 -W 16 -I 100 -v
 	pair $dev fi_msg_epoll -p hostrdma -e msg
-	tries=1
-	[ $dev = siw_lo ] && tries=5
-	TRIES=$tries pair $dev fi_rma_bw -p hostrdma -e msg -o write -S 65536 \
-		-W 16 -I 100
-	TRIES=$tries pair $dev fi_rma_bw -p hostrdma -e msg -o read -S 65536 \
-		-W 16 -I 100
+	# fi_rma_bw's in-band ft_sync message can beat the receive its peer
+	# re-posts in ft_exchange_keys: over iWARP, which has no
+	# receiver-not-ready retry, it then finds no receive and the peer
+	# ends the connection (27 of 50 write and 11 of 25 read runs on
+	# siw_lo; fabtests' race, not ours: fi_hostrdma(7)). On siw_lo it
+	# syncs out of band (0 of 50, 0 of 25); soft-RoCE retries, so rxe_lo
+	# keeps the in-band sync.
+	oob=
+	[ $dev = siw_lo ] && oob=OOB
+	pair $dev fi_rma_bw -p hostrdma -e msg -o write -S 65536 -W 16 \
+		-I 100 $oob
+	pair $dev fi_rma_bw -p hostrdma -e msg -o read -S 65536 -W 16 \
+		-I 100 $oob
 	pair $dev fi_cm_data -p hostrdma
 	pair $dev fi_rdm -p "hostrdma;ofi_rxm"
 	pair $dev fi_rdm_pingpong -p "hostrdma;ofi_rxm" -S 8 -I 100 -v

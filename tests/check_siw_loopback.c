@@ -722,5 +722,6 @@ Suite *suite_siw_loopback(void)
 	tcase_set_timeout(tc, 60);
 	siw_loopback_add_window_tests(tc); /* check_siw_windows.c */
 	suite_add_tcase(s, tc);
+	siw_loopback_add_rq_case(s);	/* check_siw_rq.c */
 	return s;
 }

@@ -8,5 +8,5 @@ tests_check_all_SOURCES += tests/testutil_siw.c tests/testutil_siw.h \
 	tests/check_siw_hostile_read.c tests/check_siw_hostile_stream.c \
 	tests/check_siw_hostile.h \
 	tests/check_siw_lifetime.c tests/check_siw_coalesce.c \
-	tests/check_siw_park.c
+	tests/check_siw_park.c tests/check_siw_rq.c
 tests_check_all_LDADD += vp/siw/libsiw_core.la rnicpi/librnicpi_util.la $(ISAL_LIBS)

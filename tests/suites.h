@@ -100,6 +100,7 @@ void siw_hostile_add_read_tests(TCase *tc);	/* check_siw_hostile_read.c */
 void siw_hostile_add_stream_tests(TCase *tc);	/* check_siw_hostile_stream.c */
 void siw_loopback_add_progress_tests(TCase *tc); /* check_siw_loopback_progress.c */
 void siw_loopback_add_window_tests(TCase *tc); /* check_siw_windows.c */
+void siw_loopback_add_rq_case(Suite *s);	/* check_siw_rq.c */
 void tools_add_siw_case(Suite *s);		/* check_tools_siw.c */
 void tools_add_rxe_case(Suite *s);		/* check_tools_rxe.c */
 void tools_add_habits_case(Suite *s);		/* check_tools_cli.c */
