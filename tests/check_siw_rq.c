@@ -306,6 +306,8 @@ static void rq_race_run(const struct rnicpi_option *oa,
 	ck_assert_int_eq(r->p.da->n_async, 0);
 	pthread_mutex_unlock(&r->p.da->lock);
 	ck_assert(h_buf_guards_ok(&r->rbuf));
+	ck_assert_ok(r->p.da->ops->dereg_mr(r->sbuf.mr));
+	ck_assert_ok(r->p.db->ops->dereg_mr(r->rbuf.mr));
 	h_buf_free(&r->sbuf);
 	h_buf_free(&r->rbuf);
 	h_pair_down(&r->p);
