@@ -56,6 +56,9 @@ static uint64_t rq_now_ms(void)
 /* Record the first failure and stop every thread (Check asserts belong to
  * the test's own thread). */
 static void rq_fail(struct rq_race *r, const char *fmt, ...)
+	G_GNUC_PRINTF(2, 3);
+
+static void rq_fail(struct rq_race *r, const char *fmt, ...)
 {
 	va_list ap;
 
