@@ -147,6 +147,14 @@ GSource *cm_timeout_add(struct cm *cm, uint32_t ms, GSourceFunc fn,
 	return s;
 }
 
+void cm_sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)(void *)ss)->sin_port = htons(port);
+	else if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)(void *)ss)->sin6_port = htons(port);
+}
+
 void cm_source_drop(GSource **s)
 {
 	if (*s) {
@@ -354,6 +362,7 @@ void cm_close(void)
 	g_thread_join(cm->thread);
 	cm_iwarp_fini(cm);
 	cm_ib_fini(cm);
+	cm_native_sidr_fini(cm);
 	/* Sources destroyed after the thread stopped may hold callbacks. */
 	while (g_main_context_iteration(cm->ctx, FALSE))
 		;
@@ -620,4 +629,42 @@ void cm_copy_peer_addrs(struct sockaddr_storage *local,
 		*remote = ev->remote_addr;
 		cm_sockaddr_unmap(remote);
 	}
+}
+
+/* ------------------------------------------------------------------ */
+/* UD service ID resolution: the IB CM's or the provider's             */
+/* ------------------------------------------------------------------ */
+
+int cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
+		    uint64_t sid, uint16_t port, const void *pdata,
+		    uint32_t len, uint32_t timeout_ms, cm_event_fn fn,
+		    void *user_data, struct cm_sidr **out)
+{
+	if (ual_device_caps(d) & RNICPI_DEV_CAP_NATIVE_CM)
+		return cm_native_sidr_request(d, dst, sid, port, pdata, len,
+					      timeout_ms, fn, user_data, out);
+	return cm_ib_sidr_request(d, dst, sid, port, pdata, len, timeout_ms,
+				  fn, user_data, out);
+}
+
+void cm_sidr_destroy(struct cm_sidr *s)
+{
+	if (!s)
+		return;
+	if (s->native)
+		cm_native_sidr_destroy(s);
+	else
+		cm_ib_sidr_destroy(s);
+}
+
+int cm_sidr_reply(uint64_t req_id, uint8_t sidr_status, uint32_t qpn,
+		  uint32_t qkey, const void *pdata, uint32_t len)
+{
+	int err = cm_native_sidr_reply(req_id, sidr_status, qpn, qkey, pdata,
+				       len);
+
+	if (err == -ENOENT)
+		err = cm_ib_sidr_reply(req_id, sidr_status, qpn, qkey, pdata,
+				       len);
+	return err;
 }

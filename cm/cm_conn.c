@@ -540,6 +540,12 @@ void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 	struct cm *cm = user_data;
 	struct cm_id *id;
 
+	if (ev->type == RNICPI_CONN_SIDR_REQUEST ||
+	    ev->type == RNICPI_CONN_SIDR_REPLY) {
+		if (ual_device_caps(d) & RNICPI_DEV_CAP_NATIVE_SIDR)
+			cm_native_sidr_event(cm, d, ev);
+		return;
+	}
 	if (ev->conn && (ev->type == RNICPI_CONN_REQUEST ||
 			 (ev->type == RNICPI_CONN_ERROR && !ev->qp))) {
 		if (ual_device_caps(d) & RNICPI_DEV_CAP_NATIVE_CM)

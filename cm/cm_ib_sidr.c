@@ -7,7 +7,7 @@
  * for REQs; a listener on an IANA port (rdma_cm's TCP space) answers the
  * same port's UDP service ID too, so one IT-API listener takes both.
  *
- * Requester: struct cm_sidr, named by its 32-bit request ID, sent
+ * Requester: struct ib_sidr_out, named by its 32-bit request ID, sent
  * again after each response time-out until the reply or the consumer's
  * time-out. Replier: struct ib_sidr_in, named by a cm request id (the
  * consumer's ud_svc_req_id), answered once; a duplicate SIDR_REQ gets the
@@ -30,7 +30,8 @@
 #define SIDR_RETRIES 5u
 #define SIDR_REMEMBER_MS 2000u
 
-struct cm_sidr {
+struct ib_sidr_out {
+	struct cm_sidr base;		/* first: native false */
 	gint ref;
 	struct cm *cm;
 	struct ib_port *port;
@@ -63,13 +64,13 @@ struct ib_sidr_in {
 	char prefix[CM_PREFIX_MAX];
 };
 
-static struct cm_sidr *out_ref(struct cm_sidr *s)
+static struct ib_sidr_out *out_ref(struct ib_sidr_out *s)
 {
 	g_atomic_int_inc(&s->ref);
 	return s;
 }
 
-static void out_unref(struct cm_sidr *s)
+static void out_unref(struct ib_sidr_out *s)
 {
 	if (!s || !g_atomic_int_dec_and_test(&s->ref))
 		return;
@@ -90,7 +91,7 @@ void ib_sidr_fini(struct ib_state *st)
 
 	g_hash_table_iter_init(&it, st->sidr_out);
 	while (g_hash_table_iter_next(&it, NULL, &val)) {
-		struct cm_sidr *s = val;
+		struct ib_sidr_out *s = val;
 
 		cm_source_drop(&s->timer);
 		out_unref(s);
@@ -106,7 +107,7 @@ void ib_sidr_fini(struct ib_state *st)
 /* Requester                                                           */
 /* ------------------------------------------------------------------ */
 
-static void out_deliver(struct cm_sidr *s, struct cm_event *ev)
+static void out_deliver(struct ib_sidr_out *s, struct cm_event *ev)
 {
 	ev->device = ib_port_device(s->port);
 	ev->port_num = 1;
@@ -119,7 +120,7 @@ static void out_deliver(struct cm_sidr *s, struct cm_event *ev)
 
 static gboolean out_timeout(gpointer data)
 {
-	struct cm_sidr *s = data;
+	struct ib_sidr_out *s = data;
 	struct ib_state *st = ib_of(s->cm);
 	struct cm_event ev = {
 		.type = CM_EV_SIDR_REPLY, .status = -ETIMEDOUT,
@@ -153,10 +154,10 @@ static gboolean out_timeout(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
-int cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
-		    uint64_t sid, uint16_t port, const void *pdata,
-		    uint32_t len, uint32_t timeout_ms, cm_event_fn fn,
-		    void *user_data, struct cm_sidr **out)
+int cm_ib_sidr_request(struct ual_device *d, const struct sockaddr *dst,
+		       uint64_t sid, uint16_t port, const void *pdata,
+		       uint32_t len, uint32_t timeout_ms, cm_event_fn fn,
+		       void *user_data, struct cm_sidr **out)
 {
 	struct cm *cm = cm_running(__func__);
 	struct ib_state *st;
@@ -164,7 +165,7 @@ int cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
 	struct ib_cm_sidr_req r = { 0 };
 	struct cm_route route;
 	struct sockaddr_storage src, to = { 0 };
-	struct cm_sidr *s;
+	struct ib_sidr_out *s;
 	struct ib_port *p;
 	uint32_t off = 0;
 	int gidx, err;
@@ -206,7 +207,7 @@ int cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
 		err = gidx;
 		goto out;
 	}
-	s = g_new0(struct cm_sidr, 1);
+	s = g_new0(struct ib_sidr_out, 1);
 	s->ref = 1;
 	s->cm = cm;
 	s->port = p;
@@ -232,22 +233,10 @@ int cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
 	r.pkey = IB_PKEY_DEFAULT;
 	r.service_id = sid;
 	if (ib_cma_ps_of(sid)) {
-		if (src.ss_family == AF_INET)
-			((struct sockaddr_in *)(void *)&src)->sin_port =
-				htons((uint16_t)g_rand_int_range(st->rand,
-								 32768,
-								 61000));
-		else
-			((struct sockaddr_in6 *)(void *)&src)->sin6_port =
-				htons((uint16_t)g_rand_int_range(st->rand,
-								 32768,
-								 61000));
-		if (to.ss_family == AF_INET)
-			((struct sockaddr_in *)(void *)&to)->sin_port =
-				htons((uint16_t)sid);
-		else
-			((struct sockaddr_in6 *)(void *)&to)->sin6_port =
-				htons((uint16_t)sid);
+		cm_sockaddr_set_port(&src,
+				     (uint16_t)g_rand_int_range(st->rand,
+								32768, 61000));
+		cm_sockaddr_set_port(&to, (uint16_t)sid);
 		ib_cma_hdr_encode(r.private_data, (const void *)&src,
 				  (const void *)&to);
 		off = IB_CMA_HDR_BYTES;
@@ -263,14 +252,15 @@ int cm_sidr_request(struct ual_device *d, const struct sockaddr *dst,
 				  (GDestroyNotify)out_unref);
 	g_debug("%s SIDR_REQ for 0x%016" PRIx64, s->prefix, sid);
 	ib_port_send(p, &s->mad, &s->dest);
-	*out = out_ref(s);
+	*out = &out_ref(s)->base;
 out:
 	g_mutex_unlock(&st->lock);
 	return err;
 }
 
-void cm_sidr_destroy(struct cm_sidr *s)
+void cm_ib_sidr_destroy(struct cm_sidr *b)
 {
+	struct ib_sidr_out *s = (struct ib_sidr_out *)b;
 	struct cm *cm = cm_get();
 	struct ib_state *st;
 
@@ -298,7 +288,7 @@ void ib_recv_sidr_rep(struct cm *cm, struct ib_port *p,
 {
 	struct ib_state *st = ib_of(cm);
 	struct ib_cm_sidr_rep r;
-	struct cm_sidr *s;
+	struct ib_sidr_out *s;
 	struct cm_event ev = { .type = CM_EV_SIDR_REPLY };
 
 	ib_cm_sidr_rep_decode(m, &r);
@@ -523,8 +513,8 @@ void ib_recv_sidr_req(struct cm *cm, struct ib_port *p,
 	cm_listen_unref(l);
 }
 
-int cm_sidr_reply(uint64_t req_id, uint8_t status, uint32_t qpn,
-		  uint32_t qkey, const void *pdata, uint32_t len)
+int cm_ib_sidr_reply(uint64_t req_id, uint8_t status, uint32_t qpn,
+		     uint32_t qkey, const void *pdata, uint32_t len)
 {
 	struct cm *cm = cm_running(__func__);
 	struct ib_state *st;

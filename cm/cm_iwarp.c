@@ -100,14 +100,6 @@ static socklen_t sockaddr_len(const struct sockaddr_storage *ss)
 					  sizeof(struct sockaddr_in6);
 }
 
-static void sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port)
-{
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)(void *)ss)->sin_port = htons(port);
-	else if (ss->ss_family == AF_INET6)
-		((struct sockaddr_in6 *)(void *)ss)->sin6_port = htons(port);
-}
-
 static uint16_t sockaddr_port(const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET)
@@ -513,7 +505,7 @@ static int iw_connect(struct cm *cm, struct cm_id *id)
 	struct sockaddr_storage dst = id->remote_addr;
 	int fd, err;
 
-	sockaddr_set_port(&dst, id->port);
+	cm_sockaddr_set_port(&dst, id->port);
 	fd = socket(dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    IPPROTO_TCP);
 	if (fd < 0)

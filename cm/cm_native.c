@@ -49,14 +49,6 @@ static int sid_port(struct ual_device *d, uint64_t sid, uint16_t *port)
 	return 0;
 }
 
-static void set_port(struct sockaddr_storage *ss, uint16_t port)
-{
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)(void *)ss)->sin_port = htons(port);
-	else if (ss->ss_family == AF_INET6)
-		((struct sockaddr_in6 *)(void *)ss)->sin6_port = htons(port);
-}
-
 static bool listen_addr_ok(const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET)
@@ -91,7 +83,7 @@ static int native_listen(struct cm *cm, struct cm_listen *l)
 
 		if (!listen_addr_ok(&a))
 			continue;
-		set_port(&a, l->port);
+		cm_sockaddr_set_port(&a, l->port);
 		e = ual_device_cm_listen(l->dev, (void *)&a, NATIVE_BACKLOG, l,
 					 &rl);
 		if (e) {
@@ -150,7 +142,7 @@ static int native_connect(struct cm *cm, struct cm_id *id)
 			return err;
 		id->port = port;
 	}
-	set_port(&dst, port);
+	cm_sockaddr_set_port(&dst, port);
 	cm_to_rnicpi_param(&id->param, &rp);
 	/* The provider's events may come before it returns. */
 	cm_id_set_state(id, CM_ID_PROVIDER);
@@ -239,9 +231,8 @@ const struct cm_transport cm_native_transport = {
 	.release = native_release,
 };
 
-/* The listener @rl is one of, new reference, or NULL. */
-static struct cm_listen *listen_of(struct cm *cm,
-				   const struct rnicpi_listener *rl)
+struct cm_listen *cm_native_listen_of(struct cm *cm,
+				      const struct rnicpi_listener *rl)
 {
 	struct cm_listen *found = NULL;
 
@@ -275,7 +266,7 @@ void cm_native_conn_event(struct cm *cm, struct ual_device *d,
 		cm_req_event(cm, ev);
 		return;
 	}
-	l = ev->listener ? listen_of(cm, ev->listener) : NULL;
+	l = ev->listener ? cm_native_listen_of(cm, ev->listener) : NULL;
 	if (!l) {
 		g_info("%s: a connection request for a listener that is closed; refusing",
 		       ual_device_name(d));

@@ -272,6 +272,9 @@ struct cm_listen *cm_listen_find_sid_locked(struct cm *cm,
 
 /* cm.c helpers shared by the files of cm/. */
 void cm_source_drop(GSource **s);
+/* @ss's port (host order @port), IPv4 or IPv6; other families as they
+ * are. */
+void cm_sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port);
 void cm_to_rnicpi_param(const struct cm_param *p,
 			struct rnicpi_conn_param *rp);
 /* Refuse @c (the provider consumes it); failures are logged. */
@@ -285,6 +288,37 @@ void cm_copy_peer_addrs(struct sockaddr_storage *local,
  * conn the provider made itself. */
 void cm_native_conn_event(struct cm *cm, struct ual_device *d,
 			  const struct rnicpi_conn_event *ev);
+/* UD service ID resolution (cm.h cm_sidr_*): the IB CM's own SIDR
+ * (cm_ib_sidr.c) or a native-CM provider's (cm_native_sidr.c), each
+ * object starting with this header. */
+struct cm_sidr {
+	bool native;
+};
+int cm_ib_sidr_request(struct ual_device *d, const struct sockaddr *dst,
+		       uint64_t sid, uint16_t port, const void *pdata,
+		       uint32_t len, uint32_t timeout_ms, cm_event_fn fn,
+		       void *user_data, struct cm_sidr **out);
+void cm_ib_sidr_destroy(struct cm_sidr *s);
+/* -ENOENT: not an IB CM request, or answered. */
+int cm_ib_sidr_reply(uint64_t req_id, uint8_t sidr_status, uint32_t qpn,
+		     uint32_t qkey, const void *pdata, uint32_t len);
+int cm_native_sidr_request(struct ual_device *d, const struct sockaddr *dst,
+			   uint64_t sid, uint16_t port, const void *pdata,
+			   uint32_t len, uint32_t timeout_ms, cm_event_fn fn,
+			   void *user_data, struct cm_sidr **out);
+void cm_native_sidr_destroy(struct cm_sidr *s);
+/* -ENOENT: not a native request (or answered). */
+int cm_native_sidr_reply(uint64_t req_id, uint8_t sidr_status, uint32_t qpn,
+			 uint32_t qkey, const void *pdata, uint32_t len);
+/* A provider's SIDR_REQUEST or SIDR_REPLY (NATIVE_SIDR devices). */
+void cm_native_sidr_event(struct cm *cm, struct ual_device *d,
+			  const struct rnicpi_conn_event *ev);
+/* cm_close: the native SIDR requests nobody answered are refused. */
+void cm_native_sidr_fini(struct cm *cm);
+/* The native listener @rl is one of, new reference, or NULL. */
+struct cm_listen *cm_native_listen_of(struct cm *cm,
+				      const struct rnicpi_listener *rl);
+
 /* cm_req.c: a REQUEST or ERROR of a conn the transport handed over. */
 void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev);
 

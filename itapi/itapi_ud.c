@@ -6,7 +6,8 @@
  * UD works on any provider with RNICPI_DEV_CAP_UD (InfiniBand transport:
  * soft-RoCE, or a test provider); iWARP has no datagram service and
  * answers IT_ERR_OP_NOT_SUPPORTED. Service ID resolution (the
- * it_ud_service_* calls) is the InfiniBand CM's SIDR (cm/cm_ib_sidr.c):
+ * it_ud_service_* calls) is the InfiniBand CM's SIDR (cm/cm_ib_sidr.c,
+ * or rdma_cm's UDP port space on a verbs device, cm/cm_native_sidr.c):
  * a request handle sends SIDR_REQ, the listener's EVD gets the request,
  * it_ud_service_reply answers with SIDR_REP.
  */
@@ -509,9 +510,18 @@ it_status_t it_ud_service_request_handle_create(
 		return IT_FAIL(&evd->obj, IT_ERR_INVALID_PDATA_LENGTH,
 			       "%zu bytes of private data", private_data_length);
 	if (ia->transport == RNICPI_TRANSPORT_IWARP ||
-	    !(ia->attr.caps & RNICPI_DEV_CAP_GSI))
+	    !(ia->attr.caps &
+	      (RNICPI_DEV_CAP_GSI | RNICPI_DEV_CAP_NATIVE_SIDR)))
 		return IT_FAIL(&evd->obj, IT_ERR_OP_NOT_SUPPORTED,
-			       "UD service ID resolution needs the InfiniBand CM (QP1): this IA has none");
+			       "UD service ID resolution needs the InfiniBand CM (QP1) or a provider that resolves service IDs: this IA has neither");
+	/* A provider's connection manager (rdma_cm) knows the UDP port
+	 * space only: an IANA port, or its service IDs. */
+	if ((ia->attr.caps & RNICPI_DEV_CAP_NATIVE_CM) &&
+	    conn_qual->type == IT_IB_SERVICEID &&
+	    (svc_sid(conn_qual) >> 16) != 0x0111u)
+		return IT_FAIL(&evd->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "service ID 0x%016llx: this IA resolves rdma_cm's UDP port space only (0x0111 << 16 | port, or an IANA port)",
+			       (unsigned long long)svc_sid(conn_qual));
 	if (!itapi_ia_spigot_ok(ia, destination_path->spigot_id))
 		return IT_FAIL(&evd->obj, IT_ERR_INVALID_SPIGOT, "spigot %zu",
 			       destination_path->spigot_id);
@@ -680,8 +690,11 @@ it_status_t it_ud_service_reply(it_ud_svc_req_identifier_t ud_svc_req_id,
 			    (uint32_t)ep_info.ud_ep_id,
 			    (uint32_t)ep_info.ud_ep_key, private_data,
 			    (uint32_t)private_data_length);
+	/* -EINVAL: the device cannot send this answer (a verbs device's
+	 * rdma_cm names its own Q_Key only; the request is refused). */
 	if (err)
 		return IT_FAIL0(err == -ENOENT ? IT_ERR_INVALID_UD_SVC_REQ_ID :
+				err == -EINVAL ? IT_ERR_INVALID_EP :
 						 itapi_status(err,
 							      ITAPI_CTX_CONN),
 				"reply to UD service request %llu: %s",

@@ -271,6 +271,12 @@ struct rnicpi_conn {
 	void *core_ctx;
 };
 
+/* A UD service request under way (RNICPI_DEV_CAP_NATIVE_SIDR). */
+struct rnicpi_sidr {
+	struct rnicpi_device *device;
+	void *core_ctx;
+};
+
 /* A provider-run listener (RNICPI_DEV_CAP_NATIVE_CM only). */
 struct rnicpi_listener {
 	struct rnicpi_device *device;
@@ -319,6 +325,12 @@ enum rnicpi_device_cap {
 	 * srq_resizable). Optional: the kernel's siw, cxgb4 and qedr
 	 * refuse ibv_modify_srq's IBV_SRQ_MAX_WR. */
 	RNICPI_DEV_CAP_RESIZE_SRQ = 1u << 24,
+	/* With RNICPI_DEV_CAP_NATIVE_CM and UD: service ID resolution in
+	 * the connection manager's UDP port space (rdma_cm's RDMA_PS_UDP,
+	 * the IB CM's SIDR on the wire): cm_sidr_request, cm_sidr_destroy,
+	 * cm_sidr_reply, and cm_listen answers the same port's SIDR
+	 * requests (SIDR_REQUEST). Optional. */
+	RNICPI_DEV_CAP_NATIVE_SIDR = 1u << 25,
 };
 
 enum rnicpi_atomic_cap {
@@ -912,6 +924,17 @@ enum rnicpi_conn_event_type {
 	/* An established connection ended: status 0 for an orderly close
 	 * (ours completed or the peer's), otherwise why it broke. */
 	RNICPI_CONN_DISCONNECTED,
+	/* RNICPI_DEV_CAP_NATIVE_SIDR, responder: a UD service request on a
+	 * listener's port. `conn` and `listener` are set, private data is
+	 * the requester's; answer with cm_sidr_reply. */
+	RNICPI_CONN_SIDR_REQUEST,
+	/* RNICPI_DEV_CAP_NATIVE_SIDR, requester: the answer to `sidr`, the
+	 * last event naming it. status 0: sidr_status (IBA table 121: 0
+	 * valid, 1 service ID not supported, 2 rejected, 3 no QP,
+	 * 4 redirect), and with 0 the qpn and qkey, private data the
+	 * replier's; or a negative errno (-ETIMEDOUT no answer,
+	 * -EHOSTUNREACH / -ENETUNREACH no path). */
+	RNICPI_CONN_SIDR_REPLY,
 };
 
 /*
@@ -931,6 +954,12 @@ struct rnicpi_conn_event {
 	unsigned int flags; /* enum rnicpi_conn_flags as negotiated */
 	struct sockaddr_storage local_addr;
 	struct sockaddr_storage remote_addr;
+	/* RNICPI_CONN_SIDR_REPLY only (a provider that never reports one
+	 * may leave these out) */
+	struct rnicpi_sidr *sidr;
+	uint8_t sidr_status;
+	uint32_t qpn;
+	uint32_t qkey;
 };
 
 /* ------------------------------------------------------------------ */
@@ -1186,6 +1215,31 @@ struct rnicpi_device_ops {
 	 * runs; LOCAL_INV makes it invalid again. Freed by dereg_mr. */
 	int (*alloc_mr)(struct rnicpi_pd *pd, uint64_t max_len,
 			struct rnicpi_mr **out);
+
+	/* RNICPI_DEV_CAP_NATIVE_SIDR, requester: ask @dst (an address and
+	 * the service's port) from @src (NULL: the route's) which UD QP
+	 * serves that port of the UDP port space, sending @len bytes of
+	 * @pdata (-EMSGSIZE past what the request carries), within
+	 * @timeout_ms (0: the provider's default). The request's core_ctx
+	 * is @core_ctx from the start; one SIDR_REPLY follows, which may
+	 * come before this returns. */
+	int (*cm_sidr_request)(struct rnicpi_device *dev,
+			       const struct sockaddr *src,
+			       const struct sockaddr *dst, const void *pdata,
+			       uint32_t len, uint32_t timeout_ms,
+			       void *core_ctx, struct rnicpi_sidr **out);
+	/* Forget @sidr, answered or not. No upcall names it once this
+	 * returns: one under way on another thread is waited out (the
+	 * core must not hold what that upcall needs). */
+	int (*cm_sidr_destroy)(struct rnicpi_sidr *sidr);
+	/* Responder: answer the SIDR_REQUEST @conn: @status 0 with @qpn and
+	 * @qkey, or a refusal (a provider that can send only "rejected"
+	 * sends that for every other status), with @len bytes of @pdata.
+	 * @conn is consumed whatever the result. -EINVAL for an answer the
+	 * provider cannot send as asked (the conn is then refused). */
+	int (*cm_sidr_reply)(struct rnicpi_conn *conn, uint8_t status,
+			     uint32_t qpn, uint32_t qkey, const void *pdata,
+			     uint32_t len);
 };
 
 #ifdef __cplusplus

@@ -228,6 +228,50 @@ END_TEST
 
 static const unsigned char hello[] = "which QP serves you?";
 
+/* 100 bytes of @fill from @a (QP @qa) through @ah to the endpoint @info
+ * names, @b: they land behind the GRH of @b's receive, from @qa, and
+ * nothing past them. */
+static void datagram_to(it_ep_handle_t a, it_ud_ep_id_t qa, it_ep_handle_t b,
+			it_addr_handle_t ah, it_remote_ep_info_t info,
+			unsigned char fill)
+{
+	it_dg_remote_ep_addr_t dst = { .type = IT_DG_TYPE_IB_UD };
+	struct it_buf sb, rb;
+	it_lmr_triplet_t st, rt;
+	it_event_t ev;
+	int got = 0;
+
+	it_buf_new(&F, &sb, 256, IT_PRIV_LOCAL);
+	it_buf_new(&F, &rb, 256, IT_PRIV_LOCAL);
+	memset(sb.mem, fill, 100);
+	memset(rb.mem, 0xee, rb.len);
+	rt = it_seg(&rb, 0, GRH_LEN + 100);
+	ck_assert_it_ok(it_post_recvfrom(b, &rt, 1, 50,
+					 IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	st = it_seg(&sb, 0, 100);
+	dst.addr.ud.addr = ah;
+	dst.addr.ud.ep_info = info;
+	ck_assert_it_ok(it_post_sendto(a, &st, 1, 51,
+				       IT_COMPLETION_FLAG | IT_NOTIFY_FLAG,
+				       &dst));
+	while (got < 2) {
+		it_wait_event(F.dto, &ev);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+		if (ev.event_number == IT_DTO_UD_RECV_CMPL_EVENT) {
+			ck_assert_uint_eq(ev.all_dto_cmpl.ud_ep_id, qa);
+			ck_assert_uint_eq(ev.all_dto_cmpl.transferred_length,
+					  GRH_LEN + 100);
+			for (size_t i = 0; i < 100; i++)
+				ck_assert_uint_eq(rb.mem[GRH_LEN + i], fill);
+			for (size_t i = GRH_LEN + 100; i < rb.len; i++)
+				ck_assert_uint_eq(rb.mem[i], 0xee);
+		}
+		got++;
+	}
+	it_buf_free(&sb);
+	it_buf_free(&rb);
+}
+
 /* Listen on service ID @sid, ask for it, take the request event. */
 static it_ud_svc_req_handle_t ask(uint64_t sid, it_listen_handle_t *l,
 				  it_event_t *req)
@@ -260,16 +304,12 @@ START_TEST(sidr_then_datagram)
 	it_ud_ep_id_t qa, qb;
 	it_ep_handle_t a = ud_new(0x1111, &qa), b = ud_new(QKEY, &qb);
 	it_addr_handle_t ah = ah_loopback();
-	it_dg_remote_ep_addr_t dst = { .type = IT_DG_TYPE_IB_UD };
 	it_remote_ep_info_t info = { .ud_ep_id = qb, .ud_ep_key = QKEY };
 	static const unsigned char yes[] = "QP here";
 	it_ud_svc_req_param_t qp;
 	it_listen_handle_t l;
 	it_ud_svc_req_handle_t u;
-	struct it_buf sb, rb;
-	it_lmr_triplet_t st, rt;
 	it_event_t ev;
-	int got = 0;
 
 	u = ask(0x1234abcdull, &l, &ev);
 	ck_assert_it_ok(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
@@ -295,29 +335,7 @@ START_TEST(sidr_then_datagram)
 	ck_assert_uint_eq(qp.private_data_length, sizeof(hello));
 
 	/* What the reply said is enough to reach the endpoint. */
-	it_buf_new(&F, &sb, 256, IT_PRIV_LOCAL);
-	it_buf_new(&F, &rb, 256, IT_PRIV_LOCAL);
-	memset(sb.mem, 0x5c, 100);
-	memset(rb.mem, 0xee, rb.len);
-	rt = it_seg(&rb, 0, GRH_LEN + 100);
-	ck_assert_it_ok(it_post_recvfrom(b, &rt, 1, 50,
-					 IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
-	st = it_seg(&sb, 0, 100);
-	dst.addr.ud.addr = ah;
-	dst.addr.ud.ep_info = ev.ud_svc_reply.ep_info;
-	ck_assert_it_ok(it_post_sendto(a, &st, 1, 51,
-				       IT_COMPLETION_FLAG | IT_NOTIFY_FLAG,
-				       &dst));
-	while (got < 2) {
-		it_wait_event(F.dto, &ev);
-		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
-		if (ev.event_number == IT_DTO_UD_RECV_CMPL_EVENT) {
-			ck_assert_uint_eq(ev.all_dto_cmpl.ud_ep_id, qa);
-			for (size_t i = 0; i < 100; i++)
-				ck_assert_uint_eq(rb.mem[GRH_LEN + i], 0x5c);
-		}
-		got++;
-	}
+	datagram_to(a, qa, b, ah, ev.ud_svc_reply.ep_info, 0x5c);
 	ck_assert_it_ok(it_ud_service_request_handle_free(u));
 	ck_assert_it(it_ud_service_request_handle_free(u),
 		     IT_ERR_INVALID_UD_SVC);
@@ -325,8 +343,6 @@ START_TEST(sidr_then_datagram)
 	ck_assert_it_ok(it_address_handle_free(ah));
 	ck_assert_it_ok(it_ep_free(a));
 	ck_assert_it_ok(it_ep_free(b));
-	it_buf_free(&sb);
-	it_buf_free(&rb);
 }
 END_TEST
 
@@ -370,6 +386,124 @@ START_TEST(sidr_rejected_and_unknown)
 	ck_assert_it_ok(it_ud_service_request_handle_free(u));
 	ck_assert_it_ok(it_ud_service_request_handle_free(u2));
 	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+/* The next UD service reply on F.msg, for @u. */
+static void reply_of(it_ud_svc_req_handle_t u, it_event_t *ev)
+{
+	it_wait_event(F.msg, ev);
+	ck_assert_event(ev, IT_CM_MSG_UD_SERVICE_REPLY_EVENT);
+	ck_assert_ptr_eq(ev->ud_svc_reply.ud_svc, u);
+}
+
+/*
+ * rdma_cm's UDP port space, as udaddy uses it and as a verbs device (the
+ * kernel's rdma_cm) resolves it: a listener on an IANA port answers that
+ * port's UD service requests, with rdma_cm's Q_Key (RDMA_UDP_QKEY, the
+ * only one the kernel sends for an IP-addressed request). A datagram
+ * sent with what the reply said lands; a refusal is "rejected", with no
+ * private data; a port nobody listens on is "service ID not supported".
+ */
+#define CMA_UDP_QKEY 0x01234567u
+START_TEST(sidr_port_space)
+{
+	it_ud_ep_id_t qa, qb;
+	it_ep_handle_t a = ud_new(0x1111, &qa), b = ud_new(CMA_UDP_QKEY, &qb);
+	it_addr_handle_t ah = ah_loopback();
+	it_remote_ep_info_t info = { .ud_ep_id = qb,
+				     .ud_ep_key = CMA_UDP_QKEY };
+	static const unsigned char yes[] = "QP here";
+	it_conn_qual_t q = { .type = IT_IANA_PORT }, q2;
+	it_ud_svc_req_handle_t u = NULL, u2 = NULL;
+	it_listen_handle_t l, l2;
+	it_path_t path;
+	it_event_t ev;
+	it_status_t rst;
+
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, IT_LISTEN_NO_FLAG,
+					 &q, &l));
+	ck_assert_int_eq(q.type, IT_IANA_PORT);
+	ck_assert_uint_ne(q.conn_qual.port, 0);
+	path_lo(&path);
+	ck_assert_it_ok(it_ud_service_request_handle_create(
+		&q, F.msg, &path, hello, sizeof(hello), &u));
+	ck_assert_it_ok(it_ud_service_request(u));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_UD_SERVICE_REQUEST_EVENT);
+	ck_assert(ev.ud_svc_request.private_data_present);
+	ck_assert_int_eq(memcmp(ev.ud_svc_request.private_data, hello,
+				sizeof(hello)),
+			 0);
+	ck_assert_int_eq(ev.ud_svc_request.conn_qual.type, IT_IANA_PORT);
+	ck_assert_uint_eq(ev.ud_svc_request.conn_qual.conn_qual.port,
+			  q.conn_qual.port);
+	ck_assert_it_ok(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
+					    IT_UD_SVC_EP_INFO_VALID, info, yes,
+					    sizeof(yes)));
+	reply_of(u, &ev);
+	ck_assert_int_eq(ev.ud_svc_reply.status, IT_UD_SVC_EP_INFO_VALID);
+	ck_assert_uint_eq(ev.ud_svc_reply.ep_info.ud_ep_id, qb);
+	ck_assert_uint_eq(ev.ud_svc_reply.ep_info.ud_ep_key, CMA_UDP_QKEY);
+	ck_assert(ev.ud_svc_reply.private_data_present);
+	ck_assert_int_eq(memcmp(ev.ud_svc_reply.private_data, yes,
+				sizeof(yes)),
+			 0);
+
+	/* What the reply said reaches the endpoint. */
+	datagram_to(a, qa, b, ah, ev.ud_svc_reply.ep_info, 0x6d);
+
+	/* Asked again and refused. */
+	ck_assert_it_ok(it_ud_service_request(u));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_UD_SERVICE_REQUEST_EVENT);
+	ck_assert_it_ok(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
+					    IT_UD_SVC_REQ_REJECTED, info, NULL,
+					    0));
+	reply_of(u, &ev);
+	ck_assert_int_eq(ev.ud_svc_reply.status, IT_UD_SVC_REQ_REJECTED);
+	ck_assert(!ev.ud_svc_reply.private_data_present);
+
+	/* A reply naming another Q_Key: carried as given (our IB CM), or,
+	 * where the CM names only its own (a verbs device's rdma_cm),
+	 * refused with IT_ERR_INVALID_EP and "rejected" to the requester:
+	 * never a reply with a Q_Key the endpoint does not have. */
+	ck_assert_it_ok(it_ud_service_request(u));
+	it_wait_event(F.req, &ev);
+	ck_assert_event(&ev, IT_CM_REQ_UD_SERVICE_REQUEST_EVENT);
+	info.ud_ep_key = QKEY;
+	rst = it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
+				  IT_UD_SVC_EP_INFO_VALID, info, NULL, 0);
+	reply_of(u, &ev);
+	if (rst == IT_SUCCESS) {
+		ck_assert_int_eq(ev.ud_svc_reply.status,
+				 IT_UD_SVC_EP_INFO_VALID);
+		ck_assert_uint_eq(ev.ud_svc_reply.ep_info.ud_ep_key, QKEY);
+		ck_assert_uint_eq(ev.ud_svc_reply.ep_info.ud_ep_id, qb);
+	} else {
+		ck_assert_it(rst, IT_ERR_INVALID_EP);
+		ck_assert_int_eq(ev.ud_svc_reply.status,
+				 IT_UD_SVC_REQ_REJECTED);
+	}
+
+	/* A port nobody listens on (a listener's, closed). */
+	q2.type = IT_IANA_PORT;
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, IT_LISTEN_NO_FLAG,
+					 &q2, &l2));
+	ck_assert_it_ok(it_listen_free(l2));
+	ck_assert_it_ok(it_ud_service_request_handle_create(&q2, F.msg, &path,
+							    NULL, 0, &u2));
+	ck_assert_it_ok(it_ud_service_request(u2));
+	reply_of(u2, &ev);
+	ck_assert_int_eq(ev.ud_svc_reply.status, IT_UD_SVC_ID_NOT_SUPPORTED);
+	ck_assert(!it_wait_event_for(F.req, 200, &ev));
+
+	ck_assert_it_ok(it_ud_service_request_handle_free(u));
+	ck_assert_it_ok(it_ud_service_request_handle_free(u2));
+	ck_assert_it_ok(it_listen_free(l));
+	ck_assert_it_ok(it_address_handle_free(ah));
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
 }
 END_TEST
 
@@ -647,6 +781,7 @@ Suite *suite_itapi_ud_rxe_device(void)
 	tcase_add_test(tc, wrong_qkey_dropped);
 	tcase_add_test(tc, sidr_then_datagram);
 	tcase_add_test(tc, sidr_rejected_and_unknown);
+	tcase_add_test(tc, sidr_port_space);
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -663,6 +798,7 @@ Suite *suite_itapi_ud_rxe(void)
 	tcase_add_test(tc, wrong_qkey_dropped);
 	tcase_add_test(tc, sidr_then_datagram);
 	tcase_add_test(tc, sidr_rejected_and_unknown);
+	tcase_add_test(tc, sidr_port_space);
 	tcase_add_test(tc, sidr_mute_peer);
 	tcase_add_test(tc, sidr_duplicate_request);
 	suite_add_tcase(s, tc);

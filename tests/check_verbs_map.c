@@ -232,6 +232,7 @@ START_TEST(test_device_attr)
 				  RNICPI_DEV_CAP_SEND_INV |
 				  RNICPI_DEV_CAP_LOCAL_INV |
 				  RNICPI_DEV_CAP_NATIVE_CM |
+				  RNICPI_DEV_CAP_NATIVE_SIDR |
 				  RNICPI_DEV_CAP_KERNEL_PINS);
 
 	/* The kernel's siw: iWARP, no atomics, no SRQ limit set here, no
@@ -564,6 +565,56 @@ START_TEST(test_cm_events)
 }
 END_TEST
 
+/* A UD service request's events (RDMA_PS_UDP id): the kernel's rdma_cm
+ * reports a SIDR_REP "valid" as ESTABLISHED, another SIDR_REP status as
+ * UNREACHABLE with that status (positive), no SIDR_REP as UNREACHABLE
+ * with -ETIMEDOUT. */
+START_TEST(test_sidr_events)
+{
+	static const struct {
+		enum rdma_cm_event_type t;
+		int ev_status;
+		int type, status;
+		uint8_t sidr_status;
+	} want[] = {
+		{ RDMA_CM_EVENT_ADDR_RESOLVED, 0, VERBS_CM_STEP, 0, 0 },
+		{ RDMA_CM_EVENT_ROUTE_RESOLVED, 0, VERBS_CM_STEP, 0, 0 },
+		{ RDMA_CM_EVENT_ESTABLISHED, 0, RNICPI_CONN_SIDR_REPLY, 0, 0 },
+		{ RDMA_CM_EVENT_UNREACHABLE, 1, RNICPI_CONN_SIDR_REPLY, 0, 1 },
+		{ RDMA_CM_EVENT_UNREACHABLE, 2, RNICPI_CONN_SIDR_REPLY, 0, 2 },
+		{ RDMA_CM_EVENT_UNREACHABLE, 4, RNICPI_CONN_SIDR_REPLY, 0, 4 },
+		{ RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, RNICPI_CONN_SIDR_REPLY,
+		  -ETIMEDOUT, 0 },
+		{ RDMA_CM_EVENT_UNREACHABLE, 0, RNICPI_CONN_SIDR_REPLY,
+		  -ETIMEDOUT, 0 },
+		{ RDMA_CM_EVENT_UNREACHABLE, 300, RNICPI_CONN_SIDR_REPLY,
+		  -ETIMEDOUT, 0 },
+		{ RDMA_CM_EVENT_ADDR_ERROR, -110, RNICPI_CONN_SIDR_REPLY,
+		  -EHOSTUNREACH, 0 },
+		{ RDMA_CM_EVENT_ROUTE_ERROR, -110, RNICPI_CONN_SIDR_REPLY,
+		  -ENETUNREACH, 0 },
+		{ RDMA_CM_EVENT_REJECTED, 28, RNICPI_CONN_SIDR_REPLY, 0, 2 },
+		{ RDMA_CM_EVENT_DEVICE_REMOVAL, 0, RNICPI_CONN_SIDR_REPLY,
+		  -ENODEV, 0 },
+		{ RDMA_CM_EVENT_ADDR_CHANGE, 0, VERBS_CM_IGNORE, 0, 0 },
+		{ RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, VERBS_CM_IGNORE, 0, 0 },
+		{ RDMA_CM_EVENT_DISCONNECTED, 0, VERBS_CM_IGNORE, 0, 0 },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+		struct verbs_sidr_map m =
+			verbs_sidr_event(want[i].t, want[i].ev_status);
+
+		ck_assert_msg(m.type == want[i].type &&
+				      m.status == want[i].status &&
+				      m.sidr_status == want[i].sidr_status,
+			      "%s (%d): got %d/%d/%u", rdma_event_str(want[i].t),
+			      want[i].ev_status, m.type, m.status,
+			      m.sidr_status);
+	}
+}
+END_TEST
+
 /* rdma_cm's private data: the IB CM's REQ/REP/REJ less rdma_cm's header
  * on IB and RoCE, librdmacm's 8-bit length on iWARP. */
 START_TEST(test_cm_pdata_max)
@@ -715,6 +766,7 @@ Suite *suite_verbs_map(void)
 	tcase_add_test(tc, test_ah_attr_translation);
 	tcase_add_test(tc, test_qp_states_and_attrs);
 	tcase_add_test(tc, test_cm_events);
+	tcase_add_test(tc, test_sidr_events);
 	tcase_add_test(tc, test_cm_pdata_max);
 	suite_add_tcase(s, tc);
 

@@ -348,6 +348,19 @@ int ual_qp_cm_connect(struct ual_qp *qp, const struct sockaddr *src,
 		      const struct sockaddr *dst,
 		      const struct rnicpi_conn_param *param);
 int ual_qp_cm_disconnect(struct ual_qp *qp, bool abortive);
+/* RNICPI_DEV_CAP_NATIVE_SIDR: service ID resolution in the provider's
+ * UDP port space (rnicpi.h cm_sidr_request, cm_sidr_destroy,
+ * cm_sidr_reply). */
+int ual_device_cm_sidr_request(struct ual_device *d,
+			       const struct sockaddr *src,
+			       const struct sockaddr *dst, const void *pdata,
+			       uint32_t len, uint32_t timeout_ms,
+			       void *core_ctx, struct rnicpi_sidr **out);
+int ual_device_cm_sidr_destroy(struct ual_device *d,
+			       struct rnicpi_sidr *sidr);
+int ual_device_cm_sidr_reply(struct ual_device *d, struct rnicpi_conn *conn,
+			     uint8_t status, uint32_t qpn, uint32_t qkey,
+			     const void *pdata, uint32_t len);
 
 /*
  * Run the GLib main context @ctx on engine @e, on the calling thread,

@@ -98,3 +98,26 @@ int ual_qp_cm_disconnect(struct ual_qp *qp, bool abortive)
 	g_rec_mutex_unlock(&qp->obj.ctl);
 	return err;
 }
+
+int ual_device_cm_sidr_request(struct ual_device *d,
+			       const struct sockaddr *src,
+			       const struct sockaddr *dst, const void *pdata,
+			       uint32_t len, uint32_t timeout_ms,
+			       void *core_ctx, struct rnicpi_sidr **out)
+{
+	return d->ops.cm_sidr_request(d->rdev, src, dst, pdata, len,
+				      timeout_ms, core_ctx, out);
+}
+
+int ual_device_cm_sidr_destroy(struct ual_device *d,
+			       struct rnicpi_sidr *sidr)
+{
+	return d->ops.cm_sidr_destroy(sidr);
+}
+
+int ual_device_cm_sidr_reply(struct ual_device *d, struct rnicpi_conn *conn,
+			     uint8_t status, uint32_t qpn, uint32_t qkey,
+			     const void *pdata, uint32_t len)
+{
+	return d->ops.cm_sidr_reply(conn, status, qpn, qkey, pdata, len);
+}

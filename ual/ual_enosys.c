@@ -101,6 +101,15 @@ ENOSYS_OP(cm_connect, (struct rnicpi_qp *qp, const struct sockaddr *src,
 ENOSYS_OP(cm_disconnect, (struct rnicpi_qp *qp, int abortive))
 ENOSYS_OP(alloc_mr, (struct rnicpi_pd *pd, uint64_t max_len,
 		     struct rnicpi_mr **out))
+ENOSYS_OP(cm_sidr_request, (struct rnicpi_device *dev,
+			    const struct sockaddr *src,
+			    const struct sockaddr *dst, const void *pdata,
+			    uint32_t len, uint32_t timeout_ms, void *core_ctx,
+			    struct rnicpi_sidr **out))
+ENOSYS_OP(cm_sidr_destroy, (struct rnicpi_sidr *sidr))
+ENOSYS_OP(cm_sidr_reply, (struct rnicpi_conn *conn, uint8_t status,
+			  uint32_t qpn, uint32_t qkey, const void *pdata,
+			  uint32_t len))
 
 /* Optional: a provider without it has nothing to take at open. */
 static int enosys_device_open(struct rnicpi_device *dev)
@@ -119,7 +128,8 @@ static int enosys_device_open(struct rnicpi_device *dev)
 	X(destroy_qp) X(post_send) X(post_recv) X(create_ah) X(destroy_ah)  \
 	X(conn_accept) X(conn_reject) X(iw_connect) X(iw_take_request)      \
 	X(cm_listen) X(cm_listen_destroy) X(cm_connect) X(device_open)     \
-	X(cm_disconnect) X(alloc_mr)
+	X(cm_disconnect) X(alloc_mr) X(cm_sidr_request) X(cm_sidr_destroy) \
+	X(cm_sidr_reply)
 
 /* The X-macro must name every op: one slot forgotten here would be copied
  * as NULL. Op slots are pointer sized, after the uint32_t size. */

@@ -12,8 +12,11 @@
  * IT_ERR_CONN_QUAL_BUSY.
  * Datagrams: on an iWARP IA it_ep_ud_create answers
  * IT_ERR_OP_NOT_SUPPORTED; on any other a UD endpoint (an ibverbs UD QP)
- * has a QP number and takes receives. A UD service request (SIDR) is
- * refused with IT_ERR_OP_NOT_SUPPORTED on both: QP1 is the kernel's.
+ * has a QP number and takes receives. A UD service request (SIDR): on
+ * iWARP refused with IT_ERR_OP_NOT_SUPPORTED; on RoCE it goes through
+ * rdma_cm's UDP port space (QP1 is the kernel's), so a service ID outside
+ * it is refused so, while an IANA port passes that check and the empty
+ * path is what is refused (IT_ERR_INVALID_NETADDR).
  * Prints "objects ok" and exits 0, or names the call that failed.
  */
 #include "config.h"
@@ -22,6 +25,7 @@
 #include "it_api.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +86,17 @@ static int ud_checks(it_ia_handle_t ia, it_pz_handle_t pz,
 	memset(&path, 0, sizeof(path));
 	q.conn_qual.port = htons(7472);
 	st = it_ud_service_request_handle_create(&q, cm, &path, NULL, 0, &u);
+	if (st != (iwarp ? IT_ERR_OP_NOT_SUPPORTED : IT_ERR_INVALID_NETADDR)) {
+		fprintf(stderr, "%s: it_ud_service_request_handle_create (IANA port, empty path): status %d, expected %d\n",
+			it_prog, st,
+			iwarp ? IT_ERR_OP_NOT_SUPPORTED : IT_ERR_INVALID_NETADDR);
+		return 1;
+	}
+	q.type = IT_IB_SERVICEID;
+	q.conn_qual.serviceid = htobe64(0x1234abcdull);
+	st = it_ud_service_request_handle_create(&q, cm, &path, NULL, 0, &u);
 	if (st != IT_ERR_OP_NOT_SUPPORTED) {
-		fprintf(stderr, "%s: it_ud_service_request_handle_create: status %d, expected IT_ERR_OP_NOT_SUPPORTED (%d)\n",
+		fprintf(stderr, "%s: it_ud_service_request_handle_create (service ID 0x1234abcd): status %d, expected IT_ERR_OP_NOT_SUPPORTED (%d)\n",
 			it_prog, st, IT_ERR_OP_NOT_SUPPORTED);
 		return 1;
 	}

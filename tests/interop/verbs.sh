@@ -24,6 +24,8 @@
 # hostrdma-perf -R in guest 1 against perftest's ib_write_bw -R and
 # ib_read_bw -R in guest 2, both roles, on each device.
 # UD datagrams between the guests' rxe0 (tests/interop/it-verbs-ud).
+# SIDR on rxe0 (tests/interop/it-udaddy) against librdmacm's udaddy in
+# guest 2 and against our soft rxe on the host, both roles.
 # hostrdma-conformance (the pure IT-API suites) on siw0 and on rxe0.
 # Last, a second ibverbs device on eth0 (rxe1 beside siw0): one of the
 # two is listed, the other named in a log line.
@@ -115,6 +117,10 @@ udprog=$build/tests/interop/.libs/it-verbs-ud
 [ -x "$udprog" ] || udprog=$build/tests/interop/it-verbs-ud
 [ -x "$udprog" ] || skip "$udprog not built (make -C $build)"
 cp "$udprog" "$work/ov$prefix/bin/it-verbs-ud" || exit 1
+uaprog=$build/tests/interop/.libs/it-udaddy
+[ -x "$uaprog" ] || uaprog=$build/tests/interop/it-udaddy
+[ -x "$uaprog" ] || skip "$uaprog not built (make -C $build)"
+cp "$uaprog" "$work/ov$prefix/bin/it-udaddy" || exit 1
 
 . "$(dirname "${BASH_SOURCE[0]}")/labns.sh"
 lab_pick_ns hrinterop-verbs || exit 1
@@ -130,6 +136,22 @@ rxe_ip2=$("$rp" env | sed -n 's/^RDMAPEER_GUEST2_RXE_IP=//p')
 # hostrdma in guest 1, the installed one (its own provider directory).
 hr() {
 	"$rp" run -t 60 "LD_LIBRARY_PATH=$prefix/lib G_MESSAGES_DEBUG=hostrdma-verbs $*"
+}
+
+# A program in the background in guest $1 (command line $2): bg_pid and
+# bg_log as rdmapeer's bg gives them; 1 when it did not start.
+gbg() {
+	local out
+	bg_pid= bg_log=
+	out=$("$rp" bg -g "$1" "$2") || return 1
+	bg_pid=${out%% *}
+	bg_log=${out##* }
+}
+# Wait (60 s at most) for the program gbg started in guest $1 to end; its
+# output into file $2.
+gwait() {
+	"$rp" run -g "$1" -t 60 "while kill -0 $bg_pid 2>/dev/null; do sleep 0.2; done; cat $bg_log" \
+		>"$2" 2>&1
 }
 
 # hostrdma makes devices only on interfaces up and running with an
@@ -211,18 +233,14 @@ guests_kill() {
 # $1 name, $2 server guest, $3 server command, $4 client guest, $5 client
 # command, $6 server address; port 7174, 10 rounds.
 ping_case() {
-	local name=$1 sg=$2 scmd=$3 cg=$4 ccmd=$5 addr=$6 st=0 bgout pid log
+	local name=$1 sg=$2 scmd=$3 cg=$4 ccmd=$5 addr=$6 st=0
 	want "$name" || return 0
 	guests_kill
-	bgout=$("$rp" bg -g "$sg" "$scmd -s -a $addr -p 7174 -C 10 -S 1024 -v") ||
-		st=1
-	pid=${bgout%% *}
-	log=${bgout##* }
+	gbg "$sg" "$scmd -s -a $addr -p 7174 -C 10 -S 1024 -v" || st=1
 	"$rp" run -g "$sg" wait-listen 7174 20 >/dev/null || st=1
 	"$rp" run -g "$cg" -t 90 "$ccmd -c -a $addr -p 7174 -C 10 -S 1024 -v -V" \
 		>"$work/$name.client" 2>&1 || st=1
-	"$rp" run -g "$sg" -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
-		>"$work/$name.server" 2>&1 || st=1
+	gwait "$sg" "$work/$name.server" || st=1
 	grep -q "ping data: rdma-ping-9: " "$work/$name.client" || st=1
 	grep -q "server ping data: rdma-ping-9: " "$work/$name.server" || st=1
 	grep -qi "error\|fail\|mismatch" "$work/$name.client" "$work/$name.server" &&
@@ -266,15 +284,11 @@ for dev in siw0 rxe0; do
 	st=0
 	guests_kill
 	env="LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=$dev"
-	bgout=$("$rp" bg -g 2 "$env $prefix/bin/it-verbs-cm $dev server $a2 7180") ||
-		st=1
-	pid=${bgout%% *}
-	log=${bgout##* }
+	gbg 2 "$env $prefix/bin/it-verbs-cm $dev server $a2 7180" || st=1
 	"$rp" run -g 2 wait-listen 7180 20 >/dev/null || st=1
 	"$rp" run -g 1 -t 90 "$env $prefix/bin/it-verbs-cm $dev client $a2 7180" \
 		>"$work/cm-$dev.client" 2>&1 || st=1
-	"$rp" run -g 2 -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
-		>"$work/cm-$dev.server" 2>&1 || st=1
+	gwait 2 "$work/cm-$dev.server" || st=1
 	grep -q "^client ok" "$work/cm-$dev.client" || st=1
 	grep -q "^server ok" "$work/cm-$dev.server" || st=1
 	result "cm-$dev" $st
@@ -300,20 +314,16 @@ host_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_SIW_IP=//p')
 host_rxe_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_RXE_IP=//p')
 # $1 name, $2 guest device, $3 soft provider, $4 guest address, $5 host's
 bridge_cases() {
-	local name=$1 dev=$2 p=$3 ga=$4 ha=$5 st=0 bgout pid log ours i
+	local name=$1 dev=$2 p=$3 ga=$4 ha=$5 st=0 ours i
 	want "$name-guest-server" || want "$name-host-server" || return 0
 	[ -x "$hping" ] && [ -n "$ha" ] || { result "$name-skipped" 1; return; }
 	# The guest serves, the host's soft device is the client.
 	guests_kill
-	bgout=$("$rp" bg -g 1 "$(gping_env "$dev") -s -a $ga -p 7175 -C 10 -S 1024 -v") ||
-		st=1
-	pid=${bgout%% *}
-	log=${bgout##* }
+	gbg 1 "$(gping_env "$dev") -s -a $ga -p 7175 -C 10 -S 1024 -v" || st=1
 	"$rp" run -g 1 wait-listen 7175 20 >/dev/null || st=1
 	host_ping "$p" -c -a "$ga" -p 7175 -C 10 -S 1024 -V \
 		>"$work/$name-guest-server.host" 2>&1 || st=1
-	"$rp" run -g 1 -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
-		>"$work/$name-guest-server.guest" 2>&1 || st=1
+	gwait 1 "$work/$name-guest-server.guest" || st=1
 	grep -q "client: 10 rounds of 1024 bytes, validated" \
 		"$work/$name-guest-server.host" || st=1
 	grep -q "server ping data: rdma-ping-9: " \
@@ -347,31 +357,124 @@ bridge_cases bridge-rxe0 rxe0 rxe "$rxe_ip" "$host_rxe_ip"
 # it_ep_ud_create, it_address_handle_create, it_post_sendto and
 # it_post_recvfrom between the guests (tests/interop/it-verbs-ud.c): 16
 # datagrams of 512 bytes each way, every byte and the GRH checked, all
-# from the one peer QP. The server's QPN goes to the client by hand:
-# SIDR (rdma_cm's UDP port space) needs QP1, which the kernel owns.
+# from the one peer QP. The server's QPN goes to the client by hand here
+# (SIDR: the sidr-* cases below).
 if want ud-rxe0; then
 	st=0
 	guests_kill
 	"$rp" run -g 2 'killall it-verbs-ud' >/dev/null 2>&1
 	env="LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=rxe0"
-	bgout=$("$rp" bg -g 2 "$env $prefix/bin/it-verbs-ud rxe0 server $rxe_ip 16") ||
-		st=1
-	pid=${bgout%% *}
-	log=${bgout##* }
+	gbg 2 "$env $prefix/bin/it-verbs-ud rxe0 server $rxe_ip 16" || st=1
 	qpn=
 	for i in $(seq 100); do
-		qpn=$("$rp" run -g 2 "sed -n 's/^qpn //p' $log" 2>/dev/null)
+		qpn=$("$rp" run -g 2 "sed -n 's/^qpn //p' $bg_log" 2>/dev/null)
 		[ -n "$qpn" ] && break
 		sleep 0.2
 	done
 	[ -n "$qpn" ] || st=1
 	"$rp" run -g 1 -t 60 "$env $prefix/bin/it-verbs-ud rxe0 client $rxe_ip2 16 ${qpn:-0}" \
 		>"$work/ud-rxe0.client" 2>&1 || st=1
-	"$rp" run -g 2 -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
-		>"$work/ud-rxe0.server" 2>&1 || st=1
+	gwait 2 "$work/ud-rxe0.server" || st=1
 	grep -q "^client ok" "$work/ud-rxe0.client" || st=1
 	grep -q "^server ok" "$work/ud-rxe0.server" || st=1
 	result ud-rxe0 $st
+fi
+
+# SIDR on rxe0 (rdma_cm's UDP port space, RNICPI_DEV_CAP_NATIVE_SIDR):
+# tests/interop/it-udaddy (IT-API: it_ud_service_request, a listener's
+# it_ud_service_reply) in guest 1 on the verbs device against
+# librdmacm's udaddy in guest 2, both roles: port 7174 (udaddy's, fixed),
+# SIDR_REQ/SIDR_REP through both kernels' IB CMs, the reply's QPN and
+# Q_Key 0x01234567 (RDMA_UDP_QKEY), then 10 datagrams of 100 bytes each
+# way. udaddy's server answers the QPN the first datagram's immediate
+# data names; IT-API sends none, so with ours as client those answers go
+# to QP 0 and the guest's log is the proof (as in rxe.sh). Then across
+# the bridge: it-udaddy on rxe0 against it-udaddy on the host's soft rxe
+# (our own IB CM's SIDR), both roles.
+gudaddy_env() {
+	echo "LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=rxe0 $prefix/bin/it-udaddy -d rxe0"
+}
+# $1 guest, $2 log: wait for it-udaddy's "listening" line
+gudaddy_listening() {
+	"$rp" run -g "$1" -t 30 "for i in \$(seq 150); do grep -q listening $2 && exit 0; sleep 0.2; done; exit 1" \
+		>/dev/null 2>&1
+}
+itu=$build/tests/interop/it-udaddy
+host_udaddy() { # it-udaddy's arguments, on the host's soft rxe
+	"$rp" ns env HOSTRDMA_PROVIDER_PATH="$build/vp/rxe/.libs" \
+		HOSTRDMA_CONF= HOSTRDMA_DEVICES=rxe_rdmabr0 \
+		timeout 120 "$itu" -d rxe_rdmabr0 "$@"
+}
+udaddy_kill() {
+	for g in 1 2; do
+		"$rp" run -g $g 'killall udaddy it-udaddy' >/dev/null 2>&1
+	done
+}
+if want sidr-rxe0-udaddy-server; then
+	name=sidr-rxe0-udaddy-server st=0
+	udaddy_kill
+	gbg 2 "udaddy -b $rxe_ip2 -C 10 -S 100" || st=1
+	"$rp" run -g 2 wait-listen 7174 20 >/dev/null || st=1
+	"$rp" run -g 1 -t 120 "$(gudaddy_env) -c -a $rxe_ip2 -C 10 -S 100 -v" \
+		>"$work/$name.ours" 2>&1 || st=1
+	gwait 2 "$work/$name.theirs" || st=1
+	grep -q "SIDR reply status 0, QPN 0x[0-9a-f]*, Q_Key 0x01234567" \
+		"$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes sent" "$work/$name.ours" || st=1
+	grep -q "data transfers complete" "$work/$name.theirs" || st=1
+	grep -q "return status 0" "$work/$name.theirs" || st=1
+	result $name $st
+fi
+if want sidr-rxe0-udaddy-client; then
+	name=sidr-rxe0-udaddy-client st=0
+	udaddy_kill
+	gbg 1 "$(gudaddy_env) -s -a $rxe_ip -C 10 -S 100 -v" || st=1
+	gudaddy_listening 1 "$bg_log" || st=1
+	"$rp" run -g 2 -t 120 "udaddy -s $rxe_ip -C 10 -S 100" \
+		>"$work/$name.theirs" 2>&1 || st=1
+	gwait 1 "$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes from QP" "$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes sent back" "$work/$name.ours" || st=1
+	grep -q "data transfers complete" "$work/$name.theirs" || st=1
+	grep -q "return status 0" "$work/$name.theirs" || st=1
+	result $name $st
+fi
+if want sidr-bridge-rxe0-guest-server; then
+	name=sidr-bridge-rxe0-guest-server st=0
+	udaddy_kill
+	gbg 1 "$(gudaddy_env) -s -a $rxe_ip -C 10 -S 100 -v" || st=1
+	gudaddy_listening 1 "$bg_log" || st=1
+	host_udaddy -c -a "$rxe_ip" -C 10 -S 100 -v >"$work/$name.host" 2>&1 ||
+		st=1
+	gwait 1 "$work/$name.guest" || st=1
+	grep -q "SIDR reply status 0, QPN 0x[0-9a-f]*, Q_Key 0x01234567" \
+		"$work/$name.host" || st=1
+	grep -q "10 datagrams of 100 bytes sent" "$work/$name.host" || st=1
+	grep -q "10 datagrams of 100 bytes from QP" "$work/$name.guest" || st=1
+	grep -q "10 datagrams of 100 bytes sent back" "$work/$name.guest" ||
+		st=1
+	result $name $st
+fi
+if want sidr-bridge-rxe0-host-server && [ -n "$host_rxe_ip" ]; then
+	name=sidr-bridge-rxe0-host-server st=0
+	udaddy_kill
+	host_udaddy -s -a "$host_rxe_ip" -C 10 -S 100 -v \
+		>"$work/$name.host" 2>&1 &
+	ours=$!
+	for i in $(seq 100); do
+		grep -q listening "$work/$name.host" 2>/dev/null && break
+		sleep 0.1
+	done
+	"$rp" run -g 1 -t 120 "$(gudaddy_env) -c -a $host_rxe_ip -C 10 -S 100 -v" \
+		>"$work/$name.guest" 2>&1 || st=1
+	wait "$ours" || st=1
+	grep -q "SIDR reply status 0, QPN 0x[0-9a-f]*, Q_Key 0x01234567" \
+		"$work/$name.guest" || st=1
+	grep -q "10 datagrams of 100 bytes sent" "$work/$name.guest" || st=1
+	grep -q "10 datagrams of 100 bytes from QP" "$work/$name.host" || st=1
+	grep -q "10 datagrams of 100 bytes sent back" "$work/$name.host" ||
+		st=1
+	result $name $st
 fi
 
 # hostrdma-perf -R (tools/perf_rcm.c: perftest's rdma_cm exchange) in
@@ -383,31 +486,24 @@ gperf_env() { # device
 	echo "LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=$1 $prefix/bin/hostrdma-perf -d $1"
 }
 perf_case() {
-	local name=$1 dev=$2 t=$3 who=$4 addr=$5 st=0 bgout pid log
+	local name=$1 dev=$2 t=$3 who=$4 addr=$5 st=0
 	local args="-R -p 18530 -n 300 -s 65536"
 	want "$name" || return 0
 	guests_kill
 	"$rp" run -g 1 'killall hostrdma-perf' >/dev/null 2>&1
 	"$rp" run -g 2 "killall ib_$t" >/dev/null 2>&1
 	if [ "$who" = theirs ]; then
-		bgout=$("$rp" bg -g 2 "ib_$t -d $dev $args") || st=1
-		pid=${bgout%% *}
-		log=${bgout##* }
+		gbg 2 "ib_$t -d $dev $args" || st=1
 		"$rp" run -g 2 wait-listen 18530 20 >/dev/null || st=1
 		"$rp" run -g 1 -t 120 "$(gperf_env "$dev") $t $args --json $addr" \
 			>"$work/$name.ours" 2>&1 || st=1
-		"$rp" run -g 2 -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
-			>"$work/$name.theirs" 2>&1 || st=1
+		gwait 2 "$work/$name.theirs" || st=1
 	else
-		bgout=$("$rp" bg -g 1 "$(gperf_env "$dev") $t $args --json") ||
-			st=1
-		pid=${bgout%% *}
-		log=${bgout##* }
+		gbg 1 "$(gperf_env "$dev") $t $args --json" || st=1
 		"$rp" run -g 1 wait-listen 18530 20 >/dev/null || st=1
 		"$rp" run -g 2 -t 120 "ib_$t -d $dev $args $addr" \
 			>"$work/$name.theirs" 2>&1 || st=1
-		"$rp" run -g 1 -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
-			>"$work/$name.ours" 2>&1 || st=1
+		gwait 1 "$work/$name.ours" || st=1
 	fi
 	grep -q '"msg_size": *65536, *"iterations": *300,' "$work/$name.ours" ||
 		st=1
@@ -466,10 +562,13 @@ done
 #    requester's completion, with no affiliated async event, so nothing
 #    breaks the connection and neither end's connect EVD hears of it
 #    (rdma_read: over our rxe the affiliated event does);
-#  - SIDR (it_ud_service_request, listening on a service ID): refused on a
-#    verbs device, whose QP1 is the kernel's, and librdmacm's UDP port
-#    space is not wired to it yet (sidr_then_datagram,
-#    sidr_rejected_and_unknown; hostrdma-verbs(7)).
+#  - SIDR outside rdma_cm's UDP port space: a verbs device resolves UD
+#    services through rdma_cm (the kernel owns QP1), which knows only
+#    its port space (0x0111 << 16 | port) and answers with its own Q_Key
+#    0x01234567: service IDs such as 0x1234abcd and a reply naming Q_Key
+#    0x22223333 are refused (sidr_then_datagram,
+#    sidr_rejected_and_unknown; hostrdma-verbs(7)); sidr_port_space, the
+#    same through the port space, runs and must pass.
 conf_allow_siw0="listener_out_of_descriptors listen_lr_port
 	local_and_remote_port socket_convert_both
 	socket_convert_initiator_alone socket_convert_responder_alone

@@ -104,6 +104,17 @@ struct verbs_cm_map {
 	int status;	/* 0 or a negative errno */
 };
 struct verbs_cm_map verbs_cm_event(enum rdma_cm_event_type t);
+/* An rdma_cm event (with its status) on a UD service request's id
+ * (RDMA_PS_UDP): VERBS_CM_STEP or VERBS_CM_IGNORE, or
+ * RNICPI_CONN_SIDR_REPLY with the reply's status (0 or a negative errno)
+ * and, with 0, the SIDR status (IBA table 121). */
+struct verbs_sidr_map {
+	int type;
+	int status;
+	uint8_t sidr_status;
+};
+struct verbs_sidr_map verbs_sidr_event(enum rdma_cm_event_type t,
+				       int ev_status);
 
 /* "mlx5_0" for a single-port device, "mlx5_0:2" for port 2 of a
  * multi-port one. */
@@ -144,6 +155,7 @@ enum verbs_cm_kind {
 	VERBS_CM_KIND_LISTENER = 1,
 	VERBS_CM_KIND_CONN,
 	VERBS_CM_KIND_QP,
+	VERBS_CM_KIND_SIDR,	/* a UD service request of ours */
 };
 
 /* Bytes of private data rdma_cm carries for a connect, an accept or a

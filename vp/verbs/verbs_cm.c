@@ -4,7 +4,10 @@
  * (RNICPI_DEV_CAP_NATIVE_CM): listen, connect, accept, reject and
  * disconnect in rdma_cm's TCP port space (RDMA_PS_TCP), so that the
  * peer may be any rdma_cm application (rping) or hostrdma's own soft
- * providers' MPA and IB CM.
+ * providers' MPA and IB CM. On IB and RoCE, UD service ID resolution in
+ * rdma_cm's UDP port space (RDMA_PS_UDP, SIDR on the wire, as udaddy):
+ * a listener listens on the same port of both spaces, and a request is
+ * an id of its own (struct verbs_sidr).
  *
  * One event channel per device; its fd is watched by the device's engine
  * beside the async fd, and every event is handled on that thread,
@@ -60,6 +63,7 @@ struct verbs_listener {
 	struct rnicpi_listener base;
 	struct verbs_dev *vd;
 	struct rdma_cm_id *id;
+	struct rdma_cm_id *uid;	/* the UDP port space's, or NULL */
 	int ref;	/* under vd->cm_lock: 1 + upcalls under way */
 	bool dead;
 };
@@ -72,6 +76,18 @@ struct verbs_conn {
 	bool in_upcall;		/* the REQUEST upcall runs */
 	bool answered;
 	bool peer_gone;
+};
+
+/* A UD service request: an RDMA_PS_UDP id resolving, then asking. */
+struct verbs_sidr {
+	enum verbs_cm_kind kind;
+	struct rnicpi_sidr base;
+	struct verbs_dev *vd;
+	struct rdma_cm_id *id;
+	uint8_t pdata[256];
+	uint8_t pdata_len;
+	uint32_t timeout_ms;
+	bool done;		/* its reply was reported */
 };
 
 static struct verbs_dev *to_vd(struct rnicpi_device *d)
@@ -248,12 +264,24 @@ static void handle_request(struct verbs_dev *vd, struct rdma_cm_event *ev)
 	c->in_upcall = true;
 	nid->context = &c->kind;
 	l->ref++;
-	out.type = RNICPI_CONN_REQUEST;
 	out.conn = &c->base;
 	out.listener = &l->base;
-	ev_pdata(&out, pdata, ev);
-	out.ird = ev->param.conn.responder_resources;
-	out.ord = ev->param.conn.initiator_depth;
+	if (nid->ps == RDMA_PS_UDP) {
+		/* A SIDR_REQ, rdma_cm's header taken off. */
+		uint32_t len = ev->param.ud.private_data_len;
+
+		out.type = RNICPI_CONN_SIDR_REQUEST;
+		if (ev->param.ud.private_data && len) {
+			memcpy(pdata, ev->param.ud.private_data, len);
+			out.private_data = pdata;
+			out.private_data_len = len;
+		}
+	} else {
+		out.type = RNICPI_CONN_REQUEST;
+		ev_pdata(&out, pdata, ev);
+		out.ird = ev->param.conn.responder_resources;
+		out.ord = ev->param.conn.initiator_depth;
+	}
 	ev_addrs(&out, nid);
 	g_mutex_unlock(&vd->cm_lock);
 	rdma_ack_cm_event(ev);
@@ -424,6 +452,83 @@ static void handle_qp_event(struct verbs_dev *vd, struct verbs_qp *q,
 	g_mutex_unlock(&vd->cm_lock);
 }
 
+/* The steps of a UD service request; its reply. Called with cm_lock
+ * held, the event not acknowledged yet; returns with both done. */
+static void handle_sidr_event(struct verbs_dev *vd, struct verbs_sidr *r,
+			      struct rdma_cm_event *ev)
+{
+	struct verbs_sidr_map m = verbs_sidr_event(ev->event, ev->status);
+	struct rnicpi_conn_event out = { 0 };
+	struct rdma_cm_id *id = r->id;
+	enum rdma_cm_event_type type = ev->event;
+	uint8_t pdata[256];
+	struct rdma_conn_param cp;
+	bool free_r;
+
+	if (r->done || m.type == VERBS_CM_IGNORE) {
+		g_mutex_unlock(&vd->cm_lock);
+		g_debug("%s: SIDR: %s ignored", vd->rdev.name,
+			rdma_event_str(type));
+		rdma_ack_cm_event(ev);
+		return;
+	}
+	vd->cm_busy = r;
+	out.type = RNICPI_CONN_SIDR_REPLY;
+	out.sidr = &r->base;
+	out.status = m.status;
+	out.sidr_status = m.sidr_status;
+	if (type == RDMA_CM_EVENT_ESTABLISHED) {
+		uint32_t len = ev->param.ud.private_data_len;
+
+		out.qpn = ev->param.ud.qp_num;
+		out.qkey = ev->param.ud.qkey;
+		if (ev->param.ud.private_data && len) {
+			memcpy(pdata, ev->param.ud.private_data, len);
+			out.private_data = pdata;
+			out.private_data_len = len;
+		}
+	}
+	g_mutex_unlock(&vd->cm_lock);
+	rdma_ack_cm_event(ev);
+	g_debug("%s: SIDR: %s (status %d)", vd->rdev.name,
+		rdma_event_str(type), ev->status);
+
+	if (type == RDMA_CM_EVENT_ADDR_RESOLVED) {
+		if (!id_on_device(vd, id)) {
+			g_info("%s: SIDR: the destination is reached through %s port %u, not this device",
+			       vd->rdev.name, id_device_name(id),
+			       id->port_num);
+			out.status = -ENETUNREACH;
+		} else if (rdma_resolve_route(id, (int)r->timeout_ms)) {
+			out.status = neg_errno();
+		} else {
+			m.type = VERBS_CM_IGNORE;
+		}
+	} else if (type == RDMA_CM_EVENT_ROUTE_RESOLVED) {
+		memset(&cp, 0, sizeof(cp));
+		cp.private_data = r->pdata_len ? r->pdata : NULL;
+		cp.private_data_len = r->pdata_len;
+		if (rdma_connect(id, &cp))
+			out.status = neg_errno();
+		else
+			m.type = VERBS_CM_IGNORE;
+	}
+	if (m.type != VERBS_CM_IGNORE) {
+		g_mutex_lock(&vd->cm_lock);
+		r->done = true;
+		g_mutex_unlock(&vd->cm_lock);
+		upcall(vd, &out);
+	}
+	g_mutex_lock(&vd->cm_lock);
+	vd->cm_busy = NULL;
+	/* Destroyed from inside the upcall: ours to free. */
+	free_r = !r->vd;
+	g_cond_broadcast(&vd->cm_cond);
+	g_mutex_unlock(&vd->cm_lock);
+	if (free_r)
+		g_free(r);
+}
+
 static void handle_event(struct verbs_dev *vd, struct rdma_cm_event *ev)
 {
 	enum verbs_cm_kind *kind;
@@ -442,6 +547,12 @@ static void handle_event(struct verbs_dev *vd, struct rdma_cm_event *ev)
 	if (kind && *kind == VERBS_CM_KIND_CONN) {
 		handle_conn_event(vd,
 				  container_of(kind, struct verbs_conn, kind),
+				  ev);
+		return;
+	}
+	if (kind && *kind == VERBS_CM_KIND_SIDR) {
+		handle_sidr_event(vd,
+				  container_of(kind, struct verbs_sidr, kind),
 				  ev);
 		return;
 	}
@@ -505,6 +616,39 @@ void verbs_cm_close(struct verbs_dev *vd)
 /* Device ops                                                          */
 /* ------------------------------------------------------------------ */
 
+/* The same port of the UDP port space, for SIDR requests: best effort
+ * (another process may hold it; then the listener answers none). */
+static void listen_udp(struct verbs_dev *vd, struct verbs_listener *l,
+		       const struct sockaddr *addr)
+{
+	struct sockaddr_storage a = { 0 };
+	int err;
+
+	memcpy(&a, addr, sa_len(addr));
+	if (a.ss_family == AF_INET)
+		((struct sockaddr_in *)(void *)&a)->sin_port =
+			htons(l->base.port);
+	else
+		((struct sockaddr_in6 *)(void *)&a)->sin6_port =
+			htons(l->base.port);
+	if (rdma_create_id(vd->cm_ch, &l->uid, &l->kind, RDMA_PS_UDP)) {
+		err = neg_errno();
+		l->uid = NULL;
+		goto fail;
+	}
+	if (rdma_bind_addr(l->uid, (struct sockaddr *)&a) ||
+	    rdma_listen(l->uid, 64)) {
+		err = neg_errno();
+		rdma_destroy_id(l->uid);
+		l->uid = NULL;
+		goto fail;
+	}
+	return;
+fail:
+	g_info("%s: port %u of rdma_cm's UDP port space: %s; the listener answers no UD service requests",
+	       vd->rdev.name, l->base.port, g_strerror(-err));
+}
+
 static int verbs_cm_listen(struct rnicpi_device *d, const struct sockaddr *addr,
 			   int backlog, void *core_ctx,
 			   struct rnicpi_listener **out)
@@ -544,6 +688,8 @@ static int verbs_cm_listen(struct rnicpi_device *d, const struct sockaddr *addr,
 		goto fail;
 	}
 	l->base.port = ntohs(rdma_get_src_port(l->id));
+	if (vd->transport != RNICPI_TRANSPORT_IWARP)
+		listen_udp(vd, l, addr);
 	*out = &l->base;
 	return 0;
 fail:
@@ -565,6 +711,8 @@ static int verbs_cm_listen_destroy(struct rnicpi_listener *rl)
 	/* Waits for its events to be acknowledged, which the engine does
 	 * before each upcall. */
 	rdma_destroy_id(l->id);
+	if (l->uid)
+		rdma_destroy_id(l->uid);
 	g_mutex_lock(&vd->cm_lock);
 	free_l = --l->ref == 0;
 	g_mutex_unlock(&vd->cm_lock);
@@ -712,28 +860,41 @@ fail:
 	return err;
 }
 
-static int verbs_conn_reject(struct rnicpi_conn *rc, const void *pdata,
-			     uint32_t len)
+/* Take @c's rdma_cm id to answer it with; @c is freed unless its
+ * REQUEST upcall still runs. false when it was answered already. */
+static bool conn_take(struct verbs_conn *c, struct rdma_cm_id **id,
+		      bool *gone)
 {
-	struct verbs_conn *c = container_of(rc, struct verbs_conn, base);
 	struct verbs_dev *vd = c->vd;
-	struct rdma_cm_id *id;
-	bool free_c, gone;
-	int err = 0;
+	bool free_c;
 
 	g_mutex_lock(&vd->cm_lock);
 	if (c->answered) {
 		g_mutex_unlock(&vd->cm_lock);
-		return -EINVAL;
+		return false;
 	}
-	id = c->id;
-	gone = c->peer_gone;
+	*id = c->id;
+	*gone = c->peer_gone;
 	c->id = NULL;
 	c->answered = true;
 	free_c = !c->in_upcall;
 	g_mutex_unlock(&vd->cm_lock);
 	if (free_c)
 		g_free(c);
+	return true;
+}
+
+static int verbs_conn_reject(struct rnicpi_conn *rc, const void *pdata,
+			     uint32_t len)
+{
+	struct verbs_conn *c = container_of(rc, struct verbs_conn, base);
+	struct verbs_dev *vd = c->vd;
+	struct rdma_cm_id *id;
+	bool gone;
+	int err = 0;
+
+	if (!conn_take(c, &id, &gone))
+		return -EINVAL;
 	if (len > verbs_cm_pdata_max(vd->transport, VERBS_PDATA_REJECT)) {
 		len = 0;
 		err = -EMSGSIZE;
@@ -771,6 +932,134 @@ static int verbs_cm_disconnect(struct rnicpi_qp *qp, int abortive)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* UD service requests (RDMA_PS_UDP)                                   */
+/* ------------------------------------------------------------------ */
+
+static int verbs_cm_sidr_request(struct rnicpi_device *d,
+				 const struct sockaddr *src,
+				 const struct sockaddr *dst, const void *pdata,
+				 uint32_t len, uint32_t timeout_ms,
+				 void *core_ctx, struct rnicpi_sidr **out)
+{
+	struct verbs_dev *vd = to_vd(d);
+	struct verbs_sidr *r;
+	int err;
+
+	if (!vd->cm_ch || vd->transport == RNICPI_TRANSPORT_IWARP)
+		return -EOPNOTSUPP;
+	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
+		return -EAFNOSUPPORT;
+	/* A SIDR_REQ's 216 bytes less rdma_cm's 36-byte header. */
+	if (len > 180 || (len && !pdata))
+		return -EMSGSIZE;
+	r = g_new0(struct verbs_sidr, 1);
+	r->kind = VERBS_CM_KIND_SIDR;
+	r->vd = vd;
+	r->base.device = d;
+	r->base.core_ctx = core_ctx;
+	if (len)
+		memcpy(r->pdata, pdata, len);
+	r->pdata_len = (uint8_t)len;
+	r->timeout_ms = timeout_ms ? MIN(timeout_ms, 600000u) :
+				     VERBS_CM_RESOLVE_MS;
+	if (rdma_create_id(vd->cm_ch, &r->id, NULL, RDMA_PS_UDP)) {
+		err = neg_errno();
+		g_free(r);
+		return err;
+	}
+	g_mutex_lock(&vd->cm_lock);
+	r->id->context = &r->kind;
+	g_mutex_unlock(&vd->cm_lock);
+	*out = &r->base;
+	if (rdma_resolve_addr(r->id,
+			      src && src->sa_family != AF_UNSPEC ?
+				      (struct sockaddr *)src :
+				      NULL,
+			      (struct sockaddr *)dst, (int)r->timeout_ms)) {
+		err = neg_errno();
+		g_mutex_lock(&vd->cm_lock);
+		r->id->context = NULL;
+		g_mutex_unlock(&vd->cm_lock);
+		rdma_destroy_id(r->id);
+		g_free(r);
+		return err;
+	}
+	return 0;
+}
+
+static int verbs_cm_sidr_destroy(struct rnicpi_sidr *rs)
+{
+	struct verbs_sidr *r = container_of(rs, struct verbs_sidr, base);
+	struct verbs_dev *vd = r->vd;
+
+	g_mutex_lock(&vd->cm_lock);
+	while (vd->cm_busy == r && !rnicpi_engine_on_thread(&vd->engine))
+		g_cond_wait(&vd->cm_cond, &vd->cm_lock);
+	r->id->context = NULL;
+	g_mutex_unlock(&vd->cm_lock);
+	rdma_destroy_id(r->id);
+	/* From inside its own upcall the engine thread still reads r: it
+	 * is freed there (cm_busy is cleared after the upcall). */
+	g_mutex_lock(&vd->cm_lock);
+	if (vd->cm_busy == r) {
+		r->vd = NULL;
+		g_mutex_unlock(&vd->cm_lock);
+		return 0;
+	}
+	g_mutex_unlock(&vd->cm_lock);
+	g_free(r);
+	return 0;
+}
+
+static int verbs_cm_sidr_reply(struct rnicpi_conn *rc, uint8_t status,
+			       uint32_t qpn, uint32_t qkey, const void *pdata,
+			       uint32_t len)
+{
+	struct verbs_conn *c = container_of(rc, struct verbs_conn, base);
+	struct verbs_dev *vd = c->vd;
+	struct rdma_conn_param cp;
+	struct rdma_cm_id *id;
+	bool gone;
+	int err = 0;
+
+	if (!conn_take(c, &id, &gone))
+		return -EINVAL;
+	/* The SIDR_REP's 136 bytes of private data. */
+	if (len > 136) {
+		len = 0;
+		status = 2;
+		err = -EMSGSIZE;
+	}
+	/* The kernel's rdma_cm answers an IP-addressed request with its
+	 * own Q_Key (RDMA_UDP_QKEY), whatever librdmacm passes: a UD QP
+	 * with another Q_Key would be named wrongly, so it is refused. */
+	if (!status && qkey != RDMA_UDP_QKEY) {
+		g_info("%s: SIDR reply with Q_Key 0x%08x: rdma_cm's UDP port space answers with Q_Key 0x%08x only (RDMA_UDP_QKEY); refused",
+		       vd->rdev.name, qkey, RDMA_UDP_QKEY);
+		status = 2;
+		len = 0;
+		err = -EINVAL;
+	}
+	if (status && status != 2)
+		g_debug("%s: SIDR status %u goes out as \"rejected\" (rdma_cm sends no other)",
+			vd->rdev.name, status);
+	if (gone) {
+		/* nothing to answer */
+	} else if (!status) {
+		memset(&cp, 0, sizeof(cp));
+		cp.private_data = len ? pdata : NULL;
+		cp.private_data_len = (uint8_t)len;
+		cp.qp_num = qpn;
+		if (rdma_accept(id, &cp))
+			err = neg_errno();
+	} else if (rdma_reject(id, len ? pdata : NULL, (uint8_t)len) && !err) {
+		err = neg_errno();
+	}
+	rdma_destroy_id(id);
+	return err;
+}
+
 void verbs_cm_qp_release(struct verbs_qp *q)
 {
 	struct verbs_dev *vd = q->vd;
@@ -799,4 +1088,7 @@ void verbs_cm_fill_ops(struct rnicpi_device_ops *ops)
 	ops->cm_disconnect = verbs_cm_disconnect;
 	ops->conn_accept = verbs_conn_accept;
 	ops->conn_reject = verbs_conn_reject;
+	ops->cm_sidr_request = verbs_cm_sidr_request;
+	ops->cm_sidr_destroy = verbs_cm_sidr_destroy;
+	ops->cm_sidr_reply = verbs_cm_sidr_reply;
 }

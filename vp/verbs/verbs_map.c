@@ -292,8 +292,11 @@ void verbs_fill_device_attr(const struct ibv_device_attr *in,
 	 * lack it, as the kernel's siw does). */
 	out->caps = RNICPI_DEV_CAP_RC | RNICPI_DEV_CAP_NATIVE_CM |
 		    RNICPI_DEV_CAP_KERNEL_PINS;
+	/* UD, and service ID resolution in rdma_cm's UDP port space (the
+	 * kernel's IB CM sends SIDR_REQ/SIDR_REP over QP1): IB and RoCE. */
 	if (transport != RNICPI_TRANSPORT_IWARP)
-		out->caps |= RNICPI_DEV_CAP_UD | RNICPI_DEV_CAP_IMM_DATA;
+		out->caps |= RNICPI_DEV_CAP_UD | RNICPI_DEV_CAP_IMM_DATA |
+			     RNICPI_DEV_CAP_NATIVE_SIDR;
 	if (in->max_srq)
 		out->caps |= RNICPI_DEV_CAP_SRQ;
 	/* ibv_modify_srq with IBV_SRQ_MAX_WR (the kernel's rxe; not siw). */
@@ -602,6 +605,52 @@ struct verbs_cm_map verbs_cm_event(enum rdma_cm_event_type t)
 	if ((unsigned int)t >= N_ELEM(cm_event_map) || !cm_event_map[t].type)
 		return none;
 	return cm_event_map[t];
+}
+
+/*
+ * A SIDR request through rdma_cm (kernel's cma.c): the answer comes as
+ * ESTABLISHED (SIDR_REP "valid": QP and Q_Key in the event), or as
+ * UNREACHABLE with the SIDR_REP's status (1..4, positive) or a negative
+ * errno (-ETIMEDOUT: no SIDR_REP after the IB CM's retries).
+ */
+struct verbs_sidr_map verbs_sidr_event(enum rdma_cm_event_type t,
+				       int ev_status)
+{
+	struct verbs_sidr_map m = { RNICPI_CONN_SIDR_REPLY, 0, 0 };
+
+	switch (t) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		m.type = VERBS_CM_STEP;
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		if (ev_status > 0 && ev_status <= 255)
+			m.sidr_status = (uint8_t)ev_status;
+		else
+			m.status = ev_status < 0 ? ev_status : -ETIMEDOUT;
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		m.sidr_status = 2;	/* rejected */
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		m.status = -EHOSTUNREACH;
+		break;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		m.status = -ENETUNREACH;
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		m.status = -ECONNRESET;
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		m.status = -ENODEV;
+		break;
+	default:
+		m.type = VERBS_CM_IGNORE;
+		break;
+	}
+	return m;
 }
 
 /*
