@@ -50,10 +50,6 @@ struct native_sidr_in {
 	char prefix[CM_PREFIX_MAX];
 };
 
-/* The requests reported and not answered yet, of every native device:
- * &req_id -> struct native_sidr_in *. */
-static GMutex in_lock;
-static GHashTable *in_table;
 
 /* ------------------------------------------------------------------ */
 /* Requester                                                           */
@@ -205,34 +201,39 @@ static void in_free(struct native_sidr_in *in)
 	g_free(in);
 }
 
-/* The request @req_id, taken out of the table, or NULL. */
-static struct native_sidr_in *in_take(uint64_t req_id)
+/* The request @req_id, taken out of @cm's table, or NULL. */
+static struct native_sidr_in *in_take(struct cm *cm, uint64_t req_id)
 {
 	struct native_sidr_in *in = NULL;
 
-	g_mutex_lock(&in_lock);
-	if (in_table) {
-		in = g_hash_table_lookup(in_table, &req_id);
+	g_mutex_lock(&cm->lock);
+	if (cm->native_sidr_in) {
+		in = g_hash_table_lookup(cm->native_sidr_in, &req_id);
 		if (in)
-			g_hash_table_remove(in_table, &in->req_id);
+			g_hash_table_remove(cm->native_sidr_in, &in->req_id);
 	}
-	g_mutex_unlock(&in_lock);
+	g_mutex_unlock(&cm->lock);
 	return in;
 }
 
 static gboolean in_timeout(gpointer data)
 {
 	uint64_t req_id = *(uint64_t *)data;
+	struct cm *cm = cm_get();
 	struct native_sidr_in *in;
 
-	g_mutex_lock(&in_lock);
-	in = in_table ? g_hash_table_lookup(in_table, &req_id) : NULL;
+	if (!cm)
+		return G_SOURCE_REMOVE;
+	g_mutex_lock(&cm->lock);
+	in = cm->native_sidr_in ?
+		     g_hash_table_lookup(cm->native_sidr_in, &req_id) :
+		     NULL;
 	if (!in || in->timer != g_main_current_source()) {
-		g_mutex_unlock(&in_lock);
+		g_mutex_unlock(&cm->lock);
 		return G_SOURCE_REMOVE;
 	}
-	g_hash_table_remove(in_table, &in->req_id);
-	g_mutex_unlock(&in_lock);
+	g_hash_table_remove(cm->native_sidr_in, &in->req_id);
+	g_mutex_unlock(&cm->lock);
 	g_info("%s unanswered; refused", in->prefix);
 	ual_device_cm_sidr_reply(in->dev, in->conn, IB_SIDR_REJECT, 0, 0,
 				 NULL, 0);
@@ -262,16 +263,15 @@ static void request_event(struct cm *cm, struct ual_device *d,
 	in->conn = ev->conn;
 	g_mutex_lock(&cm->lock);
 	req_id = in->req_id = cm->next_req_id++;
-	g_mutex_unlock(&cm->lock);
 	snprintf(in->prefix, sizeof(in->prefix), "SIDR-IN[%" PRIu64 "] %s:",
 		 req_id, ual_device_name(d));
-	g_mutex_lock(&in_lock);
-	if (!in_table)
-		in_table = g_hash_table_new(g_int64_hash, g_int64_equal);
-	g_hash_table_insert(in_table, &in->req_id, in);
+	if (!cm->native_sidr_in)
+		cm->native_sidr_in =
+			g_hash_table_new(g_int64_hash, g_int64_equal);
+	g_hash_table_insert(cm->native_sidr_in, &in->req_id, in);
 	in->timer = cm_timeout_add(cm, cm->timeout_ms, in_timeout,
 				   g_memdup2(&req_id, sizeof(req_id)), g_free);
-	g_mutex_unlock(&in_lock);
+	g_mutex_unlock(&cm->lock);
 	{
 		struct cm_event out = {
 			.type = CM_EV_SIDR_REQUEST,
@@ -299,14 +299,17 @@ static void request_event(struct cm *cm, struct ual_device *d,
 int cm_native_sidr_reply(uint64_t req_id, uint8_t status, uint32_t qpn,
 			 uint32_t qkey, const void *pdata, uint32_t len)
 {
+	struct cm *cm = cm_get();
 	struct native_sidr_in *in;
 	int err;
 
+	if (!cm)
+		return -ENOENT;
 	if (len > IB_CM_SIDR_REP_PDATA)
 		return -EMSGSIZE;
 	if (status > IB_SIDR_REDIRECT || qpn > 0xffffff)
 		return -EINVAL;
-	in = in_take(req_id);
+	in = in_take(cm, req_id);
 	if (!in)
 		return -ENOENT;
 	err = ual_device_cm_sidr_reply(in->dev, in->conn, status, qpn, qkey,
@@ -336,10 +339,9 @@ void cm_native_sidr_fini(struct cm *cm)
 	gpointer val;
 	GHashTable *t;
 
-	(void)cm;
-	g_mutex_lock(&in_lock);
-	t = g_steal_pointer(&in_table);
-	g_mutex_unlock(&in_lock);
+	g_mutex_lock(&cm->lock);
+	t = g_steal_pointer(&cm->native_sidr_in);
+	g_mutex_unlock(&cm->lock);
 	if (!t)
 		return;
 	/* Requests nobody answered: refused, the peers learn at once. */

@@ -125,6 +125,9 @@ struct cm {
 	guint next_obj;
 	void *iwarp;		/* cm_iwarp.c's state */
 	void *ib;		/* cm_ib.c's state */
+	/* cm_native_sidr.c: &req_id -> its SIDR request reported and not
+	 * answered yet (NULL until the first) */
+	GHashTable *native_sidr_in;
 };
 
 struct cm_listen {
