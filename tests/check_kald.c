@@ -1282,6 +1282,25 @@ static void shell_check(struct shell *sh, int conn, int seed,
 	shell_do(sh, cmd, want, 60, k);
 }
 
+/* @from connects to @to's listener at @addr:@port, its connection
+ * number @n at both ends, and both see it made. */
+static void shell_connect(struct shell *from, struct shell *to,
+			  const char *addr, const char *port, int n,
+			  struct kald_run *k)
+{
+	char cmd[64], want[32];
+
+	shell_do(to, "accept", NULL, 0, k);
+	snprintf(cmd, sizeof(cmd), "connect %s %s", addr, port);
+	snprintf(want, sizeof(want), "CONNECTING %d", n);
+	shell_do(from, cmd, want, 30, k);
+	snprintf(cmd, sizeof(cmd), "wait %d", n);
+	snprintf(want, sizeof(want), "CONNECTED %d", n);
+	shell_do(from, cmd, want, 60, k);
+	snprintf(want, sizeof(want), "ACCEPTED %d", n);
+	shell_wait(to, want, 60, k);
+}
+
 static int shell_quit(struct shell *sh)
 {
 	int rc;
@@ -1328,16 +1347,8 @@ START_TEST(kald_restart_running_process)
 	shell_listen(&Q, qport, sizeof(qport), &k);
 	shell_listen(&P, pport, sizeof(pport), &k);
 	/* P -> Q (P's 0, Q's 0), Q -> P over IPv6 (Q's 1, P's 1). */
-	shell_do(&Q, "accept", NULL, 0, &k);
-	snprintf(cmd, sizeof(cmd), "connect 127.0.0.1 %s", qport);
-	shell_do(&P, cmd, "CONNECTING 0", 30, &k);
-	shell_do(&P, "wait 0", "CONNECTED 0", 60, &k);
-	shell_wait(&Q, "ACCEPTED 0", 60, &k);
-	shell_do(&P, "accept", NULL, 0, &k);
-	snprintf(cmd, sizeof(cmd), "connect ::1 %s", pport);
-	shell_do(&Q, cmd, "CONNECTING 1", 30, &k);
-	shell_do(&Q, "wait 1", "CONNECTED 1", 60, &k);
-	shell_wait(&P, "ACCEPTED 1", 60, &k);
+	shell_connect(&P, &Q, "127.0.0.1", qport, 0, &k);
+	shell_connect(&Q, &P, "::1", pport, 1, &k);
 	shell_check(&P, 0, 1, &k);
 	shell_check(&P, 1, 2, &k);
 	shell_check(&Q, 0, 3, &k);
@@ -1380,11 +1391,7 @@ START_TEST(kald_restart_running_process)
 	shell_check(&Q, 2, 11, &k);
 	/* P as the passive side of a new connection, on the listener it
 	 * asked for during the outage. */
-	shell_do(&P, "accept", NULL, 0, &k);
-	snprintf(cmd, sizeof(cmd), "connect 127.0.0.1 %s", pport2);
-	shell_do(&Q, cmd, "CONNECTING 3", 30, &k);
-	shell_do(&Q, "wait 3", "CONNECTED 3", 60, &k);
-	shell_wait(&P, "ACCEPTED 3", 60, &k);
+	shell_connect(&Q, &P, "127.0.0.1", pport2, 3, &k);
 	shell_check(&P, 3, 12, &k);
 	shell_check(&Q, 3, 13, &k);
 	/* The old connections, still. */
@@ -1447,11 +1454,7 @@ START_TEST(kald_keeper_killed)
 	shell_start(&P, &k);
 	shell_start(&Q, &k);
 	shell_listen(&Q, qport, sizeof(qport), &k);
-	shell_do(&Q, "accept", NULL, 0, &k);
-	snprintf(cmd, sizeof(cmd), "connect 127.0.0.1 %s", qport);
-	shell_do(&P, cmd, "CONNECTING 0", 30, &k);
-	shell_do(&P, "wait 0", "CONNECTED 0", 60, &k);
-	shell_wait(&Q, "ACCEPTED 0", 60, &k);
+	shell_connect(&P, &Q, "127.0.0.1", qport, 0, &k);
 	shell_check(&P, 0, 1, &k);
 
 	keeper = kald_keeper_pid(&k);
@@ -1475,6 +1478,7 @@ START_TEST(kald_keeper_killed)
 	shell_do(&Q, "listen", want, 30, &k);
 	snprintf(want, sizeof(want), "ERROR connect %d\n",
 		 IT_ERR_IA_CATASTROPHE);
+	snprintf(cmd, sizeof(cmd), "connect 127.0.0.1 %s", qport);
 	shell_do(&P, cmd, want, 30, &k);
 	ck_assert_msg(strstr(Q.p.text->str, "are both gone"), "%s",
 		      tail(Q.p.text->str));
