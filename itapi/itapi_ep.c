@@ -317,7 +317,7 @@ void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm)
 
 	g_mutex_lock(&ep->lock);
 	held = ep->srq_held;
-	cm = ep->cm;
+	cm = wm & ITAPI_WM_HARD ? itapi_ep_cm_ref_locked(ep) : NULL;
 	g_mutex_unlock(&ep->lock);
 	if (wm & ITAPI_WM_SOFT) {
 		itapi_debug(&ep->obj, "%zu SRQ receives held: soft high watermark",
@@ -333,6 +333,7 @@ void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm)
 	if (err)
 		itapi_debug(&ep->obj, "hard high watermark: no connection to break (%s)",
 			    g_strerror(-err));
+	cm_id_unref(cm);
 }
 
 /*
@@ -356,7 +357,7 @@ void itapi_ep_qp_failed(struct itapi_ep *ep)
 	g_mutex_lock(&ep->lock);
 	if (ep->state.rc == IT_EP_STATE_CONNECTED && ep->cm && !ep->qp_failed) {
 		ep->qp_failed = true;
-		cm = ep->cm;
+		cm = itapi_ep_cm_ref_locked(ep);
 	}
 	g_mutex_unlock(&ep->lock);
 	if (!cm)
@@ -366,6 +367,7 @@ void itapi_ep_qp_failed(struct itapi_ep *ep)
 	if (err)
 		itapi_debug(&ep->obj, "QP failed: no connection to break (%s)",
 			    g_strerror(-err));
+	cm_id_unref(cm);
 }
 
 it_status_t itapi_ep_create(struct itapi_pz *pz, it_transport_service_type_t service,

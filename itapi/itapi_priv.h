@@ -287,6 +287,15 @@ struct itapi_ep {
 	bool qp_failed;
 };
 
+/* @ep's connection with a reference of the caller's (cm_id_unref it when
+ * done), or NULL. Under ep->lock: what is used after the lock is dropped
+ * needs the reference, since it_ep_free and it_ep_reset destroy ep->cm
+ * (ep_drop_qp) on the consumer's thread meanwhile. */
+static inline struct cm_id *itapi_ep_cm_ref_locked(struct itapi_ep *ep)
+{
+	return ep->cm ? cm_id_ref(ep->cm) : NULL;
+}
+
 /* Watermark outcomes of one SRQ receive completion. */
 enum {
 	ITAPI_WM_SOFT = 1u << 0,
