@@ -3,8 +3,9 @@
  * IT-API connections over soft-RoCE on lo, the InfiniBand CM's own cases:
  * service IDs, a peer that never answers (REQ retries, then the time-out),
  * a slow consumer (MRA), lost and duplicated MADs (the provider's fault
- * hooks on every received packet, QP1's included), and an application
- * that frees its endpoint on the receive a DREQ or REJ flushed.
+ * hooks on every received packet, QP1's included), an application
+ * that frees its endpoint on the receive a DREQ or REJ flushed, and one
+ * that frees its endpoint while a QP failure breaks its connection.
  */
 #include "config.h"
 
@@ -13,10 +14,13 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "itapi/itapi_priv.h"
 #include "tests/testutil_itapi.h"
 #include "tests/suites.h"
 
@@ -469,6 +473,139 @@ START_TEST(rej_frees_ep_on_flush)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* A QP failure racing the endpoint's free                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An affiliated QP error on a connected RoCE endpoint makes itapi break
+ * the connection (itapi_ep_qp_failed): it finds the endpoint's cm_id
+ * under the endpoint's lock and disconnects it after dropping the lock,
+ * while it_ep_free on the consumer's thread destroys that cm_id. The log
+ * hook parks the event's thread just after the lock is dropped (its
+ * "breaking the connection" message) until it_ep_free has destroyed the
+ * cm_id and then the QP (the QP's "destroyed"), so the disconnect always
+ * runs on a connection its owner destroyed. It must answer "not
+ * connected"; with no reference of its own it would read the freed
+ * cm_id (SIGSEGV here, a heap-use-after-free under ASan).
+ */
+struct qp_fail_race {
+	GMutex lock;
+	GCond cond;
+	char qp_prefix[32];	/* "QP[n] " of the endpoint's QP (ual) */
+	bool parked;		/* the event's thread waits in the hook */
+	bool qp_destroyed;	/* it_ep_free got past the cm_id and QP */
+	bool destroyed_while_parked;
+	struct rnicpi_device *rdev;
+	struct rnicpi_qp *rqp;
+};
+
+static void qp_fail_hook(const char *domain, GLogLevelFlags level,
+			 const char *msg, void *data)
+{
+	struct qp_fail_race *r = data;
+	gint64 end;
+
+	(void)level;
+	if (!g_strcmp0(domain, "hostrdma-ual") &&
+	    g_str_has_prefix(msg, r->qp_prefix) &&
+	    g_str_has_suffix(msg, " destroyed")) {
+		g_mutex_lock(&r->lock);
+		r->qp_destroyed = true;
+		g_cond_broadcast(&r->cond);
+		g_mutex_unlock(&r->lock);
+		return;
+	}
+	if (g_strcmp0(domain, "hostrdma-itapi") ||
+	    !strstr(msg, "the QP failed: breaking the connection"))
+		return;
+	end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+	g_mutex_lock(&r->lock);
+	r->parked = true;
+	g_cond_broadcast(&r->cond);
+	while (!r->qp_destroyed && g_cond_wait_until(&r->cond, &r->lock, end))
+		;
+	r->destroyed_while_parked = r->qp_destroyed;
+	g_mutex_unlock(&r->lock);
+}
+
+/* What the provider reports when a QP fails on its own (IBA 11.6.2). */
+static gpointer qp_fail_inject(gpointer data)
+{
+	struct qp_fail_race *r = data;
+	struct rnicpi_async_event ev = {
+		.type = RNICPI_EVENT_QP_FATAL,
+		.status = -EIO,
+	};
+
+	ev.element.qp = r->rqp;
+	r->rdev->core->async_event(r->rdev, &ev);
+	return NULL;
+}
+
+START_TEST(qp_failure_races_free)
+{
+	g_autoptr(tu_log_capture) cap = tu_log_capture_begin("hostrdma-itapi");
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	struct qp_fail_race r = { 0 };
+	struct itapi_ep *ep;
+	struct ual_qp *qp;
+	it_listen_handle_t l;
+	it_ep_handle_t a, b;
+	it_status_t st;
+	gint64 end;
+	GThread *th;
+	it_event_t ev;
+
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, 0, &q, &l));
+	a = it_ep_new(&F);
+	b = it_ep_new(&F);
+	connect_accept(a, b, &q);
+	ep = (struct itapi_ep *)a;
+	/* The event names the QP until its dispatch returns: ours keeps
+	 * the library's object as long, as a provider's does. */
+	qp = ual_qp_get(ep->qp);
+	r.rqp = ual_qp_rnicpi(qp);
+	r.rdev = ual_device_rnicpi(ep->obj.ia->dev);
+	snprintf(r.qp_prefix, sizeof(r.qp_prefix), "QP[%u] ",
+		 it_ep_qp_num(a));
+	g_mutex_init(&r.lock);
+	g_cond_init(&r.cond);
+	tu_log_hook_set(qp_fail_hook, &r);
+
+	th = g_thread_new("qp-fatal", qp_fail_inject, &r);
+	end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+	g_mutex_lock(&r.lock);
+	while (!r.parked && g_cond_wait_until(&r.cond, &r.lock, end))
+		;
+	g_mutex_unlock(&r.lock);
+	/* Blocks, once the QP is gone, until the event's thread let go of
+	 * the endpoint (its QP-number table). */
+	st = it_ep_free(a);
+	g_thread_join(th);
+	tu_log_hook_set(NULL, NULL);
+	ual_qp_put(qp);
+	ck_assert_msg(r.parked, "the QP failure broke no connection");
+	ck_assert_it_ok(st);
+	ck_assert_msg(r.destroyed_while_parked,
+		      "it_ep_free did not destroy the QP while the disconnect waited");
+	g_cond_clear(&r.cond);
+	g_mutex_clear(&r.lock);
+
+	/* The disconnect found the connection destroyed... */
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_DEBUG,
+				       "QP failed: no connection to break"),
+			  1);
+	/* ...and the peer heard the freed endpoint's abortive close. */
+	do {
+		it_wait_event(F.msg, &ev);
+	} while (ev.conn.ep != b);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	ck_assert_it_ok(it_ep_free(b));
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
 Suite *suite_itapi_cm_ib(void)
 {
 	Suite *s = suite_create("itapi-cm-ib");
@@ -476,6 +613,7 @@ Suite *suite_itapi_cm_ib(void)
 	TCase *lossy = tcase_create("rxe-lo-lossy");
 	TCase *dup = tcase_create("rxe-lo-dup");
 	TCase *flush = tcase_create("rxe-lo-free-on-flush");
+	TCase *qp_fail = tcase_create("rxe-lo-qp-failure-free");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -499,5 +637,9 @@ Suite *suite_itapi_cm_ib(void)
 	tcase_add_test(flush, dreq_frees_ep_on_flush);
 	tcase_add_test(flush, rej_frees_ep_on_flush);
 	suite_add_tcase(s, flush);
+	tcase_add_checked_fixture(qp_fail, setup, teardown);
+	tcase_set_timeout(qp_fail, 60);
+	tcase_add_test(qp_fail, qp_failure_races_free);
+	suite_add_tcase(s, qp_fail);
 	return s;
 }
