@@ -308,7 +308,11 @@ unsigned int itapi_ep_srq_recv_held(struct itapi_ep *ep);
 void itapi_ep_srq_recv_released(it_ep_handle_t ep_handle);
 /* Live EPs on an SRQ in the process: none, no look-up per dequeue. */
 extern gint itapi_srq_eps;
-void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm);
+/* Act on @wm for @ep, whose QP @qp_num completed the receive, if @ep is
+ * still there: outside the EVD's lock nothing else keeps it from
+ * it_ep_free. */
+void itapi_ep_watermark_act(struct itapi_ia *ia, uint32_t qp_num,
+			    struct itapi_ep *ep, unsigned int wm);
 /* @ep's QP went to the error state on its own (an affiliated async
  * error): on a transport whose connection manager does not see that
  * (InfiniBand, RoCE: iWARP's Terminate closes the stream), break the
