@@ -5,7 +5,8 @@
  * a slow consumer (MRA), lost and duplicated MADs (the provider's fault
  * hooks on every received packet, QP1's included), an application
  * that frees its endpoint on the receive a DREQ or REJ flushed, and one
- * that frees its endpoint while a QP failure breaks its connection.
+ * that frees its endpoint while the library breaks its connection (a QP
+ * failure, the hard high watermark).
  */
 #include "config.h"
 
@@ -606,6 +607,131 @@ START_TEST(qp_failure_races_free)
 }
 END_TEST
 
+/*
+ * The hard high watermark of an endpoint on an SRQ breaks its connection
+ * from the thread that moved the receive's completion out of the CQ
+ * (itapi_ep_watermark_act, after the EVD's lock is dropped), while the
+ * consumer may free the endpoint on another. The log hook parks that
+ * thread at its "breaking the connection" message for half a second:
+ * it_ep_free must not free the endpoint under it (it may close the
+ * connection, not free the memory the action still reads).
+ */
+struct wm_free_race {
+	GMutex lock;
+	GCond cond;
+	it_evd_handle_t rcv;
+	bool parked;		/* the pumping thread waits in the hook */
+	bool freed;		/* it_ep_free returned */
+	bool freed_while_parked;
+};
+
+static void wm_free_hook(const char *domain, GLogLevelFlags level,
+			 const char *msg, void *data)
+{
+	struct wm_free_race *r = data;
+	gint64 end = g_get_monotonic_time() + G_TIME_SPAN_SECOND / 2;
+
+	(void)level;
+	if (g_strcmp0(domain, "hostrdma-itapi") ||
+	    !strstr(msg, "hard high watermark") ||
+	    !strstr(msg, "reached; breaking the connection"))
+		return;
+	g_mutex_lock(&r->lock);
+	r->parked = true;
+	g_cond_broadcast(&r->cond);
+	while (!r->freed && g_cond_wait_until(&r->cond, &r->lock, end))
+		;
+	r->freed_while_parked = r->freed;
+	g_mutex_unlock(&r->lock);
+}
+
+/* The consumer's thread that moves the receive EVD's completions (the
+ * EVD is not watched: nothing else does), until one hit the watermark. */
+static gpointer wm_pump_main(gpointer data)
+{
+	struct wm_free_race *r = data;
+	gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+	bool parked = false;
+
+	while (!parked && g_get_monotonic_time() < end) {
+		it_evd_pump(r->rcv);
+		g_mutex_lock(&r->lock);
+		parked = r->parked;
+		g_mutex_unlock(&r->lock);
+		if (!parked)
+			g_usleep(1000);
+	}
+	return NULL;
+}
+
+START_TEST(hard_watermark_races_free)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	struct wm_free_race r = { 0 };
+	it_ep_attributes_t at;
+	it_listen_handle_t l;
+	it_srq_handle_t srq;
+	it_ep_handle_t a, b;
+	it_lmr_triplet_t t;
+	struct it_buf buf;
+	it_status_t st;
+	gint64 end;
+	GThread *th;
+	it_event_t ev;
+
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, 0, &q, &l));
+	ck_assert_it_ok(it_srq_create(F.pz, 1, 16, &srq));
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 16, 0,
+				      NULL, &r.rcv, NULL));
+	it_ep_attr_default(&F, &at, 16);
+	at.srv.rc.srq = srq;
+	at.srv.rc.hard_hi_watermark = 1;
+	ck_assert_it_ok(it_ep_rc_create(F.pz, F.dto, r.rcv, F.msg, IT_EP_SRQ,
+					&at, &b));
+	a = it_ep_new(&F);
+	it_buf_new(&F, &buf, 128, IT_PRIV_LOCAL);
+	t = it_seg(&buf, 64, 64);
+	ck_assert_it_ok(it_post_recv(srq, &t, 1, 1, IT_COMPLETION_FLAG));
+	connect_accept(a, b, &q);
+
+	g_mutex_init(&r.lock);
+	g_cond_init(&r.cond);
+	tu_log_hook_set(wm_free_hook, &r);
+	th = g_thread_new("wm-pump", wm_pump_main, &r);
+	t = it_seg(&buf, 0, 64);
+	ck_assert_it_ok(it_post_send(a, &t, 1, 2, 0));
+	end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+	g_mutex_lock(&r.lock);
+	while (!r.parked && g_cond_wait_until(&r.cond, &r.lock, end))
+		;
+	g_mutex_unlock(&r.lock);
+	st = r.parked ? it_ep_free(b) : IT_SUCCESS;
+	g_mutex_lock(&r.lock);
+	r.freed = true;
+	g_cond_broadcast(&r.cond);
+	g_mutex_unlock(&r.lock);
+	g_thread_join(th);
+	tu_log_hook_set(NULL, NULL);
+	g_cond_clear(&r.cond);
+	g_mutex_clear(&r.lock);
+	ck_assert_msg(r.parked, "the receive reached no hard watermark");
+	ck_assert_it_ok(st);
+	ck_assert_msg(!r.freed_while_parked,
+		      "it_ep_free freed the endpoint while its watermark broke the connection");
+
+	/* The peer hears the abortive close. */
+	do {
+		it_wait_event(F.msg, &ev);
+	} while (ev.conn.ep != a);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_evd_free(r.rcv));
+	ck_assert_it_ok(it_srq_free(srq));
+	it_buf_free(&buf);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
 Suite *suite_itapi_cm_ib(void)
 {
 	Suite *s = suite_create("itapi-cm-ib");
@@ -613,7 +739,7 @@ Suite *suite_itapi_cm_ib(void)
 	TCase *lossy = tcase_create("rxe-lo-lossy");
 	TCase *dup = tcase_create("rxe-lo-dup");
 	TCase *flush = tcase_create("rxe-lo-free-on-flush");
-	TCase *qp_fail = tcase_create("rxe-lo-qp-failure-free");
+	TCase *qp_fail = tcase_create("rxe-lo-break-free");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -640,6 +766,7 @@ Suite *suite_itapi_cm_ib(void)
 	tcase_add_checked_fixture(qp_fail, setup, teardown);
 	tcase_set_timeout(qp_fail, 60);
 	tcase_add_test(qp_fail, qp_failure_races_free);
+	tcase_add_test(qp_fail, hard_watermark_races_free);
 	suite_add_tcase(s, qp_fail);
 	return s;
 }
