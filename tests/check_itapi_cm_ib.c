@@ -475,8 +475,80 @@ START_TEST(rej_frees_ep_on_flush)
 END_TEST
 
 /* ------------------------------------------------------------------ */
-/* A QP failure racing the endpoint's free                             */
+/* The library breaking a connection while the endpoint is freed       */
 /* ------------------------------------------------------------------ */
+
+/* A thread of the library parked in a log hook (tu_log_hook_set) until
+ * another one got somewhere, or a deadline. */
+struct park {
+	GMutex lock;
+	GCond cond;
+	bool parked;	/* a thread waits in park_here */
+	bool released;	/* what it waits for happened */
+};
+
+static void park_init(struct park *p)
+{
+	memset(p, 0, sizeof(*p));
+	g_mutex_init(&p->lock);
+	g_cond_init(&p->cond);
+}
+
+static void park_clear(struct park *p)
+{
+	g_cond_clear(&p->cond);
+	g_mutex_clear(&p->lock);
+}
+
+/* Wait on @p's condition until *@flag is set or @timeout_us passed;
+ * with @set, set *@set (and wake the waiters) first. *@flag then. */
+static bool park_wait(struct park *p, bool *set, const bool *flag,
+		      gint64 timeout_us)
+{
+	gint64 end = g_get_monotonic_time() + timeout_us;
+	bool v;
+
+	g_mutex_lock(&p->lock);
+	if (set) {
+		*set = true;
+		g_cond_broadcast(&p->cond);
+	}
+	while (!*flag && g_cond_wait_until(&p->cond, &p->lock, end))
+		;
+	v = *flag;
+	g_mutex_unlock(&p->lock);
+	return v;
+}
+
+/* In the hook: say so, and wait for the release. Whether it came. */
+static bool park_here(struct park *p, gint64 timeout_us)
+{
+	return park_wait(p, &p->parked, &p->released, timeout_us);
+}
+
+/* Whether a thread parked within @timeout_us. */
+static bool park_until_parked(struct park *p, gint64 timeout_us)
+{
+	return park_wait(p, NULL, &p->parked, timeout_us);
+}
+
+static void park_release(struct park *p)
+{
+	g_mutex_lock(&p->lock);
+	p->released = true;
+	g_cond_broadcast(&p->cond);
+	g_mutex_unlock(&p->lock);
+}
+
+static bool park_parked(struct park *p)
+{
+	bool v;
+
+	g_mutex_lock(&p->lock);
+	v = p->parked;
+	g_mutex_unlock(&p->lock);
+	return v;
+}
 
 /*
  * An affiliated QP error on a connected RoCE endpoint makes itapi break
@@ -491,11 +563,9 @@ END_TEST
  * cm_id (SIGSEGV here, a heap-use-after-free under ASan).
  */
 struct qp_fail_race {
-	GMutex lock;
-	GCond cond;
+	/* Released: it_ep_free got past the cm_id and the QP. */
+	struct park park;
 	char qp_prefix[32];	/* "QP[n] " of the endpoint's QP (ual) */
-	bool parked;		/* the event's thread waits in the hook */
-	bool qp_destroyed;	/* it_ep_free got past the cm_id and QP */
 	bool destroyed_while_parked;
 	struct rnicpi_device *rdev;
 	struct rnicpi_qp *rqp;
@@ -505,29 +575,16 @@ static void qp_fail_hook(const char *domain, GLogLevelFlags level,
 			 const char *msg, void *data)
 {
 	struct qp_fail_race *r = data;
-	gint64 end;
 
 	(void)level;
 	if (!g_strcmp0(domain, "hostrdma-ual") &&
 	    g_str_has_prefix(msg, r->qp_prefix) &&
-	    g_str_has_suffix(msg, " destroyed")) {
-		g_mutex_lock(&r->lock);
-		r->qp_destroyed = true;
-		g_cond_broadcast(&r->cond);
-		g_mutex_unlock(&r->lock);
-		return;
-	}
-	if (g_strcmp0(domain, "hostrdma-itapi") ||
-	    !strstr(msg, "the QP failed: breaking the connection"))
-		return;
-	end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
-	g_mutex_lock(&r->lock);
-	r->parked = true;
-	g_cond_broadcast(&r->cond);
-	while (!r->qp_destroyed && g_cond_wait_until(&r->cond, &r->lock, end))
-		;
-	r->destroyed_while_parked = r->qp_destroyed;
-	g_mutex_unlock(&r->lock);
+	    g_str_has_suffix(msg, " destroyed"))
+		park_release(&r->park);
+	else if (!g_strcmp0(domain, "hostrdma-itapi") &&
+		 strstr(msg, "the QP failed: breaking the connection"))
+		r->destroyed_while_parked =
+			park_here(&r->park, 10 * G_TIME_SPAN_SECOND);
 }
 
 /* What the provider reports when a QP fails on its own (IBA 11.6.2). */
@@ -554,7 +611,7 @@ START_TEST(qp_failure_races_free)
 	it_listen_handle_t l;
 	it_ep_handle_t a, b;
 	it_status_t st;
-	gint64 end;
+	bool parked;
 	GThread *th;
 	it_event_t ev;
 
@@ -570,28 +627,22 @@ START_TEST(qp_failure_races_free)
 	r.rdev = ual_device_rnicpi(ep->obj.ia->dev);
 	snprintf(r.qp_prefix, sizeof(r.qp_prefix), "QP[%u] ",
 		 it_ep_qp_num(a));
-	g_mutex_init(&r.lock);
-	g_cond_init(&r.cond);
+	park_init(&r.park);
 	tu_log_hook_set(qp_fail_hook, &r);
 
 	th = g_thread_new("qp-fatal", qp_fail_inject, &r);
-	end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
-	g_mutex_lock(&r.lock);
-	while (!r.parked && g_cond_wait_until(&r.cond, &r.lock, end))
-		;
-	g_mutex_unlock(&r.lock);
+	parked = park_until_parked(&r.park, 10 * G_TIME_SPAN_SECOND);
 	/* Blocks, once the QP is gone, until the event's thread let go of
 	 * the endpoint (its QP-number table). */
 	st = it_ep_free(a);
 	g_thread_join(th);
 	tu_log_hook_set(NULL, NULL);
 	ual_qp_put(qp);
-	ck_assert_msg(r.parked, "the QP failure broke no connection");
+	park_clear(&r.park);
+	ck_assert_msg(parked, "the QP failure broke no connection");
 	ck_assert_it_ok(st);
 	ck_assert_msg(r.destroyed_while_parked,
 		      "it_ep_free did not destroy the QP while the disconnect waited");
-	g_cond_clear(&r.cond);
-	g_mutex_clear(&r.lock);
 
 	/* The disconnect found the connection destroyed... */
 	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_DEBUG,
@@ -617,11 +668,8 @@ END_TEST
  * connection, not free the memory the action still reads).
  */
 struct wm_free_race {
-	GMutex lock;
-	GCond cond;
+	struct park park;	/* released: it_ep_free returned */
 	it_evd_handle_t rcv;
-	bool parked;		/* the pumping thread waits in the hook */
-	bool freed;		/* it_ep_free returned */
 	bool freed_while_parked;
 };
 
@@ -629,20 +677,13 @@ static void wm_free_hook(const char *domain, GLogLevelFlags level,
 			 const char *msg, void *data)
 {
 	struct wm_free_race *r = data;
-	gint64 end = g_get_monotonic_time() + G_TIME_SPAN_SECOND / 2;
 
 	(void)level;
-	if (g_strcmp0(domain, "hostrdma-itapi") ||
-	    !strstr(msg, "hard high watermark") ||
-	    !strstr(msg, "reached; breaking the connection"))
-		return;
-	g_mutex_lock(&r->lock);
-	r->parked = true;
-	g_cond_broadcast(&r->cond);
-	while (!r->freed && g_cond_wait_until(&r->cond, &r->lock, end))
-		;
-	r->freed_while_parked = r->freed;
-	g_mutex_unlock(&r->lock);
+	if (!g_strcmp0(domain, "hostrdma-itapi") &&
+	    strstr(msg, "hard high watermark") &&
+	    strstr(msg, "reached; breaking the connection"))
+		r->freed_while_parked =
+			park_here(&r->park, G_TIME_SPAN_SECOND / 2);
 }
 
 /* The consumer's thread that moves the receive EVD's completions (the
@@ -651,15 +692,12 @@ static gpointer wm_pump_main(gpointer data)
 {
 	struct wm_free_race *r = data;
 	gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
-	bool parked = false;
 
-	while (!parked && g_get_monotonic_time() < end) {
+	while (g_get_monotonic_time() < end) {
 		it_evd_pump(r->rcv);
-		g_mutex_lock(&r->lock);
-		parked = r->parked;
-		g_mutex_unlock(&r->lock);
-		if (!parked)
-			g_usleep(1000);
+		if (park_parked(&r->park))
+			break;
+		g_usleep(1000);
 	}
 	return NULL;
 }
@@ -675,7 +713,7 @@ START_TEST(hard_watermark_races_free)
 	it_lmr_triplet_t t;
 	struct it_buf buf;
 	it_status_t st;
-	gint64 end;
+	bool parked;
 	GThread *th;
 	it_event_t ev;
 
@@ -694,27 +732,18 @@ START_TEST(hard_watermark_races_free)
 	ck_assert_it_ok(it_post_recv(srq, &t, 1, 1, IT_COMPLETION_FLAG));
 	connect_accept(a, b, &q);
 
-	g_mutex_init(&r.lock);
-	g_cond_init(&r.cond);
+	park_init(&r.park);
 	tu_log_hook_set(wm_free_hook, &r);
 	th = g_thread_new("wm-pump", wm_pump_main, &r);
 	t = it_seg(&buf, 0, 64);
 	ck_assert_it_ok(it_post_send(a, &t, 1, 2, 0));
-	end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
-	g_mutex_lock(&r.lock);
-	while (!r.parked && g_cond_wait_until(&r.cond, &r.lock, end))
-		;
-	g_mutex_unlock(&r.lock);
-	st = r.parked ? it_ep_free(b) : IT_SUCCESS;
-	g_mutex_lock(&r.lock);
-	r.freed = true;
-	g_cond_broadcast(&r.cond);
-	g_mutex_unlock(&r.lock);
+	parked = park_until_parked(&r.park, 10 * G_TIME_SPAN_SECOND);
+	st = parked ? it_ep_free(b) : IT_SUCCESS;
+	park_release(&r.park);
 	g_thread_join(th);
 	tu_log_hook_set(NULL, NULL);
-	g_cond_clear(&r.cond);
-	g_mutex_clear(&r.lock);
-	ck_assert_msg(r.parked, "the receive reached no hard watermark");
+	park_clear(&r.park);
+	ck_assert_msg(parked, "the receive reached no hard watermark");
 	ck_assert_it_ok(st);
 	ck_assert_msg(!r.freed_while_parked,
 		      "it_ep_free freed the endpoint while its watermark broke the connection");
