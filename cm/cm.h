@@ -263,8 +263,20 @@ int cm_disconnect(struct cm_id *id, bool abortive);
  * to the peer's DISCONNECTED (RoCE: the DREQ's); -EMSGSIZE past the
  * transport's limit (cm_max_private_data, CM_PDATA_DISCONNECT). */
 int cm_disconnect_pdata(struct cm_id *id, const void *pdata, uint32_t len);
-/* Forget @id (closing abortively what is still open); NULL: nothing. */
+/* Forget @id (closing abortively what is still open); NULL: nothing.
+ * This drops the reference cm_connect / cm_accept / cm_socket_convert
+ * gave; the memory goes with the last reference. */
 void cm_id_destroy(struct cm_id *id);
+/*
+ * Take / drop a reference on @id. A caller that uses @id after dropping
+ * the lock under which it found it (its owner may cm_id_destroy it on
+ * another thread meanwhile) holds one across the use: the memory stays,
+ * and calls on a destroyed @id fail (cm_disconnect: -ENOTCONN) without
+ * touching what the destroy released. cm_id_ref returns @id;
+ * cm_id_unref(NULL) does nothing.
+ */
+struct cm_id *cm_id_ref(struct cm_id *id);
+void cm_id_unref(struct cm_id *id);
 
 /*
  * Turn the connected stream socket @sockfd into @qp's connection (iWARP):

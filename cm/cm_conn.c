@@ -476,9 +476,14 @@ int cm_disconnect(struct cm_id *id, bool abortive)
 			return qp_move(id, RNICPI_QPS_ERR);
 		g_mutex_lock(&cm->lock);
 		cm_source_drop(&id->timer);
-		id->timer = cm_timeout_add(cm, id->param.timeout_ms,
-					   cm_close_timeout, cm_id_ref(id),
-					   (GDestroyNotify)cm_id_unref);
+		/* Not if the owner destroyed @id meanwhile (a caller holding
+		 * a reference of its own, cm.h): its destroy dropped the
+		 * timers, and a new one would outlive it. */
+		if (id->state == CM_ID_CLOSING)
+			id->timer = cm_timeout_add(cm, id->param.timeout_ms,
+						   cm_close_timeout,
+						   cm_id_ref(id),
+						   (GDestroyNotify)cm_id_unref);
 		g_mutex_unlock(&cm->lock);
 		return 0;
 	case CM_ID_SOCKET:

@@ -231,9 +231,7 @@ GSource *cm_timeout_add(struct cm *cm, uint32_t ms, GSourceFunc fn,
  * 0 when none does. */
 int cm_ifindex_of_local(struct cm *cm, const struct sockaddr *sa);
 
-/* References. */
-struct cm_id *cm_id_ref(struct cm_id *id);
-void cm_id_unref(struct cm_id *id);
+/* References (cm_id_ref / cm_id_unref: cm.h). */
 struct cm_req *cm_req_ref(struct cm_req *req);
 void cm_req_unref(struct cm_req *req);
 struct cm_listen *cm_listen_ref(struct cm_listen *l);

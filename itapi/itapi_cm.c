@@ -504,7 +504,8 @@ it_cn_est_identifier_t itapi_active_cn_est_id(struct itapi_ep *ep)
 	return (it_cn_est_identifier_t)(uintptr_t)ep | ITAPI_ACTIVE_CN_EST_BIT;
 }
 
-/* The active EP waiting for its consumer's answer under @id, or NULL. */
+/* The active EP waiting for its consumer's answer under @id, or NULL;
+ * *@cm its connection then, a reference the caller drops. */
 static struct itapi_ep *active_waiting(it_cn_est_identifier_t id,
 				       struct cm_id **cm)
 {
@@ -521,7 +522,7 @@ static struct itapi_ep *active_waiting(it_cn_est_identifier_t id,
 	g_mutex_lock(&ep->lock);
 	ok = ep->state.rc == IT_EP_STATE_ACTIVE2_CONNECTION_PENDING &&
 	     ep->cn_est_id == id && ep->cm;
-	*cm = ep->cm;
+	*cm = ok ? itapi_ep_cm_ref_locked(ep) : NULL;
 	g_mutex_unlock(&ep->lock);
 	return ok ? ep : NULL;
 }
@@ -574,7 +575,9 @@ it_status_t it_ep_accept(it_ep_handle_t ep_handle,
 		g_mutex_lock(&ep->lock);
 		s = ep->state.rc;
 		want = ep->cn_est_id;
-		cm = ep->cm;
+		if (s == IT_EP_STATE_ACTIVE2_CONNECTION_PENDING &&
+		    cn_est_id == want)
+			cm = itapi_ep_cm_ref_locked(ep);
 		g_mutex_unlock(&ep->lock);
 		if (s == IT_EP_STATE_ACTIVE2_CONNECTION_PENDING) {
 			if (cn_est_id != want)
@@ -582,10 +585,11 @@ it_status_t it_ep_accept(it_ep_handle_t ep_handle,
 					       IT_ERR_INVALID_CN_EST_ID,
 					       "the endpoint waits under identifier %llx",
 					       (unsigned long long)want);
-			return active_answer(ep, cm, true, private_data,
-					     private_data_length);
+			st = active_answer(ep, cm, true, private_data,
+					   private_data_length);
+			cm_id_unref(cm);
+			return st;
 		}
-		cm = NULL;
 	}
 	ep = ep_idle(ep_handle, &st, "it_ep_accept");
 	if (!ep)
@@ -639,9 +643,14 @@ it_status_t it_reject(it_cn_est_identifier_t cn_est_id,
 		struct cm_id *cm = NULL;
 		struct itapi_ep *ep = active_waiting(cn_est_id, &cm);
 
-		if (ep)
-			return active_answer(ep, cm, false, private_data,
-					     private_data_length);
+		if (ep) {
+			it_status_t st = active_answer(ep, cm, false,
+						       private_data,
+						       private_data_length);
+
+			cm_id_unref(cm);
+			return st;
+		}
 	}
 	err = cm_reject(cn_est_id, private_data,
 			(uint32_t)private_data_length);
@@ -705,6 +714,20 @@ it_status_t it_handoff(const it_conn_qual_t *conn_qual, size_t spigot_id,
 	return IT_SUCCESS;
 }
 
+/* The states it_ep_disconnect ends: connected, or a set-up under way. */
+static bool ep_disconnectable(it_ep_state_rc_t s)
+{
+	switch (s) {
+	case IT_EP_STATE_CONNECTED:
+	case IT_EP_STATE_ACTIVE1_CONNECTION_PENDING:
+	case IT_EP_STATE_ACTIVE2_CONNECTION_PENDING:
+	case IT_EP_STATE_PASSIVE_CONNECTION_PENDING:
+		return true;
+	default:
+		return false;
+	}
+}
+
 it_status_t it_ep_disconnect(it_ep_handle_t ep_handle,
 			     const unsigned char *private_data,
 			     size_t private_data_length)
@@ -730,30 +753,28 @@ it_status_t it_ep_disconnect(it_ep_handle_t ep_handle,
 					   CM_PDATA_DISCONNECT));
 	g_mutex_lock(&ep->lock);
 	s = ep->state.rc;
-	cm = ep->cm;
+	/* A reference: it_ep_reset on another thread may destroy ep->cm
+	 * once the connection broke (a destroyed one answers -ENOTCONN). */
+	cm = ep_disconnectable(s) ? itapi_ep_cm_ref_locked(ep) : NULL;
 	g_mutex_unlock(&ep->lock);
-	switch (s) {
-	case IT_EP_STATE_CONNECTED:
-	case IT_EP_STATE_ACTIVE1_CONNECTION_PENDING:
-	case IT_EP_STATE_ACTIVE2_CONNECTION_PENDING:
-	case IT_EP_STATE_PASSIVE_CONNECTION_PENDING:
-		break;
-	default:
+	if (!ep_disconnectable(s))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
 			       "disconnect in state %s",
 			       itapi_ep_state_name(s));
-	}
 	if (!cm)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_STATE,
 			       "no connection");
 	/* Connected: an orderly close, the event follows. Pending: the
 	 * set-up is abandoned and the event is posted now. */
-	if (private_data_length && !private_data)
+	if (private_data_length && !private_data) {
+		cm_id_unref(cm);
 		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "private_data is NULL");
+	}
 	err = private_data_length ?
 		      cm_disconnect_pdata(cm, private_data,
 					  (uint32_t)private_data_length) :
 		      cm_disconnect(cm, false);
+	cm_id_unref(cm);
 	if (err)
 		return IT_FAIL_ERRNO(&ep->obj, err, ITAPI_CTX_CONN,
 				     "disconnect: %s", g_strerror(-err));

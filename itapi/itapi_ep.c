@@ -309,7 +309,7 @@ void itapi_ep_srq_recv_released(it_ep_handle_t ep_handle)
 	g_mutex_unlock(&ep->lock);
 }
 
-void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm)
+static void ep_watermark_act(struct itapi_ep *ep, unsigned int wm)
 {
 	struct cm_id *cm;
 	size_t held;
@@ -317,7 +317,7 @@ void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm)
 
 	g_mutex_lock(&ep->lock);
 	held = ep->srq_held;
-	cm = ep->cm;
+	cm = wm & ITAPI_WM_HARD ? itapi_ep_cm_ref_locked(ep) : NULL;
 	g_mutex_unlock(&ep->lock);
 	if (wm & ITAPI_WM_SOFT) {
 		itapi_debug(&ep->obj, "%zu SRQ receives held: soft high watermark",
@@ -333,6 +333,27 @@ void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm)
 	if (err)
 		itapi_debug(&ep->obj, "hard high watermark: no connection to break (%s)",
 			    g_strerror(-err));
+	cm_id_unref(cm);
+}
+
+/*
+ * The pump calls this after dropping the EVD's lock, where nothing keeps
+ * @ep alive: the consumer may be freeing it on another thread. The
+ * QP-number table's read lock does, as for completions and async events
+ * (ep_drop_qp takes the endpoint out of the table, under the write lock,
+ * before it is freed); an @ep no longer under @qp_num is gone, or reset
+ * to a new QP whose counts started again, and is left alone.
+ */
+void itapi_ep_watermark_act(struct itapi_ia *ia, uint32_t qp_num,
+			    struct itapi_ep *ep, unsigned int wm)
+{
+	g_rw_lock_reader_lock(&ia->qpn_lock);
+	if (g_hash_table_lookup(ia->qpn_eps, GUINT_TO_POINTER(qp_num)) == ep)
+		ep_watermark_act(ep, wm);
+	else
+		g_debug("%s QP %u: its endpoint went before its watermark was acted on",
+			ia->obj.prefix, qp_num);
+	g_rw_lock_reader_unlock(&ia->qpn_lock);
 }
 
 /*
@@ -356,7 +377,7 @@ void itapi_ep_qp_failed(struct itapi_ep *ep)
 	g_mutex_lock(&ep->lock);
 	if (ep->state.rc == IT_EP_STATE_CONNECTED && ep->cm && !ep->qp_failed) {
 		ep->qp_failed = true;
-		cm = ep->cm;
+		cm = itapi_ep_cm_ref_locked(ep);
 	}
 	g_mutex_unlock(&ep->lock);
 	if (!cm)
@@ -366,6 +387,7 @@ void itapi_ep_qp_failed(struct itapi_ep *ep)
 	if (err)
 		itapi_debug(&ep->obj, "QP failed: no connection to break (%s)",
 			    g_strerror(-err));
+	cm_id_unref(cm);
 }
 
 it_status_t itapi_ep_create(struct itapi_pz *pz, it_transport_service_type_t service,

@@ -290,6 +290,7 @@ void itapi_evq_after_dequeue(struct itapi_evd *evd, const it_event_t *ev)
 
 struct wm_mark {
 	struct itapi_ep *ep;
+	uint32_t qp_num;	/* @ep's then: found again to act */
 	unsigned int wm;
 };
 
@@ -328,6 +329,7 @@ void itapi_evd_pump(struct itapi_evd *evd)
 			if (wm) {
 				struct wm_mark m = {
 					.ep = (struct itapi_ep *)ev.dto_cmpl.ep,
+					.qp_num = wc[i].qp_num,
 					.wm = wm,
 				};
 
@@ -350,7 +352,7 @@ void itapi_evd_pump(struct itapi_evd *evd)
 		const struct wm_mark *m =
 			&g_array_index(marks, struct wm_mark, i);
 
-		itapi_ep_watermark_act(m->ep, m->wm);
+		itapi_ep_watermark_act(evd->obj.ia, m->qp_num, m->ep, m->wm);
 	}
 }
 

@@ -287,6 +287,15 @@ struct itapi_ep {
 	bool qp_failed;
 };
 
+/* @ep's connection with a reference of the caller's (cm_id_unref it when
+ * done), or NULL. Under ep->lock: what is used after the lock is dropped
+ * needs the reference, since it_ep_free and it_ep_reset destroy ep->cm
+ * (ep_drop_qp) on the consumer's thread meanwhile. */
+static inline struct cm_id *itapi_ep_cm_ref_locked(struct itapi_ep *ep)
+{
+	return ep->cm ? cm_id_ref(ep->cm) : NULL;
+}
+
 /* Watermark outcomes of one SRQ receive completion. */
 enum {
 	ITAPI_WM_SOFT = 1u << 0,
@@ -299,7 +308,11 @@ unsigned int itapi_ep_srq_recv_held(struct itapi_ep *ep);
 void itapi_ep_srq_recv_released(it_ep_handle_t ep_handle);
 /* Live EPs on an SRQ in the process: none, no look-up per dequeue. */
 extern gint itapi_srq_eps;
-void itapi_ep_watermark_act(struct itapi_ep *ep, unsigned int wm);
+/* Act on @wm for @ep, whose QP @qp_num completed the receive, if @ep is
+ * still there: outside the EVD's lock nothing else keeps it from
+ * it_ep_free. */
+void itapi_ep_watermark_act(struct itapi_ia *ia, uint32_t qp_num,
+			    struct itapi_ep *ep, unsigned int wm);
 /* @ep's QP went to the error state on its own (an affiliated async
  * error): on a transport whose connection manager does not see that
  * (InfiniBand, RoCE: iWARP's Terminate closes the stream), break the

@@ -3,8 +3,10 @@
  * IT-API connections over soft-RoCE on lo, the InfiniBand CM's own cases:
  * service IDs, a peer that never answers (REQ retries, then the time-out),
  * a slow consumer (MRA), lost and duplicated MADs (the provider's fault
- * hooks on every received packet, QP1's included), and an application
- * that frees its endpoint on the receive a DREQ or REJ flushed.
+ * hooks on every received packet, QP1's included), an application
+ * that frees its endpoint on the receive a DREQ or REJ flushed, and one
+ * that frees its endpoint while the library breaks its connection (a QP
+ * failure, the hard high watermark).
  */
 #include "config.h"
 
@@ -13,10 +15,13 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "itapi/itapi_priv.h"
 #include "tests/testutil_itapi.h"
 #include "tests/suites.h"
 
@@ -469,6 +474,293 @@ START_TEST(rej_frees_ep_on_flush)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The library breaking a connection while the endpoint is freed       */
+/* ------------------------------------------------------------------ */
+
+/* A thread of the library parked in a log hook (tu_log_hook_set) until
+ * another one got somewhere, or a deadline. */
+struct park {
+	GMutex lock;
+	GCond cond;
+	bool parked;	/* a thread waits in park_here */
+	bool released;	/* what it waits for happened */
+};
+
+static void park_init(struct park *p)
+{
+	memset(p, 0, sizeof(*p));
+	g_mutex_init(&p->lock);
+	g_cond_init(&p->cond);
+}
+
+static void park_clear(struct park *p)
+{
+	g_cond_clear(&p->cond);
+	g_mutex_clear(&p->lock);
+}
+
+/* Wait on @p's condition until *@flag is set or @timeout_us passed;
+ * with @set, set *@set (and wake the waiters) first. *@flag then. */
+static bool park_wait(struct park *p, bool *set, const bool *flag,
+		      gint64 timeout_us)
+{
+	gint64 end = g_get_monotonic_time() + timeout_us;
+	bool v;
+
+	g_mutex_lock(&p->lock);
+	if (set) {
+		*set = true;
+		g_cond_broadcast(&p->cond);
+	}
+	while (!*flag && g_cond_wait_until(&p->cond, &p->lock, end))
+		;
+	v = *flag;
+	g_mutex_unlock(&p->lock);
+	return v;
+}
+
+/* In the hook: say so, and wait for the release. Whether it came. */
+static bool park_here(struct park *p, gint64 timeout_us)
+{
+	return park_wait(p, &p->parked, &p->released, timeout_us);
+}
+
+/* Whether a thread parked within @timeout_us. */
+static bool park_until_parked(struct park *p, gint64 timeout_us)
+{
+	return park_wait(p, NULL, &p->parked, timeout_us);
+}
+
+static void park_release(struct park *p)
+{
+	g_mutex_lock(&p->lock);
+	p->released = true;
+	g_cond_broadcast(&p->cond);
+	g_mutex_unlock(&p->lock);
+}
+
+static bool park_parked(struct park *p)
+{
+	bool v;
+
+	g_mutex_lock(&p->lock);
+	v = p->parked;
+	g_mutex_unlock(&p->lock);
+	return v;
+}
+
+/*
+ * An affiliated QP error on a connected RoCE endpoint makes itapi break
+ * the connection (itapi_ep_qp_failed): it finds the endpoint's cm_id
+ * under the endpoint's lock and disconnects it after dropping the lock,
+ * while it_ep_free on the consumer's thread destroys that cm_id. The log
+ * hook parks the event's thread just after the lock is dropped (its
+ * "breaking the connection" message) until it_ep_free has destroyed the
+ * cm_id and then the QP (the QP's "destroyed"), so the disconnect always
+ * runs on a connection its owner destroyed. It must answer "not
+ * connected"; with no reference of its own it would read the freed
+ * cm_id (SIGSEGV here, a heap-use-after-free under ASan).
+ */
+struct qp_fail_race {
+	/* Released: it_ep_free got past the cm_id and the QP. */
+	struct park park;
+	char qp_prefix[32];	/* "QP[n] " of the endpoint's QP (ual) */
+	bool destroyed_while_parked;
+	struct rnicpi_device *rdev;
+	struct rnicpi_qp *rqp;
+};
+
+static void qp_fail_hook(const char *domain, GLogLevelFlags level,
+			 const char *msg, void *data)
+{
+	struct qp_fail_race *r = data;
+
+	(void)level;
+	if (!g_strcmp0(domain, "hostrdma-ual") &&
+	    g_str_has_prefix(msg, r->qp_prefix) &&
+	    g_str_has_suffix(msg, " destroyed"))
+		park_release(&r->park);
+	else if (!g_strcmp0(domain, "hostrdma-itapi") &&
+		 strstr(msg, "the QP failed: breaking the connection"))
+		r->destroyed_while_parked =
+			park_here(&r->park, 10 * G_TIME_SPAN_SECOND);
+}
+
+/* What the provider reports when a QP fails on its own (IBA 11.6.2). */
+static gpointer qp_fail_inject(gpointer data)
+{
+	struct qp_fail_race *r = data;
+	struct rnicpi_async_event ev = {
+		.type = RNICPI_EVENT_QP_FATAL,
+		.status = -EIO,
+	};
+
+	ev.element.qp = r->rqp;
+	r->rdev->core->async_event(r->rdev, &ev);
+	return NULL;
+}
+
+START_TEST(qp_failure_races_free)
+{
+	g_autoptr(tu_log_capture) cap = tu_log_capture_begin("hostrdma-itapi");
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	struct qp_fail_race r = { 0 };
+	struct itapi_ep *ep;
+	struct ual_qp *qp;
+	it_listen_handle_t l;
+	it_ep_handle_t a, b;
+	it_status_t st;
+	bool parked;
+	GThread *th;
+	it_event_t ev;
+
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, 0, &q, &l));
+	a = it_ep_new(&F);
+	b = it_ep_new(&F);
+	connect_accept(a, b, &q);
+	ep = (struct itapi_ep *)a;
+	/* The event names the QP until its dispatch returns: ours keeps
+	 * the library's object as long, as a provider's does. */
+	qp = ual_qp_get(ep->qp);
+	r.rqp = ual_qp_rnicpi(qp);
+	r.rdev = ual_device_rnicpi(ep->obj.ia->dev);
+	snprintf(r.qp_prefix, sizeof(r.qp_prefix), "QP[%u] ",
+		 it_ep_qp_num(a));
+	park_init(&r.park);
+	tu_log_hook_set(qp_fail_hook, &r);
+
+	th = g_thread_new("qp-fatal", qp_fail_inject, &r);
+	parked = park_until_parked(&r.park, 10 * G_TIME_SPAN_SECOND);
+	/* Blocks, once the QP is gone, until the event's thread let go of
+	 * the endpoint (its QP-number table). */
+	st = it_ep_free(a);
+	g_thread_join(th);
+	tu_log_hook_set(NULL, NULL);
+	ual_qp_put(qp);
+	park_clear(&r.park);
+	ck_assert_msg(parked, "the QP failure broke no connection");
+	ck_assert_it_ok(st);
+	ck_assert_msg(r.destroyed_while_parked,
+		      "it_ep_free did not destroy the QP while the disconnect waited");
+
+	/* The disconnect found the connection destroyed... */
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_DEBUG,
+				       "QP failed: no connection to break"),
+			  1);
+	/* ...and the peer heard the freed endpoint's abortive close. */
+	do {
+		it_wait_event(F.msg, &ev);
+	} while (ev.conn.ep != b);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	ck_assert_it_ok(it_ep_free(b));
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+/*
+ * The hard high watermark of an endpoint on an SRQ breaks its connection
+ * from the thread that moved the receive's completion out of the CQ
+ * (itapi_ep_watermark_act, after the EVD's lock is dropped), while the
+ * consumer may free the endpoint on another. The log hook parks that
+ * thread at its "breaking the connection" message for half a second:
+ * it_ep_free must not free the endpoint under it (it may close the
+ * connection, not free the memory the action still reads).
+ */
+struct wm_free_race {
+	struct park park;	/* released: it_ep_free returned */
+	it_evd_handle_t rcv;
+	bool freed_while_parked;
+};
+
+static void wm_free_hook(const char *domain, GLogLevelFlags level,
+			 const char *msg, void *data)
+{
+	struct wm_free_race *r = data;
+
+	(void)level;
+	if (!g_strcmp0(domain, "hostrdma-itapi") &&
+	    strstr(msg, "hard high watermark") &&
+	    strstr(msg, "reached; breaking the connection"))
+		r->freed_while_parked =
+			park_here(&r->park, G_TIME_SPAN_SECOND / 2);
+}
+
+/* The consumer's thread that moves the receive EVD's completions (the
+ * EVD is not watched: nothing else does), until one hit the watermark. */
+static gpointer wm_pump_main(gpointer data)
+{
+	struct wm_free_race *r = data;
+	gint64 end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+
+	while (g_get_monotonic_time() < end) {
+		it_evd_pump(r->rcv);
+		if (park_parked(&r->park))
+			break;
+		g_usleep(1000);
+	}
+	return NULL;
+}
+
+START_TEST(hard_watermark_races_free)
+{
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	struct wm_free_race r = { 0 };
+	it_ep_attributes_t at;
+	it_listen_handle_t l;
+	it_srq_handle_t srq;
+	it_ep_handle_t a, b;
+	it_lmr_triplet_t t;
+	struct it_buf buf;
+	it_status_t st;
+	bool parked;
+	GThread *th;
+	it_event_t ev;
+
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, 0, &q, &l));
+	ck_assert_it_ok(it_srq_create(F.pz, 1, 16, &srq));
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 16, 0,
+				      NULL, &r.rcv, NULL));
+	it_ep_attr_default(&F, &at, 16);
+	at.srv.rc.srq = srq;
+	at.srv.rc.hard_hi_watermark = 1;
+	ck_assert_it_ok(it_ep_rc_create(F.pz, F.dto, r.rcv, F.msg, IT_EP_SRQ,
+					&at, &b));
+	a = it_ep_new(&F);
+	it_buf_new(&F, &buf, 128, IT_PRIV_LOCAL);
+	t = it_seg(&buf, 64, 64);
+	ck_assert_it_ok(it_post_recv(srq, &t, 1, 1, IT_COMPLETION_FLAG));
+	connect_accept(a, b, &q);
+
+	park_init(&r.park);
+	tu_log_hook_set(wm_free_hook, &r);
+	th = g_thread_new("wm-pump", wm_pump_main, &r);
+	t = it_seg(&buf, 0, 64);
+	ck_assert_it_ok(it_post_send(a, &t, 1, 2, 0));
+	parked = park_until_parked(&r.park, 10 * G_TIME_SPAN_SECOND);
+	st = parked ? it_ep_free(b) : IT_SUCCESS;
+	park_release(&r.park);
+	g_thread_join(th);
+	tu_log_hook_set(NULL, NULL);
+	park_clear(&r.park);
+	ck_assert_msg(parked, "the receive reached no hard watermark");
+	ck_assert_it_ok(st);
+	ck_assert_msg(!r.freed_while_parked,
+		      "it_ep_free freed the endpoint while its watermark broke the connection");
+
+	/* The peer hears the abortive close. */
+	do {
+		it_wait_event(F.msg, &ev);
+	} while (ev.conn.ep != a);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_BROKEN_EVENT);
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_evd_free(r.rcv));
+	ck_assert_it_ok(it_srq_free(srq));
+	it_buf_free(&buf);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
 Suite *suite_itapi_cm_ib(void)
 {
 	Suite *s = suite_create("itapi-cm-ib");
@@ -476,6 +768,7 @@ Suite *suite_itapi_cm_ib(void)
 	TCase *lossy = tcase_create("rxe-lo-lossy");
 	TCase *dup = tcase_create("rxe-lo-dup");
 	TCase *flush = tcase_create("rxe-lo-free-on-flush");
+	TCase *qp_fail = tcase_create("rxe-lo-break-free");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -499,5 +792,10 @@ Suite *suite_itapi_cm_ib(void)
 	tcase_add_test(flush, dreq_frees_ep_on_flush);
 	tcase_add_test(flush, rej_frees_ep_on_flush);
 	suite_add_tcase(s, flush);
+	tcase_add_checked_fixture(qp_fail, setup, teardown);
+	tcase_set_timeout(qp_fail, 60);
+	tcase_add_test(qp_fail, qp_failure_races_free);
+	tcase_add_test(qp_fail, hard_watermark_races_free);
+	suite_add_tcase(s, qp_fail);
 	return s;
 }

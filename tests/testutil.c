@@ -32,6 +32,14 @@ struct tu_log_capture {
 static GMutex capture_lock;
 static GSList *captures; /* active struct tu_log_capture */
 
+/* tu_log_hook_set's: under hook_lock for reading, hook_users counts the
+ * threads running it (hook_cond: went to 0). */
+static GMutex hook_lock;
+static GCond hook_cond;
+static tu_log_hook_fn hook_fn;
+static void *hook_data;
+static unsigned int hook_users;
+
 static void log_entry_clear(gpointer p)
 {
 	struct tu_log_entry *e = p;
@@ -54,6 +62,27 @@ static const char *level_name(GLogLevelFlags level)
 	return "DEBUG";
 }
 
+static void run_hook(const char *domain, GLogLevelFlags level,
+		     const char *message)
+{
+	tu_log_hook_fn fn;
+	void *data;
+
+	g_mutex_lock(&hook_lock);
+	fn = hook_fn;
+	data = hook_data;
+	if (fn)
+		hook_users++;
+	g_mutex_unlock(&hook_lock);
+	if (!fn)
+		return;
+	fn(domain, level, message ? message : "", data);
+	g_mutex_lock(&hook_lock);
+	if (--hook_users == 0)
+		g_cond_broadcast(&hook_cond);
+	g_mutex_unlock(&hook_lock);
+}
+
 static GLogWriterOutput capture_writer(GLogLevelFlags level,
 				       const GLogField *fields, gsize n_fields,
 				       gpointer unused)
@@ -69,6 +98,7 @@ static GLogWriterOutput capture_writer(GLogLevelFlags level,
 		else if (g_strcmp0(fields[i].key, "MESSAGE") == 0)
 			message = fields[i].value;
 	}
+	run_hook(domain, level & G_LOG_LEVEL_MASK, message);
 
 	g_mutex_lock(&capture_lock);
 	for (l = captures; l; l = l->next) {
@@ -99,6 +129,17 @@ static void capture_install(void)
 		g_log_set_writer_func(capture_writer, NULL, NULL);
 		g_once_init_leave(&installed, 1);
 	}
+}
+
+void tu_log_hook_set(tu_log_hook_fn fn, void *data)
+{
+	capture_install();
+	g_mutex_lock(&hook_lock);
+	hook_fn = fn;
+	hook_data = data;
+	while (!fn && hook_users)
+		g_cond_wait(&hook_cond, &hook_lock);
+	g_mutex_unlock(&hook_lock);
 }
 
 struct tu_log_capture *tu_log_capture_begin(const char *domain)

@@ -63,6 +63,21 @@ char *tu_log_text(struct tu_log_capture *cap);
 typedef struct tu_log_capture tu_log_capture;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(tu_log_capture, tu_log_capture_end)
 
+/*
+ * A hook on the same writer: while set, @fn(domain, level, message, @data)
+ * runs for every message of every domain and level, on the thread that
+ * logs it, before any capture records it. A case that must order two
+ * threads between two steps of the library (a message it logs between
+ * them) parks the logging thread in @fn. @fn must not log nor call
+ * tu_log_hook_set. One hook at a time; tu_log_hook_set(NULL, NULL)
+ * removes it, and returns once no thread runs the old one (remove it
+ * before the case's assertions: under CK_FORK=no a failed one leaves
+ * the hook to the next case).
+ */
+typedef void (*tu_log_hook_fn)(const char *domain, GLogLevelFlags level,
+			       const char *message, void *data);
+void tu_log_hook_set(tu_log_hook_fn fn, void *data);
+
 /* ------------------------------------------------------------------ */
 /* Forked children                                                     */
 /* ------------------------------------------------------------------ */

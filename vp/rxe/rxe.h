@@ -872,6 +872,16 @@ uint8_t *rxe_read_sink_place(struct rxe_qp *qp, const struct rxe_send_wqe *w,
 	} while (0)
 #define rxe_dev_warn(dev, fmt, ...)                                         \
 	g_info("%s: " fmt, (dev)->base.name, ##__VA_ARGS__)
+/* What the user must act on (restart the process, start the host
+ * service): loud, unlike rxe_dev_warn, and said once per process for
+ * each place it is written, whichever device comes first. */
+#define rxe_dev_warn_once(dev, fmt, ...)                                    \
+	do {                                                                \
+		static atomic_bool rxe_said_;                               \
+		if (!atomic_exchange(&rxe_said_, true))                     \
+			g_warning("%s: " fmt, (dev)->base.name,            \
+				  ##__VA_ARGS__);                           \
+	} while (0)
 
 /* IBA 9.7.5.2.8: RNR NAK timer code -> microseconds. */
 uint32_t rxe_rnr_timer_usec(unsigned int code);

@@ -540,7 +540,6 @@ err_free:
  */
 static int rxe_device_open(struct rnicpi_device *d)
 {
-	static atomic_bool told;
 	struct rxe_dev *dev = to_rxe_dev(d);
 	int i, n_open = 0, n_busy = 0, err;
 
@@ -560,12 +559,11 @@ static int rxe_device_open(struct rnicpi_device *d)
 	}
 	if (n_open == 0 && n_busy) {
 		pthread_mutex_unlock(&dev->lock);
-		if (!atomic_exchange(&told, true))
-			g_warning("%s: another process on this host owns "
+		rxe_dev_warn_once(dev, "another process on this host owns "
 				  "soft-RoCE's UDP port %u. To share it among "
 				  "processes, start the host service "
 				  "(hostrdma-kald, see hostrdma-kald(8)) "
-				  "before them", d->name, ROCE_V2_UDP_PORT);
+				  "before them", ROCE_V2_UDP_PORT);
 		return -EADDRINUSE;
 	}
 	if (n_open == 0) {

@@ -72,16 +72,11 @@ static bool fwd_dispatch(struct rnicpi_source *src, uint32_t events)
 			 * hears nothing more, and the group's sockets are
 			 * renumbered without the daemon's (hostrdma-kald(8),
 			 * RESTART). */
-			static gint said;
-
-			/* Once a process, loud: the process must be
-			 * restarted (rxe_dev_warn is only g_info). */
-			if (g_atomic_int_compare_and_exchange(&said, 0, 1))
-				g_warning("%s: the host service (hostrdma-kald) "
-					  "and its keeper went away: no new "
-					  "connection reaches this process and "
-					  "its traffic may be misrouted; "
-					  "restart it", dev->base.name);
+			rxe_dev_warn_once(dev, "the host service "
+					  "(hostrdma-kald) and its keeper went "
+					  "away: no new connection reaches this "
+					  "process and its traffic may be "
+					  "misrouted; restart it");
 			rnicpi_engine_del(&dev->engine, g->fwd_fd);
 			close(g->fwd_fd);
 			g->fwd_fd = -1;
