@@ -658,10 +658,13 @@ it_status_t it_ud_service_request(it_ud_svc_req_handle_t ud_svc_handle)
 	if (err)
 		return IT_FAIL_ERRNO(&u->obj, err, ITAPI_CTX_CONN,
 				     "SIDR request: %s", g_strerror(-err));
+	/* Another thread's request made meanwhile is replaced too. */
 	g_mutex_lock(&u->lock);
+	old = u->cm;
 	u->cm = cm;
 	u->requests++;
 	g_mutex_unlock(&u->lock);
+	cm_sidr_destroy(old);
 	return IT_SUCCESS;
 }
 
