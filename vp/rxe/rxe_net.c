@@ -909,7 +909,7 @@ static bool rx_dispatch(struct rnicpi_source *src, uint32_t events)
  * poll_rx parking. Reading the sockets from poll_cq alone saves little:
  * the progress thread is still woken by every datagram and takes the
  * core (or the receive side) first; on two cores a 4 KiB WRITE stream
- * between two processes went from 924 to 968 MB/s only. So while an
+ * between two processes went from 924 to 968 MB/s only (one run). So while an
  * application keeps polling (an empty CQ polled within the lease, option
  * poll_rx_lease_us, and no CQ armed since), the progress thread leaves
  * the receive sockets to it: EPOLLIN off. It takes them back when a CQ
