@@ -13,10 +13,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/testutil_rxe.h"
@@ -188,6 +190,166 @@ START_TEST(test_busy_poll)
 	rxe_t_buf_free(&p.t, &src);
 	rxe_t_buf_free(&p.t, &dst);
 	rxe_t_buf_free(&p.t, &back);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+/*
+ * Option poll_rx: polling an empty CQ reads the receive socket in the
+ * polling thread. A stream of SENDs (4 KiB, each with its own pattern)
+ * and WRITEs (4 KiB to their own slots) with the application polling
+ * both sides' CQs without pause: every completion arrives exactly once,
+ * with its bytes. In the first run the progress thread is stopped, so
+ * all the receiving is the poller's: the stream completes only if the
+ * option works, and poll_rx_pkts counts every packet received; in the
+ * second the progress thread runs too (the two share the socket, the
+ * progress thread leaves it to a consumer that keeps polling) and the
+ * poller must still have received some.
+ */
+#define POLL_RX_MSGS 1024
+#define POLL_RX_WINDOW 64
+#define POLL_RX_SIZE 4096u
+
+static void poll_rx_take(struct rxe_t_pair *p, struct rnicpi_cq *cq,
+			 uint8_t *seen, uint64_t limit, uint32_t *left)
+{
+	struct rnicpi_wc wc[16];
+	int n, i;
+
+	n = p->t.ops->poll_cq(cq, 16, wc);
+	ck_assert_int_ge(n, 0);
+	for (i = 0; i < n; i++) {
+		ck_assert_msg(wc[i].status == RNICPI_WC_SUCCESS,
+			      "wr_id %" PRIu64 " status %d", wc[i].wr_id,
+			      wc[i].status);
+		ck_assert_uint_lt(wc[i].wr_id, limit);
+		ck_assert_msg(!seen[wc[i].wr_id], "wr_id %" PRIu64 " twice",
+			      wc[i].wr_id);
+		seen[wc[i].wr_id] = 1;
+		ck_assert_uint_gt(*left, 0);
+		(*left)--;
+	}
+}
+
+START_TEST(test_poll_rx)
+{
+	static const struct rnicpi_option on[] = {
+		{ "poll_rx", "1" }, { NULL, NULL },
+	};
+	const struct rxe_t_conn_opts co = {
+		.max_send_wr = 2 * POLL_RX_WINDOW,
+		.max_recv_wr = 2 * POLL_RX_WINDOW,
+	};
+	const size_t size = (size_t)POLL_RX_MSGS * POLL_RX_SIZE;
+	bool threaded = _i == 1;
+	/* With the progress thread running, one WR at a time: the
+	 * application then spins on an empty CQ while each message is on
+	 * its way, a consumer that polls (a window of 64 finds completions
+	 * waiting, and needs no help). */
+	uint32_t window = threaded ? 1 : POLL_RX_WINDOW;
+	struct rxe_t_buf src, rcv, wdst;
+	struct rxe_t_pair p;
+	struct rxe_dev *dev;
+	uint64_t got, rcvd;
+	uint8_t *s_seen, *r_seen;
+	uint32_t i, posted = 0, s_left = 0, r_left = 0;
+	struct timespec t0, now;
+
+	rxe_t_pair_open_opts(&p, &co, on);
+	dev = to_rxe_dev(p.t.dev);
+	if (!threaded)
+		rxe_net_stop_thread(dev);
+	s_seen = g_malloc0(2 * POLL_RX_MSGS);
+	r_seen = g_malloc0(POLL_RX_MSGS);
+	rxe_t_buf_alloc(&p.t, &src, size, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 0x5eed + (uint32_t)_i);
+	rxe_t_buf_alloc(&p.t, &rcv, size, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &wdst, size, 0, RXE_T_ALL_ACCESS);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* Even wr_ids SEND message k = wr_id / 2, odd ones WRITE it. */
+	while (posted < 2 * POLL_RX_MSGS || s_left || r_left) {
+		while (posted < 2 * POLL_RX_MSGS && s_left < window) {
+			uint32_t k = posted / 2;
+			struct rnicpi_sge sge = {
+				.addr = rxe_t_buf_va(&src) +
+					(uint64_t)k * POLL_RX_SIZE,
+				.length = POLL_RX_SIZE,
+				.lkey = src.mr->lkey,
+			};
+			struct rnicpi_send_wr wr = {
+				.wr_id = posted, .sg_list = &sge, .num_sge = 1,
+			};
+
+			if (posted % 2 == 0) {
+				struct rnicpi_sge rsge = {
+					.addr = rxe_t_buf_va(&rcv) +
+						(uint64_t)k * POLL_RX_SIZE,
+					.length = POLL_RX_SIZE,
+					.lkey = rcv.mr->lkey,
+				};
+				struct rnicpi_recv_wr rwr = {
+					.wr_id = k, .sg_list = &rsge,
+					.num_sge = 1,
+				};
+				const struct rnicpi_recv_wr *rbad;
+
+				ck_assert_ok(p.t.ops->post_recv(p.b.qp, &rwr,
+								&rbad));
+				r_left++;
+				wr.opcode = RNICPI_WR_SEND;
+			} else {
+				wr.opcode = RNICPI_WR_RDMA_WRITE;
+				wr.wr.rdma.remote_addr =
+					rxe_t_buf_va(&wdst) +
+					(uint64_t)k * POLL_RX_SIZE;
+				wr.wr.rdma.rkey = wdst.mr->rkey;
+			}
+			rxe_t_post(&p.t, &p.a, &wr, NULL);
+			s_left++;
+			posted++;
+		}
+		if (s_left)
+			poll_rx_take(&p, p.a.scq, s_seen, 2 * POLL_RX_MSGS,
+				     &s_left);
+		if (r_left)
+			poll_rx_take(&p, p.b.rcq, r_seen, POLL_RX_MSGS,
+				     &r_left);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ck_assert_msg(now.tv_sec - t0.tv_sec < 60,
+			      "stalled: %u sends and %u receives left",
+			      s_left, r_left);
+	}
+	for (i = 0; i < 2 * POLL_RX_MSGS; i++)
+		ck_assert_msg(s_seen[i], "send wr_id %u never completed", i);
+	for (i = 0; i < POLL_RX_MSGS; i++)
+		ck_assert_msg(r_seen[i], "receive %u never completed", i);
+	/* Nothing more: no completion twice. */
+	{
+		struct rnicpi_wc wc;
+
+		ck_assert_int_eq(p.t.ops->poll_cq(p.a.scq, 1, &wc), 0);
+		ck_assert_int_eq(p.t.ops->poll_cq(p.b.rcq, 1, &wc), 0);
+	}
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, rcv.mem + RXE_T_GUARD,
+			 size) == 0);
+	ck_assert(memcmp(src.mem + RXE_T_GUARD, wdst.mem + RXE_T_GUARD,
+			 size) == 0);
+	rxe_t_assert_guards(&rcv);
+	rxe_t_assert_guards(&wdst);
+	got = rxe_dev_counter(p.t.dev, RXE_CNT_POLL_RX_PKTS);
+	rcvd = rxe_dev_counter(p.t.dev, RXE_CNT_RCVD_PKTS);
+	ck_assert_msg(got > 0, "poll_rx_pkts 0 of %" PRIu64 " (%" PRIu64
+		      " parks)", rcvd,
+		      rxe_dev_counter(p.t.dev, RXE_CNT_POLL_RX_PARKS));
+	if (!threaded)
+		ck_assert_uint_eq(got, rcvd);
+	else
+		ck_assert_uint_le(got, rcvd);
+	g_free(s_seen);
+	g_free(r_seen);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &rcv);
+	rxe_t_buf_free(&p.t, &wdst);
 	rxe_t_pair_close(&p);
 }
 END_TEST
@@ -689,6 +851,7 @@ void rxe_loopback_add_rc_cases(Suite *s)
 	tcase_add_loop_test(tc, test_rc_path_mtus, 0, 5);
 	tcase_add_loop_test(tc, test_ipv4_id_assumption, 0, 3);
 	tcase_add_test(tc, test_busy_poll);
+	tcase_add_loop_test(tc, test_poll_rx, 0, 2);
 	tcase_add_test(tc, test_rc_ipv6);
 	tcase_add_test(tc, test_rc_rnr);
 	tcase_add_test(tc, test_rc_many_in_flight);

@@ -195,6 +195,10 @@ int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options)
 		return err;
 	t->ops = t->dev->ops;
 	t->dev->provider = &rxe_provider;
+	/* Every rxe suite again with the option poll_rx on (its own test
+	 * is rc:test_poll_rx): HOSTRDMA_TEST_RXE_POLL_RX=1. */
+	if (g_strcmp0(g_getenv("HOSTRDMA_TEST_RXE_POLL_RX"), "1") == 0)
+		to_rxe_dev(t->dev)->poll_rx = 1;
 	/* As it_ia_create does: the first open binds UDP port 4791. */
 	err = t->ops->device_open(t->dev);
 	if (err) {

@@ -66,7 +66,8 @@ bool rxe_t_has_event(enum rnicpi_event_type type, struct rnicpi_qp *qp);
 /* Fill @nd for "lo" with 127.0.0.1 and ::1 (storage in @addrs[2]). */
 void rxe_t_lo_netdev(struct rnicpi_netdev *nd,
 		     struct sockaddr_storage addrs[2]);
-/* Create a device on lo with @options (NULL-terminated list or NULL). */
+/* Create a device on lo with @options (NULL-terminated list or NULL);
+ * with HOSTRDMA_TEST_RXE_POLL_RX=1 in the environment, poll_rx on. */
 int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options);
 /* Fixtures: rxe_t_netns_setup(), and devices opened without options get
  * "direct=2" (every datagram peeked at, expected payloads read straight

@@ -81,7 +81,9 @@
 	X(DIRECT_PKTS, "direct_placed_pkts")   /* payload read into place */\
 	X(FAULT_DROPS, "fault_drops")          /* test fault hooks */     \
 	X(FAULT_DUPS, "fault_dups")                                         \
-	X(FAULT_REORDERS, "fault_reorders")
+	X(FAULT_REORDERS, "fault_reorders")                                 \
+	X(POLL_RX_PKTS, "poll_rx_pkts")        /* received by a poller */ \
+	X(POLL_RX_PARKS, "poll_rx_parks")      /* sockets left to one */
 
 enum rxe_counter {
 #define X(id, name) RXE_CNT_##id,
@@ -142,8 +144,22 @@ struct rxe_dev {
 	 * thread. */
 	struct rnicpi_engine engine;
 	bool engine_up;
-	struct rx_batch *rxb;		/* receive buffers (engine thread) */
+	/* The receive side: whoever holds rx_lock reads the receive
+	 * sockets (rx_drain) with rxb, rx_seed and rx_peek. The progress
+	 * thread waits for it; an application polling an empty CQ only
+	 * tries it (option poll_rx). Taken before any other lock. */
+	pthread_mutex_t rx_lock;
+	struct rx_batch *rxb;		/* receive buffers */
 	uint32_t rx_seed;		/* the fault hooks' dice */
+	/* poll_rx: when an application last polled an empty CQ of the
+	 * device (0: it armed one since), and whether the progress thread
+	 * left the receive sockets to it (EPOLLIN off until the lease of
+	 * that poll runs out or a CQ is armed). park_lock: rx_parked and
+	 * the sockets' events; under rx_lock, over dev->lock. */
+	atomic_uint_fast64_t rx_polled_ns;
+	pthread_mutex_t park_lock;
+	atomic_bool rx_parked;
+	struct rnicpi_timer park_timer;
 
 	/* Options (rxe_main.c) */
 	uint32_t max_unacked;		/* packets in flight per QP */
@@ -163,9 +179,13 @@ struct rxe_dev {
 					 * straight into their targets: 0 no,
 					 * 1 while bulk data comes, 2 every
 					 * datagram peeked at */
+	uint32_t poll_rx;		/* option: polling an empty CQ reads
+					 * the receive sockets (rx_lock) */
+	uint32_t poll_rx_lease_us;	/* option: how long after a poll the
+					 * sockets stay the poller's */
 	int rx_peek;			/* direct=1: datagrams still to peek
 					 * at since bulk data was last seen
-					 * (progress thread only) */
+					 * (under rx_lock) */
 
 	atomic_uint_fast64_t counters[RXE_NUM_COUNTERS];
 };
@@ -767,6 +787,19 @@ void rxe_timer_fini(struct rxe_qp *qp);
  * a harness that calls rxe_net_run_work(). */
 void rxe_net_stop_thread(struct rxe_dev *dev);
 void rxe_dev_wake(struct rxe_dev *dev);
+/* Option poll_rx: an application found a CQ of @dev empty. Unless another
+ * thread holds the receive side (or this is the progress thread), read
+ * what the receive sockets hold and do the work it made (ACKs, transmit
+ * bursts) in this thread. True when it received something. @cq_armed:
+ * the CQ polled is armed (a poll that is no sign of polling on). */
+bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed);
+/* Is this thread the poller of rxe_net_poll_rx() on @dev? Upcalls are
+ * then left to the progress thread: the caller of poll_cq may hold locks
+ * of the layers above. */
+bool rxe_net_on_poller(const struct rxe_dev *dev);
+/* poll_rx: a CQ of @dev was armed; its consumer may sleep now, so the
+ * progress thread takes the receive sockets back at once. */
+void rxe_net_poll_rx_armed(struct rxe_dev *dev);
 
 /* rxe_recv.c: check and dispatch one received packet; @ip_id_hint is the
  * IPv4 ID to try first for the ICRC (the segment's index in a GRO run). */

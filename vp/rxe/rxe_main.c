@@ -353,6 +353,9 @@ static int apply_options(struct rxe_dev *dev,
 		{ "gso", offsetof(struct rxe_dev, gso), 0, 1, true },
 		{ "max_unacked", offsetof(struct rxe_dev, max_unacked), 1,
 		  1u << 20 },
+		{ "poll_rx", offsetof(struct rxe_dev, poll_rx), 0, 1 },
+		{ "poll_rx_lease_us",
+		  offsetof(struct rxe_dev, poll_rx_lease_us), 1, 1000000 },
 		{ "tx_burst", offsetof(struct rxe_dev, tx_burst), 1, 4096 },
 	};
 	const struct rnicpi_option *o;
@@ -422,6 +425,8 @@ static void rxe_device_destroy(struct rnicpi_device *d)
 	g_queue_clear(&dev->acks);
 	rnicpi_key_table_fini(&dev->keys);
 	pthread_mutex_destroy(&dev->lock);
+	pthread_mutex_destroy(&dev->rx_lock);
+	pthread_mutex_destroy(&dev->park_lock);
 	g_free(dev);
 }
 
@@ -458,6 +463,9 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	for (i = 0; i < RXE_MAX_GID; i++)
 		dev->gids[i].rx_fd = -1;
 	pthread_mutex_init(&dev->lock, NULL);
+	pthread_mutex_init(&dev->rx_lock, NULL);
+	pthread_mutex_init(&dev->park_lock, NULL);
+	dev->poll_rx_lease_us = 200;
 	dev->qps = g_hash_table_new(g_direct_hash, g_direct_equal);
 	g_queue_init(&dev->pending);
 	g_queue_init(&dev->acks);
@@ -522,6 +530,8 @@ err_keys:
 err_free:
 	g_hash_table_destroy(dev->qps);
 	pthread_mutex_destroy(&dev->lock);
+	pthread_mutex_destroy(&dev->rx_lock);
+	pthread_mutex_destroy(&dev->park_lock);
 	g_free(dev);
 	return err;
 }

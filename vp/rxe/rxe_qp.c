@@ -62,6 +62,15 @@ void rxe_qp_unlock(struct rxe_qp *qp)
 	const struct rnicpi_core_ops *core = qp->dev->base.core;
 	uint32_t i, n = qp->n_deferred;
 
+	/* An application thread reading the sockets from poll_cq (option
+	 * poll_rx) may hold locks of the layers above: its events stay
+	 * queued, and the progress thread delivers them when it next
+	 * unlocks the QP (run_pending). */
+	if (n && rxe_net_on_poller(qp->dev)) {
+		rxe_schedule(qp);
+		pthread_mutex_unlock(&qp->lock);
+		return;
+	}
 	memcpy(ev, qp->deferred, n * sizeof(ev[0]));
 	qp->n_deferred = 0;
 	pthread_mutex_unlock(&qp->lock);

@@ -426,12 +426,26 @@ int rxe_destroy_cq(struct rnicpi_cq *c)
 
 int rxe_poll_cq(struct rnicpi_cq *c, int n, struct rnicpi_wc *wc)
 {
-	return rnicpi_cq_ring_poll(&to_rxe_cq(c)->ring, n, wc);
+	struct rxe_cq *cq = to_rxe_cq(c);
+	struct rxe_dev *dev = to_rxe_dev(c->device);
+	int k = rnicpi_cq_ring_poll(&cq->ring, n, wc);
+
+	/* Empty: read the sockets here rather than wait for the progress
+	 * thread (option poll_rx, rxe_net_poll_rx()). */
+	if (k == 0 && n > 0 && dev->poll_rx &&
+	    rxe_net_poll_rx(dev, rnicpi_cq_ring_armed(&cq->ring)))
+		k = rnicpi_cq_ring_poll(&cq->ring, n, wc);
+	return k;
 }
 
 int rxe_req_notify_cq(struct rnicpi_cq *c, int solicited_only)
 {
-	return rnicpi_cq_ring_arm(&to_rxe_cq(c)->ring, solicited_only);
+	struct rxe_dev *dev = to_rxe_dev(c->device);
+	int rc = rnicpi_cq_ring_arm(&to_rxe_cq(c)->ring, solicited_only);
+
+	if (dev->poll_rx)
+		rxe_net_poll_rx_armed(dev);
+	return rc;
 }
 
 int rxe_ack_cq_event(struct rnicpi_cq *c)
