@@ -509,13 +509,32 @@ perf_case() {
 		st=1
 	grep -q ' 65536 *300 ' "$work/$name.theirs" || st=1
 	grep -qi "error\|fail\|couldn" "$work/$name.theirs" && st=1
+	# perftest measures the CPU clock first and gives up when its
+	# samples do not line up ("Correlation coefficient r^2 ... < 0.9,
+	# Can't produce a report"): a loaded guest's clock, not the data
+	# path (seen once in CI, ib_write_bw -R against our server on siw0).
+	grep -q "Can't produce a report" "$work/$name.theirs" && perf_calib=1
 	result "$name" $st
+}
+# A perf case whose perftest could not calibrate its clock runs once
+# more (printed and counted; a second failure counts).
+# VERBS_NO_RETRY=1: no second go.
+perf_once_more() {
+	local before=$fail
+	perf_calib=0
+	perf_case "$@"
+	[ "$fail" -gt "$before" ] && [ "$perf_calib" = 1 ] &&
+		[ -z "${VERBS_NO_RETRY:-}" ] || return 0
+	fail=$before
+	retried=$((retried + 1))
+	echo "   $1: once more (perftest could not calibrate its clock; a second failure counts)"
+	perf_case "$@"
 }
 for dev in siw0 rxe0; do
 	if [ $dev = siw0 ]; then a1=$siw_ip a2=$siw_ip2; else a1=$rxe_ip a2=$rxe_ip2; fi
 	for t in write_bw read_bw; do
-		perf_case "perf-$t-client-$dev" $dev $t theirs "$a2"
-		perf_case "perf-$t-server-$dev" $dev $t ours "$a1"
+		perf_once_more "perf-$t-client-$dev" $dev $t theirs "$a2"
+		perf_once_more "perf-$t-server-$dev" $dev $t ours "$a1"
 	done
 done
 
