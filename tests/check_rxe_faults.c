@@ -313,6 +313,29 @@ START_TEST(test_hook_drop_dup_reorder)
 }
 END_TEST
 
+/* A device option the provider does not take is refused, and said aloud
+ * with the option and the value (the user sees only that the device was
+ * not made otherwise). */
+START_TEST(test_bad_option_said)
+{
+	static const struct rnicpi_option bad_value[] = {
+		{ "poll_rx", "2" }, { NULL, NULL } };
+	static const struct rnicpi_option unknown[] = {
+		{ "poll_tx", "1" }, { NULL, NULL } };
+	g_autoptr(tu_log_capture) cap = tu_log_capture_begin("hostrdma-rxe");
+	struct rxe_t_dev t;
+
+	ck_assert_int_eq(rxe_t_dev_open(&t, bad_value), -EINVAL);
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_WARNING,
+				       "rxe_lo: option poll_rx: bad value \"2\" (expected 0..1)"),
+			  1);
+	ck_assert_int_eq(rxe_t_dev_open(&t, unknown), -EINVAL);
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_WARNING,
+				       "rxe_lo: unknown option \"poll_tx\""),
+			  1);
+}
+END_TEST
+
 Suite *suite_rxe_faults(void)
 {
 	Suite *s = suite_create("rxe-faults");
@@ -322,6 +345,7 @@ Suite *suite_rxe_faults(void)
 	tcase_add_test(tc, test_nft_drop);
 	tcase_add_test(tc, test_nft_drop_ipv6);
 	tcase_add_test(tc, test_hook_drop_dup_reorder);
+	tcase_add_test(tc, test_bad_option_said);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -211,6 +211,7 @@ END_TEST
 
 START_TEST(test_options)
 {
+	struct tu_log_capture *cap;
 	struct siw_options o;
 	const struct rnicpi_option good[] = {
 		{ "mpa_rev", "1" }, { "mpa_crc", "required" },
@@ -265,14 +266,24 @@ START_TEST(test_options)
 	ck_assert_uint_eq(o.read_timeout_ms, 2500);
 	ck_assert_uint_eq(o.max_qp, 3);
 	ck_assert_uint_eq(o.tcp_user_timeout_ms, 30000);
+	/* Each refusal is a warning naming the option and the value. */
+	cap = tu_log_capture_begin("hostrdma-siw");
 	ck_assert_errno(siw_options_parse(&o, unknown, "t"), EINVAL);
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_WARNING,
+				       "t: unknown option \"mpa_markers\""),
+			  1);
 	ck_assert_errno(siw_options_parse(&o, bad1, "t"), EINVAL);
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_WARNING,
+				       "t: bad value \"3\" for option \"mpa_rev\""),
+			  1);
 	ck_assert_errno(siw_options_parse(&o, bad2, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad3, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad4, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad5, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad6, "t"), EINVAL);
 	ck_assert_errno(siw_options_parse(&o, bad7, "t"), EINVAL);
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_WARNING, "t: "), 8);
+	tu_log_capture_end(cap);
 }
 END_TEST
 

@@ -367,15 +367,18 @@ static int apply_options(struct rxe_dev *dev,
 			if (strcmp(o->key, known[i].key) == 0)
 				break;
 		if (i == G_N_ELEMENTS(known)) {
-			rxe_dev_warn(dev, "unknown option \"%s\"", o->key);
+			/* The user's setting: said aloud (the device
+			 * is not made), not as rxe_dev_warn's info. */
+			g_warning("%s: unknown option \"%s\"",
+				  dev->base.name, o->key);
 			return -EINVAL;
 		}
 		if (!o->value ||
 		    parse_u32(o->value, known[i].lo, known[i].hi, &v)) {
-			rxe_dev_warn(dev, "option %s: bad value \"%s\" "
-				     "(expected %u..%u)", o->key,
-				     o->value ? o->value : "(null)",
-				     known[i].lo, known[i].hi);
+			g_warning("%s: option %s: bad value \"%s\" "
+				  "(expected %u..%u)", dev->base.name, o->key,
+				  o->value ? o->value : "(null)",
+				  known[i].lo, known[i].hi);
 			return -EINVAL;
 		}
 		if (known[i].flag)

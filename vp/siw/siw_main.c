@@ -132,12 +132,14 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 		} else if (!strcmp(k, "max_fpdu")) {
 			rc = parse_u32(v, 64, 65536, &o->max_fpdu);
 		} else {
-			g_info("%s: unknown option \"%s\"", devname, k);
+			/* The user's setting: said aloud (the device
+			 * is not made). */
+			g_warning("%s: unknown option \"%s\"", devname, k);
 			return -EINVAL;
 		}
 		if (rc) {
-			g_info("%s: bad value \"%s\" for option \"%s\"",
-			       devname, v, k);
+			g_warning("%s: bad value \"%s\" for option \"%s\"",
+				  devname, v, k);
 			return -EINVAL;
 		}
 	}

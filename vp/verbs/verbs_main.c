@@ -381,7 +381,8 @@ static int verbs_device_create(const struct rnicpi_netdev *nd,
 	(void)core;
 	pthread_once(&ops_once, fill_ops_once);
 	if (options && options[0].key) {
-		g_info("%s: unknown option \"%s\"", name, options[0].key);
+		g_warning("%s: unknown option \"%s\" (the verbs provider takes none)",
+			  name, options[0].key);
 		return -EINVAL;
 	}
 	err = port_on(nd, &vp);
