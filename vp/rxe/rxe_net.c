@@ -1029,12 +1029,14 @@ bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
 	 * before the arm) is no sign of polling: it is about to sleep. */
 	if (!cq_armed)
 		atomic_store(&dev->rx_polled_ns, rnicpi_now_ns());
+	/* Taken first (rx_lock before dev->lock): a poll that finds the
+	 * progress thread reading costs no dev->lock. */
+	if (pthread_mutex_trylock(&dev->rx_lock))
+		return false;
 	pthread_mutex_lock(&dev->lock);
 	for (i = 0; i < RXE_MAX_GID; i++)
 		fds[i] = dev->gids[i].valid ? dev->gids[i].rx_fd : -1;
 	pthread_mutex_unlock(&dev->lock);
-	if (pthread_mutex_trylock(&dev->rx_lock))
-		return false;
 	rx_poller = dev;
 	before = atomic_load(&dev->counters[RXE_CNT_RCVD_PKTS]);
 	for (i = 0; i < RXE_MAX_GID; i++)
