@@ -230,6 +230,8 @@ struct siw_counters {
 	atomic_uint_fast64_t unpark_timer;	/* taken back by the timer */
 	atomic_uint_fast64_t unpark_timer_data; /* ... with bytes waiting */
 	atomic_uint_fast64_t park_off;	/* QPs no longer parked */
+	/* recvmsg() calls that found nothing (EAGAIN) */
+	atomic_uint_fast64_t rx_empty;
 };
 
 struct siw_device {
@@ -549,6 +551,9 @@ struct siw_rx {
 	 * A step reads the socket only once the stash is empty. */
 	uint8_t stash[SIW_RX_STASH];
 	uint32_t stash_off, stash_len;
+	/* The last read of this pass came back short: the socket held no
+	 * more at that moment (see siw_qp_rx). */
+	bool drained;
 	uint32_t crc;
 	uint8_t opcode;
 	/* where the payload goes */

@@ -50,14 +50,19 @@ void siw_rx_release(struct siw_qp *qp)
 static ssize_t rx_recv(struct siw_qp *qp, struct iovec *iov, int n)
 {
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+	size_t want = 0;
 	ssize_t rc;
+	int i;
 
 	do
 		rc = recvmsg(qp->fd, &msg, MSG_DONTWAIT);
 	while (rc < 0 && errno == EINTR);
 	if (rc > 0) {
+		for (i = 0; i < n; i++)
+			want += iov[i].iov_len;
 		qp->rx_reads++;
 		qp->rx_bytes += (uint64_t)rc;
+		qp->rx.drained = (size_t)rc < want;
 	}
 	return rc < 0 ? -errno : rc;
 }
@@ -66,8 +71,11 @@ static ssize_t rx_recv(struct siw_qp *qp, struct iovec *iov, int n)
  * state after EOF/error (which already closed the stream). */
 static int rx_nothing(struct siw_qp *qp, ssize_t rc)
 {
-	if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+	if (rc == -EAGAIN || rc == -EWOULDBLOCK) {
+		atomic_fetch_add_explicit(&qp->dev->counters.rx_empty, 1,
+					  memory_order_relaxed);
 		return SIW_RX_WAIT;
+	}
 	/* EOF at an FPDU boundary is an orderly close; inside one the
 	 * stream broke (RFC 5044 §8 "TCP connection closed"). */
 	if (rc == 0 && qp->rx.state == SIW_RX_CTRL && qp->rx.hdr_got == 0)
@@ -83,11 +91,8 @@ static int rx_read(struct siw_qp *qp, struct iovec *iov, int n,
 {
 	ssize_t rc = rx_recv(qp, iov, n);
 
-	if (rc > 0) {
-		*got = rc;
-		return 0;
-	}
-	return rx_nothing(qp, rc);
+	*got = rc > 0 ? rc : 0;
+	return rc > 0 ? 0 : rx_nothing(qp, rc);
 }
 
 static int rx_read_buf(struct siw_qp *qp, void *buf, size_t len,
@@ -685,15 +690,30 @@ static const siw_rx_step_fn rx_steps[SIW_RX_STATE_COUNT] = {
 	[SIW_RX_DISCARD] = rx_step_discard,
 };
 
+/*
+ * Read and act on what @qp's socket holds. A pass ends when a read finds
+ * nothing, or, between two FPDUs with nothing read ahead, when the last
+ * read came back shorter than asked: TCP hands over all it holds, so the
+ * socket was empty then, and the read that would say so (EAGAIN) is one
+ * system call on the critical path of every message of a ping-pong
+ * (20000 of 40000 recvmsg() calls of an 8-byte send_lat client). What
+ * arrives after is seen as usual: epoll is level-triggered, and a poller
+ * asks poll() first.
+ */
 void siw_qp_rx(struct siw_qp *qp)
 {
 	int budget = SIW_RX_BUDGET * 4;
 
+	qp->rx.drained = false;
 	/* Past the budget, only what waits in the stash is finished: epoll
 	 * does not see it, the socket's next bytes will be seen again. */
 	while (qp->fd >= 0 && (budget-- > 0 || stash_avail(&qp->rx))) {
 		enum siw_rx_state s = qp->rx.state;
 		int next;
+
+		if (s == SIW_RX_CTRL && qp->rx.hdr_got == 0 &&
+		    qp->rx.drained && !stash_avail(&qp->rx))
+			return;
 
 		if ((unsigned int)s >= SIW_RX_STATE_COUNT) {
 			siw_qp_info(qp, "bad receive state %d", s);
