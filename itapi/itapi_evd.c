@@ -478,9 +478,15 @@ it_status_t it_evd_dequeue(it_evd_handle_t evd_handle, it_event_t *event)
 				(void *)evd_handle);
 	if (!event)
 		return IT_FAIL(&evd->obj, IT_ERR_FAULT, "event is NULL");
-	if (evd->cq)
-		itapi_evd_pump(evd);
 	g_mutex_lock(&evd->lock);
+	/* What the EVD holds is older than anything still in the CQ: the
+	 * CQ is polled (and the provider made to progress, a system call
+	 * for a software one) only when the EVD is empty. */
+	if (evd->count == 0 && evd->cq) {
+		g_mutex_unlock(&evd->lock);
+		itapi_evd_pump(evd);
+		g_mutex_lock(&evd->lock);
+	}
 	if (evd->count == 0) {
 		g_mutex_unlock(&evd->lock);
 		return IT_ERR_QUEUE_EMPTY;	/* not a failure: no log */
@@ -496,6 +502,7 @@ it_status_t it_evd_dequeue_n(it_evd_handle_t evd_handle, int deque_count,
 {
 	struct itapi_evd *evd = ITAPI_LOOKUP(evd_handle, struct itapi_evd,
 					     IT_HANDLE_TYPE_EVD);
+	bool full;
 	int n = 0;
 
 	if (!evd)
@@ -507,9 +514,14 @@ it_status_t it_evd_dequeue_n(it_evd_handle_t evd_handle, int deque_count,
 	if (!events || !dequed_count)
 		return IT_FAIL(&evd->obj, IT_ERR_FAULT,
 			       "events or dequed_count is NULL");
-	if (evd->cq)
-		itapi_evd_pump(evd);
 	g_mutex_lock(&evd->lock);
+	/* The CQ is polled only for what the EVD does not hold already. */
+	if (evd->cq && evd->count < (size_t)deque_count) {
+		g_mutex_unlock(&evd->lock);
+		itapi_evd_pump(evd);
+		g_mutex_lock(&evd->lock);
+	}
+	full = evd->count >= evd->size;
 	while (n < deque_count && evd->count > 0) {
 		itapi_evq_pop(evd, &events[n]);
 		itapi_evq_after_dequeue(evd, &events[n]);
@@ -517,8 +529,8 @@ it_status_t it_evd_dequeue_n(it_evd_handle_t evd_handle, int deque_count,
 	}
 	g_mutex_unlock(&evd->lock);
 	*dequed_count = n;
-	/* The CQ may hold more than fitted in the ring before. */
-	if (evd->cq && n)
+	/* The CQ may hold more than fitted in the full ring before. */
+	if (evd->cq && n && full)
 		itapi_evd_pump(evd);
 	return n ? IT_SUCCESS : IT_ERR_QUEUE_EMPTY;
 }
