@@ -256,7 +256,6 @@ static ssize_t cq_fill(struct hfi_cq *cq, void *buf, size_t count,
 	size_t esz = entry_size(cq->format), n = 0;
 	struct fi_cq_tagged_entry *pe;
 	char *p = buf;
-	it_event_t ev;
 	int r;
 
 	/* unlocked peek: a stash racing with it is seen next time */
@@ -287,15 +286,33 @@ static ssize_t cq_fill(struct hfi_cq *cq, void *buf, size_t count,
 			n++;
 		}
 	}
-	while (n < count && it_evd_dequeue(cq->evd, &ev) == IT_SUCCESS) {
-		r = hfi_dto_reap(cq, &ev, p);
-		if (r < 0)
+	/* In batches: one it_evd_dequeue_n polls the provider once for
+	 * them all, where a dequeue per entry polled it again for the one
+	 * after the last (a system call on a software device). After an
+	 * error, what the batch holds waits for the next read. */
+	while (n < count) {
+		it_event_t evs[HFI_CQ_BATCH];
+		int k = 0, i;
+
+		if (it_evd_dequeue_n(cq->evd,
+				     (int)MIN(count - n, (size_t)HFI_CQ_BATCH),
+				     evs, &k) != IT_SUCCESS || k <= 0)
 			break;
-		if (r > 0) {
-			if (src_addr)
-				src_addr[n] = FI_ADDR_NOTAVAIL;
-			p += esz;
-			n++;
+		for (i = 0; i < k; i++) {
+			r = hfi_dto_reap(cq, &evs[i], p);
+			if (r < 0)
+				break;
+			if (r > 0) {
+				if (src_addr)
+					src_addr[n] = FI_ADDR_NOTAVAIL;
+				p += esz;
+				n++;
+			}
+		}
+		if (i < k) {
+			while (++i < k)
+				hfi_cq_stash(cq, &evs[i]);
+			break;
 		}
 	}
 	if (n)

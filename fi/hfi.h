@@ -55,6 +55,8 @@
 #define HFI_MSG_ORDER_HINTS                                              \
 	(HFI_MSG_ORDER | FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW |     \
 	 FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
+/* IT-API events taken at once by a CQ read */
+#define HFI_CQ_BATCH 16
 #define HFI_TX_SIZE 256
 #define HFI_RX_SIZE 256
 #define HFI_IOV_LIMIT 4

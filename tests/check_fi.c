@@ -554,6 +554,75 @@ START_TEST(msg_truncated)
 }
 END_TEST
 
+/*
+ * A CQ read of several entries at once, with an error among them: the
+ * successes before it come out in order, the error through
+ * fi_cq_readerr, and what followed it in the same batch after it, none
+ * lost or repeated. Six receives, the fourth too small for its message.
+ */
+START_TEST(msg_batch_read)
+{
+	static char sbuf[6 * 32], rbuf[6 * 64];
+	struct fi_cq_data_entry e[8];
+	struct fi_cq_err_entry err = { 0 };
+	struct fid_mr *smr, *rmr;
+	int ctx_r[6], ctx_s[6], got_ok = 0, got_err = 0, i;
+	struct timespec t0, t;
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	connect_pair(&p, FI_WAIT_NONE);
+	fill(sbuf, sizeof(sbuf), 5);
+	memset(rbuf, 0, sizeof(rbuf));
+	smr = reg(&p, sbuf, sizeof(sbuf), FI_SEND);
+	rmr = reg(&p, rbuf, sizeof(rbuf), FI_RECV);
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(fi_recv(p.sep, rbuf + 64 * i, i == 3 ? 16 : 64,
+					 fi_mr_desc(rmr), 0, &ctx_r[i]), 0);
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(fi_send(p.cep, sbuf + 32 * i, 32,
+					 fi_mr_desc(smr), 0, &ctx_s[i]), 0);
+	/* Let all six complete before the first read: one batch. */
+	usleep(200000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got_ok + got_err < 6) {
+		ssize_t n = fi_cq_read(p.scq, e, 8);
+
+		if (n == -FI_EAVAIL) {
+			ck_assert_int_eq(fi_cq_readerr(p.scq, &err, 0), 1);
+			/* r3 first (too small), then the flushed r4, r5 */
+			ck_assert_ptr_eq(err.op_context, &ctx_r[3 + got_err]);
+			ck_assert_int_eq(got_ok, 3);
+			got_err++;
+			continue;
+		}
+		if (n == -FI_EAGAIN) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			ck_assert_msg(t.tv_sec - t0.tv_sec < 10,
+				      "%d entries and %d errors only",
+				      got_ok, got_err);
+			continue;
+		}
+		ck_assert_int_gt(n, 0);
+		for (i = 0; i < n; i++, got_ok++) {
+			ck_assert_int_lt(got_ok, 3);
+			ck_assert_int_eq(got_err, 0);
+			ck_assert_ptr_eq(e[i].op_context, &ctx_r[got_ok]);
+			ck_assert_uint_eq(e[i].len, 32);
+			ck_assert_mem_eq(rbuf + 64 * got_ok,
+					 sbuf + 32 * got_ok, 32);
+		}
+	}
+	ck_assert_int_eq(fi_cq_read(p.scq, e, 8), -FI_EAGAIN);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(rbuf[64 * i + 32], 0);
+	fi_close(&smr->fid);
+	fi_close(&rmr->fid);
+	close_pair(&p);
+}
+END_TEST
+
 /* ---- RMA ---------------------------------------------------------------- */
 
 static void wait_landed(const char *where, const char *what, size_t len)
@@ -1080,6 +1149,7 @@ static Suite *fi_suite(void)
 	CASE(mr_register);
 	CASE(msg_send_recv);
 	CASE(msg_truncated);
+	CASE(msg_batch_read);
 	CASE(rma_write_read_virt);
 	CASE(rma_write_read_offsets);
 	CASE(rma_remote_access_error);
