@@ -222,8 +222,7 @@ int hfi_dto_reap(struct hfi_cq *cq, const it_event_t *ev, void *out)
 			e->buf = recv ? req->buf : NULL;
 		ret = 1;
 	}
-	hfi_ep_req_done(req->ep, req->inject_slot);
-	g_free(req);
+	hfi_ep_req_done(req->ep, req);	/* @req is the endpoint's again */
 	return ret;
 }
 

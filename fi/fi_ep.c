@@ -226,7 +226,20 @@ static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
 		return -FI_EINVAL;
 	if (inject && (op == OP_RECV || op == OP_READ))
 		return -FI_EINVAL;
-	req = g_new0(struct hfi_req, 1);
+	/* Counted as outstanding from here: the endpoint's memory stays
+	 * while @req points to it. */
+	g_mutex_lock(&ep->lock);
+	req = ep->free_reqs;
+	if (req) {
+		ep->free_reqs = req->next_free;
+		ep->n_free--;
+	}
+	ep->outstanding++;
+	g_mutex_unlock(&ep->lock);
+	if (req)
+		memset(req, 0, sizeof(*req));
+	else
+		req = g_new0(struct hfi_req, 1);
 	req->ep = ep;
 	req->context = context;
 	req->buf = count ? iov[0].iov_base : NULL;
@@ -239,12 +252,9 @@ static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
 			      (flags & FI_COMPLETION);
 	ret = build_segments(ep, iov, desc, count, inject, req, segs, &nsegs);
 	if (ret) {
-		g_free(req);
+		hfi_ep_req_done(ep, req);
 		return ret;
 	}
-	g_mutex_lock(&ep->lock);
-	ep->outstanding++;
-	g_mutex_unlock(&ep->lock);
 	switch (op) {
 	case OP_SEND:
 		st = it_post_send(ep->ep, segs, nsegs, (uintptr_t)req,
@@ -265,8 +275,7 @@ static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
 		break;
 	}
 	if (st != IT_SUCCESS) {
-		hfi_ep_req_done(ep, req->inject_slot);
-		g_free(req);
+		hfi_ep_req_done(ep, req);
 		if (st == IT_ERR_INVALID_EP_STATE)
 			return -FI_EOPBADSTATE;
 		return hfi_status_to_fi(st);
@@ -633,20 +642,36 @@ static struct fi_ops_ep hfi_ep_ops = {
 
 static void ep_free_mem(struct hfi_ep *ep)
 {
+	while (ep->free_reqs) {
+		struct hfi_req *r = ep->free_reqs;
+
+		ep->free_reqs = r->next_free;
+		g_free(r);
+	}
 	g_mutex_clear(&ep->lock);
 	g_free(ep);
 }
 
-/* A CQ saw the completion of one of @ep's requests. */
-void hfi_ep_req_done(struct hfi_ep *ep, int inject_slot)
+/* A CQ saw the completion of @req, one of @ep's requests, or its post
+ * failed: @req goes back to @ep (the caller no longer has it). */
+void hfi_ep_req_done(struct hfi_ep *ep, struct hfi_req *req)
 {
+	struct hfi_req *drop = NULL;
 	bool last;
 
 	g_mutex_lock(&ep->lock);
-	if (inject_slot >= 0)
-		ep->inject_free |= UINT64_C(1) << inject_slot;
+	if (req->inject_slot >= 0)
+		ep->inject_free |= UINT64_C(1) << req->inject_slot;
+	if (ep->n_free < HFI_REQ_CACHE) {
+		req->next_free = ep->free_reqs;
+		ep->free_reqs = req;
+		ep->n_free++;
+	} else {
+		drop = req;
+	}
 	last = --ep->outstanding == 0 && ep->closed;
 	g_mutex_unlock(&ep->lock);
+	g_free(drop);
 	if (last)
 		ep_free_mem(ep);
 }
