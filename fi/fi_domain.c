@@ -447,9 +447,17 @@ static struct fi_ops_cq hfi_cq_ops = {
 static int hfi_cq_close(struct fid *fid)
 {
 	struct hfi_cq *cq = container_of(fid, struct hfi_cq, cq_fid.fid);
-	it_status_t st = it_evd_free(cq->evd);
 	struct hfi_cq_err *ce;
+	it_status_t st;
+	it_event_t ev;
 
+	/* Completions nobody read: their requests go back to their
+	 * endpoints (a closed one's memory goes with its last), the
+	 * entries to the lists below, which fi_cq_read still serves if an
+	 * endpoint uses the CQ yet and it stays. */
+	while (it_evd_dequeue(cq->evd, &ev) == IT_SUCCESS)
+		hfi_cq_stash(cq, &ev);
+	st = it_evd_free(cq->evd);
 	if (st != IT_SUCCESS)
 		return -FI_EBUSY;	/* an endpoint still uses it */
 	while ((ce = g_queue_pop_head(&cq->errors)))
