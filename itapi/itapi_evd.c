@@ -480,12 +480,14 @@ it_status_t it_evd_dequeue(it_evd_handle_t evd_handle, it_event_t *event)
 		return IT_FAIL(&evd->obj, IT_ERR_FAULT, "event is NULL");
 	g_mutex_lock(&evd->lock);
 	/* What the EVD holds is older than anything still in the CQ: the
-	 * CQ is polled (and the provider made to progress, a system call
-	 * for a software one) only when the EVD is empty. */
+	 * CQ is polled for more (and a software provider looks for
+	 * received data, a system call) only when the EVD is empty. */
 	if (evd->count == 0 && evd->cq) {
 		g_mutex_unlock(&evd->lock);
 		itapi_evd_pump(evd);
 		g_mutex_lock(&evd->lock);
+	} else if (evd->cq) {
+		itapi_evd_nudge(evd);
 	}
 	if (evd->count == 0) {
 		g_mutex_unlock(&evd->lock);
@@ -520,6 +522,8 @@ it_status_t it_evd_dequeue_n(it_evd_handle_t evd_handle, int deque_count,
 		g_mutex_unlock(&evd->lock);
 		itapi_evd_pump(evd);
 		g_mutex_lock(&evd->lock);
+	} else if (evd->cq) {
+		itapi_evd_nudge(evd);
 	}
 	full = evd->count >= evd->size;
 	while (n < deque_count && evd->count > 0) {

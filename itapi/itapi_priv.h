@@ -389,6 +389,7 @@ it_status_t itapi_evd_post(struct itapi_evd *evd, it_event_t *ev,
 void itapi_evd_destroy(struct itapi_evd *evd);
 /* Move what the CQ of a DTO SEVD holds into its queue. */
 void itapi_evd_pump(struct itapi_evd *evd);
+void itapi_evd_nudge(struct itapi_evd *evd);
 
 /* evq.c: the machinery behind EVDs (EVD lock held unless said). */
 size_t itapi_evq_threshold(const struct itapi_evd *evd);

@@ -1076,7 +1076,10 @@ struct rnicpi_device_ops {
 	int (*resize_cq)(struct rnicpi_cq *cq, uint32_t cqe);
 	int (*destroy_cq)(struct rnicpi_cq *cq);
 	/* Take up to @n completions, oldest first. Returns how many (0 if
-	 * none) or a negative errno. */
+	 * none) or a negative errno. @n 0 (@wc may be NULL): the consumer
+	 * has completions in hand and asks for none; a software provider
+	 * may use the call to push send queues that wait for room, and
+	 * need not look for received data. */
 	int (*poll_cq)(struct rnicpi_cq *cq, int n, struct rnicpi_wc *wc);
 	/* Arm: make notify_fd readable at the next completion (any, or only
 	 * solicited and error ones if @solicited_only). One-shot. */

@@ -335,7 +335,23 @@ struct siw_cq {
 	pthread_mutex_t qps_lock;
 	struct siw_list qps;
 	uint32_t n_qps;		/* on qps */
+	/* When a poll last looked at the QPs' sockets for data, and
+	 * whether the last such look from poll_cq with n 0 found some */
+	atomic_uint_fast64_t rx_polled_ns;
+	atomic_bool nudge_found;
 };
+
+/*
+ * A consumer that dequeues completions it has in hand (poll_cq with n 0)
+ * has its QPs' sockets looked at for data at every such call while the
+ * last look found some, otherwise at most this often: a parked socket
+ * keeps flowing while a bulk sender reaps a window of completions one by
+ * one (fi_rma_bw, both sides writing 64 KiB: 1.86 GB/s without the look,
+ * 2.33 with one at every call), and a ping-pong is spared the poll() it
+ * costs (fi_msg_pingpong 8 B: 6.27 us with one at every call, 5.74
+ * without).
+ */
+#define SIW_NUDGE_RX_NS 5000
 
 /* A QP on the list of its send or receive CQ. */
 struct siw_cq_link {
@@ -911,7 +927,7 @@ void siw_qp_cq_attach(struct siw_qp *qp);
 void siw_qp_cq_detach(struct siw_qp *qp);
 /* Read what the sockets of @cq's QPs hold, from the thread polling the
  * empty CQ (option poll_rx). */
-void siw_cq_progress(struct siw_cq *cq);
+bool siw_cq_progress(struct siw_cq *cq, bool rx);
 /* @cq was armed: its QPs' sockets go back to the progress thread. */
 void siw_cq_unpark(struct siw_cq *cq);
 

@@ -718,14 +718,18 @@ static bool rx_worth_reading(struct siw_qp *qp)
  * option poll_rx), and write what waits for room in them (poll_tx). A
  * QP another thread is working on is skipped (trylock). Upcalls stay with
  * the progress thread, woken when some were queued: the poller may hold
- * locks of the layers above.
+ * locks of the layers above. Without @rx (a consumer that has
+ * completions in hand), only the send side. Returns whether a socket had
+ * something to read.
  */
-void siw_cq_progress(struct siw_cq *cq)
+bool siw_cq_progress(struct siw_cq *cq, bool rx)
 {
 	struct siw_device *dev = cq->dev;
 	uint32_t i, budget;
-	bool queued;
+	bool queued, found = false;
 
+	if (rx && dev->opts.poll_rx)
+		atomic_store(&cq->rx_polled_ns, rnicpi_now_ns());
 	pthread_mutex_lock(&cq->qps_lock);
 	budget = cq->n_qps < SIW_CQ_POLL_QPS ? cq->n_qps : SIW_CQ_POLL_QPS;
 	for (i = 0; i < budget; i++) {
@@ -739,13 +743,15 @@ void siw_cq_progress(struct siw_cq *cq)
 		if (pthread_mutex_trylock(&qp->lock))
 			continue;
 		if (!qp->destroyed && qp->fd >= 0 && qp->llp == SIW_LLP_RDMA) {
-			if (dev->opts.poll_rx) {
+			if (rx && dev->opts.poll_rx) {
 				atomic_store(&qp->polled_gen,
 					     atomic_load(&dev->arm_gen));
 				atomic_store(&qp->polled_ns,
 					     rnicpi_now_ns());
-				if (rx_worth_reading(qp))
+				if (rx_worth_reading(qp)) {
+					found = true;
 					siw_qp_rx(qp);
+				}
 			}
 			/* A send queue that waits for room in the socket
 			 * (poll_tx): push it from here too, rather than wait
@@ -768,6 +774,7 @@ void siw_cq_progress(struct siw_cq *cq)
 	pthread_mutex_unlock(&dev->lock);
 	if (queued)
 		siw_dev_wake(dev);
+	return found;
 }
 
 /*

@@ -602,11 +602,27 @@ static int siw_destroy_cq(struct rnicpi_cq *c)
 static int siw_poll_cq(struct rnicpi_cq *c, int n, struct rnicpi_wc *wc)
 {
 	struct siw_cq *cq = to_siw_cq(c);
-	int k = rnicpi_cq_ring_poll(&cq->ring, n, wc);
+	int k;
 
-	if (k == 0 && n > 0 &&
-	    (cq->dev->opts.poll_rx || cq->dev->opts.poll_tx)) {
-		siw_cq_progress(cq);
+	/* The consumer has completions in hand: keep the send queues
+	 * going (a bulk sender reaping its completions one by one), and
+	 * now and then the receive side (SIW_NUDGE_RX_NS). */
+	if (n == 0) {
+		bool rx = cq->dev->opts.poll_rx &&
+			  (atomic_load(&cq->nudge_found) ||
+			   rnicpi_now_ns() - atomic_load(&cq->rx_polled_ns) >=
+				   SIW_NUDGE_RX_NS);
+
+		if (rx)
+			atomic_store(&cq->nudge_found,
+				     siw_cq_progress(cq, true));
+		else if (cq->dev->opts.poll_tx)
+			siw_cq_progress(cq, false);
+		return 0;
+	}
+	k = rnicpi_cq_ring_poll(&cq->ring, n, wc);
+	if (k == 0 && (cq->dev->opts.poll_rx || cq->dev->opts.poll_tx)) {
+		siw_cq_progress(cq, true);
 		k = rnicpi_cq_ring_poll(&cq->ring, n, wc);
 	}
 	return k;
