@@ -188,8 +188,11 @@ struct rxe_dev {
 	int rx_peek;			/* direct=1: datagrams still to peek
 					 * at since bulk data was last seen
 					 * (under rx_lock) */
+
+	atomic_uint_fast64_t counters[RXE_NUM_COUNTERS];
+
 	/* Receive descriptors of GIDs that went while a reader held
-	 * rx_lock: each number names rx_null_fd (an unbound UDP socket,
+	 * rx_lock (here, last, not to move the hot fields): each number names rx_null_fd (an unbound UDP socket,
 	 * empty forever) until the next holder of rx_lock closes it
 	 * (rxe_net.c, "Retiring"). Under dev->lock; rx_graves_due says
 	 * there are some without it. */
@@ -200,8 +203,6 @@ struct rxe_dev {
 	 * right after it loaded GID @gid_index's receive descriptor @fd,
 	 * before it reads it; widens that window at will. */
 	void (*test_rx_loaded)(struct rxe_dev *dev, int gid_index, int fd);
-
-	atomic_uint_fast64_t counters[RXE_NUM_COUNTERS];
 };
 
 /* Direct placement reads datagrams one by one, so the fault hooks (which
