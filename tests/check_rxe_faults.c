@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <glib.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -545,6 +546,109 @@ START_TEST(test_gid_gone_while_read)
 }
 END_TEST
 
+/* The address ::1 goes and comes back over and over, while the GID's
+ * socket is being woken and read, and sockets of the process's own come
+ * and go: what each of those sent itself must stay its own. */
+struct churn {
+	struct rxe_t_dev *t;
+	atomic_bool stop;
+	atomic_uint cycles;
+	unsigned int lost, errs;
+};
+
+static gpointer churn_thread(gpointer data)
+{
+	struct churn *c = data;
+	struct sockaddr_in6 six = { .sin6_family = AF_INET6,
+		.sin6_port = htons(ROCE_V2_UDP_PORT),
+		.sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_storage addrs[2];
+	struct rnicpi_netdev nd;
+	int wake = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	unsigned int i;
+
+	if (wake < 0)
+		c->errs++;
+	for (i = 0; !atomic_load(&c->stop) && wake >= 0; i++) {
+		struct pollfd pfd;
+		char buf[64], want[32];
+		ssize_t n;
+		int v;
+
+		/* Something for the GID's socket to read, then it goes. */
+		(void)sendto(wake, "wake", 4, 0, (struct sockaddr *)&six,
+			     sizeof(six));
+		rxe_t_lo_netdev(&nd, addrs);
+		nd.n_addrs = 1;
+		c->t->ops->netdev_event(c->t->dev, &nd,
+					RNICPI_NETDEV_ADDR_DEL);
+		v = victim_open((int)i);
+		if (v < 0) {
+			c->errs++;
+		} else {
+			pfd = (struct pollfd){ .fd = v, .events = POLLIN };
+			(void)poll(&pfd, 1, 200);
+			n = recv(v, buf, sizeof(buf), MSG_DONTWAIT);
+			snprintf(want, sizeof(want), "victim %u", i);
+			if (n != (ssize_t)strlen(want) ||
+			    memcmp(buf, want, strlen(want)) != 0)
+				c->lost++;
+			close(v);
+		}
+		rxe_t_lo_netdev(&nd, addrs);
+		c->t->ops->netdev_event(c->t->dev, &nd,
+					RNICPI_NETDEV_ADDR_ADD);
+		atomic_fetch_add(&c->cycles, 1);
+	}
+	if (wake >= 0)
+		close(wake);
+	return NULL;
+}
+
+/*
+ * RC traffic on GID 0 while GID 1 churns (above): every SEND lands byte
+ * for byte, no socket of the process loses a datagram, and once it
+ * stops, ::1 is there again, its traffic lands, and the process holds the
+ * descriptors it held before. _i 0: the progress thread reads; _i 1:
+ * poll_rx, the waits for completions read the sockets too.
+ */
+START_TEST(test_gid_churn)
+{
+	static const struct rnicpi_option poll_rx[] = {
+		{ "poll_rx", "1" }, { NULL, NULL } };
+	struct rxe_t_conn_opts o = { .sgid_index = 0 };
+	struct rnicpi_gid_entry ge;
+	struct churn c = { 0 };
+	struct rxe_t_pair p;
+	GThread *th;
+	int base_fds, n, i;
+	uint32_t k;
+
+	rxe_t_pair_open_opts(&p, &o, _i ? poll_rx : NULL);
+	gone_send(&p, 4096, 1);	/* the QPs' transmit sockets are made */
+	base_fds = count_fds();
+	c.t = &p.t;
+	th = g_thread_new("churn", churn_thread, &c);
+	for (k = 0; k < 300 || atomic_load(&c.cycles) < 200; k++)
+		gone_send(&p, 4096 + (k % 5) * 3000, 2 * k + 100);
+	atomic_store(&c.stop, true);
+	g_thread_join(th);
+	ck_assert_uint_eq(c.errs, 0);
+	ck_assert_msg(c.lost == 0, "%u of %u sockets lost their datagram",
+		      c.lost, atomic_load(&c.cycles));
+	ck_assert_ok(p.t.ops->query_gid(p.t.dev, 1, 1, &ge));
+	for (i = 0, n = count_fds(); i < 5000 && n != base_fds; i++) {
+		g_usleep(1000);
+		n = count_fds();
+	}
+	ck_assert_int_eq(n, base_fds);
+	o.sgid_index = 1;
+	rxe_t_pair_renew(&p, &o);
+	gone_send(&p, 65536, 7);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 /*
  * The address a connected QP pair uses leaves the interface (really: in a
  * namespace of the test's own). Neither side can reach the other any
@@ -660,6 +764,7 @@ Suite *suite_rxe_faults(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
 	tcase_add_loop_test(tc, test_gid_gone_while_read, 0, 2);
+	tcase_add_loop_test(tc, test_gid_churn, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("gid_qp");
