@@ -11,12 +11,15 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+
+#include "tests/testutil_ns.h"
 #include "tests/testutil_rxe.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
@@ -336,6 +343,411 @@ START_TEST(test_bad_option_said)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* A GID that goes while its receive socket is being read             */
+/* ------------------------------------------------------------------ */
+
+#define GONE_MAX_VICTIMS 64
+
+/* What the hook saw and did, on whichever thread read the sockets. */
+static struct {
+	struct rxe_t_dev *t;
+	atomic_int fired;
+	int loaded_fd;
+	int victims[GONE_MAX_VICTIMS];
+	int n_victims;
+	bool took_number;	/* a victim got the number being read */
+	int err;		/* errno of a failed socket call, 0 */
+} gone;
+
+static int count_fds(void)
+{
+	g_autoptr(GDir) d = g_dir_open("/proc/self/fd", 0, NULL);
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (g_dir_read_name(d))
+		n++;
+	return n;
+}
+
+/* A UDP socket on 127.0.0.1 that sent itself "victim <i>": queued. */
+static int victim_open(int i)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	char msg[32];
+	int v = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (v < 0)
+		return -errno;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	snprintf(msg, sizeof(msg), "victim %d", i);
+	if (bind(v, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    getsockname(v, (struct sockaddr *)&sin, &len) < 0 ||
+	    sendto(v, msg, strlen(msg), 0, (struct sockaddr *)&sin,
+		   sizeof(sin)) != (ssize_t)strlen(msg)) {
+		int err = -errno;
+
+		close(v);
+		return err;
+	}
+	return v;
+}
+
+/*
+ * Runs after a reader (holding the receive side) loaded GID 1's socket,
+ * before it reads it: the interface loses ::1 right then, and the process
+ * opens sockets of its own, each holding a datagram, until one gets the
+ * number being read (the lowest free one, were it closed).
+ */
+static void gone_hook(struct rxe_dev *dev, int gid_index, int fd)
+{
+	struct sockaddr_storage addrs[2];
+	struct rnicpi_netdev nd;
+	int i;
+
+	(void)dev;
+	if (gid_index != 1 || atomic_exchange(&gone.fired, 1))
+		return;
+	gone.loaded_fd = fd;
+	rxe_t_lo_netdev(&nd, addrs);
+	nd.n_addrs = 1;
+	gone.t->ops->netdev_event(gone.t->dev, &nd, RNICPI_NETDEV_ADDR_DEL);
+	for (i = 0; i < GONE_MAX_VICTIMS; i++) {
+		int v = victim_open(i);
+
+		if (v < 0) {
+			gone.err = -v;
+			break;
+		}
+		gone.victims[gone.n_victims++] = v;
+		if (v == fd) {
+			gone.took_number = true;
+			break;
+		}
+	}
+}
+
+/* One SEND of @size bytes from a to b, every byte compared. */
+static void gone_send(struct rxe_t_pair *p, size_t size, uint32_t seed)
+{
+	struct rxe_t_buf src, dst;
+	struct rnicpi_send_wr wr = { .wr_id = seed, .opcode = RNICPI_WR_SEND };
+	struct rnicpi_wc wc;
+
+	rxe_t_buf_alloc(&p->t, &src, size, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, seed);
+	rxe_t_buf_alloc(&p->t, &dst, size, 0, RXE_T_ALL_ACCESS);
+	rxe_t_post_recv(p, &p->b, &dst, seed + 1);
+	rxe_t_post(&p->t, &p->a, &wr, &src);
+	rxe_t_expect_wc(&p->t, p->a.scq, seed, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p->t, p->b.rcq, seed + 1, RNICPI_WC_SUCCESS, &wc);
+	ck_assert_uint_eq(wc.byte_len, size);
+	ck_assert_mem_eq(dst.mem + RXE_T_GUARD, src.mem + RXE_T_GUARD, size);
+	rxe_t_assert_guards(&dst);
+	rxe_t_buf_free(&p->t, &src);
+	rxe_t_buf_free(&p->t, &dst);
+}
+
+/*
+ * The interface loses an address while a reader holds that GID's socket
+ * number, between loading it and reading it (a test hook widens that
+ * window). A number closed then is the next socket's the process opens,
+ * and the late read took that socket's datagram. Now no other socket gets
+ * the number while it can be read, every other socket keeps its data, the
+ * address can come back at once (its port is free), no descriptor is left
+ * behind, and RC traffic on both GIDs still lands byte for byte. _i 0:
+ * the progress thread reads (a datagram to [::1]:4791 wakes it); _i 1:
+ * an application polling an empty CQ does (poll_rx).
+ */
+START_TEST(test_gid_gone_while_read)
+{
+	static const struct rnicpi_option poll_rx[] = {
+		{ "poll_rx", "1" }, { NULL, NULL } };
+	struct rxe_t_conn_opts o = { .sgid_index = 0 };
+	struct sockaddr_storage addrs[2];
+	struct rnicpi_gid_entry ge;
+	struct rnicpi_netdev nd;
+	struct rxe_t_pair p;
+	struct rxe_dev *dev;
+	int i, base_fds, n;
+
+	memset(&gone, 0, sizeof(gone));
+	rxe_t_pair_open_opts(&p, &o, _i ? poll_rx : NULL);
+	dev = to_rxe_dev(p.t.dev);
+	gone_send(&p, 65536, 1);
+	base_fds = count_fds();
+	gone.t = &p.t;
+	dev->test_rx_loaded = gone_hook;
+	if (_i == 0) {
+		struct sockaddr_in6 six = { .sin6_family = AF_INET6,
+			.sin6_port = htons(ROCE_V2_UDP_PORT),
+			.sin6_addr = IN6ADDR_LOOPBACK_INIT };
+		int s = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+		ck_assert_int_ge(s, 0);
+		ck_assert_int_eq(sendto(s, "wake", 4, 0,
+					(struct sockaddr *)&six, sizeof(six)),
+				 4);
+		close(s);
+	} else {
+		struct rnicpi_wc wc;
+
+		/* The progress thread may hold the receive side now and
+		 * then: the poll only tries it. */
+		for (i = 0; i < 100000 && !atomic_load(&gone.fired); i++)
+			ck_assert_int_eq(p.t.ops->poll_cq(p.a.rcq, 1, &wc), 0);
+	}
+	for (i = 0; i < 5000 && !atomic_load(&gone.fired); i++)
+		g_usleep(1000);
+	ck_assert_msg(atomic_load(&gone.fired), "GID 1's socket never read");
+	/* Whoever read it is done once the receive side is free. */
+	pthread_mutex_lock(&dev->rx_lock);
+	dev->test_rx_loaded = NULL;
+	pthread_mutex_unlock(&dev->rx_lock);
+
+	ck_assert_msg(gone.err == 0, "victim socket: %s",
+		      g_strerror(gone.err));
+	for (i = 0; i < gone.n_victims; i++) {
+		char buf[64], want[32];
+		ssize_t got = recv(gone.victims[i], buf, sizeof(buf) - 1,
+				   MSG_DONTWAIT);
+
+		snprintf(want, sizeof(want), "victim %d", i);
+		ck_assert_msg(got == (ssize_t)strlen(want) &&
+			      memcmp(buf, want, strlen(want)) == 0,
+			      "socket %d lost its datagram (%zd)",
+			      gone.victims[i], got);
+		close(gone.victims[i]);
+	}
+	ck_assert_msg(!gone.took_number, "descriptor %d, still being read, "
+		      "was closed and given to another socket",
+		      gone.loaded_fd);
+	ck_assert_errno(p.t.ops->query_gid(p.t.dev, 1, 1, &ge), ENOENT);
+
+	/* ::1 comes back: its port binds again at once. */
+	rxe_t_lo_netdev(&nd, addrs);
+	p.t.ops->netdev_event(p.t.dev, &nd, RNICPI_NETDEV_ADDR_ADD);
+	ck_assert_ok(p.t.ops->query_gid(p.t.dev, 1, 1, &ge));
+	/* The retired number is closed soon after (the progress thread's
+	 * next pass): the same descriptors as before. */
+	for (i = 0, n = count_fds(); i < 5000 && n != base_fds; i++) {
+		g_usleep(1000);
+		n = count_fds();
+	}
+	ck_assert_int_eq(n, base_fds);
+
+	gone_send(&p, 65536, 3);
+	o.sgid_index = 1;
+	rxe_t_pair_renew(&p, &o);
+	gone_send(&p, 65536, 5);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+/* The address ::1 goes and comes back over and over, while the GID's
+ * socket is being woken and read, and sockets of the process's own come
+ * and go: what each of those sent itself must stay its own. */
+struct churn {
+	struct rxe_t_dev *t;
+	atomic_bool stop;
+	atomic_uint cycles;
+	unsigned int lost, errs;
+};
+
+static gpointer churn_thread(gpointer data)
+{
+	struct churn *c = data;
+	struct sockaddr_in6 six = { .sin6_family = AF_INET6,
+		.sin6_port = htons(ROCE_V2_UDP_PORT),
+		.sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_storage addrs[2];
+	struct rnicpi_netdev nd;
+	int wake = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	unsigned int i;
+
+	if (wake < 0)
+		c->errs++;
+	for (i = 0; !atomic_load(&c->stop) && wake >= 0; i++) {
+		struct pollfd pfd;
+		char buf[64], want[32];
+		ssize_t n;
+		int v;
+
+		/* Something for the GID's socket to read, then it goes. */
+		(void)sendto(wake, "wake", 4, 0, (struct sockaddr *)&six,
+			     sizeof(six));
+		rxe_t_lo_netdev(&nd, addrs);
+		nd.n_addrs = 1;
+		c->t->ops->netdev_event(c->t->dev, &nd,
+					RNICPI_NETDEV_ADDR_DEL);
+		v = victim_open((int)i);
+		if (v < 0) {
+			c->errs++;
+		} else {
+			pfd = (struct pollfd){ .fd = v, .events = POLLIN };
+			(void)poll(&pfd, 1, 200);
+			n = recv(v, buf, sizeof(buf), MSG_DONTWAIT);
+			snprintf(want, sizeof(want), "victim %u", i);
+			if (n != (ssize_t)strlen(want) ||
+			    memcmp(buf, want, strlen(want)) != 0)
+				c->lost++;
+			close(v);
+		}
+		rxe_t_lo_netdev(&nd, addrs);
+		c->t->ops->netdev_event(c->t->dev, &nd,
+					RNICPI_NETDEV_ADDR_ADD);
+		atomic_fetch_add(&c->cycles, 1);
+	}
+	if (wake >= 0)
+		close(wake);
+	return NULL;
+}
+
+/*
+ * RC traffic on GID 0 while GID 1 churns (above): every SEND lands byte
+ * for byte, no socket of the process loses a datagram, and once it
+ * stops, ::1 is there again, its traffic lands, and the process holds the
+ * descriptors it held before. _i 0: the progress thread reads; _i 1:
+ * poll_rx, the waits for completions read the sockets too.
+ */
+START_TEST(test_gid_churn)
+{
+	static const struct rnicpi_option poll_rx[] = {
+		{ "poll_rx", "1" }, { NULL, NULL } };
+	struct rxe_t_conn_opts o = { .sgid_index = 0 };
+	struct rnicpi_gid_entry ge;
+	struct churn c = { 0 };
+	struct rxe_t_pair p;
+	GThread *th;
+	int base_fds, n, i;
+	uint32_t k;
+
+	rxe_t_pair_open_opts(&p, &o, _i ? poll_rx : NULL);
+	gone_send(&p, 4096, 1);	/* the QPs' transmit sockets are made */
+	base_fds = count_fds();
+	c.t = &p.t;
+	th = g_thread_new("churn", churn_thread, &c);
+	for (k = 0; k < 300 || atomic_load(&c.cycles) < 200; k++)
+		gone_send(&p, 4096 + (k % 5) * 3000, 2 * k + 100);
+	atomic_store(&c.stop, true);
+	g_thread_join(th);
+	ck_assert_uint_eq(c.errs, 0);
+	ck_assert_msg(c.lost == 0, "%u of %u sockets lost their datagram",
+		      c.lost, atomic_load(&c.cycles));
+	ck_assert_ok(p.t.ops->query_gid(p.t.dev, 1, 1, &ge));
+	for (i = 0, n = count_fds(); i < 5000 && n != base_fds; i++) {
+		g_usleep(1000);
+		n = count_fds();
+	}
+	ck_assert_int_eq(n, base_fds);
+	o.sgid_index = 1;
+	rxe_t_pair_renew(&p, &o);
+	gone_send(&p, 65536, 7);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+/*
+ * The address a connected QP pair uses leaves the interface (really: in a
+ * namespace of the test's own). Neither side can reach the other any
+ * more: the receive socket of that GID is gone and the transmit sockets'
+ * source address is no longer the host's. As IBA says of a peer that does
+ * not answer (9.7.5.1), each side's SEND is retried retry_cnt times, then
+ * completes with the retry-exceeded error; the device carries on, and RC
+ * traffic on its other GID lands byte for byte.
+ */
+START_TEST(test_gid_gone_under_qp)
+{
+	struct rxe_t_conn_opts o = { .sgid_index = 2, .timeout = 10,
+				     .retry_cnt = 2 };
+	struct sockaddr_storage addrs[3];
+	struct sockaddr_in *extra = (struct sockaddr_in *)&addrs[2];
+	struct rnicpi_gid_entry ge;
+	struct rnicpi_netdev nd;
+	union rnicpi_gid gid;
+	struct nl_sock *sk;
+	struct rxe_t_buf src, dst[2];
+	struct rxe_t_pair p;
+	struct rnicpi_wc wc;
+	int ns, lo, k;
+
+	ns = rxe_t_netns_enter();
+	if (ns < 0) {
+		fprintf(stderr, "SKIP: no network namespace of our own (%s)\n",
+			g_strerror(-ns));
+		return;
+	}
+	lo = (int)if_nametoindex("lo");
+	sk = nl_socket_alloc();
+	ck_assert_ptr_nonnull(sk);
+	ck_assert_int_eq(nl_connect(sk, NETLINK_ROUTE), 0);
+	ck_assert_int_eq(tu_ns_addr_add(sk, lo, "10.77.0.1/32"), 0);
+
+	memset(&p, 0, sizeof(p));
+	ck_assert_ok(rxe_t_dev_open(&p.t, NULL));
+	rxe_t_lo_netdev(&nd, addrs);
+	memset(extra, 0, sizeof(*extra));
+	extra->sin_family = AF_INET;
+	inet_pton(AF_INET, "10.77.0.1", &extra->sin_addr);
+	nd.n_addrs = 3;
+	p.t.ops->netdev_event(p.t.dev, &nd, RNICPI_NETDEV_ADDR_ADD);
+	rxe_t_gid_v4(&gid, "10.77.0.1");
+	ck_assert_ok(p.t.ops->query_gid(p.t.dev, 1, 2, &ge));
+	ck_assert_mem_eq(ge.gid.raw, gid.raw, 16);
+	ck_assert_ok(rxe_t_side_create(&p.t, &p.a, RNICPI_QPT_RC, &o));
+	ck_assert_ok(rxe_t_side_create(&p.t, &p.b, RNICPI_QPT_RC, &o));
+	ck_assert_ok(rxe_t_connect_one(&p.t, &p.a, &gid, p.b.qp->qp_num,
+				       100, 200, &o));
+	ck_assert_ok(rxe_t_connect_one(&p.t, &p.b, &gid, p.a.qp->qp_num,
+				       200, 100, &o));
+	gone_send(&p, 8192, 11);
+
+	ck_assert_int_eq(tu_ns_addr_del(sk, lo, "10.77.0.1/32"), 0);
+	nd.n_addrs = 2;
+	p.t.ops->netdev_event(p.t.dev, &nd, RNICPI_NETDEV_ADDR_DEL);
+	ck_assert_errno(p.t.ops->query_gid(p.t.dev, 1, 2, &ge), ENOENT);
+
+	/* A SEND each way, a receive waiting for each. */
+	rxe_t_buf_alloc(&p.t, &src, 4096, 0x5a, RXE_T_ALL_ACCESS);
+	for (k = 0; k < 2; k++) {
+		struct rxe_t_side *from = k ? &p.b : &p.a;
+		struct rxe_t_side *to = k ? &p.a : &p.b;
+		struct rnicpi_send_wr wr = { .wr_id = 20 + k,
+					     .opcode = RNICPI_WR_SEND };
+
+		rxe_t_buf_alloc(&p.t, &dst[k], 4096, 0, RXE_T_ALL_ACCESS);
+		rxe_t_post_recv(&p, to, &dst[k], 30 + k);
+		rxe_t_post(&p.t, from, &wr, &src);
+	}
+	for (k = 0; k < 2; k++) {
+		struct rxe_t_side *from = k ? &p.b : &p.a;
+
+		ck_assert_ok(rxe_t_wait_wc(&p.t, from->scq, &wc));
+		ck_assert_uint_eq(wc.wr_id, 20 + k);
+		ck_assert_int_eq(wc.status, RNICPI_WC_RETRY_EXC_ERR);
+	}
+	/* Nothing landed. */
+	for (k = 0; k < 2; k++) {
+		uint8_t zero[4096] = { 0 };
+
+		ck_assert_mem_eq(dst[k].mem + RXE_T_GUARD, zero, 4096);
+		rxe_t_buf_free(&p.t, &dst[k]);
+	}
+	rxe_t_buf_free(&p.t, &src);
+
+	o.sgid_index = 0;
+	o.timeout = 0;
+	o.retry_cnt = 0;
+	rxe_t_pair_renew(&p, &o);
+	gone_send(&p, 65536, 13);
+	rxe_t_pair_close(&p);
+	nl_socket_free(sk);
+	rxe_t_netns_leave(ns);
+}
+END_TEST
+
 Suite *suite_rxe_faults(void)
 {
 	Suite *s = suite_create("rxe-faults");
@@ -346,6 +758,18 @@ Suite *suite_rxe_faults(void)
 	tcase_add_test(tc, test_nft_drop_ipv6);
 	tcase_add_test(tc, test_hook_drop_dup_reorder);
 	tcase_add_test(tc, test_bad_option_said);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("gid");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, rxe_t_netns_setup, rxe_t_netns_teardown);
+	tcase_add_loop_test(tc, test_gid_gone_while_read, 0, 2);
+	tcase_add_loop_test(tc, test_gid_churn, 0, 2);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("gid_qp");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_gid_gone_under_qp);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -147,7 +147,9 @@ struct rxe_dev {
 	/* The receive side: whoever holds rx_lock reads the receive
 	 * sockets (rx_drain) with rxb, rx_seed and rx_peek. The progress
 	 * thread waits for it; an application polling an empty CQ only
-	 * tries it (option poll_rx). Taken before any other lock. */
+	 * tries it (option poll_rx). Taken before any other lock (a GID
+	 * that goes only tries it, under dev->lock: rx_fd_retire). A
+	 * receive descriptor is closed only by its holder. */
 	pthread_mutex_t rx_lock;
 	struct rx_batch *rxb;		/* receive buffers */
 	uint32_t rx_seed;		/* the fault hooks' dice */
@@ -188,6 +190,19 @@ struct rxe_dev {
 					 * (under rx_lock) */
 
 	atomic_uint_fast64_t counters[RXE_NUM_COUNTERS];
+
+	/* Receive descriptors of GIDs that went while a reader held
+	 * rx_lock (here, last, not to move the hot fields): each number names rx_null_fd (an unbound UDP socket,
+	 * empty forever) until the next holder of rx_lock closes it
+	 * (rxe_net.c, "Retiring"). Under dev->lock; rx_graves_due says
+	 * there are some without it. */
+	int rx_null_fd;
+	GArray *rx_graves;
+	atomic_bool rx_graves_due;
+	/* Tests only (NULL otherwise): called by a reader holding rx_lock
+	 * right after it loaded GID @gid_index's receive descriptor @fd,
+	 * before it reads it; widens that window at will. */
+	void (*test_rx_loaded)(struct rxe_dev *dev, int gid_index, int fd);
 };
 
 /* Direct placement reads datagrams one by one, so the fault hooks (which

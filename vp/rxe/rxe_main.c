@@ -101,10 +101,14 @@ static bool gid_add(struct rxe_dev *dev, const struct sockaddr_storage *ss,
 		return false;
 	}
 	g = &dev->gids[i];
-	memset(g, 0, sizeof(*g));
+	/* Not a memset: the progress thread may still hold an epoll event
+	 * of the slot's last socket and call g->src (rx_dispatch finds the
+	 * slot's socket again, or none). */
 	g->gid = gid;
 	g->addr = *ss;
 	g->rx_fd = -1;
+	g->hosted = false;
+	g->fwd_fd = -1;
 	if (ss->ss_family == AF_INET) {
 		((struct sockaddr_in *)&g->addr)->sin_port =
 			htons(ROCE_V2_UDP_PORT);
@@ -463,8 +467,10 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	atomic_init(&dev->gro, true);
 	dev->direct = 1;
 	dev->busy_poll_us = 0;
-	for (i = 0; i < RXE_MAX_GID; i++)
+	for (i = 0; i < RXE_MAX_GID; i++) {
 		dev->gids[i].rx_fd = -1;
+		dev->gids[i].fwd_fd = -1;
+	}
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->rx_lock, NULL);
 	pthread_mutex_init(&dev->park_lock, NULL);

@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stdlib.h>
@@ -45,8 +46,54 @@ static void set_bufsize(int fd, int opt_force, int opt)
 /* Receive sockets, one per GID                                       */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Retiring a receive descriptor. A reader of the receive sockets (whoever
+ * holds rx_lock: the progress thread, or an application polling a CQ with
+ * poll_rx) loads a GID's descriptor number under dev->lock, then reads it
+ * without. A GID goes under dev->lock alone (the interface lost the
+ * address, rxe_main.c's gid_sync): had it closed the number then, the
+ * next socket opened anywhere in the process (another GID's, a siw
+ * connection's, the host service's) could get it, and the reader would
+ * take that socket's data. So a number is closed only by a holder of
+ * rx_lock. When someone else holds it, the number is pointed at
+ * rx_null_fd instead (dup3, atomic): the GID's socket is released at once
+ * (its address and port can be bound again; a read already inside it
+ * finishes on it), a late reader finds an empty socket, and the progress
+ * thread closes the number after its pass (rx_reap).
+ */
+static void rx_fd_retire(struct rxe_dev *dev, int fd)
+{
+	if (pthread_mutex_trylock(&dev->rx_lock) == 0) {
+		close(fd);
+		pthread_mutex_unlock(&dev->rx_lock);
+		return;
+	}
+	/* Should dup3 fail, the socket itself waits for rx_reap. */
+	if (dup3(dev->rx_null_fd, fd, O_CLOEXEC) < 0)
+		rxe_dev_dbg(dev, "retiring descriptor %d: dup3: %s", fd,
+			    g_strerror(errno));
+	g_array_append_val(dev->rx_graves, fd);
+	atomic_store(&dev->rx_graves_due, true);
+	if (dev->engine_up)
+		rnicpi_engine_wake(&dev->engine);
+}
+
+/* rx_lock held: close the retired numbers; no reader can hold one. */
+static void rx_reap(struct rxe_dev *dev)
+{
+	guint i;
+
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < dev->rx_graves->len; i++)
+		close(g_array_index(dev->rx_graves, int, i));
+	g_array_set_size(dev->rx_graves, 0);
+	atomic_store(&dev->rx_graves_due, false);
+	pthread_mutex_unlock(&dev->lock);
+}
+
 /* A forwarded QP1 datagram (struct rnicpi_host_fwd, then the payload)
- * from the host service: received like one from the wire. */
+ * from the host service: received like one from the wire. The descriptor
+ * is read under rx_lock, as the GID's receive socket is (rx_fd_retire). */
 static bool fwd_dispatch(struct rnicpi_source *src, uint32_t events)
 {
 	struct rxe_gid *g = container_of(src, struct rxe_gid, fwd_src);
@@ -59,11 +106,15 @@ static bool fwd_dispatch(struct rnicpi_source *src, uint32_t events)
 	};
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 	ssize_t n;
-	int k;
+	int k, fd;
 
 	(void)events;
-	for (k = 0; k < 64; k++) {
-		n = recvmsg(g->fwd_fd, &mh, MSG_DONTWAIT);
+	pthread_mutex_lock(&dev->rx_lock);
+	pthread_mutex_lock(&dev->lock);
+	fd = g->fwd_fd;
+	pthread_mutex_unlock(&dev->lock);
+	for (k = 0; k < 64 && fd >= 0; k++) {
+		n = recvmsg(fd, &mh, MSG_DONTWAIT);
 		if (n < 0)
 			break;
 		if (n == 0) {
@@ -77,9 +128,13 @@ static bool fwd_dispatch(struct rnicpi_source *src, uint32_t events)
 					  "away: no new connection reaches this "
 					  "process and its traffic may be "
 					  "misrouted; restart it");
-			rnicpi_engine_del(&dev->engine, g->fwd_fd);
-			close(g->fwd_fd);
-			g->fwd_fd = -1;
+			pthread_mutex_lock(&dev->lock);
+			if (g->fwd_fd == fd) {
+				rnicpi_engine_del(&dev->engine, fd);
+				close(fd);
+				g->fwd_fd = -1;
+			}
+			pthread_mutex_unlock(&dev->lock);
 			break;
 		}
 		if ((size_t)n < sizeof(h) || h.magic != RNICPI_HOST_FWD_MAGIC ||
@@ -89,6 +144,7 @@ static bool fwd_dispatch(struct rnicpi_source *src, uint32_t events)
 		rxe_rcv_datagram(dev, p, h.len, 0, &h.src,
 				 (int)(g - dev->gids), 0);
 	}
+	pthread_mutex_unlock(&dev->rx_lock);
 	return true;
 }
 
@@ -216,6 +272,7 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 	return 0;
 }
 
+/* Under dev->lock (or with the progress thread stopped). */
 void rxe_gid_close(struct rxe_dev *dev, int index)
 {
 	struct rxe_gid *g = &dev->gids[index];
@@ -223,11 +280,11 @@ void rxe_gid_close(struct rxe_dev *dev, int index)
 	if (g->rx_fd < 0)
 		return;
 	rnicpi_engine_del(&dev->engine, g->rx_fd);
-	close(g->rx_fd);
+	rx_fd_retire(dev, g->rx_fd);
 	g->rx_fd = -1;
 	if (g->hosted && g->fwd_fd >= 0) {
 		rnicpi_engine_del(&dev->engine, g->fwd_fd);
-		close(g->fwd_fd);
+		rx_fd_retire(dev, g->fwd_fd);
 	}
 	g->hosted = false;
 	g->fwd_fd = -1;
@@ -740,6 +797,8 @@ static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
 	pthread_mutex_unlock(&dev->lock);
 	if (fd < 0)
 		return;
+	if (G_UNLIKELY(dev->test_rx_loaded))
+		dev->test_rx_loaded(dev, gid_index, fd);
 	/*
 	 * Some reads, then let timers and other sockets have a turn.
 	 * Without direct placement, or while no bulk data comes, datagrams
@@ -1059,13 +1118,25 @@ bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
  * some is left, and the engine goes round again without sleeping. */
 static bool after_pass(void *arg)
 {
-	return rxe_net_run_work(arg);
+	struct rxe_dev *dev = arg;
+
+	if (atomic_load_explicit(&dev->rx_graves_due, memory_order_relaxed)) {
+		pthread_mutex_lock(&dev->rx_lock);
+		rx_reap(dev);
+		pthread_mutex_unlock(&dev->rx_lock);
+	}
+	return rxe_net_run_work(dev);
 }
 
 int rxe_net_start(struct rxe_dev *dev)
 {
 	int err;
 
+	/* Where retired receive descriptors point (rx_fd_retire). */
+	dev->rx_null_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (dev->rx_null_fd < 0)
+		return -errno;
+	dev->rx_graves = g_array_new(FALSE, FALSE, sizeof(int));
 	dev->rxb = g_new0(struct rx_batch, 1);
 	dev->rxb->buf = g_malloc((size_t)RXE_RX_BATCH * RXE_RX_SLOT);
 	dev->rx_seed = dev->fault_seed ? dev->fault_seed : 0x2545f491u;
@@ -1087,6 +1158,10 @@ err_buf:
 	g_free(dev->rxb->buf);
 	g_free(dev->rxb);
 	dev->rxb = NULL;
+	g_array_free(dev->rx_graves, TRUE);
+	dev->rx_graves = NULL;
+	close(dev->rx_null_fd);
+	dev->rx_null_fd = -1;
 	return err;
 }
 
@@ -1109,6 +1184,15 @@ void rxe_net_fini(struct rxe_dev *dev)
 	if (dev->engine_up)
 		rnicpi_engine_fini(&dev->engine);
 	dev->engine_up = false;
+	if (dev->rx_graves) {
+		pthread_mutex_lock(&dev->rx_lock);
+		rx_reap(dev);
+		pthread_mutex_unlock(&dev->rx_lock);
+		g_array_free(dev->rx_graves, TRUE);
+		dev->rx_graves = NULL;
+		close(dev->rx_null_fd);
+		dev->rx_null_fd = -1;
+	}
 	if (dev->rxb) {
 		g_free(dev->rxb->buf);
 		g_free(dev->rxb);
