@@ -580,9 +580,18 @@ START_TEST(msg_batch_read)
 	for (i = 0; i < 6; i++)
 		ck_assert_int_eq(fi_recv(p.sep, rbuf + 64 * i, i == 3 ? 16 : 64,
 					 fi_mr_desc(rmr), 0, &ctx_r[i]), 0);
-	for (i = 0; i < 6; i++)
-		ck_assert_int_eq(fi_send(p.cep, sbuf + 32 * i, 32,
-					 fi_mr_desc(smr), 0, &ctx_s[i]), 0);
+	/* The fourth message breaks the connection at the receiver: the
+	 * last two may find it broken already (-FI_EOPBADSTATE). */
+	for (i = 0; i < 6; i++) {
+		ssize_t rc = fi_send(p.cep, sbuf + 32 * i, 32,
+				     fi_mr_desc(smr), 0, &ctx_s[i]);
+
+		if (i < 4)
+			ck_assert_int_eq(rc, 0);
+		else
+			ck_assert_msg(rc == 0 || rc == -FI_EOPBADSTATE,
+				      "send %d: %zd", i, rc);
+	}
 	/* Let all six complete before the first read: one batch. */
 	usleep(200000);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
