@@ -295,11 +295,11 @@ struct wm_mark {
 };
 
 /* The consumer dequeues what the EVD holds: the provider's CQ is asked
- * for nothing, but a software provider pushes its send queues meanwhile
- * (rnicpi.h, poll_cq with n 0): a sender reaping its completions one at
- * a time keeps its socket full (fi_rma_bw 64 KiB over siw_lo: 1.7 GB/s
- * with a poll per dequeue, 1.0 without either). Called with evd->lock
- * held, as the pump polls. */
+ * for nothing, but a software provider may move on meanwhile (rnicpi.h,
+ * poll_cq with n 0; soft-iWARP pushes its send queues and reads its
+ * parked sockets): without it, fi_rma_bw 64 KiB over siw_lo, both sides
+ * writing and reaping one completion at a time, lost a fifth of its
+ * bandwidth. Called with evd->lock held, as the pump polls. */
 void itapi_evd_nudge(struct itapi_evd *evd)
 {
 	ual_cq_poll(evd->cq, 0, NULL);
