@@ -375,8 +375,13 @@ perf_server_case() { # $1 name, $2 test, $3 size
 	check_capture "$pcap" "$(perf_fpdus "$2")" 0 || why "capture check"
 	record "$name" "$rc" "$capinfo${reason:+ ($reason)}"
 }
-# FPDUs a run must show at least: one per message for the latency tests
-perf_fpdus() { case $1 in *_lat) echo $PERF_N ;; *) echo 100 ;; esac; }
+# FPDUs a run must show at least: one per message for the latency tests;
+# for the bandwidth tests a few, to show the traffic was iWARP on this
+# link. tshark decodes an FPDU only where it can find its start, and a
+# stream of 64 KiB Read Responses goes out in segments of up to 64 KiB
+# that begin mid-FPDU: 272 to 334 decoded in eight CI runs, 32 in one
+# (736 packets, none dropped, nothing malformed), where 100 were asked.
+perf_fpdus() { case $1 in *_lat) echo $PERF_N ;; *) echo 16 ;; esac; }
 case_perftest_R_write_client() { siw_mode default; perf_client_case perftest_R_write_client write_bw; }
 case_perftest_R_write_server() { siw_mode default; perf_server_case perftest_R_write_server write_bw; }
 case_perftest_R_read_client() { siw_mode default; perf_client_case perftest_R_read_client read_bw; }
