@@ -33,8 +33,10 @@ struct kal_pin;
  * does not get copy-on-write copies of memory a peer may write into.
  * Pins may overlap; a page is locked once and unlocked when its last pin
  * goes. The process's distinct pinned pages are counted against
- * RLIMIT_MEMLOCK, root included (CAP_IPC_LOCK would let mlock pass, but the
- * limit is the administrator's statement of intent).
+ * RLIMIT_MEMLOCK, except in a process holding CAP_IPC_LOCK (effective), as
+ * the kernel's RDMA registrations (ib_umem) and mlock() itself let such a
+ * process pass it: an application that registers 64 MiB as root on an
+ * RNIC does so here too. The pages are counted either way.
  *
  * Every pin locks and marks its whole range, also the pages other pins
  * cover: kal counts by address, and if the application unmapped pinned
@@ -66,7 +68,8 @@ void kal_unpin(struct kal_pin *pin);
 /* Bytes of distinct pages this process has pinned through kal now. */
 uint64_t kal_pinned_bytes(void);
 
-/* RLIMIT_MEMLOCK's soft limit in bytes now (UINT64_MAX if unlimited). */
+/* The limit kal_pin applies now, in bytes: RLIMIT_MEMLOCK's soft limit, or
+ * UINT64_MAX when that is unlimited or the thread holds CAP_IPC_LOCK. */
 uint64_t kal_pin_limit(void);
 
 /* ------------------------------------------------------------------ */

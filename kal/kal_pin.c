@@ -26,7 +26,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include "kal/kal.h"
 
@@ -95,10 +98,30 @@ static const char *size_str(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * CAP_IPC_LOCK in this thread's effective set. glibc has no wrapper for
+ * capget(2); libcap would be a library in every process (and in the lab's
+ * guests) for one bit of one system call.
+ */
+static bool pin_cap_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return false;
+	return data[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &
+	       CAP_TO_MASK(CAP_IPC_LOCK);
+}
+
 uint64_t kal_pin_limit(void)
 {
 	struct rlimit rl;
 
+	if (pin_cap_ipc_lock())
+		return UINT64_MAX;
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return UINT64_MAX;
 	return rl.rlim_cur;

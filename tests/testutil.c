@@ -10,8 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include "tests/testutil.h"
 
@@ -358,6 +361,27 @@ bool tu_under_valgrind(void)
 	const char *p = g_getenv("LD_PRELOAD");
 
 	return p && strstr(p, "vgpreload");
+}
+
+bool tu_cap_ipc_lock(bool on)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	uint32_t *eff = &data[CAP_TO_INDEX(CAP_IPC_LOCK)].effective;
+	bool was;
+
+	ck_assert_int_eq(syscall(SYS_capget, &hdr, data), 0);
+	was = *eff & CAP_TO_MASK(CAP_IPC_LOCK);
+	if (on)
+		*eff |= CAP_TO_MASK(CAP_IPC_LOCK);
+	else
+		*eff &= ~CAP_TO_MASK(CAP_IPC_LOCK);
+	ck_assert_msg(syscall(SYS_capset, &hdr, data) == 0,
+		      "capset CAP_IPC_LOCK %s: %s", on ? "on" : "off",
+		      g_strerror(errno));
+	return was;
 }
 
 struct tu_page_state tu_page_state(const void *addr)

@@ -155,6 +155,12 @@ struct tu_page_state tu_page_state(const void *addr);
  * run there (they do in make check and check-sanitizers). */
 bool tu_under_valgrind(void);
 
+/* Sets CAP_IPC_LOCK in the calling thread's effective set (it must be in
+ * the permitted set to set it; clearing always works) and returns whether
+ * it was set before. kal_pin lets a thread holding it pass RLIMIT_MEMLOCK,
+ * as the kernel does: a test of the limit clears it and restores it. */
+bool tu_cap_ipc_lock(bool on);
+
 /* AddressSanitizer's interceptors turn mlock() and munlock() into no-ops
  * (mlock2() it lets through), so in a sanitizer build (configure
  * --enable-sanitizers) whether a page is locked says nothing about kal:

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include <json-glib/json-glib.h>
 
@@ -94,12 +93,10 @@ static uint64_t pinned_need(const struct perf_opts *o, uint64_t max)
 
 int perf_fit_memlock(struct perf_opts *o)
 {
-	struct rlimit rl;
-	uint64_t lim;
+	uint64_t lim = tool_memlock_limit();
 
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+	if (lim == UINT64_MAX)
 		return 0;
-	lim = rl.rlim_cur;
 	if (!o->all_sizes) {
 		if (pinned_need(o, o->size) <= lim)
 			return 0;

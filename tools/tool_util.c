@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* tool_catch_stop_signals' flag, and the thread it interrupts. */
@@ -713,6 +715,23 @@ void tool_raise_memlock(void)
 	getrlimit(RLIMIT_MEMLOCK, &rl);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+uint64_t tool_memlock_limit(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct cap[_LINUX_CAPABILITY_U32S_3];
+	struct rlimit rl;
+
+	if (syscall(SYS_capget, &hdr, cap) == 0 &&
+	    (cap[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &
+	     CAP_TO_MASK(CAP_IPC_LOCK)))
+		return UINT64_MAX;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return UINT64_MAX;
+	return rl.rlim_cur;
 }
 
 static void on_stop_signal(int sig)

@@ -125,6 +125,11 @@ int tool_check_event(const char *prog, it_event_type_t type, it_status_t st,
  * memory is pinned, and the default 8 MiB is less than one 8 MiB run. */
 void tool_raise_memlock(void);
 
+/* What registrations may pin now, in bytes: RLIMIT_MEMLOCK's soft limit,
+ * or UINT64_MAX when it is unlimited or this thread holds CAP_IPC_LOCK
+ * (hostrdma lets it pass the limit, as the kernel's RDMA stack does). */
+uint64_t tool_memlock_limit(void);
+
 /*
  * The start of every tool's main: the user's locale (GLib's messages and
  * their quotes) but C's numbers, and the program name GLib's messages
