@@ -577,10 +577,6 @@ done
 #    a Write posted behind a 1 MiB Read before the Read, out of posting
 #    order (posting_order: the library's warning "completion ... names no
 #    outstanding request", IT_ASYNC_AFF_EP_FAILURE);
-#  - the kernel's rxe reports a Read's R_Key violation only in the
-#    requester's completion, with no affiliated async event, so nothing
-#    breaks the connection and neither end's connect EVD hears of it
-#    (rdma_read: over our rxe the affiliated event does);
 #  - SIDR outside rdma_cm's UDP port space: a verbs device resolves UD
 #    services through rdma_cm (the kernel owns QP1), which knows only
 #    its port space (0x0111 << 16 | port) and answers with its own Q_Key
@@ -598,7 +594,7 @@ conf_allow_siw0="listener_out_of_descriptors listen_lr_port
 conf_allow_rxe0="three_way_accept three_way_reject three_way_unanswered
 	listen_lr_port handoff_service_id disconnect_private_data
 	disconnect_abortive ep_hi_watermarks reject_with_private_data
-	test_rmr_window_bounds send_with_invalidate rdma_read
+	test_rmr_window_bounds send_with_invalidate
 	sidr_then_datagram sidr_rejected_and_unknown"
 conf_case() { # device, its address, the cases that may fail, ok at least
 	local name=conformance-$1 st=0 f planned okn c allowed=0

@@ -147,6 +147,12 @@ struct verbs_dev {
 	GMutex cm_lock;
 	GCond cm_cond;
 	void *cm_busy;
+	/* Under cm_lock: QP number -> struct verbs_qp of the QPs that have
+	 * a connection's id; the numbers of those whose completions broke
+	 * the connection, for cm_break_timer to act on (engine thread). */
+	GHashTable *cm_qps;
+	GArray *cm_breaks;
+	struct rnicpi_timer cm_break_timer;
 };
 
 /* What an rdma_cm id's context points at: the `kind` member of one of
@@ -192,6 +198,9 @@ struct verbs_qp {
 	enum verbs_cm_kind kind;
 	struct rdma_cm_id *cm_id;
 	bool cm_established;
+	/* A completion in error (not a flush) broke the connection: the
+	 * status its DISCONNECTED reports (negative errno), 0 while none. */
+	int cm_broken;
 	uint8_t cm_pdata[256];
 	uint8_t cm_pdata_len;
 	uint32_t cm_ird, cm_ord, cm_timeout_ms;
@@ -213,6 +222,10 @@ void verbs_cm_close(struct verbs_dev *vd);
 void verbs_cm_fill_ops(struct rnicpi_device_ops *ops);
 /* Destroy @q's rdma_cm id, waiting out an event being handled for it. */
 void verbs_cm_qp_release(struct verbs_qp *q);
+/* poll_cq found a completion in error (not a flush) of QP @qp_num: if
+ * that QP is connected, its connection breaks (on the engine thread). */
+void verbs_cm_wc_error(struct verbs_dev *vd, uint32_t qp_num,
+		       enum ibv_wc_status status);
 
 /* For tests: handle one async event as the engine thread does (the
  * upcall, or nothing for an event of another port). */

@@ -407,6 +407,9 @@ static void handle_qp_event(struct verbs_dev *vd, struct verbs_qp *q,
 		if (!was_established) {
 			otype = RNICPI_CONN_ERROR;
 			out.status = m.status ? m.status : -ECONNRESET;
+		} else if (q->cm_broken < 0) {
+			/* Our own disconnect, after a completion error */
+			out.status = q->cm_broken;
 		}
 		break;
 	default:
@@ -573,12 +576,17 @@ static bool cm_dispatch(struct rnicpi_source *src, uint32_t events)
 	return false;
 }
 
+static void cm_break_run(void *arg);
+
 void verbs_cm_open(struct verbs_dev *vd)
 {
 	int fl, err;
 
 	g_mutex_init(&vd->cm_lock);
 	g_cond_init(&vd->cm_cond);
+	vd->cm_qps = g_hash_table_new(NULL, NULL);
+	vd->cm_breaks = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+	rnicpi_timer_init(&vd->cm_break_timer, cm_break_run, vd);
 	vd->cm_ch = rdma_create_event_channel();
 	if (!vd->cm_ch) {
 		g_info("%s: no rdma_cm event channel (%s): the device makes no connections",
@@ -603,6 +611,12 @@ void verbs_cm_open(struct verbs_dev *vd)
 
 void verbs_cm_close(struct verbs_dev *vd)
 {
+	/* The engine has stopped: the timer cannot be running */
+	rnicpi_timer_cancel(&vd->engine, &vd->cm_break_timer);
+	g_clear_pointer(&vd->cm_qps, g_hash_table_unref);
+	if (vd->cm_breaks)
+		g_array_free(vd->cm_breaks, TRUE);
+	vd->cm_breaks = NULL;
 	if (vd->cm_ch) {
 		rnicpi_engine_del(&vd->engine, vd->cm_ch->fd);
 		rdma_destroy_event_channel(vd->cm_ch);
@@ -747,6 +761,8 @@ static int verbs_cm_connect(struct rnicpi_qp *qp, const struct sockaddr *src,
 	}
 	q->cm_id = id;
 	q->cm_established = false;
+	q->cm_broken = 0;
+	g_hash_table_insert(vd->cm_qps, GUINT_TO_POINTER(q->base.qp_num), q);
 	if (len)
 		memcpy(q->cm_pdata, param->private_data, len);
 	q->cm_pdata_len = (uint8_t)len;
@@ -815,6 +831,9 @@ static int verbs_conn_accept(struct rnicpi_conn *rc, struct rnicpi_qp *qp,
 	if (!gone && !q->cm_id && q->vd == vd) {
 		q->cm_id = id;
 		q->cm_established = false;
+		q->cm_broken = 0;
+		g_hash_table_insert(vd->cm_qps,
+				    GUINT_TO_POINTER(q->base.qp_num), q);
 		id->context = &q->kind;
 		id = NULL;
 	}
@@ -1073,11 +1092,129 @@ void verbs_cm_qp_release(struct verbs_qp *q)
 	id = q->cm_id;
 	q->cm_id = NULL;
 	q->cm_established = false;
+	if (g_hash_table_lookup(vd->cm_qps, GUINT_TO_POINTER(q->base.qp_num)) ==
+	    q)
+		g_hash_table_remove(vd->cm_qps,
+				    GUINT_TO_POINTER(q->base.qp_num));
 	if (id)
 		id->context = NULL;
 	g_mutex_unlock(&vd->cm_lock);
 	if (id)
 		rdma_destroy_id(id);
+}
+
+/* ------------------------------------------------------------------ */
+/* A completion in error breaks the connection                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * IT-API and IBA: a work request that completes in error (other than a
+ * flush) leaves the QP in the error state and its connection unusable;
+ * the consumer learns it from the completion, an affiliated async event
+ * and the connection's BROKEN, and the peer from the connection's end.
+ * The kernel's rxe (6.1) reports a requester's error in the completion
+ * alone: no async event, no DREQ, both connect EVDs silent. So poll_cq
+ * hands such a completion's QP to the engine thread, which raises the
+ * event the completion's status names and disconnects (our DREQ; the
+ * DISCONNECTED that follows is reported with the error's status, so the
+ * core says BROKEN). Where the kernel raised its own async event the
+ * consumer may see two for one error.
+ */
+static void wc_break_event(struct verbs_dev *vd, struct verbs_qp *q,
+			   enum ibv_wc_status st,
+			   struct rnicpi_async_event *ev, int *status)
+{
+	bool ib = vd->transport != RNICPI_TRANSPORT_IWARP;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->element.qp = &q->base;
+	ev->type = RNICPI_EVENT_QP_FATAL;
+	*status = -ECONNABORTED;
+	switch (st) {
+	case IBV_WC_REM_ACCESS_ERR:
+		/* The peer's NAK (IBA 9.7.5.2.8: remote access error) */
+		ev->type = RNICPI_EVENT_QP_ACCESS_ERR;
+		ev->term_etype = 2;
+		*status = -EACCES;
+		break;
+	case IBV_WC_REM_INV_REQ_ERR:
+		ev->type = RNICPI_EVENT_QP_REQ_ERR;
+		ev->term_etype = 1;
+		break;
+	case IBV_WC_REM_OP_ERR:
+		ev->term_etype = 3;
+		break;
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		*status = -ETIMEDOUT;
+		break;
+	default:
+		break;
+	}
+	if (ib && ev->term_etype) {
+		ev->term_layer = RNICPI_TERM_LAYER_IBA;
+		ev->term_remote = 1;
+	} else {
+		ev->term_etype = 0;
+	}
+	ev->status = *status;
+}
+
+static void cm_break_run(void *arg)
+{
+	struct verbs_dev *vd = arg;
+
+	g_mutex_lock(&vd->cm_lock);
+	while (vd->cm_breaks->len) {
+		uint32_t n = g_array_index(vd->cm_breaks, uint32_t, 0);
+		struct rnicpi_async_event ev;
+		struct rdma_cm_id *id;
+		struct verbs_qp *q;
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+		g_array_remove_index(vd->cm_breaks, 0);
+		q = g_hash_table_lookup(vd->cm_qps, GUINT_TO_POINTER(n));
+		if (!q || !q->cm_id || !q->cm_established)
+			continue;
+		/* verbs_cm_qp_release waits while the QP is cm_busy */
+		vd->cm_busy = q;
+		id = q->cm_id;
+		wc_break_event(vd, q, (enum ibv_wc_status)q->cm_broken, &ev,
+			       &q->cm_broken);
+		g_mutex_unlock(&vd->cm_lock);
+		g_info("%s: QP %u: a completion in error (%s): the connection breaks",
+		       vd->rdev.name, n, g_strerror(-ev.status));
+		if (vd->rdev.core && vd->rdev.core->async_event)
+			vd->rdev.core->async_event(&vd->rdev, &ev);
+		ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+		rdma_disconnect(id);
+		g_mutex_lock(&vd->cm_lock);
+		vd->cm_busy = NULL;
+		g_cond_broadcast(&vd->cm_cond);
+	}
+	g_mutex_unlock(&vd->cm_lock);
+}
+
+void verbs_cm_wc_error(struct verbs_dev *vd, uint32_t qp_num,
+		       enum ibv_wc_status status)
+{
+	struct verbs_qp *q;
+	bool arm = false;
+
+	if (!vd->cm_ch || status == IBV_WC_SUCCESS ||
+	    status == IBV_WC_WR_FLUSH_ERR)
+		return;
+	g_mutex_lock(&vd->cm_lock);
+	q = g_hash_table_lookup(vd->cm_qps, GUINT_TO_POINTER(qp_num));
+	if (q && q->cm_established && !q->cm_broken) {
+		/* The ibverbs status until the engine thread maps it */
+		q->cm_broken = (int)status;
+		g_array_append_val(vd->cm_breaks, qp_num);
+		arm = true;
+	}
+	g_mutex_unlock(&vd->cm_lock);
+	if (arm)
+		rnicpi_timer_arm(&vd->engine, &vd->cm_break_timer, 0);
 }
 
 void verbs_cm_fill_ops(struct rnicpi_device_ops *ops)

@@ -413,6 +413,10 @@ static int verbs_poll_cq(struct rnicpi_cq *cq, int n, struct rnicpi_wc *wc)
 			return done ? done : -EIO;
 		for (i = 0; i < got; i++) {
 			verbs_wc_from_ibv(&iwc[i], &wc[done + i]);
+			if (iwc[i].status != IBV_WC_SUCCESS)
+				verbs_cm_wc_error(to_vd(cq->device),
+						  iwc[i].qp_num,
+						  iwc[i].status);
 			if (recv_track(c, &iwc[i]) &&
 			    iwc[i].status != IBV_WC_SUCCESS)
 				wc[done + i].opcode = RNICPI_WC_RECV;
