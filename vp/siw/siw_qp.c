@@ -725,11 +725,14 @@ static bool rx_worth_reading(struct siw_qp *qp)
 bool siw_cq_progress(struct siw_cq *cq, bool rx)
 {
 	struct siw_device *dev = cq->dev;
+	bool poll_rx = rx && dev->opts.poll_rx;
+	/* One clock read a pass stamps the CQ and each QP it looks at */
+	uint64_t now = poll_rx ? rnicpi_now_ns() : 0;
 	uint32_t i, budget;
 	bool queued, found = false;
 
-	if (rx && dev->opts.poll_rx)
-		atomic_store(&cq->rx_polled_ns, rnicpi_now_ns());
+	if (poll_rx)
+		atomic_store(&cq->rx_polled_ns, now);
 	pthread_mutex_lock(&cq->qps_lock);
 	budget = cq->n_qps < SIW_CQ_POLL_QPS ? cq->n_qps : SIW_CQ_POLL_QPS;
 	for (i = 0; i < budget; i++) {
@@ -743,11 +746,10 @@ bool siw_cq_progress(struct siw_cq *cq, bool rx)
 		if (pthread_mutex_trylock(&qp->lock))
 			continue;
 		if (!qp->destroyed && qp->fd >= 0 && qp->llp == SIW_LLP_RDMA) {
-			if (rx && dev->opts.poll_rx) {
+			if (poll_rx) {
 				atomic_store(&qp->polled_gen,
 					     atomic_load(&dev->arm_gen));
-				atomic_store(&qp->polled_ns,
-					     rnicpi_now_ns());
+				atomic_store(&qp->polled_ns, now);
 				if (rx_worth_reading(qp)) {
 					found = true;
 					siw_qp_rx(qp);
