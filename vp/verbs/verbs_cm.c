@@ -1174,7 +1174,8 @@ static void cm_break_run(void *arg)
 
 		g_array_remove_index(vd->cm_breaks, 0);
 		q = g_hash_table_lookup(vd->cm_qps, GUINT_TO_POINTER(n));
-		if (!q || !q->cm_id || !q->cm_established)
+		/* Gone, closed, or a new QP of the same number since */
+		if (!q || !q->cm_id || !q->cm_established || q->cm_broken <= 0)
 			continue;
 		/* verbs_cm_qp_release waits while the QP is cm_busy */
 		vd->cm_busy = q;
