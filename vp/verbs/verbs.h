@@ -198,8 +198,11 @@ struct verbs_qp {
 	enum verbs_cm_kind kind;
 	struct rdma_cm_id *cm_id;
 	bool cm_established;
-	/* A completion in error (not a flush) broke the connection: the
-	 * status its DISCONNECTED reports (negative errno), 0 while none. */
+	/* A completion in error (not a flush): its status, queued for the
+	 * engine thread (cm_breaks), IBV_WC_SUCCESS while none; and once
+	 * that thread broke the connection, the status its DISCONNECTED
+	 * reports (negative errno), 0 while none. */
+	enum ibv_wc_status cm_break_wc;
 	int cm_broken;
 	uint8_t cm_pdata[256];
 	uint8_t cm_pdata_len;

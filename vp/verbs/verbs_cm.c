@@ -407,7 +407,7 @@ static void handle_qp_event(struct verbs_dev *vd, struct verbs_qp *q,
 		if (!was_established) {
 			otype = RNICPI_CONN_ERROR;
 			out.status = m.status ? m.status : -ECONNRESET;
-		} else if (q->cm_broken < 0) {
+		} else if (q->cm_broken) {
 			/* Our own disconnect, after a completion error */
 			out.status = q->cm_broken;
 		}
@@ -762,6 +762,7 @@ static int verbs_cm_connect(struct rnicpi_qp *qp, const struct sockaddr *src,
 	q->cm_id = id;
 	q->cm_established = false;
 	q->cm_broken = 0;
+	q->cm_break_wc = IBV_WC_SUCCESS;
 	g_hash_table_insert(vd->cm_qps, GUINT_TO_POINTER(q->base.qp_num), q);
 	if (len)
 		memcpy(q->cm_pdata, param->private_data, len);
@@ -832,6 +833,7 @@ static int verbs_conn_accept(struct rnicpi_conn *rc, struct rnicpi_qp *qp,
 		q->cm_id = id;
 		q->cm_established = false;
 		q->cm_broken = 0;
+		q->cm_break_wc = IBV_WC_SUCCESS;
 		g_hash_table_insert(vd->cm_qps,
 				    GUINT_TO_POINTER(q->base.qp_num), q);
 		id->context = &q->kind;
@@ -1175,13 +1177,14 @@ static void cm_break_run(void *arg)
 		g_array_remove_index(vd->cm_breaks, 0);
 		q = g_hash_table_lookup(vd->cm_qps, GUINT_TO_POINTER(n));
 		/* Gone, closed, or a new QP of the same number since */
-		if (!q || !q->cm_id || !q->cm_established || q->cm_broken <= 0)
+		if (!q || !q->cm_id || !q->cm_established ||
+		    q->cm_break_wc == IBV_WC_SUCCESS)
 			continue;
 		/* verbs_cm_qp_release waits while the QP is cm_busy */
 		vd->cm_busy = q;
 		id = q->cm_id;
-		wc_break_event(vd, q, (enum ibv_wc_status)q->cm_broken, &ev,
-			       &q->cm_broken);
+		wc_break_event(vd, q, q->cm_break_wc, &ev, &q->cm_broken);
+		q->cm_break_wc = IBV_WC_SUCCESS;
 		g_mutex_unlock(&vd->cm_lock);
 		g_info("%s: QP %u: a completion in error (%s): the connection breaks",
 		       vd->rdev.name, n, g_strerror(-ev.status));
@@ -1207,9 +1210,9 @@ void verbs_cm_wc_error(struct verbs_dev *vd, uint32_t qp_num,
 		return;
 	g_mutex_lock(&vd->cm_lock);
 	q = g_hash_table_lookup(vd->cm_qps, GUINT_TO_POINTER(qp_num));
-	if (q && q->cm_established && !q->cm_broken) {
-		/* The ibverbs status until the engine thread maps it */
-		q->cm_broken = (int)status;
+	if (q && q->cm_established && !q->cm_broken &&
+	    q->cm_break_wc == IBV_WC_SUCCESS) {
+		q->cm_break_wc = status;
 		g_array_append_val(vd->cm_breaks, qp_num);
 		arm = true;
 	}
