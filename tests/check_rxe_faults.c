@@ -465,6 +465,8 @@ START_TEST(test_gid_gone_while_read)
 {
 	static const struct rnicpi_option poll_rx[] = {
 		{ "poll_rx", "1" }, { NULL, NULL } };
+	static const struct rnicpi_option no_poll_rx[] = {
+		{ "poll_rx", "0" }, { NULL, NULL } };
 	struct rxe_t_conn_opts o = { .sgid_index = 0 };
 	struct sockaddr_storage addrs[2];
 	struct rnicpi_gid_entry ge;
@@ -474,7 +476,7 @@ START_TEST(test_gid_gone_while_read)
 	int i, base_fds, n;
 
 	memset(&gone, 0, sizeof(gone));
-	rxe_t_pair_open_opts(&p, &o, _i ? poll_rx : NULL);
+	rxe_t_pair_open_opts(&p, &o, _i ? poll_rx : no_poll_rx);
 	dev = to_rxe_dev(p.t.dev);
 	gone_send(&p, 65536, 1);
 	base_fds = count_fds();
@@ -616,6 +618,8 @@ START_TEST(test_gid_churn)
 {
 	static const struct rnicpi_option poll_rx[] = {
 		{ "poll_rx", "1" }, { NULL, NULL } };
+	static const struct rnicpi_option no_poll_rx[] = {
+		{ "poll_rx", "0" }, { NULL, NULL } };
 	struct rxe_t_conn_opts o = { .sgid_index = 0 };
 	struct rnicpi_gid_entry ge;
 	struct churn c = { 0 };
@@ -624,7 +628,7 @@ START_TEST(test_gid_churn)
 	int base_fds, n, i;
 	uint32_t k;
 
-	rxe_t_pair_open_opts(&p, &o, _i ? poll_rx : NULL);
+	rxe_t_pair_open_opts(&p, &o, _i ? poll_rx : no_poll_rx);
 	gone_send(&p, 4096, 1);	/* the QPs' transmit sockets are made */
 	base_fds = count_fds();
 	c.t = &p.t;

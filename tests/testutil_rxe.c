@@ -177,6 +177,15 @@ void rxe_t_copy_teardown(void)
 	rxe_t_netns_teardown();
 }
 
+static bool names_option(const struct rnicpi_option *options,
+			 const char *key)
+{
+	for (; options && options->key; options++)
+		if (strcmp(options->key, key) == 0)
+			return true;
+	return false;
+}
+
 int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options)
 {
 	struct sockaddr_storage addrs[2];
@@ -195,10 +204,16 @@ int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options)
 		return err;
 	t->ops = t->dev->ops;
 	t->dev->provider = &rxe_provider;
-	/* Every rxe suite again with the option poll_rx on (its own test
-	 * is rc:test_poll_rx): HOSTRDMA_TEST_RXE_POLL_RX=1. */
-	if (g_strcmp0(g_getenv("HOSTRDMA_TEST_RXE_POLL_RX"), "1") == 0)
-		to_rxe_dev(t->dev)->poll_rx = 1;
+	/* Every rxe suite again with the option poll_rx on (off by
+	 * default), HOSTRDMA_TEST_RXE_POLL_RX=1, or off (=0); a test that
+	 * names poll_rx itself (rc:test_poll_rx, the gid cases) keeps
+	 * its own. */
+	if (!names_option(options, "poll_rx")) {
+		const char *v = g_getenv("HOSTRDMA_TEST_RXE_POLL_RX");
+
+		if (g_strcmp0(v, "0") == 0 || g_strcmp0(v, "1") == 0)
+			to_rxe_dev(t->dev)->poll_rx = (uint32_t)(v[0] - '0');
+	}
 	/* As it_ia_create does: the first open binds UDP port 4791. */
 	err = t->ops->device_open(t->dev);
 	if (err) {

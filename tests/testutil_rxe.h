@@ -67,7 +67,8 @@ bool rxe_t_has_event(enum rnicpi_event_type type, struct rnicpi_qp *qp);
 void rxe_t_lo_netdev(struct rnicpi_netdev *nd,
 		     struct sockaddr_storage addrs[2]);
 /* Create a device on lo with @options (NULL-terminated list or NULL);
- * with HOSTRDMA_TEST_RXE_POLL_RX=1 in the environment, poll_rx on. */
+ * HOSTRDMA_TEST_RXE_POLL_RX=0 or 1 in the environment sets poll_rx
+ * unless @options name it. */
 int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options);
 /* Fixtures: rxe_t_netns_setup(), and devices opened without options get
  * "direct=2" (every datagram peeked at, expected payloads read straight
