@@ -231,6 +231,123 @@ static void poll_rx_take(struct rxe_t_pair *p, struct rnicpi_cq *cq,
 	}
 }
 
+/*
+ * poll_rx with a consumer that polls its send CQ, then waits for the
+ * peer's answer on a byte of its buffer without polling (perftest's
+ * write_lat, memory-polling MPI paths). The answer is a WRITE posted by
+ * another thread that never polls. While the sockets are parked for the
+ * consumer, that WRITE waits until the lease runs out (poll_rx_late):
+ * RXE_POLL_RX_LATE_MAX times at most, after which parking stops and
+ * every later answer is read by the progress thread as it arrives.
+ * Without that rule 75 rounds of 100 waited the lease (20 ms here).
+ */
+#define BYTE_WAIT_ROUNDS 100
+
+struct byte_wait {
+	struct rxe_t_pair *p;
+	struct rxe_t_buf *answer;	/* on b: 8 bytes, the tag */
+	uint64_t a_land;		/* where on a the answer lands */
+	uint32_t a_rkey;
+	int round;			/* set by the consumer: answer it */
+};
+
+static gpointer byte_wait_peer(gpointer arg)
+{
+	struct byte_wait *w = arg;
+	int done = 0;
+
+	while (done < BYTE_WAIT_ROUNDS) {
+		int r = __atomic_load_n(&w->round, __ATOMIC_ACQUIRE);
+
+		if (r == done) {
+			g_usleep(50);
+			continue;
+		}
+		memset(w->answer->mem + RXE_T_GUARD, (uint8_t)(r + 1), 8);
+		rxe_t_post_rdma(w->p, &w->p->b, 1000u + (uint64_t)r,
+				RNICPI_WR_RDMA_WRITE, w->answer, w->a_land,
+				w->a_rkey);
+		done = r;
+	}
+	return NULL;
+}
+
+START_TEST(test_poll_rx_byte_wait)
+{
+	static const struct rnicpi_option opts[] = {
+		{ "poll_rx", "1" }, { "poll_rx_lease_us", "20000" },
+		{ NULL, NULL },
+	};
+	const struct rxe_t_conn_opts co = {
+		.max_send_wr = 2 * BYTE_WAIT_ROUNDS,
+		.max_recv_wr = 4,
+	};
+	struct rxe_t_buf ping, pong_land, ping_land, answer;
+	struct byte_wait w = { 0 };
+	struct rxe_t_pair p;
+	struct rnicpi_wc wc;
+	GThread *th;
+	uint64_t late, parks;
+	int r, n, got = 0;
+
+	rxe_t_pair_open_opts(&p, &co, opts);
+	rxe_t_buf_alloc(&p.t, &ping, 8, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &ping_land, 8, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &answer, 8, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &pong_land, 8, 0, RXE_T_ALL_ACCESS);
+	w.p = &p;
+	w.answer = &answer;
+	w.a_land = rxe_t_buf_va(&pong_land);
+	w.a_rkey = pong_land.mr->rkey;
+	th = g_thread_new("byte-wait-peer", byte_wait_peer, &w);
+	for (r = 1; r <= BYTE_WAIT_ROUNDS; r++) {
+		volatile uint8_t *land = pong_land.mem + RXE_T_GUARD;
+		struct timespec t0, now;
+
+		memset(ping.mem + RXE_T_GUARD, (uint8_t)r, 8);
+		rxe_t_post_rdma(&p, &p.a, (uint64_t)r, RNICPI_WR_RDMA_WRITE,
+				&ping, rxe_t_buf_va(&ping_land),
+				ping_land.mr->rkey);
+		/* Polls until its WRITE completes: a consumer that polls. */
+		do
+			n = p.t.ops->poll_cq(p.a.scq, 1, &wc);
+		while (n == 0);
+		ck_assert_int_eq(n, 1);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)r);
+		ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+		/* Then waits on the byte alone. */
+		__atomic_store_n(&w.round, r, __ATOMIC_RELEASE);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (*land != (uint8_t)(r + 1)) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			ck_assert_msg(now.tv_sec - t0.tv_sec < 20,
+				      "round %d: the answer never landed", r);
+		}
+		ck_assert(memcmp(ping_land.mem + RXE_T_GUARD,
+				 ping.mem + RXE_T_GUARD, 8) == 0);
+	}
+	g_thread_join(th);
+	/* The peer's WRITEs all completed, in order. */
+	while (got < BYTE_WAIT_ROUNDS) {
+		rxe_t_expect_wc(&p.t, p.b.scq, 1001u + (uint64_t)got,
+				RNICPI_WC_SUCCESS, NULL);
+		got++;
+	}
+	rxe_t_assert_guards(&ping_land);
+	rxe_t_assert_guards(&pong_land);
+	late = rxe_dev_counter(p.t.dev, RXE_CNT_POLL_RX_LATE);
+	parks = rxe_dev_counter(p.t.dev, RXE_CNT_POLL_RX_PARKS);
+	ck_assert_msg(late <= RXE_POLL_RX_LATE_MAX,
+		      "%" PRIu64 " answers of %d waited for the lease's end "
+		      "(%" PRIu64 " parks)", late, BYTE_WAIT_ROUNDS, parks);
+	rxe_t_buf_free(&p.t, &ping);
+	rxe_t_buf_free(&p.t, &ping_land);
+	rxe_t_buf_free(&p.t, &answer);
+	rxe_t_buf_free(&p.t, &pong_land);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 START_TEST(test_poll_rx)
 {
 	static const struct rnicpi_option on[] = {
@@ -852,6 +969,7 @@ void rxe_loopback_add_rc_cases(Suite *s)
 	tcase_add_loop_test(tc, test_ipv4_id_assumption, 0, 3);
 	tcase_add_test(tc, test_busy_poll);
 	tcase_add_loop_test(tc, test_poll_rx, 0, 2);
+	tcase_add_test(tc, test_poll_rx_byte_wait);
 	tcase_add_test(tc, test_rc_ipv6);
 	tcase_add_test(tc, test_rc_rnr);
 	tcase_add_test(tc, test_rc_many_in_flight);

@@ -83,7 +83,8 @@
 	X(FAULT_DUPS, "fault_dups")                                         \
 	X(FAULT_REORDERS, "fault_reorders")                                 \
 	X(POLL_RX_PKTS, "poll_rx_pkts")        /* received by a poller */ \
-	X(POLL_RX_PARKS, "poll_rx_parks")      /* sockets left to one */
+	X(POLL_RX_PARKS, "poll_rx_parks")      /* sockets left to one */ \
+	X(POLL_RX_LATE, "poll_rx_late")        /* lease out, data waited */
 
 enum rxe_counter {
 #define X(id, name) RXE_CNT_##id,
@@ -161,6 +162,16 @@ struct rxe_dev {
 	atomic_uint_fast64_t rx_polled_ns;
 	pthread_mutex_t park_lock;
 	atomic_bool rx_parked;
+	/* Leases in a row that ran out on data nobody had read while the
+	 * consumer ran without polling a CQ (park_lock); at
+	 * RXE_POLL_RX_LATE_MAX (waiting on a byte of its buffer, say) the
+	 * sockets are not left to it again: rx_park_off. */
+	uint32_t rx_late_streak;
+	atomic_bool rx_park_off;
+	/* The thread of that last poll, and its CPU time then: a lease
+	 * that ran out while it was not on a CPU says nothing of it. */
+	atomic_int rx_poller_tid;
+	atomic_uint_fast64_t rx_poller_cpu_ns;
 	struct rnicpi_timer park_timer;
 
 	/* Options (rxe_main.c) */
@@ -815,6 +826,13 @@ bool rxe_net_on_poller(const struct rxe_dev *dev);
 /* poll_rx: a CQ of @dev was armed; its consumer may sleep now, so the
  * progress thread takes the receive sockets back at once. */
 void rxe_net_poll_rx_armed(struct rxe_dev *dev);
+/* poll_rx: late leases in a row after which parking stops (rxe_net.c,
+ * on_park_timer). */
+#define RXE_POLL_RX_LATE_MAX 3
+/* poll_rx: a consumer that polls posted work, or found completions: it
+ * is busy, not waiting elsewhere, and polls again when done (the lease
+ * starts again). */
+void rxe_net_poll_rx_busy(struct rxe_dev *dev);
 
 /* rxe_recv.c: check and dispatch one received packet; @ip_id_hint is the
  * IPv4 ID to try first for the ICRC (the segment's index in a GRO run). */

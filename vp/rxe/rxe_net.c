@@ -19,9 +19,12 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vp/rxe/rxe.h"
@@ -1013,6 +1016,69 @@ static void set_parked_locked(struct rxe_dev *dev, bool parked)
 	pthread_mutex_unlock(&dev->lock);
 }
 
+/* CPU time of the calling thread, in ns. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A consumer polled: which thread, at what CPU time of its own. */
+static void note_poller(struct rxe_dev *dev)
+{
+	static __thread int tid;
+
+	if (!tid)
+		tid = (int)gettid();
+	atomic_store(&dev->rx_poller_tid, tid);
+	atomic_store(&dev->rx_poller_cpu_ns, thread_cpu_ns());
+}
+
+/* Whether the thread of the last poll ran for at least @ns since it
+ * (its CPU time, /proc/self/task/TID/schedstat); unknown counts as
+ * yes. */
+static bool poller_ran(struct rxe_dev *dev, uint64_t ns)
+{
+	char path[64], buf[96];
+	unsigned long long now;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat",
+		 atomic_load(&dev->rx_poller_tid));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu", &now) != 1)
+		return true;
+	return now >= atomic_load(&dev->rx_poller_cpu_ns) + ns;
+}
+
+/* Whether a receive socket holds a datagram (park_lock held). */
+static bool rx_waiting(struct rxe_dev *dev)
+{
+	struct pollfd p[RXE_MAX_GID];
+	nfds_t n = 0;
+	int i;
+
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < RXE_MAX_GID; i++)
+		if (dev->gids[i].rx_fd >= 0)
+			p[n++] = (struct pollfd){ .fd = dev->gids[i].rx_fd,
+						  .events = POLLIN };
+	i = n ? poll(p, n, 0) : 0;
+	pthread_mutex_unlock(&dev->lock);
+	return i > 0;
+}
+
 /* The progress thread read the sockets (rx_lock held): leave them to a
  * consumer that polls. An arm after the test cannot be missed: it
  * cleared rx_polled_ns before it takes park_lock to unpark. */
@@ -1020,10 +1086,11 @@ static void rx_park_maybe(struct rxe_dev *dev)
 {
 	uint64_t now = rnicpi_now_ns();
 
-	if (dev->rx_parked || !consumer_polling(dev, now))
+	if (dev->rx_parked || dev->rx_park_off || !consumer_polling(dev, now))
 		return;
 	pthread_mutex_lock(&dev->park_lock);
-	if (!dev->rx_parked && consumer_polling(dev, now)) {
+	if (!dev->rx_parked && !dev->rx_park_off &&
+	    consumer_polling(dev, now)) {
 		set_parked_locked(dev, true);
 		rxe_count(dev, RXE_CNT_POLL_RX_PARKS);
 		rnicpi_timer_arm(&dev->engine, &dev->park_timer,
@@ -1032,7 +1099,19 @@ static void rx_park_maybe(struct rxe_dev *dev)
 	pthread_mutex_unlock(&dev->park_lock);
 }
 
-/* The lease ran out, or was renewed by later polls. */
+/*
+ * The lease ran out, or was renewed by later polls or posts. A lease
+ * that runs out on a datagram nobody read, while the consumer's thread
+ * was on a CPU for half the lease or more, means it stopped polling
+ * without arming a CQ: busy with something else for a while (setting
+ * up its next run), or waiting some other way (spinning on a byte of
+ * its buffer, as perftest's write_lat does). That datagram waited the
+ * lease (poll_rx_late). The second kind does so at every message: at
+ * RXE_POLL_RX_LATE_MAX such leases in a row (no CQ armed between, no
+ * lease that ran out with nothing waiting) parking stops for good;
+ * polls still read the sockets. A poller that was not on a CPU (two busy threads a
+ * core) just gets the sockets back.
+ */
 static void on_park_timer(void *arg)
 {
 	struct rxe_dev *dev = arg;
@@ -1040,19 +1119,41 @@ static void on_park_timer(void *arg)
 
 	pthread_mutex_lock(&dev->park_lock);
 	if (dev->rx_parked) {
-		if (consumer_polling(dev, now))
+		if (consumer_polling(dev, now)) {
 			rnicpi_timer_arm(&dev->engine, &dev->park_timer,
 					 lease_left_ns(dev, now));
-		else
+		} else {
+			if (!rx_waiting(dev)) {
+				dev->rx_late_streak = 0;
+			} else if (poller_ran(dev, lease_ns(dev) / 2)) {
+				rxe_count(dev, RXE_CNT_POLL_RX_LATE);
+				if (++dev->rx_late_streak >= RXE_POLL_RX_LATE_MAX) {
+					dev->rx_park_off = true;
+					rxe_dev_dbg(dev, "poll_rx: data waited "
+						    "for a lease's end %u "
+						    "times in a row; the "
+						    "sockets stay with the "
+						    "progress thread",
+						    dev->rx_late_streak);
+				}
+			}
 			set_parked_locked(dev, false);
+		}
 	}
 	pthread_mutex_unlock(&dev->park_lock);
+}
+
+void rxe_net_poll_rx_busy(struct rxe_dev *dev)
+{
+	if (atomic_load_explicit(&dev->rx_polled_ns, memory_order_relaxed))
+		atomic_store(&dev->rx_polled_ns, rnicpi_now_ns());
 }
 
 void rxe_net_poll_rx_armed(struct rxe_dev *dev)
 {
 	atomic_store(&dev->rx_polled_ns, 0);
 	pthread_mutex_lock(&dev->park_lock);
+	dev->rx_late_streak = 0;
 	set_parked_locked(dev, false);
 	pthread_mutex_unlock(&dev->park_lock);
 }
@@ -1086,8 +1187,10 @@ bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
 		return false;
 	/* The poll a consumer makes right after arming (for what came
 	 * before the arm) is no sign of polling: it is about to sleep. */
-	if (!cq_armed)
+	if (!cq_armed) {
 		atomic_store(&dev->rx_polled_ns, rnicpi_now_ns());
+		note_poller(dev);
+	}
 	/* Taken first (rx_lock before dev->lock): a poll that finds the
 	 * progress thread reading costs no dev->lock. */
 	if (pthread_mutex_trylock(&dev->rx_lock))

@@ -435,6 +435,8 @@ int rxe_poll_cq(struct rnicpi_cq *c, int n, struct rnicpi_wc *wc)
 	if (k == 0 && n > 0 && dev->poll_rx &&
 	    rxe_net_poll_rx(dev, rnicpi_cq_ring_armed(&cq->ring)))
 		k = rnicpi_cq_ring_poll(&cq->ring, n, wc);
+	else if (k > 0 && dev->poll_rx)
+		rxe_net_poll_rx_busy(dev);
 	return k;
 }
 
@@ -904,6 +906,8 @@ int rxe_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		  qp->sq_tail - qp->sq_head >= qp->sq_size))
 		rxe_req_run(qp);
 	rxe_qp_unlock(qp);
+	if (qp->dev->poll_rx)
+		rxe_net_poll_rx_busy(qp->dev);
 	return err;
 }
 
@@ -936,5 +940,7 @@ int rxe_post_recv(struct rnicpi_qp *q, const struct rnicpi_recv_wr *wr,
 	if (qp->state == RNICPI_QPS_ERR)
 		rxe_qp_error(qp);
 	rxe_qp_unlock(qp);
+	if (qp->dev->poll_rx)
+		rxe_net_poll_rx_busy(qp->dev);
 	return err;
 }
