@@ -1102,15 +1102,17 @@ static void rx_park_maybe(struct rxe_dev *dev)
 /*
  * The lease ran out, or was renewed by later polls or posts. A lease
  * that runs out on a datagram nobody read, while the consumer's thread
- * was on a CPU for half the lease or more, means it stopped polling
- * without arming a CQ: busy with something else for a while (setting
- * up its next run), or waiting some other way (spinning on a byte of
- * its buffer, as perftest's write_lat does). That datagram waited the
- * lease (poll_rx_late). The second kind does so at every message: at
- * RXE_POLL_RX_LATE_MAX such leases in a row (no CQ armed between, no
- * lease that ran out with nothing waiting) parking stops for good;
- * polls still read the sockets. A poller that was not on a CPU (two busy threads a
- * core) just gets the sockets back.
+ * ran on a CPU for half a lease or more since its last poll of an empty
+ * CQ (posting and reaping count too: only that poll takes the CPU-time
+ * mark), means it stopped polling without arming a CQ: busy with
+ * something else for a while (setting up its next run), or waiting
+ * some other way (spinning on a byte of its buffer, as perftest's
+ * write_lat does). That datagram waited the lease (poll_rx_late). The
+ * second kind does so at every message: at RXE_POLL_RX_LATE_MAX such
+ * leases in a row (no CQ armed between, no lease that ran out with
+ * nothing waiting) parking stops for good; polls still read the
+ * sockets. A poller that was not on a CPU (two busy threads a core)
+ * just gets the sockets back.
  */
 static void on_park_timer(void *arg)
 {
