@@ -463,8 +463,10 @@ static void gone_send(struct rxe_t_pair *p, size_t size, uint32_t seed)
  */
 START_TEST(test_gid_gone_while_read)
 {
+	/* A long lease: the sockets stay parked while the test polls. */
 	static const struct rnicpi_option poll_rx[] = {
-		{ "poll_rx", "1" }, { NULL, NULL } };
+		{ "poll_rx", "1" }, { "poll_rx_lease_us", "1000000" },
+		{ NULL, NULL } };
 	static const struct rnicpi_option no_poll_rx[] = {
 		{ "poll_rx", "0" }, { NULL, NULL } };
 	struct rxe_t_conn_opts o = { .sgid_index = 0 };
@@ -481,6 +483,8 @@ START_TEST(test_gid_gone_while_read)
 	gone_send(&p, 65536, 1);
 	base_fds = count_fds();
 	gone.t = &p.t;
+	if (_i == 1)
+		rxe_t_park_for_poller(&p);
 	dev->test_rx_loaded = gone_hook;
 	if (_i == 0) {
 		struct sockaddr_in6 six = { .sin6_family = AF_INET6,
@@ -616,8 +620,10 @@ static gpointer churn_thread(gpointer data)
  */
 START_TEST(test_gid_churn)
 {
+	/* A long lease: the sockets stay parked while the test polls. */
 	static const struct rnicpi_option poll_rx[] = {
-		{ "poll_rx", "1" }, { NULL, NULL } };
+		{ "poll_rx", "1" }, { "poll_rx_lease_us", "1000000" },
+		{ NULL, NULL } };
 	static const struct rnicpi_option no_poll_rx[] = {
 		{ "poll_rx", "0" }, { NULL, NULL } };
 	struct rxe_t_conn_opts o = { .sgid_index = 0 };

@@ -464,6 +464,35 @@ void rxe_t_pair_close(struct rxe_t_pair *p)
 	rxe_t_dev_close(&p->t);
 }
 
+void rxe_t_park_for_poller(struct rxe_t_pair *p)
+{
+	/* Dropped as malformed once read. */
+	struct sockaddr_in four = { .sin_family = AF_INET,
+		.sin_port = htons(ROCE_V2_UDP_PORT),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct rxe_dev *dev = to_rxe_dev(p->t.dev);
+	struct rnicpi_wc wc;
+	int s, i, j;
+
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(s, 0);
+	/* Again if the progress thread read it after the lease of the
+	 * poll before it (a slow machine, valgrind). */
+	for (i = 0; i < 100 && !atomic_load(&dev->rx_parked); i++) {
+		ck_assert_int_eq(p->t.ops->poll_cq(p->a.rcq, 1, &wc), 0);
+		ck_assert_int_eq(sendto(s, "park", 4, 0,
+					(struct sockaddr *)&four,
+					sizeof(four)),
+				 4);
+		for (j = 0; j < 10000 && !atomic_load(&dev->rx_parked); j++)
+			ck_assert_int_eq(p->t.ops->poll_cq(p->a.rcq, 1, &wc),
+					 0);
+	}
+	close(s);
+	ck_assert_msg(atomic_load(&dev->rx_parked),
+		      "the receive sockets were never left to the poller");
+}
+
 void rxe_t_post_recv(struct rxe_t_pair *p, struct rxe_t_side *s,
 			  struct rxe_t_buf *b, uint64_t wr_id)
 {

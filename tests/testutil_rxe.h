@@ -143,6 +143,11 @@ void rxe_t_pair_open(struct rxe_t_pair *p, const struct rxe_t_conn_opts *o);
 /* New QPs on the same device (the old ones are in ERR). */
 void rxe_t_pair_renew(struct rxe_t_pair *p, const struct rxe_t_conn_opts *o);
 void rxe_t_pair_close(struct rxe_t_pair *p);
+/* poll_rx on: has the progress thread leave the receive sockets to
+ * the test thread's polls (a poll of a's empty receive CQ, then a
+ * datagram it reads), and asserts that it did. Polls within the lease
+ * keep them there. */
+void rxe_t_park_for_poller(struct rxe_t_pair *p);
 void rxe_t_post_recv(struct rxe_t_pair *p, struct rxe_t_side *s,
 		     struct rxe_t_buf *b, uint64_t wr_id);
 /* Post @wr signalled, with @src (if any) as its one SGE. */

@@ -172,6 +172,9 @@ struct rxe_dev {
 	 * that ran out while it was not on a CPU says nothing of it. */
 	atomic_int rx_poller_tid;
 	atomic_uint_fast64_t rx_poller_cpu_ns;
+	/* Consumers reading the sockets in a poll now, and sending what
+	 * that made: they poll, however long that takes. */
+	atomic_int rx_in_poll;
 	struct rnicpi_timer park_timer;
 
 	/* Options (rxe_main.c) */

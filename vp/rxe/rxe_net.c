@@ -951,12 +951,18 @@ static bool rx_dispatch(struct rnicpi_source *src, uint32_t events)
 {
 	struct rxe_gid *g = container_of(src, struct rxe_gid, src);
 	struct rxe_dev *dev = g->dev;
+	uint64_t before;
 
 	(void)events;
 	pthread_mutex_lock(&dev->rx_lock);
+	before = atomic_load(&dev->counters[RXE_CNT_RCVD_PKTS]);
 	rx_drain(dev, (int)(g - dev->gids), dev->rxb, &dev->rx_seed,
 		 4 * RXE_RX_BATCH);
-	if (dev->poll_rx)
+	/* A stream that fills a receive batch is the progress thread's
+	 * (rx_park_maybe). */
+	if (dev->poll_rx &&
+	    atomic_load(&dev->counters[RXE_CNT_RCVD_PKTS]) - before <
+	    RXE_RX_BATCH)
 		rx_park_maybe(dev);
 	pthread_mutex_unlock(&dev->rx_lock);
 	return true;
@@ -969,7 +975,9 @@ static bool rx_dispatch(struct rnicpi_source *src, uint32_t events)
  * between two processes went from 924 to 968 MB/s only (one run). So while an
  * application keeps polling (an empty CQ polled within the lease, option
  * poll_rx_lease_us, and no CQ armed since), the progress thread leaves
- * the receive sockets to it: EPOLLIN off. It takes them back when a CQ
+ * the receive sockets to it (EPOLLIN off) after a read of less than a
+ * batch; a stream that fills batches stays with it, and polls read only
+ * sockets left to them. It takes them back when a CQ
  * of the device is armed (rxe_net_poll_rx_armed: its consumer is about
  * to sleep) and, for a consumer that stops polling without arming, when
  * the lease runs out (the park timer): what arrives meanwhile waits at
@@ -1121,7 +1129,10 @@ static void on_park_timer(void *arg)
 
 	pthread_mutex_lock(&dev->park_lock);
 	if (dev->rx_parked) {
-		if (consumer_polling(dev, now)) {
+		if (atomic_load(&dev->rx_in_poll) > 0) {
+			rnicpi_timer_arm(&dev->engine, &dev->park_timer,
+					 lease_ns(dev));
+		} else if (consumer_polling(dev, now)) {
 			rnicpi_timer_arm(&dev->engine, &dev->park_timer,
 					 lease_left_ns(dev, now));
 		} else {
@@ -1182,17 +1193,24 @@ bool rxe_net_on_poller(const struct rxe_dev *dev)
  */
 bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
 {
-	uint64_t before, got;
+	uint64_t before, got, now;
 	int i, fds[RXE_MAX_GID];
 
 	if (!dev->rxb || rx_poller || rnicpi_engine_on_thread(&dev->engine))
 		return false;
+	now = rnicpi_now_ns();
 	/* The poll a consumer makes right after arming (for what came
 	 * before the arm) is no sign of polling: it is about to sleep. */
 	if (!cq_armed) {
-		atomic_store(&dev->rx_polled_ns, rnicpi_now_ns());
+		atomic_store(&dev->rx_polled_ns, now);
 		note_poller(dev);
 	}
+	/* Only sockets left to pollers (or that no progress thread reads):
+	 * while the progress thread reads them (a stream, or parking off),
+	 * a poll that read too would take that work from its core onto the
+	 * poller's. */
+	if (!atomic_load(&dev->rx_parked) && dev->engine.thread_running)
+		return false;
 	/* Taken first (rx_lock before dev->lock): a poll that finds the
 	 * progress thread reading costs no dev->lock. */
 	if (pthread_mutex_trylock(&dev->rx_lock))
@@ -1202,6 +1220,7 @@ bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
 		fds[i] = dev->gids[i].valid ? dev->gids[i].rx_fd : -1;
 	pthread_mutex_unlock(&dev->lock);
 	rx_poller = dev;
+	atomic_fetch_add(&dev->rx_in_poll, 1);
 	before = atomic_load(&dev->counters[RXE_CNT_RCVD_PKTS]);
 	for (i = 0; i < RXE_MAX_GID; i++)
 		if (fds[i] >= 0)
@@ -1214,7 +1233,15 @@ bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
 		/* Another round, if any, is the progress thread's (it was
 		 * woken by whoever queued the work). */
 		(void)rxe_net_run_work(dev);
+		/* A long drain (up to RXE_POLL_RX_ROUNDS batches, and the
+		 * ACKs and responses it made) was polling too: the lease
+		 * and the CPU mark start again at its end. */
+		if (!cq_armed) {
+			atomic_store(&dev->rx_polled_ns, rnicpi_now_ns());
+			note_poller(dev);
+		}
 	}
+	atomic_fetch_sub(&dev->rx_in_poll, 1);
 	rx_poller = NULL;
 	return got != 0;
 }
