@@ -484,9 +484,13 @@ void rxe_t_park_for_poller(struct rxe_t_pair *p)
 					(struct sockaddr *)&four,
 					sizeof(four)),
 				 4);
-		for (j = 0; j < 10000 && !atomic_load(&dev->rx_parked); j++)
+		/* Yields: the progress thread must run, also under
+		 * valgrind. */
+		for (j = 0; j < 10000 && !atomic_load(&dev->rx_parked); j++) {
 			ck_assert_int_eq(p->t.ops->poll_cq(p->a.rcq, 1, &wc),
 					 0);
+			sched_yield();
+		}
 	}
 	close(s);
 	ck_assert_msg(atomic_load(&dev->rx_parked),
