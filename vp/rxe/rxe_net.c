@@ -1118,9 +1118,9 @@ static void rx_park_maybe(struct rxe_dev *dev)
  * write_lat does). That datagram waited the lease (poll_rx_late). The
  * second kind does so at every message: at RXE_POLL_RX_LATE_MAX such
  * leases in a row (no CQ armed between, no lease that ran out with
- * nothing waiting) parking stops for good; polls still read the
- * sockets. A poller that was not on a CPU (two busy threads a core)
- * just gets the sockets back.
+ * nothing waiting) parking stops for good, and with it the polls'
+ * reads: the progress thread reads every datagram. A poller that was
+ * not on a CPU (two busy threads a core) just gets the sockets back.
  */
 static void on_park_timer(void *arg)
 {
