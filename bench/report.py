@@ -131,6 +131,19 @@ for dev, c in (("siw", S), ("rxe", R)):
                           ratio((c, t, "1048576", "cpu_server"),
                                 ("iperf3", "bw", "1048576", "cpu_server")),
                           lambda x: x <= 1.2))
+    # The same with roles matched: a READ server sends the data, as
+    # iperf3's server does with -R (on 127.0.0.1 a sender's system calls
+    # also run the receiver's TCP input); with -e the SEND server sleeps
+    # on completion events, as iperf3's server sleeps in read(), where a
+    # polling one spends a core whatever it moves.
+    tg.append(verdict("%s READ 1 MiB CPU/GiB server (sends) <= 1.2 x iperf3 -R server (sends)" % dev,
+                      ratio((c, "read_bw", "1048576", "cpu_server"),
+                            ("iperf3", "bw-R", "1048576", "cpu_server")),
+                      lambda x: x <= 1.2))
+    tg.append(verdict("%s SEND -e 1 MiB CPU/GiB server (sleeps) <= 1.2 x iperf3" % dev,
+                      ratio((c, "send_bw-e", "1048576", "cpu_server"),
+                            ("iperf3", "bw", "1048576", "cpu_server")),
+                      lambda x: x <= 1.2))
     q = [val.get((c, "write_bw-q%d" % n, "65536", "bw_gbps")) for n in (1, 4, 16, 64)]
     best = max([v for v in q if v] or [0])
     tg.append(verdict("%s 64 QPs aggregate 64 KiB >= 0.8 x best of 1/4/16/64" % dev,

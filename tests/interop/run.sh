@@ -365,8 +365,17 @@ perf_server_case() { # $1 name, $2 test, $3 size
 			break
 		sleep 0.1
 	done
+	local st=0
 	out=$(peer run -t 180 "ib_$2 -d siw0 -R -p $port -n $PERF_N -s $size $SIW_HOST" 2>&1) ||
-		why "guest perftest client failed"
+		st=$?
+	# A client that dies silently (no error line: seen twice in CI,
+	# its Writes all sent and acknowledged) leaves its exit status and
+	# the guest kernel's last words: keep both.
+	if [ $st != 0 ]; then
+		why "guest perftest client failed (exit status $st)"
+		{ echo "--- guest perftest exit status $st; guest dmesg:"
+		  peer run 'dmesg | tail -15' 2>&1 | cut -c1-160; } >>"$work/$name.log"
+	fi
 	wait "$spid" || why "our server failed"
 	# read_lat's server only waits: no line of its own
 	[ "$2" = read_lat ] && lines=0
