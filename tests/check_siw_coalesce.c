@@ -369,6 +369,232 @@ START_TEST(test_pack_through_full_socket)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Bursts posted one WR at a time (option tx_burst_ns)                 */
+/* ------------------------------------------------------------------ */
+
+/* The options of a sender whose progress thread a test holds: a short
+ * MPA time-out (h_park_progress), and a burst window of 1 ms, so that a
+ * test under valgrind, which posts far slower than the default's 2 us
+ * allow, still posts in bursts; _i 1 of test_burst_posted_at_once gives
+ * 0 (never). */
+static const struct rnicpi_option burst_1ms[] = {
+	{ "tx_burst_ns", "1000000" }, { "mpa_timeout_ms", "100" },
+	{ NULL, NULL },
+};
+static const struct rnicpi_option burst_off[] = {
+	{ "tx_burst_ns", "0" }, { "mpa_timeout_ms", "100" }, { NULL, NULL },
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Spins until the first @len bytes of @d hold the pattern of @seed,
+ * touching no CQ (as a consumer that waits for a reply in memory does);
+ * false after H_WAIT_MS. It yields each time round: under valgrind a bare
+ * spin starves the progress threads. */
+static bool wait_for_data(const struct h_buf *d, size_t len, uint32_t seed)
+{
+	uint64_t end = now_us() + (uint64_t)H_WAIT_MS * 1000u;
+
+	while (!h_buf_check(d, 0, len, seed, 0)) {
+		if (now_us() >= end)
+			return false;
+		sched_yield();
+	}
+	return true;
+}
+
+static void post_write_100(struct h_pair *p, struct h_buf *s,
+			   struct h_buf *d, unsigned int i)
+{
+	ck_assert_ok(h_post_send(&p->a, RNICPI_WR_RDMA_WRITE, s, i * 100,
+				 100, i, RNICPI_SEND_SIGNALED,
+				 (uint64_t)(uintptr_t)d->p + i * 100,
+				 d->mr->rkey));
+}
+
+/* The end of a burst test: @n WRITEs of 100 bytes from seed @seed are at
+ * the target and nothing past them; the pair and the peer socket of the
+ * held progress thread's connection go. */
+static void burst_done(struct h_pair *p, struct h_buf *s, struct h_buf *d,
+		       unsigned int n, uint32_t seed, int cfd)
+{
+	barrier_send(p, d, 100);
+	ck_assert(h_buf_check(d, 0, n * 100, seed, 0));
+	ck_assert(all_zero(d, n * 100, d->len - n * 100));
+	ck_assert(h_buf_guards_ok(d));
+	close(cfd);
+	h_pair_down_bufs(p, s, d);
+}
+
+/*
+ * Sixteen 100-byte WRITEs posted one at a time, none with
+ * RNICPI_SEND_MORE, back to back, while the sender's progress thread is
+ * held: the first two go out before their posts return (a run shorter
+ * than SIW_BURST_RUN), the other fourteen came within the burst window of
+ * the post before and wait, armed for the progress thread (nothing of
+ * them at the target after 20 ms). Then the consumer's poll of the send
+ * CQ (_i == 0) or the progress thread let go, with no CQ polled and the
+ * consumer waiting on the target's bytes (_i == 1), writes the fourteen
+ * with one sendmsg().
+ */
+START_TEST(test_burst_left_to_thread)
+{
+	const unsigned int n = 16;
+	struct h_park pk = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			     .cond = PTHREAD_COND_INITIALIZER };
+	struct h_buf s, d;
+	struct h_pair p;
+	uint64_t calls;
+	unsigned int i;
+	int cfd;
+
+	h_pair_up_bufs(&p, burst_1ms, NULL, &s, &d, 4096, 61);
+	cfd = h_park_progress(p.da, &pk);
+	calls = tx_calls(p.a.qp);
+	for (i = 0; i < n; i++)
+		post_write_100(&p, &s, &d, i);
+	ck_assert_uint_eq(SIW_BURST_RUN, 3);
+	ck_assert_uint_eq(tx_calls(p.a.qp) - calls, 2);
+	ck_assert_uint_eq(held_wrs(p.a.qp), n - 2);
+	usleep(20 * 1000);
+	ck_assert_uint_eq(held_wrs(p.a.qp), n - 2);
+	ck_assert(wait_for_data(&d, 200, 61));
+	ck_assert(all_zero(&d, 200, d.len - 200));
+
+	if (_i == 0) {
+		/* The first completion is there; the poll after it finds
+		 * the CQ empty and writes what waits (poll_tx). */
+		for (i = 0; i < n; i++)
+			h_expect_wc(&p.a, p.a.scq, i, RNICPI_WC_SUCCESS,
+				    RNICPI_WC_RDMA_WRITE, 100);
+		h_unpark(&pk);
+	} else {
+		h_unpark(&pk);
+		ck_assert_msg(wait_for_data(&d, n * 100, 61),
+			      "the held WRITEs never reached the target: %s",
+			      tx_state(p.a.qp, p.b.qp));
+		for (i = 0; i < n; i++)
+			h_expect_wc(&p.a, p.a.scq, i, RNICPI_WC_SUCCESS,
+				    RNICPI_WC_RDMA_WRITE, 100);
+	}
+	ck_assert_uint_eq(tx_calls(p.a.qp) - calls, 3);
+	burst_done(&p, &s, &d, n, 61, cfd);
+}
+END_TEST
+
+/*
+ * What is not a burst is written before its post returns, the progress
+ * thread held all along: WRITEs posted 5 ms apart, longer than the 1 ms
+ * window (_i == 0), WRITEs back to back with tx_burst_ns=0 (_i == 1), and
+ * WRITEs each posted after the consumer polled the completion of the one
+ * before (_i == 2: a consumer that waits for an answer). Each post makes
+ * its one sendmsg() and leaves nothing queued.
+ */
+START_TEST(test_burst_posted_at_once)
+{
+	const unsigned int n = 5;
+	struct h_park pk = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			     .cond = PTHREAD_COND_INITIALIZER };
+	struct h_buf s, d;
+	struct h_pair p;
+	uint64_t calls;
+	unsigned int i;
+	int cfd;
+
+	h_pair_up_bufs(&p, _i == 1 ? burst_off : burst_1ms, NULL, &s, &d, 4096,
+		       67);
+	cfd = h_park_progress(p.da, &pk);
+	for (i = 0; i < n; i++) {
+		if (_i == 0 && i)
+			usleep(5 * 1000);
+		calls = tx_calls(p.a.qp);
+		post_write_100(&p, &s, &d, i);
+		ck_assert_uint_eq(tx_calls(p.a.qp) - calls, 1);
+		ck_assert_uint_eq(held_wrs(p.a.qp), 0);
+		if (_i == 2)
+			h_expect_wc(&p.a, p.a.scq, i, RNICPI_WC_SUCCESS,
+				    RNICPI_WC_RDMA_WRITE, 100);
+	}
+	ck_assert_msg(wait_for_data(&d, n * 100, 67),
+		      "the WRITEs never reached the target: %s",
+		      tx_state(p.a.qp, p.b.qp));
+	for (i = 0; _i != 2 && i < n; i++)
+		h_expect_wc(&p.a, p.a.scq, i, RNICPI_WC_SUCCESS,
+			    RNICPI_WC_RDMA_WRITE, 100);
+	h_unpark(&pk);
+	burst_done(&p, &s, &d, n, 67, cfd);
+}
+END_TEST
+
+/*
+ * Default options, nothing held: 240 WRITEs and SENDs of 1 to 4096 bytes
+ * posted one at a time as fast as the test can, none with
+ * RNICPI_SEND_MORE, then the consumer waits for the WRITEs' bytes at the
+ * target without polling any CQ: whatever the burst window held back, the
+ * progress thread writes. Every WR then completes with its length, every
+ * byte is in its place and nothing past it.
+ */
+START_TEST(test_burst_default_unpolled)
+{
+	const unsigned int n = 120;
+	const size_t len = 2u << 20;
+	struct h_buf s, d, rb;
+	size_t wcur = 0, scur = 0;
+	struct h_pair p;
+	unsigned int i;
+
+	h_pair_up_bufs(&p, NULL, NULL, &s, &d, len, 71);
+	h_buf_alloc(&rb, len, H_GUARD);
+	h_buf_reg(&rb, &p.b, H_RW);
+	for (i = 0; i < n; i++)
+		h_post_recv(&p.b, &rb, i * 4096, 4096, 1000 + i);
+	for (i = 0; i < n; i++) {
+		size_t k = 1 + (i * 997u) % 4096;
+
+		ck_assert_ok(h_post_send(&p.a, RNICPI_WR_RDMA_WRITE, &s, wcur,
+					 k, 2 * i, RNICPI_SEND_SIGNALED,
+					 (uint64_t)(uintptr_t)d.p + wcur,
+					 d.mr->rkey));
+		wcur += k;
+		ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &s, scur, k,
+					 2 * i + 1, RNICPI_SEND_SIGNALED, 0,
+					 0));
+		scur += k;
+	}
+	ck_assert_msg(wait_for_data(&d, wcur, 71),
+		      "the burst never reached the target: %s",
+		      tx_state(p.a.qp, p.b.qp));
+	for (i = 0; i < 2 * n; i++)
+		h_expect_wc(&p.a, p.a.scq, i, RNICPI_WC_SUCCESS,
+			    i % 2 ? RNICPI_WC_SEND : RNICPI_WC_RDMA_WRITE,
+			    (uint32_t)(1 + ((i / 2) * 997u) % 4096));
+	scur = 0;
+	for (i = 0; i < n; i++) {
+		size_t k = 1 + (i * 997u) % 4096;
+
+		h_expect_wc(&p.b, p.b.rcq, 1000 + i, RNICPI_WC_SUCCESS,
+			    RNICPI_WC_RECV, (uint32_t)k);
+		ck_assert(h_buf_check(&rb, i * 4096, k, 71, scur));
+		ck_assert(all_zero(&rb, i * 4096 + k, 4096 - k));
+		scur += k;
+	}
+	barrier_send(&p, &d, 5000);
+	ck_assert(h_buf_check(&d, 0, wcur, 71, 0));
+	ck_assert(all_zero(&d, wcur, len - wcur));
+	ck_assert(h_buf_guards_ok(&d) && h_buf_guards_ok(&rb));
+	ck_assert_ok(p.db->ops->dereg_mr(rb.mr));
+	h_buf_free(&rb);
+	h_pair_down_bufs(&p, &s, &d);
+}
+END_TEST
+
 Suite *suite_siw_coalesce(void)
 {
 	Suite *s = suite_create("siw-coalesce");
@@ -378,6 +604,12 @@ Suite *suite_siw_coalesce(void)
 	tcase_add_loop_test(tc, test_held_until_released, 0, 2);
 	tcase_add_loop_test(tc, test_mixed_burst, 0, 3);
 	tcase_add_loop_test(tc, test_pack_through_full_socket, 0, 2);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("burst");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_burst_left_to_thread, 0, 2);
+	tcase_add_loop_test(tc, test_burst_posted_at_once, 0, 3);
+	tcase_add_test(tc, test_burst_default_unpolled);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -165,6 +165,9 @@ struct siw_options {
 	uint32_t tx_batch;	  /* FPDUs per sendmsg(), 1..SIW_TX_BATCH */
 	uint32_t tx_pack;	  /* messages up to this size are copied
 				   * together when more wait, 0 = never */
+	uint32_t tx_burst_ns;	  /* a small WR posted this soon after the
+				   * last post waits for the next poll or
+				   * the progress thread, 0 = never */
 	uint32_t busy_poll_us;	  /* progress thread spins this long after
 				   * socket traffic before it sleeps */
 	uint32_t park_lease_us;	  /* poll_rx: a poll's lease on its QPs */
@@ -339,6 +342,9 @@ struct siw_cq {
 	 * whether the last such look from poll_cq with n 0 found some */
 	atomic_uint_fast64_t rx_polled_ns;
 	atomic_bool nudge_found;
+	/* poll_cq calls (option tx_burst_ns: a post after a poll is no
+	 * burst) */
+	atomic_uint_fast64_t polls;
 };
 
 /*
@@ -467,6 +473,9 @@ enum siw_tx_kind {
  * to SIW_DEFAULT_TX_PACK bytes by default). */
 #define SIW_TX_PACK (32u * 1024)
 #define SIW_DEFAULT_TX_PACK 4096u
+#define SIW_DEFAULT_TX_BURST_NS 2000u
+/* The post that makes a run this long is the first to wait (tx_burst_ns) */
+#define SIW_BURST_RUN 3
 
 /*
  * The transmit state machine (siw_tx.c): each step returns the next
@@ -656,6 +665,10 @@ struct siw_qp {
 	struct siw_list park_node;	/* on dev->parked while parked */
 	/* FPDUs built and sendmsg() calls that wrote some of them */
 	uint64_t tx_fpdus, tx_calls;
+	/* The last post_send: when it returned, its CQs' polls and
+	 * rx_fpdus then, the posts in its run (option tx_burst_ns) */
+	uint64_t tx_post_ns, tx_post_polls, tx_post_rx;
+	uint32_t tx_run;
 	/* recvmsg() calls that brought bytes, the bytes, FPDUs done */
 	uint64_t rx_reads, rx_bytes, rx_fpdus;
 	/* MSG_ZEROCOPY: send calls made and reported done (kernel ids) */
@@ -940,6 +953,9 @@ void siw_tx_zc_reap(struct siw_qp *qp);
 void siw_tx_zc_flush(struct siw_qp *qp);
 /* Send what can be sent without blocking. Under qp->lock. */
 void siw_qp_tx(struct siw_qp *qp);
+/* Leave what the send queue holds to the progress thread (EPOLLOUT,
+ * due at once) or to the consumer's next poll (poll_tx). */
+void siw_qp_tx_kick(struct siw_qp *qp);
 /* Is there anything for the transmitter to do? */
 bool siw_qp_tx_pending(struct siw_qp *qp);
 void siw_tx_release(struct siw_qp *qp);

@@ -65,6 +65,7 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 	o->tx_batch = SIW_TX_BATCH;
 	o->tx_pack = SIW_DEFAULT_TX_PACK;
 	o->large_fpdu = true;
+	o->tx_burst_ns = SIW_DEFAULT_TX_BURST_NS;
 	o->busy_poll_us = SIW_DEFAULT_BUSY_POLL_US;
 	o->park_lease_us = SIW_DEFAULT_PARK_LEASE_US;
 	o->max_qp = SIW_MAX_QP;
@@ -119,6 +120,8 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 			rc = parse_u32(v, 1, SIW_TX_BATCH, &o->tx_batch);
 		} else if (!strcmp(k, "tx_pack")) {
 			rc = parse_u32(v, 0, SIW_TX_PACK / 2, &o->tx_pack);
+		} else if (!strcmp(k, "tx_burst_ns")) {
+			rc = parse_u32(v, 0, 1000000, &o->tx_burst_ns);
 		} else if (!strcmp(k, "busy_poll_us")) {
 			rc = parse_u32(v, 0, 1000000, &o->busy_poll_us);
 		} else if (!strcmp(k, "park_lease_us")) {

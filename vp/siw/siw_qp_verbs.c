@@ -461,10 +461,52 @@ static int flush_posted_sends(struct siw_qp *qp,
 	return 0;
 }
 
+/* What the next post compares with: a consumer that polled a CQ of the
+ * QP or had data arrive on it since is answering, not streaming. */
+static uint64_t burst_polls(const struct siw_qp *qp)
+{
+	return atomic_load_explicit(&qp->scq->polls, memory_order_relaxed) +
+	       atomic_load_explicit(&qp->rcq->polls, memory_order_relaxed);
+}
+
+/*
+ * A consumer that posts small WRs back to back is in a burst: three or
+ * more (SIW_BURST_RUN), each posted within tx_burst_ns of the return of
+ * the one before, with no poll of the QP's CQs and nothing received on
+ * the QP in between. From the third on, a WR waits in the send queue with
+ * EPOLLOUT armed, and the progress thread (woken at once: the socket has
+ * room) or the consumer's next poll of the CQ (poll_tx) writes what has
+ * gathered by then with one sendmsg() (the pack, option tx_pack), where
+ * each WR sent from here would cost one. Written before post_send
+ * returns, as ever: a WR that answers something (a ping-pong over
+ * 127.0.0.1 posts its next message about 1 us after the last one
+ * returned: the reply came in meanwhile), one after a pause, and the
+ * first two of a run (a Write and the Send that tells of it;
+ * hostrdma-perf's send_lat posts a credit Write before every fifth
+ * reply, and holding the reply back cost 1-3 us on average there).
+ * Returns whether @qp's newest WR waits.
+ */
+static bool burst_run(struct siw_qp *qp, uint64_t len, bool may_wait)
+{
+	const struct siw_device *dev = qp->dev;
+	uint64_t now = rnicpi_now_ns(), polls = burst_polls(qp);
+	bool rapid = dev->opts.tx_burst_ns && len <= dev->opts.tx_pack &&
+		     qp->rx_fpdus == qp->tx_post_rx &&
+		     polls == qp->tx_post_polls &&
+		     now - qp->tx_post_ns < dev->opts.tx_burst_ns;
+
+	qp->tx_run = rapid ? qp->tx_run + 1 : 1;
+	qp->tx_post_polls = polls;
+	qp->tx_post_rx = qp->rx_fpdus;
+	return may_wait && rapid && qp->tx_run >= SIW_BURST_RUN &&
+	       dev->thread_running && qp->sq_count < qp->sq_size;
+}
+
 int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		  const struct rnicpi_send_wr **bad)
 {
 	struct siw_qp *qp = to_siw_qp(q);
+	uint64_t last_len = UINT64_MAX;
 	bool more = false;
 	int rc = 0;
 
@@ -596,14 +638,24 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		qp->sq_count++;
 		qp->sq_unstarted++;
 		more = (wr->send_flags & RNICPI_SEND_MORE) != 0;
+		last_len = w->total_len;
 	}
 	/* The send queue was idle: transmit from this thread, unless more
 	 * WRs follow at once (RNICPI_SEND_MORE) and have room to queue:
 	 * they start together with the next WR posted without the flag,
-	 * or when the consumer polls the CQ (siw_cq_progress). */
-	if (rc || !more || qp->sq_count == qp->sq_size)
-		if (qp->tx.kind == SIW_TX_IDLE && !qp->tx.want_out)
+	 * or when the consumer polls the CQ (siw_cq_progress). Small WRs
+	 * posted in a burst wait too, for the progress thread or that poll
+	 * (burst_run). */
+	if (rc || !more || qp->sq_count == qp->sq_size) {
+		bool idle = qp->tx.kind == SIW_TX_IDLE && !qp->tx.want_out;
+		bool burst = !rc && burst_run(qp, last_len, idle);
+
+		if (burst)
+			siw_qp_tx_kick(qp);
+		else if (idle)
 			siw_qp_tx(qp);
+	}
+	qp->tx_post_ns = rnicpi_now_ns();
 out:
 	siw_qp_unlock(qp);
 	if (rc && bad)

@@ -372,6 +372,11 @@ static void set_want_out(struct siw_qp *qp, bool want)
 	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
 }
 
+void siw_qp_tx_kick(struct siw_qp *qp)
+{
+	set_want_out(qp, true);
+}
+
 /* ------------------------------------------------------------------ */
 /* Steps                                                               */
 /* ------------------------------------------------------------------ */

@@ -604,6 +604,11 @@ static int siw_poll_cq(struct rnicpi_cq *c, int n, struct rnicpi_wc *wc)
 	struct siw_cq *cq = to_siw_cq(c);
 	int k;
 
+	/* Counted by the polling thread alone as a rule: no locked add. */
+	atomic_store_explicit(&cq->polls,
+			      atomic_load_explicit(&cq->polls,
+						   memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	/* The consumer has completions in hand: keep the send queues
 	 * going (a bulk sender reaping its completions one by one), and
 	 * now and then the receive side (SIW_NUDGE_RX_NS). */
