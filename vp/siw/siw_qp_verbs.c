@@ -461,6 +461,12 @@ static int flush_posted_sends(struct siw_qp *qp,
 	return 0;
 }
 
+/* Whether a WR of @len bytes can be part of a burst (burst_run). */
+static bool burst_may_start(const struct siw_device *dev, uint64_t len)
+{
+	return dev->opts.tx_burst_ns && len <= dev->opts.tx_pack;
+}
+
 /* What the next post compares with: a consumer that polled a CQ of the
  * QP or had data arrive on it since is answering, not streaming. */
 static uint64_t burst_polls(const struct siw_qp *qp)
@@ -489,11 +495,12 @@ static uint64_t burst_polls(const struct siw_qp *qp)
 static bool burst_run(struct siw_qp *qp, uint64_t len, bool may_wait)
 {
 	const struct siw_device *dev = qp->dev;
-	uint64_t now = rnicpi_now_ns(), polls = burst_polls(qp);
-	bool rapid = dev->opts.tx_burst_ns && len <= dev->opts.tx_pack &&
+	uint64_t polls = burst_polls(qp);
+	/* The clock last: read only when everything else says "rapid" */
+	bool rapid = burst_may_start(dev, len) &&
 		     qp->rx_fpdus == qp->tx_post_rx &&
 		     polls == qp->tx_post_polls &&
-		     now - qp->tx_post_ns < dev->opts.tx_burst_ns;
+		     rnicpi_now_ns() - qp->tx_post_ns < dev->opts.tx_burst_ns;
 
 	qp->tx_run = rapid ? qp->tx_run + 1 : 1;
 	qp->tx_post_polls = polls;
@@ -655,7 +662,12 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		else if (idle)
 			siw_qp_tx(qp);
 	}
-	qp->tx_post_ns = rnicpi_now_ns();
+	/* The return mark burst_run measures from, needed only where a
+	 * burst can follow. After a large WR the mark stays that of an
+	 * earlier small one: the next gap measures longer, never shorter
+	 * (and the large WR has already restarted the run). */
+	if (burst_may_start(qp->dev, last_len))
+		qp->tx_post_ns = rnicpi_now_ns();
 out:
 	siw_qp_unlock(qp);
 	if (rc && bad)
