@@ -8,7 +8,11 @@ import os
 import subprocess
 import sys
 
-path, out, docs = sys.argv[1:4]
+paired_only = len(sys.argv) > 1 and sys.argv[1] == "--paired-only"
+if paired_only:
+    path, out, docs = sys.argv[2], None, None
+else:
+    path, out, docs = sys.argv[1:4]
 rows = list(csv.DictReader(open(path)))
 val = {}
 for r in rows:
@@ -181,6 +185,38 @@ tg.append(verdict("fi hostrdma RMA write bw 1 MiB >= 0.9 x raw IT-API (same wind
                   ratio((F, "write_bw", "1048576", "bw_gbps"),
                         (F, "itapi_write_bw", "1048576", "bw_gbps")),
                   lambda x: x >= 0.9))
+
+def paired_verdicts():
+    """bench/paired's rows: the median of per-round ratios, each round
+    with the contenders run one after the other."""
+    out = []
+    P = "paired"
+    for s in ("8", "4096", "65536"):
+        for other, t in (("ucx-tcp", "siw_write_lat-vs-ucx-tcp_tag_lat"),
+                         ("libfabric-tcp", "siw_write_lat-vs-libfabric-tcp_pingpong")):
+            if (P, t, s, "ratio_median") in val:
+                out.append(verdict("siw WRITE lat %s B ahead of %s, paired rounds (median ours/theirs)" % (s, other),
+                                   val[(P, t, s, "ratio_median")], lambda x: x < 1.0))
+    for t, s, name, ok in (
+            ("rxe_write_bw-two-processes-vs-L", "1048576",
+             "rxe WRITE bw 1 MiB two processes >= 0.95 x -L, paired rounds", lambda x: x >= 0.95),
+            ("rxe_write_bw-two-processes-a-core-each-vs-L", "1048576",
+             "rxe WRITE bw 1 MiB two processes, a CPU each, >= 0.95 x -L, paired rounds", lambda x: x >= 0.95),
+            ("rxe_write_lat-two-processes-vs-L", "8",
+             "rxe WRITE lat 8 B two processes <= 1.05 x -L, paired rounds", lambda x: x <= 1.05)):
+        if (P, t, s, "ratio_median") in val:
+            out.append(verdict(name, val[(P, t, s, "ratio_median")], ok))
+    if (P, "kald-cpu", "all", "cpu_s") in val:
+        out.append(verdict("hostrdma-kald CPU seconds during the two-process soft-RoCE runs (none on the data path)",
+                           val[(P, "kald-cpu", "all", "cpu_s")], lambda x: x < 0.05))
+    return out
+
+
+if paired_only:
+    print("\n".join(["| target | measured ratio | verdict |", "|---|---:|---|"] +
+                    paired_verdicts()))
+    sys.exit(0)
+tg += paired_verdicts()
 machine = open(os.path.join(out, "machine.txt")).read().strip()
 open(os.path.join(out, "table.md"), "w").write(
     machine + "\n\n" + "\n".join(lines + tg) + "\n")
