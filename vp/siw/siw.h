@@ -504,26 +504,30 @@ struct siw_tx_fpdu {
 };
 
 struct siw_tx {
+	/* The message under way: cleared as it starts (siw_tx_begin). */
 	enum siw_tx_kind kind;
 	int32_t sq_idx;
 	uint8_t opcode;
 	uint64_t msg_len;
 	uint64_t msg_off;	/* payload bytes in FPDUs already sent */
 	uint32_t msn;		/* of the current untagged message */
-	/* source memory of the message */
 	uint32_t n_src;
-	struct iovec src[SIW_MAX_SGE];
-	struct siw_mr *src_mr[SIW_MAX_SGE];
-	/* the FPDUs on their way: up to SIW_TX_BATCH of one message, built
-	 * together and written with one sendmsg() */
 	enum siw_tx_state state;
 	uint32_t n_fpdu;
-	struct siw_tx_fpdu fpdu[SIW_TX_BATCH];
-	uint32_t batch_payload;	/* payload bytes in them */
+	uint32_t batch_payload;	/* payload bytes in FPDUs of the batch */
 	uint32_t fpdu_total;	/* bytes in them */
 	uint32_t fpdu_sent;
 	bool zc;		/* this message goes with MSG_ZEROCOPY */
 	bool zc_used;		/* ... and at least one call went so */
+	/* Filled as the message starts and its FPDUs are built, and read
+	 * only up to n_src and n_fpdu: not cleared per message (1.4 KB).
+	 * src_mr[i] is NULL for every i >= n_src. */
+	/* source memory of the message */
+	struct iovec src[SIW_MAX_SGE];
+	struct siw_mr *src_mr[SIW_MAX_SGE];
+	/* the FPDUs on their way: up to SIW_TX_BATCH of one message, built
+	 * together and written with one sendmsg() */
+	struct siw_tx_fpdu fpdu[SIW_TX_BATCH];
 	bool want_out;		/* EPOLLOUT armed */
 	/* Whole FPDUs of small messages already completed, copied here to
 	 * go out together (option tx_pack); they precede anything else on

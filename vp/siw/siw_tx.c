@@ -36,6 +36,13 @@ void siw_tx_release(struct siw_qp *qp)
 	tx->zc = tx->zc_used = false;
 }
 
+/* A new message in tx: its scalars cleared, the arrays left as they are
+ * (read only up to n_src and n_fpdu, src_mr NULL past n_src). */
+static void siw_tx_begin(struct siw_tx *tx)
+{
+	memset(tx, 0, offsetof(struct siw_tx, src));
+}
+
 bool siw_qp_tx_pending(struct siw_qp *qp)
 {
 	if (qp->fd < 0 || qp->tx.want_out)
@@ -109,8 +116,10 @@ static int resolve_sges(struct siw_qp *qp, const struct siw_wqe *w,
 				    w->sge[i].lkey,
 				    (unsigned long long)w->sge[i].addr,
 				    w->sge[i].length, g_strerror(-rc));
-			while (*n)
+			while (*n) {
 				siw_mr_put(mrs[--*n]);
+				mrs[*n] = NULL;
+			}
 			return rc;
 		}
 		seg[*n].iov_base = ptr;
@@ -159,7 +168,7 @@ static bool start_sq(struct siw_qp *qp)
 		return true;
 	}
 
-	memset(tx, 0, offsetof(struct siw_tx, want_out));
+	siw_tx_begin(tx);
 	tx->sq_idx = (int32_t)idx;
 	tx->opcode = sq_rdmap_opcode(w);
 	if (w->opcode == RNICPI_WR_RDMA_READ) {
@@ -222,7 +231,7 @@ static bool start_rresp(struct siw_qp *qp)
 	struct siw_tx *tx = &qp->tx;
 	struct siw_irqe *r = &qp->irq[qp->irq_head];
 
-	memset(tx, 0, offsetof(struct siw_tx, want_out));
+	siw_tx_begin(tx);
 	tx->kind = SIW_TX_RRESP;
 	tx->sq_idx = -1;
 	tx->opcode = RDMAP_RDMA_READ_RESP;
@@ -243,7 +252,7 @@ static bool next_message(struct siw_qp *qp)
 	struct siw_tx *tx = &qp->tx;
 
 	if (qp->term.valid && !qp->term_sent) {
-		memset(tx, 0, offsetof(struct siw_tx, want_out));
+		siw_tx_begin(tx);
 		tx->kind = SIW_TX_TERM;
 		tx->sq_idx = -1;
 		tx->opcode = RDMAP_TERMINATE;
@@ -260,7 +269,7 @@ static bool next_message(struct siw_qp *qp)
 		return false;
 	/* RFC 6581 §9.2: the initiator's RTR is its first FPDU. */
 	if (qp->rtr_pending) {
-		memset(tx, 0, offsetof(struct siw_tx, want_out));
+		siw_tx_begin(tx);
 		tx->sq_idx = -1;
 		if (qp->rtr == MPA_V2_READ_RTR) {
 			struct siw_orqe *o =
