@@ -175,12 +175,13 @@ static bool is_notification_of(const it_event_t *ev, void *sevd)
 void itapi_evq_notify_aevd(struct itapi_evd *sevd)
 {
 	struct itapi_evd *a = sevd->aevd;
-	it_event_t ev = { 0 };
 
 	if (!a || !itapi_evq_signalled(sevd))
 		return;
 	g_mutex_lock(&a->lock);
 	if (!sevd->aevd_pending) {
+		it_event_t ev = { 0 };
+
 		ev.aevd_notify.event_number = IT_AEVD_NOTIFICATION_EVENT;
 		ev.aevd_notify.aevd = (it_evd_handle_t)a;
 		ev.aevd_notify.sevd = (it_evd_handle_t)sevd;

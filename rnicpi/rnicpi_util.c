@@ -134,6 +134,8 @@ int rnicpi_cq_ring_push(struct rnicpi_cq_ring *ring,
 	}
 	ring->entries[(ring->head + ring->count) % ring->capacity] = *wc;
 	ring->count++;
+	atomic_store_explicit(&ring->filled, ring->count,
+			      memory_order_release);
 	/* IBA 11.4.2.2: solicited-only notification also fires on errors. */
 	notify = ring->arm == RNICPI_CQ_ARMED_ANY ||
 		 (ring->arm == RNICPI_CQ_ARMED_SOLICITED &&
@@ -155,12 +157,18 @@ int rnicpi_cq_ring_poll(struct rnicpi_cq_ring *ring, int n,
 
 	if (n <= 0)
 		return 0;
+	/* Empty a moment ago is as good as empty now: a completion pushed
+	 * meanwhile is found by the next poll, as if this one came first. */
+	if (!atomic_load_explicit(&ring->filled, memory_order_acquire))
+		return 0;
 	pthread_mutex_lock(&ring->lock);
 	while (taken < n && ring->count > 0) {
 		wc[taken++] = ring->entries[ring->head];
 		ring->head = (ring->head + 1) % ring->capacity;
 		ring->count--;
 	}
+	atomic_store_explicit(&ring->filled, ring->count,
+			      memory_order_release);
 	pthread_mutex_unlock(&ring->lock);
 	return taken;
 }

@@ -72,6 +72,9 @@ struct rnicpi_cq_ring {
 	uint32_t capacity;
 	uint32_t head;	/* next to poll */
 	uint32_t count;
+	/* count, readable without the lock: polling an empty ring takes
+	 * none (a consumer spins on it). Written under the lock. */
+	atomic_uint filled;
 	enum rnicpi_cq_arm arm;
 	/* arm != DISARMED, readable without the lock (a provider asks on
 	 * its data path whether a consumer may be asleep on the ring). */

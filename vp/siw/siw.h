@@ -256,6 +256,9 @@ struct siw_device {
 
 	pthread_mutex_t lock;
 	struct siw_list events;	   /* queued upcalls */
+	/* !siw_list_empty(&events), readable without the lock: the data
+	 * path asks on every post and poll, and there are hardly ever any */
+	atomic_bool has_events;
 	bool delivering;
 	pthread_t delivering_thread;
 	struct siw_item *zombies;  /* freed by the progress thread */

@@ -194,6 +194,7 @@ void siw_dev_queue_async(struct siw_device *dev,
 	e->obj = ev->element.qp;
 	pthread_mutex_lock(&dev->lock);
 	siw_list_add_tail(&dev->events, &e->link);
+	atomic_store(&dev->has_events, true);
 	pthread_mutex_unlock(&dev->lock);
 }
 
@@ -225,6 +226,7 @@ void siw_dev_queue_conn(struct siw_device *dev,
 		siw_conn_get(event_conn(e));
 	pthread_mutex_lock(&dev->lock);
 	siw_list_add_tail(&dev->events, &e->link);
+	atomic_store(&dev->has_events, true);
 	pthread_mutex_unlock(&dev->lock);
 }
 
@@ -243,6 +245,7 @@ void siw_dev_purge_events(struct siw_device *dev, const void *obj)
 			siw_list_add_tail(&gone, l);
 		}
 	}
+	atomic_store(&dev->has_events, !siw_list_empty(&dev->events));
 	pthread_mutex_unlock(&dev->lock);
 	/* Freed with dev->lock dropped: a conn's last put defers its free,
 	 * which takes that lock. */
@@ -255,6 +258,10 @@ void siw_dev_purge_events(struct siw_device *dev, const void *obj)
 
 void siw_dev_deliver(struct siw_device *dev)
 {
+	/* Events this thread queued are seen here; another thread's are
+	 * delivered by that thread or the one it woke. */
+	if (!atomic_load(&dev->has_events))
+		return;
 	pthread_mutex_lock(&dev->lock);
 	/* One thread at a time keeps events in order. */
 	if (dev->delivering) {
@@ -268,6 +275,7 @@ void siw_dev_deliver(struct siw_device *dev)
 						   struct siw_event, link);
 
 		siw_list_del(&e->link);
+		atomic_store(&dev->has_events, !siw_list_empty(&dev->events));
 		pthread_mutex_unlock(&dev->lock);
 		if (e->is_conn) {
 			if (dev->base.core && dev->base.core->conn_event)
@@ -508,6 +516,7 @@ void siw_device_destroy(struct rnicpi_device *d)
 		siw_list_del(l);
 		event_free(container_of(l, struct siw_event, link));
 	}
+	atomic_store(&dev->has_events, false);
 	rnicpi_engine_fini(&dev->engine);
 	rnicpi_key_table_fini(&dev->mr_keys);
 	pthread_cond_destroy(&dev->batch_cond);

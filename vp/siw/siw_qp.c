@@ -521,14 +521,22 @@ static uint64_t lease_ns(const struct siw_qp *qp)
 	return (uint64_t)qp->dev->opts.park_lease_us * 1000u;
 }
 
-static bool consumer_polling(struct siw_qp *qp)
+/* @now: the clock read by the caller, or 0 to read it here */
+static bool consumer_polling_at(struct siw_qp *qp, uint64_t now)
 {
 	uint64_t polled = atomic_load(&qp->polled_ns);
 
-	return polled && rnicpi_now_ns() - polled < lease_ns(qp) &&
+	if (polled && !now)
+		now = rnicpi_now_ns();
+	return polled && now - polled < lease_ns(qp) &&
 	       atomic_load(&qp->polled_gen) == atomic_load(&qp->dev->arm_gen) &&
 	       !rnicpi_cq_ring_armed(&qp->scq->ring) &&
 	       !rnicpi_cq_ring_armed(&qp->rcq->ring);
+}
+
+static bool consumer_polling(struct siw_qp *qp)
+{
+	return consumer_polling_at(qp, 0);
 }
 
 /* When the lease of the consumer's last poll runs out (at least 10 us
@@ -600,12 +608,17 @@ static bool rx_park(struct siw_qp *qp)
 	return true;
 }
 
-void siw_qp_park_recheck(struct siw_qp *qp)
+static void park_recheck_at(struct siw_qp *qp, uint64_t now)
 {
-	if (qp->rx.parked && qp->fd >= 0 && !consumer_polling(qp)) {
+	if (qp->rx.parked && qp->fd >= 0 && !consumer_polling_at(qp, now)) {
 		rx_unpark(qp);
 		atomic_fetch_add(&qp->dev->counters.unpark_arm, 1);
 	}
+}
+
+void siw_qp_park_recheck(struct siw_qp *qp)
+{
+	park_recheck_at(qp, 0);
 }
 
 /*
@@ -729,7 +742,7 @@ bool siw_cq_progress(struct siw_cq *cq, bool rx)
 	/* One clock read a pass stamps the CQ and each QP it looks at */
 	uint64_t now = poll_rx ? rnicpi_now_ns() : 0;
 	uint32_t i, budget;
-	bool queued, found = false;
+	bool found = false;
 
 	if (poll_rx)
 		atomic_store(&cq->rx_polled_ns, now);
@@ -767,14 +780,12 @@ bool siw_cq_progress(struct siw_cq *cq, bool rx)
 				 !qp->tx.want_out && qp->sq_unstarted)
 				siw_qp_tx(qp);
 		}
-		siw_qp_park_recheck(qp);
+		/* The pass's clock read (the QP's stamp, if it polled) */
+		park_recheck_at(qp, now);
 		pthread_mutex_unlock(&qp->lock);
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
-	pthread_mutex_lock(&dev->lock);
-	queued = !siw_list_empty(&dev->events);
-	pthread_mutex_unlock(&dev->lock);
-	if (queued)
+	if (atomic_load(&dev->has_events))
 		siw_dev_wake(dev);
 	return found;
 }
