@@ -46,7 +46,8 @@ void siw_rx_release(struct siw_qp *qp)
 	rx->send_active = false;
 }
 
-/* recvmsg() into @iov and nothing more: bytes, 0 at EOF, or -errno. */
+/* recvmsg() (recv() for one piece) into @iov and nothing more: bytes, 0
+ * at EOF, or -errno. */
 static ssize_t rx_recv(struct siw_qp *qp, struct iovec *iov, int n)
 {
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)n };
@@ -55,7 +56,10 @@ static ssize_t rx_recv(struct siw_qp *qp, struct iovec *iov, int n)
 	int i;
 
 	do
-		rc = recvmsg(qp->fd, &msg, MSG_DONTWAIT);
+		/* One piece: no msghdr and iovec for the kernel to copy in */
+		rc = n == 1 ? recv(qp->fd, iov[0].iov_base, iov[0].iov_len,
+				   MSG_DONTWAIT)
+			    : recvmsg(qp->fd, &msg, MSG_DONTWAIT);
 	while (rc < 0 && errno == EINTR);
 	if (rc > 0) {
 		for (i = 0; i < n; i++)
