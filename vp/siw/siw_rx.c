@@ -148,22 +148,23 @@ static uint32_t rx_ahead_len(const struct siw_rx *rx)
 					       : SIW_RX_STASH;
 }
 
-/* Read the @need bytes a step wants into @iov[0..@n) and up to @ahead
- * bytes more into the stash (@iov has room for one more entry). *@got:
- * the bytes the step got; the rest waits in the stash. */
-static int rx_read_ahead(struct siw_qp *qp, struct iovec *iov, int n,
-			 size_t need, uint32_t ahead, ssize_t *got)
+/* Read the @need header bytes a step wants into @dst and up to @ahead
+ * bytes more: all into the stash with one recv() (no msghdr for the
+ * kernel to copy in), the step's share copied out. *@got: the bytes the
+ * step got; the rest waits in the stash, which is empty on entry. */
+static int rx_read_ahead(struct siw_qp *qp, void *dst, uint32_t need,
+			 uint32_t ahead, ssize_t *got)
 {
+	struct siw_rx *rx = &qp->rx;
+	struct iovec iov = stash_iov(rx, need + ahead);
+	ssize_t n;
 	int rc;
 
-	iov[n] = stash_iov(&qp->rx, ahead);
-	rc = rx_read(qp, iov, n + 1, got);
+	rc = rx_read(qp, &iov, 1, &n);
 	if (rc)
 		return rc;
-	if ((size_t)*got > need) {
-		qp->rx.stash_len = (uint32_t)((size_t)*got - need);
-		*got = (ssize_t)need;
-	}
+	rx->stash_len = (uint32_t)n;
+	*got = stash_take(rx, dst, need);
 	return 0;
 }
 
@@ -188,12 +189,8 @@ static int rx_step_ctrl(struct siw_qp *qp)
 		rx->hdr_got += stash_take(rx, rx->hdr + rx->hdr_got,
 					  SIW_RX_HDR_MIN - rx->hdr_got);
 	if (rx->hdr_got < sizeof(*c)) {
-		struct iovec iov[2] = { {
-			.iov_base = rx->hdr + rx->hdr_got,
-			.iov_len = SIW_RX_HDR_MIN - rx->hdr_got,
-		} };
-
-		rc = rx_read_ahead(qp, iov, 1, iov[0].iov_len, SIW_RX_STASH,
+		rc = rx_read_ahead(qp, rx->hdr + rx->hdr_got,
+				   SIW_RX_HDR_MIN - rx->hdr_got, SIW_RX_STASH,
 				   &got);
 		if (rc)
 			return rc;
@@ -238,12 +235,8 @@ static int rx_step_hdr(struct siw_qp *qp)
 		rx->hdr_got += stash_take(rx, rx->hdr + rx->hdr_got,
 					  rx->hdr_len - rx->hdr_got);
 	if (rx->hdr_got < rx->hdr_len) {
-		struct iovec iov[2] = { {
-			.iov_base = rx->hdr + rx->hdr_got,
-			.iov_len = rx->hdr_len - rx->hdr_got,
-		} };
-
-		rc = rx_read_ahead(qp, iov, 1, iov[0].iov_len, SIW_RX_STASH,
+		rc = rx_read_ahead(qp, rx->hdr + rx->hdr_got,
+				   rx->hdr_len - rx->hdr_got, SIW_RX_STASH,
 				   &got);
 		if (rc)
 			return rc;
