@@ -27,7 +27,8 @@
 /* The shortest stretch of a bandwidth run that BW peak looks at. */
 #define PEAK_WINDOW_NS (20ull * 1000 * 1000)
 /* -e: how long a receiver sleeps for a receive before it looks at the
- * control channel again. */
+ * control channel again, and a sender out of credits before it looks at
+ * its credit word. */
 #define RX_WAIT_US 2000ull
 #define SIGNALLED ((it_dto_flags_t)(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG))
 #define CREDIT_COOKIE (1ull << 55)
@@ -78,8 +79,17 @@ static int reap_sq(struct perf_ctx *c, bool wait)
 
 	if (wait) {
 		size_t nmore;
+		/* A signalled WR outstanding wakes us; without one (a Send
+		 * sender out of credits, which come as RDMA Writes and
+		 * complete nothing here) sleep briefly and look again. */
+		bool due = false;
 
-		st = it_evd_wait(c->sq, TOOL_WAIT_US, &evs[0], &nmore);
+		for (unsigned int i = 0; i < c->nqp && !due; i++)
+			due = c->qp[i].completed < c->qp[i].sig_end;
+		st = it_evd_wait(c->sq, due ? TOOL_WAIT_US : RX_WAIT_US,
+				 &evs[0], &nmore);
+		if (st == IT_ERR_TIMEOUT_EXPIRED && !due)
+			return 0;
 		if (st != IT_SUCCESS)
 			return tool_check(PERF_PROG, "waiting for completions",
 					  st);
@@ -244,6 +254,8 @@ static int post_one(struct perf_ctx *c, struct perf_qp *q, uint64_t size,
 		return tool_check(PERF_PROG, "posting", st);
 	q->posted++;
 	q->last_signalled = signalled;
+	if (signalled)
+		q->sig_end = q->posted;
 	return 0;
 }
 

@@ -88,6 +88,9 @@ struct perf_qp {
 	uint64_t credit_told;		/* last count written to the peer */
 	uint64_t *credit_src;		/* what our credit Write carries */
 	bool last_signalled;		/* the newest WR will complete */
+	uint64_t sig_end;		/* posted count after the newest
+					 * signalled WR: one is outstanding
+					 * while completed < sig_end */
 	bool connected;
 };
 
