@@ -248,6 +248,60 @@ START_TEST(perf_events_duration)
 }
 END_TEST
 
+/* --warmup travels to the server with the other parameters: both ends
+ * make the same unmeasured round trips and report them; without the
+ * option a ping-pong warms up for PERF_WARMUP, and the measured count
+ * stays -n. */
+START_TEST(perf_warmup_both_ends)
+{
+	static const char *const none[] = { NULL };
+	const char *seven[] = { "-s", "8", "-n", "200", "--warmup", "7",
+				NULL };
+	const char *dflt[] = { "-s", "64", "-n", "200", NULL };
+	const char *sargv[] = { TOOLS "hostrdma-perf", "send_lat", "-d",
+				"siw_lo", "-p", NULL, "--json", NULL };
+	char port[8];
+	struct proc s, c;
+	GPtrArray *cj, *sj;
+	GPtrArray *j = perf_sc("write_lat", none, seven);
+
+	ck_assert_uint_eq(j->len, 1);
+	assert_lat(j->pdata[0], "write_lat", 8);
+	ck_assert_int_eq(json_object_get_int_member(j->pdata[0], "warmup"), 7);
+	g_ptr_array_unref(j);
+
+	/* the server's report too, and the default */
+	sargv[5] = free_port(port, sizeof(port));
+	{
+		const char *cargv[] = { TOOLS "hostrdma-perf", "send_lat", "-p",
+					port, "--json", dflt[0], dflt[1],
+					dflt[2], dflt[3], "127.0.0.1", NULL };
+
+		start(&s, sargv);
+		ck_assert_msg(read_until(&s, "waiting for a client"),
+			      "the server did not listen:\n%s",
+			      tail(s.text->str));
+		start(&c, cargv);
+		ck_assert_int_eq(finish(&c), 0);
+		ck_assert_int_eq(finish(&s), 0);
+	}
+	cj = json_lines(c.text->str);
+	sj = json_lines(s.text->str);
+	ck_assert_uint_eq(cj->len, 1);
+	ck_assert_uint_eq(sj->len, 1);
+	ck_assert_int_eq(json_object_get_int_member(cj->pdata[0], "warmup"),
+			 1000);
+	ck_assert_int_eq(json_object_get_int_member(sj->pdata[0], "warmup"),
+			 1000);
+	ck_assert_int_eq(json_object_get_int_member(cj->pdata[0],
+						    "iterations"), 200);
+	g_ptr_array_unref(cj);
+	g_ptr_array_unref(sj);
+	done(&s);
+	done(&c);
+}
+END_TEST
+
 START_TEST(perf_latency_tests)
 {
 	static const char *const tests[] = { "write_lat", "send_lat",
@@ -322,6 +376,9 @@ START_TEST(perf_bad_command_lines)
 		{ "write_lat", "-b", NULL },
 		{ "write_bw", "-s", "0", NULL },
 		{ "write_lat", "-R", "-D", "2", NULL },
+		/* a warm-up is for ping-pongs, and perftest's have none */
+		{ "write_bw", "--warmup", "10", NULL },
+		{ "write_lat", "-R", "--warmup", "10", NULL },
 		/* perftest's send_bw credits on iWARP: not spoken */
 		{ "send_bw", "-R", "-d", "siw_lo", "127.0.0.1" },
 	};
@@ -558,6 +615,7 @@ void tools_add_siw_case(Suite *s)
 	tcase_add_test(tc, perf_send_bw_bidirectional_verified);
 	tcase_add_test(tc, perf_events_both_ends);
 	tcase_add_test(tc, perf_events_duration);
+	tcase_add_test(tc, perf_warmup_both_ends);
 	tcase_add_test(tc, perf_all_sizes);
 	tcase_add_test(tc, perf_perftest_exchange);
 	tcase_add_test(tc, perf_latency_tests);

@@ -30,7 +30,7 @@ static void print_one(const struct perf_opts *o, const struct perf_result *r,
 struct num_args {
 	char *size, *iters, *duration, *qps, *tx, *rx, *cq_mod, *post_list;
 	char *outs, *inline_size, *port, *ib_port, *conn, *output;
-	char *mtu, *gid_index, *sl, *atomic;
+	char *mtu, *gid_index, *sl, *atomic, *warmup;
 };
 
 /*
@@ -85,6 +85,7 @@ static int numbers(const struct num_args *a, struct perf_opts *o)
 	} while (0)
 	NUM(size, "-s", 1, PERF_MAX_SIZE, o->size);
 	NUM(iters, "-n", 1, 1ull << 40, o->iters);
+	NUM(warmup, "--warmup", 0, 1ull << 40, o->warmup);
 	NUM(duration, "-D", 1, 86400, o->duration_s);
 	NUM(qps, "-q", 1, PERF_MAX_QPS, o->qps);
 	NUM(tx, "-t", 1, 8192, o->tx_depth);
@@ -166,6 +167,9 @@ int main(int argc, char **argv)
 		  "Every size from 2 B to 8 MiB", NULL },
 		{ "iters", 'n', 0, G_OPTION_ARG_STRING, &a.iters,
 		  "Messages per size (bw 5000, lat 1000)", "N" },
+		{ "warmup", 0, 0, G_OPTION_ARG_STRING, &a.warmup,
+		  "Latency tests: round trips before the measured ones (1000; 0 with -R)",
+		  "N" },
 		{ "duration", 'D', 0, G_OPTION_ARG_STRING, &a.duration,
 		  "Run each size for this long instead", "SECONDS" },
 		{ "qp", 'q', 0, G_OPTION_ARG_STRING, &a.qps,
@@ -316,6 +320,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: latency tests use one QP\n", PROG);
 		return 2;
 	}
+	if (a.warmup && !o.lat) {
+		fprintf(stderr, "%s: --warmup is for latency tests\n", PROG);
+		return 2;
+	}
+	if (a.warmup && o.warmup && o.perftest_cm) {
+		fprintf(stderr, "%s: --warmup %llu: perftest's ib_*_lat count every round trip, so with -R there is no warm-up (--warmup 0)\n",
+			PROG, (unsigned long long)o.warmup);
+		return 2;
+	}
+	if (!a.warmup && o.lat && !o.perftest_cm)
+		o.warmup = PERF_WARMUP;
 	perf_defaults(&o);
 	tool_raise_memlock();
 	if (o.server && perf_fit_memlock(&o))

@@ -39,6 +39,15 @@ struct perf_where {
 	char local[64], remote[64];
 };
 
+/*
+ * Round trips a latency test makes before the ones it measures (--warmup).
+ * Two processes that spin may start on one core (a woken server is placed
+ * beside its waker) and then take turns at 40-60 us a half round trip for
+ * 12-60 ms, until the load balancer splits them; UCX's ucx_perftest warms
+ * up for 10000 iterations by default.
+ */
+#define PERF_WARMUP 1000
+
 struct perf_opts {
 	enum perf_verb verb;
 	bool lat;			/* a _lat test, else _bw */
@@ -51,6 +60,8 @@ struct perf_opts {
 	uint64_t all_max;		/* -a's largest: 8 MiB, or what
 					 * RLIMIT_MEMLOCK lets us pin */
 	uint64_t iters;			/* -n */
+	uint64_t warmup;		/* --warmup: round trips before the
+					 * measured ones (latency tests) */
 	unsigned int duration_s;	/* -D: run by time, not count */
 	unsigned int qps;		/* -q */
 	bool bidir;			/* -b */

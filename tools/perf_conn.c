@@ -360,6 +360,7 @@ static void params_out(const struct perf_opts *o, uint64_t *v)
 	v[PV_MAX_SIZE] = run_max_size(o);
 	v[PV_POST_LIST] = o->post_list;
 	v[PV_INFINITE] = o->run_infinitely;
+	v[PV_WARMUP] = o->warmup;
 }
 
 int perf_wait_established(struct perf_ctx *c, it_ep_handle_t ep)
@@ -451,7 +452,7 @@ int perf_connect(struct perf_ctx *c)
 		if (perf_make_qp(c, i))
 			return -1;
 	params_out(o, v);
-	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_INFINITE + 1, true) ||
+	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_WARMUP + 1, true) ||
 	    perf_ctl_recv(c, PERF_CTL_PARAMS, TOOL_WAIT_US))
 		return -1;
 	perf_take_adverts(c);
@@ -550,7 +551,7 @@ int perf_accept(struct perf_ctx *c)
 	if (perf_adverts_ok(c))
 		return -1;
 	params_out(o, v);
-	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_INFINITE + 1, true))
+	if (perf_ctl_send(c, PERF_CTL_PARAMS, v, PV_WARMUP + 1, true))
 		return -1;
 	for (unsigned int i = 0; i < o->qps; i++) {
 		if (next_request(c, 1, i, &id) ||

@@ -635,7 +635,8 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 	volatile uint8_t *sink = q->buf + c->sink_off;
 	bool pinger = pings_first(c);
 	bool timed = pinger || c->perftest;
-	uint64_t n = o->iters, t0 = 0, tstart, nus = 0;
+	/* The first o->warmup round trips are not measured (PERF_WARMUP) */
+	uint64_t w = o->warmup, n = o->iters, t0 = 0, tstart, nus = 0;
 	double *us = NULL;
 	uint32_t bad = 0;
 
@@ -645,10 +646,12 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			return -1;
 	}
 	tstart = tool_now_ns();
-	for (uint64_t i = 0; i < n; i++) {
+	for (uint64_t i = 0; i < w + n; i++) {
 		uint64_t before = q->completed;
 		uint8_t tag = tag_of(c, i);
 
+		if (i == w)
+			tstart = tool_now_ns();
 		if (pinger)
 			t0 = tool_now_ns();
 		switch (o->verb) {
@@ -662,7 +665,7 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			if (!pinger && timed) {
 				uint64_t now = tool_now_ns();
 
-				if (i)
+				if (i > w)
 					us[nus++] = (double)(now - t0) / 2e3;
 				t0 = now;
 			}
@@ -682,7 +685,7 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			if (!pinger && timed) {
 				uint64_t now = tool_now_ns();
 
-				if (i)
+				if (i > w)
 					us[nus++] = (double)(now - t0) / 2e3;
 				t0 = now;
 			}
@@ -701,7 +704,7 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 					goto err;
 			break;
 		}
-		if (pinger) {
+		if (pinger && i >= w) {
 			double d = (double)(tool_now_ns() - t0) / 1e3;
 
 			us[nus++] = one_sided(o) ? d : d / 2;
@@ -730,9 +733,11 @@ static uint32_t check_sinks(struct perf_ctx *c, uint64_t size)
 	uint32_t bad = 0;
 
 	/* Atomics: the server's words add up to the client's count (its
-	 * DONE is in c->last), each atomic done exactly once. */
+	 * DONE is in c->last) and atomic_lat's warm-up, each atomic done
+	 * exactly once. */
 	if (o->verify && o->verb == PERF_ATOMIC) {
-		uint64_t sum = 0, want = be64toh(c->last.v_be[DV_ITERS]);
+		uint64_t sum = 0, want = be64toh(c->last.v_be[DV_ITERS]) +
+					 (o->lat ? o->warmup : 0);
 
 		if (!c->server)
 			return 0;

@@ -11,7 +11,7 @@
 
 #define PERF_PROG "hostrdma-perf"
 #define PERF_MAGIC 0x48525046u		/* "HRPF" */
-#define PERF_VERSION 2		/* 2: 64 QPs, 64 values a message */
+#define PERF_VERSION 3		/* 2: 64 QPs, 64 values a message; 3: --warmup */
 #define PERF_CTL_RECVS 4
 /* Values a control message carries: the options, a result, or one per
  * QP (Sends posted). */
@@ -59,6 +59,7 @@ enum {
 	PV_CQ_MOD, PV_OUTS, PV_SIZE, PV_ALL, PV_ITERS, PV_DURATION,
 	PV_VERIFY, PV_MAX_SIZE, PV_POST_LIST,
 	PV_INFINITE,	/* --run_infinitely; 0 from older clients */
+	PV_WARMUP,	/* --warmup (wire version 3) */
 };
 /* DONE fields (v[]): times in ns, CPU in us. */
 enum {

@@ -233,6 +233,9 @@ void perf_print_header(const struct perf_opts *o)
 							"FETCH_AND_ADD");
 	if (o->verb == PERF_SEND)
 		printf(" RX depth        : %u\n", o->rx_depth);
+	if (o->lat)
+		printf(" Warm-up         : %llu round trips, not measured\n",
+		       (unsigned long long)o->warmup);
 	printf(" Bidirectional   : %-8s\tData verified  : %s\n",
 	       o->bidir ? "on" : "off", o->verify ? "yes" : "no");
 	printf(" Max inline data : 0[B]\n");
@@ -268,6 +271,10 @@ static void json_result(const struct perf_opts *o,
 	json_builder_add_int_value(b, (gint64)r->size);
 	json_builder_set_member_name(b, "iterations");
 	json_builder_add_int_value(b, (gint64)r->iters);
+	if (o->lat) {
+		json_builder_set_member_name(b, "warmup");
+		json_builder_add_int_value(b, (gint64)o->warmup);
+	}
 	if (o->lat) {
 		const struct {
 			const char *name;

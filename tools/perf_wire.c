@@ -80,6 +80,7 @@ int perf_params_in(struct perf_ctx *c)
 	    v[PV_OUTS] > 128 || v[PV_SIZE] < 1 ||
 	    v[PV_MAX_SIZE] > PERF_MAX_SIZE || v[PV_SIZE] > v[PV_MAX_SIZE] ||
 	    v[PV_ITERS] > (1ull << 40) || v[PV_DURATION] > 86400 ||
+	    v[PV_WARMUP] > (1ull << 40) || (v[PV_WARMUP] && !v[PV_LAT]) ||
 	    v[PV_POST_LIST] < 1 || v[PV_POST_LIST] > 8192 ||
 	    (v[PV_INFINITE] && (!v[PV_DURATION] || v[PV_ALL] || v[PV_LAT]))) {
 		fprintf(stderr, "%s: the client's parameters are out of range (verb %llu, QPs %llu, size %llu of %llu, depths %llu/%llu)\n",
@@ -102,6 +103,7 @@ int perf_params_in(struct perf_ctx *c)
 	o->size = v[PV_SIZE];
 	o->all_sizes = v[PV_ALL];
 	o->iters = v[PV_ITERS];
+	o->warmup = v[PV_WARMUP];
 	o->duration_s = (unsigned int)v[PV_DURATION];
 	o->verify = v[PV_VERIFY];
 	o->post_list = (unsigned int)v[PV_POST_LIST];
