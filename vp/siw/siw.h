@@ -935,6 +935,8 @@ int siw_qp_read_queues_size(struct siw_qp *qp);
 void siw_qp_read_timeout(struct siw_qp *qp);
 void siw_qp_read_timer_arm(struct siw_qp *qp);
 void siw_qp_unlock(struct siw_qp *qp);
+/* The same with a clock read the caller made (0: none) */
+void siw_qp_unlock_at(struct siw_qp *qp, uint64_t now);
 
 /* ------------------------------------------------------------------ */
 /* siw_tx*.c / siw_rx*.c: transmit and receive                         */

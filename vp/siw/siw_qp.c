@@ -17,14 +17,22 @@
 
 #include "vp/siw/siw.h"
 
-void siw_qp_unlock(struct siw_qp *qp)
+static void park_recheck_at(struct siw_qp *qp, uint64_t now);
+
+/* @now: a clock read of the caller's, or 0 */
+void siw_qp_unlock_at(struct siw_qp *qp, uint64_t now)
 {
 	struct siw_device *dev = qp->dev;
 
 	/* A CQ may have been armed while we held the lock. */
-	siw_qp_park_recheck(qp);
+	park_recheck_at(qp, now);
 	pthread_mutex_unlock(&qp->lock);
 	siw_dev_deliver(dev);
+}
+
+void siw_qp_unlock(struct siw_qp *qp)
+{
+	siw_qp_unlock_at(qp, 0);
 }
 
 /* ------------------------------------------------------------------ */

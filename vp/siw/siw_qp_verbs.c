@@ -513,7 +513,7 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		  const struct rnicpi_send_wr **bad)
 {
 	struct siw_qp *qp = to_siw_qp(q);
-	uint64_t last_len = UINT64_MAX;
+	uint64_t last_len = UINT64_MAX, now = 0;
 	bool more = false;
 	int rc = 0;
 
@@ -667,9 +667,9 @@ int siw_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 	 * earlier small one: the next gap measures longer, never shorter
 	 * (and the large WR has already restarted the run). */
 	if (burst_may_start(qp->dev, last_len))
-		qp->tx_post_ns = rnicpi_now_ns();
+		now = qp->tx_post_ns = rnicpi_now_ns();
 out:
-	siw_qp_unlock(qp);
+	siw_qp_unlock_at(qp, now);
 	if (rc && bad)
 		*bad = wr;
 	return rc;
