@@ -277,15 +277,13 @@ static uint32_t batch_iov(struct siw_tx *tx, uint32_t skip, struct iovec *iov)
 	return n;
 }
 
-/* One sendmsg() of @iov[0..@n) with @flags, reading the message's
- * regions only while they are registered: the bytes written, or -errno
- * (-EFAULT when a region is gone, see siw_tx_dead_mr()). */
-ssize_t siw_tx_sendmsg(struct siw_qp *qp, struct iovec *iov, uint32_t n,
-		       int flags)
+/* One call writing @iov[0..@n) with @flags, the regions @mrs read only
+ * while they are registered: the bytes written, or -errno (-EFAULT when
+ * a region is gone, see siw_tx_dead_mr()). */
+static ssize_t tx_call(struct siw_qp *qp, struct iovec *iov, uint32_t n,
+		       int flags, struct siw_mr *const *mrs, uint32_t n_mr)
 {
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = n };
-	struct siw_mr *const *mrs;
-	uint32_t n_mr = siw_tx_src_mrs(qp, &mrs);
 	ssize_t rc;
 	int err;
 
@@ -307,6 +305,16 @@ ssize_t siw_tx_sendmsg(struct siw_qp *qp, struct iovec *iov, uint32_t n,
 	return rc;
 }
 
+/* One call of @iov[0..@n) with @flags from the message's regions. */
+ssize_t siw_tx_sendmsg(struct siw_qp *qp, struct iovec *iov, uint32_t n,
+		       int flags)
+{
+	struct siw_mr *const *mrs;
+	uint32_t n_mr = siw_tx_src_mrs(qp, &mrs);
+
+	return tx_call(qp, iov, n, flags, mrs, n_mr);
+}
+
 /*
  * Up to SIW_TX_FLAT bytes in several pieces (an FPDU's header, payload
  * and trailer) are copied into one buffer and written with send(): the
@@ -324,7 +332,6 @@ static ssize_t send_flat(struct siw_qp *qp, const struct iovec *iov,
 	struct siw_mr *const *mrs;
 	uint32_t i, n_mr = siw_tx_src_mrs(qp, &mrs);
 	uint8_t *p = buf;
-	ssize_t rc;
 
 	/* The regions are read here only: once copied, the bytes are ours */
 	if (!siw_mrs_access_begin(mrs, n_mr))
@@ -334,14 +341,7 @@ static ssize_t send_flat(struct siw_qp *qp, const struct iovec *iov,
 		p += iov[i].iov_len;
 	}
 	siw_mrs_access_end(mrs, n_mr);
-	do
-		rc = send(qp->fd, one.iov_base, one.iov_len,
-			  MSG_DONTWAIT | MSG_NOSIGNAL);
-	while (rc < 0 && errno == EINTR);
-	if (rc < 0)
-		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	qp->tx_calls++;
-	return rc;
+	return tx_call(qp, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
 }
 
 /* The calls that copy: as many of the batch's bytes, the pack's ahead
@@ -353,7 +353,7 @@ int siw_tx_send_copied(struct siw_qp *qp)
 
 	while (tx->fpdu_sent < tx->fpdu_total) {
 		/* Packed messages came first: they lead the call. */
-		uint32_t n = 0, packed = tx->pack_len - tx->pack_sent;
+		uint32_t n = 0, packed = tx->pack_len - tx->pack_sent, left;
 		ssize_t rc;
 
 		if (packed) {
@@ -362,10 +362,9 @@ int siw_tx_send_copied(struct siw_qp *qp)
 			n = 1;
 		}
 		n += batch_iov(tx, tx->fpdu_sent, iov + n);
-		if (n > 1 && packed + tx->fpdu_total - tx->fpdu_sent <=
-				     SIW_TX_FLAT)
-			rc = send_flat(qp, iov, n,
-				       packed + tx->fpdu_total - tx->fpdu_sent);
+		left = packed + tx->fpdu_total - tx->fpdu_sent;
+		if (n > 1 && left <= SIW_TX_FLAT)
+			rc = send_flat(qp, iov, n, left);
 		else
 			rc = siw_tx_sendmsg(qp, iov, n,
 					    MSG_DONTWAIT | MSG_NOSIGNAL);
