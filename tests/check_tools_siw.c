@@ -258,8 +258,10 @@ START_TEST(perf_warmup_both_ends)
 	const char *seven[] = { "-s", "8", "-n", "200", "--warmup", "7",
 				NULL };
 	const char *dflt[] = { "-s", "64", "-n", "200", NULL };
+	/* The server's own --warmup 3 gives way to the client's value */
 	const char *sargv[] = { TOOLS "hostrdma-perf", "send_lat", "-d",
-				"siw_lo", "-p", NULL, "--json", NULL };
+				"siw_lo", "-p", NULL, "--json", "--warmup",
+				"3", NULL };
 	char port[8];
 	struct proc s, c;
 	GPtrArray *cj, *sj;
@@ -270,7 +272,8 @@ START_TEST(perf_warmup_both_ends)
 	ck_assert_int_eq(json_object_get_int_member(j->pdata[0], "warmup"), 7);
 	g_ptr_array_unref(j);
 
-	/* the server's report too, and the default */
+	/* the server's report too (its own 3 overridden), and the
+	 * client's default */
 	sargv[5] = free_port(port, sizeof(port));
 	{
 		const char *cargv[] = { TOOLS "hostrdma-perf", "send_lat", "-p",

@@ -272,10 +272,6 @@ static void json_result(const struct perf_opts *o,
 	json_builder_set_member_name(b, "iterations");
 	json_builder_add_int_value(b, (gint64)r->iters);
 	if (o->lat) {
-		json_builder_set_member_name(b, "warmup");
-		json_builder_add_int_value(b, (gint64)o->warmup);
-	}
-	if (o->lat) {
 		const struct {
 			const char *name;
 			double v;
@@ -288,6 +284,8 @@ static void json_result(const struct perf_opts *o,
 			{ "lat_us_max", r->lat_max },
 		};
 
+		json_builder_set_member_name(b, "warmup");
+		json_builder_add_int_value(b, (gint64)o->warmup);
 		for (size_t i = 0; i < G_N_ELEMENTS(lat); i++) {
 			json_builder_set_member_name(b, lat[i].name);
 			json_builder_add_double_value(b, lat[i].v);
