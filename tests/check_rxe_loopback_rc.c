@@ -205,7 +205,10 @@ END_TEST
  * option works, and poll_rx_pkts counts every packet received; in the
  * second the progress thread runs too (the two share the socket, the
  * progress thread leaves it to a consumer that keeps polling) and the
- * poller must still have received some.
+ * poller must still have received some. The third run is the first
+ * with the provider's defaults (no options, and no
+ * HOSTRDMA_TEST_RXE_POLL_RX while the device opens): poll_rx is on by
+ * default, hostrdma-rxe(7).
  */
 #define POLL_RX_MSGS 1024
 #define POLL_RX_WINDOW 64
@@ -516,7 +519,7 @@ START_TEST(test_poll_rx)
 		.max_recv_wr = 2 * POLL_RX_WINDOW,
 	};
 	const size_t size = (size_t)POLL_RX_MSGS * POLL_RX_SIZE;
-	bool threaded = _i == 1;
+	bool threaded = _i == 1, defaults = _i == 2;
 	/* With the progress thread running, one WR at a time: the
 	 * application then spins on an empty CQ while each message is on
 	 * its way, a consumer that polls (a window of 64 finds completions
@@ -530,7 +533,17 @@ START_TEST(test_poll_rx)
 	uint32_t i, posted = 0, s_left = 0, r_left = 0;
 	struct timespec t0, now;
 
-	rxe_t_pair_open_opts(&p, &co, on);
+	if (defaults) {
+		char *env = g_strdup(g_getenv("HOSTRDMA_TEST_RXE_POLL_RX"));
+
+		g_unsetenv("HOSTRDMA_TEST_RXE_POLL_RX");
+		rxe_t_pair_open_opts(&p, &co, NULL);
+		if (env)
+			g_setenv("HOSTRDMA_TEST_RXE_POLL_RX", env, TRUE);
+		g_free(env);
+	} else {
+		rxe_t_pair_open_opts(&p, &co, on);
+	}
 	dev = to_rxe_dev(p.t.dev);
 	if (!threaded)
 		rxe_net_stop_thread(dev);
@@ -1126,7 +1139,7 @@ void rxe_loopback_add_rc_cases(Suite *s)
 	tcase_add_loop_test(tc, test_rc_path_mtus, 0, 5);
 	tcase_add_loop_test(tc, test_ipv4_id_assumption, 0, 3);
 	tcase_add_test(tc, test_busy_poll);
-	tcase_add_loop_test(tc, test_poll_rx, 0, 2);
+	tcase_add_loop_test(tc, test_poll_rx, 0, 3);
 	tcase_add_test(tc, test_poll_rx_byte_wait);
 	tcase_add_test(tc, test_poll_rx_long_read);
 	tcase_add_test(tc, test_poll_rx_not_parked);

@@ -204,8 +204,8 @@ int rxe_t_dev_open(struct rxe_t_dev *t, const struct rnicpi_option *options)
 		return err;
 	t->ops = t->dev->ops;
 	t->dev->provider = &rxe_provider;
-	/* Every rxe suite again with the option poll_rx on (off by
-	 * default), HOSTRDMA_TEST_RXE_POLL_RX=1, or off (=0); a test that
+	/* Every rxe suite again with the option poll_rx off (on by
+	 * default), HOSTRDMA_TEST_RXE_POLL_RX=0, or on (=1); a test that
 	 * names poll_rx itself (rc:test_poll_rx, the gid cases) keeps
 	 * its own. */
 	if (!names_option(options, "poll_rx")) {
