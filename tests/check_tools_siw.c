@@ -28,6 +28,7 @@
 #include "tests/check_tools.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
+#include "tests/testutil_itapi.h"
 #include "tools/perf_priv.h"
 #include "tools/ping_wire.h"
 
@@ -402,6 +403,97 @@ START_TEST(perf_bad_command_lines)
 }
 END_TEST
 
+/*
+ * hostrdma-perf ends of different wire versions each name both versions.
+ * The other end is this test through IT-API: a listener that rejects the
+ * client's hello with a hello of the next version, and a client whose
+ * hello says the next version, whose reject must carry the server's own.
+ */
+static void hello_is_ours(const unsigned char *pdata)
+{
+	struct perf_hello h;
+
+	memcpy(&h, pdata, sizeof(h));
+	ck_assert_uint_eq(ntohl(h.magic_be), PERF_MAGIC);
+	ck_assert_uint_eq(h.version, PERF_VERSION);
+}
+
+START_TEST(perf_version_mismatch)
+{
+	const struct perf_hello next = {
+		.magic_be = htonl(PERF_MAGIC), .version = PERF_VERSION + 1,
+	};
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	char port[8], want[160];
+	const char *argv[] = { TOOLS "hostrdma-perf", "write_bw", "-d",
+			       "siw_lo", "-p", free_port(port, sizeof(port)),
+			       "127.0.0.1", NULL };
+	it_listen_handle_t l;
+	it_ep_handle_t ep;
+	it_path_t path;
+	struct it_fix f;
+	it_event_t ev;
+	struct proc p;
+	int rc;
+
+	it_setup_siw();
+	it_fix_open(&f);
+	q.conn_qual.port = htons((uint16_t)atoi(port));
+	ck_assert_it_ok(it_listen_create(f.ia, 0, f.req,
+					 IT_LISTEN_CONN_QUAL_INPUT, &q, &l));
+	/* A client against a server of the next version. */
+	start(&p, argv);
+	if (!it_wait_event_for(f.req, 20000000, &ev)) {
+		finish_within(&p, 30);
+		ck_abort_msg("no connection request; the client said:\n%s",
+			     tail(p.text->str));
+	}
+	ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+	ck_assert(ev.conn_req.private_data_present);
+	hello_is_ours(ev.conn_req.private_data);
+	ck_assert_it_ok(it_reject(ev.conn_req.cn_est_id,
+				  (const unsigned char *)&next, sizeof(next)));
+	rc = finish_within(&p, 30);
+	snprintf(want, sizeof(want),
+		 "the server at 127.0.0.1 port %s runs another hostrdma-perf version (its wire version %d, ours %d)",
+		 port, PERF_VERSION + 1, PERF_VERSION);
+	ck_assert_msg(rc == 1 && strstr(p.text->str, want),
+		      "exit %d, no \"%s\" in:\n%s", rc, want,
+		      tail(p.text->str));
+	done(&p);
+	ck_assert_it_ok(it_listen_free(l));
+
+	/* A server, and a client of the next version. */
+	argv[6] = NULL;
+	start(&p, argv);
+	ck_assert_msg(read_until(&p, "waiting for a client"),
+		      "the server did not listen:\n%s", tail(p.text->str));
+	ep = it_ep_new(&f);
+	it_loopback_path(&f, &path);
+	ck_assert_it_ok(it_ep_connect(ep, &path, NULL, &q,
+				      IT_CONNECT_FLAG_TWO_WAY,
+				      (const unsigned char *)&next,
+				      sizeof(next)));
+	it_wait_event(f.msg, &ev);
+	ck_assert_event(&ev, IT_CM_MSG_CONN_PEER_REJECT_EVENT);
+	ck_assert(ev.conn.private_data_present);
+	hello_is_ours(ev.conn.private_data);
+	snprintf(want, sizeof(want),
+		 "rejecting a client of another hostrdma-perf version (its wire version %d, ours %d)",
+		 PERF_VERSION + 1, PERF_VERSION);
+	ck_assert_msg(read_until(&p, want), "no \"%s\" in:\n%s", want,
+		      tail(p.text->str));
+	/* It goes on waiting for a client of its own version. */
+	ck_assert_int_eq(waitpid(p.pid, &rc, WNOHANG), 0);
+	ck_assert_int_eq(kill(p.pid, SIGTERM), 0);
+	ck_assert_int_eq(finish_within(&p, 30), 128 + SIGTERM);
+	done(&p);
+	ck_assert_it_ok(it_ep_free(ep));
+	it_fix_close(&f);
+	it_teardown();
+}
+END_TEST
+
 /* A ping server and client; returns the client's exit status and keeps
  * both outputs in @s and @c. */
 static int ping_pair(const char *srv_prog, const char *cli_prog,
@@ -624,6 +716,7 @@ void tools_add_siw_case(Suite *s)
 	tcase_add_test(tc, perf_latency_tests);
 	tcase_add_test(tc, perf_perftest_latency);
 	tcase_add_test(tc, perf_bad_command_lines);
+	tcase_add_test(tc, perf_version_mismatch);
 	tcase_add_test(tc, ping_both_ends_ours);
 	tcase_add_test(tc, ping_against_it_rping);
 	tcase_add_test(tc, ping_server_refuses_a_larger_advert);

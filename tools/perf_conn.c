@@ -390,6 +390,16 @@ int perf_connect_ep(struct perf_ctx *c, it_ep_handle_t ep,
 				   (const unsigned char *)pdata, len));
 }
 
+/* A reject that carries a hostrdma-perf hello of another wire version
+ * (servers since version 3 send theirs). */
+static bool peer_version_differs(const it_event_t *ev)
+{
+	return ev->event_number == IT_CM_MSG_CONN_PEER_REJECT_EVENT &&
+	       ev->conn.private_data_present &&
+	       perf_hello_version(ev->conn.private_data) >= 0 &&
+	       perf_hello_version(ev->conn.private_data) != PERF_VERSION;
+}
+
 int perf_connect_control(struct perf_ctx *c, const it_net_addr_t *dst,
 			 const void *pdata, size_t len,
 			 int (*usable)(struct perf_ctx *c))
@@ -408,6 +418,16 @@ int perf_connect_control(struct perf_ctx *c, const it_net_addr_t *dst,
 		    perf_connect_ep(c, c->cep, pdata, len))
 			return -1;
 		st = it_evd_wait(c->cm, TOOL_WAIT_US, &ev, &nmore);
+		if (st == IT_SUCCESS && peer_version_differs(&ev)) {
+			char a[INET6_ADDRSTRLEN + 16];
+
+			fprintf(stderr, "%s: the server at %s port %u runs another hostrdma-perf version (its wire version %d, ours %d): run the same version on both ends\n",
+				PERF_PROG, tool_addr_str(dst, a, sizeof(a)),
+				c->o->port,
+				perf_hello_version(ev.conn.private_data),
+				PERF_VERSION);
+			return -1;
+		}
 		rc = tool_sel_outcome(&sel, st, &ev);
 		if (rc <= 0)
 			return rc;
@@ -501,14 +521,24 @@ static int next_request(struct perf_ctx *c, uint8_t role, unsigned int index,
 		if (ev.conn_req.private_data_present &&
 		    perf_hello_version(ev.conn_req.private_data) >= 0 &&
 		    perf_hello_version(ev.conn_req.private_data) !=
-			    PERF_VERSION)
+			    PERF_VERSION) {
+			/* Our hello goes back with the reject: the client
+			 * names both versions too. */
+			struct perf_hello h = {
+				.magic_be = htonl(PERF_MAGIC),
+				.version = PERF_VERSION,
+			};
+
 			fprintf(stderr, "%s: rejecting a client of another hostrdma-perf version (its wire version %d, ours %d): run the same version on both ends\n",
 				PERF_PROG,
 				perf_hello_version(ev.conn_req.private_data),
 				PERF_VERSION);
-		else
-			fprintf(stderr, "%s: rejecting a connection request that is not hostrdma-perf's (role %u index %u expected)\n",
-				PERF_PROG, role, index);
+			it_reject(ev.conn_req.cn_est_id,
+				  (const unsigned char *)&h, sizeof(h));
+			continue;
+		}
+		fprintf(stderr, "%s: rejecting a connection request that is not hostrdma-perf's (role %u index %u expected)\n",
+			PERF_PROG, role, index);
 		it_reject(ev.conn_req.cn_est_id, NULL, 0);
 	}
 }
