@@ -56,7 +56,10 @@ static unsigned int hostsvc_wait_ms(void)
 }
 
 /* Connects to the daemon at @path; a socket that is there but refuses is
- * a daemon restarting: waited for, up to hostsvc_wait_ms(), saying so. */
+ * a daemon restarting: waited for, up to hostsvc_wait_ms(), saying so.
+ * The new daemon removes the stale socket before it binds its own: no
+ * socket at all (ENOENT) after a refusal is that moment of the restart,
+ * waited for too (a listen made then failed with ENOENT). */
 static int hostsvc_connect_wait(const char *path, struct kal_hostsvc **out)
 {
 	unsigned int wait = hostsvc_wait_ms();
@@ -64,7 +67,8 @@ static int hostsvc_connect_wait(const char *path, struct kal_hostsvc **out)
 	bool said = false;
 	int err;
 
-	while ((err = kal_hostsvc_connect(path, out)) == -ECONNREFUSED &&
+	while (((err = kal_hostsvc_connect(path, out)) == -ECONNREFUSED ||
+		(err == -ENOENT && said)) &&
 	       g_get_monotonic_time() < end) {
 		if (!said)
 			g_warning("host service: hostrdma-kald does not "
