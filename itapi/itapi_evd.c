@@ -638,6 +638,11 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 			ts.tv_nsec = 10000000;
 			tsp = &ts;
 		}
+		/* Asleep with no CQ of ours armed (connection events, or a
+		 * CQ the pump watches): the device must not leave received
+		 * work to our next poll (soft-RoCE's poll_rx). */
+		if (pfd[1].fd < 0)
+			ual_device_consumer_blocks(evd->obj.ia->dev);
 		r = ppoll(pfd, 2, tsp, NULL);
 		if (r > 0 && (pfd[1].revents & POLLIN))
 			ual_cq_ack(evd->cq);

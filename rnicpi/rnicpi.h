@@ -1243,6 +1243,17 @@ struct rnicpi_device_ops {
 	int (*cm_sidr_reply)(struct rnicpi_conn *conn, uint8_t status,
 			     uint32_t qpn, uint32_t qkey, const void *pdata,
 			     uint32_t len);
+
+	/* --- scheduling hints (optional) --- */
+
+	/* An application thread is about to sleep in a wait that arms no
+	 * CQ of @dev (connection or async events, or a CQ another thread
+	 * watches). A provider that lets polling threads do its receive
+	 * work (a software one) gives that work back to its own thread
+	 * now, as at req_notify_cq; what arrives meanwhile must not wait
+	 * for the application's next poll. Any thread, any time; cheap
+	 * when there is nothing to give back. */
+	void (*consumer_blocks)(struct rnicpi_device *dev);
 };
 
 #ifdef __cplusplus

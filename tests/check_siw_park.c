@@ -322,6 +322,64 @@ START_TEST(test_nudge_reads_parked)
 }
 END_TEST
 
+/*
+ * A consumer about to sleep without arming a CQ of the device (in
+ * it_evd_wait for connection events: consumer_blocks) hands its parked
+ * sockets back, as an arm does: a message that comes then is read by the
+ * progress engine, not left for the lease (1 s here) or the next poll.
+ */
+START_TEST(test_consumer_blocks_unparks)
+{
+	static const struct rnicpi_option slow[] = {
+		{ "busy_poll_us", "0" }, { "park_lease_us", "1000000" },
+		{ NULL, NULL } };
+	struct h_pair p;
+	struct h_buf sa, sb;
+	struct rnicpi_wc wc;
+	struct siw_qp *qb;
+	uint64_t fpdus, t0;
+	bool parked;
+	int i;
+
+	h_pair_up_bufs(&p, slow, slow, &sa, &sb, MSG, 13);
+	qb = to_siw_qp(p.b.qp);
+	h_post_recv(&p.b, &sb, 0, MSG, 1);
+	/* b polls its empty CQ: the message that comes is left to it. */
+	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
+	memset(sa.p, 0x3c, MSG);
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &sa, 0, MSG, 2,
+				 RNICPI_SEND_SIGNALED, 0, 0));
+	spin_for(&p.a, p.a.scq, &wc);
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	usleep(20000);
+	pthread_mutex_lock(&qb->lock);
+	fpdus = qb->rx_fpdus;
+	parked = qb->rx.parked;
+	pthread_mutex_unlock(&qb->lock);
+	ck_assert_msg(fpdus == 0 && parked,
+		      "not parked (%d) or read already (%llu FPDUs)", parked,
+		      (unsigned long long)fpdus);
+	/* b goes to sleep on something else: no poll from here on. */
+	p.b.d->ops->consumer_blocks(p.b.d->dev);
+	t0 = mono_us();
+	while (fpdus == 0 && mono_us() - t0 < 500000) {
+		usleep(1000);
+		pthread_mutex_lock(&qb->lock);
+		fpdus = qb->rx_fpdus;
+		pthread_mutex_unlock(&qb->lock);
+	}
+	ck_assert_msg(fpdus == 1,
+		      "the message was not read within 500 ms without a poll");
+	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 1);
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_uint_eq(wc.byte_len, MSG);
+	for (i = 0; i < MSG; i++)
+		ck_assert_int_eq(sb.p[i], 0x3c);
+	h_pair_down_bufs(&p, &sa, &sb);
+}
+END_TEST
+
 Suite *suite_siw_park(void)
 {
 	Suite *s = suite_create("siw-park");
@@ -332,6 +390,7 @@ Suite *suite_siw_park(void)
 	tcase_add_test(tc, test_park_memory_poller);
 	tcase_add_test(tc, test_pingpong_no_empty_reads);
 	tcase_add_test(tc, test_nudge_reads_parked);
+	tcase_add_test(tc, test_consumer_blocks_unparks);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -117,6 +117,10 @@ const char *ual_device_ifname(const struct ual_device *d);
 /* A consumer opens @d (it_ia_create): the provider's device_open, which
  * takes what only users need (soft-RoCE: its UDP port). 0 or -errno. */
 int ual_device_open(struct ual_device *d);
+/* This thread is about to sleep in a wait that arms none of @d's CQs
+ * (the provider's consumer_blocks: receive work left to polls goes back
+ * to the provider's thread). */
+void ual_device_consumer_blocks(struct ual_device *d);
 
 /* The host service (hostrdma-kald(8), ual_hostsvc.c), for the IB CM:
  * the top bits every communication and SIDR request ID of this process

@@ -513,6 +513,14 @@ int ual_device_open(struct ual_device *d)
 	return err;
 }
 
+void ual_device_consumer_blocks(struct ual_device *d)
+{
+	if (ual_obj_read_alive(&d->obj))
+		return;
+	d->ops.consumer_blocks(d->rdev);
+	g_rw_lock_reader_unlock(&d->obj.live);
+}
+
 int ual_device_query(struct ual_device *d, struct rnicpi_device_attr *attr)
 {
 	int err;

@@ -117,6 +117,12 @@ static int enosys_device_open(struct rnicpi_device *dev)
 	return 0;
 }
 
+/* Optional: a provider without it has no receive work in polls. */
+static void enosys_consumer_blocks(struct rnicpi_device *dev)
+{
+	(void)dev;
+}
+
 /* Every op of struct rnicpi_device_ops, in declaration order. */
 #define UAL_DEVICE_OPS(X)                                                   \
 	X(device_destroy) X(query_device) X(query_port) X(query_gid)        \
@@ -129,7 +135,7 @@ static int enosys_device_open(struct rnicpi_device *dev)
 	X(conn_accept) X(conn_reject) X(iw_connect) X(iw_take_request)      \
 	X(cm_listen) X(cm_listen_destroy) X(cm_connect) X(device_open)     \
 	X(cm_disconnect) X(alloc_mr) X(cm_sidr_request) X(cm_sidr_destroy) \
-	X(cm_sidr_reply)
+	X(cm_sidr_reply) X(consumer_blocks)
 
 /* The X-macro must name every op: one slot forgotten here would be copied
  * as NULL. Op slots are pointer sized, after the uint32_t size. */

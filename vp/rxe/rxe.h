@@ -729,6 +729,7 @@ int rxe_resize_cq(struct rnicpi_cq *cq, uint32_t cqe);
 int rxe_destroy_cq(struct rnicpi_cq *cq);
 int rxe_poll_cq(struct rnicpi_cq *cq, int n, struct rnicpi_wc *wc);
 int rxe_req_notify_cq(struct rnicpi_cq *cq, int solicited_only);
+void rxe_consumer_blocks(struct rnicpi_device *dev);
 int rxe_ack_cq_event(struct rnicpi_cq *cq);
 int rxe_create_srq(struct rnicpi_pd *pd, struct rnicpi_srq_attr *attr,
 		   struct rnicpi_srq **out);

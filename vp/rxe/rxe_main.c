@@ -650,6 +650,7 @@ static const struct rnicpi_device_ops rxe_device_ops = {
 	.destroy_ah = rxe_destroy_ah,
 	.device_open = rxe_device_open,
 	.alloc_mr = rxe_alloc_mr,
+	.consumer_blocks = rxe_consumer_blocks,
 };
 
 const struct rnicpi_provider rxe_provider = {

@@ -450,6 +450,18 @@ int rxe_req_notify_cq(struct rnicpi_cq *c, int solicited_only)
 	return rc;
 }
 
+/* An application thread sleeps without arming a CQ of the device
+ * (connection events, say): as at an arm, the progress thread takes the
+ * receive sockets back, or a CM message would wait for the lease. */
+void rxe_consumer_blocks(struct rnicpi_device *d)
+{
+	struct rxe_dev *dev = to_rxe_dev(d);
+
+	if (dev->poll_rx && (atomic_load(&dev->rx_parked) ||
+			     atomic_load(&dev->rx_polled_ns)))
+		rxe_net_poll_rx_armed(dev);
+}
+
 int rxe_ack_cq_event(struct rnicpi_cq *c)
 {
 	return rnicpi_cq_ring_ack(&to_rxe_cq(c)->ring);

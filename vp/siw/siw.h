@@ -952,6 +952,9 @@ void siw_qp_cq_detach(struct siw_qp *qp);
 bool siw_cq_progress(struct siw_cq *cq, bool rx);
 /* @cq was armed: its QPs' sockets go back to the progress thread. */
 void siw_cq_unpark(struct siw_cq *cq);
+/* The same for every parked QP of @dev (an arm of any of its CQs, or a
+ * consumer about to sleep without one: consumer_blocks). */
+void siw_dev_unpark(struct siw_device *dev);
 
 /* Turn SO_ZEROCOPY on when the device asks for it (zcopy_min). */
 void siw_tx_zc_setup(struct siw_qp *qp);

@@ -811,7 +811,11 @@ bool siw_cq_progress(struct siw_cq *cq, bool rx)
  */
 void siw_cq_unpark(struct siw_cq *cq)
 {
-	struct siw_device *dev = cq->dev;
+	siw_dev_unpark(cq->dev);
+}
+
+void siw_dev_unpark(struct siw_device *dev)
+{
 	struct siw_list *n, *next;
 
 	atomic_fetch_add(&dev->arm_gen, 1);

@@ -643,6 +643,17 @@ static int siw_req_notify_cq(struct rnicpi_cq *c, int solicited_only)
 	return rc;
 }
 
+/* A consumer sleeps without arming a CQ of the device (it waits for
+ * connection events, say): as at an arm, parked sockets go back to the
+ * progress thread. */
+static void siw_consumer_blocks(struct rnicpi_device *d)
+{
+	struct siw_device *dev = to_siw_dev(d);
+
+	if (dev->opts.poll_rx)
+		siw_dev_unpark(dev);
+}
+
 static int siw_ack_cq_event(struct rnicpi_cq *c)
 {
 	return rnicpi_cq_ring_ack(&to_siw_cq(c)->ring);
@@ -867,4 +878,5 @@ const struct rnicpi_device_ops siw_device_ops = {
 	.conn_reject = siw_conn_reject,
 	.iw_connect = siw_iw_connect,
 	.iw_take_request = siw_iw_take_request,
+	.consumer_blocks = siw_consumer_blocks,
 };
