@@ -269,6 +269,67 @@ START_TEST(test_pingpong_no_empty_reads)
 }
 END_TEST
 
+/* Options for the two cases below: a lease of 1 s, no busy polling. */
+static const struct rnicpi_option slow_park[] = {
+	{ "busy_poll_us", "0" }, { "park_lease_us", "1000000" },
+	{ NULL, NULL } };
+
+/* FPDUs @qb's socket gave so far. */
+static uint64_t fpdus_of(struct siw_qp *qb)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&qb->lock);
+	n = qb->rx_fpdus;
+	pthread_mutex_unlock(&qb->lock);
+	return n;
+}
+
+/* @p up with slow_park; b polls its empty CQ once, then a sends it MSG
+ * bytes of @fill, left unread on b's parked socket (asserted 20 ms
+ * later). Returns b's QP. */
+static struct siw_qp *park_one(struct h_pair *p, struct h_buf *sa,
+			       struct h_buf *sb, uint8_t fill)
+{
+	struct rnicpi_wc wc;
+	struct siw_qp *qb;
+	bool parked;
+
+	h_pair_up_bufs(p, slow_park, slow_park, sa, sb, MSG, 13);
+	qb = to_siw_qp(p->b.qp);
+	h_post_recv(&p->b, sb, 0, MSG, 1);
+	ck_assert_int_eq(p->b.d->ops->poll_cq(p->b.rcq, 1, &wc), 0);
+	memset(sa->p, fill, MSG);
+	ck_assert_ok(h_post_send(&p->a, RNICPI_WR_SEND, sa, 0, MSG, 2,
+				 RNICPI_SEND_SIGNALED, 0, 0));
+	spin_for(&p->a, p->a.scq, &wc);
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	usleep(20000);
+	pthread_mutex_lock(&qb->lock);
+	parked = qb->rx.parked;
+	pthread_mutex_unlock(&qb->lock);
+	ck_assert_msg(parked && fpdus_of(qb) == 0,
+		      "not parked (%d) or read already (%llu FPDUs)", parked,
+		      (unsigned long long)fpdus_of(qb));
+	return qb;
+}
+
+/* b's receive completes with the MSG bytes of @fill; @p goes down. */
+static void take_one(struct h_pair *p, struct h_buf *sa, struct h_buf *sb,
+		     uint8_t fill)
+{
+	struct rnicpi_wc wc;
+	int i;
+
+	ck_assert_int_eq(p->b.d->ops->poll_cq(p->b.rcq, 1, &wc), 1);
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_uint_eq(wc.byte_len, MSG);
+	for (i = 0; i < MSG; i++)
+		ck_assert_int_eq(sb->p[i], fill);
+	h_pair_down_bufs(p, sa, sb);
+}
+
 /*
  * A consumer that has completions in hand and dequeues them (IT-API's
  * EVD asks the CQ with poll_cq(cq, 0, NULL)) while the peer's data waits
@@ -280,103 +341,42 @@ END_TEST
  */
 START_TEST(test_nudge_reads_parked)
 {
-	static const struct rnicpi_option slow[] = {
-		{ "busy_poll_us", "0" }, { "park_lease_us", "1000000" },
-		{ NULL, NULL } };
 	struct h_pair p;
 	struct h_buf sa, sb;
-	struct rnicpi_wc wc;
-	struct siw_qp *qb;
-	uint64_t fpdus;
+	struct siw_qp *qb = park_one(&p, &sa, &sb, 0x5a);
+	uint64_t fpdus = 0;
 	int i;
 
-	h_pair_up_bufs(&p, slow, slow, &sa, &sb, MSG, 13);
-	qb = to_siw_qp(p.b.qp);
-	h_post_recv(&p.b, &sb, 0, MSG, 1);
-	/* b polls its empty CQ: its socket is the poller's (parked). */
-	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
-	memset(sa.p, 0x5a, MSG);
-	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &sa, 0, MSG, 2,
-				 RNICPI_SEND_SIGNALED, 0, 0));
-	spin_for(&p.a, p.a.scq, &wc);
-	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
-	usleep(20000);
-	pthread_mutex_lock(&qb->lock);
-	fpdus = qb->rx_fpdus;
-	pthread_mutex_unlock(&qb->lock);
-	ck_assert_msg(fpdus == 0, "the parked socket was read already");
+	/* Polls with completions in hand (n 0) read it now and then. */
 	for (i = 0; i < 1000 && fpdus == 0; i++) {
 		ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 0, NULL), 0);
-		pthread_mutex_lock(&qb->lock);
-		fpdus = qb->rx_fpdus;
-		pthread_mutex_unlock(&qb->lock);
+		fpdus = fpdus_of(qb);
 	}
 	ck_assert_uint_eq(fpdus, 1);
-	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 1);
-	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
-	ck_assert_uint_eq(wc.wr_id, 1);
-	ck_assert_uint_eq(wc.byte_len, MSG);
-	for (i = 0; i < MSG; i++)
-		ck_assert_int_eq(sb.p[i], 0x5a);
-	h_pair_down_bufs(&p, &sa, &sb);
+	take_one(&p, &sa, &sb, 0x5a);
 }
 END_TEST
 
 /*
  * A consumer about to sleep without arming a CQ of the device (in
  * it_evd_wait for connection events: consumer_blocks) hands its parked
- * sockets back, as an arm does: a message that comes then is read by the
+ * sockets back, as an arm does: a message waiting there is read by the
  * progress engine, not left for the lease (1 s here) or the next poll.
  */
 START_TEST(test_consumer_blocks_unparks)
 {
-	static const struct rnicpi_option slow[] = {
-		{ "busy_poll_us", "0" }, { "park_lease_us", "1000000" },
-		{ NULL, NULL } };
 	struct h_pair p;
 	struct h_buf sa, sb;
-	struct rnicpi_wc wc;
-	struct siw_qp *qb;
-	uint64_t fpdus, t0;
-	bool parked;
-	int i;
+	struct siw_qp *qb = park_one(&p, &sa, &sb, 0x3c);
+	uint64_t t0 = mono_us();
 
-	h_pair_up_bufs(&p, slow, slow, &sa, &sb, MSG, 13);
-	qb = to_siw_qp(p.b.qp);
-	h_post_recv(&p.b, &sb, 0, MSG, 1);
-	/* b polls its empty CQ: the message that comes is left to it. */
-	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
-	memset(sa.p, 0x3c, MSG);
-	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &sa, 0, MSG, 2,
-				 RNICPI_SEND_SIGNALED, 0, 0));
-	spin_for(&p.a, p.a.scq, &wc);
-	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
-	usleep(20000);
-	pthread_mutex_lock(&qb->lock);
-	fpdus = qb->rx_fpdus;
-	parked = qb->rx.parked;
-	pthread_mutex_unlock(&qb->lock);
-	ck_assert_msg(fpdus == 0 && parked,
-		      "not parked (%d) or read already (%llu FPDUs)", parked,
-		      (unsigned long long)fpdus);
 	/* b goes to sleep on something else: no poll from here on. */
 	p.b.d->ops->consumer_blocks(p.b.d->dev);
-	t0 = mono_us();
-	while (fpdus == 0 && mono_us() - t0 < 500000) {
+	while (fpdus_of(qb) == 0 && mono_us() - t0 < 500000)
 		usleep(1000);
-		pthread_mutex_lock(&qb->lock);
-		fpdus = qb->rx_fpdus;
-		pthread_mutex_unlock(&qb->lock);
-	}
-	ck_assert_msg(fpdus == 1,
+	ck_assert_msg(fpdus_of(qb) == 1,
 		      "the message was not read within 500 ms without a poll");
-	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 1);
-	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
-	ck_assert_uint_eq(wc.wr_id, 1);
-	ck_assert_uint_eq(wc.byte_len, MSG);
-	for (i = 0; i < MSG; i++)
-		ck_assert_int_eq(sb.p[i], 0x3c);
-	h_pair_down_bufs(&p, &sa, &sb);
+	take_one(&p, &sa, &sb, 0x3c);
 }
 END_TEST
 
