@@ -31,6 +31,10 @@
  * layer posts (ib_mad recv_queue_size). */
 #define GSI_NRECV 512u
 #define GSI_NSEND 64u
+/* MADs waiting for a send slot at most (a burst of REQs, REPs and RTUs
+ * of many connections at once); past that a MAD is dropped and left to
+ * its sender's retry. */
+#define GSI_NPENDING 4096u
 #define GSI_RECV_SLOT (IB_GRH_BYTES_CM + 4096u)
 #define GSI_SEND_SLOT IB_MAD_BYTES
 #define GSI_SEND_TAG (1ull << 63)
@@ -44,13 +48,22 @@ struct ib_port {
 	struct ual_mr *mr;
 	uint8_t *buf;
 	GSource *src;
-	GMutex lock;			/* send slots */
+	GMutex lock;			/* send slots, pending */
 	uint64_t send_busy;		/* bit per send slot */
 	struct ual_ah *ah[GSI_NSEND];
+	GQueue pending;			/* struct gsi_pending, oldest first */
+	bool closing;			/* ib_port_free: post nothing more */
 	uint64_t guid;			/* host order */
 	enum rnicpi_mtu mtu;
 	uint32_t gid_tbl_len;
 	char prefix[CM_PREFIX_MAX];
+};
+
+/* A MAD that found every send slot busy, with its address handle. */
+struct gsi_pending {
+	struct ib_mad mad;
+	struct ib_dest dst;
+	struct ual_ah *ah;
 };
 
 static uint8_t *recv_slot(struct ib_port *p, unsigned int i)
@@ -210,6 +223,8 @@ static void handle_recv(struct ib_port *p, const struct rnicpi_wc *wc)
 		cm_ib_recv(p->cm, p, &mad, &src);
 }
 
+static void send_pending(struct ib_port *p);
+
 static void handle_send(struct ib_port *p, const struct rnicpi_wc *wc)
 {
 	unsigned int i = (unsigned int)(wc->wr_id & ~GSI_SEND_TAG);
@@ -227,6 +242,7 @@ static void handle_send(struct ib_port *p, const struct rnicpi_wc *wc)
 	g_mutex_unlock(&p->lock);
 	if (ah)
 		ual_ah_destroy(ah);
+	send_pending(p);
 }
 
 static gboolean gsi_cq_ready(struct ual_cq *cq, gpointer data)
@@ -265,40 +281,16 @@ static gboolean gsi_cq_ready(struct ual_cq *cq, gpointer data)
 /* Send                                                                */
 /* ------------------------------------------------------------------ */
 
-int ib_port_send(struct ib_port *p, const struct ib_mad *m,
-		 const struct ib_dest *dst)
+/* Post @m to @dst from the free send slot @i with @ah (p->lock held).
+ * On failure the slot is free again and @ah is still the caller's. */
+static int post_slot(struct ib_port *p, unsigned int i, const struct ib_mad *m,
+		     const struct ib_dest *dst, struct ual_ah *ah)
 {
-	struct rnicpi_ah_attr aa = {
-		.dgid = dst->dgid,
-		.sgid_index = dst->sgid_index,
-		.hop_limit = dst->hop_limit ? dst->hop_limit : 64,
-		.traffic_class = dst->traffic_class,
-		.flow_label = dst->flow_label,
-		.port_num = 1,
-		.is_global = 1,
-	};
 	struct rnicpi_sge sge;
 	struct rnicpi_send_wr wr;
 	const struct rnicpi_send_wr *bad;
-	struct ual_ah *ah = NULL;
-	unsigned int i;
 	int err;
 
-	err = ual_ah_create(p->pd, &aa, &ah);
-	if (err) {
-		g_info("%s QP1: address handle for the MAD: %s", p->prefix,
-		       g_strerror(-err));
-		return err;
-	}
-	g_mutex_lock(&p->lock);
-	if (p->send_busy == ~0ull) {
-		g_mutex_unlock(&p->lock);
-		ual_ah_destroy(ah);
-		g_info("%s QP1: all %u send slots busy; MAD not sent",
-		       p->prefix, GSI_NSEND);
-		return -ENOBUFS;
-	}
-	i = (unsigned int)__builtin_ctzll(~p->send_busy);
 	p->send_busy |= 1ull << i;
 	p->ah[i] = ah;
 	memcpy(send_slot(p, i), m->b, IB_MAD_BYTES);
@@ -318,12 +310,87 @@ int ib_port_send(struct ib_port *p, const struct ib_mad *m,
 	if (err) {
 		p->ah[i] = NULL;
 		p->send_busy &= ~(1ull << i);
-	}
-	g_mutex_unlock(&p->lock);
-	if (err) {
-		ual_ah_destroy(ah);
 		g_info("%s QP1: post_send: %s", p->prefix, g_strerror(-err));
 	}
+	return err;
+}
+
+/* Send MADs that waited for a slot, oldest first, while slots are free. */
+static void send_pending(struct ib_port *p)
+{
+	for (;;) {
+		struct gsi_pending *q = NULL;
+		int err = 0;
+
+		g_mutex_lock(&p->lock);
+		if (!p->closing && p->send_busy != ~0ull)
+			q = g_queue_pop_head(&p->pending);
+		if (q)
+			err = post_slot(p, (unsigned int)__builtin_ctzll(
+						   ~p->send_busy),
+					&q->mad, &q->dst, q->ah);
+		g_mutex_unlock(&p->lock);
+		if (!q)
+			return;
+		if (err)
+			ual_ah_destroy(q->ah);
+		g_free(q);
+	}
+}
+
+/*
+ * Send @m to @dst. With all GSI_NSEND slots waiting for their completions
+ * (a burst: one process at both ends of 64 connections sends their REQs,
+ * REPs and RTUs through this one QP), the MAD waits in order for a slot
+ * instead of being dropped, which cost the connection its sender's
+ * retry time-out (1.7 s here).
+ */
+int ib_port_send(struct ib_port *p, const struct ib_mad *m,
+		 const struct ib_dest *dst)
+{
+	struct rnicpi_ah_attr aa = {
+		.dgid = dst->dgid,
+		.sgid_index = dst->sgid_index,
+		.hop_limit = dst->hop_limit ? dst->hop_limit : 64,
+		.traffic_class = dst->traffic_class,
+		.flow_label = dst->flow_label,
+		.port_num = 1,
+		.is_global = 1,
+	};
+	struct ual_ah *ah = NULL;
+	int err;
+
+	err = ual_ah_create(p->pd, &aa, &ah);
+	if (err) {
+		g_info("%s QP1: address handle for the MAD: %s", p->prefix,
+		       g_strerror(-err));
+		return err;
+	}
+	g_mutex_lock(&p->lock);
+	if (p->send_busy == ~0ull || !g_queue_is_empty(&p->pending)) {
+		struct gsi_pending *q;
+
+		if (g_queue_get_length(&p->pending) >= GSI_NPENDING) {
+			g_mutex_unlock(&p->lock);
+			ual_ah_destroy(ah);
+			g_info("%s QP1: all %u send slots busy and %u MADs "
+			       "waiting; MAD not sent", p->prefix, GSI_NSEND,
+			       GSI_NPENDING);
+			return -ENOBUFS;
+		}
+		q = g_new(struct gsi_pending, 1);
+		q->mad = *m;
+		q->dst = *dst;
+		q->ah = ah;
+		g_queue_push_tail(&p->pending, q);
+		g_mutex_unlock(&p->lock);
+		return 0;
+	}
+	err = post_slot(p, (unsigned int)__builtin_ctzll(~p->send_busy), m,
+			dst, ah);
+	g_mutex_unlock(&p->lock);
+	if (err)
+		ual_ah_destroy(ah);
 	return err;
 }
 
@@ -369,6 +436,13 @@ void ib_port_free(struct ib_port *p)
 	if (p->src) {
 		g_source_destroy(p->src);
 		g_source_unref(p->src);
+	}
+	g_mutex_lock(&p->lock);
+	p->closing = true;
+	g_mutex_unlock(&p->lock);
+	for (struct gsi_pending *q; (q = g_queue_pop_head(&p->pending));) {
+		ual_ah_destroy(q->ah);
+		g_free(q);
 	}
 	if (p->qp)
 		ual_qp_destroy(p->qp);

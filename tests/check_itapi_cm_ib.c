@@ -155,6 +155,80 @@ END_TEST
 /* Nobody listens: REJ "invalid service ID" at once. A QP1 that never
  * answers (a mute UDP socket on 127.0.0.2:4791): the REQ is sent again
  * and again, then the time-out. */
+/*
+ * A burst of connections between two ends in one process: every REQ,
+ * REP and RTU goes through the device's one QP1, whose 64 send slots
+ * free up only as the manager reaps their completions. A MAD that found
+ * them all busy was dropped ("all 64 send slots busy; MAD not sent")
+ * and the connection waited for its sender's retry (1.7 s: itapi-scale's
+ * connect/disconnect cycles stalled in most runs). Now it waits for a
+ * slot: every connection comes up, no MAD is dropped or sent again.
+ */
+#define BURST 120
+
+START_TEST(connection_burst)
+{
+	g_autoptr(tu_log_capture) cap = tu_log_capture_begin("hostrdma-cm");
+	it_conn_qual_t q = { .type = IT_IB_SERVICEID };
+	static it_ep_handle_t a[BURST], b[BURST];
+	it_evd_handle_t req, msg;
+	it_ep_attributes_t attr;
+	it_listen_handle_t l;
+	unsigned int nb = 0, est = 0, i;
+	gint64 deadline;
+	it_path_t path;
+	it_event_t ev;
+
+	ck_assert_it_ok(it_evd_create(F.ia, IT_CM_REQ_EVENT_STREAM, 0,
+				      2 * BURST, 0, NULL, &req, NULL));
+	ck_assert_it_ok(it_evd_create(F.ia, IT_CM_MSG_EVENT_STREAM, 0,
+				      4 * BURST, 0, NULL, &msg, NULL));
+	it_ep_attr_default(&F, &attr, 4);
+	q.conn_qual.serviceid = htobe64(0xb0b57ull);
+	ck_assert_it_ok(it_listen_create(F.ia, 0, req,
+					 IT_LISTEN_CONN_QUAL_INPUT, &q, &l));
+	path_to("127.0.0.1", &path);
+	for (i = 0; i < BURST; i++) {
+		ck_assert_it_ok(it_ep_rc_create(F.pz, F.dto, F.dto, msg,
+						IT_EP_NO_FLAG, &attr, &a[i]));
+		ck_assert_it_ok(it_ep_rc_create(F.pz, F.dto, F.dto, msg,
+						IT_EP_NO_FLAG, &attr, &b[i]));
+	}
+	deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+	for (i = 0; i < BURST; i++)
+		ck_assert_it_ok(it_ep_connect(a[i], &path, NULL, &q,
+					      IT_CONNECT_FLAG_TWO_WAY, NULL,
+					      0));
+	while (est < 2 * BURST) {
+		/* Each request accepted as it comes. */
+		while (nb < BURST && it_evd_dequeue(req, &ev) == IT_SUCCESS) {
+			ck_assert_event(&ev, IT_CM_REQ_CONN_REQUEST_EVENT);
+			ck_assert_it_ok(it_ep_accept(b[nb++],
+						     ev.conn_req.cn_est_id,
+						     NULL, 0));
+		}
+		while (it_evd_dequeue(msg, &ev) == IT_SUCCESS) {
+			ck_assert_event(&ev, IT_CM_MSG_CONN_ESTABLISHED_EVENT);
+			est++;
+		}
+		ck_assert_msg(g_get_monotonic_time() < deadline,
+			      "%u of %u ends established, %u requests seen",
+			      est, 2 * BURST, nb);
+		if (est < 2 * BURST)
+			g_usleep(1000);
+	}
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_MASK, "not sent"), 0);
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_MASK, "again"), 0);
+	ck_assert_it_ok(it_listen_free(l));
+	for (i = 0; i < BURST; i++) {
+		ck_assert_it_ok(it_ep_free(a[i]));
+		ck_assert_it_ok(it_ep_free(b[i]));
+	}
+	ck_assert_it_ok(it_evd_free(msg));
+	ck_assert_it_ok(it_evd_free(req));
+}
+END_TEST
+
 START_TEST(nonpeer_rejects)
 {
 	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
@@ -773,6 +847,7 @@ Suite *suite_itapi_cm_ib(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, service_ids);
+	tcase_add_test(tc, connection_burst);
 	tcase_add_test(tc, nonpeer_rejects);
 	tcase_add_test(tc, slow_accept_mra);
 	tcase_add_test(tc, unanswered_request);
