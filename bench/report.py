@@ -55,6 +55,12 @@ def verdict(name, r, ok):
     return "| %s | %.2f | %s |" % (name, r, "met" if ok(r) else "NOT met")
 
 
+def info(name, r):
+    if r is None:
+        return "| %s | not measured | - |" % name
+    return "| %s | %.2f | (no target) |" % (name, r)
+
+
 S = "hostrdma-siw_lo"
 tg = ["", "| target | measured ratio | verdict |", "|---|---:|---|",
       verdict("siw WRITE bw 1 MiB >= 0.9 x iperf3",
@@ -115,6 +121,15 @@ for t, name, lim in (("read_bw", "READ", 0.8), ("write_bw", "WRITE", 0.9),
     tg.append(verdict("rxe %s bw 1 MiB >= %.1f x iperf3" % (name, lim),
                       ratio((R, t, "1048576", "bw_gbps"), I),
                       lambda x, lim=lim: x >= lim))
+# No target: how far UDP itself (udp-ceiling: soft-RoCE's packet size, no
+# transport) is from TCP, and soft-RoCE from UDP, in this run.
+U = ("udp-ceiling", "bw-gro", "1048576", "bw_gbps")
+tg.append(info("UDP ceiling (GRO runs) / iperf3, 1 MiB stream", ratio(U, I)))
+tg.append(info("UDP ceiling (a datagram a read) / iperf3, 1 MiB stream",
+               ratio(("udp-ceiling", "bw-one", "1048576", "bw_gbps"), I)))
+for t, name in (("write_bw", "WRITE"), ("read_bw", "READ"), ("send_bw", "SEND")):
+    tg.append(info("rxe %s bw 1 MiB / UDP ceiling (GRO runs)" % name,
+                   ratio((R, t, "1048576", "bw_gbps"), U)))
 tg.append(verdict("rxe 8 B WRITE latency <= 1.2 x sockperf",
                   ratio((R, "write_lat", "8", "lat_us"),
                         ("sockperf", "pingpong", "8", "lat_us")),
