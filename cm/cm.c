@@ -263,6 +263,7 @@ int cm_open(struct ual *u)
 		return err;
 	}
 	cm->timeout_ms = cm_default_timeout_ms();
+	g_mutex_init(&cm->claim_lock);
 	g_mutex_init(&cm->lock);
 	cm->listens = g_ptr_array_new();
 	cm->reqs = g_hash_table_new(g_int64_hash, g_int64_equal);
@@ -280,6 +281,7 @@ int cm_open(struct ual *u)
 		g_hash_table_destroy(cm->reqs);
 		g_hash_table_destroy(cm->ids);
 		g_mutex_clear(&cm->lock);
+		g_mutex_clear(&cm->claim_lock);
 		g_free(cm);
 		return err;
 	}
@@ -372,6 +374,7 @@ void cm_close(void)
 	g_hash_table_destroy(cm->reqs);
 	g_hash_table_destroy(cm->ids);
 	g_mutex_clear(&cm->lock);
+	g_mutex_clear(&cm->claim_lock);
 	kal_nl_close(cm->nl);
 	g_free(cm);
 	g_debug("cm: stopped");

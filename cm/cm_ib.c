@@ -508,9 +508,16 @@ static int ib_listen(struct cm *cm, struct cm_listen *l)
 	} else if (ib_cma_ps_of(l->sid) == IB_RDMA_PS_TCP) {
 		l->port = (uint16_t)l->sid;
 	}
-	/* With the host service the daemon hands REQs for the service ID
-	 * to us; another process may hold it already. */
-	err = ual_hostsvc_listen(l->sid, true);
+	return 0;
+}
+
+/* With the host service the daemon hands REQs for the service ID to us;
+ * another process may hold it already. */
+static int ib_claim(struct cm *cm, struct cm_listen *l)
+{
+	int err = ual_hostsvc_listen(l->sid, true);
+
+	(void)cm;
 	if (err)
 		g_warning("listen on service ID 0x%016" G_GINT64_MODIFIER
 			"x: %s", l->sid, err == -EADDRINUSE
@@ -519,7 +526,7 @@ static int ib_listen(struct cm *cm, struct cm_listen *l)
 	return err;
 }
 
-static void ib_unlisten(struct cm *cm, struct cm_listen *l)
+static void ib_unclaim(struct cm *cm, struct cm_listen *l)
 {
 	(void)cm;
 	(void)ual_hostsvc_listen(l->sid, false);
@@ -556,7 +563,9 @@ static uint32_t ib_max_private_data(struct ual_device *d,
 const struct cm_transport cm_ib_transport = {
 	.name = "ib",
 	.listen = ib_listen,
-	.unlisten = ib_unlisten,
+	.unlisten = NULL,
+	.claim = ib_claim,
+	.unclaim = ib_unclaim,
 	.connect = ib_connect,
 	.cancel = ib_cancel,
 	.socket_convert = NULL,

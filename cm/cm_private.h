@@ -68,6 +68,13 @@ struct cm_transport {
 	 * store it in l->port). */
 	int (*listen)(struct cm *cm, struct cm_listen *l);
 	void (*unlisten)(struct cm *cm, struct cm_listen *l);
+	/* Optional: take @l's service ID host-wide (the host service then
+	 * routes its requests to this process), and give it back. Called
+	 * after listen and after unlisten, without cm->lock: they may wait
+	 * for a hostrdma-kald that is restarting, and the manager's other
+	 * work must not wait with them. */
+	int (*claim)(struct cm *cm, struct cm_listen *l);
+	void (*unclaim)(struct cm *cm, struct cm_listen *l);
 	/* Start connecting @id to id->remote_addr; report through
 	 * cm_id_report_*. */
 	int (*connect)(struct cm *cm, struct cm_id *id);
@@ -117,6 +124,11 @@ struct cm {
 	GThread *thread;
 	uint32_t timeout_ms;
 
+	/* Orders listens and their ends with the claims of their service
+	 * IDs (cm_transport.claim): taken before lock, held across a claim
+	 * that may wait, so that a listener's end cannot give its service
+	 * ID back after a new listener of the same ID claimed it. */
+	GMutex claim_lock;
 	GMutex lock;		/* everything below, and object states */
 	GPtrArray *listens;	/* struct cm_listen *, one reference each */
 	GHashTable *reqs;	/* id -> struct cm_req * (a reference) */

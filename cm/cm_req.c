@@ -97,11 +97,13 @@ static int listen_start(struct cm *cm, struct ual_device *d,
 	l->user_data = user_data;
 	g_rec_mutex_init(&l->cb_lock);
 
+	g_mutex_lock(&cm->claim_lock);
 	g_mutex_lock(&cm->lock);
 	if (sid) {
 		other = cm_listen_find_sid_locked(cm, d, port_num, sid);
 		if (other) {
 			g_mutex_unlock(&cm->lock);
+			g_mutex_unlock(&cm->claim_lock);
 			cm_listen_unref(other);
 			g_info("%s: service ID 0x%016" PRIx64 " already has a listener in this process",
 			       ual_device_name(d), sid);
@@ -112,6 +114,7 @@ static int listen_start(struct cm *cm, struct ual_device *d,
 		other = cm_listen_find_locked(cm, d, port_num, *port);
 		if (other) {
 			g_mutex_unlock(&cm->lock);
+			g_mutex_unlock(&cm->claim_lock);
 			cm_listen_unref(other);
 			g_info("%s: port %u already has a listener in this process",
 			       ual_device_name(d), *port);
@@ -122,6 +125,7 @@ static int listen_start(struct cm *cm, struct ual_device *d,
 	err = tp->listen(cm, l);
 	if (err) {
 		g_mutex_unlock(&cm->lock);
+		g_mutex_unlock(&cm->claim_lock);
 		cm_listen_unref(l);
 		return err;
 	}
@@ -134,6 +138,22 @@ static int listen_start(struct cm *cm, struct ual_device *d,
 			 l->port, ual_device_name(d));
 	g_ptr_array_add(cm->listens, cm_listen_ref(l));
 	g_mutex_unlock(&cm->lock);
+	/* Listed before it is claimed: a request the claim brings finds
+	 * it. A claim that fails takes it off the list again. */
+	err = tp->claim ? tp->claim(cm, l) : 0;
+	if (err) {
+		g_mutex_lock(&cm->lock);
+		if (g_ptr_array_remove(cm->listens, l)) {
+			if (tp->unlisten)
+				tp->unlisten(cm, l);
+			cm_listen_unref(l);
+		}
+		g_mutex_unlock(&cm->lock);
+		g_mutex_unlock(&cm->claim_lock);
+		cm_listen_unref(l);
+		return err;
+	}
+	g_mutex_unlock(&cm->claim_lock);
 	cm_debug(l, "listening");
 	*port = l->port;
 	*out = l;
@@ -178,16 +198,23 @@ int cm_listen_service(struct ual_device *d, uint8_t port_num,
 void cm_listen_destroy(struct cm_listen *l)
 {
 	struct cm *cm;
+	bool listed;
 
 	if (!l)
 		return;
 	cm = l->cm;
+	g_mutex_lock(&cm->claim_lock);
 	g_mutex_lock(&cm->lock);
-	if (g_ptr_array_remove(cm->listens, l)) {
+	listed = g_ptr_array_remove(cm->listens, l);
+	if (listed && l->tp->unlisten)
 		l->tp->unlisten(cm, l);
+	g_mutex_unlock(&cm->lock);
+	if (listed) {
+		if (l->tp->unclaim)
+			l->tp->unclaim(cm, l);
 		cm_listen_unref(l);
 	}
-	g_mutex_unlock(&cm->lock);
+	g_mutex_unlock(&cm->claim_lock);
 	g_rec_mutex_lock(&l->cb_lock);
 	l->dead = true;
 	g_rec_mutex_unlock(&l->cb_lock);

@@ -1421,6 +1421,50 @@ START_TEST(kald_restart_running_process)
 }
 END_TEST
 
+/* A listen that waits for a restarting daemon waits alone: the
+ * process's connection manager goes on meanwhile (here, a disconnect of
+ * an established connection returns). It used to wait with the
+ * manager's lock held, for as long as HOSTRDMA_KALD_WAIT_MS. */
+START_TEST(kald_restart_listen_waits_alone)
+{
+	struct kald_run k;
+	struct shell P, Q;
+	char qport[8];
+	g_autofree char *first = NULL;
+	int status;
+
+	kald_start(&k);
+	env_rxe_lo(k.sock);
+	g_setenv("HOSTRDMA_KALD_WAIT_MS", "60000", TRUE);
+	shell_start(&P, &k);
+	shell_start(&Q, &k);
+	shell_listen(&Q, qport, sizeof(qport), &k);
+	shell_connect(&P, &Q, "127.0.0.1", qport, 0, &k);
+	shell_check(&P, 0, 1, &k);
+
+	kill(k.pid, SIGKILL);
+	ck_assert_int_eq(waitpid(k.pid, &status, 0), k.pid);
+	tools_untrack_pid(k.pid);
+	shell_do(&P, "listen&", "does not answer", 30, &k);
+	/* The listen waits for the daemon; the disconnect does not. */
+	shell_do(&P, "disconnect 0", "DISCONNECTING 0", 5, &k);
+	shell_drain(&P);
+	ck_assert_ptr_null(strstr(P.p.text->str, "LISTENING"));
+	first = k.log;
+	k.log = g_strconcat(first, ".2", NULL);
+	kald_spawn(&k);
+	shell_wait(&P, "LISTENING ", 60, &k);
+	ck_assert_int_eq(shell_quit(&P), 0);
+	ck_assert_int_eq(shell_quit(&Q), 0);
+	done(&P.p);
+	done(&Q.p);
+	g_unsetenv("HOSTRDMA_KALD_WAIT_MS");
+	env_clear();
+	unlink(first);
+	kald_stop(&k);
+}
+END_TEST
+
 /* The daemon's keeper, from its log ("keeper: pid N at ..."). */
 static pid_t kald_keeper_pid(struct kald_run *k)
 {
@@ -1599,6 +1643,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tt, kald_ping_refused);
 	tcase_add_test(tt, kald_restart_under_traffic);
 	tcase_add_test(tt, kald_restart_running_process);
+	tcase_add_test(tt, kald_restart_listen_waits_alone);
 	tcase_add_test(tt, kald_keeper_killed);
 	suite_add_tcase(s, tt);
 	return s;

@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,11 +49,14 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
 	va_list ap;
 
+	/* One line at a time: the shell's background listen says too. */
+	flockfile(stdout);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
 	putchar('\n');
 	fflush(stdout);
+	funlockfile(stdout);
 }
 
 #define FAIL(...)                                                           \
@@ -689,8 +693,41 @@ static void sh_check(const char *arg, const char *seed_arg)
 	say("CHECKED %d", n);
 }
 
+/* "listen&": the listen in a thread of its own, so that the shell takes
+ * commands while it waits (for a restarting hostrdma-kald). */
+static void *sh_listen_thread(void *arg)
+{
+	(void)arg;
+	sh_listen();
+	return NULL;
+}
+
+/* "disconnect N": it_ep_disconnect of connection @n; says when the call
+ * returned (the peer's answer comes as an event, not waited for). */
+static void sh_disconnect(const char *arg)
+{
+	struct sh_conn *c;
+	it_status_t st;
+	int n;
+
+	c = sh_get(arg, &n);
+	if (!c || !c->up) {
+		say("ERROR disconnect: no connection %s", arg ? arg : "");
+		return;
+	}
+	st = it_ep_disconnect(c->ep, NULL, 0);
+	if (st != IT_SUCCESS) {
+		say("ERROR disconnect %d: %d", n, st);
+		return;
+	}
+	c->up = false;
+	say("DISCONNECTING %d", n);
+}
+
 static int role_shell(void)
 {
+	pthread_t bg;
+	bool bg_on = false;
 	char line[256];
 
 	say("SHELL");
@@ -704,6 +741,13 @@ static int role_shell(void)
 			continue;
 		if (!strcmp(cmd, "listen"))
 			sh_listen();
+		else if (!strcmp(cmd, "listen&") && !bg_on)
+			bg_on = !pthread_create(&bg, NULL, sh_listen_thread,
+						NULL);
+		else if (!strcmp(cmd, "listen&"))
+			say("ERROR listen&: one already runs");
+		else if (!strcmp(cmd, "disconnect"))
+			sh_disconnect(a1);
 		else if (!strcmp(cmd, "accept"))
 			sh_accept();
 		else if (!strcmp(cmd, "connect"))
@@ -717,6 +761,8 @@ static int role_shell(void)
 		else
 			say("ERROR unknown command %s", cmd);
 	}
+	if (bg_on)
+		pthread_join(bg, NULL);
 	/* The connections end with the process (the test kills it or
 	 * says quit); it_ia_free would disconnect each. */
 	say("BYE");
