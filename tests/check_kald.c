@@ -125,6 +125,16 @@ static void kald_stop(struct kald_run *k)
 	g_free(k->log);
 }
 
+/* The daemon dies (SIGKILL); its keeper stays. */
+static void kald_kill(struct kald_run *k)
+{
+	int status;
+
+	kill(k->pid, SIGKILL);
+	ck_assert_int_eq(waitpid(k->pid, &status, 0), k->pid);
+	tools_untrack_pid(k->pid);
+}
+
 static struct kal_hostsvc *client(struct kald_run *k)
 {
 	struct kal_hostsvc *hs = NULL;
@@ -1118,9 +1128,7 @@ START_TEST(kald_restart_under_traffic)
 	/* Under traffic: the rounds have begun and are far from done. */
 	g_usleep(300000);
 	ck_assert_int_eq(waitpid(c.pid, &status, WNOHANG), 0);
-	kill(k.pid, SIGKILL);
-	ck_assert_int_eq(waitpid(k.pid, &status, 0), k.pid);
-	tools_untrack_pid(k.pid);
+	kald_kill(&k);
 	/* A new server while the daemon is away: it waits, and says why. */
 	start(&s2, s2argv);
 	wait_for(&s2, "does not answer", 20, &k);
@@ -1301,6 +1309,21 @@ static void shell_connect(struct shell *from, struct shell *to,
 	shell_wait(to, want, 60, k);
 }
 
+/* A daemon (waiting 60 s for a restart), shells P and Q on it, Q
+ * listening at @qport, P's connection 0 to it made and checked. */
+static void shells_connected(struct kald_run *k, struct shell *P,
+			     struct shell *Q, char *qport, size_t len)
+{
+	kald_start(k);
+	env_rxe_lo(k->sock);
+	g_setenv("HOSTRDMA_KALD_WAIT_MS", "60000", TRUE);
+	shell_start(P, k);
+	shell_start(Q, k);
+	shell_listen(Q, qport, len, k);
+	shell_connect(P, Q, "127.0.0.1", qport, 0, k);
+	shell_check(P, 0, 1, k);
+}
+
 static int shell_quit(struct shell *sh)
 {
 	int rc;
@@ -1337,7 +1360,6 @@ START_TEST(kald_restart_running_process)
 	struct shell P, Q;
 	char qport[8], pport[8], pport2[8], cmd[64];
 	g_autofree char *log1 = NULL, *log2 = NULL, *first = NULL;
-	int status;
 
 	kald_start(&k);
 	env_rxe_lo(k.sock);
@@ -1354,9 +1376,7 @@ START_TEST(kald_restart_running_process)
 	shell_check(&Q, 0, 3, &k);
 	shell_check(&Q, 1, 4, &k);
 
-	kill(k.pid, SIGKILL);
-	ck_assert_int_eq(waitpid(k.pid, &status, 0), k.pid);
-	tools_untrack_pid(k.pid);
+	kald_kill(&k);
 	/* The data path does not need the daemon. */
 	shell_check(&P, 0, 5, &k);
 	shell_check(&P, 1, 6, &k);
@@ -1431,20 +1451,10 @@ START_TEST(kald_restart_listen_waits_alone)
 	struct shell P, Q;
 	char qport[8];
 	g_autofree char *first = NULL;
-	int status;
 
-	kald_start(&k);
-	env_rxe_lo(k.sock);
-	g_setenv("HOSTRDMA_KALD_WAIT_MS", "60000", TRUE);
-	shell_start(&P, &k);
-	shell_start(&Q, &k);
-	shell_listen(&Q, qport, sizeof(qport), &k);
-	shell_connect(&P, &Q, "127.0.0.1", qport, 0, &k);
-	shell_check(&P, 0, 1, &k);
+	shells_connected(&k, &P, &Q, qport, sizeof(qport));
 
-	kill(k.pid, SIGKILL);
-	ck_assert_int_eq(waitpid(k.pid, &status, 0), k.pid);
-	tools_untrack_pid(k.pid);
+	kald_kill(&k);
 	shell_do(&P, "listen&", "does not answer", 30, &k);
 	/* The listen waits for the daemon; the disconnect does not. */
 	shell_do(&P, "disconnect 0", "DISCONNECTING 0", 5, &k);
@@ -1490,21 +1500,11 @@ START_TEST(kald_keeper_killed)
 	char qport[8], cmd[64], want[64];
 	g_autofree char *keep = NULL;
 	pid_t keeper;
-	int status;
 
-	kald_start(&k);
-	env_rxe_lo(k.sock);
-	g_setenv("HOSTRDMA_KALD_WAIT_MS", "60000", TRUE);
-	shell_start(&P, &k);
-	shell_start(&Q, &k);
-	shell_listen(&Q, qport, sizeof(qport), &k);
-	shell_connect(&P, &Q, "127.0.0.1", qport, 0, &k);
-	shell_check(&P, 0, 1, &k);
+	shells_connected(&k, &P, &Q, qport, sizeof(qport));
 
 	keeper = kald_keeper_pid(&k);
-	kill(k.pid, SIGKILL);
-	ck_assert_int_eq(waitpid(k.pid, &status, 0), k.pid);
-	tools_untrack_pid(k.pid);
+	kald_kill(&k);
 	ck_assert_int_eq(kill(keeper, SIGKILL), 0);
 	/* Each process's device notices (its QP1 forwarding sockets hang
 	 * up) and says so. */
