@@ -218,7 +218,12 @@ START_TEST(connection_burst)
 			g_usleep(1000);
 	}
 	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_MASK, "not sent"), 0);
-	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_MASK, "again"), 0);
+	/* Under valgrind a burst takes longer than a MAD's retry time (the
+	 * ends answer each other from one slowed process), so a REQ or REP
+	 * may rightly go again there; no MAD is dropped all the same. */
+	if (!tu_under_valgrind())
+		ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_MASK, "again"),
+				  0);
 	ck_assert_it_ok(it_listen_free(l));
 	for (i = 0; i < BURST; i++) {
 		ck_assert_it_ok(it_ep_free(a[i]));
