@@ -22,6 +22,7 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -240,9 +241,22 @@ static int transmit(int fd, const struct opts *o, long *sent, double *secs)
 		struct msghdr m = { .msg_iov = v, .msg_iovlen = 3 * (size_t)k };
 		int i;
 
-		while (*sent - acked >= WINDOW)
+		/* A receiver that lost datagrams (a full socket buffer)
+		 * never reaches its next credit: an error, not a hang. */
+		while (*sent - acked >= WINDOW) {
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+			if (poll(&pf, 1, 2000) == 0) {
+				fprintf(stderr, "udp-ceiling: no credit from "
+					"the receiver in 2 s (%ld of %ld bytes "
+					"acknowledged; datagrams lost?)\n",
+					acked, *sent);
+				free(src);
+				return -1;
+			}
 			if (recv(fd, &got, sizeof(got), 0) == sizeof(got))
 				acked = got;
+		}
 		while (recv(fd, &got, sizeof(got), MSG_DONTWAIT) ==
 		       sizeof(got))
 			acked = got;
