@@ -150,6 +150,11 @@ static int listen_start(struct cm *cm, struct ual_device *d,
 		}
 		g_mutex_unlock(&cm->lock);
 		g_mutex_unlock(&cm->claim_lock);
+		/* A request that found it while listed is refused, not
+		 * reported to a caller that is told the listen failed. */
+		g_rec_mutex_lock(&l->cb_lock);
+		l->dead = true;
+		g_rec_mutex_unlock(&l->cb_lock);
 		cm_listen_unref(l);
 		return err;
 	}
