@@ -1116,6 +1116,91 @@ START_TEST(test_rc_coalesced_writes)
 }
 END_TEST
 
+/*
+ * Option ack_clock (default 16): while the receive side is held (the
+ * test takes rx_lock, so no ACK is read), 40 WRITEs of 64 bytes are
+ * posted one by one. The first 16 go out as they are posted; from then
+ * on 16 packets are unacknowledged and each post leaves its WRITE queued
+ * (ack_clocked_posts; a post that made RXE_TX_BATCH wait would send
+ * them). Once ACKs are read again the rest go out together, all 40
+ * complete in order, and the bytes land at their offsets and nowhere
+ * else. With ack_clock=0 every post sends at once.
+ */
+#define CLOCKED_WRITES 40
+
+START_TEST(test_rc_ack_clocked)
+{
+	static const struct rnicpi_option off[] = {
+		{ "ack_clock", "0" }, { NULL, NULL },
+	};
+	const struct rxe_t_conn_opts co = { .max_send_wr = 64 };
+	const bool clocked = _i == 0;
+	struct rxe_t_buf src, dst;
+	struct rxe_qp *qa;
+	struct rnicpi_device *dev;
+	struct rxe_t_pair p;
+	uint64_t sent0, held;
+	uint32_t wqe, i;
+
+	rxe_t_pair_open_opts(&p, &co, clocked ? NULL : off);
+	dev = p.t.dev;
+	qa = to_rxe_qp(p.a.qp);
+	rxe_t_buf_alloc(&p.t, &src, CLOCKED_WRITES * 64, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 9);
+	rxe_t_buf_alloc(&p.t, &dst, 4096, 0, RXE_T_ALL_ACCESS);
+	rxe_qp_lock(qa);
+	wqe = qa->req.wqe;
+	rxe_qp_unlock(qa);
+	sent0 = rxe_dev_counter(dev, RXE_CNT_SENT_PKTS);
+	pthread_mutex_lock(&to_rxe_dev(dev)->rx_lock);
+	for (i = 0; i < CLOCKED_WRITES; i++) {
+		struct rnicpi_sge sge = {
+			.addr = rxe_t_buf_va(&src) + i * 64,
+			.length = 64,
+			.lkey = src.mr->lkey,
+		};
+		struct rnicpi_send_wr wr = {
+			.wr_id = i,
+			.opcode = RNICPI_WR_RDMA_WRITE,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.send_flags = RNICPI_SEND_SIGNALED,
+			.wr.rdma.remote_addr = rxe_t_buf_va(&dst) + 8 + i * 64,
+			.wr.rdma.rkey = dst.mr->rkey,
+		};
+		const struct rnicpi_send_wr *bad;
+		uint32_t want = i + 1;
+
+		ck_assert_ok(p.t.ops->post_send(p.a.qp, &wr, &bad));
+		/* Sent so far: all, or 16 then a batch at every 32nd. */
+		if (clocked && want > 16)
+			want = want - 16 >= RXE_TX_BATCH
+				       ? 16 + RXE_TX_BATCH : 16;
+		rxe_qp_lock(qa);
+		ck_assert_msg(qa->req.wqe - wqe == want,
+			      "post %u: %u WRITEs sent, %u expected", i + 1,
+			      qa->req.wqe - wqe, want);
+		rxe_qp_unlock(qa);
+		ck_assert_uint_eq(rxe_dev_counter(dev, RXE_CNT_SENT_PKTS) -
+				  sent0, want);
+	}
+	held = rxe_dev_counter(dev, RXE_CNT_ACK_CLOCKED);
+	pthread_mutex_unlock(&to_rxe_dev(dev)->rx_lock);
+	ck_assert_uint_eq(held, clocked ? CLOCKED_WRITES - 16 : 0);
+	for (i = 0; i < CLOCKED_WRITES; i++)
+		rxe_t_expect_wc(&p.t, p.a.scq, i, RNICPI_WC_SUCCESS, NULL);
+	ck_assert(memcmp(dst.mem + RXE_T_GUARD + 8, src.mem + RXE_T_GUARD,
+			 CLOCKED_WRITES * 64) == 0);
+	for (i = 0; i < dst.size; i++)
+		if (i < 8 || i >= 8 + CLOCKED_WRITES * 64)
+			ck_assert_uint_eq(dst.mem[RXE_T_GUARD + i], 0);
+	rxe_t_assert_guards(&dst);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 /* The "rc", "rc-copy" and "rc-direct" cases of suite_rxe_loopback(). */
 /* RNICPI_QP_CAP on @side: the send and receive queue sizes. */
 static int qp_resize(struct rxe_t_pair *p, struct rxe_t_side *side,
@@ -1227,6 +1312,7 @@ void rxe_loopback_add_rc_cases(Suite *s)
 	tcase_add_test(tc, test_rc_rnr);
 	tcase_add_test(tc, test_rc_many_in_flight);
 	tcase_add_test(tc, test_rc_coalesced_writes);
+	tcase_add_loop_test(tc, test_rc_ack_clocked, 0, 2);
 	tcase_add_test(tc, test_srq);
 	tcase_add_test(tc, test_rc_sq_drain);
 	tcase_add_test(tc, test_rc_resize);

@@ -84,7 +84,8 @@
 	X(FAULT_REORDERS, "fault_reorders")                                 \
 	X(POLL_RX_PKTS, "poll_rx_pkts")        /* received by a poller */ \
 	X(POLL_RX_PARKS, "poll_rx_parks")      /* sockets left to one */ \
-	X(POLL_RX_LATE, "poll_rx_late")        /* lease out, data waited */
+	X(POLL_RX_LATE, "poll_rx_late")        /* lease out, data waited */\
+	X(ACK_CLOCKED, "ack_clocked_posts")    /* left for the next ACK */
 
 enum rxe_counter {
 #define X(id, name) RXE_CNT_##id,
@@ -181,6 +182,9 @@ struct rxe_dev {
 	uint32_t max_unacked;		/* packets in flight per QP */
 	uint32_t ack_every;		/* AckReq at least every N packets */
 	uint32_t tx_burst;		/* packets per progress round */
+	uint32_t ack_clock;		/* from this many unacknowledged
+					 * packets a post waits for the next
+					 * ACK to send, 0 never */
 	/* Test hooks, off by default: drop, duplicate or swap received
 	 * packets, in parts per million (hostrdma-rxe(7)). */
 	uint32_t fault_drop_ppm;

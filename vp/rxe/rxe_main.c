@@ -341,6 +341,8 @@ static int apply_options(struct rxe_dev *dev,
 		uint32_t lo, hi;
 		bool flag;	/* an atomic_bool, 0 or 1 */
 	} known[] = {
+		{ "ack_clock", offsetof(struct rxe_dev, ack_clock), 0,
+		  1u << 20 },
 		{ "ack_every", offsetof(struct rxe_dev, ack_every), 1, 4096 },
 		{ "busy_poll_us", offsetof(struct rxe_dev, busy_poll_us), 0,
 		  1000000 },
@@ -462,6 +464,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	dev->active_mtu = rxe_mtu_from_if(nd->mtu);
 	dev->max_unacked = 64;
 	dev->ack_every = 16;
+	dev->ack_clock = 16;
 	dev->tx_burst = 32;
 	atomic_init(&dev->gso, true);
 	atomic_init(&dev->gro, true);

@@ -884,6 +884,31 @@ static int sq_post_one(struct rxe_qp *qp, const struct rnicpi_send_wr *wr)
 	return 0;
 }
 
+/*
+ * A post that finds the pipe busy (option ack_clock: that many packets
+ * or more unacknowledged) leaves its WRs for the ACK that comes next:
+ * the completer runs the requester then and everything posted meanwhile
+ * goes out together, equal-size packets as one GSO datagram, where each
+ * post would have cost a datagram of its own and a wake-up at the peer
+ * (ib_write_bw 4 KiB with 128 in flight: every packet read and placed
+ * one by one). Among that many unacknowledged packets one asks for an
+ * ACK (at least ack_every apart), so one comes, or the retransmit timer
+ * runs the requester; at most RXE_TX_BATCH WRs wait. A consumer with
+ * little in flight (a ping-pong, a WRITE and its SEND) is never held.
+ */
+static bool ack_clocked(struct rxe_qp *qp)
+{
+	const struct rxe_dev *dev = qp->dev;
+	uint32_t from = MAX(dev->ack_clock, dev->ack_every);
+
+	if (!dev->ack_clock || qp->type != RNICPI_QPT_RC ||
+	    psn_diff(qp->req.psn, qp->comp.psn) < (int32_t)from ||
+	    qp->sq_tail - qp->req.wqe >= RXE_TX_BATCH)
+		return false;
+	rxe_count(qp->dev, RXE_CNT_ACK_CLOCKED);
+	return true;
+}
+
 int rxe_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		  const struct rnicpi_send_wr **bad)
 {
@@ -915,7 +940,8 @@ int rxe_post_send(struct rnicpi_qp *q, const struct rnicpi_send_wr *wr,
 		rxe_qp_error(qp); /* flush what was just posted */
 	else if (qp->state == RNICPI_QPS_RTS &&
 		 (err || !more || qp->sq_tail - qp->req.wqe >= RXE_TX_BATCH ||
-		  qp->sq_tail - qp->sq_head >= qp->sq_size))
+		  qp->sq_tail - qp->sq_head >= qp->sq_size) &&
+		 !ack_clocked(qp))
 		rxe_req_run(qp);
 	rxe_qp_unlock(qp);
 	if (qp->dev->poll_rx)
