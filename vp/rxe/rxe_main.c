@@ -462,7 +462,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	dev->nd_flags = nd->flags;
 	dev->port_state = port_state_of(nd->flags);
 	dev->active_mtu = rxe_mtu_from_if(nd->mtu);
-	dev->max_unacked = 64;
+	dev->max_unacked = 128;
 	dev->ack_every = 16;
 	dev->ack_clock = 16;
 	dev->tx_burst = 32;
