@@ -1059,6 +1059,45 @@ START_TEST(test_srq)
 }
 END_TEST
 
+/* Posts a 64-byte WRITE of @src's @i-th 64 bytes to @dst at @off. */
+static void post_write64(struct rxe_t_pair *p, struct rxe_t_buf *src,
+			 struct rxe_t_buf *dst, uint32_t i, uint64_t off,
+			 unsigned int flags)
+{
+	struct rnicpi_sge sge = {
+		.addr = rxe_t_buf_va(src) + i * 64,
+		.length = 64,
+		.lkey = src->mr->lkey,
+	};
+	struct rnicpi_send_wr wr = {
+		.wr_id = i,
+		.opcode = RNICPI_WR_RDMA_WRITE,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.send_flags = RNICPI_SEND_SIGNALED | flags,
+		.wr.rdma.remote_addr = rxe_t_buf_va(dst) + off,
+		.wr.rdma.rkey = dst->mr->rkey,
+	};
+	const struct rnicpi_send_wr *bad;
+
+	ck_assert_ok(p->t.ops->post_send(p->a.qp, &wr, &bad));
+}
+
+/* @dst holds @src's first @len bytes at @off, zeros elsewhere. */
+static void assert_landed_only(const struct rxe_t_buf *dst,
+			       const struct rxe_t_buf *src, size_t off,
+			       size_t len)
+{
+	size_t i;
+
+	ck_assert(memcmp(dst->mem + RXE_T_GUARD + off,
+			 src->mem + RXE_T_GUARD, len) == 0);
+	for (i = 0; i < dst->size; i++)
+		if (i < off || i >= off + len)
+			ck_assert_uint_eq(dst->mem[RXE_T_GUARD + i], 0);
+	rxe_t_assert_guards(dst);
+}
+
 /*
  * RNICPI_SEND_MORE (IT_COALESCE_WR_FLAG): six 64-byte WRITEs posted with
  * it stay queued, no packet sent; a seventh without it starts them all,
@@ -1080,36 +1119,15 @@ START_TEST(test_rc_coalesced_writes)
 	wqe = qa->req.wqe;
 	rxe_qp_unlock(qa);
 	for (i = 0; i < 7; i++) {
-		struct rnicpi_sge sge = {
-			.addr = rxe_t_buf_va(&src) + i * 64,
-			.length = 64,
-			.lkey = src.mr->lkey,
-		};
-		struct rnicpi_send_wr wr = {
-			.wr_id = i,
-			.opcode = RNICPI_WR_RDMA_WRITE,
-			.sg_list = &sge,
-			.num_sge = 1,
-			.send_flags = RNICPI_SEND_SIGNALED |
-				      (i < 6 ? RNICPI_SEND_MORE : 0),
-			.wr.rdma.remote_addr = rxe_t_buf_va(&dst) + 100 + i * 64,
-			.wr.rdma.rkey = dst.mr->rkey,
-		};
-		const struct rnicpi_send_wr *bad;
-
-		ck_assert_ok(p.t.ops->post_send(p.a.qp, &wr, &bad));
+		post_write64(&p, &src, &dst, i, 100 + i * 64,
+			     i < 6 ? RNICPI_SEND_MORE : 0);
 		rxe_qp_lock(qa);
 		ck_assert_uint_eq(qa->req.wqe - wqe, i < 6 ? 0 : 7);
 		rxe_qp_unlock(qa);
 	}
 	for (i = 0; i < 7; i++)
 		rxe_t_expect_wc(&p.t, p.a.scq, i, RNICPI_WC_SUCCESS, NULL);
-	ck_assert(memcmp(dst.mem + RXE_T_GUARD + 100, src.mem + RXE_T_GUARD,
-			 7 * 64) == 0);
-	for (i = 0; i < dst.size; i++)
-		if (i < 100 || i >= 100 + 7 * 64)
-			ck_assert_uint_eq(dst.mem[RXE_T_GUARD + i], 0);
-	rxe_t_assert_guards(&dst);
+	assert_landed_only(&dst, &src, 100, 7 * 64);
 	rxe_t_buf_free(&p.t, &src);
 	rxe_t_buf_free(&p.t, &dst);
 	rxe_t_pair_close(&p);
@@ -1154,24 +1172,9 @@ START_TEST(test_rc_ack_clocked)
 	sent0 = rxe_dev_counter(dev, RXE_CNT_SENT_PKTS);
 	pthread_mutex_lock(&to_rxe_dev(dev)->rx_lock);
 	for (i = 0; i < CLOCKED_WRITES; i++) {
-		struct rnicpi_sge sge = {
-			.addr = rxe_t_buf_va(&src) + i * 64,
-			.length = 64,
-			.lkey = src.mr->lkey,
-		};
-		struct rnicpi_send_wr wr = {
-			.wr_id = i,
-			.opcode = RNICPI_WR_RDMA_WRITE,
-			.sg_list = &sge,
-			.num_sge = 1,
-			.send_flags = RNICPI_SEND_SIGNALED,
-			.wr.rdma.remote_addr = rxe_t_buf_va(&dst) + 8 + i * 64,
-			.wr.rdma.rkey = dst.mr->rkey,
-		};
-		const struct rnicpi_send_wr *bad;
 		uint32_t want = i + 1;
 
-		ck_assert_ok(p.t.ops->post_send(p.a.qp, &wr, &bad));
+		post_write64(&p, &src, &dst, i, 8 + i * 64, 0);
 		/* Sent so far: all, or 16 then a batch at every 32nd. */
 		if (clocked && want > 16)
 			want = want - 16 >= RXE_TX_BATCH
@@ -1189,12 +1192,7 @@ START_TEST(test_rc_ack_clocked)
 	ck_assert_uint_eq(held, clocked ? CLOCKED_WRITES - 16 : 0);
 	for (i = 0; i < CLOCKED_WRITES; i++)
 		rxe_t_expect_wc(&p.t, p.a.scq, i, RNICPI_WC_SUCCESS, NULL);
-	ck_assert(memcmp(dst.mem + RXE_T_GUARD + 8, src.mem + RXE_T_GUARD,
-			 CLOCKED_WRITES * 64) == 0);
-	for (i = 0; i < dst.size; i++)
-		if (i < 8 || i >= 8 + CLOCKED_WRITES * 64)
-			ck_assert_uint_eq(dst.mem[RXE_T_GUARD + i], 0);
-	rxe_t_assert_guards(&dst);
+	assert_landed_only(&dst, &src, 8, CLOCKED_WRITES * 64);
 	rxe_t_buf_free(&p.t, &src);
 	rxe_t_buf_free(&p.t, &dst);
 	rxe_t_pair_close(&p);
