@@ -195,34 +195,6 @@ START_TEST(test_reject_before_request)
 }
 END_TEST
 
-/* The device closes with two requests the core never answered: one
- * still waiting for the peer's MPA Request, one reported (REQUEST) and
- * left. Both streams are closed, and (valgrind, ASan) both conns freed:
- * they were lost before, sockets open, until the process ended. */
-START_TEST(test_destroy_with_unanswered_requests)
-{
-	struct h_dev *d;
-	struct rnicpi_conn *silent, *told;
-	int cfd[2], sfd[2];
-
-	d = h_dev_create(NULL, NULL);
-	ck_assert_ptr_nonnull(d);
-	h_tcp_pair(&cfd[0], &sfd[0]);
-	h_tcp_pair(&cfd[1], &sfd[1]);
-	ck_assert_ok(d->ops->iw_take_request(d->dev, sfd[0], NULL, &silent));
-	ck_assert_ok(d->ops->iw_take_request(d->dev, sfd[1], NULL, &told));
-	send_request(cfd[1]);
-	ck_assert(h_wait_conn(d, RNICPI_CONN_REQUEST, told, NULL, H_WAIT_MS));
-	ck_assert(!stream_closed(cfd[0], 0));
-	ck_assert(!stream_closed(cfd[1], 0));
-	h_dev_destroy(d);
-	ck_assert(stream_closed(cfd[0], H_WAIT_MS));
-	ck_assert(stream_closed(cfd[1], H_WAIT_MS));
-	close(cfd[0]);
-	close(cfd[1]);
-}
-END_TEST
-
 /* The peer sends its Request and goes away at once; the core rejects
  * after REQUEST: the Reject meets a closed stream (no SIGPIPE), the call
  * succeeds, nothing more is reported. */
@@ -575,7 +547,6 @@ Suite *suite_siw_lifetime(void)
 	tcase_add_test(tc, test_peer_closes_then_reject);
 	tcase_add_test(tc, test_reject_during_error_upcall);
 	tcase_add_test(tc, test_reject_races_peer_close);
-	tcase_add_test(tc, test_destroy_with_unanswered_requests);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("memory");
 	tcase_set_timeout(tc, 300);

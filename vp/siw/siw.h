@@ -256,7 +256,6 @@ struct siw_device {
 
 	pthread_mutex_t lock;
 	struct siw_list events;	   /* queued upcalls */
-	struct siw_list conns;	   /* live responder conns (dev_link) */
 	/* !siw_list_empty(&events), readable without the lock: the data
 	 * path asks on every post and poll, and there are hardly ever any */
 	atomic_bool has_events;
@@ -725,7 +724,6 @@ struct siw_conn {
 	struct rnicpi_conn base;
 	struct siw_item item;
 	struct siw_device *dev;
-	struct siw_list dev_link;	/* on dev->conns, under dev->lock */
 	atomic_int ref;
 	pthread_mutex_t lock;
 	int fd;

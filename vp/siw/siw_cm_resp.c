@@ -18,9 +18,6 @@
 
 void siw_conn_free(struct siw_conn *conn)
 {
-	pthread_mutex_lock(&conn->dev->lock);
-	siw_list_del(&conn->dev_link);
-	pthread_mutex_unlock(&conn->dev->lock);
 	if (conn->fd >= 0)
 		close(conn->fd);
 	pthread_mutex_destroy(&conn->lock);
@@ -111,7 +108,6 @@ int siw_iw_take_request(struct rnicpi_device *d, int fd, void *core_ctx,
 	conn->item.type = SIW_ITEM_CONN;
 	conn->timed.item = &conn->item;
 	conn->dev = dev;
-	siw_list_init(&conn->dev_link);
 	conn->fd = -1;
 	conn->base.device = d;
 	conn->base.core_ctx = core_ctx;
@@ -133,9 +129,6 @@ int siw_iw_take_request(struct rnicpi_device *d, int fd, void *core_ctx,
 	}
 	siw_dev_timed_add(dev, &conn->timed, dev->opts.mpa_timeout_ms);
 	pthread_mutex_unlock(&conn->lock);
-	pthread_mutex_lock(&dev->lock);
-	siw_list_add_tail(&dev->conns, &conn->dev_link);
-	pthread_mutex_unlock(&dev->lock);
 	siw_dbg(dev, "waiting for an MPA Request on fd %d", fd);
 	return 0;
 err:

@@ -517,24 +517,6 @@ void siw_device_destroy(struct rnicpi_device *d)
 		event_free(container_of(l, struct siw_event, link));
 	}
 	atomic_store(&dev->has_events, false);
-	/* Conns the core never answered (still reading the peer's Request,
-	 * or told of it and left): their streams close now, their memory
-	 * goes. Nothing else names them once the thread is stopped. */
-	for (;;) {
-		struct siw_conn *conn = NULL;
-
-		pthread_mutex_lock(&dev->lock);
-		if (!siw_list_empty(&dev->conns))
-			conn = container_of(dev->conns.next, struct siw_conn,
-					    dev_link);
-		pthread_mutex_unlock(&dev->lock);
-		if (!conn)
-			break;
-		siw_dbg(dev, "closing a connection request left unanswered "
-			"(fd %d)", conn->fd);
-		siw_dev_timed_del(dev, &conn->timed);
-		siw_conn_free(conn);
-	}
 	rnicpi_engine_fini(&dev->engine);
 	rnicpi_key_table_fini(&dev->mr_keys);
 	pthread_cond_destroy(&dev->batch_cond);
@@ -580,7 +562,6 @@ static int siw_device_create(const struct rnicpi_netdev *nd,
 	pthread_cond_init(&dev->batch_cond, NULL);
 	pthread_cond_init(&dev->mr_cond, NULL);
 	siw_list_init(&dev->events);
-	siw_list_init(&dev->conns);
 	atomic_init(&dev->next_qpn, 2); /* QPN 1 is the GSI QP elsewhere */
 	rc = rnicpi_key_table_init(&dev->mr_keys, SIW_MAX_MR, mr_get_cb);
 	if (rc)
