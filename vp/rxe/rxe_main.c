@@ -462,6 +462,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	dev->nd_flags = nd->flags;
 	dev->port_state = port_state_of(nd->flags);
 	dev->active_mtu = rxe_mtu_from_if(nd->mtu);
+	/* As Linux rxe (RXE_MAX_UNACKED_PSNS); hostrdma-rxe(7). */
 	dev->max_unacked = 128;
 	dev->ack_every = 16;
 	dev->ack_clock = 16;
