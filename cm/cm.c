@@ -570,6 +570,7 @@ void cm_req_unref(struct cm_req *req)
 		cm_id_unref(req->convert);
 	ual_device_put(req->dev);
 	g_free(req->private_data);
+	g_rec_mutex_clear(&req->answer_lock);
 	g_free(req);
 }
 

@@ -556,7 +556,7 @@ void cm_conn_event(struct ual_device *d, const struct rnicpi_conn_event *ev,
 		if (ual_device_caps(d) & RNICPI_DEV_CAP_NATIVE_CM)
 			cm_native_conn_event(cm, d, ev);
 		else
-			cm_req_event(cm, ev);
+			cm_req_provider_event(cm, ev);
 		return;
 	}
 	if (!ev->qp) {
@@ -719,10 +719,12 @@ int cm_socket_convert(struct ual_qp *qp, int sockfd,
 		cm_id_unref(id);
 		return err;
 	}
-	/* The provider's own time-out ends its MPA exchange; ours is a
-	 * backstop in case it does not. */
+	/* The provider's time-out (initiator) or the request's timer
+	 * (responder) ends the MPA exchange and reports; this is a
+	 * backstop in case neither does, well after both. */
 	deadline = g_get_monotonic_time() +
-		   (gint64)id->param.timeout_ms * 2 * G_TIME_SPAN_MILLISECOND;
+		   ((gint64)id->param.timeout_ms * 2 + CM_REQ_GRACE_MS) *
+			   G_TIME_SPAN_MILLISECOND;
 	g_mutex_lock(&cm->lock);
 	while (!id->convert_done)
 		if (!g_cond_wait_until(&id->cond, &cm->lock, deadline))

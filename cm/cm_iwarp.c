@@ -122,7 +122,6 @@ static void iw_take_one(struct iw_port *p, int fd)
 	struct sockaddr_storage local = { 0 }, remote = { 0 };
 	socklen_t len = sizeof(local);
 	struct ual_device *dev;
-	struct rnicpi_conn *conn = NULL;
 	struct cm_listen *l;
 	struct cm_req *req;
 	char lbuf[64], rbuf[64];
@@ -174,18 +173,12 @@ static void iw_take_one(struct iw_port *p, int fd)
 	cm_listen_unref(l);
 	ual_device_put(dev);
 	/* req->dev holds the device from here. */
-	err = ual_device_iw_take_request(req->dev, fd, req, &conn);
+	err = cm_req_take(req, fd);
 	if (err) {
 		cm_info(req, "iw_take_request: %s", g_strerror(-err));
 		close(fd);
 		cm_req_abandon(req, err);
-		cm_req_unref(req);
-		return;
 	}
-	g_mutex_lock(&cm->lock);
-	if (!req->conn)
-		req->conn = conn;
-	g_mutex_unlock(&cm->lock);
 	cm_req_unref(req);
 }
 
@@ -711,13 +704,17 @@ static int iw_socket_convert(struct cm *cm, struct cm_id *id, int sockfd)
 		}
 		return err;
 	} else {
-		struct rnicpi_conn *conn = NULL;
 		struct cm_req *req;
 
 		cm_id_set_state(id, CM_ID_PROVIDER);
 		req = cm_req_new(cm, NULL, id->dev, &local, &remote);
 		req->convert = cm_id_ref(id);
-		err = ual_device_iw_take_request(id->dev, dfd, req, &conn);
+		/* The conversion's time-out, not the provider's, bounds the
+		 * wait for the peer's MPA Request: when it ends, the
+		 * provider's copy of the socket is closed before the
+		 * consumer has it back, so nothing more is read from it. */
+		cm_req_set_timeout(req, id->param.timeout_ms);
+		err = cm_req_take(req, dfd);
 		if (err) {
 			cm_info(id, "iw_take_request: %s", g_strerror(-err));
 			close(dfd);
@@ -731,10 +728,6 @@ static int iw_socket_convert(struct cm *cm, struct cm_id *id, int sockfd)
 			cm_id_set_state(id, CM_ID_CLOSED);
 			return err;
 		}
-		g_mutex_lock(&cm->lock);
-		if (!req->conn)
-			req->conn = conn;
-		g_mutex_unlock(&cm->lock);
 		cm_req_unref(req);
 		return 0;
 	}

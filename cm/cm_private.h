@@ -179,6 +179,17 @@ struct cm_req {
 	struct cm_listen *listen;	/* reference; NULL for a conversion */
 	struct cm_id *convert;		/* reference: socket conversion */
 	struct rnicpi_conn *conn;	/* the provider's */
+	/* Under cm->lock: the conn was handed to the provider (cm_req_take
+	 * called); the manager refused the conn itself, so an upcall still
+	 * under way must not; the provider reported after the request
+	 * failed here. */
+	bool handed, conn_taken, provider_said;
+	/* Held around the provider's upcall for a handed conn and around
+	 * the manager's own refusal of it, so that the refusal never comes
+	 * after the ERROR upcall returned (rnicpi.h). Taken before
+	 * cm->lock. */
+	GRecMutex answer_lock;
+	uint32_t timeout_ms;		/* of the timer, for its message */
 	GSource *timer;
 	struct sockaddr_storage local_addr, remote_addr;
 	uint32_t ird, ord;
@@ -264,9 +275,17 @@ struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
 			  struct ual_device *dev,
 			  const struct sockaddr_storage *local,
 			  const struct sockaddr_storage *remote);
-/* Give up on @req: refused if the consumer had it, left to the provider
- * if it still reads it (it reports back, and the request is ended then),
- * forgotten if it never reached the provider. */
+/* Bound the time the peer has to complete @req to @ms from now (a
+ * socket conversion's own time-out) instead of the manager's. */
+void cm_req_set_timeout(struct cm_req *req, uint32_t ms);
+/* Hand @fd, the request's stream, to the device's provider to read the
+ * peer's request (iw_take_request). 0: the stream is the provider's; on
+ * error it stays the caller's, who abandons @req. */
+int cm_req_take(struct cm_req *req, int fd);
+/* Give up on @req: refused if the consumer had it; refused too if the
+ * provider still reads it (its copy of the stream is closed before this
+ * returns, and it reports nothing more); forgotten if it never reached
+ * the provider. */
 void cm_req_abandon(struct cm_req *req, int status);
 
 /* Whether @l takes a request from @remote (cm_listen_from's port). */
@@ -332,8 +351,12 @@ void cm_native_sidr_fini(struct cm *cm);
 struct cm_listen *cm_native_listen_of(struct cm *cm,
 				      const struct rnicpi_listener *rl);
 
-/* cm_req.c: a REQUEST or ERROR of a conn the transport handed over. */
+/* cm_req.c: a REQUEST or ERROR of a conn the transport handed over
+ * (core_ctx: its struct cm_req). */
 void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev);
+/* The same for a conn from iw_take_request, whose core_ctx is the
+ * request's id: the request may be gone by the time the upcall comes. */
+void cm_req_provider_event(struct cm *cm, const struct rnicpi_conn_event *ev);
 
 /* Provider connection events (ual's connection handler): the connection
  * is found by ev->qp, which the provider keeps alive during the upcall. */

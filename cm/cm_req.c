@@ -228,6 +228,18 @@ void cm_listen_destroy(struct cm_listen *l)
 }
 
 static gboolean cm_req_timeout(gpointer data);
+static void req_event_locked(struct cm *cm, struct cm_req *req,
+			     const struct rnicpi_conn_event *ev);
+
+/* (Re)start @req's time-out: @ms from now. Under cm->lock. */
+static void req_arm_locked(struct cm_req *req, uint32_t ms)
+{
+	cm_source_drop(&req->timer);
+	req->timeout_ms = ms;
+	req->timer = cm_timeout_add(req->cm, ms, cm_req_timeout,
+				    cm_req_ref(req),
+				    (GDestroyNotify)cm_req_unref);
+}
 
 struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
 			  struct ual_device *dev,
@@ -239,6 +251,7 @@ struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
 
 	req->ref = 1;
 	req->cm = cm;
+	g_rec_mutex_init(&req->answer_lock);
 	req->dev = ual_device_get(dev);
 	req->port_num = 1;
 	req->listen = l ? cm_listen_ref(l) : NULL;
@@ -251,13 +264,19 @@ struct cm_req *cm_req_new(struct cm *cm, struct cm_listen *l,
 	snprintf(req->prefix, sizeof(req->prefix), "REQ[%" PRIu64 "] %s:",
 		 req->id, ual_device_name(dev));
 	g_hash_table_insert(cm->reqs, &req->id, cm_req_ref(req));
-	req->timer = cm_timeout_add(cm, cm->timeout_ms + CM_REQ_GRACE_MS,
-				    cm_req_timeout, cm_req_ref(req),
-				    (GDestroyNotify)cm_req_unref);
+	req_arm_locked(req, cm->timeout_ms + CM_REQ_GRACE_MS);
 	g_mutex_unlock(&cm->lock);
 	cm_debug(req, "from %s",
 		 cm_sockaddr_str((const void *)remote, buf, sizeof(buf)));
 	return req;
+}
+
+void cm_req_set_timeout(struct cm_req *req, uint32_t ms)
+{
+	g_mutex_lock(&req->cm->lock);
+	if (req->state == CM_REQ_READING)
+		req_arm_locked(req, ms);
+	g_mutex_unlock(&req->cm->lock);
 }
 
 /* Take @req out of the table (under cm->lock); true if it was there. */
@@ -269,12 +288,68 @@ static bool req_unlink_locked(struct cm *cm, struct cm_req *req)
 	return true;
 }
 
-void cm_req_abandon(struct cm_req *req, int status)
+/* Refuse the conn the manager takes back from the provider (conn_taken
+ * set, answer_lock held, released here): a stream still being read is
+ * just closed and nothing more is reported for it (rnicpi.h). An upcall
+ * already under way waits on answer_lock, then finds the request failed
+ * or gone (the provider names it by id). */
+static void req_refuse_taken(struct cm_req *req, struct rnicpi_conn *conn)
+{
+	struct cm *cm = req->cm;
+	bool linked;
+
+	cm_provider_conn_reject(req->dev, conn, NULL, 0);
+	g_rec_mutex_unlock(&req->answer_lock);
+	g_mutex_lock(&cm->lock);
+	linked = req_unlink_locked(cm, req);
+	g_mutex_unlock(&cm->lock);
+	if (linked)
+		cm_req_unref(req);
+}
+
+int cm_req_take(struct cm_req *req, int fd)
 {
 	struct cm *cm = req->cm;
 	struct rnicpi_conn *conn = NULL;
+	bool refuse = false;
+	int err;
+
+	g_mutex_lock(&cm->lock);
+	req->handed = true;
+	g_mutex_unlock(&cm->lock);
+	err = ual_device_iw_take_request(req->dev, fd,
+					 GSIZE_TO_POINTER((gsize)req->id),
+					 &conn);
+	g_rec_mutex_lock(&req->answer_lock);
+	g_mutex_lock(&cm->lock);
+	if (err) {
+		req->handed = false;
+	} else {
+		if (!req->conn)
+			req->conn = conn;
+		/* Abandoned while the provider took it, and the provider has
+		 * not reported since: the refusal falls to us. */
+		if (req->state == CM_REQ_FAILED && !req->provider_said &&
+		    !req->conn_taken) {
+			req->conn_taken = true;
+			refuse = true;
+		}
+	}
+	g_mutex_unlock(&cm->lock);
+	if (refuse)
+		req_refuse_taken(req, conn);
+	else
+		g_rec_mutex_unlock(&req->answer_lock);
+	return err;
+}
+
+void cm_req_abandon(struct cm_req *req, int status)
+{
+	struct cm *cm = req->cm;
+	struct rnicpi_conn *conn = NULL, *taken = NULL;
 	bool linked = false;
 
+	g_rec_mutex_lock(&req->answer_lock);
 	g_mutex_lock(&cm->lock);
 	cm_source_drop(&req->timer);
 	if (req->state == CM_REQ_REPORTED) {
@@ -282,11 +357,17 @@ void cm_req_abandon(struct cm_req *req, int status)
 		 * answer, and the conn is consumed. */
 		linked = req_unlink_locked(cm, req);
 		conn = req->conn;
-	} else if (req->state == CM_REQ_READING && req->conn) {
-		/* The provider still reads the peer's request and owns the
-		 * conn (RNICPI has no way to take it back): it answers with
-		 * REQUEST or ERROR, which then finds the request failed. */
-		cm_debug(req, "left to the provider until it reports");
+	} else if (req->state == CM_REQ_READING && req->handed) {
+		/* The provider still reads the peer's request: take the conn
+		 * back by refusing it (a socket conversion gets its stream
+		 * back whole). Until the provider has returned it from
+		 * iw_take_request, cm_req_take does that. The provider has
+		 * not reported (answer_lock): the state would not be
+		 * READING. */
+		if (req->conn) {
+			req->conn_taken = true;
+			taken = req->conn;
+		}
 	} else {
 		/* Never handed over, or already reported back: forget it. */
 		linked = req_unlink_locked(cm, req);
@@ -296,6 +377,10 @@ void cm_req_abandon(struct cm_req *req, int status)
 	cm_info(req, "abandoned: %s", g_strerror(-status));
 	if (conn)
 		cm_provider_conn_reject(req->dev, conn, NULL, 0);
+	if (taken)
+		req_refuse_taken(req, taken);
+	else
+		g_rec_mutex_unlock(&req->answer_lock);
 	if (req->convert)
 		cm_id_report_failure(req->convert, status);
 	if (linked)
@@ -305,9 +390,9 @@ void cm_req_abandon(struct cm_req *req, int status)
 /*
  * The provider reads the peer's request with its own time-out (siw:
  * mpa_timeout_ms) and reports ERROR when it expires, which ends the
- * request; this timer is the manager's bound on that, for a provider
- * that would never answer: the request is failed here, the peer learns
- * when the provider finally reports (a late REQUEST is refused).
+ * request; this timer is the manager's bound on that, and a socket
+ * conversion's own time-out: the request is failed here and the
+ * provider's reading refused (cm_req_abandon).
  */
 static gboolean cm_req_timeout(gpointer data)
 {
@@ -319,7 +404,7 @@ static gboolean cm_req_timeout(gpointer data)
 	g_mutex_unlock(&req->cm->lock);
 	if (reading) {
 		cm_info(req, "no complete connection request from the peer in %u ms",
-			req->cm->timeout_ms);
+			req->timeout_ms);
 		cm_req_abandon(req, -ETIMEDOUT);
 	}
 	return G_SOURCE_REMOVE;
@@ -415,32 +500,72 @@ int cm_handoff(uint64_t req_id, uint8_t port_num, uint16_t port,
 /* Provider connection events                                          */
 /* ------------------------------------------------------------------ */
 
+void cm_req_provider_event(struct cm *cm, const struct rnicpi_conn_event *ev)
+{
+	uint64_t id = (uint64_t)GPOINTER_TO_SIZE(ev->conn->core_ctx);
+	struct cm_req *req;
+
+	g_mutex_lock(&cm->lock);
+	req = g_hash_table_lookup(cm->reqs, &id);
+	if (req)
+		cm_req_ref(req);
+	g_mutex_unlock(&cm->lock);
+	if (req) {
+		/* Not while a refusal of ours is under way: the provider
+		 * frees the conn once an ERROR upcall returns. */
+		g_rec_mutex_lock(&req->answer_lock);
+		g_mutex_lock(&cm->lock);
+		if (g_hash_table_lookup(cm->reqs, &id) == req) {
+			req_event_locked(cm, req, ev);
+			g_rec_mutex_unlock(&req->answer_lock);
+			cm_req_unref(req);
+			return;
+		}
+		g_mutex_unlock(&cm->lock);
+		g_rec_mutex_unlock(&req->answer_lock);
+		cm_req_unref(req);
+	}
+	/* The manager refused the conn while this upcall was on its way. */
+	g_debug("cm: %s event for request %" PRIu64 ", which is gone; dropped",
+		ev->type == RNICPI_CONN_REQUEST ? "REQUEST" : "ERROR", id);
+}
+
 /* The provider read a peer's request (or failed to) on a conn of ours. */
 void cm_req_event(struct cm *cm, const struct rnicpi_conn_event *ev)
 {
 	struct cm_req *req = ev->conn->core_ctx;
-	struct cm_listen *l = NULL;
-	struct cm_id *convert = NULL;
-	bool ok;
 
 	g_mutex_lock(&cm->lock);
-	ok = req && g_hash_table_lookup(cm->reqs, &req->id) == req;
-	if (!ok) {
+	if (!req || g_hash_table_lookup(cm->reqs, &req->id) != req) {
 		g_mutex_unlock(&cm->lock);
 		g_info("cm: %s event for a request this manager does not know; dropped",
 		       ev->type == RNICPI_CONN_REQUEST ? "REQUEST" : "ERROR");
 		return;
 	}
+	req_event_locked(cm, req, ev);
+}
+
+/* Under cm->lock, which it drops; @req is listed. */
+static void req_event_locked(struct cm *cm, struct cm_req *req,
+			     const struct rnicpi_conn_event *ev)
+{
+	struct cm_listen *l = NULL;
+	struct cm_id *convert = NULL;
+
 	if (req->state == CM_REQ_FAILED) {
-		/* Timed out here while the provider read: end it now. */
+		/* Failed here while the provider read: end it now, refusing
+		 * a request unless the manager refuses the conn already. */
+		bool refuse = ev->type == RNICPI_CONN_REQUEST &&
+			      !req->conn_taken;
+
+		req->provider_said = true;
 		req_unlink_locked(cm, req);
 		g_mutex_unlock(&cm->lock);
-		cm_info(req, "the provider reported %s after the time-out; %s",
+		cm_info(req, "the provider reported %s after the request failed; %s",
 			ev->type == RNICPI_CONN_REQUEST ? "the request" :
 							  "a failure",
-			ev->type == RNICPI_CONN_REQUEST ? "refusing it" :
-							  "forgotten");
-		if (ev->type == RNICPI_CONN_REQUEST)
+			refuse ? "refusing it" : "forgotten");
+		if (refuse)
 			cm_provider_conn_reject(req->dev, ev->conn, NULL, 0);
 		cm_req_unref(req);	/* the table's */
 		return;

@@ -1380,6 +1380,7 @@ Suite *suite_itapi_cm(void)
 	itapi_cm_add_socket_convert_tests(tc); /* check_itapi_cm_sockets.c */
 	suite_add_tcase(s, tc);
 	itapi_cm_add_emfile_case(s);
+	itapi_cm_add_slow_mpa_case(s);
 	return s;
 }
 

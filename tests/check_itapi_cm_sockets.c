@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <sys/resource.h>
@@ -21,6 +22,7 @@
 #include "tests/check_itapi_cm.h"
 #include "tests/testutil_itapi.h"
 #include "tests/suites.h"
+#include "ual/ual.h"
 
 /* ------------------------------------------------------------------ */
 /* Socket conversion                                                   */
@@ -163,6 +165,14 @@ static void one_side(bool initiator)
 	ck_assert_int_eq(read_all(fd[peer], buf, 10), 0);
 	ck_assert_int_eq(memcmp(buf, "still here", 10), 0);
 	ck_assert_int_eq(write(fd[peer], "and back", 8), 8);
+	/* Nobody else reads it (the provider's copy of the socket is
+	 * closed): another reader is given a moment to take the bytes
+	 * first, and a poll, not a blocking read, makes a thief fail the
+	 * test instead of hanging it. */
+	usleep(200 * 1000);
+	ck_assert_msg(poll(&(struct pollfd){ .fd = fd[me], .events = POLLIN },
+			   1, 5000) == 1,
+		      "the peer's 8 bytes never reached the consumer's socket");
 	ck_assert_int_eq(read(fd[me], buf, 8), 8);
 	ck_assert_int_eq(memcmp(buf, "and back", 8), 0);
 	/* The endpoint may try again. */
@@ -599,6 +609,68 @@ void itapi_cm_add_socket_convert_tests(TCase *tc)
 	tcase_add_test(tc, socket_convert_no_req_rep_wire);
 	tcase_add_test(tc, socket_convert_peer_closes);
 	tcase_add_test(tc, socket_convert_timeout_state);
+}
+
+/* The provider's MPA time-out well above the conversion's (the manager's
+ * set-up time-out): the conversion ends at its own time-out, and the
+ * socket comes back with no reader left behind. */
+static void setup_slow_mpa(void)
+{
+	it_setup_siw();
+	g_setenv(UAL_ENV_OPTIONS, "siw.mpa_timeout_ms=30000", TRUE);
+	g_setenv("HOSTRDMA_CM_TIMEOUT_MS", "1000", TRUE);
+	it_fix_open(&F);
+}
+
+static void teardown_slow_mpa(void)
+{
+	it_fix_close(&F);
+	it_teardown();
+}
+
+/* A peer that connects to a listener and says nothing: with the
+ * provider's MPA time-out far away, the manager's ends the request and
+ * the peer sees its stream closed then (the provider reading it is
+ * refused; before, the stream stayed open until the provider's time-out,
+ * and for ever if the device closed first). The listener carries on. */
+START_TEST(silent_peer_dropped_at_manager_timeout)
+{
+	it_ep_handle_t a = it_ep_new(&F), b = it_ep_new(&F);
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	it_conn_qual_t q = { .type = IT_IANA_PORT };
+	it_listen_handle_t l;
+	struct pollfd pf;
+	char c;
+
+	ck_assert_it_ok(it_listen_create(F.ia, 0, F.req, IT_LISTEN_NO_FLAG,
+					 &q, &l));
+	pf.fd = socket(AF_INET, SOCK_STREAM, 0);
+	pf.events = POLLIN;
+	in.sin_addr.s_addr = it_loopback_ipv4();
+	in.sin_port = q.conn_qual.port;
+	ck_assert_int_eq(connect(pf.fd, (void *)&in, sizeof(in)), 0);
+	/* The manager's time-out is 1 s (+ its grace); MPA's is 30 s. */
+	ck_assert_msg(poll(&pf, 1, 15000) == 1,
+		      "the silent peer's stream is still open after 15 s");
+	ck_assert_int_eq(read(pf.fd, &c, 1), 0);
+	close(pf.fd);
+	it_connect_pair(&F, a, b);
+	ck_assert_int_eq(itcm_ep_state(a), IT_EP_STATE_CONNECTED);
+	ck_assert_it_ok(it_listen_free(l));
+}
+END_TEST
+
+/* suite_itapi_cm()'s "siw-lo-slow-mpa" case. */
+void itapi_cm_add_slow_mpa_case(Suite *s)
+{
+	TCase *tc = tcase_create("siw-lo-slow-mpa");
+
+	tcase_add_checked_fixture(tc, setup_slow_mpa, teardown_slow_mpa);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, socket_convert_responder_alone);
+	tcase_add_test(tc, socket_convert_initiator_alone);
+	tcase_add_test(tc, silent_peer_dropped_at_manager_timeout);
+	suite_add_tcase(s, tc);
 }
 
 /* suite_itapi_cm()'s "siw-lo-emfile" case. */
