@@ -24,9 +24,8 @@
  * socket for soft-iWARP) and RLIMIT_NOFILE caps a process; the program
  * raises the soft limit as far as the hard one. --same-process runs the
  * server as a thread of this process instead (each end with an IA of its
- * own): soft-RoCE needs it, since until the host service shares UDP port
- * 4791 only one process on a host can open a soft-RoCE device, and its
- * QPs take no descriptor each.
+ * own): soft-RoCE needs it when no hostrdma-kald shares UDP port 4791,
+ * for then only one process on a host can open a soft-RoCE device.
  */
 #define ITAPI_ENABLE_V21_BINDINGS
 #include <it_api.h>
@@ -518,8 +517,9 @@ static void usage(FILE *f)
 		"  -c, --cycles=N      connect/disconnect cycles (default 1000)\n"
 		"  -w, --window=N      set-ups under way at once (default 64)\n"
 		"      --same-process  the server as a thread of this process "
-		"(soft-RoCE:\n"
-		"                      one process per host owns UDP 4791)\n"
+		"(soft-RoCE\n"
+		"                      without a hostrdma-kald: then one "
+		"process owns UDP 4791)\n"
 		"      --json          one JSON object on standard output\n"
 		"  -h, --help          this text\n",
 		progname);
