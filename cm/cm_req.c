@@ -552,13 +552,16 @@ static void req_event_locked(struct cm *cm, struct cm_req *req,
 	struct cm_listen *l = NULL;
 	struct cm_id *convert = NULL;
 
+	/* Whatever it says, the conn is no longer the manager's to refuse
+	 * in cm_req_take (an ERROR that came before iw_take_request
+	 * returned has freed it). */
+	req->provider_said = true;
 	if (req->state == CM_REQ_FAILED) {
 		/* Failed here while the provider read: end it now, refusing
 		 * a request unless the manager refuses the conn already. */
 		bool refuse = ev->type == RNICPI_CONN_REQUEST &&
 			      !req->conn_taken;
 
-		req->provider_said = true;
 		req_unlink_locked(cm, req);
 		g_mutex_unlock(&cm->lock);
 		cm_info(req, "the provider reported %s after the request failed; %s",
