@@ -5,8 +5,10 @@
  * from 0 B to 16 MiB with guard bytes around every target, every path
  * MTU, the QP state machine and flushing, RNR, many WQEs in flight, SQ
  * drain, SRQ. This file: the device, ports, descriptors and the QP state
- * machine; the RC traffic is in check_rxe_loopback_rc.c. Memory (keys, atomics, invalidation, windows) is in
- * rxe-memory, datagrams in rxe-ud.
+ * machine; the RC traffic is in check_rxe_loopback_rc.c, polling
+ * consumers that read the receive side (option poll_rx) in
+ * check_rxe_poll_rx.c. Memory (keys, atomics, invalidation, windows) is
+ * in rxe-memory, datagrams in rxe-ud.
  */
 #include "config.h"
 
@@ -305,5 +307,6 @@ Suite *suite_rxe_loopback(void)
 	tcase_add_test(tc, test_qp_out_of_descriptors);
 	suite_add_tcase(s, tc);
 	rxe_loopback_add_rc_cases(s); /* check_rxe_loopback_rc.c */
+	rxe_loopback_add_poll_rx_cases(s); /* check_rxe_poll_rx.c */
 	return s;
 }

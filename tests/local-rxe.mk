@@ -4,6 +4,7 @@
 tests_check_all_SOURCES += tests/check_rxe_wire.c \
 	tests/data/rxe_kernel_frames.h tests/testutil_rxe.c tests/testutil_rxe.h \
 	tests/check_rxe_loopback.c tests/check_rxe_loopback_rc.c \
+	tests/check_rxe_poll_rx.c \
 	tests/check_rxe_memory.c \
 	tests/check_rxe_ud.c tests/check_rxe_faults.c \
 	tests/check_rxe_hostile.c
