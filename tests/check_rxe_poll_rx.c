@@ -550,6 +550,71 @@ START_TEST(test_poll_rx)
 }
 END_TEST
 
+/* Milliseconds since @t0. */
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0->tv_sec) * 1000 +
+	       (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * poll_rx: while a consumer keeps polling, its polls push the park timer
+ * on and the progress thread sleeps; the timer used to go off at the
+ * end of every lease only to find the consumer still polling (with a
+ * 200 us lease, 5000 wake-ups a second, each taking a core from a
+ * spinning application thread on two cores). Once the polls stop, the
+ * timer still goes off a lease later and hands the sockets back.
+ */
+START_TEST(test_poll_rx_timer_quiet)
+{
+	const bool vg = tu_under_valgrind();
+	const struct rnicpi_option opts[] = {
+		{ "poll_rx", "1" },
+		{ "poll_rx_lease_us", vg ? "20000" : "5000" },
+		{ NULL, NULL },
+	};
+	/* Long enough that this thread is not off its CPU for one (the
+	 * sockets would go back for good: nothing comes to park them
+	 * again). */
+	const long lease_ms = vg ? 20 : 5;
+	struct rxe_t_pair p;
+	struct rxe_dev *dev;
+	struct timespec t0;
+	struct rnicpi_wc wc;
+	uint64_t fired, polls = 0;
+
+	rxe_t_pair_open_opts(&p, NULL, opts);
+	dev = to_rxe_dev(p.t.dev);
+	rxe_t_park_for_poller(&p);
+	fired = atomic_load(&dev->engine.stats.timers_fired);
+	/* 100 leases of polling an empty CQ. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (ms_since(&t0) < 100 * lease_ms) {
+		ck_assert_int_eq(p.t.ops->poll_cq(p.a.rcq, 1, &wc), 0);
+		polls++;
+		if (vg)
+			sched_yield();
+	}
+	ck_assert(atomic_load(&dev->rx_parked));
+	fired = atomic_load(&dev->engine.stats.timers_fired) - fired;
+	ck_assert_msg(fired <= 10,
+		      "the progress thread's timers went off %" PRIu64
+		      " times in 100 leases of polling (%" PRIu64 " polls)",
+		      fired, polls);
+	/* The polls stop: within a few leases the sockets go back. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (atomic_load(&dev->rx_parked) && ms_since(&t0) < 50 * lease_ms)
+		usleep(500);
+	ck_assert_msg(!atomic_load(&dev->rx_parked),
+		      "the sockets still parked %ld ms after the last poll",
+		      50 * lease_ms);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 void rxe_loopback_add_poll_rx_cases(Suite *s)
 {
 	TCase *tc;
@@ -562,5 +627,6 @@ void rxe_loopback_add_poll_rx_cases(Suite *s)
 	tcase_add_test(tc, test_poll_rx_byte_wait);
 	tcase_add_test(tc, test_poll_rx_long_read);
 	tcase_add_test(tc, test_poll_rx_not_parked);
+	tcase_add_test(tc, test_poll_rx_timer_quiet);
 	suite_add_tcase(s, tc);
 }

@@ -177,6 +177,7 @@ struct rxe_dev {
 	 * that made: they poll, however long that takes. */
 	atomic_int rx_in_poll;
 	struct rnicpi_timer park_timer;
+	atomic_uint_fast64_t park_due_ns;	/* when it goes off, if armed */
 
 	/* Options (rxe_main.c) */
 	uint32_t max_unacked;		/* packets in flight per QP */
@@ -837,6 +838,9 @@ void rxe_net_poll_rx_armed(struct rxe_dev *dev);
 /* poll_rx: late leases in a row after which parking stops (rxe_net.c,
  * on_park_timer). */
 #define RXE_POLL_RX_LATE_MAX 3
+/* poll_rx: how old a poller's CPU-time mark may grow before a poll takes
+ * it again (rxe_net.c, note_poller). */
+#define RXE_POLLER_MARK_NS 20000u
 /* poll_rx: a consumer that polls posted work, or found completions: it
  * is busy, not waiting elsewhere, and polls again when done (the lease
  * starts again). */

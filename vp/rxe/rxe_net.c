@@ -1034,15 +1034,30 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* A consumer polled: which thread, at what CPU time of its own. */
-static void note_poller(struct rxe_dev *dev)
+/*
+ * A consumer polled (at @now): which thread, at what CPU time of its
+ * own. Reading a thread's CPU clock is a system call (the vDSO serves
+ * only the wall clocks), and a consumer spinning on its CQ polls every
+ * microsecond or two: the mark is taken again only when the last one
+ * this thread took for @dev is RXE_POLLER_MARK_NS old, and poller_ran()
+ * allows for a mark that much older than the poll.
+ */
+static void note_poller(struct rxe_dev *dev, uint64_t now)
 {
 	static __thread int tid;
+	static __thread const struct rxe_dev *marked_dev;
+	static __thread uint64_t marked_ns;
 
 	if (!tid)
 		tid = (int)gettid();
+	if (marked_dev == dev && now - marked_ns < RXE_POLLER_MARK_NS &&
+	    atomic_load_explicit(&dev->rx_poller_tid,
+				 memory_order_relaxed) == tid)
+		return;
 	atomic_store(&dev->rx_poller_tid, tid);
 	atomic_store(&dev->rx_poller_cpu_ns, thread_cpu_ns());
+	marked_dev = dev;
+	marked_ns = now;
 }
 
 /* Whether the thread of the last poll ran for at least @ns since it
@@ -1087,6 +1102,39 @@ static bool rx_waiting(struct rxe_dev *dev)
 	return i > 0;
 }
 
+/* (Re)arm the park timer @delay_ns from @now; park_due_ns says when it
+ * goes off, for park_timer_push(). */
+static void park_timer_arm(struct rxe_dev *dev, uint64_t now,
+			   uint64_t delay_ns)
+{
+	atomic_store_explicit(&dev->park_due_ns, now + delay_ns,
+			      memory_order_relaxed);
+	rnicpi_timer_arm(&dev->engine, &dev->park_timer, delay_ns);
+}
+
+/*
+ * A consumer polls (at @now) while the sockets are parked: once the park
+ * timer is due within half a lease, push it a whole lease on from here.
+ * Left alone, the timer went off at every lease's end only to find the
+ * consumer still polling and to arm itself again: with a 200 us lease
+ * (the default until 2026-11-28), 5000 wake-ups a second of a progress
+ * thread that on two cores
+ * takes one from a spinning application thread (hostrdma-perf write_lat
+ * between two processes: 19 000 context switches in a 2 s run, the
+ * tail of every round trip). A push is one timerfd_settime() per half
+ * lease in the polling thread; the timer still goes off a lease after
+ * the last poll, as before.
+ */
+static void park_timer_push(struct rxe_dev *dev, uint64_t now)
+{
+	uint64_t due = atomic_load_explicit(&dev->park_due_ns,
+					    memory_order_relaxed);
+
+	if (due && due - now < lease_ns(dev) / 2 && due > now &&
+	    atomic_load_explicit(&dev->rx_parked, memory_order_relaxed))
+		park_timer_arm(dev, now, lease_ns(dev));
+}
+
 /* The progress thread read the sockets (rx_lock held): leave them to a
  * consumer that polls. An arm after the test cannot be missed: it
  * cleared rx_polled_ns before it takes park_lock to unpark. */
@@ -1101,8 +1149,7 @@ static void rx_park_maybe(struct rxe_dev *dev)
 	    consumer_polling(dev, now)) {
 		set_parked_locked(dev, true);
 		rxe_count(dev, RXE_CNT_POLL_RX_PARKS);
-		rnicpi_timer_arm(&dev->engine, &dev->park_timer,
-				 lease_left_ns(dev, now));
+		park_timer_arm(dev, now, lease_left_ns(dev, now));
 	}
 	pthread_mutex_unlock(&dev->park_lock);
 }
@@ -1130,15 +1177,14 @@ static void on_park_timer(void *arg)
 	pthread_mutex_lock(&dev->park_lock);
 	if (dev->rx_parked) {
 		if (atomic_load(&dev->rx_in_poll) > 0) {
-			rnicpi_timer_arm(&dev->engine, &dev->park_timer,
-					 lease_ns(dev));
+			park_timer_arm(dev, now, lease_ns(dev));
 		} else if (consumer_polling(dev, now)) {
-			rnicpi_timer_arm(&dev->engine, &dev->park_timer,
-					 lease_left_ns(dev, now));
+			park_timer_arm(dev, now, lease_left_ns(dev, now));
 		} else {
 			if (!rx_waiting(dev)) {
 				dev->rx_late_streak = 0;
-			} else if (poller_ran(dev, lease_ns(dev) / 2)) {
+			} else if (poller_ran(dev, lease_ns(dev) / 2 +
+						 RXE_POLLER_MARK_NS)) {
 				rxe_count(dev, RXE_CNT_POLL_RX_LATE);
 				if (++dev->rx_late_streak >= RXE_POLL_RX_LATE_MAX) {
 					dev->rx_park_off = true;
@@ -1158,8 +1204,12 @@ static void on_park_timer(void *arg)
 
 void rxe_net_poll_rx_busy(struct rxe_dev *dev)
 {
-	if (atomic_load_explicit(&dev->rx_polled_ns, memory_order_relaxed))
-		atomic_store(&dev->rx_polled_ns, rnicpi_now_ns());
+	if (atomic_load_explicit(&dev->rx_polled_ns, memory_order_relaxed)) {
+		uint64_t now = rnicpi_now_ns();
+
+		atomic_store(&dev->rx_polled_ns, now);
+		park_timer_push(dev, now);
+	}
 }
 
 void rxe_net_poll_rx_armed(struct rxe_dev *dev)
@@ -1203,7 +1253,8 @@ bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
 	 * before the arm) is no sign of polling: it is about to sleep. */
 	if (!cq_armed) {
 		atomic_store(&dev->rx_polled_ns, now);
-		note_poller(dev);
+		note_poller(dev, now);
+		park_timer_push(dev, now);
 	}
 	/* Only sockets left to pollers (or that no progress thread reads):
 	 * while the progress thread reads them (a stream, or parking off),
@@ -1237,8 +1288,9 @@ bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
 		 * ACKs and responses it made) was polling too: the lease
 		 * and the CPU mark start again at its end. */
 		if (!cq_armed) {
-			atomic_store(&dev->rx_polled_ns, rnicpi_now_ns());
-			note_poller(dev);
+			now = rnicpi_now_ns();
+			atomic_store(&dev->rx_polled_ns, now);
+			note_poller(dev, now);
 		}
 	}
 	atomic_fetch_sub(&dev->rx_in_poll, 1);
