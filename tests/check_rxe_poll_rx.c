@@ -560,6 +560,194 @@ static long ms_since(const struct timespec *t0)
 	       (now.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
+/* Polls @cq (empty: the test expects nothing on it) until a poll has
+ * read a datagram from the sockets, for at most 10 s. */
+static void poll_until_read(struct rxe_t_pair *p, struct rnicpi_cq *cq)
+{
+	uint64_t polled = rxe_dev_counter(p->t.dev, RXE_CNT_POLL_RX_PKTS);
+	struct timespec t0;
+	struct rnicpi_wc wc;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (rxe_dev_counter(p->t.dev, RXE_CNT_POLL_RX_PKTS) == polled) {
+		ck_assert_int_eq(p->t.ops->poll_cq(cq, 1, &wc), 0);
+		ck_assert_msg(ms_since(&t0) < 10000,
+			      "no poll read the sockets within 10 s");
+		sched_yield();
+	}
+}
+
+/*
+ * poll_rx: the ACK a poll owes for what it read waits for the consumer's
+ * next move, and its next post on the QP carries it (counter
+ * acks_with_requests): in a WRITE ping-pong each answer leaves with the
+ * ACK of the WRITE it answers, in one system call, where the ACK used to
+ * be sent on its own before the consumer even saw the ping (8-byte
+ * write_lat between two processes: a typical half round trip of 14-16
+ * us before, 10-11.6 after, hostrdma-rxe(7)). Every WRITE completes
+ * once, its bytes where they belong and nowhere else.
+ */
+#define ACK_RIDE_ROUNDS 200
+
+START_TEST(test_poll_rx_acks_ride)
+{
+	static const struct rnicpi_option opts[] = {
+		{ "poll_rx", "1" }, { NULL, NULL },
+	};
+	const struct rxe_t_conn_opts co = {
+		.max_send_wr = 2 * ACK_RIDE_ROUNDS,
+		.max_recv_wr = 4,
+	};
+	struct rxe_t_buf ping, pong, ping_land, pong_land;
+	struct rxe_t_pair p;
+	uint64_t carried;
+	int r;
+
+	rxe_t_pair_open_opts(&p, &co, opts);
+	rxe_t_buf_alloc(&p.t, &ping, 8, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &pong, 8, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &ping_land, 8, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &pong_land, 8, 0, RXE_T_ALL_ACCESS);
+	rxe_t_park_for_poller(&p);
+	for (r = 1; r <= ACK_RIDE_ROUNDS; r++) {
+		volatile uint8_t *at_b = ping_land.mem + RXE_T_GUARD;
+		volatile uint8_t *at_a = pong_land.mem + RXE_T_GUARD;
+		struct timespec t0;
+		struct rnicpi_wc wc;
+
+		memset(ping.mem + RXE_T_GUARD, (uint8_t)r, 8);
+		rxe_t_post_rdma(&p, &p.a, (uint64_t)r, RNICPI_WR_RDMA_WRITE,
+				&ping, rxe_t_buf_va(&ping_land),
+				ping_land.mr->rkey);
+		/* b waits for the ping polling its (empty) receive CQ, as
+		 * a consumer of the device does... */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (at_b[7] != (uint8_t)r) {
+			ck_assert_int_eq(p.t.ops->poll_cq(p.b.rcq, 1, &wc), 0);
+			ck_assert_msg(ms_since(&t0) < 10000,
+				      "round %d: the ping never landed", r);
+		}
+		/* ... and answers at once. */
+		memset(pong.mem + RXE_T_GUARD, (uint8_t)(r + 100), 8);
+		rxe_t_post_rdma(&p, &p.b, 1000u + (uint64_t)r,
+				RNICPI_WR_RDMA_WRITE, &pong,
+				rxe_t_buf_va(&pong_land), pong_land.mr->rkey);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (at_a[7] != (uint8_t)(r + 100)) {
+			ck_assert_int_eq(p.t.ops->poll_cq(p.a.rcq, 1, &wc), 0);
+			ck_assert_msg(ms_since(&t0) < 10000,
+				      "round %d: the answer never landed", r);
+		}
+		ck_assert_mem_eq(ping_land.mem + RXE_T_GUARD,
+				 ping.mem + RXE_T_GUARD, 8);
+		ck_assert_mem_eq(pong_land.mem + RXE_T_GUARD,
+				 pong.mem + RXE_T_GUARD, 8);
+		rxe_t_expect_wc(&p.t, p.a.scq, (uint64_t)r, RNICPI_WC_SUCCESS,
+				NULL);
+		rxe_t_expect_wc(&p.t, p.b.scq, 1000u + (uint64_t)r,
+				RNICPI_WC_SUCCESS, NULL);
+	}
+	rxe_t_assert_guards(&ping_land);
+	rxe_t_assert_guards(&pong_land);
+	carried = rxe_dev_counter(p.t.dev, RXE_CNT_ACKS_CARRIED);
+	/* Each post answers a WRITE a poll read, unless the lease ran out
+	 * meanwhile and the progress thread read it (and sent the ACK at
+	 * once): a slow machine. Under valgrind, whose threads take turns,
+	 * that is most rounds. */
+	if (tu_under_valgrind())
+		ck_assert_msg(carried > 0, "no ACK rode with a request");
+	else
+		ck_assert_msg(carried >= ACK_RIDE_ROUNDS,
+			      "%" PRIu64 " ACKs of %d rode with a request "
+			      "(%" PRIu64 " parks, %" PRIu64 " late)",
+			      carried, 2 * ACK_RIDE_ROUNDS,
+			      rxe_dev_counter(p.t.dev, RXE_CNT_POLL_RX_PARKS),
+			      rxe_dev_counter(p.t.dev, RXE_CNT_POLL_RX_LATE));
+	rxe_t_buf_free(&p.t, &ping);
+	rxe_t_buf_free(&p.t, &pong);
+	rxe_t_buf_free(&p.t, &ping_land);
+	rxe_t_buf_free(&p.t, &pong_land);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
+/*
+ * poll_rx: a consumer that read a WRITE in a poll and then neither
+ * polls, posts nor arms (busy elsewhere) still has its ACK sent: by the
+ * progress thread at the end of the lease, with the sockets it takes
+ * back. The writer's completion is there before it polls.
+ */
+START_TEST(test_poll_rx_deferred_ack_goes)
+{
+	const bool vg = tu_under_valgrind();
+	const struct rnicpi_option opts[] = {
+		{ "poll_rx", "1" },
+		{ "poll_rx_lease_us", vg ? "50000" : "20000" },
+		{ NULL, NULL },
+	};
+	/* Under the writer's ACK time-out (14: 67 ms), or it sends the
+	 * WRITE again meanwhile (harmless, but more packets). */
+	const long lease_ms = vg ? 50 : 20;
+	struct rxe_t_buf src, dst;
+	struct rxe_t_pair p;
+	struct rxe_dev *dev;
+	struct timespec t0;
+	struct rnicpi_wc wc;
+	uint64_t sent, rcvd;
+	int tries;
+
+	rxe_t_pair_open_opts(&p, NULL, opts);
+	dev = to_rxe_dev(p.t.dev);
+	rxe_t_buf_alloc(&p.t, &src, 64, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 64, 0, RXE_T_ALL_ACCESS);
+	for (tries = 0;; tries++) {
+		rxe_t_buf_pattern(&src, 0xac00u + (uint32_t)tries);
+		rxe_t_park_for_poller(&p);
+		sent = rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS);
+		rcvd = rxe_dev_counter(p.t.dev, RXE_CNT_RCVD_PKTS);
+		rxe_t_post_rdma(&p, &p.a, 1u + (uint64_t)tries,
+				RNICPI_WR_RDMA_WRITE, &src,
+				rxe_t_buf_va(&dst), dst.mr->rkey);
+		/* Read by a poll of b's receive CQ, not a's send CQ (a poll
+		 * of that one would send the ACK first). */
+		poll_until_read(&p, p.b.rcq);
+		if (rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS) == sent + 1)
+			break;
+		/* The progress thread had the sockets back (this thread
+		 * was off its CPU for a lease) and sent the ACK itself:
+		 * again. */
+		ck_assert_msg(tries < 5, "the ACK was never left to the "
+			      "consumer in 5 tries");
+		rxe_t_expect_wc(&p.t, p.a.scq, 1u + (uint64_t)tries,
+				RNICPI_WC_SUCCESS, NULL);
+	}
+	ck_assert_mem_eq(dst.mem + RXE_T_GUARD, src.mem + RXE_T_GUARD, 64);
+	/* The consumer turns away: nothing touches the device now. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS) < sent + 2 ||
+		rxe_dev_counter(p.t.dev, RXE_CNT_RCVD_PKTS) < rcvd + 2) &&
+	       ms_since(&t0) < 20 * lease_ms)
+		usleep(1000);
+	ck_assert_msg(rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS) >= sent + 2 &&
+		      rxe_dev_counter(p.t.dev, RXE_CNT_RCVD_PKTS) >= rcvd + 2,
+		      "the ACK was not sent within 20 leases (%ld ms): %" PRIu64
+		      " packets sent since the WRITE", 20 * lease_ms,
+		      rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS) - sent);
+	ck_assert(!atomic_load(&dev->rx_parked));
+	/* Received by the progress thread; its completion follows. */
+	for (tries = 0; tries < 5000 && p.t.ops->poll_cq(p.a.scq, 1, &wc) == 0;
+	     tries++)
+		usleep(1000);
+	ck_assert_msg(tries < 5000, "no completion for the WRITE");
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert_int_eq(p.t.ops->poll_cq(p.a.scq, 1, &wc), 0);
+	rxe_t_assert_guards(&dst);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 /*
  * poll_rx: while a consumer keeps polling, its polls push the park timer
  * on and the progress thread sleeps; the timer used to go off at the
@@ -627,6 +815,8 @@ void rxe_loopback_add_poll_rx_cases(Suite *s)
 	tcase_add_test(tc, test_poll_rx_byte_wait);
 	tcase_add_test(tc, test_poll_rx_long_read);
 	tcase_add_test(tc, test_poll_rx_not_parked);
+	tcase_add_test(tc, test_poll_rx_acks_ride);
+	tcase_add_test(tc, test_poll_rx_deferred_ack_goes);
 	tcase_add_test(tc, test_poll_rx_timer_quiet);
 	suite_add_tcase(s, tc);
 }

@@ -85,7 +85,8 @@
 	X(POLL_RX_PKTS, "poll_rx_pkts")        /* received by a poller */ \
 	X(POLL_RX_PARKS, "poll_rx_parks")      /* sockets left to one */ \
 	X(POLL_RX_LATE, "poll_rx_late")        /* lease out, data waited */\
-	X(ACK_CLOCKED, "ack_clocked_posts")    /* left for the next ACK */
+	X(ACK_CLOCKED, "ack_clocked_posts")    /* left for the next ACK */\
+	X(ACKS_CARRIED, "acks_with_requests")  /* sent in a post's batch */
 
 enum rxe_counter {
 #define X(id, name) RXE_CNT_##id,
@@ -178,6 +179,11 @@ struct rxe_dev {
 	atomic_int rx_in_poll;
 	struct rnicpi_timer park_timer;
 	atomic_uint_fast64_t park_due_ns;	/* when it goes off, if armed */
+	/* A poll that received left the ACKs it owed queued (dev->acks):
+	 * the consumer acts on what it found first. They leave with its
+	 * next post on the QP, at its next poll or arm, or with the
+	 * progress thread's next pass (rxe_net.c, rxe_net_poll_rx). */
+	atomic_bool acks_deferred;
 
 	/* Options (rxe_main.c) */
 	uint32_t max_unacked;		/* packets in flight per QP */
@@ -843,7 +849,7 @@ void rxe_net_poll_rx_armed(struct rxe_dev *dev);
 #define RXE_POLLER_MARK_NS 20000u
 /* poll_rx: a consumer that polls posted work, or found completions: it
  * is busy, not waiting elsewhere, and polls again when done (the lease
- * starts again). */
+ * starts again). The ACKs a poll left go now. */
 void rxe_net_poll_rx_busy(struct rxe_dev *dev);
 
 /* rxe_recv.c: check and dispatch one received packet; @ip_id_hint is the

@@ -934,6 +934,11 @@ bool rxe_net_run_work(struct rxe_dev *dev)
 {
 	bool more;
 
+	/* Deferred ACKs (rxe_net_poll_rx) are sent here with the rest; a
+	 * flag set again meanwhile costs the next poll a look at an empty
+	 * queue, never an ACK. */
+	atomic_store_explicit(&dev->acks_deferred, false,
+			      memory_order_relaxed);
 	flush_acks(dev);
 	more = run_pending(dev);
 	flush_acks(dev);
@@ -1118,10 +1123,9 @@ static void park_timer_arm(struct rxe_dev *dev, uint64_t now,
  * Left alone, the timer went off at every lease's end only to find the
  * consumer still polling and to arm itself again: with a 200 us lease
  * (the default until 2026-11-28), 5000 wake-ups a second of a progress
- * thread that on two cores
- * takes one from a spinning application thread (hostrdma-perf write_lat
- * between two processes: 19 000 context switches in a 2 s run, the
- * tail of every round trip). A push is one timerfd_settime() per half
+ * thread that on two cores takes one from a spinning application thread
+ * (hostrdma-perf write_lat between two processes: 19 000 context
+ * switches in a 2 s run, the tail of every round trip). A push is one timerfd_settime() per half
  * lease in the polling thread; the timer still goes off a lease after
  * the last poll, as before.
  */
@@ -1204,6 +1208,12 @@ static void on_park_timer(void *arg)
 
 void rxe_net_poll_rx_busy(struct rxe_dev *dev)
 {
+	/* The consumer's next move: the ACKs a poll left go (a post on
+	 * their QP carried its own already). A consumer that keeps finding
+	 * completions never polls an empty CQ. */
+	if (atomic_load_explicit(&dev->acks_deferred, memory_order_relaxed) &&
+	    atomic_exchange(&dev->acks_deferred, false))
+		flush_acks(dev);
 	if (atomic_load_explicit(&dev->rx_polled_ns, memory_order_relaxed)) {
 		uint64_t now = rnicpi_now_ns();
 
@@ -1214,6 +1224,8 @@ void rxe_net_poll_rx_busy(struct rxe_dev *dev)
 
 void rxe_net_poll_rx_armed(struct rxe_dev *dev)
 {
+	if (atomic_exchange(&dev->acks_deferred, false))
+		flush_acks(dev);
 	atomic_store(&dev->rx_polled_ns, 0);
 	pthread_mutex_lock(&dev->park_lock);
 	dev->rx_late_streak = 0;
@@ -1248,6 +1260,11 @@ bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
 
 	if (!dev->rxb || rx_poller || rnicpi_engine_on_thread(&dev->engine))
 		return false;
+	/* The ACKs an earlier poll left: its consumer has had its turn (a
+	 * post on the QP would have carried them). */
+	if (atomic_load_explicit(&dev->acks_deferred, memory_order_relaxed) &&
+	    atomic_exchange(&dev->acks_deferred, false))
+		flush_acks(dev);
 	now = rnicpi_now_ns();
 	/* The poll a consumer makes right after arming (for what came
 	 * before the arm) is no sign of polling: it is about to sleep. */
@@ -1282,8 +1299,22 @@ bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
 	if (got) {
 		rxe_count_n(dev, RXE_CNT_POLL_RX_PKTS, got);
 		/* Another round, if any, is the progress thread's (it was
-		 * woken by whoever queued the work). */
-		(void)rxe_net_run_work(dev);
+		 * woken by whoever queued the work). The transmit work goes
+		 * now (READ responses: a requester waits for them), the
+		 * ACKs this read owes after the consumer has seen what came:
+		 * a ping-pong's answer would otherwise wait behind a
+		 * sendmsg() of the ACK for the ping, and its next post
+		 * carries the ACK in the same system call (rxe_req_run).
+		 * They wait at most for this thread's next poll, post or
+		 * arm, or else for the park timer's pass at the end of the
+		 * lease (the sockets are parked, or this thread would not
+		 * have read them). A consumer about to sleep gets none
+		 * deferred. */
+		(void)run_pending(dev);
+		if (cq_armed || !dev->engine.thread_running)
+			flush_acks(dev);
+		else
+			atomic_store(&dev->acks_deferred, true);
 		/* A long drain (up to RXE_POLL_RX_ROUNDS batches, and the
 		 * ACKs and responses it made) was polling too: the lease
 		 * and the CPU mark start again at its end. */

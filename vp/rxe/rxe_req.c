@@ -377,6 +377,13 @@ void rxe_req_run(struct rxe_qp *qp)
 			break;
 		}
 	}
+	/* The ACK this QP owes its peer goes in the same system call, after
+	 * the requests (a poll that received left it: rxe_net_poll_rx). */
+	if (n && n < RXE_TX_BATCH && av == &qp->av && qp->resp.ack_pending &&
+	    rxe_resp_build_ack(qp, &pkts[n])) {
+		n++;
+		rxe_count(qp->dev, RXE_CNT_ACKS_CARRIED);
+	}
 	if (n)
 		rxe_xmit(qp, av, pkts, n);
 	if (sent_rc && qp->comp.timer == RXE_TIMER_NONE)
