@@ -803,6 +803,68 @@ START_TEST(test_poll_rx_timer_quiet)
 }
 END_TEST
 
+/*
+ * poll_rx: sending the ACKs a poll left, from a consumer's later call,
+ * runs no upcall on the consumer's thread. Two WRITEs in one post, the
+ * second with a bad R_Key: the poll that reads them leaves the first
+ * one's ACK and raises an access error on the target QP, which waits
+ * for the progress thread (a poller may hold locks of the layers above:
+ * rxe_qp_unlock). The consumer's next poll sends the ACK, taking that
+ * QP's lock; the event must still come from the progress thread. A
+ * first version of the deferred ACKs delivered it there, inside
+ * poll_cq.
+ */
+START_TEST(test_poll_rx_left_acks_no_upcall)
+{
+	static const struct rnicpi_option opts[] = {
+		{ "poll_rx", "1" }, { "poll_rx_lease_us", "20000" },
+		{ NULL, NULL },
+	};
+	struct rxe_t_buf src, dst;
+	struct rxe_t_pair p;
+	struct rnicpi_sge sge;
+	struct rnicpi_send_wr wr[2];
+	const struct rnicpi_send_wr *bad;
+	struct rnicpi_wc wc;
+	int i;
+
+	rxe_t_pair_open_opts(&p, NULL, opts);
+	rxe_t_buf_alloc(&p.t, &src, 64, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 64, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_pattern(&src, 0xe7);
+	rxe_t_events_reset();
+	(void)rxe_t_events_on_this_thread();
+	rxe_t_park_for_poller(&p);
+	sge = (struct rnicpi_sge){ .addr = rxe_t_buf_va(&src), .length = 64,
+				   .lkey = src.mr->lkey };
+	for (i = 0; i < 2; i++) {
+		wr[i] = (struct rnicpi_send_wr){
+			.wr_id = 1u + (uint64_t)i, .sg_list = &sge,
+			.num_sge = 1, .opcode = RNICPI_WR_RDMA_WRITE,
+			.send_flags = RNICPI_SEND_SIGNALED,
+		};
+		wr[i].wr.rdma.remote_addr = rxe_t_buf_va(&dst);
+		wr[i].wr.rdma.rkey = dst.mr->rkey ^ (i ? 0x5a5a00u : 0);
+		wr[i].next = i ? NULL : &wr[1];
+	}
+	ck_assert_ok(p.t.ops->post_send(p.a.qp, wr, &bad));
+	/* The poll that reads both, then at once the next one. */
+	poll_until_read(&p, p.b.rcq);
+	ck_assert_int_eq(p.t.ops->poll_cq(p.b.rcq, 1, &wc), 0);
+	ck_assert_int_eq(p.t.ops->poll_cq(p.b.rcq, 1, &wc), 0);
+	ck_assert(rxe_t_has_event(RNICPI_EVENT_QP_ACCESS_ERR, p.b.qp));
+	ck_assert_uint_eq(rxe_t_events_on_this_thread(), 0);
+	/* The first WRITE landed; the writer learns of the second. */
+	ck_assert_mem_eq(dst.mem + RXE_T_GUARD, src.mem + RXE_T_GUARD, 64);
+	rxe_t_assert_guards(&dst);
+	rxe_t_expect_wc(&p.t, p.a.scq, 1, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.a.scq, 2, RNICPI_WC_REM_ACCESS_ERR, NULL);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 void rxe_loopback_add_poll_rx_cases(Suite *s)
 {
 	TCase *tc;
@@ -818,5 +880,6 @@ void rxe_loopback_add_poll_rx_cases(Suite *s)
 	tcase_add_test(tc, test_poll_rx_acks_ride);
 	tcase_add_test(tc, test_poll_rx_deferred_ack_goes);
 	tcase_add_test(tc, test_poll_rx_timer_quiet);
+	tcase_add_test(tc, test_poll_rx_left_acks_no_upcall);
 	suite_add_tcase(s, tc);
 }

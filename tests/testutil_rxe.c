@@ -83,13 +83,32 @@ struct rnicpi_async_event rxe_t_events[RXE_T_MAX_EVENTS];
 unsigned int rxe_t_n_events;
 static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static pthread_t watched_thread;
+static bool watching;
+static unsigned int on_watched;
+
 static void t_async_event(struct rnicpi_device *dev,
 			  const struct rnicpi_async_event *ev)
 {
 	pthread_mutex_lock(&events_lock);
 	if (rxe_t_n_events < RXE_T_MAX_EVENTS)
 		rxe_t_events[rxe_t_n_events++] = *ev;
+	if (watching && pthread_equal(pthread_self(), watched_thread))
+		on_watched++;
 	pthread_mutex_unlock(&events_lock);
+}
+
+unsigned int rxe_t_events_on_this_thread(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&events_lock);
+	n = watching ? on_watched : 0;
+	watched_thread = pthread_self();
+	watching = true;
+	on_watched = 0;
+	pthread_mutex_unlock(&events_lock);
+	return n;
 }
 
 const struct rnicpi_core_ops rxe_t_core_ops = {

@@ -62,6 +62,10 @@ void rxe_t_events_reset(void);
  * for it up to 10 s (a safety net; events follow the packet that caused
  * them by microseconds). */
 bool rxe_t_has_event(enum rnicpi_event_type type, struct rnicpi_qp *qp);
+/* Events delivered on the calling thread from here on are counted (a
+ * consumer's own calls must not run upcalls: the caller may hold locks
+ * of the layers above); returns the count since the last call. */
+unsigned int rxe_t_events_on_this_thread(void);
 
 /* Fill @nd for "lo" with 127.0.0.1 and ::1 (storage in @addrs[2]). */
 void rxe_t_lo_netdev(struct rnicpi_netdev *nd,

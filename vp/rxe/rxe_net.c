@@ -875,6 +875,15 @@ static uint32_t pop_qpn(struct rxe_dev *dev, GQueue *q)
 	return qpn;
 }
 
+/* The device whose receive side this thread holds from a poll_cq, or
+ * whose left ACKs it sends from a consumer's call. */
+static __thread const struct rxe_dev *rx_poller;
+
+bool rxe_net_on_poller(const struct rxe_dev *dev)
+{
+	return rx_poller == dev;
+}
+
 static void flush_acks(struct rxe_dev *dev)
 {
 	uint32_t qpn;
@@ -896,6 +905,25 @@ static void flush_acks(struct rxe_dev *dev)
 			rxe_tx_send_ready(qp, &r);
 		rxe_qp_put(qp);
 	}
+}
+
+/*
+ * The ACKs a poll left (acks_deferred), sent from a consumer's call:
+ * poll_cq, a post, an arm. That caller may hold locks of the layers
+ * above, so it is the device's poller meanwhile: events raised under a
+ * QP's lock it takes stay queued for the progress thread
+ * (rxe_qp_unlock), as in a poll that reads the sockets.
+ */
+static void flush_left_acks(struct rxe_dev *dev)
+{
+	const struct rxe_dev *was = rx_poller;
+
+	if (!atomic_load_explicit(&dev->acks_deferred, memory_order_relaxed) ||
+	    !atomic_exchange(&dev->acks_deferred, false))
+		return;
+	rx_poller = dev;
+	flush_acks(dev);
+	rx_poller = was;
 }
 
 /* One burst of transmit work for each QP that asked; returns whether
@@ -1125,9 +1153,9 @@ static void park_timer_arm(struct rxe_dev *dev, uint64_t now,
  * (the default until 2026-11-28), 5000 wake-ups a second of a progress
  * thread that on two cores takes one from a spinning application thread
  * (hostrdma-perf write_lat between two processes: 19 000 context
- * switches in a 2 s run, the tail of every round trip). A push is one timerfd_settime() per half
- * lease in the polling thread; the timer still goes off a lease after
- * the last poll, as before.
+ * switches in a 2 s run, the tail of every round trip). A push is one
+ * timerfd_settime() per half lease in the polling thread; the timer
+ * still goes off a lease after the last poll, as before.
  */
 static void park_timer_push(struct rxe_dev *dev, uint64_t now)
 {
@@ -1211,9 +1239,7 @@ void rxe_net_poll_rx_busy(struct rxe_dev *dev)
 	/* The consumer's next move: the ACKs a poll left go (a post on
 	 * their QP carried its own already). A consumer that keeps finding
 	 * completions never polls an empty CQ. */
-	if (atomic_load_explicit(&dev->acks_deferred, memory_order_relaxed) &&
-	    atomic_exchange(&dev->acks_deferred, false))
-		flush_acks(dev);
+	flush_left_acks(dev);
 	if (atomic_load_explicit(&dev->rx_polled_ns, memory_order_relaxed)) {
 		uint64_t now = rnicpi_now_ns();
 
@@ -1224,8 +1250,7 @@ void rxe_net_poll_rx_busy(struct rxe_dev *dev)
 
 void rxe_net_poll_rx_armed(struct rxe_dev *dev)
 {
-	if (atomic_exchange(&dev->acks_deferred, false))
-		flush_acks(dev);
+	flush_left_acks(dev);
 	atomic_store(&dev->rx_polled_ns, 0);
 	pthread_mutex_lock(&dev->park_lock);
 	dev->rx_late_streak = 0;
@@ -1233,13 +1258,6 @@ void rxe_net_poll_rx_armed(struct rxe_dev *dev)
 	pthread_mutex_unlock(&dev->park_lock);
 }
 
-/* The device whose receive side this thread holds from a poll_cq. */
-static __thread const struct rxe_dev *rx_poller;
-
-bool rxe_net_on_poller(const struct rxe_dev *dev)
-{
-	return rx_poller == dev;
-}
 
 /*
  * Option poll_rx. The completion an application polls for usually sits
@@ -1262,9 +1280,7 @@ bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
 		return false;
 	/* The ACKs an earlier poll left: its consumer has had its turn (a
 	 * post on the QP would have carried them). */
-	if (atomic_load_explicit(&dev->acks_deferred, memory_order_relaxed) &&
-	    atomic_exchange(&dev->acks_deferred, false))
-		flush_acks(dev);
+	flush_left_acks(dev);
 	now = rnicpi_now_ns();
 	/* The poll a consumer makes right after arming (for what came
 	 * before the arm) is no sign of polling: it is about to sleep. */
