@@ -865,6 +865,53 @@ START_TEST(test_poll_rx_left_acks_no_upcall)
 }
 END_TEST
 
+/*
+ * poll_rx: a consumer that reads a WRITE in a poll and then destroys the
+ * target QP at once, with no modify to ERR first (a verbs consumer may),
+ * still acknowledges the WRITE: the writer's completion is SUCCESS, not
+ * the retry error of a peer whose last message was never acknowledged.
+ */
+START_TEST(test_poll_rx_ack_before_destroy)
+{
+	static const struct rnicpi_option opts[] = {
+		{ "poll_rx", "1" }, { "poll_rx_lease_us", "20000" },
+		{ NULL, NULL },
+	};
+	struct rxe_t_buf src, dst;
+	struct rxe_t_pair p;
+	uint64_t sent;
+	int tries;
+
+	rxe_t_pair_open_opts(&p, NULL, opts);
+	rxe_t_buf_alloc(&p.t, &src, 64, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 64, 0, RXE_T_ALL_ACCESS);
+	for (tries = 0;; tries++) {
+		rxe_t_buf_pattern(&src, 0xde00u + (uint32_t)tries);
+		rxe_t_park_for_poller(&p);
+		sent = rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS);
+		rxe_t_post_rdma(&p, &p.a, 1u + (uint64_t)tries,
+				RNICPI_WR_RDMA_WRITE, &src,
+				rxe_t_buf_va(&dst), dst.mr->rkey);
+		poll_until_read(&p, p.a.rcq);
+		if (rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS) == sent + 1)
+			break;
+		ck_assert_msg(tries < 5, "the ACK was never left to the "
+			      "consumer in 5 tries");
+		rxe_t_expect_wc(&p.t, p.a.scq, 1u + (uint64_t)tries,
+				RNICPI_WC_SUCCESS, NULL);
+	}
+	ck_assert_mem_eq(dst.mem + RXE_T_GUARD, src.mem + RXE_T_GUARD, 64);
+	ck_assert_ok(p.t.ops->destroy_qp(p.b.qp));
+	p.b.qp = NULL;
+	rxe_t_expect_wc(&p.t, p.a.scq, 1u + (uint64_t)tries,
+			RNICPI_WC_SUCCESS, NULL);
+	rxe_t_assert_guards(&dst);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 void rxe_loopback_add_poll_rx_cases(Suite *s)
 {
 	TCase *tc;
@@ -881,5 +928,6 @@ void rxe_loopback_add_poll_rx_cases(Suite *s)
 	tcase_add_test(tc, test_poll_rx_deferred_ack_goes);
 	tcase_add_test(tc, test_poll_rx_timer_quiet);
 	tcase_add_test(tc, test_poll_rx_left_acks_no_upcall);
+	tcase_add_test(tc, test_poll_rx_ack_before_destroy);
 	suite_add_tcase(s, tc);
 }

@@ -348,6 +348,11 @@ int rxe_destroy_qp(struct rnicpi_qp *q)
 		g_usleep(100);
 
 	rxe_qp_lock(qp);
+	/* As at a modify to ERR or RESET: an ACK still owed (a poll may
+	 * have left it for the consumer's next move, rxe_net_poll_rx) goes
+	 * out first, or the peer's last message, delivered here, ends in a
+	 * retry error there. */
+	rxe_resp_send_ack(qp);
 	if (qp->state != RNICPI_QPS_RESET)
 		rxe_qp_error(qp);
 	rxe_timer_set(qp, 0);
