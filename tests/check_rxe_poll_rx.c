@@ -578,6 +578,41 @@ static void poll_until_read(struct rxe_t_pair *p, struct rnicpi_cq *cq)
 }
 
 /*
+ * a WRITEs @src (64 bytes, a pattern from @seed) to @dst; a poll of
+ * b's receive CQ reads it (not of a's send CQ: that poll would send the
+ * ACK first), and the ACK is left unsent. If the progress thread had
+ * the sockets back meanwhile (this thread off its CPU for a lease) and
+ * sent the ACK itself, again, 5 times at most. Returns the WRITE's
+ * wr_id; *@sent and *@rcvd: the device's counters before it was posted.
+ */
+static uint64_t write_ack_left(struct rxe_t_pair *p, struct rxe_t_buf *src,
+			       struct rxe_t_buf *dst, uint32_t seed,
+			       uint64_t *sent, uint64_t *rcvd)
+{
+	uint64_t wr_id;
+	int tries;
+
+	for (tries = 0;; tries++) {
+		wr_id = 1u + (uint64_t)tries;
+		rxe_t_buf_pattern(src, seed + (uint32_t)tries);
+		rxe_t_park_for_poller(p);
+		*sent = rxe_dev_counter(p->t.dev, RXE_CNT_SENT_PKTS);
+		*rcvd = rxe_dev_counter(p->t.dev, RXE_CNT_RCVD_PKTS);
+		rxe_t_post_rdma(p, &p->a, wr_id, RNICPI_WR_RDMA_WRITE, src,
+				rxe_t_buf_va(dst), dst->mr->rkey);
+		poll_until_read(p, p->b.rcq);
+		if (rxe_dev_counter(p->t.dev, RXE_CNT_SENT_PKTS) == *sent + 1)
+			break;
+		ck_assert_msg(tries < 5, "the ACK was never left to the "
+			      "consumer in 5 tries");
+		rxe_t_expect_wc(&p->t, p->a.scq, wr_id, RNICPI_WC_SUCCESS,
+				NULL);
+	}
+	ck_assert_mem_eq(dst->mem + RXE_T_GUARD, src->mem + RXE_T_GUARD, 64);
+	return wr_id;
+}
+
+/*
  * poll_rx: the ACK a poll owes for what it read waits for the consumer's
  * next move, and its next post on the QP carries it (counter
  * acks_with_requests): in a WRITE ping-pong each answer leaves with the
@@ -700,28 +735,7 @@ START_TEST(test_poll_rx_deferred_ack_goes)
 	dev = to_rxe_dev(p.t.dev);
 	rxe_t_buf_alloc(&p.t, &src, 64, 0, RXE_T_ALL_ACCESS);
 	rxe_t_buf_alloc(&p.t, &dst, 64, 0, RXE_T_ALL_ACCESS);
-	for (tries = 0;; tries++) {
-		rxe_t_buf_pattern(&src, 0xac00u + (uint32_t)tries);
-		rxe_t_park_for_poller(&p);
-		sent = rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS);
-		rcvd = rxe_dev_counter(p.t.dev, RXE_CNT_RCVD_PKTS);
-		rxe_t_post_rdma(&p, &p.a, 1u + (uint64_t)tries,
-				RNICPI_WR_RDMA_WRITE, &src,
-				rxe_t_buf_va(&dst), dst.mr->rkey);
-		/* Read by a poll of b's receive CQ, not a's send CQ (a poll
-		 * of that one would send the ACK first). */
-		poll_until_read(&p, p.b.rcq);
-		if (rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS) == sent + 1)
-			break;
-		/* The progress thread had the sockets back (this thread
-		 * was off its CPU for a lease) and sent the ACK itself:
-		 * again. */
-		ck_assert_msg(tries < 5, "the ACK was never left to the "
-			      "consumer in 5 tries");
-		rxe_t_expect_wc(&p.t, p.a.scq, 1u + (uint64_t)tries,
-				RNICPI_WC_SUCCESS, NULL);
-	}
-	ck_assert_mem_eq(dst.mem + RXE_T_GUARD, src.mem + RXE_T_GUARD, 64);
+	(void)write_ack_left(&p, &src, &dst, 0xac00u, &sent, &rcvd);
 	/* The consumer turns away: nothing touches the device now. */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while ((rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS) < sent + 2 ||
@@ -879,32 +893,15 @@ START_TEST(test_poll_rx_ack_before_destroy)
 	};
 	struct rxe_t_buf src, dst;
 	struct rxe_t_pair p;
-	uint64_t sent;
-	int tries;
+	uint64_t sent, rcvd, wr_id;
 
 	rxe_t_pair_open_opts(&p, NULL, opts);
 	rxe_t_buf_alloc(&p.t, &src, 64, 0, RXE_T_ALL_ACCESS);
 	rxe_t_buf_alloc(&p.t, &dst, 64, 0, RXE_T_ALL_ACCESS);
-	for (tries = 0;; tries++) {
-		rxe_t_buf_pattern(&src, 0xde00u + (uint32_t)tries);
-		rxe_t_park_for_poller(&p);
-		sent = rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS);
-		rxe_t_post_rdma(&p, &p.a, 1u + (uint64_t)tries,
-				RNICPI_WR_RDMA_WRITE, &src,
-				rxe_t_buf_va(&dst), dst.mr->rkey);
-		poll_until_read(&p, p.a.rcq);
-		if (rxe_dev_counter(p.t.dev, RXE_CNT_SENT_PKTS) == sent + 1)
-			break;
-		ck_assert_msg(tries < 5, "the ACK was never left to the "
-			      "consumer in 5 tries");
-		rxe_t_expect_wc(&p.t, p.a.scq, 1u + (uint64_t)tries,
-				RNICPI_WC_SUCCESS, NULL);
-	}
-	ck_assert_mem_eq(dst.mem + RXE_T_GUARD, src.mem + RXE_T_GUARD, 64);
+	wr_id = write_ack_left(&p, &src, &dst, 0xde00u, &sent, &rcvd);
 	ck_assert_ok(p.t.ops->destroy_qp(p.b.qp));
 	p.b.qp = NULL;
-	rxe_t_expect_wc(&p.t, p.a.scq, 1u + (uint64_t)tries,
-			RNICPI_WC_SUCCESS, NULL);
+	rxe_t_expect_wc(&p.t, p.a.scq, wr_id, RNICPI_WC_SUCCESS, NULL);
 	rxe_t_assert_guards(&dst);
 	rxe_t_buf_free(&p.t, &src);
 	rxe_t_buf_free(&p.t, &dst);
