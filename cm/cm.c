@@ -317,12 +317,49 @@ static gboolean cm_quit_cb(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
+/*
+ * Refuse the requests nobody answered, so that their peers learn at once.
+ * They stay listed while refused and the connection handler stays set: a
+ * provider's ERROR for a request's conn must reach cm_req_provider_event,
+ * which serialises it with the refusal, for the provider frees the conn
+ * once that upcall returns (rnicpi.h, conn_reject). A request failed
+ * already waits for its provider's word, or for cm_req_take on the
+ * manager's thread, which refuse it then.
+ */
+static void abandon_requests(struct cm *cm)
+{
+	for (;;) {
+		GPtrArray *left = g_ptr_array_new();
+		GHashTableIter it;
+		gpointer val;
+
+		g_mutex_lock(&cm->lock);
+		g_hash_table_iter_init(&it, cm->reqs);
+		while (g_hash_table_iter_next(&it, NULL, &val)) {
+			struct cm_req *req = val;
+
+			if (req->state != CM_REQ_FAILED)
+				g_ptr_array_add(left, cm_req_ref(req));
+		}
+		g_mutex_unlock(&cm->lock);
+		if (!left->len) {
+			g_ptr_array_free(left, TRUE);
+			return;
+		}
+		for (guint i = 0; i < left->len; i++) {
+			struct cm_req *req = left->pdata[i];
+
+			cm_req_abandon(req, -ESHUTDOWN);
+			cm_req_unref(req);
+		}
+		g_ptr_array_free(left, TRUE);
+	}
+}
+
 void cm_close(void)
 {
 	struct cm *cm;
-	GHashTableIter it;
-	gpointer val;
-	GPtrArray *left;
+	GList *left;
 	GSource *s;
 
 	g_mutex_lock(&cm_global_lock);
@@ -334,22 +371,7 @@ void cm_close(void)
 	cm = g_steal_pointer(&the_cm);
 	g_mutex_unlock(&cm_global_lock);
 
-	ual_set_conn_handler(cm->u, NULL, NULL);
-	/* Requests nobody answered: refuse them, the peers learn at once. */
-	left = g_ptr_array_new();
-	g_mutex_lock(&cm->lock);
-	g_hash_table_iter_init(&it, cm->reqs);
-	while (g_hash_table_iter_next(&it, NULL, &val))
-		g_ptr_array_add(left, val);
-	g_hash_table_steal_all(cm->reqs);
-	g_mutex_unlock(&cm->lock);
-	for (guint i = 0; i < left->len; i++) {
-		struct cm_req *req = left->pdata[i];
-
-		cm_req_abandon(req, -ESHUTDOWN);
-		cm_req_unref(req);
-	}
-	g_ptr_array_free(left, TRUE);
+	abandon_requests(cm);
 	if (cm->listens->len)
 		g_warning("cm: %u listeners still open at shutdown",
 			  cm->listens->len);
@@ -362,6 +384,16 @@ void cm_close(void)
 	g_source_attach(s, cm->ctx);
 	g_source_unref(s);
 	g_thread_join(cm->thread);
+	/* Any the thread took meanwhile; then no ERROR can name a conn the
+	 * manager still holds, and the handler can go. */
+	abandon_requests(cm);
+	ual_set_conn_handler(cm->u, NULL, NULL);
+	/* Left: failed ones the provider never took (iw_take_request). */
+	left = g_hash_table_get_values(cm->reqs);
+	g_hash_table_steal_all(cm->reqs);
+	for (GList *l = left; l; l = l->next)
+		cm_req_unref(l->data);
+	g_list_free(left);
 	cm_iwarp_fini(cm);
 	cm_ib_fini(cm);
 	cm_native_sidr_fini(cm);

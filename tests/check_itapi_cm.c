@@ -1381,6 +1381,7 @@ Suite *suite_itapi_cm(void)
 	suite_add_tcase(s, tc);
 	itapi_cm_add_emfile_case(s);
 	itapi_cm_add_slow_mpa_case(s);
+	itapi_cm_add_close_case(s);
 	return s;
 }
 

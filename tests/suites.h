@@ -95,6 +95,7 @@ HOSTRDMA_SUITES(X)
 void itapi_cm_add_socket_convert_tests(TCase *tc); /* check_itapi_cm_sockets.c */
 void itapi_cm_add_emfile_case(Suite *s);	/* check_itapi_cm_sockets.c */
 void itapi_cm_add_slow_mpa_case(Suite *s);	/* check_itapi_cm_sockets.c */
+void itapi_cm_add_close_case(Suite *s);		/* check_itapi_cm_sockets.c */
 void itapi_evd_add_dto_tests(TCase *tc);	/* check_itapi_evd_dto.c */
 void rxe_loopback_add_rc_cases(Suite *s);	/* check_rxe_loopback_rc.c */
 void rxe_loopback_add_poll_rx_cases(Suite *s); /* check_rxe_poll_rx.c */
