@@ -909,6 +909,41 @@ START_TEST(test_poll_rx_ack_before_destroy)
 }
 END_TEST
 
+/*
+ * poll_rx: the same when the QP ends by an error of its own, found on the
+ * progress thread while the consumer does nothing (the completer's retry
+ * or RNR count running out, a NAK for one of its own requests): the
+ * error is raised here directly on the target QP, right after a poll
+ * left the ACK of a WRITE. The writer's completion is SUCCESS.
+ */
+START_TEST(test_poll_rx_ack_before_error)
+{
+	static const struct rnicpi_option opts[] = {
+		{ "poll_rx", "1" }, { "poll_rx_lease_us", "20000" },
+		{ NULL, NULL },
+	};
+	struct rxe_t_buf src, dst;
+	struct rxe_t_pair p;
+	uint64_t sent, rcvd, wr_id;
+	struct rxe_qp *qp;
+
+	rxe_t_pair_open_opts(&p, NULL, opts);
+	rxe_t_buf_alloc(&p.t, &src, 64, 0, RXE_T_ALL_ACCESS);
+	rxe_t_buf_alloc(&p.t, &dst, 64, 0, RXE_T_ALL_ACCESS);
+	wr_id = write_ack_left(&p, &src, &dst, 0xe400u, &sent, &rcvd);
+	qp = to_rxe_qp(p.b.qp);
+	rxe_qp_lock(qp);
+	ck_assert(qp->resp.ack_pending);
+	rxe_qp_error(qp);
+	rxe_qp_unlock(qp);
+	rxe_t_expect_wc(&p.t, p.a.scq, wr_id, RNICPI_WC_SUCCESS, NULL);
+	rxe_t_assert_guards(&dst);
+	rxe_t_buf_free(&p.t, &src);
+	rxe_t_buf_free(&p.t, &dst);
+	rxe_t_pair_close(&p);
+}
+END_TEST
+
 void rxe_loopback_add_poll_rx_cases(Suite *s)
 {
 	TCase *tc;
@@ -926,5 +961,6 @@ void rxe_loopback_add_poll_rx_cases(Suite *s)
 	tcase_add_test(tc, test_poll_rx_timer_quiet);
 	tcase_add_test(tc, test_poll_rx_left_acks_no_upcall);
 	tcase_add_test(tc, test_poll_rx_ack_before_destroy);
+	tcase_add_test(tc, test_poll_rx_ack_before_error);
 	suite_add_tcase(s, tc);
 }

@@ -181,6 +181,13 @@ static void flush_recv(struct rxe_qp *qp)
 
 void rxe_qp_error(struct rxe_qp *qp)
 {
+	/* Whoever ends the QP (a modify to ERR or RESET, a destroy, an
+	 * error found by the completer or the responder), a coalesced ACK
+	 * still owed goes out first: a poll may have left it for the
+	 * consumer's next move (rxe_net_poll_rx), and without it the
+	 * peer's last message, delivered and completed here, ends in a
+	 * retry error there. Nothing is owed in ERR or RESET. */
+	rxe_resp_send_ack(qp);
 	if (qp->state != RNICPI_QPS_ERR)
 		rxe_qp_dbg(qp, "%s -> ERR", rnicpi_qp_state_name(qp->state));
 	qp->state = RNICPI_QPS_ERR;
@@ -348,11 +355,6 @@ int rxe_destroy_qp(struct rnicpi_qp *q)
 		g_usleep(100);
 
 	rxe_qp_lock(qp);
-	/* As at a modify to ERR or RESET: an ACK still owed (a poll may
-	 * have left it for the consumer's next move, rxe_net_poll_rx) goes
-	 * out first, or the peer's last message, delivered here, ends in a
-	 * retry error there. */
-	rxe_resp_send_ack(qp);
 	if (qp->state != RNICPI_QPS_RESET)
 		rxe_qp_error(qp);
 	rxe_timer_set(qp, 0);
@@ -737,12 +739,9 @@ int rxe_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
 	if (next != cur)
 		rxe_qp_dbg(qp, "%s -> %s", rnicpi_qp_state_name(cur),
 			   rnicpi_qp_state_name(next));
-	/* The consumer ends the QP: a coalesced ACK still owed goes out
-	 * first, or the peer's last Send (often the message that led to
-	 * the disconnect) never completes there and its requester retries
-	 * into a closed connection. */
-	if (next == RNICPI_QPS_RESET || next == RNICPI_QPS_ERR)
-		rxe_resp_send_ack(qp);
+	/* Ending the QP sends a coalesced ACK still owed (rxe_qp_error):
+	 * often for the peer's last Send, the message that led to the
+	 * disconnect. */
 	switch (next) {
 	case RNICPI_QPS_RESET:
 		if (cur != RNICPI_QPS_RESET && cur != RNICPI_QPS_ERR)

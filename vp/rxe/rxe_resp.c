@@ -717,6 +717,9 @@ static void fail(struct rxe_qp *qp, struct rxe_pkt *pkt, enum ib_nak_code code,
 {
 	rxe_count(qp->dev, RXE_CNT_NAKS_SENT);
 	send_ack(qp, AETH_TYPE_NAK | code, pkt->psn);
+	/* The NAK acknowledges every request before its PSN: a
+	 * coalesced ACK still owed has nothing left to say. */
+	qp->resp.ack_pending = false;
 	if (qp->resp.have_rwqe) {
 		struct rnicpi_wc wc = {
 			.wr_id = qp->resp.rwqe.wr_id,
