@@ -221,6 +221,17 @@ def paired_verdicts():
              "rxe WRITE lat 8 B two processes <= 1.05 x -L, paired rounds", lambda x: x <= 1.05)):
         if (P, t, s, "ratio_median") in val:
             out.append(verdict(name, val[(P, t, s, "ratio_median")], ok))
+    for t, s, name, ok in (
+            ("fi-hostrdma_rma_write_bw-vs-libfabric-tcp", "65536",
+             "fi hostrdma RMA write bw 65536 B >= 1.5 x libfabric tcp, paired rounds", lambda x: x >= 1.5),
+            ("fi-hostrdma_rma_write_bw-vs-libfabric-tcp", "1048576",
+             "fi hostrdma RMA write bw 1048576 B >= 1.5 x libfabric tcp, paired rounds", lambda x: x >= 1.5),
+            ("fi-hostrdma_pingpong-vs-libfabric-tcp", "8",
+             "fi hostrdma 8 B ping-pong latency below libfabric tcp, paired rounds (median ours/theirs)", lambda x: x < 1.0),
+            ("fi-hostrdma_rma_write_bw-vs-itapi", "1048576",
+             "fi hostrdma RMA write bw 1 MiB >= 0.9 x raw IT-API, paired rounds", lambda x: x >= 0.9)):
+        if (P, t, s, "ratio_median") in val:
+            out.append(verdict(name, val[(P, t, s, "ratio_median")], ok))
     if (P, "kald-cpu", "all", "cpu_s") in val:
         out.append(verdict("hostrdma-kald CPU seconds during the two-process soft-RoCE runs (none on the data path)",
                            val[(P, "kald-cpu", "all", "cpu_s")], lambda x: x < 0.05))
