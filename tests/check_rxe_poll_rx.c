@@ -879,44 +879,13 @@ START_TEST(test_poll_rx_left_acks_no_upcall)
 }
 END_TEST
 
-/*
- * poll_rx: a consumer that reads a WRITE in a poll and then destroys the
- * target QP at once, with no modify to ERR first (a verbs consumer may),
- * still acknowledges the WRITE: the writer's completion is SUCCESS, not
- * the retry error of a peer whose last message was never acknowledged.
- */
-START_TEST(test_poll_rx_ack_before_destroy)
-{
-	static const struct rnicpi_option opts[] = {
-		{ "poll_rx", "1" }, { "poll_rx_lease_us", "20000" },
-		{ NULL, NULL },
-	};
-	struct rxe_t_buf src, dst;
-	struct rxe_t_pair p;
-	uint64_t sent, rcvd, wr_id;
+/* How the target QP ends, right after a poll left the ACK of a WRITE. */
+enum qp_end { END_BY_DESTROY, END_BY_OWN_ERROR };
 
-	rxe_t_pair_open_opts(&p, NULL, opts);
-	rxe_t_buf_alloc(&p.t, &src, 64, 0, RXE_T_ALL_ACCESS);
-	rxe_t_buf_alloc(&p.t, &dst, 64, 0, RXE_T_ALL_ACCESS);
-	wr_id = write_ack_left(&p, &src, &dst, 0xde00u, &sent, &rcvd);
-	ck_assert_ok(p.t.ops->destroy_qp(p.b.qp));
-	p.b.qp = NULL;
-	rxe_t_expect_wc(&p.t, p.a.scq, wr_id, RNICPI_WC_SUCCESS, NULL);
-	rxe_t_assert_guards(&dst);
-	rxe_t_buf_free(&p.t, &src);
-	rxe_t_buf_free(&p.t, &dst);
-	rxe_t_pair_close(&p);
-}
-END_TEST
-
-/*
- * poll_rx: the same when the QP ends by an error of its own, found on the
- * progress thread while the consumer does nothing (the completer's retry
- * or RNR count running out, a NAK for one of its own requests): the
- * error is raised here directly on the target QP, right after a poll
- * left the ACK of a WRITE. The writer's completion is SUCCESS.
- */
-START_TEST(test_poll_rx_ack_before_error)
+/* A WRITE read by a poll, its ACK left; then the target QP ends (@how);
+ * the writer's completion must still be SUCCESS, not the retry error of
+ * a peer whose last message was never acknowledged. */
+static void ack_left_then_end(enum qp_end how, uint32_t seed)
 {
 	static const struct rnicpi_option opts[] = {
 		{ "poll_rx", "1" }, { "poll_rx_lease_us", "20000" },
@@ -930,17 +899,44 @@ START_TEST(test_poll_rx_ack_before_error)
 	rxe_t_pair_open_opts(&p, NULL, opts);
 	rxe_t_buf_alloc(&p.t, &src, 64, 0, RXE_T_ALL_ACCESS);
 	rxe_t_buf_alloc(&p.t, &dst, 64, 0, RXE_T_ALL_ACCESS);
-	wr_id = write_ack_left(&p, &src, &dst, 0xe400u, &sent, &rcvd);
-	qp = to_rxe_qp(p.b.qp);
-	rxe_qp_lock(qp);
-	ck_assert(qp->resp.ack_pending);
-	rxe_qp_error(qp);
-	rxe_qp_unlock(qp);
+	wr_id = write_ack_left(&p, &src, &dst, seed, &sent, &rcvd);
+	if (how == END_BY_DESTROY) {
+		ck_assert_ok(p.t.ops->destroy_qp(p.b.qp));
+		p.b.qp = NULL;
+	} else {
+		qp = to_rxe_qp(p.b.qp);
+		rxe_qp_lock(qp);
+		ck_assert(qp->resp.ack_pending);
+		rxe_qp_error(qp);
+		rxe_qp_unlock(qp);
+	}
 	rxe_t_expect_wc(&p.t, p.a.scq, wr_id, RNICPI_WC_SUCCESS, NULL);
 	rxe_t_assert_guards(&dst);
 	rxe_t_buf_free(&p.t, &src);
 	rxe_t_buf_free(&p.t, &dst);
 	rxe_t_pair_close(&p);
+}
+
+/*
+ * poll_rx: a consumer that reads a WRITE in a poll and then destroys the
+ * target QP at once, with no modify to ERR first (a verbs consumer may),
+ * still acknowledges the WRITE.
+ */
+START_TEST(test_poll_rx_ack_before_destroy)
+{
+	ack_left_then_end(END_BY_DESTROY, 0xde00u);
+}
+END_TEST
+
+/*
+ * poll_rx: the same when the QP ends by an error of its own, found on the
+ * progress thread while the consumer does nothing (the completer's retry
+ * or RNR count running out, a NAK for one of its own requests): the
+ * error is raised here directly on the target QP.
+ */
+START_TEST(test_poll_rx_ack_before_error)
+{
+	ack_left_then_end(END_BY_OWN_ERROR, 0xe400u);
 }
 END_TEST
 
