@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <glib.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <string.h>
@@ -42,11 +43,12 @@ static uint64_t va(struct hostile *h, uint32_t off)
 	return (uint64_t)(uintptr_t)(h->mem + GUARD + off);
 }
 
-static void hostile_open_mtu(struct hostile *h, enum rnicpi_mtu mtu)
+static void hostile_open_opts(struct hostile *h,
+			      const struct rxe_t_conn_opts *opts)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons(ROCE_V2_UDP_PORT) };
-	struct rxe_t_conn_opts o = { .mtu = mtu, .min_rnr_timer = 14 };
+	struct rxe_t_conn_opts o = *opts;
 	struct timeval tv = { .tv_sec = 10 };
 	union rnicpi_gid peer;
 	int val = IP_PMTUDISC_DO;
@@ -81,6 +83,13 @@ static void hostile_open_mtu(struct hostile *h, enum rnicpi_mtu mtu)
 	setsockopt(h->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	inet_pton(AF_INET, "127.0.0.2", &sin.sin_addr);
 	ck_assert_int_eq(bind(h->fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+}
+
+static void hostile_open_mtu(struct hostile *h, enum rnicpi_mtu mtu)
+{
+	const struct rxe_t_conn_opts o = { .mtu = mtu, .min_rnr_timer = 14 };
+
+	hostile_open_opts(h, &o);
 }
 
 static void hostile_open(struct hostile *h)
@@ -800,6 +809,84 @@ static void post_local_read(struct hostile *h, uint64_t wr_id)
 	ck_assert_ok(h->t.ops->post_send(h->s.qp, &wr, &bad));
 }
 
+/*
+ * A READ's response lost, and the ACKs of the WRITEs behind it, already on
+ * their way, arrive one after the other: the first says the response was
+ * lost and the requester goes back to the READ; the others say nothing
+ * new and must not each go back again, spending the retry count (2 here)
+ * in a microsecond: the loss of one response on a lossy link ended in a
+ * retry-exceeded error (rxe-faults lossy, about 1 run in 60 under load).
+ * Then the resent READ is answered and everything completes.
+ */
+START_TEST(test_stale_acks_after_lost_read_response)
+{
+	const struct rxe_t_conn_opts o = {
+		.mtu = RNICPI_MTU_1024, .min_rnr_timer = 14,
+		.retry_cnt = 2, .timeout = 20,	/* 4.3 s: no timer here */
+	};
+	uint8_t aeth[4] = { AETH_TYPE_ACK | AETH_CREDIT_INVALID, 0, 0, 1 };
+	uint8_t data[100];
+	struct hostile h;
+	struct rnicpi_wc wc;
+	struct resp r;
+	uint32_t psn;
+	int reads = 0;
+
+	hostile_open_opts(&h, &o);
+	memset(data, 0x3c, sizeof(data));
+	post_local_read(&h, 1);				/* PSN 5000 */
+	for (uint64_t id = 2; id <= 4; id++) {		/* PSN 5001-5003 */
+		/* Lengths that grow: no two go out as one UDP GSO send,
+		 * whose segments' IPv4 IDs our ICRC check does not know. */
+		struct rnicpi_sge sge = { va(&h, 300), 8 * (uint32_t)id,
+					  h.mr->lkey };
+		struct rnicpi_send_wr wr;
+		const struct rnicpi_send_wr *bad;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = id;
+		wr.opcode = RNICPI_WR_RDMA_WRITE;
+		wr.send_flags = RNICPI_SEND_SIGNALED;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.wr.rdma.remote_addr = 0x20000;
+		wr.wr.rdma.rkey = 0x1234;
+		ck_assert_ok(h.t.ops->post_send(h.s.qp, &wr, &bad));
+	}
+	for (psn = 5000; psn <= 5003; psn++) {
+		recv_resp(&h, &r);
+		ck_assert_uint_eq(r.psn, psn);
+	}
+	/* The READ's response is lost; the three WRITEs' ACKs come. */
+	for (psn = 5001; psn <= 5003; psn++)
+		send_raw(&h, IB_OP_ACK, h.s.qp->qp_num, psn, aeth, 4, NULL, 0,
+			 0);
+	/* The requester goes back to the READ once. */
+	do {
+		recv_resp(&h, &r);
+		if (r.opcode == IB_OP_READ_REQUEST) {
+			ck_assert_uint_eq(r.psn, 5000);
+			reads++;
+		}
+	} while (r.psn != 5003);
+	ck_assert_int_eq(reads, 1);
+	send_raw(&h, IB_OP_READ_RESP_ONLY, h.s.qp->qp_num, 5000, aeth, 4,
+		 data, 100, 0);
+	send_raw(&h, IB_OP_ACK, h.s.qp->qp_num, 5003, aeth, 4, NULL, 0, 0);
+	for (uint64_t id = 1; id <= 4; id++) {
+		ck_assert_ok(rxe_t_wait_wc(&h.t, h.s.scq, &wc));
+		ck_assert_msg(wc.wr_id == id && wc.status == RNICPI_WC_SUCCESS,
+			      "completion %" PRIu64 ": wr_id %" PRIu64
+			      " status %d", id, wc.wr_id, wc.status);
+	}
+	ck_assert(memcmp(h.mem + GUARD + 100, data, 100) == 0);
+	assert_untouched(&h, 0, 100);
+	assert_untouched(&h, 200, 300);
+	ck_assert_int_eq(qp_state(&h), RNICPI_QPS_RTS);
+	hostile_close(&h);
+}
+END_TEST
+
 START_TEST(test_hostile_responses)
 {
 	struct hostile h;
@@ -936,6 +1023,7 @@ Suite *suite_rxe_hostile(void)
 	tcase_add_test(tc, test_garbage_dropped);
 	tcase_add_test(tc, test_requester_error_completion);
 	tcase_add_test(tc, test_hostile_responses);
+	tcase_add_test(tc, test_stale_acks_after_lost_read_response);
 	tcase_add_test(tc, test_direct_write_stream);
 	tcase_add_test(tc, test_gro_run_bad_segment);
 	tcase_add_test(tc, test_gro_run_past_write);
@@ -958,6 +1046,7 @@ Suite *suite_rxe_hostile(void)
 	tcase_add_test(tc, test_read_and_atomic_replay);
 	tcase_add_test(tc, test_duplicate_ack_before_read);
 	tcase_add_test(tc, test_hostile_responses);
+	tcase_add_test(tc, test_stale_acks_after_lost_read_response);
 	suite_add_tcase(s, tc);
 	return s;
 }

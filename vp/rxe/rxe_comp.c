@@ -214,10 +214,7 @@ static enum comp_state check_psn(struct rxe_qp *qp, struct rxe_pkt *pkt)
 	if (ahead > 0 && (!ack_upto(qp, pkt->psn) ||
 			  psn_diff(pkt->psn, qp->comp.psn) != 0)) {
 		rxe_count(qp->dev, RXE_CNT_OUT_OF_SEQ);
-		/* Once we went back, the rest of the old response stream
-		 * is expected to be out of order: wait for the resent one
-		 * (as Linux rxe does) instead of going back again. */
-		return qp->comp.in_retry ? COMPST_DONE : COMPST_RETRY;
+		return COMPST_RETRY;
 	}
 	qp->comp.in_retry = false;
 	return pkt->opcode == IB_OP_ATOMIC_ACK ? COMPST_ATOMIC : COMPST_READ;
@@ -287,6 +284,10 @@ static enum comp_state check_ack(struct rxe_qp *qp, struct rxe_pkt *pkt,
 		switch (aeth_value(aeth)) {
 		case AETH_NAK_PSN_SEQ_ERR:
 			rxe_count(qp->dev, RXE_CNT_SEQ_NAKS_RCVD);
+			/* The responder's own word, once per gap: go back
+			 * even during a retry (a resent request lost again;
+			 * with no transport timer nothing else would). */
+			qp->comp.in_retry = false;
 			return COMPST_RETRY;
 		case AETH_NAK_INVALID_REQ:
 			*status = RNICPI_WC_REM_INV_REQ_ERR;
@@ -569,7 +570,17 @@ void rxe_comp_rcv(struct rxe_qp *qp, struct rxe_pkt *pkt)
 			state = do_atomic(qp, pkt, &failed, &status);
 			break;
 		case COMPST_RETRY:
-			state = do_retry(qp, &failed, &status);
+			/* Gone back already, and nothing moved since: the
+			 * rest of the old stream's responses, ACKs and NAKs
+			 * are still on their way and say nothing new. Wait
+			 * for what the resent requests bring, or for the
+			 * timer, instead of going back again (as Linux rxe
+			 * does): each would spend one of the retry count's
+			 * tries, and one lost READ response could spend
+			 * them all in a microsecond. */
+			state = qp->comp.in_retry ?
+					COMPST_DONE :
+					do_retry(qp, &failed, &status);
 			break;
 		case COMPST_RNR:
 			state = do_rnr(qp, pkt, &failed, &status);
