@@ -792,21 +792,30 @@ END_TEST
 /* The peer as a hostile responder to our requester: answers that do not
  * fit what we asked are errors for the WQE (BAD_RESP_ERR) and never land
  * outside the local buffer; answers for PSNs we never sent are ignored. */
-static void post_local_read(struct hostile *h, uint64_t wr_id)
+/* Our QP's own RDMA request to the raw peer: @len bytes at @off of the
+ * buffer, the peer's address @raddr (the peer checks no key). */
+static void post_local_rdma(struct hostile *h, uint64_t wr_id,
+			    enum rnicpi_wr_opcode opcode, uint32_t off,
+			    uint32_t len, uint64_t raddr)
 {
-	struct rnicpi_sge sge = { va(h, 100), 100, h->mr->lkey };
+	struct rnicpi_sge sge = { va(h, off), len, h->mr->lkey };
 	struct rnicpi_send_wr wr;
 	const struct rnicpi_send_wr *bad;
 
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = wr_id;
-	wr.opcode = RNICPI_WR_RDMA_READ;
+	wr.opcode = opcode;
 	wr.send_flags = RNICPI_SEND_SIGNALED;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = 0x10000;
+	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = 0x1234;
 	ck_assert_ok(h->t.ops->post_send(h->s.qp, &wr, &bad));
+}
+
+static void post_local_read(struct hostile *h, uint64_t wr_id)
+{
+	post_local_rdma(h, wr_id, RNICPI_WR_RDMA_READ, 100, 100, 0x10000);
 }
 
 /*
@@ -835,24 +844,11 @@ START_TEST(test_stale_acks_after_lost_read_response)
 	hostile_open_opts(&h, &o);
 	memset(data, 0x3c, sizeof(data));
 	post_local_read(&h, 1);				/* PSN 5000 */
-	for (uint64_t id = 2; id <= 4; id++) {		/* PSN 5001-5003 */
-		/* Lengths that grow: no two go out as one UDP GSO send,
-		 * whose segments' IPv4 IDs our ICRC check does not know. */
-		struct rnicpi_sge sge = { va(&h, 300), 8 * (uint32_t)id,
-					  h.mr->lkey };
-		struct rnicpi_send_wr wr;
-		const struct rnicpi_send_wr *bad;
-
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = id;
-		wr.opcode = RNICPI_WR_RDMA_WRITE;
-		wr.send_flags = RNICPI_SEND_SIGNALED;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.wr.rdma.remote_addr = 0x20000;
-		wr.wr.rdma.rkey = 0x1234;
-		ck_assert_ok(h.t.ops->post_send(h.s.qp, &wr, &bad));
-	}
+	/* PSN 5001-5003. Lengths that grow: no two go out as one UDP GSO
+	 * send, whose segments' IPv4 IDs our ICRC check does not know. */
+	for (uint64_t id = 2; id <= 4; id++)
+		post_local_rdma(&h, id, RNICPI_WR_RDMA_WRITE, 300,
+				8 * (uint32_t)id, 0x20000);
 	for (psn = 5000; psn <= 5003; psn++) {
 		recv_resp(&h, &r);
 		ck_assert_uint_eq(r.psn, psn);
