@@ -194,8 +194,14 @@ int hfi_dto_reap(struct hfi_cq *cq, const it_event_t *ev, void *out)
 	    !req)
 		return 0;
 	hfi_cntr_count(req->ep, flags, d->dto_status == IT_DTO_SUCCESS);
-	if (d->dto_status != IT_DTO_SUCCESS && !cq) {
-		/* a counter's: counted as an error above */
+	if (d->dto_status != IT_DTO_SUCCESS && (!cq || !req->report)) {
+		/* A counter's, counted as an error above; or an operation
+		 * that asked for no completion (fi_inject, or no
+		 * FI_COMPLETION under FI_SELECTIVE_COMPLETION): it has no
+		 * context to name, and gets no entry, failed or not, as
+		 * with libfabric's verbs provider (ofi_rxm, closing its
+		 * endpoints, read the flushed ones' NULL op_context and
+		 * died of it at MPI_Finalize). */
 	} else if (d->dto_status != IT_DTO_SUCCESS) {
 		struct hfi_cq_err *ce = g_new0(struct hfi_cq_err, 1);
 

@@ -1100,6 +1100,56 @@ START_TEST(conn_peer_gone)
 }
 END_TEST
 
+/* Under FI_SELECTIVE_COMPLETION, an operation posted without
+ * FI_COMPLETION gets no entry when it fails either (libfabric's verbs
+ * provider does the same; ofi_rxm, whose fi_inject carries no context,
+ * read a flushed one's NULL op_context at MPI_Finalize and crashed): of
+ * two receives flushed by the peer's going, only the one that asked says
+ * so. */
+START_TEST(no_completion_no_error_entry)
+{
+	static char rbuf[2][64];
+	struct fi_eq_cm_entry ev;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = { 0 };
+	struct fid_mr *rmr;
+	struct iovec iov[2];
+	void *desc;
+	struct fi_msg msg[2];
+	uint32_t event;
+	int ctx[2];
+	struct pair p;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	p.ccq_flags = FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION;
+	connect_pair(&p, FI_WAIT_NONE);
+	rmr = reg(&p, rbuf, sizeof(rbuf), FI_RECV);
+	desc = fi_mr_desc(rmr);
+	for (int i = 0; i < 2; i++) {
+		iov[i] = (struct iovec){ rbuf[i], sizeof(rbuf[i]) };
+		msg[i] = (struct fi_msg){ .msg_iov = &iov[i], .desc = &desc,
+					  .iov_count = 1, .context = &ctx[i] };
+	}
+	ck_assert_int_eq(fi_recvmsg(p.cep, &msg[0], 0), 0);
+	ck_assert_int_eq(fi_recvmsg(p.cep, &msg[1], FI_COMPLETION), 0);
+	ck_assert_int_eq(fi_close(&p.sep->fid), 0);
+	p.sep = NULL;
+	ck_assert_int_eq(eq_wait(&p, &event, &ev, sizeof(ev)), sizeof(ev));
+	ck_assert_uint_eq(event, FI_SHUTDOWN);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), -FI_EAVAIL);
+	ck_assert_int_eq(fi_cq_readerr(p.ccq, &err, 0), 1);
+	ck_assert_msg(err.op_context == &ctx[1], "error entry for %s",
+		      err.op_context == &ctx[0] ? "the receive that asked "
+		      "for no completion" : "an unknown context");
+	ck_assert_int_eq(err.err, FI_ECANCELED);
+	usleep(20000);
+	ck_assert_int_eq(fi_cq_read(p.ccq, &e, 1), -FI_EAGAIN);
+	fi_close(&rmr->fid);
+	close_pair(&p);
+}
+END_TEST
+
 /* ---- wait objects ------------------------------------------------------- */
 
 START_TEST(cq_wait_fd)
@@ -1167,6 +1217,7 @@ static Suite *fi_suite(void)
 	CASE(conn_rejected);
 	CASE(conn_shutdown);
 	CASE(conn_peer_gone);
+	CASE(no_completion_no_error_entry);
 	CASE(cq_wait_fd);
 #undef CASE
 	return s;
