@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -787,6 +788,7 @@ START_TEST(test_poll_rx_timer_quiet)
 	struct timespec t0;
 	struct rnicpi_wc wc;
 	uint64_t fired, polls = 0;
+	long last_ms = 0, max_gap_ms = 0;
 
 	rxe_t_pair_open_opts(&p, NULL, opts);
 	dev = to_rxe_dev(p.t.dev);
@@ -795,12 +797,29 @@ START_TEST(test_poll_rx_timer_quiet)
 	/* 100 leases of polling an empty CQ. */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (ms_since(&t0) < 100 * lease_ms) {
+		long at = ms_since(&t0);
+
 		ck_assert_int_eq(p.t.ops->poll_cq(p.a.rcq, 1, &wc), 0);
 		polls++;
+		if (ms_since(&t0) - last_ms > max_gap_ms)
+			max_gap_ms = ms_since(&t0) - last_ms;
+		last_ms = at;
 		if (vg)
 			sched_yield();
 	}
-	ck_assert(atomic_load(&dev->rx_parked));
+	/* Still parked, unless this thread was off its CPU for a lease
+	 * (a loaded machine, a sanitizer build: seen once in CI), when
+	 * the timer rightly handed the sockets back. */
+	ck_assert_msg(atomic_load(&dev->rx_parked) || max_gap_ms >= lease_ms,
+		      "the sockets went back while polls came at most %ld ms "
+		      "apart (lease %ld ms)", max_gap_ms, lease_ms);
+	if (!atomic_load(&dev->rx_parked)) {
+		fprintf(stderr, "poll-rx timer_quiet: a %ld ms gap between "
+			"polls unparked the sockets; rest of the case not "
+			"run\n", max_gap_ms);
+		rxe_t_pair_close(&p);
+		return;
+	}
 	fired = atomic_load(&dev->engine.stats.timers_fired) - fired;
 	ck_assert_msg(fired <= 10,
 		      "the progress thread's timers went off %" PRIu64
