@@ -636,10 +636,12 @@ START_TEST(test_poll_rx_acks_ride)
 	};
 	struct rxe_t_buf ping, pong, ping_land, pong_land;
 	struct rxe_t_pair p;
-	uint64_t carried;
-	int r;
+	uint64_t carried, need;
+	int r, slow = 0;
+	long lease_ms;
 
 	rxe_t_pair_open_opts(&p, &co, opts);
+	lease_ms = (long)to_rxe_dev(p.t.dev)->poll_rx_lease_us / 1000;
 	rxe_t_buf_alloc(&p.t, &ping, 8, 0, RXE_T_ALL_ACCESS);
 	rxe_t_buf_alloc(&p.t, &pong, 8, 0, RXE_T_ALL_ACCESS);
 	rxe_t_buf_alloc(&p.t, &ping_land, 8, 0, RXE_T_ALL_ACCESS);
@@ -648,9 +650,10 @@ START_TEST(test_poll_rx_acks_ride)
 	for (r = 1; r <= ACK_RIDE_ROUNDS; r++) {
 		volatile uint8_t *at_b = ping_land.mem + RXE_T_GUARD;
 		volatile uint8_t *at_a = pong_land.mem + RXE_T_GUARD;
-		struct timespec t0;
+		struct timespec t0, round0;
 		struct rnicpi_wc wc;
 
+		clock_gettime(CLOCK_MONOTONIC, &round0);
 		memset(ping.mem + RXE_T_GUARD, (uint8_t)r, 8);
 		rxe_t_post_rdma(&p, &p.a, (uint64_t)r, RNICPI_WR_RDMA_WRITE,
 				&ping, rxe_t_buf_va(&ping_land),
@@ -682,23 +685,33 @@ START_TEST(test_poll_rx_acks_ride)
 				NULL);
 		rxe_t_expect_wc(&p.t, p.b.scq, 1000u + (uint64_t)r,
 				RNICPI_WC_SUCCESS, NULL);
+		if (ms_since(&round0) >= lease_ms)
+			slow++;
 	}
 	rxe_t_assert_guards(&ping_land);
 	rxe_t_assert_guards(&pong_land);
 	carried = rxe_dev_counter(p.t.dev, RXE_CNT_ACKS_CARRIED);
 	/* Each post answers a WRITE a poll read, unless the lease ran out
 	 * meanwhile and the progress thread read it (and sent the ACK at
-	 * once): a slow machine. Under valgrind, whose threads take turns,
-	 * that is most rounds. */
+	 * once): a round that lasted a lease, this thread off its CPU (a
+	 * busy machine; one CPU shared with a busy loop: 199 of 400). Such
+	 * a round may carry neither of its two ACKs. Under valgrind, whose
+	 * threads take turns, that is most rounds. */
+	need = (uint64_t)MAX(ACK_RIDE_ROUNDS - 2 * slow, 1);
 	if (tu_under_valgrind())
-		ck_assert_msg(carried > 0, "no ACK rode with a request");
-	else
-		ck_assert_msg(carried >= ACK_RIDE_ROUNDS,
-			      "%" PRIu64 " ACKs of %d rode with a request "
-			      "(%" PRIu64 " parks, %" PRIu64 " late)",
-			      carried, 2 * ACK_RIDE_ROUNDS,
-			      rxe_dev_counter(p.t.dev, RXE_CNT_POLL_RX_PARKS),
-			      rxe_dev_counter(p.t.dev, RXE_CNT_POLL_RX_LATE));
+		need = 1;
+	if (slow)
+		fprintf(stderr, "poll-rx acks_ride: %d of %d rounds lasted a "
+			"lease (%ld ms) or more; %" PRIu64 " ACKs rode, %" PRIu64
+			" needed\n", slow, ACK_RIDE_ROUNDS, lease_ms, carried,
+			need);
+	ck_assert_msg(carried >= need,
+		      "%" PRIu64 " ACKs of %d rode with a request, %" PRIu64
+		      " needed (%d rounds of a lease or more, %" PRIu64
+		      " parks, %" PRIu64 " late)",
+		      carried, 2 * ACK_RIDE_ROUNDS, need, slow,
+		      rxe_dev_counter(p.t.dev, RXE_CNT_POLL_RX_PARKS),
+		      rxe_dev_counter(p.t.dev, RXE_CNT_POLL_RX_LATE));
 	rxe_t_buf_free(&p.t, &ping);
 	rxe_t_buf_free(&p.t, &pong);
 	rxe_t_buf_free(&p.t, &ping_land);
