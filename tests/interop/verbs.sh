@@ -174,6 +174,40 @@ done; exit 1' >"$work/ifaces2.guest" 2>&1 ||
 	{ echo "FAIL: guest 2's eth0/eth1 never came up with addresses"; exit 1; }
 "$rp" run ibv_devinfo >"$work/ibv_devinfo.guest" 2>&1
 
+# The guests' kernel siw (Linux 6.1; upstream reads the same), accepting a
+# connection, sends the MPA Reply and only then gives the socket's
+# receive upcall to the QP (siw_accept: siw_send_mpareqrep before
+# siw_qp_socket_assoc). A first FPDU from the initiator that lands in
+# between meets the connection manager's upcall, which ignores data in
+# RDMA mode: it stays in the socket until more data comes, and a client
+# that sends once and waits for the answer (perftest -R's exchange)
+# waits for ever while the accepting side's receive never completes.
+# Seen under load, about one run in ten of perf-read_bw-server-siw0 with
+# two busy loops on the host. The kernel's own debug line for that
+# arrival ("siw_cm_llp_data_ready: cep state: 7", RDMA_MODE) tells it
+# from a fault of ours: it is switched on in both guests, and
+# siw_accept_race looks for it since a case's mark.
+for g in 1 2; do
+	"$rp" run -g $g 'mount -t debugfs none /sys/kernel/debug 2>/dev/null
+		echo "func siw_cm_llp_data_ready +p" >/proc/dynamic_debug/control' \
+		>/dev/null 2>&1
+done
+kmark() { # mark: written to both guests' kernel log
+	local g
+	for g in 1 2; do
+		"$rp" run -g $g "echo 'hostrdma-interop: $1' >/dev/kmsg" >/dev/null 2>&1
+	done
+}
+siw_accept_race() { # mark: did a guest's siw meet the race since then?
+	local g
+	for g in 1 2; do
+		"$rp" run -g $g "dmesg | sed -n '/hostrdma-interop: $1\$/,\$p' |
+			grep -q 'siw_cm_llp_data_ready: cep state: 7'" \
+			>/dev/null 2>&1 && { echo "guest $g"; return 0; }
+	done
+	return 1
+}
+
 if want info-list; then
 st=0
 hr "$prefix/bin/hostrdma-info -l" >"$work/info-list.guest" 2>&1 || st=1
@@ -487,8 +521,10 @@ gperf_env() { # device
 }
 perf_case() {
 	local name=$1 dev=$2 t=$3 who=$4 addr=$5 st=0
-	local args="-R -p 18530 -n 300 -s 65536"
+	local args="-R -p 18530 -n 300 -s 65536" g
 	want "$name" || return 0
+	perf_runs=$((perf_runs + 1))
+	kmark "$name-$perf_runs"
 	guests_kill
 	"$rp" run -g 1 'killall hostrdma-perf' >/dev/null 2>&1
 	"$rp" run -g 2 "killall ib_$t" >/dev/null 2>&1
@@ -513,21 +549,27 @@ perf_case() {
 	# samples do not line up ("Correlation coefficient r^2 ... < 0.9,
 	# Can't produce a report"): a loaded guest's clock, not the data
 	# path (seen once in CI, ib_write_bw -R against our server on siw0).
-	grep -q "Can't produce a report" "$work/$name.theirs" && perf_calib=1
+	grep -q "Can't produce a report" "$work/$name.theirs" &&
+		perf_why="perftest could not calibrate its clock"
+	if [ $st != 0 ] && [ "$dev" = siw0 ] &&
+		g=$(siw_accept_race "$name-$perf_runs"); then
+		perf_why="the kernel siw of $g took the first message before its QP had the socket"
+	fi
 	result "$name" $st
 }
-# A perf case whose perftest could not calibrate its clock runs once
-# more (printed and counted; a second failure counts).
-# VERBS_NO_RETRY=1: no second go.
+perf_runs=0
+# A perf case that failed for one of the two reasons above (perftest's
+# clock; the kernel's accept race) runs once more (printed and counted; a
+# second failure counts). VERBS_NO_RETRY=1: no second go.
 perf_once_more() {
 	local before=$fail
-	perf_calib=0
+	perf_why=
 	perf_case "$@"
-	[ "$fail" -gt "$before" ] && [ "$perf_calib" = 1 ] &&
+	[ "$fail" -gt "$before" ] && [ -n "$perf_why" ] &&
 		[ -z "${VERBS_NO_RETRY:-}" ] || return 0
 	fail=$before
 	retried=$((retried + 1))
-	echo "   $1: once more (perftest could not calibrate its clock; a second failure counts)"
+	echo "   $1: once more ($perf_why; a second failure counts)"
 	perf_case "$@"
 }
 for dev in siw0 rxe0; do
