@@ -9,6 +9,8 @@
 #include <arpa/inet.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 struct hfi_eq_err {
 	struct fi_eq_err_entry e;
@@ -294,6 +296,8 @@ static int hfi_eq_close(struct fid *fid)
 	if (it_evd_free(eq->msg_evd) != IT_SUCCESS)
 		return -FI_EBUSY;	/* an endpoint still uses it */
 	it_evd_free(eq->req_evd);
+	if (eq->wait_fd >= 0)
+		close(eq->wait_fd);
 	while ((ee = g_queue_pop_head(&eq->errors)))
 		g_free(ee);
 	g_free(eq->last_err);
@@ -302,9 +306,66 @@ static int hfi_eq_close(struct fid *fid)
 	return 0;
 }
 
+/* FI_GETWAIT: one descriptor for the two EVDs, an epoll set of both,
+ * readable while either has an event (made at open for FI_WAIT_FD and
+ * FI_WAIT_UNSPEC; ofi_rxm's progress thread polls it); FI_GETWAITOBJ
+ * says whether there is one. */
 static int hfi_eq_control(struct fid *fid, int command, void *arg)
 {
-	return -FI_ENOSYS;
+	struct hfi_eq *eq = container_of(fid, struct hfi_eq, eq_fid.fid);
+
+	switch (command) {
+	case FI_GETWAITOBJ:
+		*(enum fi_wait_obj *)arg = eq->wait_fd < 0 ? FI_WAIT_NONE :
+							     FI_WAIT_FD;
+		return 0;
+	case FI_GETWAIT:
+		if (eq->wait_fd < 0)
+			return -FI_ENODATA;
+		*(int *)arg = eq->wait_fd;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+/* For fi_trywait: 0 when the EQ has nothing to read. */
+int hfi_eq_idle(struct hfi_eq *eq)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = eq->req_fd, .events = POLLIN },
+		{ .fd = eq->msg_fd, .events = POLLIN },
+	};
+	bool errors;
+
+	g_mutex_lock(&eq->lock);
+	errors = !g_queue_is_empty(&eq->errors);
+	g_mutex_unlock(&eq->lock);
+	if (errors || poll(pfd, 2, 0) > 0)
+		return -FI_EAGAIN;
+	return 0;
+}
+
+static int eq_wait_set(struct hfi_eq *eq)
+{
+	int fds[2] = { eq->req_fd, eq->msg_fd };
+
+	eq->wait_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (eq->wait_fd < 0)
+		return -errno;
+	for (int i = 0; i < 2; i++) {
+		struct epoll_event ev = { .events = EPOLLIN,
+					  .data.fd = fds[i] };
+
+		if (epoll_ctl(eq->wait_fd, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
+			int err = -errno;
+
+			close(eq->wait_fd);
+			eq->wait_fd = -1;
+			return err;
+		}
+	}
+	return 0;
 }
 
 static struct fi_ops hfi_eq_fi_ops = {
@@ -321,12 +382,15 @@ int hfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	struct hfi_fabric *fab = container_of(fabric, struct hfi_fabric,
 					      fabric_fid);
 	size_t size = attr && attr->size ? attr->size : 64;
+	enum fi_wait_obj wait = attr ? attr->wait_obj : FI_WAIT_NONE;
 	struct hfi_eq *eq;
+	int err;
 
-	if (attr && attr->wait_obj != FI_WAIT_NONE &&
-	    attr->wait_obj != FI_WAIT_UNSPEC)
+	if (wait != FI_WAIT_NONE && wait != FI_WAIT_UNSPEC &&
+	    wait != FI_WAIT_FD)
 		return -FI_ENOSYS;
 	eq = g_new0(struct hfi_eq, 1);
+	eq->wait_fd = -1;
 	if (it_evd_create(fab->ia, IT_CM_REQ_EVENT_STREAM, IT_EVD_CREATE_FD,
 			  size, 0, NULL, &eq->req_evd, &eq->req_fd) !=
 	    IT_SUCCESS) {
@@ -339,6 +403,13 @@ int hfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		it_evd_free(eq->req_evd);
 		g_free(eq);
 		return -FI_ENOMEM;
+	}
+	/* FI_WAIT_UNSPEC too: ofi_rxm opens its EQ so and asks for it. */
+	if (wait != FI_WAIT_NONE && (err = eq_wait_set(eq)) < 0) {
+		it_evd_free(eq->msg_evd);
+		it_evd_free(eq->req_evd);
+		g_free(eq);
+		return err;
 	}
 	g_mutex_init(&eq->lock);
 	g_queue_init(&eq->errors);

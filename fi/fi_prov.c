@@ -627,6 +627,14 @@ static int hfi_trywait(struct fid_fabric *fabric, struct fid **fids,
 			if (stashed)
 				return -FI_EAGAIN;
 			pfd.fd = cq->fd;
+		} else if (fids[i]->fclass == FI_CLASS_EQ) {
+			int ret = hfi_eq_idle(container_of(fids[i],
+							   struct hfi_eq,
+							   eq_fid.fid));
+
+			if (ret)
+				return ret;
+			continue;
 		} else {
 			return -FI_EINVAL;
 		}

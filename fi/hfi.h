@@ -124,6 +124,7 @@ struct hfi_eq {
 	it_evd_handle_t req_evd;	/* IT_CM_REQ_EVENT_STREAM */
 	it_evd_handle_t msg_evd;	/* IT_CM_MSG_EVENT_STREAM */
 	int req_fd, msg_fd;
+	int wait_fd;		/* epoll of both: FI_GETWAIT's, -1 if none */
 	GMutex lock;
 	GQueue errors;		/* struct hfi_eq_err */
 	GList *peps;		/* struct hfi_pep bound to this EQ */
@@ -237,6 +238,8 @@ void hfi_cntr_forget(struct hfi_ep *ep);
 /* fi_eq.c */
 int hfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		struct fid_eq **eq, void *context);
+/* fi_trywait on an EQ: 0 when it has nothing to read, else -FI_EAGAIN. */
+int hfi_eq_idle(struct hfi_eq *eq);
 int hfi_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		   struct fid_pep **pep, void *context);
 int hfi_ep_from_it(it_ep_handle_t ep, struct hfi_ep **out);

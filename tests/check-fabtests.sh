@@ -141,6 +141,9 @@ for dev in ${DEVICES:-siw_lo rxe_lo}; do
 	pair $dev fi_cm_data -p hostrdma
 	pair $dev fi_rdm -p "hostrdma;ofi_rxm"
 	pair $dev fi_rdm_pingpong -p "hostrdma;ofi_rxm" -S 8 -I 100 -v
+	# ofi_rxm with a wait object: it polls our CQ's and EQ's fds
+	pair $dev fi_rdm_cntr_pingpong -p "hostrdma;ofi_rxm" -S 8 -I 100
+	pair $dev fi_rdm_tagged_peek -p "hostrdma;ofi_rxm"
 done
 echo "check-fabtests: $passed passed, $failed failed"
 [ $failed = 0 ]

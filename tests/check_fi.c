@@ -1190,6 +1190,54 @@ START_TEST(cq_wait_fd)
 }
 END_TEST
 
+/* The EQ's wait object: one descriptor (FI_GETWAIT) for connection
+ * requests and messages, as ofi_rxm's progress thread polls it; an EQ
+ * opened with FI_WAIT_NONE has none. */
+START_TEST(eq_wait_fd)
+{
+	struct fi_eq_attr none = { .wait_obj = FI_WAIT_NONE };
+	struct pollfd pfd = { .events = POLLIN };
+	struct fid_eq *quiet;
+	struct fid *fids[1];
+	union cm_ev ev;
+	uint32_t event;
+	struct pair p;
+	int fd;
+
+	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				FI_MR_PROV_KEY);
+	ck_assert_int_eq(fi_eq_open(p.fabric, &none, &quiet, NULL), 0);
+	ck_assert_int_eq(fi_control(&quiet->fid, FI_GETWAIT, &fd),
+			 -FI_ENODATA);
+	ck_assert_int_eq(fi_close(&quiet->fid), 0);
+	ck_assert_int_eq(fi_control(&p.eq->fid, FI_GETWAIT, &pfd.fd), 0);
+	ck_assert_int_ge(pfd.fd, 0);
+	fids[0] = &p.eq->fid;
+	ck_assert_int_eq(fi_trywait(p.fabric, fids, 1), 0);
+	ck_assert_int_eq(poll(&pfd, 1, 50), 0);
+	p.ccq = open_cq(&p, FI_WAIT_NONE);
+	p.cep = open_ep(&p, p.info, p.ccq);
+	ck_assert_int_eq(fi_connect(p.cep, &p.srv, "knock", 6), 0);
+	/* The request makes it readable ... */
+	ck_assert_int_eq(poll(&pfd, 1, TIMEOUT_MS), 1);
+	ck_assert_int_eq(fi_trywait(p.fabric, fids, 1), -FI_EAGAIN);
+	ck_assert_int_ge(fi_eq_read(p.eq, &event, &ev, sizeof(ev), 0),
+			 (ssize_t)sizeof(ev.e));
+	ck_assert_uint_eq(event, FI_CONNREQ);
+	/* ... read, it is quiet again ... */
+	ck_assert_int_eq(fi_trywait(p.fabric, fids, 1), 0);
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+	ck_assert_int_eq(fi_reject(p.pep, ev.e.info->handle, NULL, 0), 0);
+	fi_freeinfo(ev.e.info);
+	/* ... and the refusal (the message stream) wakes it again. */
+	ck_assert_int_eq(poll(&pfd, 1, TIMEOUT_MS), 1);
+	ck_assert_int_eq(fi_eq_read(p.eq, &event, &ev, sizeof(ev), 0),
+			 -FI_EAVAIL);
+	ck_assert_int_eq(fi_trywait(p.fabric, fids, 1), -FI_EAGAIN);
+	close_pair(&p);
+}
+END_TEST
+
 static Suite *fi_suite(void)
 {
 	Suite *s = suite_create("fi");
@@ -1219,6 +1267,7 @@ static Suite *fi_suite(void)
 	CASE(conn_peer_gone);
 	CASE(no_completion_no_error_entry);
 	CASE(cq_wait_fd);
+	CASE(eq_wait_fd);
 #undef CASE
 	return s;
 }
