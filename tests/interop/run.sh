@@ -74,7 +74,7 @@ lab_pick_ns hrinterop || exit 1
 echo "check-interop: bringing up the lab (namespace $RDMAPEER_NS)"
 if [ "${KEEP:-0}" = 1 ] && lab_ns_taken "$RDMAPEER_NS"; then
 	echo "check-interop: reusing the running lab (KEEP=1)"
-elif lab_started=1 && ! peer up >"$work/up.log" 2>&1; then
+elif lab_started=1 && ! lab_up "$interop/rdmapeer" "$work/up.log"; then
 	if grep -qiE "qemu|kvm|apt" "$work/up.log" && ! command -v qemu-system-x86_64 >/dev/null; then
 		cat "$work/up.log"
 		skip "qemu cannot be had"

@@ -366,7 +366,7 @@ retrying guest_client
 lab_pick_ns hrinterop-rxe || exit 1
 echo "== starting the lab ($RDMAPEER_NS)"
 lab_started=1
-"$rp" up >"$work/up.log" 2>&1 || { cat "$work/up.log"; exit 1; }
+lab_up "$rp" "$work/up.log" || { cat "$work/up.log"; exit 1; }
 host_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_RXE_IP=//p')
 guest_ip=$("$rp" env | sed -n 's/^RDMAPEER_GUEST1_RXE_IP=//p')
 "$rp" ns ip link set rdmabr0 up

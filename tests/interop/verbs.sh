@@ -126,7 +126,7 @@ cp "$uaprog" "$work/ov$prefix/bin/it-udaddy" || exit 1
 lab_pick_ns hrinterop-verbs || exit 1
 echo "== starting the lab ($RDMAPEER_NS) with hostrdma inside"
 lab_started=1
-RDMAPEER_OVERLAY="$work/ov" "$rp" up 2 >"$work/up.log" 2>&1 ||
+RDMAPEER_OVERLAY="$work/ov" lab_up "$rp" "$work/up.log" 2 ||
 	{ cat "$work/up.log"; exit 1; }
 siw_ip=$("$rp" env | sed -n 's/^RDMAPEER_GUEST1_SIW_IP=//p')
 rxe_ip=$("$rp" env | sed -n 's/^RDMAPEER_GUEST1_RXE_IP=//p')
