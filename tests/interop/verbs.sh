@@ -186,7 +186,9 @@ done; exit 1' >"$work/ifaces2.guest" 2>&1 ||
 # two busy loops on the host. The kernel's own debug line for that
 # arrival ("siw_cm_llp_data_ready: cep state: 7", RDMA_MODE) tells it
 # from a fault of ours: it is switched on in both guests, and
-# siw_accept_race looks for it since a case's mark.
+# siw_accept_race looks for it since a case's mark. (The same window
+# that hostrdma-siw(7)'s rts_delay_ms keeps our soft-iWARP initiator out
+# of, and that the rping cases below retry for.)
 for g in 1 2; do
 	"$rp" run -g $g 'mount -t debugfs none /sys/kernel/debug 2>/dev/null
 		echo "func siw_cm_llp_data_ready +p" >/proc/dynamic_debug/control' \
