@@ -478,16 +478,20 @@ static int hfi_cq_control(struct fid *fid, int command, void *arg)
 {
 	struct hfi_cq *cq = container_of(fid, struct hfi_cq, cq_fid.fid);
 
+	return hfi_wait_control(cq->fd, command, arg);
+}
+
+int hfi_wait_control(int fd, int command, void *arg)
+{
 	switch (command) {
 	case FI_GETWAITOBJ:
 		/* ofi_rxm's wait sets ask before FI_GETWAIT */
-		*(enum fi_wait_obj *)arg = cq->fd < 0 ? FI_WAIT_NONE :
-							FI_WAIT_FD;
+		*(enum fi_wait_obj *)arg = fd < 0 ? FI_WAIT_NONE : FI_WAIT_FD;
 		return 0;
 	case FI_GETWAIT:
-		if (cq->fd < 0)
+		if (fd < 0)
 			return -FI_ENODATA;
-		*(int *)arg = cq->fd;
+		*(int *)arg = fd;
 		return 0;
 	default:
 		return -FI_ENOSYS;

@@ -314,19 +314,7 @@ static int hfi_eq_control(struct fid *fid, int command, void *arg)
 {
 	struct hfi_eq *eq = container_of(fid, struct hfi_eq, eq_fid.fid);
 
-	switch (command) {
-	case FI_GETWAITOBJ:
-		*(enum fi_wait_obj *)arg = eq->wait_fd < 0 ? FI_WAIT_NONE :
-							     FI_WAIT_FD;
-		return 0;
-	case FI_GETWAIT:
-		if (eq->wait_fd < 0)
-			return -FI_ENODATA;
-		*(int *)arg = eq->wait_fd;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	return hfi_wait_control(eq->wait_fd, command, arg);
 }
 
 /* For fi_trywait: 0 when the EQ has nothing to read. */

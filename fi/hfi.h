@@ -226,6 +226,9 @@ int hfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 int hfi_dto_reap(struct hfi_cq *cq, const it_event_t *ev, void *out);
 /* @ev of @cq's EVD reaped by someone else (a counter): kept for the CQ. */
 void hfi_cq_stash(struct hfi_cq *cq, const it_event_t *ev);
+/* fi_control of a CQ or EQ whose wait descriptor is @fd (-1: none):
+ * FI_GETWAITOBJ, FI_GETWAIT. */
+int hfi_wait_control(int fd, int command, void *arg);
 
 /* fi_cntr.c */
 int hfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
