@@ -513,7 +513,7 @@ struct rnicpi_wc {
 	enum rnicpi_wc_opcode opcode;
 	uint32_t vendor_err;	   /* provider detail, e.g. iWARP Terminate code */
 	uint32_t byte_len;	   /* bytes received / read / written */
-	uint32_t imm_data;	   /* RNICPI_WC_WITH_IMM */
+	uint32_t imm_data;	   /* RNICPI_WC_WITH_IMM; host order */
 	uint32_t invalidated_rkey; /* RNICPI_WC_WITH_INV */
 	uint32_t qp_num;	   /* local QP the WR belonged to */
 	uint32_t src_qp;	   /* UD: sender's QPN */
@@ -710,7 +710,10 @@ struct rnicpi_send_wr {
 	enum rnicpi_wr_opcode opcode;
 	unsigned int send_flags;	  /* enum rnicpi_send_flags */
 	union {
-		uint32_t imm_data;	  /* *_WITH_IMM */
+		/* *_WITH_IMM: a number in host order, which the wire
+		 * carries big-endian (IBA 9.3.7; an ibverbs user's
+		 * htonl(n) is this n) */
+		uint32_t imm_data;
 		uint32_t invalidate_rkey; /* SEND_WITH_INV, LOCAL_INV */
 	} ex;
 	union {

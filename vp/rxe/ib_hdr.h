@@ -325,17 +325,20 @@ struct ib_ieth {
 _Static_assert(sizeof(struct ib_immdt) == 4, "ImmDt is 4 bytes (IBA 9.3.7)");
 _Static_assert(sizeof(struct ib_ieth) == 4, "IETH is 4 bytes (IBA 9.3.8)");
 
-/* Immediate data is opaque: kept in wire order, as the verbs carry it. */
+/* Immediate data: RNICPI's imm_data is a host-order number, carried
+ * big-endian as every IBA header field (ibverbs users write htonl(n),
+ * which puts the same bytes on the wire). */
 static inline uint32_t immdt_get(const struct ib_immdt *h)
 {
-	uint32_t v;
-
-	memcpy(&v, h->b, 4);
-	return v;
+	return (uint32_t)h->b[0] << 24 | (uint32_t)h->b[1] << 16 |
+	       (uint32_t)h->b[2] << 8 | h->b[3];
 }
 static inline void immdt_set(struct ib_immdt *h, uint32_t v)
 {
-	memcpy(h->b, &v, 4);
+	h->b[0] = (uint8_t)(v >> 24);
+	h->b[1] = (uint8_t)(v >> 16);
+	h->b[2] = (uint8_t)(v >> 8);
+	h->b[3] = (uint8_t)v;
 }
 
 static inline uint32_t ieth_rkey(const struct ib_ieth *h)
