@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "itapi/itapi_priv.h"
+#include "itapi/it_ext.h"
 
 /* Segments on the stack per WR; more is refused by the EP's limits. */
 #define ITAPI_MAX_SGE 64
@@ -282,11 +283,23 @@ static it_status_t check_rkey(struct itapi_obj *ep, it_rmr_context_t ctx,
 	(IT_COMPLETION_FLAG | IT_NOTIFY_FLAG | IT_SOLICITED_WAIT_FLAG |      \
 	 IT_COALESCE_WR_FLAG)
 
+/* Immediate data (it_ext.h) needs a device that carries it. */
+static it_status_t check_imm(struct itapi_ep *ep, const char *op)
+{
+	if (!(ep->obj.ia->attr.caps & RNICPI_DEV_CAP_IMM_DATA))
+		return IT_FAIL(&ep->obj, IT_ERR_OP_NOT_SUPPORTED,
+			       "%s: the device carries no immediate data (an iWARP device; hostrdma_ia_imm_data_size is 0)",
+			       op);
+	return IT_SUCCESS;
+}
+
+/* A Send; with @imm, a Send with immediate data *@imm. */
 static it_status_t do_send(it_ep_handle_t ep_handle,
 			   const it_lmr_triplet_t *local_segments,
 			   size_t num_segments, it_dto_cookie_t cookie,
 			   it_dto_flags_t dto_flags, bool invalidate,
-			   it_rmr_context_t rmr_context, const char *op)
+			   it_rmr_context_t rmr_context, const uint32_t *imm,
+			   const char *op)
 {
 	struct rnicpi_sge sge[ITAPI_MAX_SGE];
 	struct rnicpi_send_wr wr = { 0 };
@@ -320,6 +333,12 @@ static it_status_t do_send(it_ep_handle_t ep_handle,
 			return st;
 		wr.opcode = RNICPI_WR_SEND_WITH_INV;
 		wr.ex.invalidate_rkey = (uint32_t)rmr_context;
+	} else if (imm) {
+		st = check_imm(ep, op);
+		if (st)
+			return st;
+		wr.opcode = RNICPI_WR_SEND_WITH_IMM;
+		wr.ex.imm_data = *imm;
 	} else {
 		wr.opcode = RNICPI_WR_SEND;
 	}
@@ -338,7 +357,7 @@ it_status_t it_post_send(it_ep_handle_t ep_handle,
 			 it_dto_flags_t dto_flags)
 {
 	return do_send(ep_handle, local_segments, num_segments, cookie,
-		       dto_flags, false, 0, "it_post_send");
+		       dto_flags, false, 0, NULL, "it_post_send");
 }
 
 it_status_t it_post_send_and_unlink(it_ep_handle_t ep_handle,
@@ -349,7 +368,8 @@ it_status_t it_post_send_and_unlink(it_ep_handle_t ep_handle,
 				    it_rmr_context_t rmr_context)
 {
 	return do_send(ep_handle, local_segments, num_segments, cookie,
-		       dto_flags, true, rmr_context, "it_post_send_and_unlink");
+		       dto_flags, true, rmr_context, NULL,
+		       "it_post_send_and_unlink");
 }
 
 /*
@@ -404,13 +424,17 @@ static it_status_t unlink_sink_lmr(struct itapi_ep *ep,
 	return IT_SUCCESS;
 }
 
+/* An RDMA Read or Write; with @imm, a Write with immediate data *@imm. */
 static it_status_t do_rdma(it_ep_handle_t ep_handle,
 			   const it_lmr_triplet_t *local_segments,
 			   size_t num_segments, it_dto_cookie_t cookie,
 			   it_dto_flags_t dto_flags, it_rdma_addr_t rdma_addr,
-			   it_rmr_context_t rmr_context, bool read)
+			   it_rmr_context_t rmr_context, bool read,
+			   const uint32_t *imm)
 {
-	const char *op = read ? "it_post_rdma_read" : "it_post_rdma_write";
+	const char *op = read ? "it_post_rdma_read" :
+			 imm  ? "hostrdma_post_rdma_write_imm" :
+				"it_post_rdma_write";
 	struct rnicpi_sge sge[ITAPI_MAX_SGE];
 	struct rnicpi_send_wr wr = { 0 };
 	struct itapi_wr_slot tmpl = { 0 };
@@ -446,7 +470,15 @@ static it_status_t do_rdma(it_ep_handle_t ep_handle,
 	st = check_rkey(&ep->obj, rmr_context, op);
 	if (st)
 		return st;
-	wr.opcode = read ? RNICPI_WR_RDMA_READ : RNICPI_WR_RDMA_WRITE;
+	if (imm) {
+		st = check_imm(ep, op);
+		if (st)
+			return st;
+		wr.ex.imm_data = *imm;
+	}
+	wr.opcode = read  ? RNICPI_WR_RDMA_READ :
+		    imm	  ? RNICPI_WR_RDMA_WRITE_WITH_IMM :
+			    RNICPI_WR_RDMA_WRITE;
 	wr.sg_list = sge;
 	wr.num_sge = (uint32_t)num_segments;
 	wr.send_flags = send_flags(dto_flags);
@@ -489,7 +521,7 @@ it_status_t it_post_rdma_read(it_ep_handle_t ep_handle,
 			      it_rmr_context_t rmr_context)
 {
 	return do_rdma(ep_handle, local_segments, num_segments, cookie,
-		       dto_flags, rdma_addr, rmr_context, true);
+		       dto_flags, rdma_addr, rmr_context, true, NULL);
 }
 
 it_status_t it_post_rdma_write(it_ep_handle_t ep_handle,
@@ -500,7 +532,59 @@ it_status_t it_post_rdma_write(it_ep_handle_t ep_handle,
 			       it_rmr_context_t rmr_context)
 {
 	return do_rdma(ep_handle, local_segments, num_segments, cookie,
-		       dto_flags, rdma_addr, rmr_context, false);
+		       dto_flags, rdma_addr, rmr_context, false, NULL);
+}
+
+/* ---- it_ext.h: immediate data ----------------------------------------- */
+
+size_t hostrdma_ia_imm_data_size(it_ia_handle_t ia_handle)
+{
+	struct itapi_ia *ia = ITAPI_LOOKUP(ia_handle, struct itapi_ia,
+					   IT_HANDLE_TYPE_IA);
+
+	if (!ia)
+		return 0;
+	return ia->attr.caps & RNICPI_DEV_CAP_IMM_DATA ? sizeof(uint32_t) : 0;
+}
+
+it_status_t hostrdma_post_send_imm(it_ep_handle_t ep_handle,
+				   const it_lmr_triplet_t *local_segments,
+				   size_t num_segments, it_dto_cookie_t cookie,
+				   it_dto_flags_t dto_flags, uint32_t imm_data)
+{
+	return do_send(ep_handle, local_segments, num_segments, cookie,
+		       dto_flags, false, 0, &imm_data,
+		       "hostrdma_post_send_imm");
+}
+
+it_status_t hostrdma_post_rdma_write_imm(it_ep_handle_t ep_handle,
+					 const it_lmr_triplet_t *local_segments,
+					 size_t num_segments,
+					 it_dto_cookie_t cookie,
+					 it_dto_flags_t dto_flags,
+					 it_rdma_addr_t rdma_addr,
+					 it_rmr_context_t rmr_context,
+					 uint32_t imm_data)
+{
+	return do_rdma(ep_handle, local_segments, num_segments, cookie,
+		       dto_flags, rdma_addr, rmr_context, false, &imm_data);
+}
+
+hostrdma_imm_kind_t hostrdma_event_imm_data(const it_event_t *event,
+					    uint32_t *imm_data)
+{
+	struct itapi_dto_ext_event x;
+
+	if (!event || event->event_number != IT_DTO_RC_RECV_CMPL_EVENT ||
+	    event->dto_cmpl.dto_status != IT_DTO_SUCCESS)
+		return HOSTRDMA_IMM_NONE;
+	memcpy(&x, event, sizeof(x));
+	if (x.imm_kind != HOSTRDMA_IMM_SEND &&
+	    x.imm_kind != HOSTRDMA_IMM_RDMA_WRITE)
+		return HOSTRDMA_IMM_NONE;
+	if (imm_data)
+		*imm_data = x.imm_data;
+	return (hostrdma_imm_kind_t)x.imm_kind;
 }
 
 it_status_t it_post_rdma_read_to_rmr(it_ep_handle_t ep_handle,
@@ -945,6 +1029,16 @@ bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 		u->src_path.spigot_id = ep->spigot_id;
 		u->src_path.remote.ib.remote_port_lid = wc->slid;
 		u->src_path.remote.ib.sl = wc->sl;
+	} else if (recv && wc->status == RNICPI_WC_SUCCESS &&
+		   (wc->wc_flags & RNICPI_WC_WITH_IMM)) {
+		struct itapi_dto_ext_event x;
+
+		memcpy(&x, ev, sizeof(x));
+		x.imm_kind = wc->opcode == RNICPI_WC_RECV_RDMA_WITH_IMM ?
+				     HOSTRDMA_IMM_RDMA_WRITE :
+				     HOSTRDMA_IMM_SEND;
+		x.imm_data = wc->imm_data;
+		memcpy(ev, &x, sizeof(x));
 	}
 	*notify = wc->status != RNICPI_WC_SUCCESS ||
 		  (slot.flags & IT_NOTIFY_FLAG) ||

@@ -419,12 +419,24 @@ void itapi_post_affiliated(struct itapi_ia *ia, it_event_type_t type,
 void itapi_post_unaffiliated(struct itapi_ia *ia, it_event_type_t type,
 			     size_t spigot_id);
 
+/* evq.c: in a fork()ed child, forget the parent's EVD pump thread. */
+void itapi_evq_atfork_child(void);
+/*
+ * An RC receive completion as the EVD keeps it: it_all_dto_cmpl_event_t
+ * and, in the union's spare bytes, the immediate data it carried
+ * (it_ext.h, hostrdma_event_imm_data). A consumer copies the whole
+ * it_event_t, and these bytes with it.
+ */
+struct itapi_dto_ext_event {
+	it_all_dto_cmpl_event_t all;
+	uint32_t imm_kind;	/* hostrdma_imm_kind_t */
+	uint32_t imm_data;
+};
+G_STATIC_ASSERT(sizeof(struct itapi_dto_ext_event) <= sizeof(it_event_t));
 /* post.c: completions back to IT-API events. Fills @ev from @wc; false
  * when the completion belongs to no live WR: then *@lost is set to its
  * endpoint when it has one, for the caller to report
  * IT_ASYNC_AFF_EP_FAILURE once it holds no EVD lock. */
-/* evq.c: in a fork()ed child, forget the parent's EVD pump thread. */
-void itapi_evq_atfork_child(void);
 bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 		       const struct rnicpi_wc *wc, it_event_t *ev,
 		       bool *notify, it_ep_handle_t *lost, unsigned int *wm);

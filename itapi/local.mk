@@ -1,7 +1,9 @@
 # itapi/: IT-API v2.1, the application interface. it_api.h is installed as
-# $(includedir)/it_api.h; libhostrdma is itapi + cm + ual + kal (and the
-# built-in providers) exporting it_* only.
+# $(includedir)/it_api.h, its extensions (immediate data) as
+# $(includedir)/hostrdma/it_ext.h; libhostrdma is itapi + cm + ual + kal
+# (and the built-in providers) exporting those two headers' functions only.
 include_HEADERS += it_api.h
+pkginclude_HEADERS += itapi/it_ext.h
 
 noinst_LTLIBRARIES += itapi/libitapi.la
 itapi_libitapi_la_SOURCES = itapi/itapi_priv.h \
@@ -27,8 +29,12 @@ EXTRA_libhostrdma_la_DEPENDENCIES = itapi/libhostrdma.map
 # provider's local.mk adds itself there).
 EXTRA_DIST += itapi/libhostrdma.map
 
-man_MANS += man/it_api.3
-EXTRA_DIST += man/it_api.3 docs/IT-API.md
+# it_ext(3) and a link for each function of it_ext.h.
+itapi_ext_pages = man/it_ext.3 man/hostrdma_ia_imm_data_size.3 \
+	man/hostrdma_post_send_imm.3 man/hostrdma_post_rdma_write_imm.3 \
+	man/hostrdma_event_imm_data.3
+man_MANS += man/it_api.3 $(itapi_ext_pages)
+EXTRA_DIST += man/it_api.3 $(itapi_ext_pages) docs/IT-API.md
 # One page per IT-API function family (man/it_ep_connect.3, ...) and a
 # `.so` link for each other function of the family; tests/check-install.sh
 # fails when a function of it_api.h has none.

@@ -118,6 +118,28 @@ $CC -o "$tmp/x-dyn" "$tmp/x.c" $(pcq --cflags --libs) ||
 run "$tmp/x-dyn"
 echo "dynamic: $(tr '\n' ' ' <"$tmp/run.out")"
 
+# The extensions' header and functions (it_ext(3)), as a program includes
+# and links them: a live IA answers hostrdma_ia_imm_data_size, a bad
+# handle gets 0, a NULL event no immediate data.
+cat >"$tmp/ext.c" <<'EOS'
+#include <hostrdma/it_ext.h>
+int main(void)
+{
+	return hostrdma_ia_imm_data_size(NULL) == 0 &&
+	       hostrdma_event_imm_data(NULL, NULL) == HOSTRDMA_IMM_NONE &&
+	       HOSTRDMA_IT_EXT == 1 ? 0 : 1;
+}
+EOS
+$CC -o "$tmp/ext" "$tmp/ext.c" $(pcq --cflags --libs) ||
+	fail "#include <hostrdma/it_ext.h> with pkg-config --cflags --libs hostrdma"
+run "$tmp/ext"
+for f in hostrdma_ia_imm_data_size hostrdma_post_send_imm \
+	hostrdma_post_rdma_write_imm hostrdma_event_imm_data; do
+	nm -D "$libdir/libhostrdma.so" | grep -q " T $f@@" ||
+		fail "libhostrdma.so does not export $f"
+done
+echo "it_ext.h: builds, links, runs"
+
 # Static: the installed libhostrdma.a when configure had --enable-static;
 # otherwise the same objects (libhostrdma's convenience libraries, as
 # libtool would archive them) in a stand-in archive. The link line is the
@@ -199,7 +221,12 @@ for f in $funcs; do
 	n=$((n + 1))
 done
 [ "$n" -ge 80 ] || fail "found only $n functions in it_api.h"
-echo "$n IT-API functions, each with a man page"
+for f in $(sed -n 's/^[a-z_0-9]*[ *]\{1,\}\(hostrdma_[a-z_0-9]*\)(.*/\1/p' \
+	"$srcdir/itapi/it_ext.h"); do
+	[ -f "$mandir/man3/$f.3" ] || fail "no man page for $f (man/$f.3)"
+	n=$((n + 1))
+done
+echo "$n IT-API and extension functions, each with a man page"
 
 # A link leads to a page, and it_api(3) names every family page.
 for f in "$mandir"/man3/it_*.3; do

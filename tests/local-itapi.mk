@@ -12,7 +12,7 @@ tests_check_all_SOURCES += tests/testutil_itapi.c tests/testutil_itapi.h \
 	tests/check_itapi_ep.c tests/check_itapi_post.c \
 	tests/check_itapi_dto_errors.c \
 	tests/check_itapi_mp.c tests/check_itapi_cm_ib.c tests/check_itapi_atomic.c \
-	tests/check_itapi_ud_rxe.c \
+	tests/check_itapi_ud_rxe.c tests/check_itapi_imm.c \
 	tests/check_cm_mad.c tests/data/ib_cm_kernel_mads.h \
 	tests/data/ib_cm_kernel_sidr.h
 tests_check_all_CFLAGS += -DITAPI_ENABLE_V21_BINDINGS \

@@ -27,7 +27,7 @@ tests_conformance_hostrdma_conformance_SOURCES = \
 	tests/check_itapi_atomic.c tests/check_itapi_ep.c \
 	tests/check_itapi_post.c tests/check_itapi_evd.c \
 	tests/check_itapi_evd_dto.c tests/check_itapi_mem.c \
-	tests/check_itapi_ud_rxe.c tests/testutil.c
+	tests/check_itapi_ud_rxe.c tests/check_itapi_imm.c tests/testutil.c
 # HOSTRDMA_CONFORMANCE_RUNNER: what a suite's file keeps from the runner
 # (check_itapi_ud_rxe.c's raw peer, which builds packets with vp/rxe's
 # ICRC).

@@ -41,6 +41,7 @@
 	X(suite_itapi_cm_rxe, "itapi-cm-rxe")                               \
 	X(suite_itapi_cm_ib, "itapi-cm-ib")                                 \
 	X(suite_itapi_atomic, "itapi-atomic-rxe")                           \
+	X(suite_itapi_imm, "itapi-imm")                                     \
 	X(suite_itapi_keys_rxe, "itapi-keys-rxe")                           \
 	X(suite_itapi_ud_rxe, "itapi-ud-rxe")                               \
 	X(suite_itapi_dto_errors_rxe, "itapi-dto-errors-rxe")               \
@@ -119,5 +120,6 @@ Suite *suite_itapi_mem_device(bool windows);	/* check_itapi_mem.c */
 Suite *suite_itapi_ep_device(bool iwarp);	/* check_itapi_ep.c */
 Suite *suite_itapi_post_device(void);		/* check_itapi_post.c */
 Suite *suite_itapi_ud_rxe_device(void);		/* check_itapi_ud_rxe.c */
+Suite *suite_itapi_imm_device(bool imm);	/* check_itapi_imm.c */
 
 #endif

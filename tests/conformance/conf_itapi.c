@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "itapi/it_ext.h"
 #include "tests/conformance/conf_itapi.h"
 #include "tests/testutil_itapi.h"
 #ifdef HAVE_PROV_RXE
@@ -155,6 +156,18 @@ bool conf_itapi_has_ud(const char *device)
 	}
 	it_ia_free(ia);
 	return ud;
+}
+
+bool conf_itapi_has_imm(const char *device)
+{
+	it_ia_handle_t ia;
+	bool imm;
+
+	if (it_ia_create(device, 2, 1, &ia) != IT_SUCCESS)
+		return false;
+	imm = hostrdma_ia_imm_data_size(ia) > 0;
+	it_ia_free(ia);
+	return imm;
 }
 
 bool conf_itapi_has_windows(const char *device)

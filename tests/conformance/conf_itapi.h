@@ -20,6 +20,9 @@ bool conf_itapi_is_iwarp(const char *device);
 /* Whether @device's IA has atomics (it_ia_query's atomic_support). */
 bool conf_itapi_has_atomics(const char *device);
 
+/* Whether @device's IA carries immediate data (it_ext.h). */
+bool conf_itapi_has_imm(const char *device);
+
 /* Whether @device's IA has the UD service (it_ia_query). */
 bool conf_itapi_has_ud(const char *device);
 

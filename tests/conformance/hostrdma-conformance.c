@@ -517,6 +517,8 @@ int main(int argc, char **argv)
 					      conf_itapi_has_windows(dev_name)));
 		if (conf_itapi_has_ud(dev_name))
 			srunner_add_suite(sr, suite_itapi_ud_rxe_device());
+		srunner_add_suite(sr, suite_itapi_imm_device(
+					      conf_itapi_has_imm(dev_name)));
 	}
 	srunner_set_tap(sr, "-");
 	if (junit)
