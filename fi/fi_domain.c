@@ -216,16 +216,31 @@ int hfi_dto_reap(struct hfi_cq *cq, const it_event_t *ev, void *out)
 		ret = -FI_EAVAIL;
 	} else if (cq && req->report && !req->ep->closed) {
 		struct fi_cq_tagged_entry *e = out;
+		bool data = cq->format == FI_CQ_FORMAT_DATA ||
+			    cq->format == FI_CQ_FORMAT_TAGGED;
+		uint32_t imm = 0;
+		hostrdma_imm_kind_t k =
+			recv ? hostrdma_event_imm_data(ev, &imm) :
+			       HOSTRDMA_IMM_NONE;
 
 		memset(e, 0, entry_size(cq->format));
 		e->op_context = req->context;
 		if (cq->format != FI_CQ_FORMAT_CONTEXT) {
-			e->flags = flags;
+			/* A writedata consumed the receive (FI_RX_CQ_DATA)
+			 * and left its buffer alone. */
+			e->flags = k == HOSTRDMA_IMM_RDMA_WRITE ?
+					   FI_RMA | FI_REMOTE_WRITE :
+					   flags;
+			if (k != HOSTRDMA_IMM_NONE && data)
+				e->flags |= FI_REMOTE_CQ_DATA;
 			e->len = recv ? d->transferred_length : 0;
 		}
-		if (cq->format == FI_CQ_FORMAT_DATA ||
-		    cq->format == FI_CQ_FORMAT_TAGGED)
-			e->buf = recv ? req->buf : NULL;
+		if (data) {
+			e->buf = recv && k != HOSTRDMA_IMM_RDMA_WRITE ?
+					 req->buf :
+					 NULL;
+			e->data = imm;
+		}
 		ret = 1;
 	}
 	hfi_ep_req_done(req->ep, req);	/* @req is the endpoint's again */

@@ -208,10 +208,23 @@ static int build_segments(struct hfi_ep *ep, const struct iovec *iov,
 
 enum hfi_op { OP_SEND, OP_RECV, OP_WRITE, OP_READ };
 
-static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
-		    void **desc, size_t count, void *context, uint64_t flags,
-		    uint64_t raddr, uint64_t key)
+/* Remote CQ data: the device's immediate data (hostrdma/it_ext.h). */
+static size_t cq_data_size(const struct hfi_ep *ep)
 {
+	return ep->info->domain_attr->cq_data_size;
+}
+
+/*
+ * One request. With FI_REMOTE_CQ_DATA in @flags, a Send or Write carries
+ * @data as immediate data (its low 32 bits: cq_data_size is 4), and the
+ * peer's receive completion reports it.
+ */
+static ssize_t post_data(struct hfi_ep *ep, enum hfi_op op,
+			 const struct iovec *iov, void **desc, size_t count,
+			 void *context, uint64_t flags, uint64_t raddr,
+			 uint64_t key, uint64_t data)
+{
+	bool imm = flags & FI_REMOTE_CQ_DATA;
 	it_lmr_triplet_t segs[HFI_IOV_LIMIT];
 	bool inject = flags & FI_INJECT;
 	bool tx = op != OP_RECV;
@@ -226,6 +239,8 @@ static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
 		return -FI_EINVAL;
 	if (inject && (op == OP_RECV || op == OP_READ))
 		return -FI_EINVAL;
+	if (imm && (!cq_data_size(ep) || op == OP_RECV || op == OP_READ))
+		return -FI_EBADFLAGS;
 	/* Counted as outstanding from here: the endpoint's memory stays
 	 * while @req points to it. */
 	g_mutex_lock(&ep->lock);
@@ -257,16 +272,24 @@ static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
 	}
 	switch (op) {
 	case OP_SEND:
-		st = it_post_send(ep->ep, segs, nsegs, (uintptr_t)req,
-				  IT_FLAGS);
+		st = imm ? hostrdma_post_send_imm(ep->ep, segs, nsegs,
+						  (uintptr_t)req, IT_FLAGS,
+						  (uint32_t)data) :
+			   it_post_send(ep->ep, segs, nsegs, (uintptr_t)req,
+					IT_FLAGS);
 		break;
 	case OP_RECV:
 		st = it_post_recv(ep->ep, segs, nsegs, (uintptr_t)req,
 				  IT_FLAGS);
 		break;
 	case OP_WRITE:
-		st = it_post_rdma_write(ep->ep, segs, nsegs, (uintptr_t)req,
-					IT_FLAGS, raddr, key);
+		st = imm ? hostrdma_post_rdma_write_imm(ep->ep, segs, nsegs,
+							(uintptr_t)req,
+							IT_FLAGS, raddr, key,
+							(uint32_t)data) :
+			   it_post_rdma_write(ep->ep, segs, nsegs,
+					      (uintptr_t)req, IT_FLAGS,
+					      raddr, key);
 		break;
 	case OP_READ:
 	default:
@@ -281,6 +304,14 @@ static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
 		return hfi_status_to_fi(st);
 	}
 	return 0;
+}
+
+static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
+		    void **desc, size_t count, void *context, uint64_t flags,
+		    uint64_t raddr, uint64_t key)
+{
+	return post_data(ep, op, iov, desc, count, context,
+			 flags & ~FI_REMOTE_CQ_DATA, raddr, key, 0);
 }
 
 #define TO_EP(f) container_of(f, struct hfi_ep, ep_fid)
@@ -325,10 +356,8 @@ static ssize_t hfi_sendv(struct fid_ep *f, const struct iovec *iov,
 static ssize_t hfi_sendmsg(struct fid_ep *f, const struct fi_msg *msg,
 			   uint64_t flags)
 {
-	if (flags & FI_REMOTE_CQ_DATA)
-		return -FI_EBADFLAGS;	/* cq_data_size 0 */
-	return post(TO_EP(f), OP_SEND, msg->msg_iov, msg->desc,
-		    msg->iov_count, msg->context, flags, 0, 0);
+	return post_data(TO_EP(f), OP_SEND, msg->msg_iov, msg->desc,
+			 msg->iov_count, msg->context, flags, 0, 0, msg->data);
 }
 
 static ssize_t hfi_inject(struct fid_ep *f, const void *buf, size_t len,
@@ -344,13 +373,24 @@ static ssize_t hfi_senddata(struct fid_ep *f, const void *buf, size_t len,
 			    void *desc, uint64_t data, fi_addr_t dest,
 			    void *context)
 {
-	return -FI_ENOSYS;	/* IT-API has no immediate data */
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	if (!cq_data_size(TO_EP(f)))
+		return -FI_ENOSYS;	/* iWARP: no immediate data */
+	return post_data(TO_EP(f), OP_SEND, &iov, &desc, 1, context,
+			 FI_REMOTE_CQ_DATA, 0, 0, data);
 }
 
 static ssize_t hfi_injectdata(struct fid_ep *f, const void *buf, size_t len,
 			      uint64_t data, fi_addr_t dest)
 {
-	return -FI_ENOSYS;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	if (!cq_data_size(TO_EP(f)))
+		return -FI_ENOSYS;
+	return post_data(TO_EP(f), OP_SEND, &iov, NULL, 1, NULL,
+			 FI_INJECT | FI_HFI_NO_COMPLETION | FI_REMOTE_CQ_DATA,
+			 0, 0, data);
 }
 
 static struct fi_ops_msg hfi_msg_ops = {
@@ -416,11 +456,9 @@ static ssize_t hfi_writemsg(struct fid_ep *f, const struct fi_msg_rma *msg,
 {
 	if (msg->rma_iov_count != 1)
 		return -FI_EINVAL;
-	if (flags & FI_REMOTE_CQ_DATA)
-		return -FI_EBADFLAGS;
-	return post(TO_EP(f), OP_WRITE, msg->msg_iov, msg->desc,
-		    msg->iov_count, msg->context, flags,
-		    msg->rma_iov[0].addr, msg->rma_iov[0].key);
+	return post_data(TO_EP(f), OP_WRITE, msg->msg_iov, msg->desc,
+			 msg->iov_count, msg->context, flags,
+			 msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data);
 }
 
 static ssize_t hfi_inject_write(struct fid_ep *f, const void *buf, size_t len,
@@ -436,14 +474,25 @@ static ssize_t hfi_writedata(struct fid_ep *f, const void *buf, size_t len,
 			     void *desc, uint64_t data, fi_addr_t dest,
 			     uint64_t addr, uint64_t key, void *context)
 {
-	return -FI_ENOSYS;	/* IT-API has no immediate data */
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	if (!cq_data_size(TO_EP(f)))
+		return -FI_ENOSYS;	/* iWARP: no immediate data */
+	return post_data(TO_EP(f), OP_WRITE, &iov, &desc, 1, context,
+			 FI_REMOTE_CQ_DATA, addr, key, data);
 }
 
 static ssize_t hfi_inject_writedata(struct fid_ep *f, const void *buf,
 				    size_t len, uint64_t data, fi_addr_t dest,
 				    uint64_t addr, uint64_t key)
 {
-	return -FI_ENOSYS;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	if (!cq_data_size(TO_EP(f)))
+		return -FI_ENOSYS;
+	return post_data(TO_EP(f), OP_WRITE, &iov, NULL, 1, NULL,
+			 FI_INJECT | FI_HFI_NO_COMPLETION | FI_REMOTE_CQ_DATA,
+			 addr, key, data);
 }
 
 static struct fi_ops_rma hfi_rma_ops = {

@@ -318,7 +318,7 @@ static bool hints_ok(const struct fi_info *hints)
 		uint64_t no = hints->caps & ~(HFI_CAPS | FI_SOURCE);
 
 		FI_INFO(&hfi_prov, FI_LOG_CORE,
-			"caps %s not offered (remote CQ data: IT-API has no immediate data; FI_RMA_EVENT, counters, tagged, atomics: not provided)\n",
+			"caps %s not offered (FI_RMA_EVENT, tagged messages, atomics: not on MSG endpoints; ofi_rxm gives RDM endpoints tagged messages and atomics)\n",
 			fi_tostr(&no, FI_TYPE_CAPS));
 		return false;
 	}
@@ -331,9 +331,10 @@ static bool hints_ok(const struct fi_info *hints)
 	    hints->ep_attr->protocol != FI_PROTO_IWARP &&
 	    hints->ep_attr->protocol != FI_PROTO_RDMA_CM_IB_RC)
 		return false;
-	if (hints->domain_attr && hints->domain_attr->cq_data_size) {
+	if (hints->domain_attr &&
+	    hints->domain_attr->cq_data_size > sizeof(uint32_t)) {
 		FI_INFO(&hfi_prov, FI_LOG_CORE,
-			"cq_data_size %zu: no remote CQ data, IT-API has no immediate data\n",
+			"cq_data_size %zu: remote CQ data is the transport's immediate data, 4 bytes\n",
 			hints->domain_attr->cq_data_size);
 		return false;
 	}
@@ -356,17 +357,42 @@ static bool hints_ok(const struct fi_info *hints)
 	return true;
 }
 
+/* The application takes FI_RX_CQ_DATA: remote CQ data consumes a
+ * receive, as immediate data does (IBA 9.4.1). */
+static bool takes_rx_cq_data(const struct fi_info *hints)
+{
+	return !hints || (hints->mode & FI_RX_CQ_DATA) ||
+	       (hints->rx_attr && (hints->rx_attr->mode & FI_RX_CQ_DATA));
+}
+
 static struct fi_info *make_info(uint32_t version, const char *dev,
 				 it_ia_handle_t ia,
 				 const struct sockaddr_storage *src,
 				 const struct sockaddr_storage *dst,
 				 const struct fi_info *hints, int mr_mode)
 {
+	size_t want_data = hints && hints->domain_attr ?
+				   hints->domain_attr->cq_data_size :
+				   0;
+	size_t data = hostrdma_ia_imm_data_size(ia);
 	it_ia_info_t *ii = NULL;
 	struct fi_info *fi;
 	size_t max_msg = 1u << 30;
 	uint64_t caps = HFI_CAPS;
 
+	/* Remote CQ data where the device has immediate data (soft-RoCE,
+	 * RNICs through libibverbs; not iWARP) and the application takes
+	 * the receive it consumes. */
+	if (!takes_rx_cq_data(hints))
+		data = 0;
+	if (want_data > data) {
+		FI_INFO(&hfi_prov, FI_LOG_CORE,
+			"%s: cq_data_size %zu: %s\n", dev, want_data,
+			hostrdma_ia_imm_data_size(ia) ?
+				"remote CQ data consumes a receive, and the hints' mode has no FI_RX_CQ_DATA" :
+				"the device has no immediate data (iWARP)");
+		return NULL;
+	}
 	if (it_ia_query(ia, &ii) != IT_SUCCESS)
 		return NULL;
 	fi = fi_allocinfo();
@@ -390,6 +416,10 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 				   mr_mode == FI_MR_BASIC ?
 			   FI_LOCAL_MR :
 			   0;
+	if (data) {
+		fi->mode |= FI_RX_CQ_DATA;
+		fi->rx_attr->mode |= FI_RX_CQ_DATA;
+	}
 	fi->addr_format = src->ss_family == AF_INET ? FI_SOCKADDR_IN :
 						     FI_SOCKADDR_IN6;
 	fi->src_addrlen = hfi_sockaddr_len((const void *)src);
@@ -449,7 +479,7 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 	fi->domain_attr->av_type = FI_AV_UNSPEC;
 	fi->domain_attr->mr_mode = mr_mode;
 	fi->domain_attr->mr_key_size = sizeof(uint32_t);
-	fi->domain_attr->cq_data_size = 0;
+	fi->domain_attr->cq_data_size = data;
 	fi->domain_attr->cq_cnt = 256;
 	fi->domain_attr->cntr_cnt = 256;
 	fi->domain_attr->ep_cnt = 1024;

@@ -144,6 +144,13 @@ for dev in ${DEVICES:-siw_lo rxe_lo}; do
 	# ofi_rxm with a wait object: it polls our CQ's and EQ's fds
 	pair $dev fi_rdm_cntr_pingpong -p "hostrdma;ofi_rxm" -S 8 -I 100
 	pair $dev fi_rdm_tagged_peek -p "hostrdma;ofi_rxm"
+	# remote CQ data: soft-RoCE's immediate data (iWARP has none)
+	if [ $dev = rxe_lo ]; then
+		pair $dev fi_cq_data -p hostrdma -e msg
+		pair $dev fi_cq_data -p "hostrdma;ofi_rxm" -e rdm
+		pair $dev fi_rma_bw -p hostrdma -e msg -o writedata -S 65536 \
+			-W 16 -I 100
+	fi
 done
 echo "check-fabtests: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -167,14 +167,14 @@ struct pair {
 	struct sockaddr_in srv;
 };
 
-static void open_fabric(struct pair *p, uint64_t mr_mode)
+/* A fabric, domain and listening passive endpoint for @h's first
+ * answer; @h is freed. */
+static void open_fabric_hints(struct pair *p, struct fi_info *h)
 {
-	struct fi_info *h = base_hints();
 	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_UNSPEC };
 	size_t len = sizeof(p->srv);
 
 	memset(p, 0, sizeof(*p));
-	h->domain_attr->mr_mode = (int)mr_mode;
 	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &p->info), 0);
 	fi_freeinfo(h);
 	ck_assert_int_eq(fi_fabric(p->info->fabric_attr, &p->fabric, NULL),
@@ -188,6 +188,14 @@ static void open_fabric(struct pair *p, uint64_t mr_mode)
 	ck_assert_uint_eq(len, sizeof(p->srv));
 	ck_assert_uint_eq(p->srv.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
 	ck_assert_uint_ne(p->srv.sin_port, 0);
+}
+
+static void open_fabric(struct pair *p, uint64_t mr_mode)
+{
+	struct fi_info *h = base_hints();
+
+	h->domain_attr->mr_mode = (int)mr_mode;
+	open_fabric_hints(p, h);
 }
 
 static struct fid_cq *open_cq(struct pair *p, enum fi_wait_obj wait)
@@ -500,7 +508,8 @@ START_TEST(msg_send_recv)
 	/* No descriptor with FI_MR_LOCAL: refused. */
 	ck_assert_int_eq(fi_send(p.cep, sbuf, 100, NULL, 0, &ctx_s),
 			 -FI_EINVAL);
-	/* No immediate data in IT-API. */
+	/* No remote CQ data without FI_RX_CQ_DATA in the hints (and none
+	 * on iWARP): cq_data cases. */
 	ck_assert_int_eq(fi_senddata(p.cep, sbuf, 8, fi_mr_desc(smr), 1, 0,
 				     &ctx_s), -FI_ENOSYS);
 
@@ -1150,6 +1159,208 @@ START_TEST(no_completion_no_error_entry)
 }
 END_TEST
 
+/* ---- remote CQ data ------------------------------------------------------ */
+
+static bool dev_has_imm(void)
+{
+	return strncmp(dev, "rxe", 3) == 0;	/* iWARP has none */
+}
+
+static struct fi_info *cq_data_hints(size_t size, bool rx_cq_data)
+{
+	struct fi_info *h = base_hints();
+
+	h->domain_attr->cq_data_size = size;
+	if (rx_cq_data)
+		h->mode |= FI_RX_CQ_DATA;
+	return h;
+}
+
+/* What fi_getinfo answers about remote CQ data: 4 bytes on soft-RoCE to
+ * an application that takes FI_RX_CQ_DATA, nothing more; nothing on
+ * soft-iWARP. */
+START_TEST(cq_data_getinfo)
+{
+	struct fi_info *h, *info = NULL;
+
+	h = cq_data_hints(0, true);
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_uint_eq(info->domain_attr->cq_data_size,
+			  dev_has_imm() ? 4 : 0);
+	ck_assert_uint_eq(!!(info->mode & FI_RX_CQ_DATA), dev_has_imm());
+	ck_assert_uint_eq(!!(info->rx_attr->mode & FI_RX_CQ_DATA),
+			  dev_has_imm());
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	/* Not taking FI_RX_CQ_DATA: no remote CQ data offered ... */
+	h = cq_data_hints(0, false);
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info), 0);
+	ck_assert_uint_eq(info->domain_attr->cq_data_size, 0);
+	ck_assert_uint_eq(info->mode & FI_RX_CQ_DATA, 0);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	/* ... and asking for it without the mode finds nothing. */
+	h = cq_data_hints(4, false);
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	fi_freeinfo(h);
+	h = cq_data_hints(4, true);
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 dev_has_imm() ? 0 : -FI_ENODATA);
+	if (dev_has_imm())
+		fi_freeinfo(info);
+	fi_freeinfo(h);
+	/* Wider than the transport's 32 bits. */
+	h = cq_data_hints(8, true);
+	ck_assert_int_eq(fi_getinfo(FIV, NULL, NULL, 0, h, &info),
+			 -FI_ENODATA);
+	fi_freeinfo(h);
+}
+END_TEST
+
+/*
+ * fi_writedata, fi_writemsg with FI_REMOTE_CQ_DATA, fi_inject_writedata
+ * and fi_senddata between two endpoints on soft-RoCE: the Write's bytes
+ * land at the target address and nowhere else, it consumes a receive
+ * without touching the receive's buffer, and that receive's entry carries
+ * the data (its low 32 bits) with FI_REMOTE_CQ_DATA. On soft-iWARP every
+ * one is refused before anything is sent.
+ */
+START_TEST(cq_data_transfers)
+{
+	static char target[1024], src[512], rbuf[256];
+	struct fi_cq_data_entry e;
+	struct fid_mr *tmr, *smr, *rmr;
+	struct fi_rma_iov rma;
+	struct fi_msg_rma m;
+	struct iovec iov;
+	void *desc;
+	uint64_t base;
+	int ctx_w, ctx_s, ctx_r, ctx_r2, ctx_r3, ctx_r4;
+	struct pair p;
+
+	open_fabric_hints(&p, cq_data_hints(0, true));
+	connect_pair(&p, FI_WAIT_NONE);
+	memset(target, 0xee, sizeof(target));
+	fill(src, sizeof(src), 5);
+	memset(rbuf, 0xcc, sizeof(rbuf));
+	tmr = reg(&p, target, sizeof(target), FI_REMOTE_WRITE);
+	smr = reg(&p, src, sizeof(src), FI_WRITE | FI_SEND);
+	rmr = reg(&p, rbuf, sizeof(rbuf), FI_RECV);
+	base = (uint64_t)(uintptr_t)target;
+	if (!dev_has_imm()) {
+		ck_assert_int_eq(fi_writedata(p.cep, src, 8, fi_mr_desc(smr),
+					      1, 0, base, fi_mr_key(tmr),
+					      &ctx_w), -FI_ENOSYS);
+		ck_assert_int_eq(fi_senddata(p.cep, src, 8, fi_mr_desc(smr),
+					     1, 0, &ctx_s), -FI_ENOSYS);
+		ck_assert_int_eq(fi_inject_writedata(p.cep, src, 8, 1, 0,
+						     base, fi_mr_key(tmr)),
+				 -FI_ENOSYS);
+		iov = (struct iovec){ src, 8 };
+		desc = fi_mr_desc(smr);
+		rma = (struct fi_rma_iov){ base, 8, fi_mr_key(tmr) };
+		m = (struct fi_msg_rma){ .msg_iov = &iov, .desc = &desc,
+					 .iov_count = 1, .rma_iov = &rma,
+					 .rma_iov_count = 1,
+					 .context = &ctx_w, .data = 1 };
+		ck_assert_int_eq(fi_writemsg(p.cep, &m, FI_REMOTE_CQ_DATA),
+				 -FI_EBADFLAGS);
+		goto out;
+	}
+
+	/* fi_writedata: 300 bytes at target + 16, data wider than 32 bits
+	 * (its low 32 bits travel). */
+	ck_assert_int_eq(fi_recv(p.sep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx_r), 0);
+	ck_assert_int_eq(fi_writedata(p.cep, src, 300, fi_mr_desc(smr),
+				      0x1234567890abcdefull, 0, base + 16,
+				      fi_mr_key(tmr), &ctx_w), 0);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_w);
+	ck_assert_uint_eq(e.flags, FI_RMA | FI_WRITE);
+	ck_assert_int_eq(cq_wait(p.scq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_r);
+	ck_assert_uint_eq(e.flags, FI_RMA | FI_REMOTE_WRITE |
+					   FI_REMOTE_CQ_DATA);
+	ck_assert_uint_eq(e.data, 0x90abcdefu);
+	ck_assert_uint_eq(e.len, 300);
+	ck_assert_ptr_null(e.buf);
+	ck_assert_mem_eq(target + 16, src, 300);
+	for (size_t i = 0; i < sizeof(target); i++)
+		if (i < 16 || i >= 316)
+			ck_assert_int_eq((unsigned char)target[i], 0xee);
+	for (size_t i = 0; i < sizeof(rbuf); i++)
+		ck_assert_int_eq((unsigned char)rbuf[i], 0xcc);
+
+	/* fi_writemsg with FI_REMOTE_CQ_DATA, and fi_inject_writedata (no
+	 * completion at the initiator). */
+	ck_assert_int_eq(fi_recv(p.sep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx_r2), 0);
+	ck_assert_int_eq(fi_recv(p.sep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx_r3), 0);
+	iov = (struct iovec){ src + 100, 50 };
+	desc = fi_mr_desc(smr);
+	rma = (struct fi_rma_iov){ base + 600, 50, fi_mr_key(tmr) };
+	m = (struct fi_msg_rma){ .msg_iov = &iov, .desc = &desc,
+				 .iov_count = 1, .rma_iov = &rma,
+				 .rma_iov_count = 1, .context = &ctx_w,
+				 .data = 42 };
+	ck_assert_int_eq(fi_writemsg(p.cep, &m, FI_REMOTE_CQ_DATA), 0);
+	ck_assert_int_eq(fi_inject_writedata(p.cep, "inj", 3, 43, 0,
+					     base + 900, fi_mr_key(tmr)), 0);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_w);
+	ck_assert_int_eq(cq_wait(p.scq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_r2);
+	ck_assert_uint_eq(e.data, 42);
+	ck_assert_uint_eq(e.len, 50);
+	ck_assert_int_eq(cq_wait(p.scq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_r3);
+	ck_assert_uint_eq(e.flags, FI_RMA | FI_REMOTE_WRITE |
+					   FI_REMOTE_CQ_DATA);
+	ck_assert_uint_eq(e.data, 43);
+	ck_assert_uint_eq(e.len, 3);
+	ck_assert_mem_eq(target + 600, src + 100, 50);
+	ck_assert_mem_eq(target + 900, "inj", 3);
+	ck_assert_int_eq((unsigned char)target[903], 0xee);
+	ck_assert_int_eq(fi_cq_read(p.ccq, &e, 1), -FI_EAGAIN);
+
+	/* fi_senddata: the payload in the receive's buffer, with data. */
+	ck_assert_int_eq(fi_recv(p.sep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx_r4), 0);
+	ck_assert_int_eq(fi_senddata(p.cep, src, 40, fi_mr_desc(smr), 77, 0,
+				     &ctx_s), 0);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_s);
+	ck_assert_uint_eq(e.flags, FI_SEND | FI_MSG);
+	ck_assert_int_eq(cq_wait(p.scq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_r4);
+	ck_assert_uint_eq(e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
+	ck_assert_uint_eq(e.data, 77);
+	ck_assert_uint_eq(e.len, 40);
+	ck_assert_ptr_eq(e.buf, rbuf);
+	ck_assert_mem_eq(rbuf, src, 40);
+	ck_assert_int_eq((unsigned char)rbuf[40], 0xcc);
+
+	/* A plain send after them carries no data. */
+	ck_assert_int_eq(fi_recv(p.sep, rbuf, sizeof(rbuf), fi_mr_desc(rmr),
+				 0, &ctx_r), 0);
+	ck_assert_int_eq(fi_send(p.cep, src, 10, fi_mr_desc(smr), 0, &ctx_s),
+			 0);
+	ck_assert_int_eq(cq_wait(p.ccq, &e), 1);
+	ck_assert_int_eq(cq_wait(p.scq, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_r);
+	ck_assert_uint_eq(e.flags, FI_RECV | FI_MSG);
+	ck_assert_uint_eq(e.data, 0);
+out:
+	fi_close(&tmr->fid);
+	fi_close(&smr->fid);
+	fi_close(&rmr->fid);
+	close_pair(&p);
+}
+END_TEST
+
 /* ---- wait objects ------------------------------------------------------- */
 
 START_TEST(cq_wait_fd)
@@ -1159,12 +1370,15 @@ START_TEST(cq_wait_fd)
 	struct fid_mr *smr, *rmr;
 	struct pollfd pfd = { .events = POLLIN };
 	struct fid *fids[1];
+	enum fi_wait_obj wo;
 	int ctx_r, ctx_s;
 	struct pair p;
 
 	open_fabric(&p, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				FI_MR_PROV_KEY);
 	connect_pair(&p, FI_WAIT_FD);
+	ck_assert_int_eq(fi_control(&p.scq->fid, FI_GETWAITOBJ, &wo), 0);
+	ck_assert_int_eq(wo, FI_WAIT_FD);
 	ck_assert_int_eq(fi_control(&p.scq->fid, FI_GETWAIT, &pfd.fd), 0);
 	ck_assert_int_ge(pfd.fd, 0);
 	fids[0] = &p.scq->fid;
@@ -1199,6 +1413,7 @@ START_TEST(eq_wait_fd)
 	struct pollfd pfd = { .events = POLLIN };
 	struct fid_eq *quiet;
 	struct fid *fids[1];
+	enum fi_wait_obj wo;
 	union cm_ev ev;
 	uint32_t event;
 	struct pair p;
@@ -1210,6 +1425,9 @@ START_TEST(eq_wait_fd)
 	ck_assert_int_eq(fi_control(&quiet->fid, FI_GETWAIT, &fd),
 			 -FI_ENODATA);
 	ck_assert_int_eq(fi_close(&quiet->fid), 0);
+	/* FI_WAIT_UNSPEC is a descriptor here, and says so. */
+	ck_assert_int_eq(fi_control(&p.eq->fid, FI_GETWAITOBJ, &wo), 0);
+	ck_assert_int_eq(wo, FI_WAIT_FD);
 	ck_assert_int_eq(fi_control(&p.eq->fid, FI_GETWAIT, &pfd.fd), 0);
 	ck_assert_int_ge(pfd.fd, 0);
 	fids[0] = &p.eq->fid;
@@ -1266,6 +1484,8 @@ static Suite *fi_suite(void)
 	CASE(conn_shutdown);
 	CASE(conn_peer_gone);
 	CASE(no_completion_no_error_entry);
+	CASE(cq_data_getinfo);
+	CASE(cq_data_transfers);
 	CASE(cq_wait_fd);
 	CASE(eq_wait_fd);
 #undef CASE
