@@ -22,6 +22,14 @@ tests_interop_it_udaddy_SOURCES = tests/interop/it-udaddy.c \
 	tests/interop/it_util.c tests/interop/it_util.h
 tests_interop_it_udaddy_LDADD = libhostrdma.la
 interop_programs += tests/interop/it-udaddy$(EXEEXT)
+
+# Immediate data (hostrdma/it_ext.h) over RC: the kernel's rxe0 in a lab
+# guest against our soft rxe (verbs.sh).
+noinst_PROGRAMS += tests/interop/it-imm
+tests_interop_it_imm_SOURCES = tests/interop/it-imm.c \
+	tests/interop/it_util.c tests/interop/it_util.h
+tests_interop_it_imm_LDADD = libhostrdma.la
+interop_programs += tests/interop/it-imm$(EXEEXT)
 interop_scripts += run.sh
 endif
 

@@ -26,6 +26,8 @@
 # UD datagrams between the guests' rxe0 (tests/interop/it-verbs-ud).
 # SIDR on rxe0 (tests/interop/it-udaddy) against librdmacm's udaddy in
 # guest 2 and against our soft rxe on the host, both roles.
+# RDMA Writes and Sends with immediate data (tests/interop/it-imm) between
+# rxe0 and our soft rxe on the host, both roles.
 # hostrdma-conformance (the pure IT-API suites) on siw0 and on rxe0.
 # Last, a second ibverbs device on eth0 (rxe1 beside siw0): one of the
 # two is listed, the other named in a log line.
@@ -105,22 +107,12 @@ make -C "$build" install DESTDIR="$work/ov" >"$work/install.log" 2>&1 ||
 [ -f "$work/ov$prefix/lib/hostrdma/providers/verbs.so" ] ||
 	{ echo "FAIL: make install put no verbs.so in $prefix/lib/hostrdma/providers"; exit 1; }
 # Test programs are not installed: the binary libtool built, beside.
-objs=$build/tests/interop/.libs/it-verbs-objects
-[ -x "$objs" ] || objs=$build/tests/interop/it-verbs-objects
-[ -x "$objs" ] || skip "$objs not built (make -C $build)"
-cp "$objs" "$work/ov$prefix/bin/it-verbs-objects" || exit 1
-cmprog=$build/tests/interop/.libs/it-verbs-cm
-[ -x "$cmprog" ] || cmprog=$build/tests/interop/it-verbs-cm
-[ -x "$cmprog" ] || skip "$cmprog not built (make -C $build)"
-cp "$cmprog" "$work/ov$prefix/bin/it-verbs-cm" || exit 1
-udprog=$build/tests/interop/.libs/it-verbs-ud
-[ -x "$udprog" ] || udprog=$build/tests/interop/it-verbs-ud
-[ -x "$udprog" ] || skip "$udprog not built (make -C $build)"
-cp "$udprog" "$work/ov$prefix/bin/it-verbs-ud" || exit 1
-uaprog=$build/tests/interop/.libs/it-udaddy
-[ -x "$uaprog" ] || uaprog=$build/tests/interop/it-udaddy
-[ -x "$uaprog" ] || skip "$uaprog not built (make -C $build)"
-cp "$uaprog" "$work/ov$prefix/bin/it-udaddy" || exit 1
+for p in it-verbs-objects it-verbs-cm it-verbs-ud it-udaddy it-imm; do
+	f=$build/tests/interop/.libs/$p
+	[ -x "$f" ] || f=$build/tests/interop/$p
+	[ -x "$f" ] || skip "$f not built (make -C $build)"
+	cp "$f" "$work/ov$prefix/bin/$p" || exit 1
+done
 
 . "$(dirname "${BASH_SOURCE[0]}")/labns.sh"
 lab_pick_ns hrinterop-verbs || exit 1
@@ -581,6 +573,54 @@ for dev in siw0 rxe0; do
 		perf_once_more "perf-$t-server-$dev" $dev $t ours "$a1"
 	done
 done
+
+# Immediate data across the bridge (tests/interop/it-imm, hostrdma's
+# it_ext.h): RDMA Writes and Sends with immediate data between rxe0 in
+# guest 1 (the kernel's rxe builds and parses the ImmDt header, the verbs
+# provider maps its network-order value) and our soft rxe on the host,
+# both roles; the server checks each value, kind, length and the bytes.
+gimm_env() {
+	echo "LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=rxe0 $prefix/bin/it-imm -d rxe0"
+}
+iti=$build/tests/interop/it-imm
+host_imm() { # it-imm's arguments, on the host's soft rxe
+	"$rp" ns env HOSTRDMA_PROVIDER_PATH="$build/vp/rxe/.libs" \
+		HOSTRDMA_CONF= HOSTRDMA_DEVICES=rxe_rdmabr0 \
+		timeout 120 "$iti" -d rxe_rdmabr0 "$@"
+}
+imm_kill() {
+	"$rp" run -g 1 'killall it-imm' >/dev/null 2>&1
+}
+if want imm-bridge-rxe0-guest-server; then
+	name=imm-bridge-rxe0-guest-server st=0
+	imm_kill
+	gbg 1 "$(gimm_env) -s -a $rxe_ip -C 10 -S 1024" || st=1
+	"$rp" run -g 1 wait-listen 7177 20 >/dev/null || st=1
+	host_imm -c -a "$rxe_ip" -C 10 -S 1024 >"$work/$name.host" 2>&1 ||
+		st=1
+	gwait 1 "$work/$name.guest" || st=1
+	grep -q "10 RDMA Writes and 10 Sends of 1024 bytes with immediate data checked" \
+		"$work/$name.guest" || st=1
+	grep -q "the server checked them" "$work/$name.host" || st=1
+	result $name $st
+fi
+if want imm-bridge-rxe0-host-server && [ -n "$host_rxe_ip" ]; then
+	name=imm-bridge-rxe0-host-server st=0
+	imm_kill
+	host_imm -s -a "$host_rxe_ip" -C 10 -S 1024 >"$work/$name.host" 2>&1 &
+	ours=$!
+	for i in $(seq 100); do
+		grep -q listening "$work/$name.host" 2>/dev/null && break
+		sleep 0.1
+	done
+	"$rp" run -g 1 -t 120 "$(gimm_env) -c -a $host_rxe_ip -C 10 -S 1024" \
+		>"$work/$name.guest" 2>&1 || st=1
+	wait "$ours" || st=1
+	grep -q "10 RDMA Writes and 10 Sends of 1024 bytes with immediate data checked" \
+		"$work/$name.host" || st=1
+	grep -q "the server checked them" "$work/$name.guest" || st=1
+	result $name $st
+fi
 
 # The pure IT-API suites through hostrdma-conformance in guest 1, both
 # ends of each connection on the one device at its own address (the
