@@ -139,6 +139,30 @@ gbg() {
 	bg_pid=${out%% *}
 	bg_log=${out##* }
 }
+# Wait (10 s at most) for a line matching $2 in $1, the log of a program
+# started on the host in the background (its server saying it listens);
+# the client that follows fails if it never does.
+host_log_wait() {
+	local i
+	for i in $(seq 100); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# A server on the host (the command after $2, in the background, its log
+# $work/$1.host) and guest 1's client ($2, its log $work/$1.guest): 1 when
+# either exits non-zero.
+host_serves() {
+	local name=$1 gcmd=$2 ours st=0
+	shift 2
+	"$@" >"$work/$name.host" 2>&1 &
+	ours=$!
+	host_log_wait "$work/$name.host" listening
+	"$rp" run -g 1 -t 120 "$gcmd" >"$work/$name.guest" 2>&1 || st=1
+	wait "$ours" || st=1
+	return $st
+}
 # Wait (60 s at most) for the program gbg started in guest $1 to end; its
 # output into file $2.
 gwait() {
@@ -342,7 +366,7 @@ host_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_SIW_IP=//p')
 host_rxe_ip=$("$rp" env | sed -n 's/^RDMAPEER_HOST_RXE_IP=//p')
 # $1 name, $2 guest device, $3 soft provider, $4 guest address, $5 host's
 bridge_cases() {
-	local name=$1 dev=$2 p=$3 ga=$4 ha=$5 st=0 ours i
+	local name=$1 dev=$2 p=$3 ga=$4 ha=$5 st=0 ours
 	want "$name-guest-server" || want "$name-host-server" || return 0
 	[ -x "$hping" ] && [ -n "$ha" ] || { result "$name-skipped" 1; return; }
 	# The guest serves, the host's soft device is the client.
@@ -363,11 +387,7 @@ bridge_cases() {
 	host_ping "$p" -s -a "$ha" -p 7176 -C 10 -S 1024 -v \
 		>"$work/$name-host-server.host" 2>&1 &
 	ours=$!
-	for i in $(seq 100); do
-		grep -q "waiting for a client" "$work/$name-host-server.host" \
-			2>/dev/null && break
-		sleep 0.1
-	done
+	host_log_wait "$work/$name-host-server.host" "waiting for a client"
 	"$rp" run -g 1 -t 90 "$(gping_env "$dev") -c -a $ha -p 7176 -C 10 -S 1024 -V" \
 		>"$work/$name-host-server.guest" 2>&1 || st=1
 	wait "$ours" || st=1
@@ -486,16 +506,8 @@ fi
 if want sidr-bridge-rxe0-host-server && [ -n "$host_rxe_ip" ]; then
 	name=sidr-bridge-rxe0-host-server st=0
 	udaddy_kill
-	host_udaddy -s -a "$host_rxe_ip" -C 10 -S 100 -v \
-		>"$work/$name.host" 2>&1 &
-	ours=$!
-	for i in $(seq 100); do
-		grep -q listening "$work/$name.host" 2>/dev/null && break
-		sleep 0.1
-	done
-	"$rp" run -g 1 -t 120 "$(gudaddy_env) -c -a $host_rxe_ip -C 10 -S 100 -v" \
-		>"$work/$name.guest" 2>&1 || st=1
-	wait "$ours" || st=1
+	host_serves $name "$(gudaddy_env) -c -a $host_rxe_ip -C 10 -S 100 -v" \
+		host_udaddy -s -a "$host_rxe_ip" -C 10 -S 100 -v || st=1
 	grep -q "SIDR reply status 0, QPN 0x[0-9a-f]*, Q_Key 0x01234567" \
 		"$work/$name.guest" || st=1
 	grep -q "10 datagrams of 100 bytes sent" "$work/$name.guest" || st=1
@@ -607,15 +619,8 @@ fi
 if want imm-bridge-rxe0-host-server && [ -n "$host_rxe_ip" ]; then
 	name=imm-bridge-rxe0-host-server st=0
 	imm_kill
-	host_imm -s -a "$host_rxe_ip" -C 10 -S 1024 >"$work/$name.host" 2>&1 &
-	ours=$!
-	for i in $(seq 100); do
-		grep -q listening "$work/$name.host" 2>/dev/null && break
-		sleep 0.1
-	done
-	"$rp" run -g 1 -t 120 "$(gimm_env) -c -a $host_rxe_ip -C 10 -S 1024" \
-		>"$work/$name.guest" 2>&1 || st=1
-	wait "$ours" || st=1
+	host_serves $name "$(gimm_env) -c -a $host_rxe_ip -C 10 -S 1024" \
+		host_imm -s -a "$host_rxe_ip" -C 10 -S 1024 || st=1
 	grep -q "10 RDMA Writes and 10 Sends of 1024 bytes with immediate data checked" \
 		"$work/$name.host" || st=1
 	grep -q "the server checked them" "$work/$name.guest" || st=1
