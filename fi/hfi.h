@@ -18,7 +18,7 @@
 
 #define ITAPI_ENABLE_V21_BINDINGS
 #include "it_api.h"
-#include "itapi/it_ext.h"
+#include "it_ext.h"
 
 #include <glib.h>
 #include <stdbool.h>

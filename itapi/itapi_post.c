@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "itapi/itapi_priv.h"
-#include "itapi/it_ext.h"
+#include "it_ext.h"
 
 /* Segments on the stack per WR; more is refused by the EP's limits. */
 #define ITAPI_MAX_SGE 64

@@ -3,7 +3,7 @@
 # $(includedir)/hostrdma/it_ext.h; libhostrdma is itapi + cm + ual + kal
 # (and the built-in providers) exporting those two headers' functions only.
 include_HEADERS += it_api.h
-pkginclude_HEADERS += itapi/it_ext.h
+pkginclude_HEADERS += it_ext.h
 
 noinst_LTLIBRARIES += itapi/libitapi.la
 itapi_libitapi_la_SOURCES = itapi/itapi_priv.h \

@@ -222,7 +222,7 @@ for f in $funcs; do
 done
 [ "$n" -ge 80 ] || fail "found only $n functions in it_api.h"
 for f in $(sed -n 's/^[a-z_0-9]*[ *]\{1,\}\(hostrdma_[a-z_0-9]*\)(.*/\1/p' \
-	"$srcdir/itapi/it_ext.h"); do
+	"$srcdir/it_ext.h"); do
 	[ -f "$mandir/man3/$f.3" ] || fail "no man page for $f (man/$f.3)"
 	n=$((n + 1))
 done

@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-#include "itapi/it_ext.h"
+#include "it_ext.h"
 #include "tests/testutil_itapi.h"
 #include "tests/suites.h"
 

@@ -29,7 +29,8 @@ import re
 import sys
 
 # The layers, top to bottom, and what each may include besides itself.
-# "api" is it_api.h, the public IT-API header at the top of the tree.
+# "api" is it_api.h, the public IT-API header at the top of the tree, and
+# it_ext.h, hostrdma's extensions to it (installed as hostrdma/it_ext.h).
 # A new provider folder vp/<name> gets the "vp/*" rule without an edit here.
 LAYER_ARROWS = {
     "tools": {"api"},
@@ -46,6 +47,8 @@ LAYER_ARROWS = {
     # links the provider's ICRC library, not the provider.
     "kald": {"kal", "vp/rxe"},
 }
+
+API_HEADERS = {"it_api.h", "it_ext.h"}
 
 # Top-level folders that are not layers and are not read.
 NOT_LAYERS = {"tests", "bench", "docs", "man", "m4", "build-aux",
@@ -72,7 +75,7 @@ def layer_of(relpath):
     """The layer a file belongs to: its folder (vp/<name> for providers)."""
     parts = relpath.split("/")
     if len(parts) == 1:
-        return "api" if parts[0] == "it_api.h" else None
+        return "api" if parts[0] in API_HEADERS else None
     if parts[0] == "vp" and len(parts) >= 3:
         return "vp/" + parts[1]
     return parts[0]

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "itapi/it_ext.h"
+#include "it_ext.h"
 #include "tests/conformance/conf_itapi.h"
 #include "tests/testutil_itapi.h"
 #ifdef HAVE_PROV_RXE

@@ -23,7 +23,7 @@
 #define _GNU_SOURCE
 #define ITAPI_ENABLE_V21_BINDINGS
 #include "it_api.h"
-#include "itapi/it_ext.h"
+#include "it_ext.h"
 #include "tests/interop/it_util.h"
 
 #include <arpa/inet.h>
