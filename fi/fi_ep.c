@@ -316,6 +316,21 @@ static ssize_t post(struct hfi_ep *ep, enum hfi_op op, const struct iovec *iov,
 
 #define TO_EP(f) container_of(f, struct hfi_ep, ep_fid)
 
+/* fi_senddata, fi_writedata and their inject forms: FI_ENOSYS where the
+ * device has no immediate data (iWARP). */
+static ssize_t post_imm(struct fid_ep *f, enum hfi_op op, const void *buf,
+			size_t len, void **desc, void *context,
+			uint64_t flags, uint64_t raddr, uint64_t key,
+			uint64_t data)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	if (!cq_data_size(TO_EP(f)))
+		return -FI_ENOSYS;
+	return post_data(TO_EP(f), op, &iov, desc, 1, context,
+			 flags | FI_REMOTE_CQ_DATA, raddr, key, data);
+}
+
 static ssize_t hfi_recv(struct fid_ep *f, void *buf, size_t len, void *desc,
 			fi_addr_t src, void *context)
 {
@@ -373,24 +388,14 @@ static ssize_t hfi_senddata(struct fid_ep *f, const void *buf, size_t len,
 			    void *desc, uint64_t data, fi_addr_t dest,
 			    void *context)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-
-	if (!cq_data_size(TO_EP(f)))
-		return -FI_ENOSYS;	/* iWARP: no immediate data */
-	return post_data(TO_EP(f), OP_SEND, &iov, &desc, 1, context,
-			 FI_REMOTE_CQ_DATA, 0, 0, data);
+	return post_imm(f, OP_SEND, buf, len, &desc, context, 0, 0, 0, data);
 }
 
 static ssize_t hfi_injectdata(struct fid_ep *f, const void *buf, size_t len,
 			      uint64_t data, fi_addr_t dest)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-
-	if (!cq_data_size(TO_EP(f)))
-		return -FI_ENOSYS;
-	return post_data(TO_EP(f), OP_SEND, &iov, NULL, 1, NULL,
-			 FI_INJECT | FI_HFI_NO_COMPLETION | FI_REMOTE_CQ_DATA,
-			 0, 0, data);
+	return post_imm(f, OP_SEND, buf, len, NULL, NULL,
+			FI_INJECT | FI_HFI_NO_COMPLETION, 0, 0, data);
 }
 
 static struct fi_ops_msg hfi_msg_ops = {
@@ -474,25 +479,16 @@ static ssize_t hfi_writedata(struct fid_ep *f, const void *buf, size_t len,
 			     void *desc, uint64_t data, fi_addr_t dest,
 			     uint64_t addr, uint64_t key, void *context)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-
-	if (!cq_data_size(TO_EP(f)))
-		return -FI_ENOSYS;	/* iWARP: no immediate data */
-	return post_data(TO_EP(f), OP_WRITE, &iov, &desc, 1, context,
-			 FI_REMOTE_CQ_DATA, addr, key, data);
+	return post_imm(f, OP_WRITE, buf, len, &desc, context, 0, addr, key,
+			data);
 }
 
 static ssize_t hfi_inject_writedata(struct fid_ep *f, const void *buf,
 				    size_t len, uint64_t data, fi_addr_t dest,
 				    uint64_t addr, uint64_t key)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-
-	if (!cq_data_size(TO_EP(f)))
-		return -FI_ENOSYS;
-	return post_data(TO_EP(f), OP_WRITE, &iov, NULL, 1, NULL,
-			 FI_INJECT | FI_HFI_NO_COMPLETION | FI_REMOTE_CQ_DATA,
-			 addr, key, data);
+	return post_imm(f, OP_WRITE, buf, len, NULL, NULL,
+			FI_INJECT | FI_HFI_NO_COMPLETION, addr, key, data);
 }
 
 static struct fi_ops_rma hfi_rma_ops = {

@@ -374,7 +374,8 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 	size_t want_data = hints && hints->domain_attr ?
 				   hints->domain_attr->cq_data_size :
 				   0;
-	size_t data = hostrdma_ia_imm_data_size(ia);
+	size_t dev_data = hostrdma_ia_imm_data_size(ia);
+	size_t data = dev_data;
 	it_ia_info_t *ii = NULL;
 	struct fi_info *fi;
 	size_t max_msg = 1u << 30;
@@ -388,8 +389,7 @@ static struct fi_info *make_info(uint32_t version, const char *dev,
 	if (want_data > data) {
 		FI_INFO(&hfi_prov, FI_LOG_CORE,
 			"%s: cq_data_size %zu: %s\n", dev, want_data,
-			hostrdma_ia_imm_data_size(ia) ?
-				"remote CQ data consumes a receive, and the hints' mode has no FI_RX_CQ_DATA" :
+			dev_data ? "remote CQ data consumes a receive, and the hints' mode has no FI_RX_CQ_DATA" :
 				"the device has no immediate data (iWARP)");
 		return NULL;
 	}
