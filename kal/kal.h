@@ -356,4 +356,14 @@ bool kal_hostsvc_alive(struct kal_hostsvc *hs);
 
 void kal_hostsvc_close(struct kal_hostsvc *hs);
 
+/*
+ * Whether all @n sockets of @fds are hung up (their peers closed). When
+ * some are and the others not yet, waits up to @settle_ms for the
+ * others: the peers of a process's forwarding sockets are the daemon's
+ * and its keeper's, which close one after another as the keeper exits
+ * (and the kernel may put a last reference off for a moment), so a mix
+ * is a moment of that, not an answer. None hung up: false at once.
+ */
+bool kal_fds_hung_up(const int *fds, unsigned int n, unsigned int settle_ms);
+
 #endif /* KAL_H */

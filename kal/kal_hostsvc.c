@@ -226,6 +226,39 @@ int kal_hostsvc_resume(struct kal_hostsvc *hs, uint32_t qpn_base)
 	return err;
 }
 
+bool kal_fds_hung_up(const int *fds, unsigned int n, unsigned int settle_ms)
+{
+	g_autofree struct pollfd *p = g_new0(struct pollfd, n ? n : 1);
+	gint64 end = g_get_monotonic_time() + (gint64)settle_ms * 1000;
+	unsigned int i, hung;
+	gint64 left;
+
+	if (!n)
+		return false;
+	for (i = 0; i < n; i++)
+		p[i].fd = fds[i];	/* events 0: POLLHUP is always reported */
+	for (;;) {
+		if (poll(p, n, 0) < 0)
+			return false;
+		for (i = 0, hung = 0; i < n; i++)
+			hung += !!(p[i].revents & POLLHUP);
+		if (hung == n)
+			return true;
+		left = (end - g_get_monotonic_time() + 999) / 1000;
+		if (!hung || left <= 0)
+			return false;
+		/* Some are: sleep until another one is (or the time is up).
+		 * The ones already hung up would wake poll at once, so they
+		 * sit this one out. */
+		for (i = 0; i < n; i++)
+			if (p[i].revents & POLLHUP)
+				p[i].fd = -p[i].fd - 1;
+		(void)poll(p, n, (int)MIN(left, 100));
+		for (i = 0; i < n; i++)
+			p[i].fd = fds[i];
+	}
+}
+
 bool kal_hostsvc_alive(struct kal_hostsvc *hs)
 {
 	/* The daemon sends only replies, under hs->lock: anything to read

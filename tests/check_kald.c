@@ -1560,6 +1560,59 @@ START_TEST(kald_keeper_killed)
 }
 END_TEST
 
+struct late_close {
+	int fd;
+	unsigned int after_ms;
+};
+
+static gpointer close_later(gpointer data)
+{
+	struct late_close *l = data;
+
+	g_usleep((gulong)l->after_ms * 1000);
+	close(l->fd);
+	return NULL;
+}
+
+/* How a process tells that the daemon and its keeper are both gone:
+ * every forwarding socket hung up. Their peers close one after another
+ * as the keeper exits (a CI run once asked in between and waited a
+ * minute for a daemon that could not come): a mix waits for the rest;
+ * none hung up answers at once; a mix that stays answers no once the
+ * time is up. */
+START_TEST(kald_fds_hung_up)
+{
+	int a[2], b[2], fds[2];
+	struct late_close l;
+	GThread *t;
+	gint64 t0;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, a), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, b), 0);
+	fds[0] = a[0];
+	fds[1] = b[0];
+	ck_assert(!kal_fds_hung_up(fds, 0, 1000));
+	t0 = g_get_monotonic_time();
+	ck_assert(!kal_fds_hung_up(fds, 2, 5000));
+	ck_assert_int_lt(g_get_monotonic_time() - t0, G_USEC_PER_SEC);
+	/* One peer gone, the other for good: no, after the time given. */
+	close(a[1]);
+	t0 = g_get_monotonic_time();
+	ck_assert(!kal_fds_hung_up(fds, 2, 300));
+	ck_assert_int_ge(g_get_monotonic_time() - t0, 300 * 1000);
+	/* The other one goes 200 ms later: yes. */
+	l.fd = b[1];
+	l.after_ms = 200;
+	t = g_thread_new("close-later", close_later, &l);
+	ck_assert(kal_fds_hung_up(fds, 2, 10000));
+	g_thread_join(t);
+	ck_assert(kal_fds_hung_up(fds, 2, 0));
+	ck_assert(kal_fds_hung_up(fds, 1, 0));
+	close(a[0]);
+	close(b[0]);
+}
+END_TEST
+
 /* A client of a port nobody listens on, through the daemon: refused at
  * once (the daemon's REJ "invalid service ID"), not after the CM's ~10 s
  * of retries, and the tool says so. */
@@ -1649,6 +1702,7 @@ Suite *suite_kald(void)
 	tcase_add_test(tc, kald_rxe_provider);
 	tcase_add_test(tc, kald_per_user_caps);
 	tcase_add_test(tc, kald_cli);
+	tcase_add_test(tc, kald_fds_hung_up);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tt, 120);
 	tcase_add_checked_fixture(tt, NULL, tools_kill_leftovers);

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -111,21 +110,24 @@ static void hostsvc_keep_fwd(const struct sockaddr *addr, socklen_t len,
 
 /* Whether the daemon and its keeper are both gone (under hs_lock): then
  * this process's share of the port is lost for good, and saying so at
- * once beats waiting for a daemon that cannot take it over. */
+ * once beats waiting for a daemon that cannot take it over. Seen as all
+ * the forwarding sockets hung up; some of them only is the keeper
+ * exiting, given a moment (HS_SETTLE_MS) to finish. */
+#define HS_SETTLE_MS 2000
+
 static bool hostsvc_lost(void)
 {
+	g_autofree int *fds = NULL;
+
 	if (hs_lost)
 		return true;
 	if (!hs_slot || !hs_fwds || !hs_fwds->len)
 		return false;
-	for (guint i = 0; i < hs_fwds->len; i++) {
-		struct pollfd p = {
-			.fd = g_array_index(hs_fwds, struct hs_fwd, i).fd,
-		};
-
-		if (poll(&p, 1, 0) != 1 || !(p.revents & POLLHUP))
-			return false;
-	}
+	fds = g_new(int, hs_fwds->len);
+	for (guint i = 0; i < hs_fwds->len; i++)
+		fds[i] = g_array_index(hs_fwds, struct hs_fwd, i).fd;
+	if (!kal_fds_hung_up(fds, hs_fwds->len, HS_SETTLE_MS))
+		return false;
 	hs_lost = true;
 	g_warning("host service: hostrdma-kald and its keeper are both gone: "
 		  "this process's share of soft-RoCE's port is lost (its QPN "
