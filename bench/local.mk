@@ -2,7 +2,11 @@
 # (bench/run, docs/PERFORMANCE.md); not part of make check. udp-ceiling is
 # its UDP baseline for soft-RoCE's bulk rows, built with the tree and not
 # installed.
-noinst_PROGRAMS += bench/udp-ceiling
+noinst_PROGRAMS += bench/udp-ceiling bench/core-distance
 bench_udp_ceiling_SOURCES = bench/udp_ceiling.c
+# core-distance: how far apart the two CPUs are (bench/paired tags each
+# round with it: a virtual machine's vCPUs move between near and far).
+bench_core_distance_SOURCES = bench/core_distance.c
+bench_core_distance_LDADD = $(PTHREAD_LIBS)
 EXTRA_DIST += bench/run bench/paired bench/report.py bench/lib.sh \
 	bench/fabtests.sh

@@ -233,7 +233,15 @@ def paired_verdicts():
             ("fi-hostrdma_pingpong-vs-libfabric-tcp", "8",
              "fi hostrdma 8 B ping-pong latency below libfabric tcp, paired rounds (median ours/theirs)", lambda x: x < 1.0),
             ("fi-hostrdma_rma_write_bw-vs-itapi", "1048576",
-             "fi hostrdma RMA write bw 1 MiB >= 0.9 x raw IT-API, paired rounds", lambda x: x >= 0.9)):
+             "fi hostrdma RMA write bw 1 MiB >= 0.9 x raw IT-API, paired rounds", lambda x: x >= 0.9),
+            # issue 17's soft-RoCE 1 MiB lines, rounds of one vCPU
+            # placement only (bench/core-distance)
+            ("rxe_write_bw-vs-iperf3", "1048576",
+             "rxe WRITE 1 MiB >= 0.9 x iperf3, paired rounds of one placement", lambda x: x >= 0.9),
+            ("rxe_send_bw-vs-iperf3", "1048576",
+             "rxe SEND 1 MiB >= 0.9 x iperf3, paired rounds of one placement", lambda x: x >= 0.9),
+            ("rxe_read_bw-vs-iperf3-R", "1048576",
+             "rxe READ 1 MiB >= 0.8 x iperf3 -R, paired rounds of one placement", lambda x: x >= 0.8)):
         if (P, t, s, "ratio_median") in val:
             out.append(verdict(name, val[(P, t, s, "ratio_median")], ok))
     # the daemon's work is per process (registration, a socket, a QPN
