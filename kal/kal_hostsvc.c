@@ -228,13 +228,14 @@ int kal_hostsvc_resume(struct kal_hostsvc *hs, uint32_t qpn_base)
 
 bool kal_fds_hung_up(const int *fds, unsigned int n, unsigned int settle_ms)
 {
-	g_autofree struct pollfd *p = g_new0(struct pollfd, n ? n : 1);
 	gint64 end = g_get_monotonic_time() + (gint64)settle_ms * 1000;
+	g_autofree struct pollfd *p = NULL;
 	unsigned int i, hung;
 	gint64 left;
 
 	if (!n)
 		return false;
+	p = g_new0(struct pollfd, n);
 	for (i = 0; i < n; i++)
 		p[i].fd = fds[i];	/* events 0: POLLHUP is always reported */
 	for (;;) {
