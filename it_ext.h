@@ -40,6 +40,12 @@ it_status_t hostrdma_post_send_imm(it_ep_handle_t ep_handle,
 				   it_dto_flags_t dto_flags,
 				   uint32_t imm_data);
 
+/* it_post_sendto with immediate data: a datagram (UD endpoints). */
+it_status_t hostrdma_post_sendto_imm(
+	it_ep_handle_t ep_handle, const it_lmr_triplet_t *local_segments,
+	size_t num_segments, it_dto_cookie_t cookie, it_dto_flags_t dto_flags,
+	const it_dg_remote_ep_addr_t *remote_ep_addr, uint32_t imm_data);
+
 /* it_post_rdma_write with immediate data: the Write consumes one receive
  * posted at the peer, whose completion carries @imm_data. */
 it_status_t hostrdma_post_rdma_write_imm(it_ep_handle_t ep_handle,
@@ -63,10 +69,11 @@ typedef enum {
 } hostrdma_imm_kind_t;
 
 /*
- * The immediate data of a successful IT_DTO_RC_RECV_CMPL_EVENT dequeued
- * from an EVD: stores it in *imm_data (when not NULL) and says which kind
- * of message brought it. Any other event, or a receive without immediate
- * data, gives HOSTRDMA_IMM_NONE.
+ * The immediate data of a successful IT_DTO_RC_RECV_CMPL_EVENT or
+ * IT_DTO_UD_RECV_CMPL_EVENT dequeued from an EVD: stores it in *imm_data
+ * (when not NULL) and says which kind of message brought it (a datagram
+ * is a Send). Any other event, or a receive without immediate data, gives
+ * HOSTRDMA_IMM_NONE.
  */
 hostrdma_imm_kind_t hostrdma_event_imm_data(const it_event_t *event,
 					    uint32_t *imm_data);

@@ -293,6 +293,22 @@ static it_status_t check_imm(struct itapi_ep *ep, const char *op)
 	return IT_SUCCESS;
 }
 
+it_status_t itapi_send_opcode(struct itapi_ep *ep, const uint32_t *imm,
+			      struct rnicpi_send_wr *wr, const char *op)
+{
+	if (imm) {
+		it_status_t st = check_imm(ep, op);
+
+		if (st)
+			return st;
+		wr->opcode = RNICPI_WR_SEND_WITH_IMM;
+		wr->ex.imm_data = *imm;
+	} else {
+		wr->opcode = RNICPI_WR_SEND;
+	}
+	return IT_SUCCESS;
+}
+
 /* A Send; with @imm, a Send with immediate data *@imm. */
 static it_status_t do_send(it_ep_handle_t ep_handle,
 			   const it_lmr_triplet_t *local_segments,
@@ -333,14 +349,10 @@ static it_status_t do_send(it_ep_handle_t ep_handle,
 			return st;
 		wr.opcode = RNICPI_WR_SEND_WITH_INV;
 		wr.ex.invalidate_rkey = (uint32_t)rmr_context;
-	} else if (imm) {
-		st = check_imm(ep, op);
+	} else {
+		st = itapi_send_opcode(ep, imm, &wr, op);
 		if (st)
 			return st;
-		wr.opcode = RNICPI_WR_SEND_WITH_IMM;
-		wr.ex.imm_data = *imm;
-	} else {
-		wr.opcode = RNICPI_WR_SEND;
 	}
 	wr.sg_list = sge;
 	wr.num_sge = (uint32_t)num_segments;
@@ -575,7 +587,9 @@ hostrdma_imm_kind_t hostrdma_event_imm_data(const it_event_t *event,
 {
 	struct itapi_dto_ext_event x;
 
-	if (!event || event->event_number != IT_DTO_RC_RECV_CMPL_EVENT ||
+	if (!event ||
+	    (event->event_number != IT_DTO_RC_RECV_CMPL_EVENT &&
+	     event->event_number != IT_DTO_UD_RECV_CMPL_EVENT) ||
 	    event->dto_cmpl.dto_status != IT_DTO_SUCCESS)
 		return HOSTRDMA_IMM_NONE;
 	memcpy(&x, event, sizeof(x));
@@ -1029,8 +1043,11 @@ bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 		u->src_path.spigot_id = ep->spigot_id;
 		u->src_path.remote.ib.remote_port_lid = wc->slid;
 		u->src_path.remote.ib.sl = wc->sl;
-	} else if (recv && wc->status == RNICPI_WC_SUCCESS &&
-		   (wc->wc_flags & RNICPI_WC_WITH_IMM)) {
+	}
+	/* A datagram's immediate data too (a UD Send with immediate from
+	 * any peer): behind all_dto_cmpl, clear of the UD fields. */
+	if (recv && wc->status == RNICPI_WC_SUCCESS &&
+	    (wc->wc_flags & RNICPI_WC_WITH_IMM)) {
 		struct itapi_dto_ext_event x;
 
 		memcpy(&x, ev, sizeof(x));

@@ -441,6 +441,11 @@ bool itapi_wc_to_event(struct itapi_ia *ia, struct itapi_evd *evd,
 		       const struct rnicpi_wc *wc, it_event_t *ev,
 		       bool *notify, it_ep_handle_t *lost, unsigned int *wm);
 int itapi_wq_init(struct itapi_wq *wq, uint32_t size);
+/* A Send's opcode in @wr: with @imm, a Send with immediate data *@imm,
+ * which a device without immediate data refuses (IT_ERR_OP_NOT_SUPPORTED,
+ * logged). */
+it_status_t itapi_send_opcode(struct itapi_ep *ep, const uint32_t *imm,
+			      struct rnicpi_send_wr *wr, const char *op);
 /* Post one send-queue WR (RMR link/unlink, datagram) with its slot. */
 it_status_t itapi_post_sq(struct itapi_ep *ep, struct rnicpi_send_wr *wr,
 			  const struct itapi_wr_slot *tmpl, const char *op);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "itapi/itapi_priv.h"
+#include "it_ext.h"
 
 static bool ia_has_ud(struct itapi_ia *ia)
 {
@@ -307,11 +308,13 @@ it_status_t it_address_handle_modify(it_addr_handle_t addr_handle,
 /* Datagrams                                                           */
 /* ------------------------------------------------------------------ */
 
-it_status_t it_post_sendto(it_ep_handle_t ep_handle,
-			   const it_lmr_triplet_t *local_segments,
-			   size_t num_segments, it_dto_cookie_t cookie,
-			   it_dto_flags_t dto_flags,
-			   const it_dg_remote_ep_addr_t *remote_ep_addr)
+/* A datagram; with @imm, a UD Send with immediate data *@imm. */
+static it_status_t do_sendto(it_ep_handle_t ep_handle,
+			     const it_lmr_triplet_t *local_segments,
+			     size_t num_segments, it_dto_cookie_t cookie,
+			     it_dto_flags_t dto_flags,
+			     const it_dg_remote_ep_addr_t *remote_ep_addr,
+			     const uint32_t *imm, const char *op)
 {
 	struct itapi_ep *ep = ITAPI_LOOKUP(ep_handle, struct itapi_ep,
 					   IT_HANDLE_TYPE_EP);
@@ -323,15 +326,17 @@ it_status_t it_post_sendto(it_ep_handle_t ep_handle,
 	struct rnicpi_port_attr pa;
 	struct itapi_addr *a;
 	uint64_t total = 0, max;
+	it_status_t st;
 
 	if (!ep)
 		return IT_FAIL0(IT_ERR_INVALID_EP, "EP handle %p is not live",
 				(void *)ep_handle);
 	if (ep->service != IT_UD_SERVICE)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_TYPE,
-			       "it_post_sendto on an RC endpoint");
+			       "%s on an RC endpoint", op);
 	if (!remote_ep_addr)
-		return IT_FAIL(&ep->obj, IT_ERR_FAULT, "remote_ep_addr is NULL");
+		return IT_FAIL(&ep->obj, IT_ERR_FAULT,
+			       "%s: remote_ep_addr is NULL", op);
 	if (remote_ep_addr->type != IT_DG_TYPE_IB_UD)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_AH,
 			       "address type %d", (int)remote_ep_addr->type);
@@ -384,7 +389,9 @@ it_status_t it_post_sendto(it_ep_handle_t ep_handle,
 				       (unsigned long long)total,
 				       (unsigned long long)max);
 	}
-	wr.opcode = RNICPI_WR_SEND;
+	st = itapi_send_opcode(ep, imm, &wr, op);
+	if (st)
+		return st;
 	wr.sg_list = sge;
 	wr.num_sge = (uint32_t)num_segments;
 	wr.send_flags = ((dto_flags & IT_COMPLETION_FLAG) ?
@@ -401,7 +408,27 @@ it_status_t it_post_sendto(it_ep_handle_t ep_handle,
 	tmpl.cookie = cookie;
 	tmpl.event = IT_DTO_SEND_CMPL_EVENT;
 	tmpl.flags = dto_flags;
-	return itapi_post_sq(ep, &wr, &tmpl, "it_post_sendto");
+	return itapi_post_sq(ep, &wr, &tmpl, op);
+}
+
+it_status_t it_post_sendto(it_ep_handle_t ep_handle,
+			   const it_lmr_triplet_t *local_segments,
+			   size_t num_segments, it_dto_cookie_t cookie,
+			   it_dto_flags_t dto_flags,
+			   const it_dg_remote_ep_addr_t *remote_ep_addr)
+{
+	return do_sendto(ep_handle, local_segments, num_segments, cookie,
+			 dto_flags, remote_ep_addr, NULL, "it_post_sendto");
+}
+
+it_status_t hostrdma_post_sendto_imm(
+	it_ep_handle_t ep_handle, const it_lmr_triplet_t *local_segments,
+	size_t num_segments, it_dto_cookie_t cookie, it_dto_flags_t dto_flags,
+	const it_dg_remote_ep_addr_t *remote_ep_addr, uint32_t imm_data)
+{
+	return do_sendto(ep_handle, local_segments, num_segments, cookie,
+			 dto_flags, remote_ep_addr, &imm_data,
+			 "hostrdma_post_sendto_imm");
 }
 
 it_status_t it_post_recvfrom(it_ep_handle_t ep_handle,

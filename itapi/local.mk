@@ -31,7 +31,8 @@ EXTRA_DIST += itapi/libhostrdma.map
 
 # it_ext(3) and a link for each function of it_ext.h.
 itapi_ext_pages = man/it_ext.3 man/hostrdma_ia_imm_data_size.3 \
-	man/hostrdma_post_send_imm.3 man/hostrdma_post_rdma_write_imm.3 \
+	man/hostrdma_post_send_imm.3 man/hostrdma_post_sendto_imm.3 \
+	man/hostrdma_post_rdma_write_imm.3 \
 	man/hostrdma_event_imm_data.3
 man_MANS += man/it_api.3 $(itapi_ext_pages)
 EXTRA_DIST += man/it_api.3 $(itapi_ext_pages) docs/IT-API.md

@@ -134,7 +134,8 @@ $CC -o "$tmp/ext" "$tmp/ext.c" $(pcq --cflags --libs) ||
 	fail "#include <hostrdma/it_ext.h> with pkg-config --cflags --libs hostrdma"
 run "$tmp/ext"
 for f in hostrdma_ia_imm_data_size hostrdma_post_send_imm \
-	hostrdma_post_rdma_write_imm hostrdma_event_imm_data; do
+	hostrdma_post_sendto_imm hostrdma_post_rdma_write_imm \
+	hostrdma_event_imm_data; do
 	nm -D "$libdir/libhostrdma.so" | grep -q " T $f@@" ||
 		fail "libhostrdma.so does not export $f"
 done

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cm/ib_mad.h"
+#include "it_ext.h"
 #include "tests/testutil_itapi.h"
 #include "tests/suites.h"
 #include "vp/rxe/ib_hdr.h"
@@ -158,6 +159,88 @@ START_TEST(datagram_lands)
 		next_of(IT_DTO_SEND_CMPL_EVENT, 20, &other, &ev, &have_other);
 	ck_assert_event(&other, IT_DTO_SEND_CMPL_EVENT);
 	ck_assert_int_eq(other.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+
+	ck_assert_it_ok(it_address_handle_free(ah));
+	ck_assert_it_ok(it_ep_free(a));
+	ck_assert_it_ok(it_ep_free(b));
+	it_buf_free(&sb);
+	it_buf_free(&rb);
+}
+END_TEST
+
+/*
+ * A UD Send with immediate data (hostrdma_post_sendto_imm): the receive
+ * reports the value as a Send's, with the sender's QPN and the payload
+ * behind the GRH as for any datagram; a plain datagram after it on the
+ * same endpoint reports none. The receive's buffer is untouched outside
+ * the GRH and payload. On an RC endpoint the call is refused.
+ */
+START_TEST(datagram_imm)
+{
+	it_ud_ep_id_t qa, qb;
+	it_ep_handle_t a = ud_new(0x1111, &qa), b = ud_new(QKEY, &qb);
+	it_addr_handle_t ah = ah_loopback();
+	it_dg_remote_ep_addr_t dst = { .type = IT_DG_TYPE_IB_UD };
+	const it_dto_flags_t cn = IT_COMPLETION_FLAG | IT_NOTIFY_FLAG;
+	struct it_buf sb, rb;
+	it_lmr_triplet_t st, rt;
+	it_event_t ev, other;
+	bool have_other = false;
+	uint32_t imm = 0;
+	const size_t n = 300;
+
+	ck_assert_uint_eq(hostrdma_ia_imm_data_size(F.ia), 4);
+	it_buf_new(&F, &sb, 4096, IT_PRIV_LOCAL);
+	it_buf_new(&F, &rb, 4096, IT_PRIV_LOCAL);
+	for (size_t i = 0; i < n; i++)
+		sb.mem[i] = (unsigned char)(i * 13 + 5);
+	memset(rb.mem, 0xee, rb.len);
+	rt = it_seg(&rb, 64, GRH_LEN + n);
+	ck_assert_it_ok(it_post_recvfrom(b, &rt, 1, 10, cn));
+	rt = it_seg(&rb, 2048, GRH_LEN + n);
+	ck_assert_it_ok(it_post_recvfrom(b, &rt, 1, 11, cn));
+	st = it_seg(&sb, 0, n);
+	dst.addr.ud.addr = ah;
+	dst.addr.ud.ep_info.ud_ep_id = qb;
+	dst.addr.ud.ep_info.ud_ep_key = QKEY;
+	ck_assert_it_ok(hostrdma_post_sendto_imm(a, &st, 1, 20, cn, &dst,
+						 0xa1b2c3d4u));
+
+	next_of(IT_DTO_UD_RECV_CMPL_EVENT, 10, &ev, &other, &have_other);
+	ck_assert_int_eq(ev.all_dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	ck_assert_uint_eq(ev.all_dto_cmpl.ud_ep_id, qa);
+	ck_assert(ev.all_dto_cmpl.flags & IT_UD_IB_GRH_PRESENT);
+	ck_assert_uint_eq(ev.all_dto_cmpl.transferred_length, GRH_LEN + n);
+	ck_assert_int_eq(hostrdma_event_imm_data(&ev, &imm), HOSTRDMA_IMM_SEND);
+	ck_assert_uint_eq(imm, 0xa1b2c3d4u);
+	ck_assert_int_eq(memcmp(rb.mem + 64 + GRH_LEN, sb.mem, n), 0);
+	if (!have_other)
+		next_of(IT_DTO_SEND_CMPL_EVENT, 20, &other, &ev, &have_other);
+	ck_assert_event(&other, IT_DTO_SEND_CMPL_EVENT);
+	ck_assert_int_eq(other.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	ck_assert_int_eq(hostrdma_event_imm_data(&other, NULL),
+			 HOSTRDMA_IMM_NONE);
+
+	/* A plain datagram next: no value, not the last one's. */
+	have_other = false;
+	ck_assert_it_ok(it_post_sendto(a, &st, 1, 21, cn, &dst));
+	next_of(IT_DTO_UD_RECV_CMPL_EVENT, 11, &ev, &other, &have_other);
+	ck_assert_int_eq(ev.all_dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	imm = 7;
+	ck_assert_int_eq(hostrdma_event_imm_data(&ev, &imm), HOSTRDMA_IMM_NONE);
+	ck_assert_uint_eq(imm, 7);
+	ck_assert_int_eq(memcmp(rb.mem + 2048 + GRH_LEN, sb.mem, n), 0);
+	if (!have_other)
+		next_of(IT_DTO_SEND_CMPL_EVENT, 21, &other, &ev, &have_other);
+	for (size_t i = 0; i < rb.len; i++)
+		if ((i < 64 || i >= 64 + GRH_LEN + n) &&
+		    (i < 2048 || i >= 2048 + GRH_LEN + n))
+			ck_assert_msg(rb.mem[i] == 0xee, "byte %zu touched", i);
+
+	/* Datagrams only: an RC endpoint is the wrong type. */
+	ck_assert_it(hostrdma_post_sendto_imm(it_ep_new(&F), &st, 1, 22, cn,
+					      &dst, 1),
+		     IT_ERR_INVALID_EP_TYPE);
 
 	ck_assert_it_ok(it_address_handle_free(ah));
 	ck_assert_it_ok(it_ep_free(a));
@@ -778,6 +861,7 @@ Suite *suite_itapi_ud_rxe_device(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, datagram_lands);
+	tcase_add_test(tc, datagram_imm);
 	tcase_add_test(tc, wrong_qkey_dropped);
 	tcase_add_test(tc, sidr_then_datagram);
 	tcase_add_test(tc, sidr_rejected_and_unknown);
@@ -795,6 +879,7 @@ Suite *suite_itapi_ud_rxe(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, datagram_lands);
+	tcase_add_test(tc, datagram_imm);
 	tcase_add_test(tc, wrong_qkey_dropped);
 	tcase_add_test(tc, sidr_then_datagram);
 	tcase_add_test(tc, sidr_rejected_and_unknown);
