@@ -18,17 +18,25 @@
  * that QP. udaddy's client waits for them.
  *
  * Client (-c, guest runs `udaddy`): ask for PORT at ADDR, check the reply
- * (endpoint valid, Q_Key 0x01234567), send COUNT datagrams. udaddy's
- * server takes the QPN to answer from the immediate data of the first
- * datagram (udaddy sends SEND_WITH_IMM carrying its QPN); IT-API has no
- * immediate data, so its answers go to QP 0 and are not waited for here:
- * the guest's log ("data transfers complete", status 0) is the proof.
+ * (endpoint valid, Q_Key 0x01234567), send COUNT datagrams, take COUNT
+ * answers from the QP the reply named.
+ *
+ * Immediate data, as udaddy uses it: every udaddy datagram is a Send with
+ * immediate data carrying the sender's own QPN, and udaddy's server
+ * answers the QPN that the first datagram's immediate data names. On a
+ * device with immediate data (hostrdma_ia_imm_data_size 4) ours send
+ * theirs the same way (hostrdma_post_sendto_imm), and every datagram
+ * taken must carry a Send's immediate data equal to its source QPN. On
+ * one without, ours send plain datagrams and a client does not wait for
+ * answers (udaddy's server would send them to QP 0); the guest's log
+ * ("data transfers complete", status 0) is then the proof.
  *
  *   it-udaddy -s|-c -a ADDR [-p PORT] [-d IA] [-C COUNT] [-S SIZE] [-v]
  */
 #define _GNU_SOURCE
 #define ITAPI_ENABLE_V21_BINDINGS
 #include "it_api.h"
+#include "it_ext.h"
 #include "tests/interop/it_util.h"
 
 #include <arpa/inet.h>
@@ -56,6 +64,7 @@ struct ctx {
 	it_lmr_handle_t lmr;
 	uint32_t size;
 	int count;
+	bool imm;		/* the device carries immediate data */
 };
 
 static void setup(struct ctx *c)
@@ -77,6 +86,7 @@ static void setup(struct ctx *c)
 	IT_TRY(it_ep_ud_create(c->pz, c->dto, c->dto, &a, 0, &c->ep));
 	IT_TRY(it_ep_query(c->ep, IT_EP_PARAM_ALL, &p));
 	c->qpn = p.attr.srv.ud.ep_info.ud_ep_id;
+	c->imm = hostrdma_ia_imm_data_size(c->ia) == 4;
 	c->mem = calloc(1, len);
 	if (!c->mem)
 		exit(1);
@@ -112,10 +122,64 @@ static void send_all(struct ctx *c, it_addr_handle_t ah, it_ud_ep_id_t qpn)
 		it_lmr_triplet_t t = { .lmr = c->lmr, .length = c->size };
 
 		t.addr.abs = buf;
-		IT_TRY(it_post_sendto(c->ep, &t, 1, 200 + (uint64_t)i, FL, &dst));
+		if (c->imm)
+			IT_TRY(hostrdma_post_sendto_imm(c->ep, &t, 1,
+							200 + (uint64_t)i, FL,
+							&dst, c->qpn));
+		else
+			IT_TRY(it_post_sendto(c->ep, &t, 1, 200 + (uint64_t)i,
+					      FL, &dst));
 	}
 	for (int i = 0; i < c->count; i++)
 		wait_ev(c->dto, IT_DTO_SEND_CMPL_EVENT, &ev);
+}
+
+/*
+ * COUNT datagrams, each SIZE bytes behind the GRH, all from one QP (from
+ * @want when it is not 0), with the sender's QPN as immediate data when
+ * the device carries it. Their QP in *@peer; 1 after naming a difference.
+ */
+static int recv_all(struct ctx *c, it_ud_ep_id_t want, it_ud_ep_id_t *peer)
+{
+	it_event_t ev;
+	uint32_t imm;
+
+	*peer = want;
+	for (int i = 0; i < c->count; i++) {
+		it_ud_ep_id_t from;
+		hostrdma_imm_kind_t kind;
+
+		wait_ev(c->dto, IT_DTO_UD_RECV_CMPL_EVENT, &ev);
+		from = ev.all_dto_cmpl.ud_ep_id;
+		if (ev.all_dto_cmpl.transferred_length != GRH_LEN + c->size ||
+		    !(ev.all_dto_cmpl.flags & IT_UD_IB_GRH_PRESENT)) {
+			fprintf(stderr, "it-udaddy: datagram of %u bytes (GRH %s), expected %u + %u\n",
+				(unsigned int)ev.all_dto_cmpl.transferred_length,
+				ev.all_dto_cmpl.flags & IT_UD_IB_GRH_PRESENT ?
+					"present" : "absent",
+				GRH_LEN, c->size);
+			return 1;
+		}
+		if ((i || want) && from != *peer) {
+			fprintf(stderr, "it-udaddy: datagram from QP 0x%06x, expected 0x%06x\n",
+				from, *peer);
+			return 1;
+		}
+		*peer = from;
+		if (!c->imm)
+			continue;
+		imm = 0;
+		kind = hostrdma_event_imm_data(&ev, &imm);
+		if (kind != HOSTRDMA_IMM_SEND || imm != from) {
+			fprintf(stderr, "it-udaddy: datagram %d from QP 0x%06x: immediate data %s 0x%08x, expected a Send's carrying its QPN\n",
+				i, from,
+				kind == HOSTRDMA_IMM_NONE ? "none" :
+				kind == HOSTRDMA_IMM_SEND ? "Send" : "Write",
+				imm);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 static void teardown(struct ctx *c, it_addr_handle_t ah)
@@ -157,8 +221,18 @@ static int run_client(struct ctx *c, const char *addr, int port)
 	}
 	IT_TRY(it_address_handle_create(c->pz, &path, IT_AH_PATH_COMPLETE, &ah));
 	send_all(c, ah, r->ep_info.ud_ep_id);
-	printf("it-udaddy client: %d datagrams of %u bytes sent to QP 0x%06x\n",
-	       c->count, c->size, r->ep_info.ud_ep_id);
+	printf("it-udaddy client: %d datagrams of %u bytes sent to QP 0x%06x%s\n",
+	       c->count, c->size, r->ep_info.ud_ep_id,
+	       c->imm ? ", our QPN as immediate data" : "");
+	fflush(stdout);
+	if (c->imm) {
+		it_ud_ep_id_t peer;
+
+		if (recv_all(c, r->ep_info.ud_ep_id, &peer))
+			return 1;
+		printf("it-udaddy client: %d datagrams of %u bytes back from QP 0x%06x, its QPN as immediate data\n",
+		       c->count, c->size, peer);
+	}
 	IT_TRY(it_ud_service_request_handle_free(u));
 	teardown(c, ah);
 	return 0;
@@ -197,26 +271,11 @@ static int run_server(struct ctx *c, const char *addr, int port)
 	mine.ud_ep_id = c->qpn;
 	IT_TRY(it_ud_service_reply(ev.ud_svc_request.ud_svc_req_id,
 				IT_UD_SVC_EP_INFO_VALID, mine, NULL, 0));
-	for (int i = 0; i < c->count; i++) {
-		wait_ev(c->dto, IT_DTO_UD_RECV_CMPL_EVENT, &ev);
-		if (ev.all_dto_cmpl.transferred_length != GRH_LEN + c->size ||
-		    !(ev.all_dto_cmpl.flags & IT_UD_IB_GRH_PRESENT)) {
-			fprintf(stderr, "it-udaddy: datagram of %u bytes (GRH %s), expected %u + %u\n",
-				(unsigned int)ev.all_dto_cmpl.transferred_length,
-				ev.all_dto_cmpl.flags & IT_UD_IB_GRH_PRESENT ?
-					"present" : "absent",
-				GRH_LEN, c->size);
-			return 1;
-		}
-		if (i && ev.all_dto_cmpl.ud_ep_id != peer) {
-			fprintf(stderr, "it-udaddy: datagram from QP 0x%06x, the others from 0x%06x\n",
-				ev.all_dto_cmpl.ud_ep_id, peer);
-			return 1;
-		}
-		peer = ev.all_dto_cmpl.ud_ep_id;
-	}
-	printf("it-udaddy server: %d datagrams of %u bytes from QP 0x%06x\n",
-	       c->count, c->size, peer);
+	if (recv_all(c, 0, &peer))
+		return 1;
+	printf("it-udaddy server: %d datagrams of %u bytes from QP 0x%06x%s\n",
+	       c->count, c->size, peer,
+	       c->imm ? ", its QPN as immediate data" : "");
 	IT_TRY(it_get_pathinfo(c->ia, 0, &na, &np, &total, &path));
 	IT_TRY(it_address_handle_create(c->pz, &path, IT_AH_PATH_COMPLETE, &ah));
 	send_all(c, ah, peer);

@@ -554,8 +554,9 @@ fi
 # SIDR_REQ / SIDR_REP over QP1, then 10 datagrams of 100 bytes each way
 # with Q_Key 0x01234567, against tests/interop/it-udaddy over IT-API.
 # udaddy's server answers the QPN the first datagram's immediate data
-# names; IT-API sends none, so with ours as client those answers go to
-# QP 0 and the guest's own log is the proof (it-udaddy.c says more).
+# names: ours send their QPN that way (hostrdma_post_sendto_imm) and
+# take the answers, and every datagram either side takes carries its
+# sender's QPN as immediate data (it-udaddy.c says more).
 itu=$build/tests/interop/it-udaddy
 it_udaddy() {
 	"$rp" ns env HOSTRDMA_PROVIDER_PATH="$build/vp/rxe/.libs" \
@@ -573,7 +574,10 @@ udaddy_guest_server() { # $1 name, $2 guest address
 	it_udaddy -c -a "$2" -C 10 -S 100 -v >"$work/$name.ours" 2>&1 || st=1
 	grep -q "SIDR reply status 0, QPN 0x[0-9a-f]*, Q_Key 0x01234567" \
 		"$work/$name.ours" || st=1
-	grep -q "10 datagrams of 100 bytes sent" "$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes sent to QP 0x[0-9a-f]*, our QPN as immediate data" \
+		"$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes back from QP 0x[0-9a-f]*, its QPN as immediate data" \
+		"$work/$name.ours" || st=1
 	"$rp" run -t 60 "while kill -0 $pid 2>/dev/null; do sleep 0.2; done; cat $log" \
 		>"$work/$name.guest" 2>&1 || st=1
 	grep -q "data transfers complete" "$work/$name.guest" || st=1
@@ -594,7 +598,8 @@ udaddy_guest_client() { # $1 name, $2 host address
 	"$rp" run -t 120 "udaddy -s $2 -C 10 -S 100" \
 		>"$work/$name.guest" 2>&1 || st=1
 	wait "$ours" || st=1
-	grep -q "10 datagrams of 100 bytes from QP" "$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes from QP 0x[0-9a-f]*, its QPN as immediate data" \
+		"$work/$name.ours" || st=1
 	grep -q "10 datagrams of 100 bytes sent back" "$work/$name.ours" || st=1
 	grep -q "data transfers complete" "$work/$name.guest" || st=1
 	grep -q "return status 0" "$work/$name.guest" || st=1

@@ -434,11 +434,11 @@ fi
 # librdmacm's udaddy in guest 2, both roles: port 7174 (udaddy's, fixed),
 # SIDR_REQ/SIDR_REP through both kernels' IB CMs, the reply's QPN and
 # Q_Key 0x01234567 (RDMA_UDP_QKEY), then 10 datagrams of 100 bytes each
-# way. udaddy's server answers the QPN the first datagram's immediate
-# data names; IT-API sends none, so with ours as client those answers go
-# to QP 0 and the guest's log is the proof (as in rxe.sh). Then across
-# the bridge: it-udaddy on rxe0 against it-udaddy on the host's soft rxe
-# (our own IB CM's SIDR), both roles.
+# way, each carrying its sender's QPN as immediate data (udaddy's server
+# answers the QPN the first datagram's immediate data names; ours send it
+# with hostrdma_post_sendto_imm and check it on every datagram taken, as
+# in rxe.sh). Then across the bridge: it-udaddy on rxe0 against
+# it-udaddy on the host's soft rxe (our own IB CM's SIDR), both roles.
 gudaddy_env() {
 	echo "LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=rxe0 $prefix/bin/it-udaddy -d rxe0"
 }
@@ -468,7 +468,8 @@ if want sidr-rxe0-udaddy-server; then
 	gwait 2 "$work/$name.theirs" || st=1
 	grep -q "SIDR reply status 0, QPN 0x[0-9a-f]*, Q_Key 0x01234567" \
 		"$work/$name.ours" || st=1
-	grep -q "10 datagrams of 100 bytes sent" "$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes sent to QP 0x[0-9a-f]*, our QPN as immediate data" "$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes back from QP 0x[0-9a-f]*, its QPN as immediate data" "$work/$name.ours" || st=1
 	grep -q "data transfers complete" "$work/$name.theirs" || st=1
 	grep -q "return status 0" "$work/$name.theirs" || st=1
 	result $name $st
@@ -481,7 +482,7 @@ if want sidr-rxe0-udaddy-client; then
 	"$rp" run -g 2 -t 120 "udaddy -s $rxe_ip -C 10 -S 100" \
 		>"$work/$name.theirs" 2>&1 || st=1
 	gwait 1 "$work/$name.ours" || st=1
-	grep -q "10 datagrams of 100 bytes from QP" "$work/$name.ours" || st=1
+	grep -q "10 datagrams of 100 bytes from QP 0x[0-9a-f]*, its QPN as immediate data" "$work/$name.ours" || st=1
 	grep -q "10 datagrams of 100 bytes sent back" "$work/$name.ours" || st=1
 	grep -q "data transfers complete" "$work/$name.theirs" || st=1
 	grep -q "return status 0" "$work/$name.theirs" || st=1
@@ -497,8 +498,9 @@ if want sidr-bridge-rxe0-guest-server; then
 	gwait 1 "$work/$name.guest" || st=1
 	grep -q "SIDR reply status 0, QPN 0x[0-9a-f]*, Q_Key 0x01234567" \
 		"$work/$name.host" || st=1
-	grep -q "10 datagrams of 100 bytes sent" "$work/$name.host" || st=1
-	grep -q "10 datagrams of 100 bytes from QP" "$work/$name.guest" || st=1
+	grep -q "10 datagrams of 100 bytes sent to QP 0x[0-9a-f]*, our QPN as immediate data" "$work/$name.host" || st=1
+	grep -q "10 datagrams of 100 bytes back from QP 0x[0-9a-f]*, its QPN as immediate data" "$work/$name.host" || st=1
+	grep -q "10 datagrams of 100 bytes from QP 0x[0-9a-f]*, its QPN as immediate data" "$work/$name.guest" || st=1
 	grep -q "10 datagrams of 100 bytes sent back" "$work/$name.guest" ||
 		st=1
 	result $name $st
@@ -510,8 +512,9 @@ if want sidr-bridge-rxe0-host-server && [ -n "$host_rxe_ip" ]; then
 		host_udaddy -s -a "$host_rxe_ip" -C 10 -S 100 -v || st=1
 	grep -q "SIDR reply status 0, QPN 0x[0-9a-f]*, Q_Key 0x01234567" \
 		"$work/$name.guest" || st=1
-	grep -q "10 datagrams of 100 bytes sent" "$work/$name.guest" || st=1
-	grep -q "10 datagrams of 100 bytes from QP" "$work/$name.host" || st=1
+	grep -q "10 datagrams of 100 bytes sent to QP 0x[0-9a-f]*, our QPN as immediate data" "$work/$name.guest" || st=1
+	grep -q "10 datagrams of 100 bytes back from QP 0x[0-9a-f]*, its QPN as immediate data" "$work/$name.guest" || st=1
+	grep -q "10 datagrams of 100 bytes from QP 0x[0-9a-f]*, its QPN as immediate data" "$work/$name.host" || st=1
 	grep -q "10 datagrams of 100 bytes sent back" "$work/$name.host" ||
 		st=1
 	result $name $st
