@@ -4,6 +4,9 @@
 # installed.
 noinst_PROGRAMS += bench/udp-ceiling bench/core-distance
 bench_udp_ceiling_SOURCES = bench/udp_ceiling.c
+# --icrc: soft-RoCE's own CRC (vp/rxe/librxe_icrc.la is built whatever
+# the provider's configuration).
+bench_udp_ceiling_LDADD = vp/rxe/librxe_icrc.la
 # core-distance: how far apart the two CPUs are (bench/paired tags each
 # round with it: a virtual machine's vCPUs move between near and far).
 bench_core_distance_SOURCES = bench/core_distance.c

@@ -244,6 +244,16 @@ def paired_verdicts():
              "rxe READ 1 MiB >= 0.8 x iperf3 -R, paired rounds of one placement", lambda x: x >= 0.8)):
         if (P, t, s, "ratio_median") in val:
             out.append(verdict(name, val[(P, t, s, "ratio_median")], ok))
+    # No target: what UDP and the ICRC alone allow beside iperf3, and how
+    # far soft-RoCE is from that floor (bench/udp-ceiling --icrc)
+    for t in ("write", "send"):
+        for key, name in (
+                ("udp-icrc-vs-iperf3-during-rxe_%s_bw" % t,
+                 "UDP + ICRC (no transport) / iperf3, during rxe %s, paired rounds of one placement" % t.upper()),
+                ("rxe_%s_bw-vs-udp-icrc" % t,
+                 "rxe %s 1 MiB / UDP + ICRC, paired rounds of one placement" % t.upper())):
+            if (P, key, "1048576", "ratio_median") in val:
+                out.append(info(name, val[(P, key, "1048576", "ratio_median")]))
     # the daemon's work is per process (registration, a socket, a QPN
     # range), none per packet: its CPU per two-process run, each run
     # seconds of traffic
