@@ -422,7 +422,7 @@ void itapi_post_unaffiliated(struct itapi_ia *ia, it_event_type_t type,
 /* evq.c: in a fork()ed child, forget the parent's EVD pump thread. */
 void itapi_evq_atfork_child(void);
 /*
- * An RC receive completion as the EVD keeps it: it_all_dto_cmpl_event_t
+ * A receive completion (RC or UD) as the EVD keeps it: it_all_dto_cmpl_event_t
  * and, in the union's spare bytes, the immediate data it carried
  * (it_ext.h, hostrdma_event_imm_data). A consumer copies the whole
  * it_event_t, and these bytes with it.
