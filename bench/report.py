@@ -254,6 +254,15 @@ def paired_verdicts():
                  "rxe %s 1 MiB / UDP + ICRC, paired rounds of one placement" % t.upper())):
             if (P, key, "1048576", "ratio_median") in val:
                 out.append(info(name, val[(P, key, "1048576", "ratio_median")]))
+    # No target: what polling costs here (send_bw -e; a UDP receiver
+    # that polls its socket against one that sleeps in recv())
+    for key, name in (
+            ("rxe_send_bw-events-vs-iperf3",
+             "rxe SEND 1 MiB, both ends sleeping on events (-e) / iperf3, paired rounds of one placement"),
+            ("udp-icrc-polling-receiver-vs-sleeping",
+             "UDP + ICRC, receiver polling / receiver sleeping, paired rounds of one placement")):
+        if (P, key, "1048576", "ratio_median") in val:
+            out.append(info(name, val[(P, key, "1048576", "ratio_median")]))
     # the daemon's work is per process (registration, a socket, a QPN
     # range), none per packet: its CPU per two-process run, each run
     # seconds of traffic
