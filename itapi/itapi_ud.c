@@ -329,7 +329,8 @@ static it_status_t do_sendto(it_ep_handle_t ep_handle,
 	it_status_t st;
 
 	if (!ep)
-		return IT_FAIL0(IT_ERR_INVALID_EP, "EP handle %p is not live",
+		return IT_FAIL0(IT_ERR_INVALID_EP,
+				"%s: EP handle %p is not live", op,
 				(void *)ep_handle);
 	if (ep->service != IT_UD_SERVICE)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_EP_TYPE,
@@ -339,25 +340,27 @@ static it_status_t do_sendto(it_ep_handle_t ep_handle,
 			       "%s: remote_ep_addr is NULL", op);
 	if (remote_ep_addr->type != IT_DG_TYPE_IB_UD)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_AH,
-			       "address type %d", (int)remote_ep_addr->type);
+			       "%s: address type %d", op,
+			       (int)remote_ep_addr->type);
 	a = ITAPI_LOOKUP(remote_ep_addr->addr.ud.addr, struct itapi_addr,
 			 IT_HANDLE_TYPE_ADDR);
 	if (!a || a->obj.ia != ep->obj.ia)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_AH,
-			       "AH handle %p is not live",
+			       "%s: AH handle %p is not live", op,
 			       (void *)remote_ep_addr->addr.ud.addr);
 	if ((unsigned int)dto_flags & ~ok)
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_DTO_FLAGS,
-			       "flags 0x%x do not apply to a datagram",
-			       (unsigned int)dto_flags);
+			       "%s: flags 0x%x do not apply to a datagram",
+			       op, (unsigned int)dto_flags);
 	if (num_segments > ep->attr.max_send_segments ||
 	    num_segments > G_N_ELEMENTS(sge))
 		return IT_FAIL(&ep->obj, IT_ERR_INVALID_NUM_SEGMENTS,
-			       "%zu segments, the EP takes %zu", num_segments,
+			       "%s: %zu segments, the EP takes %zu", op,
+			       num_segments,
 			       ep->attr.max_send_segments);
 	if (num_segments && !local_segments)
 		return IT_FAIL(&ep->obj, IT_ERR_FAULT,
-			       "local_segments is NULL");
+			       "%s: local_segments is NULL", op);
 	for (size_t i = 0; i < num_segments; i++) {
 		struct itapi_lmr *lmr = ITAPI_LOOKUP(local_segments[i].lmr,
 						     struct itapi_lmr,
@@ -365,11 +368,11 @@ static it_status_t do_sendto(it_ep_handle_t ep_handle,
 
 		if (!lmr || lmr->obj.ia != ep->obj.ia)
 			return IT_FAIL(&ep->obj, IT_ERR_INVALID_LMR,
-				       "segment %zu: LMR %p is not live", i,
-				       (void *)local_segments[i].lmr);
+				       "%s: segment %zu: LMR %p is not live",
+				       op, i, (void *)local_segments[i].lmr);
 		if ((uint64_t)local_segments[i].length > UINT32_MAX)
 			return IT_FAIL(&ep->obj, IT_ERR_INVALID_LENGTH,
-				       "segment %zu: over 4 GiB", i);
+				       "%s: segment %zu: over 4 GiB", op, i);
 		sge[i].addr = lmr->addr_mode == IT_ADDR_MODE_RELATIVE ?
 				      (uint64_t)local_segments[i].addr.rel :
 				      (uint64_t)(uintptr_t)
@@ -385,8 +388,8 @@ static it_status_t do_sendto(it_ep_handle_t ep_handle,
 		max = 256u << (pa.active_mtu - 1);
 		if (total > max)
 			return IT_FAIL(&ep->obj, IT_ERR_PAYLOAD_SIZE,
-				       "%llu bytes; a datagram holds %llu",
-				       (unsigned long long)total,
+				       "%s: %llu bytes; a datagram holds %llu",
+				       op, (unsigned long long)total,
 				       (unsigned long long)max);
 	}
 	st = itapi_send_opcode(ep, imm, &wr, op);
