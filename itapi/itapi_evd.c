@@ -628,7 +628,19 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 		tsp = remaining(deadline, &ts);
 		if (tsp && tsp->tv_sec == 0 && tsp->tv_nsec == 0) {
 			g_mutex_lock(&evd->lock);
-			st = IT_ERR_TIMEOUT_EXPIRED;
+			/* Events that could have been returned but woke
+			 * nobody: requests posted without IT_NOTIFY_FLAG.
+			 * As the standard wants, but a program that forgot
+			 * the flag should be told where its events are. */
+			if (evd->count >= itapi_evq_threshold(evd))
+				st = IT_FAIL(&evd->obj, IT_ERR_TIMEOUT_EXPIRED,
+					     "%zu event(s) queued, none "
+					     "notifying (posted without "
+					     "IT_NOTIFY_FLAG): it_evd_dequeue "
+					     "returns them",
+					     (size_t)evd->count);
+			else
+				st = IT_ERR_TIMEOUT_EXPIRED;
 			break;
 		}
 		if (evd->cq && ual_cq_fd(evd->cq) < 0 &&

@@ -385,6 +385,60 @@ START_TEST(callbacks)
 }
 END_TEST
 
+/* Completions posted without IT_NOTIFY_FLAG land while a thread waits:
+ * they wake nobody (the standard), and the wait that times out with them
+ * queued says so in the log; a wait that times out on nothing does not. */
+START_TEST(wait_names_unnotified)
+{
+	g_autoptr(tu_log_capture) cap = tu_log_capture_begin("hostrdma-itapi");
+	it_evd_handle_t d = evd_new(IT_DTO_EVENT_STREAM, 0, 64, 0, NULL, NULL);
+	struct waiter w = { .evd = d, .timeout = 2000000 };
+	const char *hint = "2 event(s) queued, none notifying";
+	it_ep_attributes_t at;
+	it_ep_handle_t x, y;
+	struct it_buf s, r;
+	it_lmr_triplet_t seg;
+	it_event_t ev;
+	size_t nmore;
+	pthread_t t;
+
+	it_ep_attr_default(&F, &at, 16);
+	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &x));
+	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &y));
+	it_testprov_pair(x, y);
+	it_buf_new(&F, &s, 64, IT_PRIV_LOCAL);
+	it_buf_new(&F, &r, 64, IT_PRIV_LOCAL);
+
+	ck_assert_it(it_evd_wait(d, 1000, &ev, &nmore),
+		     IT_ERR_TIMEOUT_EXPIRED);
+	ck_assert_uint_eq(tu_log_count(cap, G_LOG_LEVEL_MASK,
+				       "none notifying"), 0);
+
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
+	wait_until_waiting(&w);
+	seg = it_seg(&r, 0, 64);
+	ck_assert_it_ok(it_post_recv(y, &seg, 1, 30, IT_COMPLETION_FLAG));
+	seg = it_seg(&s, 0, 8);
+	ck_assert_it_ok(it_post_send(x, &seg, 1, 31, IT_COMPLETION_FLAG));
+	pthread_join(t, NULL);
+	ck_assert_it(w.st, IT_ERR_TIMEOUT_EXPIRED);
+	ck_assert_msg(tu_log_count(cap, G_LOG_LEVEL_MASK, hint) == 1,
+		      "no \"%s\" logged; the log:\n%s", hint,
+		      tu_log_text(cap));
+	/* Both are there for a dequeue, in order. */
+	ck_assert_it_ok(it_evd_dequeue(d, &ev));
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 30);
+	ck_assert_it_ok(it_evd_dequeue(d, &ev));
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 31);
+
+	ck_assert_it_ok(it_ep_free(x));
+	ck_assert_it_ok(it_ep_free(y));
+	it_buf_free(&s);
+	it_buf_free(&r);
+	ck_assert_it_ok(it_evd_free(d));
+}
+END_TEST
+
 /* The completion tests of suite_itapi_evd()'s "testprov" case. */
 void itapi_evd_add_dto_tests(TCase *tc)
 {
@@ -392,4 +446,5 @@ void itapi_evd_add_dto_tests(TCase *tc)
 	tcase_add_test(tc, dto_through_aevd);
 	tcase_add_test(tc, callbacks);
 	tcase_add_test(tc, dto_watched_only_when_observed);
+	tcase_add_test(tc, wait_names_unnotified);
 }
