@@ -65,6 +65,10 @@ struct ctx {
 	uint32_t size;
 	int count;
 	bool imm;		/* the device carries immediate data */
+	/* Receive completions that came while send_all waited for its
+	 * send completions (one EVD takes both), for recv_all. */
+	it_event_t early[MAX_COUNT];
+	int n_early, next_early;
 };
 
 static void setup(struct ctx *c)
@@ -130,8 +134,24 @@ static void send_all(struct ctx *c, it_addr_handle_t ah, it_ud_ep_id_t qpn)
 			IT_TRY(it_post_sendto(c->ep, &t, 1, 200 + (uint64_t)i,
 					      FL, &dst));
 	}
-	for (int i = 0; i < c->count; i++)
-		wait_ev(c->dto, IT_DTO_SEND_CMPL_EVENT, &ev);
+	/* The peer's answers may complete before our last send does. */
+	for (int i = 0; i < c->count;) {
+		size_t nmore;
+
+		IT_TRY(it_evd_wait(c->dto, WAIT_US, &ev, &nmore));
+		if (ev.event_number == IT_DTO_UD_RECV_CMPL_EVENT &&
+		    c->n_early < MAX_COUNT) {
+			c->early[c->n_early++] = ev;
+			continue;
+		}
+		if (ev.event_number != IT_DTO_SEND_CMPL_EVENT ||
+		    ev.dto_cmpl.dto_status != IT_DTO_SUCCESS) {
+			fprintf(stderr, "it-udaddy: event 0x%x (DTO status %d), expected a send completion\n",
+				ev.event_number, ev.dto_cmpl.dto_status);
+			exit(1);
+		}
+		i++;
+	}
 }
 
 /*
@@ -149,7 +169,15 @@ static int recv_all(struct ctx *c, it_ud_ep_id_t want, it_ud_ep_id_t *peer)
 		it_ud_ep_id_t from;
 		hostrdma_imm_kind_t kind;
 
-		wait_ev(c->dto, IT_DTO_UD_RECV_CMPL_EVENT, &ev);
+		if (c->next_early < c->n_early)
+			ev = c->early[c->next_early++];
+		else
+			wait_ev(c->dto, IT_DTO_UD_RECV_CMPL_EVENT, &ev);
+		if (ev.dto_cmpl.dto_status != IT_DTO_SUCCESS) {
+			fprintf(stderr, "it-udaddy: receive completion with DTO status %d\n",
+				ev.dto_cmpl.dto_status);
+			return 1;
+		}
 		from = ev.all_dto_cmpl.ud_ep_id;
 		if (ev.all_dto_cmpl.transferred_length != GRH_LEN + c->size ||
 		    !(ev.all_dto_cmpl.flags & IT_UD_IB_GRH_PRESENT)) {
