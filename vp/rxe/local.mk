@@ -16,6 +16,7 @@ vp_rxe_librxe_core_la_SOURCES = \
 	vp/rxe/ib_hdr.h vp/rxe/rxe.h vp/rxe/rxe_icrc.h \
 	vp/rxe/rxe_opcode.c vp/rxe/rxe_main.c \
 	vp/rxe/rxe_verbs.c vp/rxe/rxe_qp.c vp/rxe/rxe_net.c \
+	vp/rxe/rxe_net.h vp/rxe/rxe_poll_rx.c vp/rxe/rxe_tx.c \
 	vp/rxe/rxe_recv.c vp/rxe/rxe_req.c vp/rxe/rxe_comp.c \
 	vp/rxe/rxe_resp.c vp/rxe/rxe_mw.c
 vp_rxe_librxe_core_la_CPPFLAGS = $(AM_CPPFLAGS) -DG_LOG_DOMAIN=\"hostrdma-rxe\"

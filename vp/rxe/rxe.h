@@ -182,7 +182,7 @@ struct rxe_dev {
 	/* A poll that received left the ACKs it owed queued (dev->acks):
 	 * the consumer acts on what it found first. They leave with its
 	 * next post on the QP, at its next poll or arm, or with the
-	 * progress thread's next pass (rxe_net.c, rxe_net_poll_rx). */
+	 * progress thread's next pass (rxe_poll_rx.c, rxe_net_poll_rx). */
 	atomic_bool acks_deferred;
 
 	/* Options (rxe_main.c) */
@@ -786,7 +786,7 @@ void rxe_net_stop(struct rxe_dev *dev);
 void rxe_net_fini(struct rxe_dev *dev);
 int rxe_gid_open(struct rxe_dev *dev, int index);
 void rxe_gid_close(struct rxe_dev *dev, int index);
-/* Socket of @qp for sending to @av (created on first use). */
+/* rxe_tx.c: socket of @qp for sending to @av (created on first use). */
 int rxe_qp_tx_fd(struct rxe_qp *qp, const struct rxe_av *av, int *family_idx);
 /* Finish (pad, ICRC) and send @n packets of @qp to @av. Returns how many
  * went out; releases the packets' MR references either way. */
@@ -828,11 +828,12 @@ void rxe_timer_fini(struct rxe_qp *qp);
  * a harness that calls rxe_net_run_work(). */
 void rxe_net_stop_thread(struct rxe_dev *dev);
 void rxe_dev_wake(struct rxe_dev *dev);
-/* Option poll_rx: an application found a CQ of @dev empty. Unless another
- * thread holds the receive side (or this is the progress thread), read
- * what the receive sockets hold and do the work it made (ACKs, transmit
- * bursts) in this thread. True when it received something. @cq_armed:
- * the CQ polled is armed (a poll that is no sign of polling on). */
+/* rxe_poll_rx.c, option poll_rx: an application found a CQ of @dev
+ * empty. Unless another thread holds the receive side (or this is the
+ * progress thread), read what the receive sockets hold and do the work
+ * it made (ACKs, transmit bursts) in this thread. True when it received
+ * something. @cq_armed: the CQ polled is armed (a poll that is no sign
+ * of polling on). */
 bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed);
 /* Is this thread the poller of rxe_net_poll_rx() on @dev? Upcalls are
  * then left to the progress thread: the caller of poll_cq may hold locks
@@ -841,11 +842,11 @@ bool rxe_net_on_poller(const struct rxe_dev *dev);
 /* poll_rx: a CQ of @dev was armed; its consumer may sleep now, so the
  * progress thread takes the receive sockets back at once. */
 void rxe_net_poll_rx_armed(struct rxe_dev *dev);
-/* poll_rx: late leases in a row after which parking stops (rxe_net.c,
+/* poll_rx: late leases in a row after which parking stops (rxe_poll_rx.c,
  * on_park_timer). */
 #define RXE_POLL_RX_LATE_MAX 3
 /* poll_rx: how old a poller's CPU-time mark may grow before a poll takes
- * it again (rxe_net.c, note_poller). */
+ * it again (rxe_poll_rx.c, note_poller). */
 #define RXE_POLLER_MARK_NS 20000u
 /* poll_rx: a consumer that polls posted work, or found completions: it
  * is busy, not waiting elsewhere, and polls again when done (the lease

@@ -483,7 +483,7 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 	 * latency by 1.4-2.4x). */
 	dev->poll_rx = 1;
 	/* 2 ms (200 us before 2026-11-28): polls push the park timer on
-	 * (rxe_net.c, park_timer_push), one timerfd_settime() a half lease;
+	 * (rxe_poll_rx.c, park_timer_push), one timerfd_settime() a half lease;
 	 * at 200 us that cost a 4 KiB WRITE stream between two processes
 	 * 15 % of its rate, at 2 ms nothing measurable (hostrdma-rxe(7)). */
 	dev->poll_rx_lease_us = 2000;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Soft-RoCE network layer: UDP sockets (one bound to port 4791 per device
- * address for receiving, one per QP and IP family for sending from a port
- * of its own), the ICRC on transmit, recvmmsg/sendmmsg batching, and the
- * device's progress thread (epoll) with the QP timers.
+ * address for receiving; the sending ones, one per QP and IP family from
+ * a port of its own, are rxe_tx.c's), recvmmsg batching and UDP GRO, and
+ * the device's progress thread (epoll) with the QP timers. An application
+ * thread that polls reads the receive sockets too (rxe_poll_rx.c).
  *
  * IPv4 Identification: the ICRC covers it (A17.3.3), so a sender must know
  * the ID its kernel writes. An unconnected UDP socket with DF set
@@ -20,21 +21,20 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "vp/rxe/rxe.h"
+#include "vp/rxe/rxe_net.h"
 
 #define RXE_SOCKBUF (8u << 20)
 #define RXE_FWD_MAX 65536	/* a forwarded QP1 datagram, at most */
 
 static bool rx_dispatch(struct rnicpi_source *src, uint32_t events);
 
-static void set_bufsize(int fd, int opt_force, int opt)
+void rxe_net_set_bufsize(int fd, int opt_force, int opt)
 {
 	int size = RXE_SOCKBUF;
 
@@ -187,7 +187,7 @@ static int host_open(struct rxe_dev *dev, int index, const char *name)
 		close(ffd);
 		return -EADDRNOTAVAIL;
 	}
-	set_bufsize(fd, SO_RCVBUFFORCE, SO_RCVBUF);
+	rxe_net_set_bufsize(fd, SO_RCVBUFFORCE, SO_RCVBUF);
 	if (atomic_load(&dev->gro))
 		(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one));
 	g->dev = dev;
@@ -248,7 +248,7 @@ int rxe_gid_open(struct rxe_dev *dev, int index)
 		(void)setsockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, &one,
 				 sizeof(one));
 	}
-	set_bufsize(fd, SO_RCVBUFFORCE, SO_RCVBUF);
+	rxe_net_set_bufsize(fd, SO_RCVBUFFORCE, SO_RCVBUF);
 	/* Runs of same-size packets may arrive coalesced (UDP GRO), one
 	 * receive for many; rx_one() cuts them apart. Kernels without it
 	 * just say no. */
@@ -291,303 +291,6 @@ void rxe_gid_close(struct rxe_dev *dev, int index)
 	}
 	g->hosted = false;
 	g->fwd_fd = -1;
-}
-
-/* ------------------------------------------------------------------ */
-/* Transmit                                                           */
-/* ------------------------------------------------------------------ */
-
-int rxe_qp_tx_fd(struct rxe_qp *qp, const struct rxe_av *av, int *family_idx)
-{
-	struct rxe_dev *dev = qp->dev;
-	int fi = av->dst.ss_family == AF_INET ? 0 : 1;
-	struct sockaddr_storage src;
-	socklen_t len;
-	int fd, val;
-
-	*family_idx = fi;
-	if (qp->tx_fd[fi] >= 0 && qp->tx_gid[fi] == av->sgid_index)
-		return qp->tx_fd[fi];
-	pthread_mutex_lock(&dev->lock);
-	if (!dev->gids[av->sgid_index].valid ||
-	    dev->gids[av->sgid_index].addr.ss_family != av->dst.ss_family) {
-		pthread_mutex_unlock(&dev->lock);
-		rxe_qp_warn(qp, "source GID %u gone or of another family",
-			    av->sgid_index);
-		return -EADDRNOTAVAIL;
-	}
-	src = dev->gids[av->sgid_index].addr;
-	pthread_mutex_unlock(&dev->lock);
-	if (fi == 0)
-		((struct sockaddr_in *)&src)->sin_port = 0;
-	else
-		((struct sockaddr_in6 *)&src)->sin6_port = 0;
-
-	fd = socket(av->dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (fi == 0) {
-		/* DF set, and on an unconnected socket Linux then writes IP
-		 * ID 0, which the ICRC we compute assumes. */
-		val = IP_PMTUDISC_DO;
-		(void)setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &val,
-				 sizeof(val));
-	} else {
-		val = IPV6_PMTUDISC_DO;
-		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &val,
-				 sizeof(val));
-		val = 1;
-		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &val,
-				 sizeof(val));
-	}
-	set_bufsize(fd, SO_SNDBUFFORCE, SO_SNDBUF);
-	len = fi == 0 ? sizeof(struct sockaddr_in)
-		      : sizeof(struct sockaddr_in6);
-	if (bind(fd, (struct sockaddr *)&src, len) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&src, &len) < 0) {
-		int err = -errno;
-
-		rxe_qp_warn(qp, "transmit socket: %s", g_strerror(errno));
-		close(fd);
-		return err;
-	}
-	if (qp->tx_fd[fi] >= 0) {
-		if (!qp->tx_retired)
-			qp->tx_retired = g_array_new(FALSE, FALSE, sizeof(int));
-		g_array_append_val(qp->tx_retired, qp->tx_fd[fi]);
-	}
-	qp->tx_fd[fi] = fd;
-	qp->tx_gid[fi] = av->sgid_index;
-	qp->tx_src[fi] = src;
-	qp->tx_port[fi] = ntohs(fi == 0 ? ((struct sockaddr_in *)&src)->sin_port
-				: ((struct sockaddr_in6 *)&src)->sin6_port);
-	rxe_qp_dbg(qp, "sending from UDP port %u", qp->tx_port[fi]);
-	return fd;
-}
-
-static void icrc_addr_tx(struct rxe_qp *qp, const struct rxe_av *av, int fi,
-			 struct rxe_icrc_addr *a)
-{
-	const struct sockaddr_storage *src = &qp->tx_src[fi];
-
-	memset(a, 0, sizeof(*a));
-	a->family = av->dst.ss_family;
-	a->sport = qp->tx_port[fi];
-	a->dport = ROCE_V2_UDP_PORT;
-	a->ip_id = 0;
-	a->df = true;
-	if (fi == 0) {
-		memcpy(a->saddr, &((const struct sockaddr_in *)src)->sin_addr,
-		       4);
-		memcpy(a->daddr,
-		       &((const struct sockaddr_in *)&av->dst)->sin_addr, 4);
-	} else {
-		memcpy(a->saddr, &((const struct sockaddr_in6 *)src)->sin6_addr,
-		       16);
-		memcpy(a->daddr,
-		       &((const struct sockaddr_in6 *)&av->dst)->sin6_addr, 16);
-	}
-}
-
-/* Pad to 4 bytes (IBA 9.2.4, PadCnt in the BTH) and append the ICRC. */
-static void finish_pkt(struct rxe_txpkt *p, const struct rxe_icrc_addr *a)
-{
-	uint32_t paylen = 0, pad, i;
-	uint32_t crc;
-
-	for (i = 1; i < p->niov; i++)
-		paylen += (uint32_t)p->iov[i].iov_len;
-	pad = (4 - (paylen & 3)) & 3;
-	p->hdr[1] = (uint8_t)((p->hdr[1] & ~IB_BTH_PAD_MASK) |
-			      (pad << IB_BTH_PAD_SHIFT));
-	crc = rxe_icrc_begin(a, p->hdr_len + paylen + pad + IB_ICRC_BYTES,
-			     (const struct ib_bth *)p->hdr);
-	crc = rxe_crc32(crc, p->hdr + IB_BTH_BYTES, p->hdr_len - IB_BTH_BYTES);
-	for (i = 1; i < p->niov; i++)
-		crc = rxe_crc32(crc, p->iov[i].iov_base, p->iov[i].iov_len);
-	memset(p->trailer, 0, pad);
-	crc = rxe_crc32(crc, p->trailer, pad);
-	rxe_icrc_put(p->trailer + pad, crc);
-	p->iov[0].iov_base = p->hdr;
-	p->iov[0].iov_len = p->hdr_len;
-	p->iov[p->niov].iov_base = p->trailer;
-	p->iov[p->niov].iov_len = pad + IB_ICRC_BYTES;
-	p->niov++;
-}
-
-static void release_pkt(struct rxe_txpkt *p)
-{
-	uint32_t i;
-
-	for (i = 0; i < p->n_mrs; i++)
-		rxe_mr_put(p->mrs[i]);
-	p->n_mrs = 0;
-}
-
-/* Bytes @p will take on the wire (UDP payload) once finished. */
-static size_t pkt_wire_len(const struct rxe_txpkt *p)
-{
-	size_t len = p->hdr_len;
-	uint32_t i;
-
-	for (i = 1; i < p->niov; i++)
-		len += p->iov[i].iov_len;
-	return ((len + 3) & ~(size_t)3) + IB_ICRC_BYTES;
-}
-
-/* How many packets from @p on form a run UDP GSO can send as one
- * datagram: the same length, at most 64 KiB and 64 segments in all. */
-static int gso_run(const struct rxe_txpkt *p, int n, size_t *seg)
-{
-	size_t len = pkt_wire_len(p);
-	uint32_t iovs = p->niov + 1;
-	int run = 1;
-
-	while (run < n && run < 64 && (size_t)(run + 1) * len <= 65000 &&
-	       pkt_wire_len(&p[run]) == len &&
-	       iovs + p[run].niov + 1 <= RXE_TX_BATCH * RXE_TX_IOV) {
-		iovs += p[run].niov + 1;
-		run++;
-	}
-	*seg = len;
-	return run;
-}
-
-int rxe_tx_ready(struct rxe_qp *qp, const struct rxe_av *av,
-		 struct rxe_txready *r)
-{
-	struct rxe_icrc_addr a;
-	int fi;
-
-	r->fd = rxe_qp_tx_fd(qp, av, &fi);
-	if (r->fd < 0)
-		return r->fd;
-	icrc_addr_tx(qp, av, fi, &a);
-	finish_pkt(&r->p, &a);
-	r->dst = av->dst;
-	r->dst_len = av->dst_len;
-	return 0;
-}
-
-void rxe_tx_send_ready(struct rxe_qp *qp, struct rxe_txready *r)
-{
-	struct msghdr mh = { .msg_name = &r->dst, .msg_namelen = r->dst_len,
-			     .msg_iov = r->p.iov, .msg_iovlen = r->p.niov };
-
-	if (sendmsg(r->fd, &mh, 0) < 0) {
-		rxe_count(qp->dev, RXE_CNT_SEND_ERR);
-		rxe_qp_dbg(qp, "sendmsg: %s", g_strerror(errno));
-	} else {
-		rxe_count(qp->dev, RXE_CNT_SENT_PKTS);
-	}
-}
-
-/*
- * Runs of equal-size packets (the middle of a long SEND, WRITE or READ
- * response) go out as one UDP GSO datagram that the kernel cuts into
- * packets at segment boundaries; the rest as single datagrams, all in
- * order through one sendmmsg. With GSO the kernel numbers the IPv4 IDs of
- * the segments 0, 1, 2, ... (DF set, unconnected socket), so each
- * segment's ICRC is computed with its own ID.
- */
-int rxe_xmit(struct rxe_qp *qp, const struct rxe_av *av,
-	     struct rxe_txpkt *pkts, int n)
-{
-	struct mmsghdr msgs[RXE_TX_BATCH];
-	struct iovec giov[RXE_TX_BATCH * RXE_TX_IOV];
-	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
-		struct cmsghdr align;
-	} cm[RXE_TX_BATCH];
-	int segs[RXE_TX_BATCH];
-	struct rxe_dev *dev = qp->dev;
-	struct rxe_icrc_addr a;
-	int fd, fi, i, k, m = 0, done = 0, sent = 0;
-	uint32_t gi = 0;
-
-	if (n > RXE_TX_BATCH)
-		n = RXE_TX_BATCH; /* callers batch by RXE_TX_BATCH */
-	fd = rxe_qp_tx_fd(qp, av, &fi);
-	if (fd < 0)
-		goto out;
-	icrc_addr_tx(qp, av, fi, &a);
-	for (i = 0; i < n; i += segs[m++]) {
-		size_t seg;
-		int run = atomic_load(&dev->gso)
-				  ? gso_run(&pkts[i], n - i, &seg)
-				  : 1;
-
-		memset(&msgs[m], 0, sizeof(msgs[m]));
-		msgs[m].msg_hdr.msg_name = (void *)&av->dst;
-		msgs[m].msg_hdr.msg_namelen = av->dst_len;
-		segs[m] = run;
-		if (run == 1) {
-			finish_pkt(&pkts[i], &a);
-			msgs[m].msg_hdr.msg_iov = pkts[i].iov;
-			msgs[m].msg_hdr.msg_iovlen = pkts[i].niov;
-			continue;
-		}
-		msgs[m].msg_hdr.msg_iov = &giov[gi];
-		for (k = 0; k < run; k++) {
-			struct rxe_txpkt *p = &pkts[i + k];
-
-			a.ip_id = fi == 0 ? (uint16_t)k : 0;
-			finish_pkt(p, &a);
-			memcpy(&giov[gi], p->iov, p->niov * sizeof(giov[0]));
-			gi += p->niov;
-		}
-		a.ip_id = 0;
-		msgs[m].msg_hdr.msg_iovlen = (size_t)(&giov[gi] -
-					     msgs[m].msg_hdr.msg_iov);
-		{
-			struct msghdr *mh = &msgs[m].msg_hdr;
-			struct cmsghdr *c;
-			uint16_t gso = (uint16_t)seg;
-
-			memset(cm[m].buf, 0, sizeof(cm[m].buf));
-			mh->msg_control = cm[m].buf;
-			mh->msg_controllen = sizeof(cm[m].buf);
-			c = CMSG_FIRSTHDR(mh);
-			c->cmsg_level = SOL_UDP;
-			c->cmsg_type = UDP_SEGMENT;
-			c->cmsg_len = CMSG_LEN(sizeof(gso));
-			memcpy(CMSG_DATA(c), &gso, sizeof(gso));
-		}
-	}
-	while (done < m) {
-		int r = sendmmsg(fd, msgs + done, (unsigned int)(m - done), 0);
-
-		if (r <= 0) {
-			/* That datagram was refused (a full queue, a
-			 * firewall's EPERM): lost, RC sends it again. A
-			 * kernel without UDP GSO says so once. */
-			if (r < 0 && segs[done] > 1 &&
-			    (errno == EINVAL || errno == EIO ||
-			     errno == ENOPROTOOPT)) {
-				atomic_store(&dev->gso, false);
-				rxe_dev_warn(dev, "UDP GSO refused (%s), off",
-					     g_strerror(errno));
-			}
-			rxe_count(dev, RXE_CNT_SEND_ERR);
-			rxe_qp_dbg(qp, "sendmmsg: %s",
-				   r < 0 ? g_strerror(errno) : "nothing sent");
-			r = 1;
-		} else {
-			for (k = 0; k < r; k++) {
-				rxe_count_n(dev, RXE_CNT_SENT_PKTS,
-					    (uint64_t)segs[done + k]);
-				if (segs[done + k] > 1)
-					rxe_count(dev, RXE_CNT_GSO_SENDS);
-			}
-		}
-		for (k = 0; k < r; k++)
-			sent += segs[done + k];
-		done += r;
-	}
-out:
-	for (i = 0; i < n; i++)
-		release_pkt(&pkts[i]);
-	return sent;
 }
 
 /* ------------------------------------------------------------------ */
@@ -786,11 +489,8 @@ static int rx_batch(struct rxe_dev *dev, int fd, int gid_index,
 	return n;
 }
 
-/* A poller's share of rx_drain: the application has its own work. */
-#define RXE_POLL_RX_ROUNDS 4
-
-static void rx_drain(struct rxe_dev *dev, int gid_index, struct rx_batch *b,
-		     uint32_t *seed, int rounds)
+void rxe_net_rx_drain(struct rxe_dev *dev, int gid_index,
+		      struct rx_batch *b, uint32_t *seed, int rounds)
 {
 	uint32_t mode = rxe_direct_mode(dev);
 	int fd, round;
@@ -875,16 +575,7 @@ static uint32_t pop_qpn(struct rxe_dev *dev, GQueue *q)
 	return qpn;
 }
 
-/* The device whose receive side this thread holds from a poll_cq, or
- * whose left ACKs it sends from a consumer's call. */
-static __thread const struct rxe_dev *rx_poller;
-
-bool rxe_net_on_poller(const struct rxe_dev *dev)
-{
-	return rx_poller == dev;
-}
-
-static void flush_acks(struct rxe_dev *dev)
+void rxe_net_flush_acks(struct rxe_dev *dev)
 {
 	uint32_t qpn;
 
@@ -907,28 +598,9 @@ static void flush_acks(struct rxe_dev *dev)
 	}
 }
 
-/*
- * The ACKs a poll left (acks_deferred), sent from a consumer's call:
- * poll_cq, a post, an arm. That caller may hold locks of the layers
- * above, so it is the device's poller meanwhile: events raised under a
- * QP's lock it takes stay queued for the progress thread
- * (rxe_qp_unlock), as in a poll that reads the sockets.
- */
-static void flush_left_acks(struct rxe_dev *dev)
-{
-	const struct rxe_dev *was = rx_poller;
-
-	if (!atomic_load_explicit(&dev->acks_deferred, memory_order_relaxed) ||
-	    !atomic_exchange(&dev->acks_deferred, false))
-		return;
-	rx_poller = dev;
-	flush_acks(dev);
-	rx_poller = was;
-}
-
 /* One burst of transmit work for each QP that asked; returns whether
  * some is left. */
-static bool run_pending(struct rxe_dev *dev)
+bool rxe_net_run_pending(struct rxe_dev *dev)
 {
 	guint n, i;
 	bool more;
@@ -967,9 +639,9 @@ bool rxe_net_run_work(struct rxe_dev *dev)
 	 * queue, never an ACK. */
 	atomic_store_explicit(&dev->acks_deferred, false,
 			      memory_order_relaxed);
-	flush_acks(dev);
-	more = run_pending(dev);
-	flush_acks(dev);
+	rxe_net_flush_acks(dev);
+	more = rxe_net_run_pending(dev);
+	rxe_net_flush_acks(dev);
 	return more;
 }
 
@@ -978,8 +650,6 @@ bool rxe_net_run_work(struct rxe_dev *dev)
  * process, hostrdma-perf -L, its spinning competes with the two
  * application threads for two cores: 8-byte WRITE ping-pong 29 -> 41 us,
  * 1 MiB WRITE 32 -> 34 Gbit/s, hostrdma-rxe(7)). */
-static void rx_park_maybe(struct rxe_dev *dev);
-
 static bool rx_dispatch(struct rnicpi_source *src, uint32_t events)
 {
 	struct rxe_gid *g = container_of(src, struct rxe_gid, src);
@@ -989,360 +659,16 @@ static bool rx_dispatch(struct rnicpi_source *src, uint32_t events)
 	(void)events;
 	pthread_mutex_lock(&dev->rx_lock);
 	before = atomic_load(&dev->counters[RXE_CNT_RCVD_PKTS]);
-	rx_drain(dev, (int)(g - dev->gids), dev->rxb, &dev->rx_seed,
+	rxe_net_rx_drain(dev, (int)(g - dev->gids), dev->rxb, &dev->rx_seed,
 		 4 * RXE_RX_BATCH);
 	/* A stream that fills a receive batch is the progress thread's
-	 * (rx_park_maybe). */
+	 * (rxe_poll_rx_park_maybe). */
 	if (dev->poll_rx &&
 	    atomic_load(&dev->counters[RXE_CNT_RCVD_PKTS]) - before <
 	    RXE_RX_BATCH)
-		rx_park_maybe(dev);
+		rxe_poll_rx_park_maybe(dev);
 	pthread_mutex_unlock(&dev->rx_lock);
 	return true;
-}
-
-/*
- * poll_rx parking. Reading the sockets from poll_cq alone saves little:
- * the progress thread is still woken by every datagram and takes the
- * core (or the receive side) first; on two cores a 4 KiB WRITE stream
- * between two processes went from 924 to 968 MB/s only (one run). So while an
- * application keeps polling (an empty CQ polled within the lease, option
- * poll_rx_lease_us, and no CQ armed since), the progress thread leaves
- * the receive sockets to it (EPOLLIN off) after a read of less than a
- * batch; a stream that fills batches stays with it, and polls read only
- * sockets left to them. It takes them back when a CQ
- * of the device is armed (rxe_net_poll_rx_armed: its consumer is about
- * to sleep) and, for a consumer that stops polling without arming, when
- * the lease runs out (the park timer): what arrives meanwhile waits at
- * most that long. Timers and the host service's QP1 socket stay with the
- * progress thread.
- */
-static uint64_t lease_ns(const struct rxe_dev *dev)
-{
-	return (uint64_t)dev->poll_rx_lease_us * 1000u;
-}
-
-static bool consumer_polling(struct rxe_dev *dev, uint64_t now)
-{
-	uint64_t polled = atomic_load(&dev->rx_polled_ns);
-
-	return polled && polled + lease_ns(dev) > now;
-}
-
-/* Until the lease of the last poll runs out, at least 10 us. */
-static uint64_t lease_left_ns(struct rxe_dev *dev, uint64_t now)
-{
-	uint64_t end = atomic_load(&dev->rx_polled_ns) + lease_ns(dev);
-
-	return end > now + 10000 ? end - now : 10000;
-}
-
-/* park_lock held. */
-static void set_parked_locked(struct rxe_dev *dev, bool parked)
-{
-	int i;
-
-	if (dev->rx_parked == parked)
-		return;
-	dev->rx_parked = parked;
-	/* Under dev->lock: a GID's socket is closed under it. */
-	pthread_mutex_lock(&dev->lock);
-	for (i = 0; i < RXE_MAX_GID; i++) {
-		struct rxe_gid *g = &dev->gids[i];
-
-		if (g->rx_fd >= 0)
-			(void)rnicpi_engine_mod(&dev->engine, g->rx_fd,
-						&g->src, parked ? 0 : EPOLLIN);
-	}
-	pthread_mutex_unlock(&dev->lock);
-}
-
-/* CPU time of the calling thread, in ns. */
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * A consumer polled (at @now): which thread, at what CPU time of its
- * own. Reading a thread's CPU clock is a system call (the vDSO serves
- * only the wall clocks), and a consumer spinning on its CQ polls every
- * microsecond or two: the mark is taken again only when the last one
- * this thread took for @dev is RXE_POLLER_MARK_NS old, and poller_ran()
- * allows for a mark that much older than the poll.
- */
-static void note_poller(struct rxe_dev *dev, uint64_t now)
-{
-	static __thread int tid;
-	static __thread const struct rxe_dev *marked_dev;
-	static __thread uint64_t marked_ns;
-
-	if (!tid)
-		tid = (int)gettid();
-	if (marked_dev == dev && now - marked_ns < RXE_POLLER_MARK_NS &&
-	    atomic_load_explicit(&dev->rx_poller_tid,
-				 memory_order_relaxed) == tid)
-		return;
-	atomic_store(&dev->rx_poller_tid, tid);
-	atomic_store(&dev->rx_poller_cpu_ns, thread_cpu_ns());
-	marked_dev = dev;
-	marked_ns = now;
-}
-
-/* Whether the thread of the last poll ran for at least @ns since it
- * (its CPU time, /proc/self/task/TID/schedstat); unknown counts as
- * yes. */
-static bool poller_ran(struct rxe_dev *dev, uint64_t ns)
-{
-	char path[64], buf[96];
-	unsigned long long now;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat",
-		 atomic_load(&dev->rx_poller_tid));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	if (sscanf(buf, "%llu", &now) != 1)
-		return true;
-	return now >= atomic_load(&dev->rx_poller_cpu_ns) + ns;
-}
-
-/* Whether a receive socket holds a datagram (park_lock held). */
-static bool rx_waiting(struct rxe_dev *dev)
-{
-	struct pollfd p[RXE_MAX_GID];
-	nfds_t n = 0;
-	int i;
-
-	pthread_mutex_lock(&dev->lock);
-	for (i = 0; i < RXE_MAX_GID; i++)
-		if (dev->gids[i].rx_fd >= 0)
-			p[n++] = (struct pollfd){ .fd = dev->gids[i].rx_fd,
-						  .events = POLLIN };
-	i = n ? poll(p, n, 0) : 0;
-	pthread_mutex_unlock(&dev->lock);
-	return i > 0;
-}
-
-/* (Re)arm the park timer @delay_ns from @now; park_due_ns says when it
- * goes off, for park_timer_push(). */
-static void park_timer_arm(struct rxe_dev *dev, uint64_t now,
-			   uint64_t delay_ns)
-{
-	atomic_store_explicit(&dev->park_due_ns, now + delay_ns,
-			      memory_order_relaxed);
-	rnicpi_timer_arm(&dev->engine, &dev->park_timer, delay_ns);
-}
-
-/*
- * A consumer polls (at @now) while the sockets are parked: once the park
- * timer is due within half a lease, push it a whole lease on from here.
- * Left alone, the timer went off at every lease's end only to find the
- * consumer still polling and to arm itself again: with a 200 us lease
- * (the default until 2026-11-28), 5000 wake-ups a second of a progress
- * thread that on two cores takes one from a spinning application thread
- * (hostrdma-perf write_lat between two processes: 19 000 context
- * switches in a 2 s run, the tail of every round trip). A push is one
- * timerfd_settime() per half lease in the polling thread; the timer
- * still goes off a lease after the last poll, as before.
- */
-static void park_timer_push(struct rxe_dev *dev, uint64_t now)
-{
-	uint64_t due = atomic_load_explicit(&dev->park_due_ns,
-					    memory_order_relaxed);
-
-	if (due && due - now < lease_ns(dev) / 2 && due > now &&
-	    atomic_load_explicit(&dev->rx_parked, memory_order_relaxed))
-		park_timer_arm(dev, now, lease_ns(dev));
-}
-
-/* The progress thread read the sockets (rx_lock held): leave them to a
- * consumer that polls. An arm after the test cannot be missed: it
- * cleared rx_polled_ns before it takes park_lock to unpark. */
-static void rx_park_maybe(struct rxe_dev *dev)
-{
-	uint64_t now = rnicpi_now_ns();
-
-	if (dev->rx_parked || dev->rx_park_off || !consumer_polling(dev, now))
-		return;
-	pthread_mutex_lock(&dev->park_lock);
-	if (!dev->rx_parked && !dev->rx_park_off &&
-	    consumer_polling(dev, now)) {
-		set_parked_locked(dev, true);
-		rxe_count(dev, RXE_CNT_POLL_RX_PARKS);
-		park_timer_arm(dev, now, lease_left_ns(dev, now));
-	}
-	pthread_mutex_unlock(&dev->park_lock);
-}
-
-/*
- * The lease ran out, or was renewed by later polls or posts. A lease
- * that runs out on a datagram nobody read, while the consumer's thread
- * ran on a CPU for half a lease or more since its last poll of an empty
- * CQ (posting and reaping count too: only that poll takes the CPU-time
- * mark), means it stopped polling without arming a CQ: busy with
- * something else for a while (setting up its next run), or waiting
- * some other way (spinning on a byte of its buffer, as perftest's
- * write_lat does). That datagram waited the lease (poll_rx_late). The
- * second kind does so at every message: at RXE_POLL_RX_LATE_MAX such
- * leases in a row (no CQ armed between, no lease that ran out with
- * nothing waiting) parking stops for good, and with it the polls'
- * reads: the progress thread reads every datagram. A poller that was
- * not on a CPU (two busy threads a core) just gets the sockets back.
- */
-static void on_park_timer(void *arg)
-{
-	struct rxe_dev *dev = arg;
-	uint64_t now = rnicpi_now_ns();
-
-	pthread_mutex_lock(&dev->park_lock);
-	if (dev->rx_parked) {
-		if (atomic_load(&dev->rx_in_poll) > 0) {
-			park_timer_arm(dev, now, lease_ns(dev));
-		} else if (consumer_polling(dev, now)) {
-			park_timer_arm(dev, now, lease_left_ns(dev, now));
-		} else {
-			if (!rx_waiting(dev)) {
-				dev->rx_late_streak = 0;
-			} else if (poller_ran(dev, lease_ns(dev) / 2 +
-						 RXE_POLLER_MARK_NS)) {
-				rxe_count(dev, RXE_CNT_POLL_RX_LATE);
-				if (++dev->rx_late_streak >= RXE_POLL_RX_LATE_MAX) {
-					dev->rx_park_off = true;
-					rxe_dev_dbg(dev, "poll_rx: data waited "
-						    "for a lease's end %u "
-						    "times in a row; the "
-						    "sockets stay with the "
-						    "progress thread",
-						    dev->rx_late_streak);
-				}
-			}
-			set_parked_locked(dev, false);
-		}
-	}
-	pthread_mutex_unlock(&dev->park_lock);
-}
-
-void rxe_net_poll_rx_busy(struct rxe_dev *dev)
-{
-	/* The consumer's next move: the ACKs a poll left go (a post on
-	 * their QP carried its own already). A consumer that keeps finding
-	 * completions never polls an empty CQ. */
-	flush_left_acks(dev);
-	if (atomic_load_explicit(&dev->rx_polled_ns, memory_order_relaxed)) {
-		uint64_t now = rnicpi_now_ns();
-
-		atomic_store(&dev->rx_polled_ns, now);
-		park_timer_push(dev, now);
-	}
-}
-
-void rxe_net_poll_rx_armed(struct rxe_dev *dev)
-{
-	flush_left_acks(dev);
-	atomic_store(&dev->rx_polled_ns, 0);
-	pthread_mutex_lock(&dev->park_lock);
-	dev->rx_late_streak = 0;
-	set_parked_locked(dev, false);
-	pthread_mutex_unlock(&dev->park_lock);
-}
-
-
-/*
- * Option poll_rx. The completion an application polls for usually sits
- * unread in a receive socket: the progress thread has to wake, on the
- * other core or in turn with the application, and then wake the
- * application: two context switches a message, and with two processes
- * on two cores (a progress thread each) the 4 KiB WRITE rate fell to
- * 0.57x that of one process (issue 15). Here the polling thread reads
- * the sockets itself when nobody else does (trylock: never waits for
- * the progress thread), in order, with the same buffers, then sends the
- * ACKs and bursts that made. Upcalls raised meanwhile wait for the
- * progress thread (rxe_qp_unlock).
- */
-bool rxe_net_poll_rx(struct rxe_dev *dev, bool cq_armed)
-{
-	uint64_t before, got, now;
-	int i, fds[RXE_MAX_GID];
-
-	if (!dev->rxb || rx_poller || rnicpi_engine_on_thread(&dev->engine))
-		return false;
-	/* The ACKs an earlier poll left: its consumer has had its turn (a
-	 * post on the QP would have carried them). */
-	flush_left_acks(dev);
-	now = rnicpi_now_ns();
-	/* The poll a consumer makes right after arming (for what came
-	 * before the arm) is no sign of polling: it is about to sleep. */
-	if (!cq_armed) {
-		atomic_store(&dev->rx_polled_ns, now);
-		note_poller(dev, now);
-		park_timer_push(dev, now);
-	}
-	/* Only sockets left to pollers (or that no progress thread reads):
-	 * while the progress thread reads them (a stream, or parking off),
-	 * a poll that read too would take that work from its core onto the
-	 * poller's. */
-	if (!atomic_load(&dev->rx_parked) && dev->engine.thread_running)
-		return false;
-	/* Taken first (rx_lock before dev->lock): a poll that finds the
-	 * progress thread reading costs no dev->lock. */
-	if (pthread_mutex_trylock(&dev->rx_lock))
-		return false;
-	pthread_mutex_lock(&dev->lock);
-	for (i = 0; i < RXE_MAX_GID; i++)
-		fds[i] = dev->gids[i].valid ? dev->gids[i].rx_fd : -1;
-	pthread_mutex_unlock(&dev->lock);
-	rx_poller = dev;
-	atomic_fetch_add(&dev->rx_in_poll, 1);
-	before = atomic_load(&dev->counters[RXE_CNT_RCVD_PKTS]);
-	for (i = 0; i < RXE_MAX_GID; i++)
-		if (fds[i] >= 0)
-			rx_drain(dev, i, dev->rxb, &dev->rx_seed,
-				 RXE_POLL_RX_ROUNDS);
-	got = atomic_load(&dev->counters[RXE_CNT_RCVD_PKTS]) - before;
-	pthread_mutex_unlock(&dev->rx_lock);
-	if (got) {
-		rxe_count_n(dev, RXE_CNT_POLL_RX_PKTS, got);
-		/* Another round, if any, is the progress thread's (it was
-		 * woken by whoever queued the work). The transmit work goes
-		 * now (READ responses: a requester waits for them), the
-		 * ACKs this read owes after the consumer has seen what came:
-		 * a ping-pong's answer would otherwise wait behind a
-		 * sendmsg() of the ACK for the ping, and its next post
-		 * carries the ACK in the same system call (rxe_req_run).
-		 * They wait at most for this thread's next poll, post or
-		 * arm, or else for the park timer's pass at the end of the
-		 * lease (the sockets are parked, or this thread would not
-		 * have read them). A consumer about to sleep gets none
-		 * deferred. */
-		(void)run_pending(dev);
-		if (cq_armed || !dev->engine.thread_running)
-			flush_acks(dev);
-		else
-			atomic_store(&dev->acks_deferred, true);
-		/* A long drain (up to RXE_POLL_RX_ROUNDS batches, and the
-		 * ACKs and responses it made) was polling too: the lease
-		 * and the CPU mark start again at its end. */
-		if (!cq_armed) {
-			now = rnicpi_now_ns();
-			atomic_store(&dev->rx_polled_ns, now);
-			note_poller(dev, now);
-		}
-	}
-	atomic_fetch_sub(&dev->rx_in_poll, 1);
-	rx_poller = NULL;
-	return got != 0;
 }
 
 /* After each pass: the coalesced ACKs and the transmit work; true when
@@ -1371,7 +697,7 @@ int rxe_net_start(struct rxe_dev *dev)
 	dev->rxb = g_new0(struct rx_batch, 1);
 	dev->rxb->buf = g_malloc((size_t)RXE_RX_BATCH * RXE_RX_SLOT);
 	dev->rx_seed = dev->fault_seed ? dev->fault_seed : 0x2545f491u;
-	rnicpi_timer_init(&dev->park_timer, on_park_timer, dev);
+	rxe_poll_rx_init(dev);
 	err = rnicpi_engine_init(&dev->engine, dev->base.name,
 				 dev->busy_poll_us, after_pass, dev);
 	if (err)
