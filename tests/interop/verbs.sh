@@ -269,10 +269,11 @@ for dev in siw0 rxe0; do
 	result "objects-$dev" $st
 done
 
-# Connections through librdmacm (vp/verbs/verbs_cm.c, cm/cm_native.c):
-# tools/hostrdma-ping, which is rping over IT-API, between the guests and
-# against the guest's rping, both roles, 10 rounds of 1 KiB, every round
-# checked by the client (-V) and the server's last round in its log.
+# Connections through librdmacm (vp/verbs/verbs_cm.c and verbs_cm_ops.c,
+# cm/cm_native.c): tools/hostrdma-ping, which is rping over IT-API, between
+# the guests and against the guest's rping, both roles, 10 rounds of 1 KiB,
+# every round checked by the client (-V) and the server's last round in
+# its log.
 # $1 guest, rest: hostrdma-ping's arguments, on the one device -D names.
 gping_env() { # device
 	echo "LD_LIBRARY_PATH=$prefix/lib HOSTRDMA_DEVICES=$1 $prefix/bin/hostrdma-ping -D $1"

@@ -7,7 +7,8 @@
 if PROV_VERBS
 noinst_LTLIBRARIES += vp/verbs/libverbs_core.la
 vp_verbs_libverbs_core_la_SOURCES = vp/verbs/verbs.h vp/verbs/verbs_map.c \
-	vp/verbs/verbs_main.c vp/verbs/verbs_verbs.c vp/verbs/verbs_cm.c
+	vp/verbs/verbs_main.c vp/verbs/verbs_verbs.c vp/verbs/verbs_cm.c \
+	vp/verbs/verbs_cm_ops.c
 vp_verbs_libverbs_core_la_CPPFLAGS = $(AM_CPPFLAGS) $(VERBS_CFLAGS) \
 	-DG_LOG_DOMAIN=\"hostrdma-verbs\"
 vp_verbs_libverbs_core_la_LIBADD = $(VERBS_LIBS) $(GLIB_LIBS) $(PTHREAD_LIBS)

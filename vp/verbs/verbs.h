@@ -156,7 +156,8 @@ struct verbs_dev {
 };
 
 /* What an rdma_cm id's context points at: the `kind` member of one of
- * verbs_cm.c's objects, or of a struct verbs_qp. */
+ * the connection objects (struct verbs_listener, verbs_conn, verbs_sidr,
+ * below), or of a struct verbs_qp. */
 enum verbs_cm_kind {
 	VERBS_CM_KIND_LISTENER = 1,
 	VERBS_CM_KIND_CONN,
@@ -193,8 +194,9 @@ struct verbs_qp {
 	struct verbs_cq *send_cq, *recv_cq;	/* verbs_verbs.c's */
 	/* Its receives (NULL with an SRQ), in vd->qps. */
 	struct verbs_rq *rq;
-	/* verbs_cm.c, under vd->cm_lock: the connection's rdma_cm id and
-	 * the request to send once the route is resolved. */
+	/* verbs_cm.c and verbs_cm_ops.c, under vd->cm_lock: the
+	 * connection's rdma_cm id and the request to send once the route
+	 * is resolved. */
 	enum verbs_cm_kind kind;
 	struct rdma_cm_id *cm_id;
 	bool cm_established;
@@ -216,19 +218,78 @@ void verbs_fill_ops(struct rnicpi_device_ops *ops);
 bool verbs_async_element(const struct ibv_async_event *ev,
 			 struct rnicpi_async_event *out);
 
-/* verbs_cm.c: connections through librdmacm. verbs_cm_open makes the
- * device's event channel and adds it to the engine (a failure is logged
- * and leaves the device without connections); verbs_cm_close undoes it
- * (the engine stopped). */
+/* Connections through librdmacm: verbs_cm.c handles the events on the
+ * engine thread, verbs_cm_ops.c holds the device ops. verbs_cm_open makes
+ * the device's event channel and adds it to the engine (a failure is
+ * logged and leaves the device without connections); verbs_cm_close
+ * undoes it (the engine stopped). */
 void verbs_cm_open(struct verbs_dev *vd);
 void verbs_cm_close(struct verbs_dev *vd);
+/* verbs_cm_ops.c */
 void verbs_cm_fill_ops(struct rnicpi_device_ops *ops);
 /* Destroy @q's rdma_cm id, waiting out an event being handled for it. */
 void verbs_cm_qp_release(struct verbs_qp *q);
-/* poll_cq found a completion in error (not a flush) of QP @qp_num: if
- * that QP is connected, its connection breaks (on the engine thread). */
+/* verbs_cm.c: poll_cq found a completion in error (not a flush) of QP
+ * @qp_num: if that QP is connected, its connection breaks (on the engine
+ * thread). */
 void verbs_cm_wc_error(struct verbs_dev *vd, uint32_t qp_num,
 		       enum ibv_wc_status status);
+
+/* What verbs_cm.c and verbs_cm_ops.c share and nothing else uses: the
+ * connection objects (an rdma_cm id's context points at their `kind`)
+ * and verbs_cm.c's helpers. */
+
+struct verbs_listener {
+	enum verbs_cm_kind kind;
+	struct rnicpi_listener base;
+	struct verbs_dev *vd;
+	struct rdma_cm_id *id;
+	struct rdma_cm_id *uid;	/* the UDP port space's, or NULL */
+	int ref;	/* under vd->cm_lock: 1 + upcalls under way */
+	bool dead;
+};
+
+struct verbs_conn {
+	enum verbs_cm_kind kind;
+	struct rnicpi_conn base;
+	struct verbs_dev *vd;
+	struct rdma_cm_id *id;	/* NULL once answered */
+	bool in_upcall;		/* the REQUEST upcall runs */
+	bool answered;
+	bool peer_gone;
+};
+
+/* A UD service request: an RDMA_PS_UDP id resolving, then asking. */
+struct verbs_sidr {
+	enum verbs_cm_kind kind;
+	struct rnicpi_sidr base;
+	struct verbs_dev *vd;
+	struct rdma_cm_id *id;
+	uint8_t pdata[256];
+	uint8_t pdata_len;
+	uint32_t timeout_ms;
+	bool done;		/* its reply was reported */
+};
+
+/* -errno after a failed call, -EIO if errno is 0. */
+int verbs_cm_neg_errno(void);
+/* The length of @sa, an IPv4 or IPv6 address. */
+socklen_t verbs_cm_sa_len(const struct sockaddr *sa);
+/* Is @id (bound or resolved) on @vd's ibverbs device and port? */
+bool verbs_cm_id_on_device(struct verbs_dev *vd, struct rdma_cm_id *id);
+/* The name of @id's ibverbs device, "none" before it has one. */
+const char *verbs_cm_id_device_name(struct rdma_cm_id *id);
+/* Move @q through INIT and RTR to RTS with the attributes rdma_cm gives
+ * for @id, the responder resources @ird and initiator depth @ord (0:
+ * rdma_cm's). */
+int verbs_cm_qp_to_rts(struct verbs_qp *q, struct rdma_cm_id *id, uint32_t ird,
+		       uint32_t ord);
+/* The conn param of a connect or an accept for @q: @len bytes of private
+ * data at @pdata, @ird and @ord within the device's limits (0: the
+ * limits). */
+void verbs_cm_fill_conn_param(struct verbs_dev *vd, struct rdma_conn_param *cp,
+			      const void *pdata, uint32_t len, uint32_t ird,
+			      uint32_t ord, struct verbs_qp *q);
 
 /* For tests: handle one async event as the engine thread does (the
  * upcall, or nothing for an event of another port). */

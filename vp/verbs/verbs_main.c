@@ -12,7 +12,8 @@
  *
  * PDs, MRs, memory windows (where the device has them; binds through
  * post_bind), CQs, SRQs, RC and UD QPs and address handles: verbs_verbs.c;
- * connections through librdmacm: verbs_cm.c.
+ * connections through librdmacm: verbs_cm.c (the events) and
+ * verbs_cm_ops.c (the device ops).
  */
 #include "config.h"
 
