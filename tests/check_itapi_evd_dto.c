@@ -20,12 +20,26 @@
 /* DTO SEVDs: the pump, notify and solicited                           */
 /* ------------------------------------------------------------------ */
 
+/* Two connected RC EPs of the test provider whose every completion goes
+ * to @d, and a send and a receive buffer of @len bytes. */
+static void pair_new(it_evd_handle_t d, size_t len, it_ep_handle_t *x,
+		     it_ep_handle_t *y, struct it_buf *s, struct it_buf *r)
+{
+	it_ep_attributes_t at;
+
+	it_ep_attr_default(&F, &at, 16);
+	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, x));
+	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, y));
+	it_testprov_pair(*x, *y);
+	it_buf_new(&F, s, len, IT_PRIV_LOCAL);
+	it_buf_new(&F, r, len, IT_PRIV_LOCAL);
+}
+
 START_TEST(dto_fd_notify)
 {
 	int fd = -1;
 	it_evd_handle_t d = evd_new(IT_DTO_EVENT_STREAM, IT_EVD_CREATE_FD, 64,
 				    0, NULL, &fd);
-	it_ep_attributes_t at;
 	it_ep_handle_t a, b;
 	struct it_buf s, r;
 	it_lmr_triplet_t seg;
@@ -33,12 +47,7 @@ START_TEST(dto_fd_notify)
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	int n;
 
-	it_ep_attr_default(&F, &at, 16);
-	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &a));
-	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &b));
-	it_testprov_pair(a, b);
-	it_buf_new(&F, &s, 256, IT_PRIV_LOCAL);
-	it_buf_new(&F, &r, 256, IT_PRIV_LOCAL);
+	pair_new(d, 256, &a, &b, &s, &r);
 
 	/* A completion without IT_NOTIFY_FLAG lands but wakes nobody. */
 	seg = it_seg(&r, 0, 256);
@@ -136,16 +145,10 @@ START_TEST(dto_through_aevd)
 	it_evd_handle_t a = evd_new(IT_AEVD_NOTIFICATION_EVENT_STREAM, 0, 8, 0,
 				    NULL, NULL);
 	it_evd_handle_t d = evd_new(IT_DTO_EVENT_STREAM, 0, 64, 0, a, NULL);
-	it_ep_attributes_t at;
 	it_ep_handle_t x, y;
 	struct it_buf s, r;
 
-	it_ep_attr_default(&F, &at, 16);
-	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &x));
-	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &y));
-	it_testprov_pair(x, y);
-	it_buf_new(&F, &s, 64, IT_PRIV_LOCAL);
-	it_buf_new(&F, &r, 64, IT_PRIV_LOCAL);
+	pair_new(d, 64, &x, &y, &s, &r);
 	/* Nobody dequeues d: the pump thread does, and tells the AEVD. */
 	send_seen_by_aevd(x, y, &s, &r, d, a, 9, 8);
 	ck_assert_it_ok(it_ep_free(x));
@@ -252,7 +255,6 @@ START_TEST(dto_watched_only_when_observed)
 				    NULL, NULL);
 	GMainContext *ctx = g_main_context_new();
 	struct waiter w = { .evd = d, .timeout = IT_WAIT_US };
-	it_ep_attributes_t at;
 	it_ep_handle_t x, y;
 	struct it_buf s, r;
 	struct late_send l;
@@ -261,12 +263,7 @@ START_TEST(dto_watched_only_when_observed)
 	it_event_t ev;
 	pthread_t t;
 
-	it_ep_attr_default(&F, &at, 16);
-	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &x));
-	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &y));
-	it_testprov_pair(x, y);
-	it_buf_new(&F, &s, 64, IT_PRIV_LOCAL);
-	it_buf_new(&F, &r, 64, IT_PRIV_LOCAL);
+	pair_new(d, 64, &x, &y, &s, &r);
 	ck_assert(pump_gone());
 
 	/* Completions wait in the CQ for the consumer. */
@@ -394,7 +391,6 @@ START_TEST(wait_names_unnotified)
 	it_evd_handle_t d = evd_new(IT_DTO_EVENT_STREAM, 0, 64, 0, NULL, NULL);
 	struct waiter w = { .evd = d, .timeout = 2000000 };
 	const char *hint = "2 event(s) queued, none notifying";
-	it_ep_attributes_t at;
 	it_ep_handle_t x, y;
 	struct it_buf s, r;
 	it_lmr_triplet_t seg;
@@ -402,12 +398,7 @@ START_TEST(wait_names_unnotified)
 	size_t nmore;
 	pthread_t t;
 
-	it_ep_attr_default(&F, &at, 16);
-	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &x));
-	ck_assert_it_ok(it_ep_rc_create(F.pz, d, d, F.msg, 0, &at, &y));
-	it_testprov_pair(x, y);
-	it_buf_new(&F, &s, 64, IT_PRIV_LOCAL);
-	it_buf_new(&F, &r, 64, IT_PRIV_LOCAL);
+	pair_new(d, 64, &x, &y, &s, &r);
 
 	ck_assert_it(it_evd_wait(d, 1000, &ev, &nmore),
 		     IT_ERR_TIMEOUT_EXPIRED);
