@@ -144,12 +144,7 @@ static void send_all(struct ctx *c, it_addr_handle_t ah, it_ud_ep_id_t qpn)
 			c->early[c->n_early++] = ev;
 			continue;
 		}
-		if (ev.event_number != IT_DTO_SEND_CMPL_EVENT ||
-		    ev.dto_cmpl.dto_status != IT_DTO_SUCCESS) {
-			fprintf(stderr, "it-udaddy: event 0x%x (DTO status %d), expected a send completion\n",
-				ev.event_number, ev.dto_cmpl.dto_status);
-			exit(1);
-		}
+		it_expect_ev(&ev, IT_DTO_SEND_CMPL_EVENT);
 		i++;
 	}
 }
@@ -169,14 +164,11 @@ static int recv_all(struct ctx *c, it_ud_ep_id_t want, it_ud_ep_id_t *peer)
 		it_ud_ep_id_t from;
 		hostrdma_imm_kind_t kind;
 
-		if (c->next_early < c->n_early)
+		if (c->next_early < c->n_early) {
 			ev = c->early[c->next_early++];
-		else
+			it_expect_ev(&ev, IT_DTO_UD_RECV_CMPL_EVENT);
+		} else {
 			wait_ev(c->dto, IT_DTO_UD_RECV_CMPL_EVENT, &ev);
-		if (ev.dto_cmpl.dto_status != IT_DTO_SUCCESS) {
-			fprintf(stderr, "it-udaddy: receive completion with DTO status %d\n",
-				ev.dto_cmpl.dto_status);
-			return 1;
 		}
 		from = ev.all_dto_cmpl.ud_ep_id;
 		if (ev.all_dto_cmpl.transferred_length != GRH_LEN + c->size ||

@@ -27,12 +27,8 @@ bool it_parse_addr(const char *addr, it_net_addr_t *na)
 	return false;
 }
 
-void it_wait_ev(it_evd_handle_t evd, it_event_type_t type, it_event_t *ev,
-		uint64_t timeout_us)
+void it_expect_ev(const it_event_t *ev, it_event_type_t type)
 {
-	size_t nmore;
-
-	IT_TRY(it_evd_wait(evd, timeout_us, ev, &nmore));
 	if (ev->event_number != type ||
 	    ((type & IT_EVENT_STREAM_MASK) == IT_DTO_EVENT_STREAM &&
 	     ev->dto_cmpl.dto_status != IT_DTO_SUCCESS)) {
@@ -41,6 +37,15 @@ void it_wait_ev(it_evd_handle_t evd, it_event_type_t type, it_event_t *ev,
 			type);
 		exit(1);
 	}
+}
+
+void it_wait_ev(it_evd_handle_t evd, it_event_type_t type, it_event_t *ev,
+		uint64_t timeout_us)
+{
+	size_t nmore;
+
+	IT_TRY(it_evd_wait(evd, timeout_us, ev, &nmore));
+	it_expect_ev(ev, type);
 }
 
 it_ia_handle_t it_ia_reaching(const it_net_addr_t *na, it_path_t *path)

@@ -33,8 +33,12 @@ extern const char *it_only_ia;
 /* An IPv4 or IPv6 address into @na; false if @addr is neither. */
 bool it_parse_addr(const char *addr, it_net_addr_t *na);
 
-/* The next event on @evd within @timeout_us, which must be @type (and a
- * successful DTO); anything else ends the program. */
+/* @ev must be @type (and a successful DTO); anything else ends the
+ * program. */
+void it_expect_ev(const it_event_t *ev, it_event_type_t type);
+
+/* The next event on @evd within @timeout_us, as it_expect_ev() checks
+ * it. */
 void it_wait_ev(it_evd_handle_t evd, it_event_type_t type, it_event_t *ev,
 		uint64_t timeout_us);
 
