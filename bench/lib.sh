@@ -35,11 +35,22 @@ stop_server() {
 # kald_start KALD NAME: KALD --foreground on $out/NAME.sock, its log in
 # $out/NAME.log; returns once it says it listens (a process started
 # earlier would hold UDP 4791 alone), with HOSTRDMA_KALD_SOCKET exported
-# and $kald_pid set, or 1 with the log's tail logged.
+# and $kald_pid set, or 1 with the log's tail logged. When something
+# holds UDP 4791 on loopback already (the host's own hostrdma-kald, a
+# soft-RoCE process without one), ours could not take it: 1, saying who.
 kald_pid= kald_sock=
 kald_start() {
-	local kald=$1 name=$2 i
+	local kald=$1 name=$2 i held
 	[ -x "$kald" ] || { log "no $kald"; return 1; }
+	held=$(ss -Huanp 'sport = :4791' 2>/dev/null | grep -o 'users:.*' |
+		sort -u | head -n 2 | paste -sd ' ')
+	if [ -n "$held" ]; then
+		log "UDP port 4791 is held already ($held): the soft-RoCE" \
+			"rows need it free for a hostrdma-kald of their own;" \
+			"stop the holder (systemctl stop hostrdma-kald" \
+			"hostrdma-kald.socket, for the host's daemon)"
+		return 1
+	fi
 	kald_sock=$out/$name.sock
 	rm -f "$out/$name.log" "$kald_sock"
 	"$kald" --foreground --socket "$kald_sock" 2>"$out/$name.log" &

@@ -494,6 +494,7 @@ int main(int argc, char **argv)
 	g_autofree char *path = NULL, *kpath = NULL;
 	bool foreground = false, activated = false;
 	unsigned int kept;
+	int keep_fd;
 	unsigned int i;
 	char *end;
 	long v;
@@ -591,9 +592,11 @@ int main(int argc, char **argv)
 		  G_GUINT64_FORMAT " stray datagrams dropped", K.forwarded,
 		  K.unrouted, K.refused, K.strays);
 	/* The keeper keeps what the processes still use, for the next
-	 * daemon: none of it is undone in its eyes. */
-	if (K.keep_fd >= 0)
-		close(K.keep_fd);
+	 * daemon: none of it is undone in its eyes (its records end
+	 * here). */
+	keep_fd = K.keep_fd;
+	if (keep_fd >= 0)
+		shutdown(keep_fd, SHUT_WR);
 	K.keep_fd = -1;
 	kept = K.clients->len;
 	if (kept)
@@ -609,6 +612,11 @@ int main(int argc, char **argv)
 	g_main_loop_unref(K.loop);
 	g_free(K.buf);
 	close(K.listen_fd);
+	if (keep_fd >= 0) {
+		if (!kept)
+			keeper_wait_gone(keep_fd, 2000);
+		close(keep_fd);
+	}
 	/* The socket stays while processes wait for our successor: they
 	 * see it refuse and wait, where none would mean "no daemon". */
 	if (path && !activated && !kept)

@@ -138,6 +138,7 @@ void client_drop(struct client *c, const char *why);
 /* kald_keeper.c: the keeper and the adoption of what it kept */
 void keep_send(const struct keep_rec *r, int fd);
 void keeper_start(const char *kpath);
+void keeper_wait_gone(int fd, int ms);
 void adopt(const char *kpath);
 
 #endif

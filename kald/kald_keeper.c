@@ -193,9 +193,19 @@ static G_NORETURN void keeper_main(int sp, int lfd, const char *kpath)
 
 	while ((got = recv_rec(sp, &r, &fd)) > 0)
 		kept_apply(kept, &r, fd);
-	close(sp);
-	if (!kept_count(kept, KEEP_FWD))
+	if (!kept_count(kept, KEEP_FWD)) {
+		unsigned int i;
+
+		/* Port 4791 free before the daemon sees us go: it waits for
+		 * that (keeper_wait_gone) so that a daemon started right
+		 * after it finds the port free. */
+		for (i = 0; i < kept->len; i++)
+			if (g_array_index(kept, struct kept, i).fd >= 0)
+				close(g_array_index(kept, struct kept, i).fd);
+		close(sp);
 		goto out;
+	}
+	close(sp);
 	g_message("keeper: the daemon is gone; holding the shared sockets "
 		  "(%u forwarding) for the next one", kept_count(kept,
 		  KEEP_FWD));
@@ -253,6 +263,38 @@ static G_NORETURN void keeper_main(int sp, int lfd, const char *kpath)
 out:
 	unlink(kpath);
 	_exit(0);
+}
+
+/*
+ * A clean stop with no process left to keep: the keeper has nothing to
+ * hold and ends, closing its copies of the groups' sockets; wait (up to
+ * @ms) until it has, so that port 4791 is free once this daemon has
+ * exited. @fd: our end of the keeper's socket pair, records ended
+ * (shutdown SHUT_WR).
+ */
+void keeper_wait_gone(int fd, int ms)
+{
+	gint64 end = g_get_monotonic_time() + (gint64)ms * 1000;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	for (;;) {
+		gint64 left = (end - g_get_monotonic_time()) / 1000;
+
+		if (left <= 0) {
+			g_warning("keeper: not gone after %d ms; soft-RoCE's "
+				  "port stays held until it is", ms);
+			return;
+		}
+		if (poll(&p, 1, (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		/* EOF or an error: its end is closed, after its sockets. */
+		if (recv(fd, &c, 1, MSG_DONTWAIT) <= 0 && errno != EAGAIN)
+			return;
+	}
 }
 
 /* Starts our keeper listening at @kpath and tells it what we hold. */

@@ -177,6 +177,32 @@ void group_free(struct group *g)
 	g_free(g);
 }
 
+/*
+ * Is soft-RoCE's port on @g's address free, before the group's first
+ * socket binds it? A socket with SO_REUSEPORT joins whatever group of the
+ * same user is bound there already: that of another hostrdma-kald on
+ * another control socket (bench/run's own beside the host's, two users'
+ * daemons), or of a keeper whose daemon is gone. Joined, the two daemons'
+ * programs steer one group and the datagrams of either one's processes
+ * land on the other's sockets. A bind without SO_REUSEPORT fails on any
+ * holder, sharing or not.
+ */
+static int port_free(const struct group *g)
+{
+	int fd, one = 1, err = 0;
+
+	fd = socket(g->addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (g->addr.ss_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+				 sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&g->addr, g->len) < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
 /* The group of @ss, made (with its index 0, ours) on first use. */
 int group_get(const struct sockaddr_storage *ss, struct group **out)
 {
@@ -204,6 +230,17 @@ int group_get(const struct sockaddr_storage *ss, struct group **out)
 		g->len = sizeof(struct sockaddr_in6);
 	}
 	addr_name(&g->addr, g->name, sizeof(g->name));
+	err = port_free(g);
+	if (err == -EADDRINUSE) {
+		g_warning("%s: soft-RoCE's port is held already, not joined: "
+			  "by another hostrdma-kald (on another control "
+			  "socket, or the keeper of one that is gone), a "
+			  "process without the host service or the kernel's "
+			  "rdma_rxe (ss -uanp 'sport = :%u' names it)",
+			  g->name, ROCE_PORT);
+		g_free(g);
+		return err;
+	}
 	err = new_member(g);
 	if (err) {
 		g_warning("%s: cannot take soft-RoCE's port: %s%s", g->name,

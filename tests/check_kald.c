@@ -272,6 +272,57 @@ START_TEST(kald_steer_ranges)
 }
 END_TEST
 
+/*
+ * A second daemon on another control socket (bench/run's beside the
+ * host's) must not join the first one's group on 127.0.0.1:4791: its
+ * client is refused with EADDRINUSE and its log says why, and every
+ * datagram for the first daemon's client still reaches that client. Once
+ * the first daemon has stopped, its keeper is gone too and the second
+ * takes the port at once.
+ */
+START_TEST(kald_second_daemon)
+{
+	struct kald_run k1, k2;
+	struct kal_hostsvc *hs1, *hs2;
+	struct sockaddr_in lo = { .sin_family = AF_INET };
+	struct share s1, s2;
+	g_autofree char *log = NULL;
+	uint32_t tag;
+
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	kald_start(&k1);
+	hs1 = client(&k1);
+	take(hs1, AF_INET, &s1);
+	kald_start(&k2);
+	hs2 = client(&k2);
+	ck_assert_int_eq(kal_hostsvc_udp(hs2, (struct sockaddr *)&lo,
+					 sizeof(lo), &s2.udp, &s2.fwd,
+					 &s2.base, &s2.count),
+			 -EADDRINUSE);
+	log = kald_log(&k2);
+	ck_assert_msg(strstr(log, "127.0.0.1:4791: soft-RoCE's port is held "
+				  "already, not joined"),
+		      "second daemon's log:\n%s", tail(log));
+	for (tag = 1; tag <= 32; tag++) {
+		send_to_qp(AF_INET, s1.base + tag, tag);
+		ck_assert_uint_eq(recv_tag(s1.udp, 2000), tag);
+	}
+	share_close(&s1);
+	kal_hostsvc_close(hs1);
+	/* Nothing left to keep: the first daemon's keeper has let go of
+	 * the port by the time the daemon has exited. */
+	kald_stop(&k1);
+	ck_assert_int_eq(kal_hostsvc_udp(hs2, (struct sockaddr *)&lo,
+					 sizeof(lo), &s2.udp, &s2.fwd,
+					 &s2.base, &s2.count), 0);
+	send_to_qp(AF_INET, s2.base, 7);
+	ck_assert_uint_eq(recv_tag(s2.udp, 2000), 7);
+	share_close(&s2);
+	kal_hostsvc_close(hs2);
+	kald_stop(&k2);
+}
+END_TEST
+
 /* A CM MAD to QP1 on 127.0.0.1: BTH, DETH, the MAD header with @attr,
  * then @id1 at payload offset 0 (8 bytes) and @id2 at 8 (8 bytes). */
 static size_t cm_mad(uint8_t *p, uint16_t attr, uint64_t w0, uint64_t w1)
@@ -1695,6 +1746,7 @@ Suite *suite_kald(void)
 	tcase_add_checked_fixture(tc, NULL, tools_kill_leftovers);
 	tcase_add_test(tc, kald_steer_ranges);
 	tcase_add_test(tc, kald_steer_locked);
+	tcase_add_test(tc, kald_second_daemon);
 	tcase_add_test(tc, kald_cm_routing);
 	tcase_add_test(tc, kald_refuse_unheld);
 	tcase_add_test(tc, kald_garbage_client);

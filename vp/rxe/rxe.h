@@ -137,6 +137,9 @@ struct rxe_dev {
 	/* The QPNs this process may use: all (qpn_count 0, embedded) or
 	 * the range the host service gave (qpn_base 0 is never given). */
 	uint32_t qpn_base, qpn_count;
+	/* The host service answered an open with EADDRINUSE: another
+	 * program holds the port it would share (under lock). */
+	bool host_busy;
 	GQueue pending; /* QPNs with transmit work left */
 	GQueue acks;	/* QPNs with a coalesced ACK to send */
 

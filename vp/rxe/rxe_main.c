@@ -590,12 +590,23 @@ static int rxe_device_open(struct rnicpi_device *d)
 			n_busy++;
 	}
 	if (n_open == 0 && n_busy) {
+		bool hosted = dev->host_busy;
+
 		pthread_mutex_unlock(&dev->lock);
-		rxe_dev_warn_once(dev, "another process on this host owns "
-				  "soft-RoCE's UDP port %u. To share it among "
-				  "processes, start the host service "
-				  "(hostrdma-kald, see hostrdma-kald(8)) "
-				  "before them", ROCE_V2_UDP_PORT);
+		if (hosted)
+			rxe_dev_warn_once(dev, "the host service "
+					  "(hostrdma-kald) could not take "
+					  "soft-RoCE's UDP port %u: another "
+					  "program holds it (the daemon's log "
+					  "says which address)",
+					  ROCE_V2_UDP_PORT);
+		else
+			rxe_dev_warn_once(dev, "another process on this host "
+					  "owns soft-RoCE's UDP port %u. To "
+					  "share it among processes, start "
+					  "the host service (hostrdma-kald, "
+					  "see hostrdma-kald(8)) before them",
+					  ROCE_V2_UDP_PORT);
 		return -EADDRINUSE;
 	}
 	if (n_open == 0) {

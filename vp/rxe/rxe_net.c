@@ -174,6 +174,8 @@ static int host_open(struct rxe_dev *dev, int index, const char *name)
 			rxe_dev_warn(dev, "GID %d %s: the host service "
 				     "refused: %s", index, name,
 				     g_strerror(-err));
+		if (err == -EADDRINUSE)
+			dev->host_busy = true;
 		return err;
 	}
 	if (count == 0 || base == 0 || base > IB_QPN_MASK ||
