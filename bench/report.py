@@ -246,10 +246,11 @@ def paired_verdicts():
             out.append(verdict(name, val[(P, t, s, "ratio_median")], ok))
     # No target: what UDP and the ICRC alone allow beside iperf3, and how
     # far soft-RoCE is from that floor (bench/udp-ceiling --icrc)
-    for t in ("write", "send"):
+    for t in ("write", "send", "read"):
         for key, name in (
                 ("udp-icrc-vs-iperf3-during-rxe_%s_bw" % t,
-                 "UDP + ICRC (no transport) / iperf3, during rxe %s, paired rounds of one placement" % t.upper()),
+                 "UDP + ICRC (no transport) / iperf3%s, during rxe %s, paired rounds of one placement"
+                 % (" -R" if t == "read" else "", t.upper())),
                 ("rxe_%s_bw-vs-udp-icrc" % t,
                  "rxe %s 1 MiB / UDP + ICRC, paired rounds of one placement" % t.upper())):
             if (P, key, "1048576", "ratio_median") in val:
