@@ -66,11 +66,12 @@ static uint32_t gf_mulx(uint32_t a)
 
 /*
  * Why our own: ISA-L 2.30 (Debian 12) runs crc32_gzip_refl_by8_02 on CPUs
- * with AVX2 and VPCLMULQDQ but no AVX-512 (AMD Zen 3, as this project's
- * bench machine): 16-byte lanes, 12.5 GB/s measured there, which made the
- * ICRC 30 % of a soft-RoCE READ responder's thread at 1 MiB (perf, the
- * commit that added this). The same folds on two 256-bit registers, four
- * 16-byte lanes a round, measure 24 GB/s on 4 KiB packets.
+ * with AVX2 and VPCLMULQDQ but no AVX-512 (AMD's Zen 3 EPYCs; this
+ * project's bench machine is one such): 16-byte lanes, 12.5 GB/s there,
+ * which made the ICRC 30 % of a soft-RoCE READ responder's thread at
+ * 1 MiB (perf, the commit that added this). The same folds on two
+ * 256-bit registers, four 16-byte lanes a round, measure 24 GB/s on
+ * 4 KiB packets.
  *
  * The method. Load 16 bytes as a little-endian 128-bit value V: bit i of
  * V is the coefficient of x^(127 - i) of those bytes' polynomial (the
@@ -85,9 +86,9 @@ static uint32_t gf_mulx(uint32_t a)
  * clmul(L, k_L) xor clmul(H, k_H) is congruent to V * x^D and XORs into
  * the data found there. Only congruence matters: the CRC of a buffer is a
  * function of its polynomial modulo P, position kept. At the end the four
- * lanes fold into the last one, whose 16 bytes then have the CRC of all
- * the bytes before them; the base engine finishes those 16 bytes and the
- * tail. The starting register (the ones' complement of @crc, zlib's
+ * lanes fold into the last one, whose 16 bytes then have the same CRC as
+ * every byte up to their end; the base engine finishes those 16 bytes
+ * and the tail. The starting register (the ones' complement of @crc, zlib's
  * convention) is the same as XORing it into the first four bytes.
  */
 #define FOLD_ROUND 64u	/* bytes per round: two 256-bit registers */
