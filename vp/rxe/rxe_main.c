@@ -535,9 +535,8 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 		err = -EADDRNOTAVAIL;
 		goto err_net;
 	}
-	rxe_dev_dbg(dev, "created on %s (ifindex %d, MTU %u, %d GIDs), ICRC %s",
-		    nd->ifname, nd->ifindex, nd->mtu, n_gids,
-		    rxe_crc32_engine());
+	rxe_dev_dbg(dev, "created on %s (ifindex %d, MTU %u, %d GIDs)",
+		    nd->ifname, nd->ifindex, nd->mtu, n_gids);
 	*out = &dev->base;
 	return 0;
 
