@@ -35,9 +35,17 @@ struct rxe_icrc_addr {
 };
 
 /* CRC-32 with zlib's conventions: crc32(0, ...) starts a CRC, the result
- * of one call is the @crc of the next. ISA-L's crc32_gzip_refl when
- * configured, zlib's crc32 otherwise. */
+ * of one call is the @crc of the next. On x86-64 CPUs with AVX2 and
+ * VPCLMULQDQ, long buffers go through a 256-bit folding loop; the rest
+ * through rxe_crc32_base(). */
 uint32_t rxe_crc32(uint32_t crc, const void *buf, size_t len);
+
+/* The same with ISA-L's crc32_gzip_refl when configured, zlib's crc32
+ * otherwise, on every CPU. */
+uint32_t rxe_crc32_base(uint32_t crc, const void *buf, size_t len);
+
+/* Which engine rxe_crc32() uses on this CPU, for logs. */
+const char *rxe_crc32_engine(void);
 
 /* Write the masked pseudo-header (LRH ones, IP, UDP) of a packet whose UDP
  * payload (BTH .. ICRC) is @udp_payload_len bytes into @out; returns its

@@ -535,8 +535,9 @@ static int rxe_device_create(const struct rnicpi_netdev *nd, const char *name,
 		err = -EADDRNOTAVAIL;
 		goto err_net;
 	}
-	rxe_dev_dbg(dev, "created on %s (ifindex %d, MTU %u, %d GIDs)",
-		    nd->ifname, nd->ifindex, nd->mtu, n_gids);
+	rxe_dev_dbg(dev, "created on %s (ifindex %d, MTU %u, %d GIDs), ICRC %s",
+		    nd->ifname, nd->ifindex, nd->mtu, n_gids,
+		    rxe_crc32_engine());
 	*out = &dev->base;
 	return 0;
 
