@@ -513,7 +513,11 @@ void rxe_t_park_for_poller(struct rxe_t_pair *p)
 	}
 	close(s);
 	ck_assert_msg(atomic_load(&dev->rx_parked),
-		      "the receive sockets were never left to the poller");
+		      "the receive sockets were never left to the poller "
+		      "(parking given up: %d, late leases %" PRIu64 ", parks %"
+		      PRIu64 ")", (int)dev->rx_park_off,
+		      rxe_dev_counter(p->t.dev, RXE_CNT_POLL_RX_LATE),
+		      rxe_dev_counter(p->t.dev, RXE_CNT_POLL_RX_PARKS));
 }
 
 void rxe_t_post_recv(struct rxe_t_pair *p, struct rxe_t_side *s,
