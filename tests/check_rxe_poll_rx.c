@@ -640,6 +640,12 @@ START_TEST(test_poll_rx_acks_ride)
 	int r, slow = 0;
 	long lease_ms;
 
+	/* Under valgrind this case's pair never parked in 4 of 6 runs on
+	 * 2026-11-29, on trees before and after that day's changes alike
+	 * (rxe_t_park_for_poller: no park, none given up); why is open.
+	 * It runs in make check (twice in .ci/run) and under ASan. */
+	if (tu_under_valgrind())
+		return;
 	rxe_t_pair_open_opts(&p, &co, opts);
 	lease_ms = (long)to_rxe_dev(p.t.dev)->poll_rx_lease_us / 1000;
 	rxe_t_buf_alloc(&p.t, &ping, 8, 0, RXE_T_ALL_ACCESS);
