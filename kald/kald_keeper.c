@@ -276,6 +276,7 @@ void keeper_wait_gone(int fd, int ms)
 {
 	gint64 end = g_get_monotonic_time() + (gint64)ms * 1000;
 	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
 	char c;
 
 	for (;;) {
@@ -292,7 +293,8 @@ void keeper_wait_gone(int fd, int ms)
 			return;
 		}
 		/* EOF or an error: its end is closed, after its sockets. */
-		if (recv(fd, &c, 1, MSG_DONTWAIT) <= 0 && errno != EAGAIN)
+		n = recv(fd, &c, 1, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 			return;
 	}
 }
