@@ -627,8 +627,16 @@ static uint64_t write_ack_left(struct rxe_t_pair *p, struct rxe_t_buf *src,
 
 START_TEST(test_poll_rx_acks_ride)
 {
+	/* The default lease (2 ms), except under valgrind: there the
+	 * progress thread got to the parking test 2.1-2.3 ms after the
+	 * helper's last poll (threads take turns; 2026-11-29), past the
+	 * lease, so the pair never parked in most runs. */
 	static const struct rnicpi_option opts[] = {
 		{ "poll_rx", "1" }, { NULL, NULL },
+	};
+	static const struct rnicpi_option opts_vg[] = {
+		{ "poll_rx", "1" }, { "poll_rx_lease_us", "20000" },
+		{ NULL, NULL },
 	};
 	const struct rxe_t_conn_opts co = {
 		.max_send_wr = 2 * ACK_RIDE_ROUNDS,
@@ -640,13 +648,7 @@ START_TEST(test_poll_rx_acks_ride)
 	int r, slow = 0;
 	long lease_ms;
 
-	/* Under valgrind this case's pair never parked in 4 of 6 runs on
-	 * 2026-11-29, on trees before and after that day's changes alike
-	 * (rxe_t_park_for_poller: no park, none given up); why is open.
-	 * It runs in make check (twice in .ci/run) and under ASan. */
-	if (tu_under_valgrind())
-		return;
-	rxe_t_pair_open_opts(&p, &co, opts);
+	rxe_t_pair_open_opts(&p, &co, tu_under_valgrind() ? opts_vg : opts);
 	lease_ms = (long)to_rxe_dev(p.t.dev)->poll_rx_lease_us / 1000;
 	rxe_t_buf_alloc(&p.t, &ping, 8, 0, RXE_T_ALL_ACCESS);
 	rxe_t_buf_alloc(&p.t, &pong, 8, 0, RXE_T_ALL_ACCESS);
@@ -701,11 +703,13 @@ START_TEST(test_poll_rx_acks_ride)
 	 * meanwhile and the progress thread read it (and sent the ACK at
 	 * once): a round that lasted a lease, this thread off its CPU (a
 	 * busy machine; one CPU shared with a busy loop: 199 of 400). Such
-	 * a round may carry neither of its two ACKs. Under valgrind, whose
-	 * threads take turns, that is most rounds. */
+	 * a round may carry neither of its two ACKs. Under valgrind (its
+	 * lease 20 ms) the progress thread, taking turns with this one,
+	 * still reads a few first: 188-199 rode in six runs where 200 do
+	 * without it. */
 	need = (uint64_t)MAX(ACK_RIDE_ROUNDS - 2 * slow, 1);
 	if (tu_under_valgrind())
-		need = 1;
+		need = MIN(need, (uint64_t)ACK_RIDE_ROUNDS * 3 / 4);
 	if (slow)
 		fprintf(stderr, "poll-rx acks_ride: %d of %d rounds lasted a "
 			"lease (%ld ms) or more; %" PRIu64 " ACKs rode, %" PRIu64
