@@ -172,10 +172,22 @@ for dev, c in (("siw", S), ("rxe", R)):
     # (no fixed delay on any path): the spread on this machine is 20-40 %.
     d = [k for k in val if k[0] == c and k[1].startswith("write_bw-")
          and k[1].endswith("s") and k[3] == "bw_gbps"]
-    tg.append(verdict("%s WRITE 1 MiB -n 200 >= 0.7 x a fixed duration" % dev,
-                      ratio((c, "write_bw-n200", "1048576", "bw_gbps"), d[0])
-                      if d else None,
-                      lambda x: x >= 0.7))
+    short = ratio((c, "write_bw-n200", "1048576", "bw_gbps"), d[0]) if d else None
+    if dev == "siw":
+        # Over TCP, which on this machine moves 200 MiB at about half
+        # its long-run rate (iperf3 -n 200M against -t, same run): the
+        # line is against TCP's own ratio. A 50 ms stall would still
+        # put it near 0.5.
+        tcp = ratio(("iperf3", "bw-n200", "1048576", "bw_gbps"),
+                    ("iperf3", "bw", "1048576", "bw_gbps"))
+        tg.append(info("siw WRITE 1 MiB -n 200 / a fixed duration", short))
+        tg.append(info("iperf3 -n 200M / a fixed duration", tcp))
+        tg.append(verdict("siw WRITE 1 MiB -n 200 / a fixed duration >= 0.8 x iperf3's",
+                          short / tcp if short and tcp else None,
+                          lambda x: x >= 0.8))
+    else:
+        tg.append(verdict("%s WRITE 1 MiB -n 200 >= 0.7 x a fixed duration" % dev,
+                          short, lambda x: x >= 0.7))
 # The libfabric provider (issue 16): fabtests over -p hostrdma (siw_lo)
 # against libfabric tcp, and against raw IT-API under the same load.
 F = "libfabric-hostrdma-siw_lo"
