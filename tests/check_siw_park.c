@@ -269,6 +269,90 @@ START_TEST(test_pingpong_no_empty_reads)
 }
 END_TEST
 
+/* @q's reads without a poll() first, and its empty ones in a row */
+static void probe_state(struct siw_qp *q, uint64_t *reads, uint32_t *misses)
+{
+	pthread_mutex_lock(&q->lock);
+	*reads = q->rx_probe_reads;
+	*misses = q->rx.misses;
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* one_way() to a consumer that polls before the message is sent, as one
+ * that waits for it does (one thread plays both sides here: without this
+ * poll the progress thread may place every message before the receiver
+ * looks, and the socket is never left to the receiver). */
+static void polled_way(struct h_side *from, struct h_buf *fb,
+		       struct h_side *to, struct h_buf *tb, uint64_t id)
+{
+	struct rnicpi_wc wc;
+
+	ck_assert_int_eq(to->d->ops->poll_cq(to->rcq, 1, &wc), 0);
+	one_way(from, fb, to, tb, id, false, false);
+}
+
+/*
+ * A polling consumer reads a socket that has been bringing bytes without
+ * asking poll() first (one system call fewer on each message's path), and
+ * goes back to asking once SIW_RX_PROBE_MISSES reads in a row found it
+ * empty (a QP that receives nothing: its empty reads would hold the
+ * socket's lock against what arrives). The next message it gets comes
+ * the asked way, and reading directly starts again.
+ */
+START_TEST(test_poller_reads_directly)
+{
+	struct h_pair p;
+	struct h_buf sa, sb;
+	struct siw_qp *qa, *qb;
+	struct rnicpi_wc wc;
+	uint64_t ra, rb, ra0, rb0;
+	uint32_t ma, mb;
+	int i;
+
+	h_pair_up_bufs(&p, NULL, NULL, &sa, &sb, MSG, 17);
+	qa = to_siw_qp(p.a.qp);
+	qb = to_siw_qp(p.b.qp);
+	h_post_recv(&p.a, &sa, 0, MSG, 0);
+	h_post_recv(&p.b, &sb, 0, MSG, 0);
+	probe_state(qa, &ra0, &ma);
+	probe_state(qb, &rb0, &mb);
+	for (i = 0; i < ROUNDS; i++) {
+		polled_way(&p.a, &sa, &p.b, &sb, (uint64_t)i);
+		polled_way(&p.b, &sb, &p.a, &sa, (uint64_t)i);
+	}
+	probe_state(qa, &ra, &ma);
+	probe_state(qb, &rb, &mb);
+	printf("siw-park direct reads: %llu + %llu of %d messages\n",
+	       (unsigned long long)(ra - ra0), (unsigned long long)(rb - rb0),
+	       2 * ROUNDS);
+	/* One read a message; the progress thread may take the first few,
+	 * before the socket is left to the poller. */
+	ck_assert_uint_ge(ra - ra0, ROUNDS * 9 / 10);
+	ck_assert_uint_ge(rb - rb0, ROUNDS * 9 / 10);
+	ck_assert_uint_le(ra - ra0, ROUNDS);
+	ck_assert_uint_le(rb - rb0, ROUNDS);
+
+	/* Nothing arrives: b's direct reads stop at the limit. */
+	for (i = 0; i < SIW_RX_PROBE_MISSES + 100; i++)
+		ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
+	probe_state(qb, &rb0, &mb);
+	ck_assert_uint_eq(mb, SIW_RX_PROBE_MISSES);
+	/* The next message is found by poll() and read; then directly
+	 * again. */
+	polled_way(&p.a, &sa, &p.b, &sb, 1000);
+	probe_state(qb, &rb, &mb);
+	ck_assert_uint_eq(rb, rb0);
+	ck_assert_uint_eq(mb, 0);
+	for (i = 0; i < MSG; i++)
+		sa.p[i] = (uint8_t)(0xa5 ^ i);
+	polled_way(&p.a, &sa, &p.b, &sb, 1001);
+	probe_state(qb, &rb, &mb);
+	ck_assert_uint_eq(rb, rb0 + 1);
+	ck_assert_mem_eq(sb.p, sa.p, MSG);
+	h_pair_down_bufs(&p, &sa, &sb);
+}
+END_TEST
+
 /* Options for the two cases below: a lease of 1 s, no busy polling. */
 static const struct rnicpi_option slow_park[] = {
 	{ "busy_poll_us", "0" }, { "park_lease_us", "1000000" },
@@ -389,6 +473,7 @@ Suite *suite_siw_park(void)
 	tcase_add_test(tc, test_park_pingpong_poll_then_block);
 	tcase_add_test(tc, test_park_memory_poller);
 	tcase_add_test(tc, test_pingpong_no_empty_reads);
+	tcase_add_test(tc, test_poller_reads_directly);
 	tcase_add_test(tc, test_nudge_reads_parked);
 	tcase_add_test(tc, test_consumer_blocks_unparks);
 	suite_add_tcase(s, tc);

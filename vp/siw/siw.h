@@ -59,6 +59,9 @@
 #define SIW_LINGER_MS 2000
 /* FPDUs one receive pass handles before letting other QPs run. */
 #define SIW_RX_BUDGET 64
+/* poll_rx: a QP is read without poll() first until this many such reads
+ * in a row found nothing (rx_poll_pass). */
+#define SIW_RX_PROBE_MISSES 256
 /* poll_rx: a QP whose CQ was polled this recently is left to the poller
  * (its lease, option park_lease_us). A lease that runs out with bytes
  * waiting ends parking for that QP (siw_qp.c, rx_park_check). */
@@ -233,7 +236,9 @@ struct siw_counters {
 	atomic_uint_fast64_t unpark_timer;	/* taken back by the timer */
 	atomic_uint_fast64_t unpark_timer_data; /* ... with bytes waiting */
 	atomic_uint_fast64_t park_off;	/* QPs no longer parked */
-	/* recvmsg() calls that found nothing (EAGAIN) */
+	/* recvmsg() calls that found nothing (EAGAIN), a polling
+	 * consumer's direct reads of an empty socket (siw_cq_progress) not
+	 * counted */
 	atomic_uint_fast64_t rx_empty;
 };
 
@@ -586,6 +591,12 @@ struct siw_rx {
 	/* The last read of this pass came back short: the socket held no
 	 * more at that moment (see siw_qp_rx). */
 	bool drained;
+	/* A polling consumer's pass reads the socket without asking poll()
+	 * first (siw_cq_progress): the read that finds it empty is the
+	 * question, not counted in rx_empty. @misses: such reads in a row
+	 * that found nothing. */
+	bool probing;
+	uint32_t misses;
 	uint32_t crc;
 	uint8_t opcode;
 	/* where the payload goes */
@@ -676,8 +687,10 @@ struct siw_qp {
 	 * rx_fpdus then, the posts in its run (option tx_burst_ns) */
 	uint64_t tx_post_ns, tx_post_polls, tx_post_rx;
 	uint32_t tx_run;
-	/* recvmsg() calls that brought bytes, the bytes, FPDUs done */
-	uint64_t rx_reads, rx_bytes, rx_fpdus;
+	/* recvmsg() calls that brought bytes, the bytes, FPDUs done; of
+	 * those calls, the ones a polling consumer made without asking
+	 * poll() first (rx_poll_pass) */
+	uint64_t rx_reads, rx_bytes, rx_fpdus, rx_probe_reads;
 	/* MSG_ZEROCOPY: send calls made and reported done (kernel ids) */
 	bool zc_enabled;
 	uint32_t zc_next, zc_done;

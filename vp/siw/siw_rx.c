@@ -62,6 +62,7 @@ static ssize_t rx_recv(struct siw_qp *qp, struct iovec *iov, int n)
 			    : recvmsg(qp->fd, &msg, MSG_DONTWAIT);
 	while (rc < 0 && errno == EINTR);
 	if (rc > 0) {
+		qp->rx.probing = false;
 		for (i = 0; i < n; i++)
 			want += iov[i].iov_len;
 		qp->rx_reads++;
@@ -76,8 +77,9 @@ static ssize_t rx_recv(struct siw_qp *qp, struct iovec *iov, int n)
 static int rx_nothing(struct siw_qp *qp, ssize_t rc)
 {
 	if (rc == -EAGAIN || rc == -EWOULDBLOCK) {
-		atomic_fetch_add_explicit(&qp->dev->counters.rx_empty, 1,
-					  memory_order_relaxed);
+		if (!qp->rx.probing)
+			atomic_fetch_add_explicit(&qp->dev->counters.rx_empty,
+						  1, memory_order_relaxed);
 		return SIW_RX_WAIT;
 	}
 	/* EOF at an FPDU boundary is an orderly close; inside one the
