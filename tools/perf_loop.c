@@ -671,9 +671,10 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			}
 			if (post_one(c, q, size, true, false))
 				goto err;
-			if (pinger && wait_byte(c, sink + size - 1, tag))
-				goto err;
+			/* What the post completed, while the message flies */
 			if (reap_sq(c, false) < 0)
+				goto err;
+			if (pinger && wait_byte(c, sink + size - 1, tag))
 				goto err;
 			break;
 		case PERF_SEND:
@@ -691,9 +692,9 @@ static int lat(struct perf_ctx *c, uint64_t size, struct perf_result *r)
 			}
 			if (post_one(c, q, size, true, false))
 				goto err;
-			if (pinger && wait_one(c, c->rq, size, &bad))
-				goto err;
 			if (reap_sq(c, false) < 0)
+				goto err;
+			if (pinger && wait_one(c, c->rq, size, &bad))
 				goto err;
 			break;
 		default:	/* RDMA Read or atomic: the client only */
