@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -464,6 +465,54 @@ START_TEST(test_consumer_blocks_unparks)
 }
 END_TEST
 
+/* Is @fd in the epoll set @epfd? (what the kernel lists for it) */
+static bool in_epoll_set(int epfd, int fd)
+{
+	char path[64], line[256];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+	f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "%s: %s", path, g_strerror(errno));
+	while (!found && fgets(line, sizeof(line), f)) {
+		int tfd;
+
+		found = sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * A parked socket (its consumer polls) is out of the progress thread's
+ * epoll set: while in it, each segment delivered ran the set's wake-up
+ * callback inside the sender's send(), although nobody wanted the
+ * wake-up. Given back (the consumer goes to sleep), it is in the set
+ * again and its bytes are read.
+ */
+START_TEST(test_parked_socket_leaves_epoll)
+{
+	struct h_pair p;
+	struct h_buf sa, sb;
+	struct siw_qp *qb = park_one(&p, &sa, &sb, 0x5a);
+	int epfd = rnicpi_engine_fd(&qb->dev->engine), fd;
+	uint64_t t0 = mono_us();
+
+	pthread_mutex_lock(&qb->lock);
+	fd = qb->fd;
+	pthread_mutex_unlock(&qb->lock);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_msg(!in_epoll_set(epfd, fd), "parked fd %d is watched", fd);
+	p.b.d->ops->consumer_blocks(p.b.d->dev);
+	while (fpdus_of(qb) == 0 && mono_us() - t0 < 500000)
+		usleep(1000);
+	ck_assert_uint_eq(fpdus_of(qb), 1);
+	ck_assert_msg(in_epoll_set(epfd, fd), "fd %d not watched again", fd);
+	take_one(&p, &sa, &sb, 0x5a);
+}
+END_TEST
+
 Suite *suite_siw_park(void)
 {
 	Suite *s = suite_create("siw-park");
@@ -476,6 +525,7 @@ Suite *suite_siw_park(void)
 	tcase_add_test(tc, test_poller_reads_directly);
 	tcase_add_test(tc, test_nudge_reads_parked);
 	tcase_add_test(tc, test_consumer_blocks_unparks);
+	tcase_add_test(tc, test_parked_socket_leaves_epoll);
 	suite_add_tcase(s, tc);
 	return s;
 }

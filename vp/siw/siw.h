@@ -671,6 +671,7 @@ struct siw_qp {
 
 	/* connection */
 	int fd;
+	bool watched;		/* fd is in the progress thread's epoll set */
 	enum siw_llp_state llp;
 	bool crc;		/* MPA CRC in use on this stream */
 	bool initiator;
@@ -955,8 +956,9 @@ void siw_qp_unlock_at(struct siw_qp *qp, uint64_t now);
 /* siw_tx*.c / siw_rx*.c: transmit and receive                         */
 /* ------------------------------------------------------------------ */
 
-/* What the progress thread's epoll watches on @qp's socket. */
-uint32_t siw_qp_poll_mask(const struct siw_qp *qp);
+/* Have the progress thread's epoll watch on @qp's socket what its state
+ * asks for; @parking: the socket was just parked (siw_qp.c). */
+void siw_qp_poll_update(struct siw_qp *qp, bool parking);
 /* Put @qp on its CQs' lists, or take it off (siw_qp_verbs.c). */
 void siw_qp_cq_attach(struct siw_qp *qp);
 void siw_qp_cq_detach(struct siw_qp *qp);

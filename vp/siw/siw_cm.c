@@ -216,6 +216,7 @@ static int connect_no_mpa(struct siw_qp *qp, int fd,
 	qp->connected = true;
 	qp->rtr_pending = false;
 	rc = siw_dev_poll_add(dev, fd, &qp->item, EPOLLIN | EPOLLRDHUP);
+	qp->watched = !rc;
 	if (rc) {
 		qp->fd = -1;
 		qp->llp = SIW_LLP_NONE;
@@ -319,6 +320,7 @@ int siw_iw_connect(struct rnicpi_qp *q, int fd,
 	qp->ird = ird;
 	qp->ord = ord;
 	rc = siw_dev_poll_add(dev, fd, &qp->item, EPOLLIN | EPOLLRDHUP);
+	qp->watched = !rc;
 	if (rc) {
 		qp->fd = -1;
 		qp->llp = SIW_LLP_NONE;

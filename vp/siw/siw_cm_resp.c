@@ -422,9 +422,11 @@ int siw_conn_accept(struct rnicpi_conn *c, struct rnicpi_qp *q,
 		     rev == MPA_REV2 && conn->enhanced ? &v2 : NULL,
 		     param->private_data, param->private_data_len,
 		     dev->opts.mpa_timeout_ms);
-	if (!rc)
+	if (!rc) {
 		rc = siw_dev_poll_add(dev, qp->fd, &qp->item,
 				      EPOLLIN | EPOLLRDHUP);
+		qp->watched = !rc;
+	}
 	if (rc) {
 		siw_qp_info(qp, "conn_accept: sending the MPA Reply: %s",
 			    g_strerror(-rc));

@@ -378,7 +378,7 @@ static void set_want_out(struct siw_qp *qp, bool want)
 	if (qp->tx.want_out == want || qp->fd < 0)
 		return;
 	qp->tx.want_out = want;
-	siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, siw_qp_poll_mask(qp));
+	siw_qp_poll_update(qp, false);
 }
 
 void siw_qp_tx_kick(struct siw_qp *qp)

@@ -111,6 +111,9 @@ void siw_tx_zc_hold(struct siw_qp *qp, int32_t sq_idx, struct siw_mr *mr)
 	z->sq_idx = sq_idx;
 	z->mr = mr;
 	qp->zc_count++;
+	/* Its notification comes as EPOLLERR: the socket must be watched */
+	if (!qp->watched)
+		siw_qp_poll_update(qp, false);
 }
 
 /*
