@@ -697,6 +697,66 @@ START_TEST(test_verbs_errors)
 }
 END_TEST
 
+/* @q's lazily allocated buffers: the receive stash and the ORQ */
+static void lazy_state(struct siw_qp *q, bool *stash, bool *orq)
+{
+	pthread_mutex_lock(&q->lock);
+	*stash = q->rx.stash != NULL;
+	*orq = q->orq != NULL;
+	pthread_mutex_unlock(&q->lock);
+}
+
+/*
+ * A connected QP that has received nothing has no receive stash (8 KiB)
+ * and one that has read nothing no ORQ (SIW_DEFAULT_ORD entries of 424
+ * bytes): they were most of an idle QP's memory. Each comes with its
+ * first use, and the data is right.
+ */
+START_TEST(test_idle_qp_lazy_buffers)
+{
+	struct h_pair p;
+	struct h_buf sa, sb;
+	struct siw_qp *qa, *qb;
+	bool stash, orq;
+
+	h_pair_up_bufs(&p, NULL, NULL, &sa, &sb, 4096, 21);
+	qa = to_siw_qp(p.a.qp);
+	qb = to_siw_qp(p.b.qp);
+	lazy_state(qa, &stash, &orq);
+	ck_assert_msg(!stash && !orq, "a: stash %d ORQ %d", stash, orq);
+	lazy_state(qb, &stash, &orq);
+	ck_assert_msg(!stash && !orq, "b: stash %d ORQ %d", stash, orq);
+
+	/* b receives a Send: its stash, nothing of a's */
+	h_post_recv(&p.b, &sb, 0, 4096, 1);
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &sa, 0, 4096, 2,
+				 RNICPI_SEND_SIGNALED, 0, 0));
+	h_expect_wc(&p.b, p.b.rcq, 1, RNICPI_WC_SUCCESS, RNICPI_WC_RECV,
+		    4096);
+	h_expect_wc(&p.a, p.a.scq, 2, RNICPI_WC_SUCCESS, RNICPI_WC_SEND,
+		    4096);
+	ck_assert(h_buf_check(&sb, 0, 4096, 21, 0));
+	lazy_state(qb, &stash, &orq);
+	ck_assert(stash && !orq);
+	lazy_state(qa, &stash, &orq);
+	ck_assert(!stash && !orq);
+
+	/* a reads b's buffer back: a's ORQ and stash */
+	h_buf_fill(&sb, 22);
+	memset(sa.p, 0, 4096);
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_RDMA_READ, &sa, 0, 4096, 3,
+				 RNICPI_SEND_SIGNALED,
+				 (uint64_t)(uintptr_t)sb.p, sb.mr->rkey));
+	h_expect_wc(&p.a, p.a.scq, 3, RNICPI_WC_SUCCESS, RNICPI_WC_RDMA_READ,
+		    4096);
+	ck_assert(h_buf_check(&sa, 0, 4096, 22, 0));
+	ck_assert(h_buf_guards_ok(&sa));
+	lazy_state(qa, &stash, &orq);
+	ck_assert(stash && orq);
+	h_pair_down_bufs(&p, &sa, &sb);
+}
+END_TEST
+
 Suite *suite_siw_loopback(void)
 {
 	Suite *s = suite_create("siw-loopback");
@@ -710,6 +770,7 @@ Suite *suite_siw_loopback(void)
 	tcase_add_test(tc, test_opcodes_large_fpdu);
 	tcase_add_test(tc, test_opcodes_zerocopy);
 	tcase_add_test(tc, test_negotiation);
+	tcase_add_test(tc, test_idle_qp_lazy_buffers);
 	tcase_add_test(tc, test_private_data_and_reject);
 	tcase_add_test(tc, test_sge_lists_inline_srq);
 	tcase_add_test(tc, test_qp_limit_and_read_queues);

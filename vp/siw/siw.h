@@ -585,8 +585,11 @@ struct siw_rx {
 	uint32_t pad_len, trailer_got;
 	uint8_t trailer[8];
 	/* Bytes read ahead and not consumed yet: [stash_off, stash_len).
-	 * A step reads the socket only once the stash is empty. */
-	uint8_t stash[SIW_RX_STASH];
+	 * A step reads the socket only once the stash is empty. Its
+	 * SIW_RX_STASH bytes are allocated by the first receive pass and
+	 * kept for the QP's next connections: a QP that never receives
+	 * (most of a client's, many idle ones) has none. */
+	uint8_t *stash;
 	uint32_t stash_off, stash_len;
 	/* The last read of this pass came back short: the socket held no
 	 * more at that moment (see siw_qp_rx). */
@@ -695,7 +698,7 @@ struct siw_qp {
 	/* MSG_ZEROCOPY: send calls made and reported done (kernel ids) */
 	bool zc_enabled;
 	uint32_t zc_next, zc_done;
-	struct siw_zc_pending zc_pend[SIW_ZC_PENDING];
+	struct siw_zc_pending *zc_pend;	/* SIW_ZC_PENDING, once enabled */
 	uint32_t zc_head, zc_count;
 	bool closing;		/* graceful close asked */
 	bool connected;		/* ESTABLISHED was reported */
@@ -948,6 +951,9 @@ int siw_qp_read_queues_size(struct siw_qp *qp);
  * timer for the Read now at the head of the ORQ, or stops it. */
 void siw_qp_read_timeout(struct siw_qp *qp);
 void siw_qp_read_timer_arm(struct siw_qp *qp);
+/* The ORQ's orq_size entries, allocated at the first Read: false when
+ * there is no memory for them. */
+bool siw_qp_orq_alloc(struct siw_qp *qp);
 void siw_qp_unlock(struct siw_qp *qp);
 /* The same with a clock read the caller made (0: none) */
 void siw_qp_unlock_at(struct siw_qp *qp, uint64_t now);

@@ -405,6 +405,8 @@ static void free_item(struct siw_item *item)
 		free(qp->rq);
 		free(qp->inline_buf);
 		free(qp->tx.pack);
+		free(qp->rx.stash);
+		free(qp->zc_pend);
 		free(qp->orq);
 		free(qp->irq);
 		free(qp);

@@ -152,7 +152,7 @@ void siw_qp_cq_detach(struct siw_qp *qp)
 
 static void qp_reset(struct siw_qp *qp)
 {
-	uint8_t *pack = qp->tx.pack;
+	uint8_t *pack = qp->tx.pack, *stash = qp->rx.stash;
 	int i;
 
 	qp->sq_head = qp->sq_tx = qp->sq_count = qp->sq_unstarted = 0;
@@ -161,6 +161,7 @@ static void qp_reset(struct siw_qp *qp)
 	qp->tx.pack = pack;	/* kept for the QP's next connection */
 	siw_qp_set_parked(qp, false);
 	memset(&qp->rx, 0, sizeof(qp->rx));
+	qp->rx.stash = stash;	/* kept too */
 	memset(&qp->term, 0, sizeof(qp->term));
 	qp->term_sent = qp->term_received = false;
 	qp->closing = qp->connected = qp->disc_reported = false;

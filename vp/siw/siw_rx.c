@@ -703,6 +703,14 @@ void siw_qp_rx(struct siw_qp *qp)
 {
 	int budget = SIW_RX_BUDGET * 4;
 
+	if (!qp->rx.stash && qp->fd >= 0) {
+		qp->rx.stash = malloc(SIW_RX_STASH);
+		if (!qp->rx.stash) {
+			siw_qp_info(qp, "no memory for the receive stash");
+			siw_qp_llp_closed(qp, -ENOMEM);
+			return;
+		}
+	}
 	qp->rx.drained = false;
 	/* Past the budget, only what waits in the stash is finished: epoll
 	 * does not see it, the socket's next bytes will be seen again. */

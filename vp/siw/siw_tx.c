@@ -136,6 +136,7 @@ static bool start_sq(struct siw_qp *qp)
 	uint32_t idx = qp->sq_tx;
 	struct siw_wqe *w = &qp->sq[idx];
 	const struct rdmap_opcode_info *op;
+	enum rnicpi_wc_status fail = RNICPI_WC_LOC_PROT_ERR;
 	int rc;
 
 	/* RFC 5040 §5.1 / verbs: a fenced WR waits for earlier Reads. */
@@ -172,9 +173,14 @@ static bool start_sq(struct siw_qp *qp)
 	tx->sq_idx = (int32_t)idx;
 	tx->opcode = sq_rdmap_opcode(w);
 	if (w->opcode == RNICPI_WR_RDMA_READ) {
-		struct siw_orqe *o = &qp->orq[(qp->orq_head + qp->orq_count) %
-					      qp->orq_size];
+		struct siw_orqe *o;
 
+		if (!siw_qp_orq_alloc(qp)) {
+			siw_qp_info(qp, "RDMA Read: no memory for the ORQ");
+			fail = RNICPI_WC_LOC_QP_OP_ERR;
+			goto err_local;
+		}
+		o = &qp->orq[(qp->orq_head + qp->orq_count) % qp->orq_size];
 		memset(o, 0, sizeof(*o));
 		rc = resolve_sges(qp, w, RNICPI_ACCESS_LOCAL_WRITE, o->seg,
 				  o->mr, &o->n_seg);
@@ -217,10 +223,11 @@ static bool start_sq(struct siw_qp *qp)
 	return true;
 
 err_local:
-	/* A bad local SGE: the WR fails with a protection error and the QP
-	 * goes to ERROR (verbs); the peer learns through a Terminate. */
+	/* A bad local SGE (a protection error) or no memory for the ORQ:
+	 * the WR fails and the QP goes to ERROR (verbs); the peer learns
+	 * through a Terminate. */
 	tx->kind = SIW_TX_IDLE;
-	siw_sq_complete(qp, idx, RNICPI_WC_LOC_PROT_ERR, 0);
+	siw_sq_complete(qp, idx, fail, 0);
 	siw_qp_terminate(qp, TERM_LAYER_RDMAP, RDMAP_ETYPE_CATASTROPHIC, 0,
 			 false, RNICPI_EVENT_QP_FATAL);
 	return true;

@@ -12,6 +12,7 @@
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 
 #include "vp/siw/siw_tx.h"
@@ -25,6 +26,12 @@ void siw_tx_zc_setup(struct siw_qp *qp)
 	qp->zc_head = qp->zc_count = 0;
 	if (!qp->dev->opts.zcopy_min || qp->fd < 0)
 		return;
+	if (!qp->zc_pend)
+		qp->zc_pend = calloc(SIW_ZC_PENDING, sizeof(*qp->zc_pend));
+	if (!qp->zc_pend) {
+		siw_qp_info(qp, "zero-copy: no memory; sending with copies");
+		return;
+	}
 	if (setsockopt(qp->fd, SOL_SOCKET, SO_ZEROCOPY, &one,
 		       sizeof(one)) < 0) {
 		siw_qp_info(qp, "SO_ZEROCOPY: %s; sending with copies",
