@@ -513,6 +513,46 @@ START_TEST(test_parked_socket_leaves_epoll)
 }
 END_TEST
 
+/*
+ * A parked socket whose QP closes (CLOSING: our FIN goes out) is watched
+ * again at once: the peer's FIN is the progress thread's to see, and the
+ * close is orderly and prompt. Left out of the epoll set, the FIN waited
+ * for the linger timer (2 s), which then reset the stream.
+ */
+START_TEST(test_parked_socket_closes)
+{
+	struct h_pair p;
+	struct h_buf sa, sb;
+	struct siw_qp *qb = park_one(&p, &sa, &sb, 0x6b);
+	struct rnicpi_qp_attr closing = { .qp_state = RNICPI_QPS_CLOSING };
+	struct rnicpi_wc wc;
+	struct h_conn_ev ev;
+	uint64_t t0;
+
+	/* b's consumer takes the message from its parked socket... */
+	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 1);
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, MSG);
+	for (int i = 0; i < MSG; i++)
+		ck_assert_int_eq(sb.p[i], 0x6b);
+	pthread_mutex_lock(&qb->lock);
+	ck_assert(qb->rx.parked);
+	pthread_mutex_unlock(&qb->lock);
+	/* ...and closes, polling no more */
+	t0 = mono_us();
+	ck_assert_ok(p.db->ops->modify_qp(p.b.qp, &closing, RNICPI_QP_STATE));
+	ck_assert(h_wait_conn(p.db, RNICPI_CONN_DISCONNECTED, p.b.qp, &ev,
+			      H_WAIT_MS));
+	ck_assert_msg(mono_us() - t0 < 1000000,
+		      "closed after %llu us", (unsigned long long)(mono_us() - t0));
+	ck_assert_int_eq(ev.ev.status, 0);
+	ck_assert(h_wait_conn(p.da, RNICPI_CONN_DISCONNECTED, p.a.qp, &ev,
+			      H_WAIT_MS));
+	ck_assert_int_eq(ev.ev.status, 0);
+	h_pair_down_bufs(&p, &sa, &sb);
+}
+END_TEST
+
 Suite *suite_siw_park(void)
 {
 	Suite *s = suite_create("siw-park");
@@ -526,6 +566,7 @@ Suite *suite_siw_park(void)
 	tcase_add_test(tc, test_nudge_reads_parked);
 	tcase_add_test(tc, test_consumer_blocks_unparks);
 	tcase_add_test(tc, test_parked_socket_leaves_epoll);
+	tcase_add_test(tc, test_parked_socket_closes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -274,6 +274,11 @@ void siw_qp_llp_shutdown(struct siw_qp *qp)
 		return;
 	shutdown(qp->fd, SHUT_WR);
 	qp->llp = SIW_LLP_DRAIN;
+	/* The peer's FIN is the progress thread's to see: a parked socket
+	 * is out of its epoll set, and the linger timer below replaces the
+	 * park timer that would have given it back. */
+	siw_qp_set_parked(qp, false);
+	siw_qp_poll_update(qp, false);
 	if (qp->rx.state != SIW_RX_DISCARD && qp->rx.state != SIW_RX_STOP &&
 	    (qp->state == RNICPI_QPS_ERR || qp->state == RNICPI_QPS_TERMINATE))
 		qp->rx.state = SIW_RX_DISCARD;
@@ -526,7 +531,8 @@ void siw_qp_poll_update(struct siw_qp *qp, bool parking)
 {
 	uint32_t events = EPOLLRDHUP | (qp->rx.parked ? 0 : EPOLLIN) |
 			  (qp->tx.want_out ? EPOLLOUT : 0);
-	bool watch = !qp->rx.parked || qp->tx.want_out || qp->zc_count;
+	bool watch = !qp->rx.parked || qp->tx.want_out || qp->zc_count ||
+		     qp->llp != SIW_LLP_RDMA;
 
 	if (qp->fd < 0)
 		return;
@@ -536,8 +542,17 @@ void siw_qp_poll_update(struct siw_qp *qp, bool parking)
 	} else if (qp->watched) {
 		siw_dev_poll_mod(qp->dev, qp->fd, &qp->item, events);
 	} else if (watch) {
-		qp->watched =
-			!siw_dev_poll_add(qp->dev, qp->fd, &qp->item, events);
+		int rc = siw_dev_poll_add(qp->dev, qp->fd, &qp->item, events);
+
+		qp->watched = !rc;
+		/* Not watched (no memory, or max_user_watches): a polling
+		 * consumer still reads the socket, and the QP's timer tries
+		 * again in a millisecond (siw_qp_timeout). */
+		if (rc) {
+			siw_qp_info(qp, "epoll: %s; trying again",
+				    g_strerror(-rc));
+			siw_dev_timed_add(qp->dev, &qp->timed, 1);
+		}
 	}
 }
 
@@ -989,6 +1004,9 @@ void siw_qp_timeout(struct siw_qp *qp)
 		siw_qp_llp_closed(qp, -ETIMEDOUT);
 		break;
 	case SIW_LLP_RDMA:
+		/* A socket the engine could not take (siw_qp_poll_update) */
+		if (!qp->watched)
+			siw_qp_poll_update(qp, false);
 		if (qp->tx_hold) {
 			qp->tx_hold = false;
 			siw_qp_tx(qp);
