@@ -931,6 +931,9 @@ void siw_qp_term_received(struct siw_qp *qp);
 void siw_qp_llp_closed(struct siw_qp *qp, int status);
 /* Close the socket now (with RST when @abort). */
 void siw_qp_socket_close(struct siw_qp *qp, bool abort);
+/* Does @fd hold bytes to read (or a hang-up) right now? poll(), which
+ * looks without taking the socket's lock. */
+bool siw_fd_readable(int fd);
 /* Our side is done sending: FIN and wait (bounded) for the peer's. */
 void siw_qp_llp_shutdown(struct siw_qp *qp);
 /* Socket events of @qp, in the progress thread; true when what it read

@@ -349,14 +349,6 @@ static void initiator_fail(struct siw_qp *qp, int status)
 		siw_dev_queue_conn(qp->dev, &ev);
 }
 
-/* Does @fd hold bytes to read (or a hang-up) right now? */
-static bool fd_readable(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
-
-	return poll(&p, 1, 0) > 0;
-}
-
 /* The whole Reply is in qp->mpa_hdr / mpa_pdata: decide. */
 static void process_reply(struct siw_qp *qp)
 {
@@ -501,7 +493,7 @@ static void process_reply(struct siw_qp *qp)
 	/* FPDUs may have come right behind the Reply. Looked for first:
 	 * the first read allocates the receive stash, which a QP that
 	 * never receives does without. */
-	if (qp->fd >= 0 && fd_readable(qp->fd))
+	if (qp->fd >= 0 && siw_fd_readable(qp->fd))
 		siw_qp_rx(qp);
 	return;
 

@@ -18,6 +18,7 @@
 #include "vp/siw/siw.h"
 
 static void park_recheck_at(struct siw_qp *qp, uint64_t now);
+static void rx_unpark(struct siw_qp *qp);
 
 /* @now: a clock read of the caller's, or 0 */
 void siw_qp_unlock_at(struct siw_qp *qp, uint64_t now)
@@ -247,6 +248,13 @@ static void report_conn_error(struct siw_qp *qp, int status)
 	siw_dev_queue_conn(qp->dev, &ev);
 }
 
+bool siw_fd_readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+
+	return poll(&p, 1, 0) > 0;
+}
+
 void siw_qp_socket_close(struct siw_qp *qp, bool abort)
 {
 	if (qp->fd < 0)
@@ -277,8 +285,7 @@ void siw_qp_llp_shutdown(struct siw_qp *qp)
 	/* The peer's FIN is the progress thread's to see: a parked socket
 	 * is out of its epoll set, and the linger timer below replaces the
 	 * park timer that would have given it back. */
-	siw_qp_set_parked(qp, false);
-	siw_qp_poll_update(qp, false);
+	rx_unpark(qp);
 	if (qp->rx.state != SIW_RX_DISCARD && qp->rx.state != SIW_RX_STOP &&
 	    (qp->state == RNICPI_QPS_ERR || qp->state == RNICPI_QPS_TERMINATE))
 		qp->rx.state = SIW_RX_DISCARD;
@@ -684,8 +691,6 @@ void siw_qp_park_recheck(struct siw_qp *qp)
  */
 static void rx_park_check(struct siw_qp *qp)
 {
-	struct pollfd p = { .fd = qp->fd, .events = POLLIN | POLLRDHUP };
-
 	if (!qp->rx.parked)
 		return;
 	if (consumer_polling(qp)) {
@@ -693,7 +698,7 @@ static void rx_park_check(struct siw_qp *qp)
 		return;
 	}
 	atomic_fetch_add(&qp->dev->counters.unpark_timer, 1);
-	if (poll(&p, 1, 0) > 0) {
+	if (siw_fd_readable(qp->fd)) {
 		atomic_fetch_add(&qp->dev->counters.unpark_timer_data, 1);
 		/* No arm since its last poll: not a consumer asleep */
 		if (atomic_load(&qp->polled_gen) ==
@@ -772,7 +777,6 @@ bool siw_qp_handle(struct siw_qp *qp, uint32_t events)
  */
 static bool rx_poll_pass(struct siw_qp *qp)
 {
-	struct pollfd p = { .fd = qp->fd, .events = POLLIN | POLLRDHUP };
 	uint64_t reads = qp->rx_reads;
 	bool pending = qp->rx.stash_off < qp->rx.stash_len ||
 		       qp->rx.state != SIW_RX_CTRL;
@@ -780,7 +784,7 @@ static bool rx_poll_pass(struct siw_qp *qp)
 	bool probe = !pending && qp->rx.stash &&
 		     qp->rx.misses < SIW_RX_PROBE_MISSES;
 
-	if (!pending && !probe && poll(&p, 1, 0) == 0)
+	if (!pending && !probe && !siw_fd_readable(qp->fd))
 		return false;
 	qp->rx.probing = probe;
 	siw_qp_rx(qp);
