@@ -276,6 +276,27 @@ def paired_verdicts():
              "UDP + ICRC, receiver polling / receiver sleeping, paired rounds of one placement")):
         if (P, key, "1048576", "ratio_median") in val:
             out.append(info(name, val[(P, key, "1048576", "ratio_median")]))
+    # issue 17's CPU line for soft-iWARP's receiving server, in paired
+    # rounds; beside it, with no target, bench/tcp-fpdu (the same stream
+    # in 64 KiB frames read into place, no transport) against iperf3, and
+    # the server against it: how much of the distance is framing
+    for key, name in (
+            ("siw_send_bw-server-cpu-vs-iperf3",
+             "siw SEND 1 MiB CPU/GiB server <= 1.2 x iperf3, paired rounds"),
+            ("siw_send_bw-events-server-cpu-vs-iperf3",
+             "siw SEND -e 1 MiB CPU/GiB server (sleeps) <= 1.2 x iperf3, paired rounds")):
+        if (P, key, "1048576", "ratio_median") in val:
+            out.append(verdict(name, val[(P, key, "1048576", "ratio_median")],
+                               lambda x: x <= 1.2))
+    for key, name in (
+            ("tcp-fpdu-cpu-vs-iperf3",
+             "TCP in 64 KiB frames read into place (no transport), receiver CPU/GiB / iperf3 server, paired rounds"),
+            ("siw_send_bw-server-cpu-vs-tcp-fpdu",
+             "siw SEND 1 MiB CPU/GiB server / TCP in 64 KiB frames (no transport), paired rounds"),
+            ("siw_send_bw-events-server-cpu-vs-tcp-fpdu",
+             "siw SEND -e 1 MiB CPU/GiB server (sleeps) / TCP in 64 KiB frames (no transport), paired rounds")):
+        if (P, key, "1048576", "ratio_median") in val:
+            out.append(info(name, val[(P, key, "1048576", "ratio_median")]))
     # the daemon's work is per process (registration, a socket, a QPN
     # range), none per packet: its CPU per two-process run, each run
     # seconds of traffic
