@@ -28,6 +28,7 @@
 #include "tests/testutil_siw.h"
 #include "tests/suites.h"
 #include "tests/testutil.h"
+#include "vp/siw/siw.h"
 
 #define RQ_SLOTS 8		/* receive buffers, and send buffers */
 #define RQ_MAX 9000		/* largest message */
@@ -350,6 +351,160 @@ START_TEST(test_rq_race_srq)
 }
 END_TEST
 
+/* One receive posted from a thread of its own. */
+struct rq_lone_post {
+	struct h_side *b;
+	struct h_buf *buf;
+	atomic_bool done;
+	int rc;
+};
+
+static void *rq_lone_poster(void *arg)
+{
+	struct rq_lone_post *lp = arg;
+	struct rnicpi_sge sge = { .addr = (uint64_t)(uintptr_t)lp->buf->p,
+				  .length = 64, .lkey = lp->buf->mr->lkey };
+	struct rnicpi_recv_wr wr = { .wr_id = 77, .sg_list = &sge,
+				     .num_sge = 1 };
+
+	lp->rc = lp->b->d->ops->post_recv(lp->b->qp, &wr, NULL);
+	atomic_store(&lp->done, true);
+	return NULL;
+}
+
+/*
+ * A receive pass holds the QP's lock while it reads up to SIW_RX_BUDGET
+ * FPDUs (a millisecond at 1 MiB a message); post_recv must not wait for
+ * it. With the QP's lock held here for up to two seconds, a post from
+ * another thread returns (before the RQ had a lock of its own it waited
+ * for the unlock), and the receive it posted is the one the next Send
+ * lands in.
+ */
+START_TEST(test_rq_post_while_qp_locked)
+{
+	struct h_pair p;
+	struct h_buf sbuf, rbuf;
+	struct rq_lone_post lp = { 0 };
+	struct rnicpi_wc wc;
+	struct siw_qp *qb;
+	pthread_t t;
+	uint64_t end;
+
+	h_pair_up_bufs(&p, NULL, NULL, &sbuf, &rbuf, 4096, 0x51);
+	qb = to_siw_qp(p.b.qp);
+	lp.b = &p.b;
+	lp.buf = &rbuf;
+	pthread_mutex_lock(&qb->lock);
+	ck_assert_int_eq(pthread_create(&t, NULL, rq_lone_poster, &lp), 0);
+	end = rq_now_ms() + 2000;
+	while (!atomic_load(&lp.done) && rq_now_ms() < end)
+		g_usleep(1000);
+	pthread_mutex_unlock(&qb->lock);
+	pthread_join(t, NULL);
+	ck_assert_msg(atomic_load(&lp.done) && rq_now_ms() < end,
+		      "post_recv waited for the QP's lock");
+	ck_assert_int_eq(lp.rc, 0);
+	ck_assert_int_eq(h_post_send(&p.a, RNICPI_WR_SEND, &sbuf, 0, 64, 1,
+				     RNICPI_SEND_SIGNALED, 0, 0), 0);
+	h_expect_wc(&p.b, p.b.rcq, 77, RNICPI_WC_SUCCESS, RNICPI_WC_RECV, 64);
+	h_expect_wc(&p.a, p.a.scq, 1, RNICPI_WC_SUCCESS, RNICPI_WC_SEND, 64);
+	ck_assert(h_buf_check(&rbuf, 0, 64, 0x51, 0));
+	ck_assert(h_buf_guards_ok(&rbuf));
+	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
+	h_pair_down_bufs(&p, &sbuf, &rbuf);
+}
+END_TEST
+
+/* Receives posted while the QP goes to error. */
+struct rq_flush_race {
+	struct h_side *b;
+	struct h_buf *buf;
+	uint32_t n;
+	atomic_uint posted;
+	atomic_int err;		/* a post that failed, 0 none */
+};
+
+static void *rq_flush_poster(void *arg)
+{
+	struct rq_flush_race *f = arg;
+
+	for (uint32_t i = 0; i < f->n; i++) {
+		struct rnicpi_sge sge = {
+			.addr = (uint64_t)(uintptr_t)(f->buf->p + i % 64),
+			.length = 16,
+			.lkey = f->buf->mr->lkey,
+		};
+		struct rnicpi_recv_wr wr = { .wr_id = 1000 + i,
+					     .sg_list = &sge, .num_sge = 1 };
+		int rc = f->b->d->ops->post_recv(f->b->qp, &wr, NULL);
+
+		if (rc) {
+			atomic_store(&f->err, rc);
+			return NULL;
+		}
+		atomic_store(&f->posted, i + 1);
+		if (i % 8 == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * Every receive that post_recv took completes exactly once: posted
+ * before the QP went to error, it is flushed with the RQ; posted after,
+ * at once (IBA 10.8.1.1). A thread posts 200 receives while the test
+ * moves the QP to ERR after the first few, at a different point each
+ * round; then the receive CQ holds each wr_id once, all flushed.
+ */
+START_TEST(test_rq_flush_race)
+{
+	for (uint32_t round = 0; round < 20; round++) {
+		struct rq_flush_race f = { .n = 200 };
+		struct rnicpi_qp_attr qa = { .qp_state = RNICPI_QPS_ERR };
+		struct h_pair p;
+		struct h_buf sbuf, rbuf;
+		uint8_t seen[200] = { 0 };
+		struct rnicpi_wc wc;
+		uint32_t got = 0;
+		uint8_t *before;
+		pthread_t t;
+
+		h_pair_up_bufs(&p, NULL, NULL, &sbuf, &rbuf, 4096, round);
+		before = g_memdup2(rbuf.p, rbuf.len);
+		f.b = &p.b;
+		f.buf = &rbuf;
+		ck_assert_int_eq(pthread_create(&t, NULL, rq_flush_poster, &f),
+				 0);
+		while (atomic_load(&f.posted) < 1 + round * 7 &&
+		       !atomic_load(&f.err))
+			sched_yield();
+		ck_assert_ok(p.b.d->ops->modify_qp(p.b.qp, &qa,
+						   RNICPI_QP_STATE));
+		pthread_join(t, NULL);
+		ck_assert_int_eq(atomic_load(&f.err), 0);
+		ck_assert_uint_eq(atomic_load(&f.posted), f.n);
+		while (got < f.n && h_poll(&p.b, p.b.rcq, &wc, 2000)) {
+			ck_assert_uint_ge(wc.wr_id, 1000);
+			ck_assert_uint_lt(wc.wr_id, 1000 + f.n);
+			ck_assert_msg(!seen[wc.wr_id - 1000],
+				      "round %u: wr_id %llu completed twice",
+				      round, (unsigned long long)wc.wr_id);
+			seen[wc.wr_id - 1000] = 1;
+			ck_assert_int_eq(wc.status, RNICPI_WC_WR_FLUSH_ERR);
+			got++;
+		}
+		ck_assert_msg(got == f.n, "round %u: %u of %u receives "
+			      "completed", round, got, f.n);
+		ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
+		/* nothing placed */
+		ck_assert(memcmp(before, rbuf.p, rbuf.len) == 0);
+		ck_assert(h_buf_guards_ok(&rbuf));
+		g_free(before);
+		h_pair_down_bufs(&p, &sbuf, &rbuf);
+	}
+}
+END_TEST
+
 void siw_loopback_add_rq_case(Suite *s)
 {
 	TCase *tc = tcase_create("rq-race");
@@ -358,5 +513,7 @@ void siw_loopback_add_rq_case(Suite *s)
 	tcase_add_loop_test(tc, test_rq_race_poll_rx, 0, 2);
 	tcase_add_loop_test(tc, test_rq_race_progress, 0, 2);
 	tcase_add_test(tc, test_rq_race_srq);
+	tcase_add_test(tc, test_rq_post_while_qp_locked);
+	tcase_add_test(tc, test_rq_flush_race);
 	suite_add_tcase(s, tc);
 }

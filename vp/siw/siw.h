@@ -660,9 +660,15 @@ struct siw_qp {
 	uint32_t sq_size, sq_head, sq_tx, sq_count, sq_unstarted;
 	uint8_t *inline_buf;
 
-	/* receive queue (no SRQ) */
+	/* receive queue (no SRQ), under rq_lock, not the QP's lock: a post
+	 * need not wait for a receive pass (up to SIW_RX_BUDGET FPDUs) to
+	 * end. Order: lock, then rq_lock. rq_closed: the QP went to ERR
+	 * (or TERMINATE) and its RQ was flushed; what is posted now is
+	 * flushed at once. */
+	pthread_mutex_t rq_lock;
 	struct siw_rqe *rq;
 	uint32_t rq_size, rq_head, rq_count;
+	bool rq_closed;
 
 	/* reads: ORQ = ours outstanding (ORD), IRQ = the peer's (IRD);
 	 * rings sized for the connection's negotiated ORD and IRD

@@ -401,6 +401,7 @@ static void free_item(struct siw_item *item)
 		struct siw_qp *qp = container_of(item, struct siw_qp, item);
 
 		pthread_mutex_destroy(&qp->lock);
+		pthread_mutex_destroy(&qp->rq_lock);
 		free(qp->sq);
 		free(qp->rq);
 		free(qp->inline_buf);

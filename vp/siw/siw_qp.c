@@ -185,6 +185,8 @@ static void flush_all(struct siw_qp *qp)
 		siw_cq_push(qp->rcq, &wc, false);
 	}
 	siw_rx_release(qp);
+	pthread_mutex_lock(&qp->rq_lock);
+	qp->rq_closed = true;
 	while (qp->rq_count) {
 		struct rnicpi_wc wc = {
 			.wr_id = qp->rq[qp->rq_head].wr_id,
@@ -197,6 +199,7 @@ static void flush_all(struct siw_qp *qp)
 		qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
 		qp->rq_count--;
 	}
+	pthread_mutex_unlock(&qp->rq_lock);
 }
 
 void siw_qp_to_error(struct siw_qp *qp)

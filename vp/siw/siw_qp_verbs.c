@@ -72,6 +72,7 @@ int siw_create_qp(struct rnicpi_pd *p, struct rnicpi_qp_init_attr *attr,
 			goto err_free;
 	}
 	pthread_mutex_init(&qp->lock, NULL);
+	pthread_mutex_init(&qp->rq_lock, NULL);
 	siw_list_init(&qp->park_node);
 	qp->item.type = SIW_ITEM_QP;
 	qp->timed.item = &qp->item;
@@ -156,7 +157,10 @@ static void qp_reset(struct siw_qp *qp)
 	int i;
 
 	qp->sq_head = qp->sq_tx = qp->sq_count = qp->sq_unstarted = 0;
+	pthread_mutex_lock(&qp->rq_lock);
 	qp->rq_head = qp->rq_count = 0;
+	qp->rq_closed = false;
+	pthread_mutex_unlock(&qp->rq_lock);
 	memset(&qp->tx, 0, sizeof(qp->tx));
 	qp->tx.pack = pack;	/* kept for the QP's next connection */
 	siw_qp_set_parked(qp, false);
@@ -183,16 +187,21 @@ static int qp_resize(struct siw_qp *qp, const struct rnicpi_qp_cap *cap)
 	struct siw_rqe *rring = NULL;
 	uint8_t *ibuf = NULL;
 
+	uint32_t queued;
+
 	if (sq == qp->sq_size)
 		sq = 0;
 	if (rq == qp->rq_size)
 		rq = 0;
+	pthread_mutex_lock(&qp->rq_lock);
+	queued = qp->rq_count;
+	pthread_mutex_unlock(&qp->rq_lock);
+	/* (a receive posted meanwhile is checked again at the swap) */
 	if (sq > SIW_MAX_QP_WR || rq > SIW_MAX_QP_WR || (rq && qp->srq) ||
-	    (rq && rq < qp->rq_count)) {
+	    (rq && rq < queued)) {
 		siw_qp_info(qp, "modify_qp: queues of %u send, %u receive WRs "
 			    "(..%u, %u receives queued%s)", sq, rq,
-			    SIW_MAX_QP_WR, qp->rq_count,
-			    qp->srq ? ", SRQ" : "");
+			    SIW_MAX_QP_WR, queued, qp->srq ? ", SRQ" : "");
 		return -EINVAL;
 	}
 	if (sq && (qp->sq_count || qp->orq_count || qp->zc_count ||
@@ -212,6 +221,17 @@ static int qp_resize(struct siw_qp *qp, const struct rnicpi_qp_cap *cap)
 		rring = calloc(rq, sizeof(*rring));
 		if (!rring)
 			goto nomem;
+		pthread_mutex_lock(&qp->rq_lock);
+		if (rq < qp->rq_count) {
+			queued = qp->rq_count;
+			pthread_mutex_unlock(&qp->rq_lock);
+			free(rring);
+			free(sring);
+			free(ibuf);
+			siw_qp_info(qp, "modify_qp: %u receive WRs, %u queued",
+				    rq, queued);
+			return -EINVAL;
+		}
 	}
 	if (sq) {
 		free(qp->sq);
@@ -230,6 +250,7 @@ static int qp_resize(struct siw_qp *qp, const struct rnicpi_qp_cap *cap)
 		qp->rq_size = rq;
 		qp->rq_head = 0;
 		qp->cap.max_recv_wr = rq;
+		pthread_mutex_unlock(&qp->rq_lock);
 	}
 	siw_qp_dbg(qp, "resized: sq %u rq %u", qp->sq_size, qp->rq_size);
 	return 0;
@@ -694,12 +715,17 @@ int siw_post_recv(struct rnicpi_qp *q, const struct rnicpi_recv_wr *wr,
 	struct siw_qp *qp = to_siw_qp(q);
 	int rc = 0;
 
-	pthread_mutex_lock(&qp->lock);
 	if (qp->srq) {
 		siw_qp_info(qp, "post_recv on a QP with an SRQ");
-		rc = -EINVAL;
-		goto out;
+		if (bad)
+			*bad = wr;
+		return -EINVAL;
 	}
+	/* The RQ's own lock: a receive pass holds the QP's lock while it
+	 * reads up to SIW_RX_BUDGET FPDUs (a millisecond at 1 MiB), and a
+	 * consumer that reposts each receive as it completes waited that
+	 * long on it, asleep in futex() instead of in its poll. */
+	pthread_mutex_lock(&qp->rq_lock);
 	for (; wr; wr = wr->next) {
 		struct siw_rqe *r;
 
@@ -711,8 +737,7 @@ int siw_post_recv(struct rnicpi_qp *q, const struct rnicpi_recv_wr *wr,
 			break;
 		}
 		/* Like IBA 10.8.1.1: WRs posted to a QP in error flush. */
-		if (qp->state == RNICPI_QPS_ERR ||
-		    qp->state == RNICPI_QPS_TERMINATE) {
+		if (qp->rq_closed) {
 			flush_rqe(qp, wr->wr_id);
 			continue;
 		}
@@ -728,8 +753,9 @@ int siw_post_recv(struct rnicpi_qp *q, const struct rnicpi_recv_wr *wr,
 			       wr->num_sge * sizeof(r->sge[0]));
 		qp->rq_count++;
 	}
-out:
-	siw_qp_unlock(qp);
+	pthread_mutex_unlock(&qp->rq_lock);
+	/* flushed receives' completions */
+	siw_dev_deliver(qp->dev);
 	if (rc && bad)
 		*bad = wr;
 	return rc;

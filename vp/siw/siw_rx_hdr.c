@@ -164,11 +164,15 @@ static int take_rqe(struct siw_qp *qp)
 			return -ENOBUFS;
 		rx->send_from_srq = true;
 	} else {
-		if (!qp->rq_count)
+		pthread_mutex_lock(&qp->rq_lock);
+		if (!qp->rq_count) {
+			pthread_mutex_unlock(&qp->rq_lock);
 			return -ENOBUFS;
+		}
 		rx->rqe = qp->rq[qp->rq_head];
 		qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
 		qp->rq_count--;
+		pthread_mutex_unlock(&qp->rq_lock);
 		rx->send_from_srq = false;
 	}
 	rx->send_active = true;
