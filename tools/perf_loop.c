@@ -11,7 +11,8 @@
  *
  * Latency: RDMA Write ping-pong polls the last byte of the sink (IT-API
  * has no Write with immediate data), Send ping-pong waits for receive
- * completions, RDMA Read waits for each Read. Ping-pong times are halved
+ * completions (and writes no credits: one message is in flight, and its
+ * receiver reposts before it answers), RDMA Read waits for each Read. Ping-pong times are halved
  * round trips, as perftest reports them.
  */
 #define _GNU_SOURCE
@@ -197,7 +198,9 @@ static int reap_rq(struct perf_ctx *c, uint64_t size, uint32_t *bad,
 		st = it_post_recv(q->ep, &t, 1, ck, SIGNALLED);
 		if (st != IT_SUCCESS)
 			return tool_check(PERF_PROG, "it_post_recv", st);
-		if (!c->perftest &&
+		/* A ping-pong needs none: each side reposts its receive
+		 * before the reply that lets the peer send again. */
+		if (!c->perftest && !c->o->lat &&
 		    q->received - q->credit_told >= c->o->rx_depth / 4 + 1 &&
 		    send_credit(c, q))
 			return -1;
