@@ -14,5 +14,6 @@ bench_core_distance_LDADD = $(PTHREAD_LIBS)
 # tcp-fpdu: TCP in soft-iWARP's 64 KiB frames, each payload read into
 # place, no transport (bench/paired's siw-cpu rounds).
 bench_tcp_fpdu_SOURCES = bench/tcp_fpdu.c
+bench_tcp_fpdu_LDADD = $(PTHREAD_LIBS)
 EXTRA_DIST += bench/run bench/paired bench/report.py bench/lib.sh \
 	bench/fabtests.sh

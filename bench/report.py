@@ -291,10 +291,14 @@ def paired_verdicts():
     for key, name in (
             ("tcp-fpdu-cpu-vs-iperf3",
              "TCP in 64 KiB frames read into place (no transport), receiver CPU/GiB / iperf3 server, paired rounds"),
+            ("tcp-fpdu-handoff-cpu-vs-iperf3",
+             "the same, a second thread woken at each message's end (a completion), / iperf3 server, paired rounds"),
             ("siw_send_bw-server-cpu-vs-tcp-fpdu",
              "siw SEND 1 MiB CPU/GiB server / TCP in 64 KiB frames (no transport), paired rounds"),
             ("siw_send_bw-events-server-cpu-vs-tcp-fpdu",
-             "siw SEND -e 1 MiB CPU/GiB server (sleeps) / TCP in 64 KiB frames (no transport), paired rounds")):
+             "siw SEND -e 1 MiB CPU/GiB server (sleeps) / TCP in 64 KiB frames (no transport), paired rounds"),
+            ("siw_send_bw-events-server-cpu-vs-tcp-fpdu-handoff",
+             "siw SEND -e 1 MiB CPU/GiB server (sleeps) / TCP in 64 KiB frames with a completion thread, paired rounds")):
         if (P, key, "1048576", "ratio_median") in val:
             out.append(info(name, val[(P, key, "1048576", "ratio_median")]))
     # the daemon's work is per process (registration, a socket, a QPN

@@ -22,6 +22,13 @@
  * iperf3's server sleeps in select(), or with --spin reads non-blocking
  * in a loop; it checks that each frame's first and last byte landed at
  * its offset.
+ *
+ * With --handoff the receiver is two threads, as a user-space RNIC with a
+ * progress thread and an application that sleeps on completions: one
+ * places the frames and, at the end of each 1 MiB message, wakes the
+ * other through an eventfd (a completion), which sleeps in poll() for
+ * the next. What that costs beside one thread is the floor of a server
+ * that sleeps on completion events (hostrdma-perf send_bw -e).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -30,10 +37,14 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -49,6 +60,7 @@
 /* soft-iWARP's payload per FPDU on loopback (MSS 65483, siw_ulpdu_max) */
 #define FRAME_DEFAULT 65476u
 #define BATCH 64		/* frames a sendmsg() at most */
+#define END_COUNT (1ull << 62)	/* --handoff: the eventfd count that ends */
 
 struct opts {
 	double secs;
@@ -56,6 +68,7 @@ struct opts {
 	unsigned int frame;	/* payload bytes a frame; 0: no frames */
 	unsigned int read;	/* --frame 0: bytes a read */
 	int spin;
+	int handoff;
 	int json;
 };
 
@@ -64,6 +77,7 @@ struct result {
 	long bytes;
 	long calls;
 	long bad;		/* frames whose bytes landed elsewhere */
+	long msgs;		/* --handoff: messages the consumer was told of */
 	double secs;
 	double cpu;
 };
@@ -103,6 +117,9 @@ static void usage(FILE *f)
 		"                       1048576, as iperf3 -l 1M)\n"
 		"      --spin           the receiver reads non-blocking in a loop\n"
 		"                       instead of sleeping in poll() first\n"
+		"      --handoff        a second receiving thread, woken through an\n"
+		"                       eventfd at the end of each message, sleeps\n"
+		"                       for the next (a completion); needs frames\n"
 		"      --json           one JSON object instead of the text line\n"
 		"  -h, --help           this text\n");
 }
@@ -130,6 +147,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "frame", required_argument, NULL, 'f' },
 		{ "read", required_argument, NULL, 'r' },
 		{ "spin", no_argument, NULL, 'S' },
+		{ "handoff", no_argument, NULL, 'H' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -169,6 +187,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'S':
 			o->spin = 1;
 			break;
+		case 'H':
+			o->handoff = 1;
+			break;
 		case 'J':
 			o->json = 1;
 			break;
@@ -179,6 +200,11 @@ static int parse(int argc, char **argv, struct opts *o)
 			usage(stderr);
 			return -1;
 		}
+	}
+	if (o->handoff && !o->frame) {
+		fprintf(stderr, "tcp-fpdu: --handoff needs frames (not "
+			"--frame 0)\n");
+		return -1;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "tcp-fpdu: unexpected argument '%s'\n",
@@ -216,7 +242,7 @@ static ssize_t read_some(int fd, struct iovec *v, int n, const struct opts *o)
  * trailer and the next header, so a frame that has come whole costs one
  * call. */
 static int receive_frames(int fd, uint8_t *place, const struct opts *o,
-			  struct result *res)
+			  struct result *res, int efd)
 {
 	uint8_t ctl[TRAILER + HDR];
 	size_t have = TRAILER;	/* the first header has no trailer before it */
@@ -249,6 +275,10 @@ static int receive_frames(int fd, uint8_t *place, const struct opts *o,
 				    place[off + len - 1] != pattern(off + len - 1))
 					res->bad++;
 				res->bytes += len;
+				/* a message's last frame: its completion */
+				if (efd >= 0 && off + len == TARGET &&
+				    eventfd_write(efd, 1))
+					return -1;
 			}
 		}
 		have += (size_t)r;
@@ -299,20 +329,58 @@ static int receive_stream(int fd, uint8_t *place, const struct opts *o,
 	}
 }
 
+/* --handoff: the application's thread, asleep until a message is done. */
+struct consumer {
+	int efd;
+	atomic_bool end;
+	long msgs;
+};
+
+static void *consume(void *arg)
+{
+	struct consumer *k = arg;
+
+	while (!atomic_load(&k->end)) {
+		struct pollfd p = { .fd = k->efd, .events = POLLIN };
+		eventfd_t v;
+
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			break;
+		/* (the end's count may come added to the last message's) */
+		if (eventfd_read(k->efd, &v) == 0)
+			k->msgs += (long)(v & (END_COUNT - 1));
+	}
+	return NULL;
+}
+
 static void receiver(int fd, const struct opts *o, int out)
 {
 	uint8_t *place = malloc(TARGET);
 	struct result res = { 0 };
+	struct consumer k = { .efd = -1 };
+	pthread_t t;
 	double t0, c0;
 	int rc;
 
 	if (!place)
 		_exit(1);
 	memset(place, 0, TARGET);
+	if (o->handoff) {
+		k.efd = eventfd(0, EFD_CLOEXEC);
+		if (k.efd < 0 || pthread_create(&t, NULL, consume, &k))
+			_exit(1);
+	}
 	t0 = now_s();
 	c0 = cpu_s();
-	rc = o->frame ? receive_frames(fd, place, o, &res)
+	rc = o->frame ? receive_frames(fd, place, o, &res, k.efd)
 		      : receive_stream(fd, place, o, &res);
+	if (o->handoff) {
+		atomic_store(&k.end, true);
+		/* a count the consumer does not add, to wake it */
+		(void)eventfd_write(k.efd, END_COUNT);
+		pthread_join(t, NULL);
+		res.msgs = k.msgs;
+	}
 	res.secs = now_s() - t0;
 	res.cpu = cpu_s() - c0;
 	if (write(out, &res, sizeof(res)) != sizeof(res))
@@ -430,6 +498,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tcp-fpdu: the receiver failed\n");
 		return 1;
 	}
+	if (o.handoff && res.msgs * (long)TARGET != sent) {
+		fprintf(stderr, "tcp-fpdu: the consumer was told of %ld "
+			"messages of %ld\n", res.msgs, sent / (long)TARGET);
+		return 1;
+	}
 	if (res.bad || res.bytes != sent) {
 		fprintf(stderr, "tcp-fpdu: %ld of %ld bytes placed, %ld frames "
 			"or reads in the wrong place\n", res.bytes, sent,
@@ -443,19 +516,23 @@ int main(int argc, char **argv)
 		if (o.json)
 			printf("{\"bytes\":%ld,\"seconds\":%.3f,\"gbps\":%.3f,"
 			       "\"frame\":%u,\"read\":%u,\"spin\":%d,"
+			       "\"handoff\":%d,"
 			       "\"cpu_s\":%.4f,\"cpu_s_per_gib\":%.4f,"
 			       "\"recv_per_mib\":%.2f}\n", res.bytes,
 			       res.secs, (double)res.bytes * 8 / res.secs / 1e9,
-			       o.frame, o.frame ? 0 : o.read, o.spin, res.cpu,
+			       o.frame, o.frame ? 0 : o.read, o.spin,
+			       o.handoff, res.cpu,
 			       res.cpu / gib, (double)res.calls / mib);
 		else
 			printf("%.1f Gbit/s, receiver %.3f CPU s/GiB, %.1f "
-			       "reads/MiB (%s%s; %.2f s sending)\n",
+			       "reads/MiB (%s%s%s; %.2f s sending)\n",
 			       (double)res.bytes * 8 / res.secs / 1e9,
 			       res.cpu / gib, (double)res.calls / mib,
 			       o.frame ? "frames placed in place"
 				       : "a plain stream",
-			       o.spin ? ", receiver spinning" : "", secs);
+			       o.spin ? ", receiver spinning" : "",
+			       o.handoff ? ", a second thread woken a message"
+					 : "", secs);
 	}
 	return 0;
 }
