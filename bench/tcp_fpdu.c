@@ -52,6 +52,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_util.h"
+
+#define PROG "tcp-fpdu"
 #define HDR 16
 #define TRAILER 4
 #define TARGET (1u << 20)	/* a message; the receiver's placement area */
@@ -82,23 +85,6 @@ struct result {
 	double cpu;
 };
 
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static double cpu_s(void)
-{
-	struct rusage u;
-
-	getrusage(RUSAGE_SELF, &u);
-	return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 +
-	       (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -124,21 +110,6 @@ static void usage(FILE *f)
 		"  -h, --help           this text\n");
 }
 
-static int number(const char *what, const char *arg, long lo, long hi,
-		  long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtol(arg, &end, 10);
-	if (errno || *end || end == arg || *v < lo || *v > hi) {
-		fprintf(stderr, "tcp-fpdu: bad %s '%s' (%ld to %ld)\n", what,
-			arg, lo, hi);
-		return -1;
-	}
-	return 0;
-}
-
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -152,7 +123,6 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	char *end;
 	long v;
 	int c;
 
@@ -161,26 +131,22 @@ static int parse(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "t:p:f:r:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			o->secs = strtod(optarg, &end);
-			if (*end || !(o->secs > 0 && o->secs <= 3600)) {
-				fprintf(stderr, "tcp-fpdu: bad --time '%s' "
-					"(seconds, above 0, at most 3600)\n",
-					optarg);
+			if (bench_seconds(PROG, optarg, &o->secs))
 				return -1;
-			}
 			break;
 		case 'p':
-			if (number("--port", optarg, 1, 65535, &v))
+			if (bench_number(PROG, "--port", optarg, 1, 65535, &v))
 				return -1;
 			o->port = (int)v;
 			break;
 		case 'f':
-			if (number("--frame", optarg, 0, FRAME_MAX, &v))
+			if (bench_number(PROG, "--frame", optarg, 0,
+					 FRAME_MAX, &v))
 				return -1;
 			o->frame = (unsigned int)v;
 			break;
 		case 'r':
-			if (number("--read", optarg, 1, TARGET, &v))
+			if (bench_number(PROG, "--read", optarg, 1, TARGET, &v))
 				return -1;
 			o->read = (unsigned int)v;
 			break;
@@ -206,12 +172,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			"--frame 0)\n");
 		return -1;
 	}
-	if (optind < argc) {
-		fprintf(stderr, "tcp-fpdu: unexpected argument '%s'\n",
-			argv[optind]);
-		return -1;
-	}
-	return 0;
+	return bench_no_operands(PROG, argc, argv, optind);
 }
 
 static uint8_t pattern(uint64_t i)
@@ -271,8 +232,10 @@ static int receive_frames(int fd, uint8_t *place, const struct opts *o,
 			left -= take;
 			r -= take;
 			if (!left && len) {
+				uint64_t last = off + len - 1;
+
 				if (place[off] != pattern(off) ||
-				    place[off + len - 1] != pattern(off + len - 1))
+				    place[last] != pattern(last))
 					res->bad++;
 				res->bytes += len;
 				/* a message's last frame: its completion */
@@ -370,8 +333,8 @@ static void receiver(int fd, const struct opts *o, int out)
 		if (k.efd < 0 || pthread_create(&t, NULL, consume, &k))
 			_exit(1);
 	}
-	t0 = now_s();
-	c0 = cpu_s();
+	t0 = bench_now_s();
+	c0 = bench_cpu_s();
 	rc = o->frame ? receive_frames(fd, place, o, &res, k.efd)
 		      : receive_stream(fd, place, o, &res);
 	if (o->handoff) {
@@ -381,8 +344,8 @@ static void receiver(int fd, const struct opts *o, int out)
 		pthread_join(t, NULL);
 		res.msgs = k.msgs;
 	}
-	res.secs = now_s() - t0;
-	res.cpu = cpu_s() - c0;
+	res.secs = bench_now_s() - t0;
+	res.cpu = bench_cpu_s() - c0;
 	if (write(out, &res, sizeof(res)) != sizeof(res))
 		rc = -1;
 	_exit(rc ? 1 : 0);
@@ -400,8 +363,10 @@ static int send_message(int fd, const uint8_t *src, const struct opts *o)
 	if (!o->frame)
 		return send(fd, src, TARGET, 0) == (ssize_t)TARGET ? 0 : -1;
 	while (off < TARGET) {
-		uint32_t len = TARGET - off < o->frame ? (uint32_t)(TARGET - off)
-						       : o->frame;
+		uint32_t len = o->frame;
+
+		if (TARGET - off < len)
+			len = (uint32_t)(TARGET - off);
 
 		hdrs[k][0] = (uint8_t)(len >> 8);
 		hdrs[k][1] = (uint8_t)len;
@@ -471,7 +436,7 @@ int main(int argc, char **argv)
 	}
 	close(rfd);
 	close(pfd[1]);
-	t0 = now_s();
+	t0 = bench_now_s();
 	do {
 		if (send_message(sfd, src, &o)) {
 			fprintf(stderr, "tcp-fpdu: sender: %s\n",
@@ -481,7 +446,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		sent += TARGET;
-	} while (now_s() - t0 < o.secs);
+	} while (bench_now_s() - t0 < o.secs);
 	if (o.frame) {
 		uint8_t end[TRAILER + HDR] = { 0 };
 		uint64_t e = END_OFF;
@@ -491,7 +456,7 @@ int main(int argc, char **argv)
 		(void)!send(sfd, end + TRAILER, HDR, 0);
 	}
 	shutdown(sfd, SHUT_WR);
-	secs = now_s() - t0;
+	secs = bench_now_s() - t0;
 	if (read(pfd[0], &res, sizeof(res)) != sizeof(res) ||
 	    waitpid(child, &st, 0) != child || !WIFEXITED(st) ||
 	    WEXITSTATUS(st)) {

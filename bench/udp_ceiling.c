@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_util.h"
 #include "vp/rxe/rxe_icrc.h"
 
 #ifndef UDP_SEGMENT
@@ -54,6 +55,7 @@
 #define UDP_GRO 104
 #endif
 
+#define PROG "udp-ceiling"
 #define HDR 28
 #define PAY 4096
 #define PKT (HDR + PAY + 4)
@@ -72,14 +74,6 @@ struct opts {
 	int spin;
 	int json;
 };
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static void usage(FILE *f)
 {
@@ -119,28 +113,20 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	char *end;
+	long v;
 	int c;
 
 	*o = (struct opts){ .secs = 2, .port = 47911, .gso = 1, .gro = 1 };
 	while ((c = getopt_long(argc, argv, "t:p:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			o->secs = strtod(optarg, &end);
-			if (*end || !(o->secs > 0 && o->secs <= 3600)) {
-				fprintf(stderr, "udp-ceiling: bad --time '%s' "
-					"(seconds, above 0, at most 3600)\n",
-					optarg);
+			if (bench_seconds(PROG, optarg, &o->secs))
 				return -1;
-			}
 			break;
 		case 'p':
-			o->port = (int)strtol(optarg, &end, 10);
-			if (*end || o->port < 1 || o->port > 65534) {
-				fprintf(stderr, "udp-ceiling: bad --port '%s' "
-					"(1 to 65534)\n", optarg);
+			if (bench_number(PROG, "--port", optarg, 1, 65534, &v))
 				return -1;
-			}
+			o->port = (int)v;
 			break;
 		case 'G':
 			o->gso = 0;
@@ -165,12 +151,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "udp-ceiling: unexpected argument '%s'\n",
-			argv[optind]);
-		return -1;
-	}
-	return 0;
+	return bench_no_operands(PROG, argc, argv, optind);
 }
 
 static int udp_socket(int port, int peer_port)
@@ -297,7 +278,7 @@ static int transmit(int fd, const struct opts *o, long *sent, double *secs)
 		return -1;
 	memset(src, 0x5a, TARGET);
 	*sent = 0;
-	t0 = t = now_s();
+	t0 = t = bench_now_s();
 	while (t - t0 < o->secs) {
 		struct iovec v[3 * RUN];
 		char cb[CMSG_SPACE(sizeof(uint16_t))] = { 0 };
@@ -354,9 +335,9 @@ static int transmit(int fd, const struct opts *o, long *sent, double *secs)
 		}
 		*sent += (long)k * PAY;
 		if (!(++pass & 15))
-			t = now_s();
+			t = bench_now_s();
 	}
-	*secs = now_s() - t0;
+	*secs = bench_now_s() - t0;
 	free(src);
 	return 0;
 }
