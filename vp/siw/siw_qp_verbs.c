@@ -175,33 +175,29 @@ static void qp_reset(struct siw_qp *qp)
 		qp->tx_msn[i] = qp->rx.msn[i] = 1;
 }
 
-/* RNICPI_QP_CAP under qp->lock: new rings for the sizes that change.
- * The receive ring keeps its RQEs in order (a taken RQE is copied out,
- * nothing points into the ring); the send ring is re-laid only empty,
- * for the transmitter, the ORQ and zero-copy completions name SQ slots
- * by index. */
-static int qp_resize(struct siw_qp *qp, const struct rnicpi_qp_cap *cap)
+/* RNICPI_QP_CAP under qp->lock and rq_lock: new rings for the sizes
+ * that change. The receive ring keeps its RQEs in order (a taken RQE is
+ * copied out, nothing points into the ring); the send ring is re-laid
+ * only empty, for the transmitter, the ORQ and zero-copy completions name
+ * SQ slots by index. */
+static int qp_resize_locked(struct siw_qp *qp,
+			    const struct rnicpi_qp_cap *cap)
 {
 	uint32_t sq = cap->max_send_wr, rq = cap->max_recv_wr, i;
 	struct siw_wqe *sring = NULL;
 	struct siw_rqe *rring = NULL;
 	uint8_t *ibuf = NULL;
 
-	uint32_t queued;
-
 	if (sq == qp->sq_size)
 		sq = 0;
 	if (rq == qp->rq_size)
 		rq = 0;
-	pthread_mutex_lock(&qp->rq_lock);
-	queued = qp->rq_count;
-	pthread_mutex_unlock(&qp->rq_lock);
-	/* (a receive posted meanwhile is checked again at the swap) */
 	if (sq > SIW_MAX_QP_WR || rq > SIW_MAX_QP_WR || (rq && qp->srq) ||
-	    (rq && rq < queued)) {
+	    (rq && rq < qp->rq_count)) {
 		siw_qp_info(qp, "modify_qp: queues of %u send, %u receive WRs "
 			    "(..%u, %u receives queued%s)", sq, rq,
-			    SIW_MAX_QP_WR, queued, qp->srq ? ", SRQ" : "");
+			    SIW_MAX_QP_WR, qp->rq_count,
+			    qp->srq ? ", SRQ" : "");
 		return -EINVAL;
 	}
 	if (sq && (qp->sq_count || qp->orq_count || qp->zc_count ||
@@ -221,17 +217,6 @@ static int qp_resize(struct siw_qp *qp, const struct rnicpi_qp_cap *cap)
 		rring = calloc(rq, sizeof(*rring));
 		if (!rring)
 			goto nomem;
-		pthread_mutex_lock(&qp->rq_lock);
-		if (rq < qp->rq_count) {
-			queued = qp->rq_count;
-			pthread_mutex_unlock(&qp->rq_lock);
-			free(rring);
-			free(sring);
-			free(ibuf);
-			siw_qp_info(qp, "modify_qp: %u receive WRs, %u queued",
-				    rq, queued);
-			return -EINVAL;
-		}
 	}
 	if (sq) {
 		free(qp->sq);
@@ -250,7 +235,6 @@ static int qp_resize(struct siw_qp *qp, const struct rnicpi_qp_cap *cap)
 		qp->rq_size = rq;
 		qp->rq_head = 0;
 		qp->cap.max_recv_wr = rq;
-		pthread_mutex_unlock(&qp->rq_lock);
 	}
 	siw_qp_dbg(qp, "resized: sq %u rq %u", qp->sq_size, qp->rq_size);
 	return 0;
@@ -259,6 +243,17 @@ nomem:
 	free(ibuf);
 	free(rring);
 	return -ENOMEM;
+}
+
+/* post_recv takes only rq_lock: a resize holds it throughout. */
+static int qp_resize(struct siw_qp *qp, const struct rnicpi_qp_cap *cap)
+{
+	int rc;
+
+	pthread_mutex_lock(&qp->rq_lock);
+	rc = qp_resize_locked(qp, cap);
+	pthread_mutex_unlock(&qp->rq_lock);
+	return rc;
 }
 
 int siw_modify_qp(struct rnicpi_qp *q, struct rnicpi_qp_attr *attr,
