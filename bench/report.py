@@ -256,40 +256,38 @@ def paired_verdicts():
              "rxe READ 1 MiB >= 0.8 x iperf3 -R, paired rounds of one placement", lambda x: x >= 0.8)):
         if (P, t, s, "ratio_median") in val:
             out.append(verdict(name, val[(P, t, s, "ratio_median")], ok))
+    def at_mib(rows, ok=None):
+        """The 1 MiB medians of @rows (key, name) that were measured:
+        verdicts by @ok, or with no target."""
+        for key, name in rows:
+            r = val.get((P, key, "1048576", "ratio_median"))
+            if r is not None:
+                out.append(verdict(name, r, ok) if ok else info(name, r))
+
     # No target: what UDP and the ICRC alone allow beside iperf3, and how
     # far soft-RoCE is from that floor (bench/udp-ceiling --icrc)
     for t in ("write", "send", "read"):
-        for key, name in (
-                ("udp-icrc-vs-iperf3-during-rxe_%s_bw" % t,
+        at_mib((("udp-icrc-vs-iperf3-during-rxe_%s_bw" % t,
                  "UDP + ICRC (no transport) / iperf3%s, during rxe %s, paired rounds of one placement"
                  % (" -R" if t == "read" else "", t.upper())),
                 ("rxe_%s_bw-vs-udp-icrc" % t,
-                 "rxe %s 1 MiB / UDP + ICRC, paired rounds of one placement" % t.upper())):
-            if (P, key, "1048576", "ratio_median") in val:
-                out.append(info(name, val[(P, key, "1048576", "ratio_median")]))
+                 "rxe %s 1 MiB / UDP + ICRC, paired rounds of one placement" % t.upper())))
     # No target: what polling costs here (send_bw -e; a UDP receiver
     # that polls its socket against one that sleeps in recv())
-    for key, name in (
-            ("rxe_send_bw-events-vs-iperf3",
+    at_mib((("rxe_send_bw-events-vs-iperf3",
              "rxe SEND 1 MiB, both ends sleeping on events (-e) / iperf3, paired rounds of one placement"),
             ("udp-icrc-polling-receiver-vs-sleeping",
-             "UDP + ICRC, receiver polling / receiver sleeping, paired rounds of one placement")):
-        if (P, key, "1048576", "ratio_median") in val:
-            out.append(info(name, val[(P, key, "1048576", "ratio_median")]))
+             "UDP + ICRC, receiver polling / receiver sleeping, paired rounds of one placement")))
     # issue 17's CPU line for soft-iWARP's receiving server, in paired
     # rounds; beside it, with no target, bench/tcp-fpdu (the same stream
     # in 64 KiB frames read into place, no transport) against iperf3, and
     # the server against it: how much of the distance is framing
-    for key, name in (
-            ("siw_send_bw-server-cpu-vs-iperf3",
+    at_mib((("siw_send_bw-server-cpu-vs-iperf3",
              "siw SEND 1 MiB CPU/GiB server <= 1.2 x iperf3, paired rounds"),
             ("siw_send_bw-events-server-cpu-vs-iperf3",
-             "siw SEND -e 1 MiB CPU/GiB server (sleeps) <= 1.2 x iperf3, paired rounds")):
-        if (P, key, "1048576", "ratio_median") in val:
-            out.append(verdict(name, val[(P, key, "1048576", "ratio_median")],
-                               lambda x: x <= 1.2))
-    for key, name in (
-            ("tcp-fpdu-cpu-vs-iperf3",
+             "siw SEND -e 1 MiB CPU/GiB server (sleeps) <= 1.2 x iperf3, paired rounds")),
+           lambda x: x <= 1.2)
+    at_mib((("tcp-fpdu-cpu-vs-iperf3",
              "TCP in 64 KiB frames read into place (no transport), receiver CPU/GiB / iperf3 server, paired rounds"),
             ("tcp-fpdu-handoff-cpu-vs-iperf3",
              "the same, a second thread woken at each message's end (a completion), / iperf3 server, paired rounds"),
@@ -298,9 +296,7 @@ def paired_verdicts():
             ("siw_send_bw-events-server-cpu-vs-tcp-fpdu",
              "siw SEND -e 1 MiB CPU/GiB server (sleeps) / TCP in 64 KiB frames (no transport), paired rounds"),
             ("siw_send_bw-events-server-cpu-vs-tcp-fpdu-handoff",
-             "siw SEND -e 1 MiB CPU/GiB server (sleeps) / TCP in 64 KiB frames with a completion thread, paired rounds")):
-        if (P, key, "1048576", "ratio_median") in val:
-            out.append(info(name, val[(P, key, "1048576", "ratio_median")]))
+             "siw SEND -e 1 MiB CPU/GiB server (sleeps) / TCP in 64 KiB frames with a completion thread, paired rounds")))
     # the daemon's work is per process (registration, a socket, a QPN
     # range), none per packet: its CPU per two-process run, each run
     # seconds of traffic

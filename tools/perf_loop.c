@@ -12,8 +12,8 @@
  * Latency: RDMA Write ping-pong polls the last byte of the sink (IT-API
  * has no Write with immediate data), Send ping-pong waits for receive
  * completions (and writes no credits: one message is in flight, and its
- * receiver reposts before it answers), RDMA Read waits for each Read. Ping-pong times are halved
- * round trips, as perftest reports them.
+ * receiver reposts before it answers), RDMA Read waits for each Read.
+ * Ping-pong times are halved round trips, as perftest reports them.
  */
 #define _GNU_SOURCE
 #include "tools/perf_priv.h"
