@@ -22,6 +22,9 @@
 
 /* Largest queue of a non-DTO EVD (a DTO EVD is bounded by max_cqe). */
 #define ITAPI_MAX_QUEUE (1u << 20)
+/* Sockets a software provider may leave to a thread asleep in
+ * it_evd_wait (ual_cq_wait_begin); the rest stay with its own thread. */
+#define ITAPI_WAIT_FDS 8
 
 /* ------------------------------------------------------------------ */
 /* Create, free                                                        */
@@ -539,6 +542,15 @@ it_status_t it_evd_dequeue_n(it_evd_handle_t evd_handle, int deque_count,
 	return n ? IT_SUCCESS : IT_ERR_QUEUE_EMPTY;
 }
 
+/* it_evd_wait has what it waits for. At entry, enough events are enough;
+ * later, only a notifying arrival wakes it (IT_NOTIFY_FLAG). Under
+ * evd->lock. */
+static bool evd_wait_done(struct itapi_evd *evd, bool first)
+{
+	return evd->count >= itapi_evq_threshold(evd) &&
+	       (first || evd->n_notify > 0);
+}
+
 static struct timespec *remaining(gint64 deadline, struct timespec *ts)
 {
 	gint64 left;
@@ -559,7 +571,7 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 	struct itapi_evd *evd = ITAPI_LOOKUP(evd_handle, struct itapi_evd,
 					     IT_HANDLE_TYPE_EVD);
 	gint64 deadline = -1;
-	bool first = true;
+	bool first = true, began = false;
 	it_status_t st;
 
 	if (!evd)
@@ -593,30 +605,47 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 	evd->waiters++;
 	itapi_evq_sync(evd);
 	for (;;) {
-		struct pollfd pfd[2] = { { .fd = evd->efd, .events = POLLIN },
-					 { .fd = -1, .events = POLLIN } };
+		struct pollfd pfd[2 + ITAPI_WAIT_FDS] = {
+			{ .fd = evd->efd, .events = POLLIN },
+			{ .fd = -1, .events = POLLIN }
+		};
+		int fds[ITAPI_WAIT_FDS], nfd = 0, i;
 		struct timespec ts, *tsp;
 		int r;
 
 		if (evd->cq) {
 			/* Not watched by the pump: this thread arms the CQ
 			 * and sleeps on its fd as well, pumping after the
-			 * arm what arrived before it. */
+			 * arm what arrived before it. A software provider
+			 * may leave it sockets to watch too, read by the
+			 * pump when they wake it (cq_wait_begin). */
 			bool self = !evd->pump_registered &&
 				    ual_cq_fd(evd->cq) >= 0;
 
 			g_mutex_unlock(&evd->lock);
 			itapi_evd_pump(evd);
-			if (self && ual_cq_arm(evd->cq, false) == 0) {
-				pfd[1].fd = ual_cq_fd(evd->cq);
-				itapi_evd_pump(evd);
-			}
 			g_mutex_lock(&evd->lock);
+			/* Nothing armed when the pump brought enough: an
+			 * armed CQ tells a provider its consumer sleeps. */
+			if (self && !evd_wait_done(evd, first)) {
+				g_mutex_unlock(&evd->lock);
+				nfd = ual_cq_wait_begin(evd->cq, fds,
+							ITAPI_WAIT_FDS);
+				began = true;
+				if (ual_cq_arm(evd->cq, false) == 0) {
+					pfd[1].fd = ual_cq_fd(evd->cq);
+					for (i = 0; i < nfd; i++) {
+						pfd[2 + i].fd = fds[i];
+						pfd[2 + i].events = POLLIN;
+					}
+					itapi_evd_pump(evd);
+				} else {
+					nfd = 0;
+				}
+				g_mutex_lock(&evd->lock);
+			}
 		}
-		/* At entry, enough events are enough; later, only a
-		 * notifying arrival wakes us (IT_NOTIFY_FLAG). */
-		if (evd->count >= itapi_evq_threshold(evd) &&
-		    (first || evd->n_notify > 0)) {
+		if (evd_wait_done(evd, first)) {
 			itapi_evq_pop(evd, event);
 			itapi_evq_after_dequeue(evd, event);
 			*nmore = evd->count;
@@ -655,7 +684,7 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 		 * work to our next poll (soft-RoCE's poll_rx). */
 		if (pfd[1].fd < 0)
 			ual_device_consumer_blocks(evd->obj.ia->dev);
-		r = ppoll(pfd, 2, tsp, NULL);
+		r = ppoll(pfd, 2 + nfd, tsp, NULL);
 		if (r > 0 && (pfd[1].revents & POLLIN))
 			ual_cq_ack(evd->cq);
 		g_mutex_lock(&evd->lock);
@@ -668,6 +697,12 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 				     g_strerror(errno));
 			break;
 		}
+	}
+	if (began) {
+		/* Still counted as a waiter: the EVD and its CQ stay. */
+		g_mutex_unlock(&evd->lock);
+		ual_cq_wait_end(evd->cq);
+		g_mutex_lock(&evd->lock);
 	}
 	evd->waiters--;
 	g_mutex_unlock(&evd->lock);

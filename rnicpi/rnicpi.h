@@ -1257,6 +1257,20 @@ struct rnicpi_device_ops {
 	 * for the application's next poll. Any thread, any time; cheap
 	 * when there is nothing to give back. */
 	void (*consumer_blocks)(struct rnicpi_device *dev);
+	/* An application thread is about to sleep until @cq's notify_fd
+	 * turns readable; it arms @cq after this call and polls @cq after
+	 * it wakes. A provider that lets polling threads do its receive
+	 * work may leave that work for some of the CQ's QPs to this
+	 * thread: it names up to @max descriptors in @fds, which the
+	 * thread watches for POLLIN beside notify_fd, polling @cq whenever
+	 * one wakes it, and returns how many (0: its own thread does the
+	 * work, as without this op). Called again before each sleep of the
+	 * same wait; cq_wait_end when the thread goes back to its
+	 * application. One thread at a time per CQ. */
+	int (*cq_wait_begin)(struct rnicpi_cq *cq, int *fds, int max);
+	/* The thread of cq_wait_begin watches no more: what it was left
+	 * goes back to the provider's own thread unless polls keep it. */
+	void (*cq_wait_end)(struct rnicpi_cq *cq);
 };
 
 #ifdef __cplusplus

@@ -12,6 +12,9 @@
 #include "itapi/itapi_priv.h"
 #include "tests/testutil_itapi.h"
 #include "tests/suites.h"
+#ifndef HOSTRDMA_CONFORMANCE_RUNNER
+#include "vp/siw/siw.h"
+#endif
 
 /* Completions that wake a waiter: it_evd_wait sleeps through the others
  * (IT_NOTIFY_FLAG). */
@@ -606,6 +609,111 @@ START_TEST(send_recv_siw_and_flush)
 }
 END_TEST
 
+#ifndef HOSTRDMA_CONFORMANCE_RUNNER	/* (soft-iWARP's insides) */
+/*
+ * A thread asleep in it_evd_wait on a soft-iWARP EVD watches the sockets
+ * of the EVD's QPs and reads them itself when data comes, instead of the
+ * provider's thread reading and then waking it (ual_cq_wait_begin). Each
+ * message here is sent only once the receiver's socket is left to the
+ * waiting thread: every one must be read by that thread's poll, complete
+ * with its own bytes in its own slot, and write nothing past the slots.
+ */
+#define WAIT_ROUNDS 48
+#define WAIT_SLOT 16
+
+struct waiting_sender {
+	it_ep_handle_t x;
+	it_evd_handle_t xsq;
+	struct siw_qp *qy;
+	GAsyncQueue *go;
+};
+
+static gpointer send_when_watched(gpointer data)
+{
+	struct waiting_sender *w = data;
+
+	for (int i = 0; i < WAIT_ROUNDS; i++) {
+		gint64 end;
+		it_lmr_triplet_t t;
+		it_event_t ev;
+
+		ck_assert_ptr_nonnull(g_async_queue_timeout_pop(w->go,
+								IT_WAIT_US));
+		end = g_get_monotonic_time() + IT_WAIT_US;
+		while (!atomic_load(&w->qy->wait_cq)) {
+			ck_assert_msg(g_get_monotonic_time() < end,
+				      "round %d: the socket was never left "
+				      "to the waiting thread", i);
+			g_usleep(50);
+		}
+		memset(S.mem + i * WAIT_SLOT, 0x61 + i % 26, WAIT_SLOT);
+		t = it_seg(&S, (size_t)i * WAIT_SLOT, WAIT_SLOT);
+		ck_assert_it_ok(it_post_send(w->x, &t, 1, 500 + i, CN));
+		it_wait_event(w->xsq, &ev);
+		ck_assert_event(&ev, IT_DTO_SEND_CMPL_EVENT);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	}
+	return NULL;
+}
+
+START_TEST(waiter_reads_the_socket)
+{
+	struct waiting_sender w = { .go = g_async_queue_new() };
+	struct itapi_ep *ey;
+	struct siw_device *dev;
+	it_ep_attributes_t at;
+	uint64_t rx0;
+	it_ep_handle_t y;
+	GThread *th;
+
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 64, 0,
+				      NULL, &w.xsq, NULL));
+	it_ep_attr_default(&F, &at, 16);
+	ck_assert_it_ok(it_ep_rc_create(F.pz, w.xsq, F.dto, F.msg,
+					IT_EP_NO_FLAG, &at, &w.x));
+	y = it_ep_new(&F);
+	it_connect_pair(&F, w.x, y);
+	ey = (struct itapi_ep *)y;
+	w.qy = to_siw_qp(ual_qp_rnicpi(ey->qp));
+	dev = to_siw_dev(ual_device_rnicpi(ey->obj.ia->dev));
+	rx0 = atomic_load(&dev->counters.wait_rx);
+	memset(R.mem, 0xee, R.len);
+	th = g_thread_new("sender", send_when_watched, &w);
+	for (int i = 0; i < WAIT_ROUNDS; i++) {
+		it_lmr_triplet_t t = it_seg(&R, (size_t)i * WAIT_SLOT,
+					    WAIT_SLOT);
+		it_event_t ev;
+		size_t nmore;
+
+		ck_assert_it_ok(it_post_recv(y, &t, 1, 700 + i, CN));
+		g_async_queue_push(w.go, GINT_TO_POINTER(1));
+		ck_assert_it_ok(it_evd_wait(F.dto, IT_WAIT_US, &ev, &nmore));
+		ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+		ck_assert_uint_eq(ev.dto_cmpl.cookie, 700 + i);
+		ck_assert_uint_eq(ev.dto_cmpl.transferred_length, WAIT_SLOT);
+		for (int k = 0; k < WAIT_SLOT; k++)
+			ck_assert_int_eq(R.mem[i * WAIT_SLOT + k],
+					 0x61 + i % 26);
+	}
+	g_thread_join(th);
+	for (size_t k = WAIT_ROUNDS * WAIT_SLOT; k < R.len; k++)
+		ck_assert_int_eq(R.mem[k], 0xee);
+	/* Each message came while the waiter watched: its poll read it */
+	rx0 = atomic_load(&dev->counters.wait_rx) - rx0;
+	ck_assert_msg(rx0 >= WAIT_ROUNDS,
+		      "the waiting thread read %llu of %d messages",
+		      (unsigned long long)rx0, WAIT_ROUNDS);
+	/* Between waits the socket is nobody's to watch */
+	ck_assert_ptr_null(atomic_load(&w.qy->wait_cq));
+	ck_assert_it_ok(it_ep_free(y));
+	ck_assert_it_ok(it_ep_free(w.x));
+	ck_assert_it_ok(it_evd_free(w.xsq));
+	g_async_queue_unref(w.go);
+}
+END_TEST
+#endif /* HOSTRDMA_CONFORMANCE_RUNNER */
+
 START_TEST(send_with_invalidate)
 {
 	struct it_buf target;
@@ -704,6 +812,9 @@ Suite *suite_itapi_post(void)
 	tcase_add_test(siw, rdma_read);
 	tcase_add_test(siw, unlink_fence_flag);
 	tcase_add_test(siw, send_recv_siw_and_flush);
+#ifndef HOSTRDMA_CONFORMANCE_RUNNER
+	tcase_add_test(siw, waiter_reads_the_socket);
+#endif
 	tcase_add_test(siw, send_with_invalidate);
 	tcase_add_test(siw, not_supported);
 	tcase_add_test(siw, posting_order);

@@ -535,6 +535,166 @@ START_TEST(test_parked_socket_closes)
 }
 END_TEST
 
+/* The socket of @qb as its lock sees it. */
+static int fd_of(struct siw_qp *qb)
+{
+	int fd;
+
+	pthread_mutex_lock(&qb->lock);
+	fd = qb->fd;
+	pthread_mutex_unlock(&qb->lock);
+	return fd;
+}
+
+/* Sleep as it_evd_wait does with sockets left to it: on the CQ's fd and
+ * @fd; returns the revents of @fd (the CQ's fd must stay quiet). */
+static short sleep_on(struct rnicpi_cq *cq, int fd)
+{
+	struct pollfd pf[2] = { { .fd = cq->notify_fd, .events = POLLIN },
+				{ .fd = fd, .events = POLLIN } };
+
+	ck_assert_int_eq(poll(pf, 2, H_WAIT_MS), 1);
+	ck_assert_msg(!(pf[0].revents & POLLIN),
+		      "the CQ woke the waiter: someone else read the socket");
+	return pf[1].revents;
+}
+
+/*
+ * A thread about to sleep on a CQ (cq_wait_begin, as it_evd_wait calls
+ * it) is left the socket of the CQ's QP: it watches it beside the CQ's
+ * fd and reads it in the poll it makes when woken, so a message costs
+ * one thread's wake-up, not the progress thread's and then the
+ * consumer's. While it is left so the progress thread does not read it
+ * (out of its epoll set, and an arm of the device's CQs or a consumer
+ * blocking elsewhere does not take it back), every message is the
+ * waiter's to read, and its bytes land where the receive said. A wait
+ * that ends with the CQ still armed (a timeout) gives the socket back:
+ * the next message is read without any poll.
+ */
+START_TEST(test_waiter_reads_socket)
+{
+	struct h_pair p;
+	struct h_buf sa, sb;
+	struct siw_qp *qb;
+	struct siw_device *db;
+	struct rnicpi_wc wc;
+	int epfd, fd, fds[4], i, k;
+
+	h_pair_up_bufs(&p, NULL, NULL, &sa, &sb, MSG, 21);
+	qb = to_siw_qp(p.b.qp);
+	db = to_siw_dev(p.db->dev);
+	epfd = rnicpi_engine_fd(&db->engine);
+	fd = fd_of(qb);
+	ck_assert_int_ge(fd, 0);
+	ck_assert(in_epoll_set(epfd, fd));
+	for (i = 0; i < ROUNDS; i++) {
+		short rev;
+
+		h_post_recv(&p.b, &sb, 0, MSG, (uint64_t)i);
+		ck_assert_int_eq(p.b.d->ops->cq_wait_begin(p.b.rcq, fds, 4),
+				 1);
+		ck_assert_int_eq(fds[0], fd);
+		ck_assert_ok(p.b.d->ops->req_notify_cq(p.b.rcq, 0));
+		/* Neither an arm nor a consumer asleep elsewhere on the
+		 * device takes a socket a waiter watches. */
+		p.b.d->ops->consumer_blocks(p.b.d->dev);
+		ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
+		ck_assert_msg(!in_epoll_set(epfd, fd),
+			      "round %d: the progress thread watches fd %d",
+			      i, fd);
+		memset(sa.p, 0x40 + i % 64, MSG);
+		ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &sa, 0, MSG,
+					 (uint64_t)i, RNICPI_SEND_SIGNALED, 0,
+					 0));
+		spin_for(&p.a, p.a.scq, &wc);
+		ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+		if (i == 0) {
+			/* Left alone a while, the message stays unread */
+			usleep(20000);
+			ck_assert_uint_eq(fpdus_of(qb), 0);
+		}
+		rev = sleep_on(p.b.rcq, fd);
+		ck_assert(rev & POLLIN);
+		ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 1);
+		ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+		ck_assert_uint_eq(wc.byte_len, MSG);
+		for (k = 0; k < MSG; k++)
+			ck_assert_int_eq(sb.p[k], 0x40 + i % 64);
+		/* The completion came from the poll, after the arm: the
+		 * CQ's fd fired too; take it as a waiter would. */
+		ck_assert_ok(p.b.d->ops->ack_cq_event(p.b.rcq));
+		p.b.d->ops->cq_wait_end(p.b.rcq);
+	}
+	ck_assert_uint_eq(fpdus_of(qb), ROUNDS);
+	ck_assert_uint_ge(atomic_load(&db->counters.wait_rx), ROUNDS);
+	ck_assert_uint_eq(atomic_load(&db->counters.unpark_timer), 0);
+
+	/* A wait that times out: armed, nothing came, the waiter leaves */
+	h_post_recv(&p.b, &sb, 0, MSG, 1);
+	ck_assert_int_eq(p.b.d->ops->cq_wait_begin(p.b.rcq, fds, 4), 1);
+	ck_assert_ok(p.b.d->ops->req_notify_cq(p.b.rcq, 0));
+	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
+	p.b.d->ops->cq_wait_end(p.b.rcq);
+	ck_assert_msg(in_epoll_set(epfd, fd), "fd %d not watched again", fd);
+	memset(sa.p, 0x2e, MSG);
+	ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &sa, 0, MSG, 2,
+				 RNICPI_SEND_SIGNALED, 0, 0));
+	spin_for(&p.a, p.a.scq, &wc);
+	{
+		struct pollfd pf = { .fd = p.b.rcq->notify_fd,
+				     .events = POLLIN };
+
+		ck_assert_int_eq(poll(&pf, 1, H_WAIT_MS), 1);
+	}
+	ck_assert_ok(p.b.d->ops->ack_cq_event(p.b.rcq));
+	take_one(&p, &sa, &sb, 0x2e);
+}
+END_TEST
+
+/*
+ * The peer closes while the waiter watches the socket: its FIN wakes the
+ * waiter, whose poll reads it; the QP disconnects in an orderly way at
+ * once (not after the linger or park timer), and the closed socket is
+ * no longer left to anyone.
+ */
+START_TEST(test_waiter_sees_close)
+{
+	struct h_pair p;
+	struct h_buf sa, sb;
+	struct rnicpi_qp_attr closing = { .qp_state = RNICPI_QPS_CLOSING };
+	struct siw_qp *qb;
+	struct rnicpi_wc wc;
+	struct h_conn_ev ev;
+	int fd, fds[4];
+	uint64_t t0;
+
+	h_pair_up_bufs(&p, NULL, NULL, &sa, &sb, MSG, 22);
+	qb = to_siw_qp(p.b.qp);
+	fd = fd_of(qb);
+	ck_assert_int_eq(p.b.d->ops->cq_wait_begin(p.b.rcq, fds, 4), 1);
+	ck_assert_int_eq(fds[0], fd);
+	ck_assert_ok(p.b.d->ops->req_notify_cq(p.b.rcq, 0));
+	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
+	t0 = mono_us();
+	ck_assert_ok(p.da->ops->modify_qp(p.a.qp, &closing, RNICPI_QP_STATE));
+	ck_assert(sleep_on(p.b.rcq, fd) & (POLLIN | POLLHUP));
+	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
+	ck_assert(h_wait_conn(p.db, RNICPI_CONN_DISCONNECTED, p.b.qp, &ev,
+			      H_WAIT_MS));
+	ck_assert(h_wait_conn(p.da, RNICPI_CONN_DISCONNECTED, p.a.qp, &ev,
+			      H_WAIT_MS));
+	ck_assert_int_eq(ev.ev.status, 0);
+	ck_assert_msg(mono_us() - t0 < 1000000, "closed after %llu us",
+		      (unsigned long long)(mono_us() - t0));
+	ck_assert(atomic_load(&qb->wait_cq) == NULL);
+	/* Nothing to leave to a waiter any more */
+	ck_assert_int_eq(p.b.d->ops->cq_wait_begin(p.b.rcq, fds, 4), 0);
+	p.b.d->ops->cq_wait_end(p.b.rcq);
+	h_pair_down_bufs(&p, &sa, &sb);
+}
+END_TEST
+
 Suite *suite_siw_park(void)
 {
 	Suite *s = suite_create("siw-park");
@@ -548,6 +708,8 @@ Suite *suite_siw_park(void)
 	tcase_add_test(tc, test_nudge_reads_parked);
 	tcase_add_test(tc, test_consumer_blocks_unparks);
 	tcase_add_test(tc, test_parked_socket_closes);
+	tcase_add_test(tc, test_waiter_reads_socket);
+	tcase_add_test(tc, test_waiter_sees_close);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -217,6 +217,14 @@ int ual_cq_arm(struct ual_cq *cq, bool solicited_only);
 int ual_cq_fd(const struct ual_cq *cq);
 /* Consume the fd's readiness; -EAGAIN if it was not readable. */
 int ual_cq_ack(struct ual_cq *cq);
+/*
+ * The calling thread is about to arm @cq and sleep on its fd: up to @max
+ * descriptors it watches as well (POLLIN), polling @cq when one wakes it
+ * (the provider's cq_wait_begin; 0 for most). Before each sleep of one
+ * wait; ual_cq_wait_end once the wait is over.
+ */
+int ual_cq_wait_begin(struct ual_cq *cq, int *fds, int max);
+void ual_cq_wait_end(struct ual_cq *cq);
 
 /*
  * A GSource that dispatches when the CQ's fd is readable, after acking it.

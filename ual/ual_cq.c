@@ -165,6 +165,25 @@ int ual_cq_fd(const struct ual_cq *cq)
 	return cq->fd;
 }
 
+int ual_cq_wait_begin(struct ual_cq *cq, int *fds, int max)
+{
+	int n;
+
+	if (ual_obj_read_alive(&cq->obj))
+		return 0;
+	n = cq->dev->ops.cq_wait_begin(cq->rcq, fds, max);
+	g_rw_lock_reader_unlock(&cq->obj.live);
+	return n < 0 ? 0 : MIN(n, max);
+}
+
+void ual_cq_wait_end(struct ual_cq *cq)
+{
+	if (ual_obj_read_alive(&cq->obj))
+		return;
+	cq->dev->ops.cq_wait_end(cq->rcq);
+	g_rw_lock_reader_unlock(&cq->obj.live);
+}
+
 int ual_cq_ack(struct ual_cq *cq)
 {
 	int err;

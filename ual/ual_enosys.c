@@ -123,6 +123,20 @@ static void enosys_consumer_blocks(struct rnicpi_device *dev)
 	(void)dev;
 }
 
+/* Optional: a provider without them does its receive work itself. */
+static int enosys_cq_wait_begin(struct rnicpi_cq *cq, int *fds, int max)
+{
+	(void)cq;
+	(void)fds;
+	(void)max;
+	return 0;
+}
+
+static void enosys_cq_wait_end(struct rnicpi_cq *cq)
+{
+	(void)cq;
+}
+
 /* Every op of struct rnicpi_device_ops, in declaration order. */
 #define UAL_DEVICE_OPS(X)                                                   \
 	X(device_destroy) X(query_device) X(query_port) X(query_gid)        \
@@ -135,7 +149,8 @@ static void enosys_consumer_blocks(struct rnicpi_device *dev)
 	X(conn_accept) X(conn_reject) X(iw_connect) X(iw_take_request)      \
 	X(cm_listen) X(cm_listen_destroy) X(cm_connect) X(device_open)     \
 	X(cm_disconnect) X(alloc_mr) X(cm_sidr_request) X(cm_sidr_destroy) \
-	X(cm_sidr_reply) X(consumer_blocks)
+	X(cm_sidr_reply) X(consumer_blocks) X(cq_wait_begin)              \
+	X(cq_wait_end)
 
 /* The X-macro must name every op: one slot forgotten here would be copied
  * as NULL. Op slots are pointer sized, after the uint32_t size. */

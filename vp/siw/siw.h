@@ -236,6 +236,10 @@ struct siw_counters {
 	atomic_uint_fast64_t unpark_timer;	/* taken back by the timer */
 	atomic_uint_fast64_t unpark_timer_data; /* ... with bytes waiting */
 	atomic_uint_fast64_t park_off;	/* QPs no longer parked */
+	/* sockets left to a thread asleep on a CQ (siw_cq_wait_begin), and
+	 * that thread's receive passes that brought bytes */
+	atomic_uint_fast64_t wait_claims;
+	atomic_uint_fast64_t wait_rx;
 	/* recvmsg() calls that found nothing (EAGAIN), a polling
 	 * consumer's direct reads of an empty socket (siw_cq_progress) not
 	 * counted */
@@ -690,6 +694,10 @@ struct siw_qp {
 	bool tx_hold;		/* initiator: rts_delay_ms not over yet */
 	atomic_uint_fast64_t polled_ns;	/* siw_cq_progress() last read here */
 	atomic_uint polled_gen;	/* the device's arm_gen then */
+	/* The CQ whose waiter watches the socket (siw_cq_wait_begin):
+	 * parked, read by that thread when it wakes; NULL when none. */
+	_Atomic(struct siw_cq *) wait_cq;
+	atomic_int wait_fd;	/* fd when claimed (read without the lock) */
 	struct siw_list park_node;	/* on dev->parked while parked */
 	/* FPDUs built and sendmsg() calls that wrote some of them */
 	uint64_t tx_fpdus, tx_calls;
@@ -985,6 +993,10 @@ void siw_cq_unpark(struct siw_cq *cq);
 /* The same for every parked QP of @dev (an arm of any of its CQs, or a
  * consumer about to sleep without one: consumer_blocks). */
 void siw_dev_unpark(struct siw_device *dev);
+/* A thread is about to sleep on @cq: up to @max of its QPs' sockets for
+ * it to watch (rnicpi's cq_wait_begin), and the end of that. */
+int siw_cq_wait_begin(struct siw_cq *cq, int *fds, int max);
+void siw_cq_wait_end(struct siw_cq *cq);
 
 /* Turn SO_ZEROCOPY on when the device asks for it (zcopy_min). */
 void siw_tx_zc_setup(struct siw_qp *qp);

@@ -654,6 +654,16 @@ static void siw_consumer_blocks(struct rnicpi_device *d)
 		siw_dev_unpark(dev);
 }
 
+static int siw_cq_wait_begin_op(struct rnicpi_cq *c, int *fds, int max)
+{
+	return siw_cq_wait_begin(to_siw_cq(c), fds, max);
+}
+
+static void siw_cq_wait_end_op(struct rnicpi_cq *c)
+{
+	siw_cq_wait_end(to_siw_cq(c));
+}
+
 static int siw_ack_cq_event(struct rnicpi_cq *c)
 {
 	return rnicpi_cq_ring_ack(&to_siw_cq(c)->ring);
@@ -879,4 +889,6 @@ const struct rnicpi_device_ops siw_device_ops = {
 	.iw_connect = siw_iw_connect,
 	.iw_take_request = siw_iw_take_request,
 	.consumer_blocks = siw_consumer_blocks,
+	.cq_wait_begin = siw_cq_wait_begin_op,
+	.cq_wait_end = siw_cq_wait_end_op,
 };
