@@ -704,6 +704,81 @@ START_TEST(perf_atomics_rxe)
 }
 END_TEST
 
+/*
+ * Two programs on one host without hostrdma-kald: a hostrdma-perf server
+ * on every device holds soft-RoCE's UDP port, and a client given only
+ * the address tries soft-RoCE first (it comes first here). That device
+ * cannot open in the client; soft-iWARP serves, and the client says
+ * nothing about soft-RoCE's port (it did, as a WARNING, on every such
+ * run). Named with -d, the device's reason is shown; and when no device
+ * can serve, the reason comes with the tool's own message. (Those two
+ * first: the server lets the port go once a client connects.)
+ */
+START_TEST(perf_client_quiet_about_devices_it_skips)
+{
+	char port[8];
+	const char *server[] = { TOOLS "hostrdma-perf", "write_bw", "-p",
+				 free_port(port, sizeof(port)), NULL };
+	const char *client[] = { "hostrdma-perf", "write_bw", "-n", "50",
+				 "-p", port, "127.0.0.1", NULL };
+	const char *named[] = { "hostrdma-perf", "write_bw", "-n", "50",
+				"-d", "rxe_lo", "-p", port, "127.0.0.1",
+				NULL };
+	const char *list[] = { "hostrdma-info", "-l", NULL };
+	struct proc s;
+	GString *out;
+
+	g_setenv("HOSTRDMA_PROVIDER_PATH",
+		 RXE_PROVIDER_DIR ":" SIW_PROVIDER_DIR, TRUE);
+	g_unsetenv("HOSTRDMA_DEVICES");
+	/* No host service, whatever this host runs */
+	g_setenv("HOSTRDMA_KALD_SOCKET", "/nonexistent/kald.sock", TRUE);
+	/* The premise: soft-RoCE's loopback device comes first */
+	ck_assert_int_eq(run(list, &out), 0);
+	ck_assert_msg(g_str_has_prefix(out->str, "rxe_lo "), "%s", out->str);
+	g_string_free(out, TRUE);
+	start(&s, server);
+	ck_assert_msg(read_until(&s, "waiting for a client"),
+		      "the server did not listen:\n%s", tail(s.text->str));
+	if (strstr(s.text->str, "4791")) {
+		/* another program has the port: the client would not meet
+		 * the case */
+		done(&s);
+		g_unsetenv("HOSTRDMA_KALD_SOCKET");
+		return;
+	}
+	ck_assert_int_eq(run(named, &out), 1);
+	ck_assert_msg(strstr(out->str, "UDP port 4791") &&
+			      strstr(out->str, "hostrdma-kald") &&
+			      strstr(out->str, "device rxe_lo is held by "
+					       "another process"),
+		      "%s", out->str);
+	g_string_free(out, TRUE);
+
+	g_setenv("HOSTRDMA_DEVICES", "rxe_lo", TRUE);
+	ck_assert_int_eq(run(client, &out), 1);
+	ck_assert_msg(strstr(out->str, "UDP port 4791") &&
+			      strstr(out->str, "no RDMA device reaches "
+					       "127.0.0.1 (1 devices, 1 did "
+					       "not open)"),
+		      "%s", out->str);
+	g_string_free(out, TRUE);
+	g_unsetenv("HOSTRDMA_DEVICES");
+	ck_assert_int_eq(run(client, &out), 0);
+	ck_assert_msg(!strstr(out->str, "WARNING") &&
+			      !strstr(out->str, "4791"),
+		      "the client spoke of a device it did not use:\n%s",
+		      out->str);
+	ck_assert_msg(strstr(out->str, "Device         : siw_lo"), "%s",
+		      out->str);
+	g_string_free(out, TRUE);
+
+	ck_assert_int_eq(finish_within(&s, 20), 0);
+	done(&s);
+	g_unsetenv("HOSTRDMA_KALD_SOCKET");
+}
+END_TEST
+
 /* RoCE ports: link layer Ethernet, an MTU, the GIDs. */
 START_TEST(info_rxe_gids_mtu)
 {
@@ -768,6 +843,7 @@ void tools_add_habits_case(Suite *s)
 	tcase_add_test(tc, perf_loopback_all_sizes_in_8mib_memlock);
 	tcase_add_test(tc, info_rxe_gids_mtu);
 	tcase_add_test(tc, perf_atomics_rxe);
+	tcase_add_test(tc, perf_client_quiet_about_devices_it_skips);
 #endif
 #endif
 	suite_add_tcase(s, tc);

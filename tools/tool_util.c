@@ -273,6 +273,67 @@ const char *tool_device_names(char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * What a provider logs while a tool opens the devices one after another
+ * to find one for an address (soft-RoCE: "another process on this host
+ * owns soft-RoCE's UDP port 4791", when a server of ours runs on the same
+ * host without hostrdma-kald) is noise when another device serves, and
+ * the reason when none does: it is held while such a candidate opens, in
+ * that thread only, and shown with the tool's own message when no device
+ * was found (flush_held). A tool given -d sees it as it comes.
+ */
+static GMutex held_lock;
+static GThread *holding;	/* the thread whose warnings are held */
+static GString *held;
+
+static GLogWriterOutput tool_log_writer(GLogLevelFlags level,
+					const GLogField *fields, gsize n,
+					gpointer data)
+{
+	bool hold;
+
+	g_mutex_lock(&held_lock);
+	hold = holding == g_thread_self() &&
+	       (level & (G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE));
+	if (hold) {
+		g_autofree char *line =
+			g_log_writer_format_fields(level, fields, n, FALSE);
+
+		if (!held)
+			held = g_string_new(NULL);
+		g_string_append_printf(held, "%s\n", line);
+	}
+	g_mutex_unlock(&held_lock);
+	return hold ? G_LOG_WRITER_HANDLED :
+		      g_log_writer_default(level, fields, n, data);
+}
+
+/* it_ia_create of a candidate device, its provider's warnings held. */
+static it_status_t open_candidate(const char *name, it_ia_handle_t *ia)
+{
+	it_status_t st;
+
+	g_mutex_lock(&held_lock);
+	holding = g_thread_self();
+	g_mutex_unlock(&held_lock);
+	st = it_ia_create(name, 2, 1, ia);
+	g_mutex_lock(&held_lock);
+	holding = NULL;
+	g_mutex_unlock(&held_lock);
+	return st;
+}
+
+/* No device served: what the candidates said while they opened. */
+static void flush_held(void)
+{
+	g_mutex_lock(&held_lock);
+	if (held && held->len)
+		fputs(held->str, stderr);
+	if (held)
+		g_string_truncate(held, 0);
+	g_mutex_unlock(&held_lock);
+}
+
 static it_ia_handle_t open_named(const char *prog, const char *name)
 {
 	char names[512];
@@ -366,9 +427,10 @@ it_ia_handle_t tool_sel_next(struct tool_sel *s, it_path_t *path)
 	}
 	while (s->next < s->n) {
 		const char *name = s->itf[s->next++].name;
-		it_status_t st = it_ia_create(name, 2, 1, &ia);
+		it_status_t st = open_candidate(name, &ia);
 
 		if (st != IT_SUCCESS) {
+			s->unopened++;
 			if (s->verbose)
 				fprintf(stderr, "%s: %s: did not open (%s), next device\n",
 					s->prog, name, tool_status_name(st));
@@ -388,9 +450,15 @@ it_ia_handle_t tool_sel_next(struct tool_sel *s, it_path_t *path)
 none:
 	if (s->device)
 		return NULL;	/* said by tool_ia_for_dest or the outcome */
+	if (!s->tried)
+		flush_held();
 	if (!s->n)
 		fprintf(stderr, "%s: no RDMA devices here (hostrdma-info -l lists them)\n",
 			s->prog);
+	else if (!s->tried && s->unopened)
+		fprintf(stderr, "%s: no RDMA device reaches %s (%zu devices, "
+			"%zu did not open)\n", s->prog, text, s->n,
+			s->unopened);
 	else if (!s->tried)
 		fprintf(stderr, "%s: no RDMA device reaches %s (%zu devices)\n",
 			s->prog, text, s->n);
@@ -447,7 +515,7 @@ it_ia_handle_t tool_ia_for_dest(const char *prog, const char *device,
 	}
 	it_interface_list(itf, &n, &total);
 	for (size_t i = 0; i < n; i++) {
-		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
+		if (open_candidate(itf[i].name, &ia) != IT_SUCCESS)
 			continue;
 		np = 1;
 		if (it_get_pathinfo(ia, 0, dst, &np, &total, path) ==
@@ -455,6 +523,7 @@ it_ia_handle_t tool_ia_for_dest(const char *prog, const char *device,
 			return ia;
 		it_ia_free(ia);
 	}
+	flush_held();
 	fprintf(stderr, "%s: no RDMA device reaches %s (%zu devices)\n", prog,
 		tool_addr_str(dst, text, sizeof(text)), n);
 	return NULL;
@@ -513,12 +582,13 @@ it_ia_handle_t tool_ia_owning(const char *prog, const char *device,
 	for (size_t i = 0; i < n; i++) {
 		it_ia_handle_t ia;
 
-		if (it_ia_create(itf[i].name, 2, 1, &ia) != IT_SUCCESS)
+		if (open_candidate(itf[i].name, &ia) != IT_SUCCESS)
 			continue;
 		if (ia_holds(ia, addr))
 			return ia;
 		it_ia_free(ia);
 	}
+	flush_held();
 	fprintf(stderr, "%s: no RDMA device holds the address %s\n", prog,
 		tool_addr_str(addr, text, sizeof(text)));
 	return NULL;
@@ -757,6 +827,8 @@ void tool_catch_stop_signals(volatile sig_atomic_t *flag)
 
 void tool_init(const char *prog)
 {
+	/* Once per process, before anything logs (GLib's rule) */
+	g_log_set_writer_func(tool_log_writer, NULL, NULL);
 	setlocale(LC_ALL, "");
 	/* Numbers stay C's ("1234.56"): scripts read the tables as they
 	 * read perftest's and rping's, which never set a locale. */

@@ -71,6 +71,7 @@ struct tool_sel {
 	uint16_t port;
 	bool verbose;
 	size_t next, n, tried;
+	size_t unopened;	/* devices whose it_ia_create failed */
 	const char *current;
 	it_interface_t itf[64];
 };
