@@ -628,21 +628,36 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 			/* Nothing armed when the pump brought enough: an
 			 * armed CQ tells a provider its consumer sleeps. */
 			if (self && !evd_wait_done(evd, first)) {
+				/* Sockets only while the pump takes from the
+				 * CQ: a full EVD takes nothing, and a socket
+				 * with data would wake us again at once. */
+				int got = evd->count < evd->size ?
+						  -1 : 0;
+
 				g_mutex_unlock(&evd->lock);
-				nfd = ual_cq_wait_begin(evd->cq, fds,
-							ITAPI_WAIT_FDS);
-				began = true;
+				if (got)
+					got = ual_cq_wait_begin(
+						evd->cq, fds, ITAPI_WAIT_FDS);
+				began |= got > 0;
 				if (ual_cq_arm(evd->cq, false) == 0) {
 					pfd[1].fd = ual_cq_fd(evd->cq);
-					for (i = 0; i < nfd; i++) {
+					for (i = 0; i < got; i++) {
 						pfd[2 + i].fd = fds[i];
 						pfd[2 + i].events = POLLIN;
 					}
+					nfd = got;
 					itapi_evd_pump(evd);
-				} else {
-					nfd = 0;
 				}
 				g_mutex_lock(&evd->lock);
+			}
+			/* What was left to us and is not watched in this
+			 * sleep goes back (an EVD bound to an AEVD
+			 * meanwhile, a failed arm, a full EVD). */
+			if (began && nfd == 0) {
+				g_mutex_unlock(&evd->lock);
+				ual_cq_wait_end(evd->cq);
+				g_mutex_lock(&evd->lock);
+				began = false;
 			}
 		}
 		if (evd_wait_done(evd, first)) {

@@ -186,6 +186,11 @@ int rnicpi_cq_ring_arm(struct rnicpi_cq_ring *ring, int solicited_only)
 	return 0;
 }
 
+void rnicpi_cq_ring_wake(struct rnicpi_cq_ring *ring)
+{
+	cq_ring_signal(ring);
+}
+
 int rnicpi_cq_ring_ack(struct rnicpi_cq_ring *ring)
 {
 	uint64_t value;

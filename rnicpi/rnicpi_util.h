@@ -107,6 +107,9 @@ static inline bool rnicpi_cq_ring_armed(struct rnicpi_cq_ring *ring)
 }
 /* Consume the eventfd's readiness: 0, or -EAGAIN if it was not ready. */
 int rnicpi_cq_ring_ack(struct rnicpi_cq_ring *ring);
+/* Make efd readable without a completion: a consumer asleep on it wakes,
+ * polls (perhaps finding nothing) and arms again. */
+void rnicpi_cq_ring_wake(struct rnicpi_cq_ring *ring);
 /* Grow or shrink to @capacity; -EINVAL if fewer than the held entries. */
 int rnicpi_cq_ring_resize(struct rnicpi_cq_ring *ring, uint32_t capacity);
 uint32_t rnicpi_cq_ring_count(struct rnicpi_cq_ring *ring);

@@ -614,9 +614,11 @@ END_TEST
  * A thread asleep in it_evd_wait on a soft-iWARP EVD watches the sockets
  * of the EVD's QPs and reads them itself when data comes, instead of the
  * provider's thread reading and then waking it (ual_cq_wait_begin). Each
- * message here is sent only once the receiver's socket is left to the
- * waiting thread: every one must be read by that thread's poll, complete
- * with its own bytes in its own slot, and write nothing past the slots.
+ * message here is sent once the receiver's socket is left to the waiting
+ * thread (or after 100 ms: a QP busy when the waiter went to sleep is
+ * not left to it): every one so sent must be read by that thread's poll;
+ * all complete with their own bytes in their own slot, nothing written
+ * past the slots.
  */
 #define WAIT_ROUNDS 48
 #define WAIT_SLOT 16
@@ -626,6 +628,7 @@ struct waiting_sender {
 	it_evd_handle_t xsq;
 	struct siw_qp *qy;
 	GAsyncQueue *go;
+	int watched;	/* messages sent while the waiter watched */
 };
 
 static gpointer send_when_watched(gpointer data)
@@ -639,13 +642,14 @@ static gpointer send_when_watched(gpointer data)
 
 		ck_assert_ptr_nonnull(g_async_queue_timeout_pop(w->go,
 								IT_WAIT_US));
-		end = g_get_monotonic_time() + IT_WAIT_US;
-		while (!atomic_load(&w->qy->wait_cq)) {
-			ck_assert_msg(g_get_monotonic_time() < end,
-				      "round %d: the socket was never left "
-				      "to the waiting thread", i);
+		/* A QP the progress thread held when the waiter went to
+		 * sleep stays the progress thread's for that sleep: then
+		 * this message is its to read. */
+		end = g_get_monotonic_time() + 100000;
+		while (!atomic_load(&w->qy->wait_cq) &&
+		       g_get_monotonic_time() < end)
 			g_usleep(50);
-		}
+		w->watched += atomic_load(&w->qy->wait_cq) != NULL;
 		memset(S.mem + i * WAIT_SLOT, 0x61 + i % 26, WAIT_SLOT);
 		t = it_seg(&S, (size_t)i * WAIT_SLOT, WAIT_SLOT);
 		ck_assert_it_ok(it_post_send(w->x, &t, 1, 500 + i, CN));
@@ -699,17 +703,204 @@ START_TEST(waiter_reads_the_socket)
 	g_thread_join(th);
 	for (size_t k = WAIT_ROUNDS * WAIT_SLOT; k < R.len; k++)
 		ck_assert_int_eq(R.mem[k], 0xee);
-	/* Each message came while the waiter watched: its poll read it */
+	/* Each message that came while the waiter watched was read by its
+	 * poll; and it watched nearly always */
 	rx0 = atomic_load(&dev->counters.wait_rx) - rx0;
-	ck_assert_msg(rx0 >= WAIT_ROUNDS,
-		      "the waiting thread read %llu of %d messages",
-		      (unsigned long long)rx0, WAIT_ROUNDS);
+	ck_assert_msg(rx0 >= (uint64_t)w.watched,
+		      "the waiting thread read %llu of the %d messages sent "
+		      "while it watched", (unsigned long long)rx0, w.watched);
+	ck_assert_int_ge(w.watched, WAIT_ROUNDS * 3 / 4);
 	/* Between waits the socket is nobody's to watch */
 	ck_assert_ptr_null(atomic_load(&w.qy->wait_cq));
 	ck_assert_it_ok(it_ep_free(y));
 	ck_assert_it_ok(it_ep_free(w.x));
 	ck_assert_it_ok(it_evd_free(w.xsq));
 	g_async_queue_unref(w.go);
+}
+END_TEST
+
+/*
+ * What a CQ's waiter is left is exactly what it is told to watch: with
+ * more QPs than it may watch, and the polls between two sleeps moving
+ * the CQ's list round (siw_cq_progress starts where the last stopped),
+ * every claimed QP's socket is among the descriptors returned, and none
+ * beyond them is claimed (one claimed but not watched was read by
+ * nobody: a message to it waited for the wait's end). The end of the
+ * wait leaves none claimed.
+ */
+#define MANY_QPS 20
+#define WATCH_MAX 4
+
+/* The QPs of @cq claimed by its waiter; each must be among @fds. */
+static unsigned int claimed_by(struct siw_cq *cq, const int *fds, int n)
+{
+	struct siw_list *l;
+	unsigned int c = 0;
+
+	pthread_mutex_lock(&cq->qps_lock);
+	for (l = cq->qps.next; l != &cq->qps; l = l->next) {
+		struct siw_qp *q = container_of(l, struct siw_cq_link,
+						node)->qp;
+		bool found = false;
+
+		if (atomic_load(&q->wait_cq) != cq)
+			continue;
+		c++;
+		for (int k = 0; k < n; k++)
+			found |= fds[k] == atomic_load(&q->wait_fd);
+		ck_assert_msg(found, "QP %u is claimed and not watched",
+			      q->base.qp_num);
+	}
+	pthread_mutex_unlock(&cq->qps_lock);
+	return c;
+}
+
+START_TEST(waiter_watches_what_it_is_left)
+{
+	it_ep_handle_t x[MANY_QPS], y[MANY_QPS];
+	struct siw_qp *qy[MANY_QPS];
+	struct itapi_evd *dto = (struct itapi_evd *)F.dto;
+	struct siw_cq *cq = NULL;
+	it_evd_handle_t xev;
+	it_ep_attributes_t at;
+	struct rnicpi_wc wc[4];
+	int fds[WATCH_MAX], n;
+
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 64, 0,
+				      NULL, &xev, NULL));
+	it_ep_attr_default(&F, &at, 4);
+	for (int i = 0; i < MANY_QPS; i++) {
+		ck_assert_it_ok(it_ep_rc_create(F.pz, xev, xev, F.msg,
+						IT_EP_NO_FLAG, &at, &x[i]));
+		y[i] = it_ep_new(&F);
+		it_connect_pair(&F, x[i], y[i]);
+		qy[i] = to_siw_qp(ual_qp_rnicpi(((struct itapi_ep *)y[i])->qp));
+		cq = qy[i]->rcq;
+	}
+	for (int round = 0; round < 6; round++) {
+		n = ual_cq_wait_begin(dto->cq, fds, WATCH_MAX);
+		/* (fewer if the progress thread held some just then) */
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_le(n, WATCH_MAX);
+		ck_assert_uint_eq(claimed_by(cq, fds, n), (unsigned)n);
+		/* A poll between two sleeps: the list moves round */
+		ck_assert_int_ge(ual_cq_poll(dto->cq, 4, wc), 0);
+	}
+	ual_cq_wait_end(dto->cq);
+	ck_assert_uint_eq(claimed_by(cq, fds, 0), 0);
+	for (int i = 0; i < MANY_QPS; i++) {
+		ck_assert_it_ok(it_ep_free(y[i]));
+		ck_assert_it_ok(it_ep_free(x[i]));
+	}
+	ck_assert_it_ok(it_evd_free(xev));
+}
+END_TEST
+
+/*
+ * A full EVD takes nothing from its CQ, so a waiter on it cannot read a
+ * socket: it is left none. Here the EVD fills while the waiter sleeps
+ * (two receives completed without IT_NOTIFY_FLAG, which wake nobody);
+ * then the peer writes into our buffer, which completes nothing here. The
+ * progress thread places the Write, and the waiter sleeps on until its
+ * time-out, instead of waking at once, again and again, for bytes it
+ * could not take (a whole core for the wait before).
+ */
+struct full_waiter {
+	it_evd_handle_t evd;
+	it_status_t st;
+	double cpu_s;
+};
+
+static gpointer wait_on_full(gpointer data)
+{
+	struct full_waiter *w = data;
+	struct timespec a, b;
+	it_event_t ev;
+	size_t nmore;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	w->st = it_evd_wait(w->evd, 1000000, &ev, &nmore);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+	w->cpu_s = (double)(b.tv_sec - a.tv_sec) +
+		   (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	return NULL;
+}
+
+START_TEST(waiter_on_a_full_evd_sleeps)
+{
+	struct full_waiter w = { 0 };
+	it_evd_handle_t xev;
+	it_ep_handle_t x, y;
+	it_ep_attributes_t at;
+	it_lmr_triplet_t t;
+	struct siw_qp *qy;
+	it_event_t ev;
+	GThread *th;
+
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 64, 0,
+				      NULL, &xev, NULL));
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 2, 0,
+				      NULL, &w.evd, NULL));
+	it_ep_attr_default(&F, &at, 2);
+	ck_assert_it_ok(it_ep_rc_create(F.pz, xev, xev, F.msg, IT_EP_NO_FLAG,
+					&at, &x));
+	ck_assert_it_ok(it_ep_rc_create(F.pz, xev, w.evd, F.msg,
+					IT_EP_NO_FLAG, &at, &y));
+	it_connect_pair(&F, x, y);
+	qy = to_siw_qp(ual_qp_rnicpi(((struct itapi_ep *)y)->qp));
+	memset(R.mem, 0xee, R.len);
+	for (int i = 0; i < 2; i++) {
+		t = it_seg(&R, (size_t)i * 16, 16);
+		ck_assert_it_ok(it_post_recv(y, &t, 1, 800 + i,
+					     IT_COMPLETION_FLAG));
+	}
+	th = g_thread_new("full-waiter", wait_on_full, &w);
+	for (gint64 end = g_get_monotonic_time() + 500000;
+	     !atomic_load(&qy->wait_cq);) {	/* asleep, the socket its */
+		ck_assert_msg(g_get_monotonic_time() < end,
+			      "the socket was not left to the waiter");
+		g_usleep(100);
+	}
+	memset(S.mem, 0x5d, 4096);
+	for (int i = 0; i < 2; i++) {
+		t = it_seg(&S, (size_t)i * 16, 16);
+		ck_assert_it_ok(it_post_send(x, &t, 1, 900 + i, CN));
+		it_wait_event(xev, &ev);
+		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	}
+	/* The waiter takes both and, full, lets the socket go */
+	for (gint64 end = g_get_monotonic_time() + 500000;
+	     atomic_load(&qy->wait_cq);) {
+		ck_assert_msg(g_get_monotonic_time() < end,
+			      "the waiter keeps the socket with a full EVD");
+		g_usleep(100);
+	}
+	t = it_seg(&S, 0, 4096);
+	ck_assert_it_ok(it_post_rdma_write(x, &t, 1, 950, CN,
+					   it_make_rdma_addr_absolute(R.mem +
+								      4096),
+					   R.rkey));
+	it_wait_event(xev, &ev);
+	ck_assert_event(&ev, IT_DTO_RDMA_WRITE_CMPL_EVENT);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	g_thread_join(th);
+	/* Two events that wake nobody: a time-out that says where */
+	ck_assert_int_eq(w.st, IT_ERR_TIMEOUT_EXPIRED);
+	ck_assert_msg(w.cpu_s < 0.3, "the waiter used %.2f s of CPU in 1 s",
+		      w.cpu_s);
+	for (size_t k = 0; k < 4096; k++)
+		ck_assert_int_eq(R.mem[4096 + k], 0x5d);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_it_ok(it_evd_dequeue(w.evd, &ev));
+		ck_assert_event(&ev, IT_DTO_RC_RECV_CMPL_EVENT);
+		ck_assert_uint_eq(ev.dto_cmpl.cookie, 800 + i);
+		for (int k = 0; k < 16; k++)
+			ck_assert_int_eq(R.mem[i * 16 + k], 0x5d);
+	}
+	ck_assert_it_ok(it_ep_free(y));
+	ck_assert_it_ok(it_ep_free(x));
+	ck_assert_it_ok(it_evd_free(w.evd));
+	ck_assert_it_ok(it_evd_free(xev));
 }
 END_TEST
 #endif /* HOSTRDMA_CONFORMANCE_RUNNER */
@@ -814,6 +1005,8 @@ Suite *suite_itapi_post(void)
 	tcase_add_test(siw, send_recv_siw_and_flush);
 #ifndef HOSTRDMA_CONFORMANCE_RUNNER
 	tcase_add_test(siw, waiter_reads_the_socket);
+	tcase_add_test(siw, waiter_watches_what_it_is_left);
+	tcase_add_test(siw, waiter_on_a_full_evd_sleeps);
 #endif
 	tcase_add_test(siw, send_with_invalidate);
 	tcase_add_test(siw, not_supported);

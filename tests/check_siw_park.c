@@ -546,6 +546,20 @@ static int fd_of(struct siw_qp *qb)
 	return fd;
 }
 
+/* cq_wait_begin on @cq, whose one QP must be left to the waiter: a QP
+ * another thread holds at that moment (a timer, say) stays with the
+ * progress thread for that sleep, so ask again a while. */
+static int begin_one(struct h_side *s, struct rnicpi_cq *cq, int *fds)
+{
+	uint64_t end = mono_us() + 1000000;
+	int n;
+
+	while ((n = s->d->ops->cq_wait_begin(cq, fds, 4)) == 0 &&
+	       mono_us() < end)
+		usleep(100);
+	return n;
+}
+
 /* Sleep as it_evd_wait does with sockets left to it: on the CQ's fd and
  * @fd; returns the revents of @fd (the CQ's fd must stay quiet). */
 static short sleep_on(struct rnicpi_cq *cq, int fd)
@@ -591,8 +605,7 @@ START_TEST(test_waiter_reads_socket)
 		short rev;
 
 		h_post_recv(&p.b, &sb, 0, MSG, (uint64_t)i);
-		ck_assert_int_eq(p.b.d->ops->cq_wait_begin(p.b.rcq, fds, 4),
-				 1);
+		ck_assert_int_eq(begin_one(&p.b, p.b.rcq, fds), 1);
 		ck_assert_int_eq(fds[0], fd);
 		ck_assert_ok(p.b.d->ops->req_notify_cq(p.b.rcq, 0));
 		/* Neither an arm nor a consumer asleep elsewhere on the
@@ -632,7 +645,7 @@ START_TEST(test_waiter_reads_socket)
 
 	/* A wait that times out: armed, nothing came, the waiter leaves */
 	h_post_recv(&p.b, &sb, 0, MSG, 1);
-	ck_assert_int_eq(p.b.d->ops->cq_wait_begin(p.b.rcq, fds, 4), 1);
+	ck_assert_int_eq(begin_one(&p.b, p.b.rcq, fds), 1);
 	ck_assert_ok(p.b.d->ops->req_notify_cq(p.b.rcq, 0));
 	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
 	p.b.d->ops->cq_wait_end(p.b.rcq);
@@ -672,7 +685,7 @@ START_TEST(test_waiter_sees_close)
 	h_pair_up_bufs(&p, NULL, NULL, &sa, &sb, MSG, 22);
 	qb = to_siw_qp(p.b.qp);
 	fd = fd_of(qb);
-	ck_assert_int_eq(p.b.d->ops->cq_wait_begin(p.b.rcq, fds, 4), 1);
+	ck_assert_int_eq(begin_one(&p.b, p.b.rcq, fds), 1);
 	ck_assert_int_eq(fds[0], fd);
 	ck_assert_ok(p.b.d->ops->req_notify_cq(p.b.rcq, 0));
 	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
@@ -695,6 +708,74 @@ START_TEST(test_waiter_sees_close)
 }
 END_TEST
 
+/* A thread asleep as it_evd_wait sleeps, on the CQ's fd and a socket. */
+struct sleeper {
+	struct rnicpi_cq *cq;
+	int fd;
+	short cq_revents;
+	uint64_t woke_us;
+};
+
+static void *sleep_thread(void *arg)
+{
+	struct sleeper *z = arg;
+	struct pollfd pf[2] = { { .fd = z->cq->notify_fd, .events = POLLIN },
+				{ .fd = z->fd, .events = POLLIN } };
+
+	if (poll(pf, 2, H_WAIT_MS) > 0)
+		z->cq_revents = pf[0].revents;
+	z->woke_us = mono_us();
+	return NULL;
+}
+
+/*
+ * Our side closes (the QP to ERR: an abortive close, RST) while a thread
+ * sleeps on the socket: its poll holds the socket's file, so the close
+ * takes effect only once that thread lets go. The close wakes it through
+ * the CQ's fd; its next sleep has no claim on the QP, and the peer sees
+ * the connection go at once, not at the sleeper's time-out.
+ */
+START_TEST(test_waiter_woken_by_our_close)
+{
+	struct h_pair p;
+	struct h_buf sa, sb;
+	struct rnicpi_qp_attr err = { .qp_state = RNICPI_QPS_ERR };
+	struct sleeper z = { 0 };
+	struct siw_qp *qb;
+	struct rnicpi_wc wc;
+	struct h_conn_ev ev;
+	pthread_t th;
+	int fds[4];
+	uint64_t t0;
+
+	h_pair_up_bufs(&p, NULL, NULL, &sa, &sb, MSG, 23);
+	qb = to_siw_qp(p.b.qp);
+	ck_assert_int_eq(begin_one(&p.b, p.b.rcq, fds), 1);
+	ck_assert_ok(p.b.d->ops->req_notify_cq(p.b.rcq, 0));
+	ck_assert_int_eq(p.b.d->ops->poll_cq(p.b.rcq, 1, &wc), 0);
+	z.cq = p.b.rcq;
+	z.fd = fds[0];
+	ck_assert_int_eq(pthread_create(&th, NULL, sleep_thread, &z), 0);
+	usleep(20000);		/* asleep in poll() */
+	t0 = mono_us();
+	ck_assert_ok(p.db->ops->modify_qp(p.b.qp, &err, RNICPI_QP_STATE));
+	ck_assert(h_wait_conn(p.da, RNICPI_CONN_DISCONNECTED, p.a.qp, &ev,
+			      H_WAIT_MS));
+	ck_assert_msg(mono_us() - t0 < 1000000,
+		      "the peer saw the close after %llu us",
+		      (unsigned long long)(mono_us() - t0));
+	pthread_join(th, NULL);
+	ck_assert_msg(z.cq_revents & POLLIN, "not woken through the CQ");
+	ck_assert_msg(z.woke_us - t0 < 1000000, "woken after %llu us",
+		      (unsigned long long)(z.woke_us - t0));
+	ck_assert(atomic_load(&qb->wait_cq) == NULL);
+	ck_assert_ok(p.b.d->ops->ack_cq_event(p.b.rcq));
+	ck_assert_int_eq(p.b.d->ops->cq_wait_begin(p.b.rcq, fds, 4), 0);
+	p.b.d->ops->cq_wait_end(p.b.rcq);
+	h_pair_down_bufs(&p, &sa, &sb);
+}
+END_TEST
+
 Suite *suite_siw_park(void)
 {
 	Suite *s = suite_create("siw-park");
@@ -710,6 +791,7 @@ Suite *suite_siw_park(void)
 	tcase_add_test(tc, test_parked_socket_closes);
 	tcase_add_test(tc, test_waiter_reads_socket);
 	tcase_add_test(tc, test_waiter_sees_close);
+	tcase_add_test(tc, test_waiter_woken_by_our_close);
 	suite_add_tcase(s, tc);
 	return s;
 }

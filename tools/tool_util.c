@@ -280,7 +280,8 @@ const char *tool_device_names(char *buf, size_t len)
  * host without hostrdma-kald) is noise when another device serves, and
  * the reason when none does: it is held while such a candidate opens, in
  * that thread only, and shown with the tool's own message when no device
- * was found (flush_held). A tool given -d sees it as it comes.
+ * was found (flush_held), or at once when asked to say each try (-v). A
+ * tool given the device (-d) sees it as it comes.
  */
 static GMutex held_lock;
 static GThread *holding;	/* the thread whose warnings are held */
@@ -431,6 +432,9 @@ it_ia_handle_t tool_sel_next(struct tool_sel *s, it_path_t *path)
 
 		if (st != IT_SUCCESS) {
 			s->unopened++;
+			/* -v (ping's -d): the device's own reason too */
+			if (s->verbose)
+				flush_held();
 			if (s->verbose)
 				fprintf(stderr, "%s: %s: did not open (%s), next device\n",
 					s->prog, name, tool_status_name(st));

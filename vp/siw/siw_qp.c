@@ -260,6 +260,8 @@ bool siw_fd_readable(int fd)
 
 void siw_qp_socket_close(struct siw_qp *qp, bool abort)
 {
+	struct siw_cq *waiter;
+
 	if (qp->fd < 0)
 		return;
 	siw_dev_poll_del(qp->dev, qp->fd);
@@ -272,9 +274,13 @@ void siw_qp_socket_close(struct siw_qp *qp, bool abort)
 	}
 	close(qp->fd);
 	qp->fd = -1;
-	/* A waiter may still poll the old descriptor: a new socket is the
-	 * progress thread's until the next wait claims it. */
-	atomic_store(&qp->wait_cq, NULL);
+	/* A waiter asleep on the socket holds its file (poll): the close
+	 * takes effect, FIN or RST, once it lets go. Wake it; its next
+	 * sleep has no claim on this QP (a new socket is the progress
+	 * thread's until a wait claims it). */
+	waiter = atomic_exchange(&qp->wait_cq, NULL);
+	if (waiter)
+		rnicpi_cq_ring_wake(&waiter->ring);
 	qp->llp = SIW_LLP_CLOSED;
 	qp->tx.want_out = false;
 	qp->tx.pack_len = qp->tx.pack_sent = 0;
@@ -288,6 +294,8 @@ void siw_qp_llp_shutdown(struct siw_qp *qp)
 		return;
 	shutdown(qp->fd, SHUT_WR);
 	qp->llp = SIW_LLP_DRAIN;
+	/* Not a waiter's any more (its next sleep drops the socket) */
+	atomic_store(&qp->wait_cq, NULL);
 	/* The peer's FIN is the progress thread's to see: a parked socket
 	 * is out of its epoll set, and the linger timer below replaces the
 	 * park timer that would have given it back. */
@@ -932,9 +940,36 @@ void siw_dev_unpark(struct siw_device *dev)
  * socket: a SEND server waiting on events used 1.4 x iperf3's CPU per
  * GiB), the sleeping thread watches the socket and reads it in that poll,
  * as a TCP server does. The QP stays parked while it is claimed
- * (consumer_polling); an arm of any CQ leaves it so. A QP another thread
- * holds, one not in RDMA mode yet or holding back its first FPDU, or one
- * claimed through its other CQ stays with the progress thread.
+ * (consumer_polling); an arm of any CQ leaves it so. Not claimed: a QP
+ * not in RDMA mode, holding back its first FPDU, with zero-copy
+ * notifications to reap (the progress thread's), or claimed through its
+ * other CQ. Under qp->lock.
+ */
+static bool wait_eligible(struct siw_qp *qp)
+{
+	return !qp->destroyed && qp->fd >= 0 && qp->llp == SIW_LLP_RDMA &&
+	       !qp->tx_hold && !qp->zc_count;
+}
+
+/* @qp is no longer left to a waiter: the polling rules decide whether it
+ * stays parked, with the park timer as their safety net. Under
+ * qp->lock. */
+static void wait_release(struct siw_qp *qp)
+{
+	atomic_store(&qp->wait_cq, NULL);
+	park_recheck_at(qp, 0);
+	if (qp->rx.parked &&
+	    !rnicpi_timer_pending(&qp->dev->engine, &qp->timed.timer))
+		siw_dev_timed_add_ns(qp->dev, &qp->timed, lease_left_ns(qp));
+}
+
+/*
+ * The QPs left to the waiter are exactly the ones whose descriptors this
+ * returns (one not watched in a sleep would be read by nobody): first
+ * those it has already, still eligible, then new ones up to @max. A
+ * claimed QP another thread holds stays claimed and watched (wait_fd:
+ * a socket closed meanwhile is unclaimed by its close, and the next call
+ * drops it). Lock order: qps_lock, then the QP's (as siw_cq_progress).
  */
 int siw_cq_wait_begin(struct siw_cq *cq, int *fds, int max)
 {
@@ -945,29 +980,40 @@ int siw_cq_wait_begin(struct siw_cq *cq, int *fds, int max)
 	if (!dev->opts.poll_rx || max <= 0)
 		return 0;
 	pthread_mutex_lock(&cq->qps_lock);
+	for (n = cq->qps.next; n != &cq->qps; n = n->next) {
+		struct siw_qp *qp = container_of(n, struct siw_cq_link,
+						 node)->qp;
+
+		if (atomic_load(&qp->wait_cq) != cq)
+			continue;
+		if (k < max && pthread_mutex_trylock(&qp->lock)) {
+			fds[k++] = atomic_load(&qp->wait_fd);
+			continue;
+		}
+		if (k >= max)
+			pthread_mutex_lock(&qp->lock);
+		if (atomic_load(&qp->wait_cq) == cq) {
+			if (k < max && wait_eligible(qp))
+				fds[k++] = qp->fd;
+			else
+				wait_release(qp);
+		}
+		pthread_mutex_unlock(&qp->lock);
+	}
 	for (n = cq->qps.next; n != &cq->qps && k < max; n = n->next) {
 		struct siw_qp *qp = container_of(n, struct siw_cq_link,
 						 node)->qp;
-		struct siw_cq *owner;
 
-		owner = atomic_load(&qp->wait_cq);
-		if (pthread_mutex_trylock(&qp->lock)) {
-			/* Busy (a timer, a send): still ours to watch. A
-			 * socket closed meanwhile is no longer claimed (see
-			 * siw_qp_socket_close): at worst one spurious wake. */
-			if (owner == cq)
-				fds[k++] = atomic_load(&qp->wait_fd);
+		/* One another thread holds (the progress thread sending,
+		 * say) stays its for this sleep: waiting for it here cost
+		 * a bulk sender a fifth of its rate. */
+		if (atomic_load(&qp->wait_cq) ||
+		    pthread_mutex_trylock(&qp->lock))
 			continue;
-		}
-		owner = atomic_load(&qp->wait_cq);
-		if (!qp->destroyed && qp->fd >= 0 &&
-		    qp->llp == SIW_LLP_RDMA && !qp->tx_hold &&
-		    (!owner || owner == cq)) {
-			if (!owner) {
-				atomic_store(&qp->wait_fd, qp->fd);
-				atomic_store(&qp->wait_cq, cq);
-				atomic_fetch_add(&dev->counters.wait_claims, 1);
-			}
+		if (!atomic_load(&qp->wait_cq) && wait_eligible(qp)) {
+			atomic_store(&qp->wait_fd, qp->fd);
+			atomic_store(&qp->wait_cq, cq);
+			atomic_fetch_add(&dev->counters.wait_claims, 1);
 			if (!qp->rx.parked) {
 				siw_qp_set_parked(qp, true);
 				siw_qp_poll_update(qp, true);
@@ -995,17 +1041,8 @@ void siw_cq_wait_end(struct siw_cq *cq)
 		if (atomic_load(&qp->wait_cq) != cq)
 			continue;
 		pthread_mutex_lock(&qp->lock);
-		if (atomic_load(&qp->wait_cq) == cq) {
-			atomic_store(&qp->wait_cq, NULL);
-			park_recheck_at(qp, 0);
-			/* Still parked, as for a polling consumer: the park
-			 * timer is its safety net (rx_park_check). */
-			if (qp->rx.parked &&
-			    !rnicpi_timer_pending(&qp->dev->engine,
-						  &qp->timed.timer))
-				siw_dev_timed_add_ns(qp->dev, &qp->timed,
-						     lease_left_ns(qp));
-		}
+		if (atomic_load(&qp->wait_cq) == cq)
+			wait_release(qp);
 		pthread_mutex_unlock(&qp->lock);
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
