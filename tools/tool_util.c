@@ -278,14 +278,20 @@ const char *tool_device_names(char *buf, size_t len)
  * to find one for an address (soft-RoCE: "another process on this host
  * owns soft-RoCE's UDP port 4791", when a server of ours runs on the same
  * host without hostrdma-kald) is noise when another device serves, and
- * the reason when none does: it is held while such a candidate opens, in
- * that thread only, and shown with the tool's own message when no device
- * was found (flush_held), or at once when asked to say each try (-v). A
- * tool given the device (-d) sees it as it comes.
+ * the reason when none does. While a candidate opens, what that thread
+ * logs is held (open_candidate): shown at once if the device opened (it
+ * is about the device in use), kept if it did not, and what was kept is
+ * shown with the tool's own message when no device served (flush_held)
+ * or at once when asked to say each try (-v). Nothing is held under
+ * G_DEBUG=fatal-warnings (GLib's default writer makes a warning fatal:
+ * it must get there). A tool given the device (-d) sees it all as it
+ * comes.
  */
 static GMutex held_lock;
-static GThread *holding;	/* the thread whose warnings are held */
-static GString *held;
+static bool hold_none;		/* G_DEBUG=fatal-warnings: hold nothing */
+static GThread *holding;	/* the thread whose messages are held */
+static GString *held_now;	/* the candidate opening */
+static GString *held;		/* candidates that did not open */
 
 static GLogWriterOutput tool_log_writer(GLogLevelFlags level,
 					const GLogField *fields, gsize n,
@@ -294,22 +300,23 @@ static GLogWriterOutput tool_log_writer(GLogLevelFlags level,
 	bool hold;
 
 	g_mutex_lock(&held_lock);
-	hold = holding == g_thread_self() &&
+	hold = holding == g_thread_self() && !hold_none &&
+	       !(level & G_LOG_FLAG_FATAL) &&
 	       (level & (G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE));
 	if (hold) {
 		g_autofree char *line =
 			g_log_writer_format_fields(level, fields, n, FALSE);
 
-		if (!held)
-			held = g_string_new(NULL);
-		g_string_append_printf(held, "%s\n", line);
+		if (!held_now)
+			held_now = g_string_new(NULL);
+		g_string_append_printf(held_now, "%s\n", line);
 	}
 	g_mutex_unlock(&held_lock);
 	return hold ? G_LOG_WRITER_HANDLED :
 		      g_log_writer_default(level, fields, n, data);
 }
 
-/* it_ia_create of a candidate device, its provider's warnings held. */
+/* it_ia_create of a candidate device, its provider's messages held. */
 static it_status_t open_candidate(const char *name, it_ia_handle_t *ia)
 {
 	it_status_t st;
@@ -320,18 +327,28 @@ static it_status_t open_candidate(const char *name, it_ia_handle_t *ia)
 	st = it_ia_create(name, 2, 1, ia);
 	g_mutex_lock(&held_lock);
 	holding = NULL;
+	if (held_now && held_now->len) {
+		if (st == IT_SUCCESS) {
+			fputs(held_now->str, stderr);
+		} else {
+			if (!held)
+				held = g_string_new(NULL);
+			g_string_append(held, held_now->str);
+		}
+		g_string_truncate(held_now, 0);
+	}
 	g_mutex_unlock(&held_lock);
 	return st;
 }
 
-/* No device served: what the candidates said while they opened. */
+/* What the candidates that did not open said, once. */
 static void flush_held(void)
 {
 	g_mutex_lock(&held_lock);
-	if (held && held->len)
+	if (held && held->len) {
 		fputs(held->str, stderr);
-	if (held)
 		g_string_truncate(held, 0);
+	}
 	g_mutex_unlock(&held_lock);
 }
 
@@ -392,6 +409,11 @@ void tool_sel_init(struct tool_sel *s, const char *prog, const char *device,
 	size_t total;
 
 	memset(s, 0, sizeof(*s));
+	/* What an earlier selection's candidates said is not about this */
+	g_mutex_lock(&held_lock);
+	if (held)
+		g_string_truncate(held, 0);
+	g_mutex_unlock(&held_lock);
 	s->prog = prog;
 	s->device = device;
 	s->dst = *dst;
@@ -454,8 +476,7 @@ it_ia_handle_t tool_sel_next(struct tool_sel *s, it_path_t *path)
 none:
 	if (s->device)
 		return NULL;	/* said by tool_ia_for_dest or the outcome */
-	if (!s->tried)
-		flush_held();
+	flush_held();
 	if (!s->n)
 		fprintf(stderr, "%s: no RDMA devices here (hostrdma-info -l lists them)\n",
 			s->prog);
@@ -831,7 +852,10 @@ void tool_catch_stop_signals(volatile sig_atomic_t *flag)
 
 void tool_init(const char *prog)
 {
+	const char *dbg = g_getenv("G_DEBUG");
+
 	/* Once per process, before anything logs (GLib's rule) */
+	hold_none = dbg && strstr(dbg, "fatal-warnings");
 	g_log_set_writer_func(tool_log_writer, NULL, NULL);
 	setlocale(LC_ALL, "");
 	/* Numbers stay C's ("1234.56"): scripts read the tables as they

@@ -290,12 +290,17 @@ void siw_qp_socket_close(struct siw_qp *qp, bool abort)
 
 void siw_qp_llp_shutdown(struct siw_qp *qp)
 {
+	struct siw_cq *waiter;
+
 	if (qp->fd < 0 || qp->llp == SIW_LLP_DRAIN)
 		return;
 	shutdown(qp->fd, SHUT_WR);
 	qp->llp = SIW_LLP_DRAIN;
-	/* Not a waiter's any more (its next sleep drops the socket) */
-	atomic_store(&qp->wait_cq, NULL);
+	/* Not a waiter's any more: wake it, so that its poll does not hold
+	 * the socket's file past the close the linger timer may make */
+	waiter = atomic_exchange(&qp->wait_cq, NULL);
+	if (waiter)
+		rnicpi_cq_ring_wake(&waiter->ring);
 	/* The peer's FIN is the progress thread's to see: a parked socket
 	 * is out of its epoll set, and the linger timer below replaces the
 	 * park timer that would have given it back. */
