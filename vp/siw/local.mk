@@ -7,7 +7,7 @@ if PROV_SIW
 noinst_LTLIBRARIES += vp/siw/libsiw_core.la
 vp_siw_libsiw_core_la_SOURCES = vp/siw/iwarp.h vp/siw/siw.h \
 	vp/siw/siw_main.c vp/siw/siw_verbs.c vp/siw/siw_qp_verbs.c \
-	vp/siw/siw_qp.c vp/siw/siw_cm.c vp/siw/siw_cm_resp.c \
+	vp/siw/siw_qp.c vp/siw/siw_park.c vp/siw/siw_cm.c vp/siw/siw_cm_resp.c \
 	vp/siw/siw_tx.h vp/siw/siw_tx.c vp/siw/siw_tx_fpdu.c vp/siw/siw_tx_zc.c \
 	vp/siw/siw_tx_pack.c \
 	vp/siw/siw_rx.h vp/siw/siw_rx.c vp/siw/siw_rx_hdr.c \

@@ -954,11 +954,22 @@ void siw_qp_llp_shutdown(struct siw_qp *qp);
  * makes more soon likely worth polling for (option busy_poll_us). */
 bool siw_qp_handle(struct siw_qp *qp, uint32_t events);
 void siw_qp_timeout(struct siw_qp *qp);
-/* Set or clear rx.parked, keeping dev->n_parked (under qp->lock). */
+
+/* siw_park.c: who reads a QP's socket (option poll_rx). Under qp->lock:
+ * siw_qp_set_parked sets or clears rx.parked, keeping dev->n_parked;
+ * siw_qp_park_recheck(_at) gives a parked socket back to the engine if
+ * its consumer no longer polls (a CQ was armed, or its lease ran out;
+ * @now a clock read of the caller's, or 0); siw_qp_rx_park leaves it to
+ * a polling consumer when data comes (false: read it now);
+ * siw_qp_rx_unpark gives it back; siw_qp_park_timer is the park timer
+ * (siw_qp_timeout). */
 void siw_qp_set_parked(struct siw_qp *qp, bool parked);
-/* qp->lock held: give a parked socket back to the engine if its consumer
- * no longer polls (a CQ was armed, or its lease ran out). */
 void siw_qp_park_recheck(struct siw_qp *qp);
+void siw_qp_park_recheck_at(struct siw_qp *qp, uint64_t now);
+bool siw_qp_rx_park(struct siw_qp *qp);
+void siw_qp_rx_unpark(struct siw_qp *qp);
+void siw_qp_park_timer(struct siw_qp *qp);
+
 /* Size the ORQ and IRQ rings for the ORD and IRD just negotiated (one
  * entry at least: a Read RTR takes an ORQ entry whatever ORD is); the
  * rings are empty. 0 or -ENOMEM. */
@@ -986,7 +997,7 @@ void siw_qp_poll_update(struct siw_qp *qp, bool parking);
 void siw_qp_cq_attach(struct siw_qp *qp);
 void siw_qp_cq_detach(struct siw_qp *qp);
 /* Read what the sockets of @cq's QPs hold, from the thread polling the
- * empty CQ (option poll_rx). */
+ * empty CQ (option poll_rx; siw_park.c, as the three below). */
 bool siw_cq_progress(struct siw_cq *cq, bool rx);
 /* @cq was armed: its QPs' sockets go back to the progress thread. */
 void siw_cq_unpark(struct siw_cq *cq);
