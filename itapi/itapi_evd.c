@@ -551,6 +551,18 @@ static bool evd_wait_done(struct itapi_evd *evd, bool first)
 	       (first || evd->n_notify > 0);
 }
 
+/* The sockets ual_cq_wait_begin left to this wait, if any, go back to the
+ * provider (ual_cq_wait_end). Under evd->lock, dropped meanwhile. */
+static void evd_wait_give_back(struct itapi_evd *evd, bool *began)
+{
+	if (!*began)
+		return;
+	g_mutex_unlock(&evd->lock);
+	ual_cq_wait_end(evd->cq);
+	g_mutex_lock(&evd->lock);
+	*began = false;
+}
+
 static struct timespec *remaining(gint64 deadline, struct timespec *ts)
 {
 	gint64 left;
@@ -631,13 +643,13 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 				/* Sockets only while the pump takes from the
 				 * CQ: a full EVD takes nothing, and a socket
 				 * with data would wake us again at once. */
-				int got = evd->count < evd->size ?
-						  -1 : 0;
+				bool room = evd->count < evd->size;
+				int got;
 
 				g_mutex_unlock(&evd->lock);
-				if (got)
-					got = ual_cq_wait_begin(
-						evd->cq, fds, ITAPI_WAIT_FDS);
+				got = room ? ual_cq_wait_begin(evd->cq, fds,
+							       ITAPI_WAIT_FDS)
+					   : 0;
 				began |= got > 0;
 				if (ual_cq_arm(evd->cq, false) == 0) {
 					pfd[1].fd = ual_cq_fd(evd->cq);
@@ -653,12 +665,8 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 			/* What was left to us and is not watched in this
 			 * sleep goes back (an EVD bound to an AEVD
 			 * meanwhile, a failed arm, a full EVD). */
-			if (began && nfd == 0) {
-				g_mutex_unlock(&evd->lock);
-				ual_cq_wait_end(evd->cq);
-				g_mutex_lock(&evd->lock);
-				began = false;
-			}
+			if (nfd == 0)
+				evd_wait_give_back(evd, &began);
 		}
 		if (evd_wait_done(evd, first)) {
 			itapi_evq_pop(evd, event);
@@ -713,12 +721,8 @@ it_status_t it_evd_wait(it_evd_handle_t evd_handle, uint64_t timeout,
 			break;
 		}
 	}
-	if (began) {
-		/* Still counted as a waiter: the EVD and its CQ stay. */
-		g_mutex_unlock(&evd->lock);
-		ual_cq_wait_end(evd->cq);
-		g_mutex_lock(&evd->lock);
-	}
+	/* Still counted as a waiter here: the EVD and its CQ stay. */
+	evd_wait_give_back(evd, &began);
 	evd->waiters--;
 	g_mutex_unlock(&evd->lock);
 	return st;
