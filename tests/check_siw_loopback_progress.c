@@ -84,6 +84,175 @@ START_TEST(test_tx_batching)
 }
 END_TEST
 
+/* A buffer of @len bytes at @page_off bytes into a page, between guards. */
+static void buf_at(struct h_buf *b, size_t len, size_t page_off)
+{
+	size_t guard = 4096 + page_off;
+	size_t total = (len + 2 * guard + 4095) & ~(size_t)4095;
+
+	memset(b, 0, sizeof(*b));
+	b->base = aligned_alloc(4096, total);
+	ck_assert_ptr_nonnull(b->base);
+	memset(b->base, 0xa5, total);
+	b->p = b->base + guard;
+	memset(b->p, 0, len);
+	b->len = len;
+	b->guard = guard;
+}
+
+/*
+ * Option tx_realign: a message longer than a TCP segment whose payload
+ * the kernel would copy 1-31 bytes ahead of its source (mod 4 KiB) is led
+ * by FPDUs of 4 bytes. What a raw responder reads: the lead's FPDUs
+ * (1 for a page-aligned Write or Send, 2 for a Write 12 bytes into its
+ * page), then full ones; none for a Write 16 bytes into its page (its
+ * 16-byte header puts source and destination level), none with the
+ * option off, none for a message within a segment. Every FPDU's offset
+ * follows on from the last, only the last is marked so, and the bytes
+ * are the source's.
+ */
+START_TEST(test_tx_realign_wire)
+{
+	static const struct rnicpi_option no_lead[] = {
+		{ "tx_realign", "off" }, { NULL, NULL },
+	};
+	static const struct {
+		bool send, option_off;
+		size_t len, page_off;
+		unsigned int lead;
+	} c[] = {
+		{ false, false, 100000, 0, 1 }, { false, true, 100000, 0, 0 },
+		{ false, false, 100000, 16, 0 }, { false, false, 100000, 12, 2 },
+		{ true, false, 100000, 0, 1 },   { false, false, 4096, 0, 0 },
+	};
+	const size_t hdr = c[_i].send ? sizeof(struct iwarp_untagged_hdr)
+				      : sizeof(struct iwarp_tagged_hdr);
+	struct h_dev *d = h_dev_create(c[_i].option_off ? no_lead : NULL, NULL);
+	uint8_t *buf = malloc(70000);
+	size_t got = 0;
+	unsigned int n = 0;
+	struct rnicpi_wc wc;
+	struct rawpeer r;
+	struct h_side a;
+	struct h_buf s;
+
+	ck_assert_ptr_nonnull(d);
+	ck_assert_ptr_nonnull(buf);
+	h_side_init(&a, d, 0);
+	buf_at(&s, c[_i].len, c[_i].page_off);
+	h_buf_fill(&s, 77);
+	h_buf_reg(&s, &a, RW);
+	ck_assert_ok(raw_accept(&r, &a));
+	ck_assert_ok(h_post_send(&a, c[_i].send ? RNICPI_WR_SEND
+						 : RNICPI_WR_RDMA_WRITE,
+				 &s, 0, s.len, 1, RNICPI_SEND_SIGNALED,
+				 0x10000, 0x1234));
+	while (got < s.len) {
+		const struct iwarp_ctrl *ctl = (const void *)buf;
+		int ulpdu = raw_recv_fpdu(&r, buf, 70000, H_WAIT_MS);
+		size_t len, off;
+
+		ck_assert_int_gt(ulpdu, 0);
+		len = (size_t)ulpdu + MPA_HDR_SIZE - hdr;
+		if (c[_i].send) {
+			const struct iwarp_untagged_hdr *u = (const void *)buf;
+
+			ck_assert_uint_eq(rdmap_opcode(ctl), RDMAP_SEND);
+			off = be32toh(u->mo_be);
+		} else {
+			const struct iwarp_tagged_hdr *t = (const void *)buf;
+
+			ck_assert_uint_eq(rdmap_opcode(ctl), RDMAP_RDMA_WRITE);
+			off = (size_t)(be64toh(t->to_be) - 0x10000);
+		}
+		ck_assert_uint_eq(off, got);
+		ck_assert_msg(!memcmp(buf + hdr, s.p + off, len),
+			      "FPDU %u: bytes %zu-%zu are not the source's", n,
+			      off, off + len);
+		if (n < c[_i].lead)
+			ck_assert_uint_eq(len, 4);
+		else
+			ck_assert_uint_gt(len, 4);
+		got += len;
+		ck_assert(ddp_last(ctl) == (got == s.len));
+		n++;
+	}
+	ck_assert_uint_eq(got, s.len);
+	ck_assert_uint_ge(n, c[_i].lead + (s.len > 4096 ? 2 : 1));
+	ck_assert(h_poll(&a, a.scq, &wc, H_WAIT_MS));
+	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+	raw_close(&r);
+	ck_assert_ok(d->ops->dereg_mr(s.mr));
+	h_buf_free(&s);
+	free(buf);
+	h_side_fini(&a);
+	h_dev_destroy(d);
+}
+END_TEST
+
+/*
+ * The same between two hostrdma ends: a Write, a Send and a Read (its
+ * Read Response led by the responder) of 200000 bytes from and into
+ * page-aligned buffers land whole, and nothing around them moves.
+ */
+START_TEST(test_tx_realign_lands)
+{
+	const size_t n = 200000;
+	struct rnicpi_wc wc;
+	struct h_buf src, dst;
+	struct h_pair p;
+
+	h_pair_up_opts(&p, NULL, NULL, 0);
+	h_pair_connect(&p);
+	buf_at(&src, n, 0);
+	buf_at(&dst, n, 0);
+	h_buf_fill(&src, 99);
+	switch (_i) {
+	case 0: /* Write a -> b */
+		h_buf_reg(&src, &p.a, RW);
+		h_buf_reg(&dst, &p.b, RW);
+		ck_assert_ok(h_post_send(&p.a, RNICPI_WR_RDMA_WRITE, &src, 0,
+					 n, 1, RNICPI_SEND_SIGNALED,
+					 (uint64_t)(uintptr_t)dst.p,
+					 dst.mr->rkey));
+		h_expect_wc(&p.a, p.a.scq, 1, RNICPI_WC_SUCCESS,
+			    RNICPI_WC_RDMA_WRITE, (uint32_t)n);
+		/* a Send behind it: the Write has landed when it has */
+		h_post_recv(&p.b, &dst, 0, 0, 2);
+		ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, NULL, 0, 0, 3,
+					 0, 0, 0));
+		h_expect_wc(&p.b, p.b.rcq, 2, RNICPI_WC_SUCCESS,
+			    RNICPI_WC_RECV, 0);
+		break;
+	case 1: /* Send a -> b */
+		h_buf_reg(&src, &p.a, RW);
+		h_buf_reg(&dst, &p.b, RW);
+		h_post_recv(&p.b, &dst, 0, n, 2);
+		ck_assert_ok(h_post_send(&p.a, RNICPI_WR_SEND, &src, 0, n, 1,
+					 RNICPI_SEND_SIGNALED, 0, 0));
+		h_expect_wc(&p.b, p.b.rcq, 2, RNICPI_WC_SUCCESS,
+			    RNICPI_WC_RECV, (uint32_t)n);
+		h_expect_wc(&p.a, p.a.scq, 1, RNICPI_WC_SUCCESS,
+			    RNICPI_WC_SEND, (uint32_t)n);
+		break;
+	default: /* b reads from a: a's responder sends */
+		h_buf_reg(&src, &p.a, RW);
+		h_buf_reg(&dst, &p.b, RW);
+		ck_assert_ok(h_post_send(&p.b, RNICPI_WR_RDMA_READ, &dst, 0, n,
+					 1, RNICPI_SEND_SIGNALED,
+					 (uint64_t)(uintptr_t)src.p,
+					 src.mr->rkey));
+		ck_assert(h_poll(&p.b, p.b.scq, &wc, H_WAIT_MS));
+		ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
+		break;
+	}
+	ck_assert(h_buf_check(&dst, 0, n, 99, 0));
+	ck_assert(h_buf_guards_ok(&dst));
+	ck_assert(h_buf_guards_ok(&src));
+	h_pair_down_bufs(&p, &src, &dst);
+}
+END_TEST
+
 START_TEST(test_rereg_local_inv)
 {
 	struct h_pair p;
@@ -446,5 +615,7 @@ void siw_loopback_add_progress_tests(TCase *tc)
 	tcase_add_loop_test(tc, test_poll_reads_socket, 0, 2);
 	tcase_add_loop_test(tc, test_poll_writes_socket, 0, 2);
 	tcase_add_loop_test(tc, test_tx_batching, 0, 2);
+	tcase_add_loop_test(tc, test_tx_realign_wire, 0, 6);
+	tcase_add_loop_test(tc, test_tx_realign_lands, 0, 3);
 	tcase_add_test(tc, test_poller_goes_to_sleep);
 }

@@ -161,6 +161,9 @@ struct siw_options {
 	uint32_t ord;
 	bool nodelay;		  /* TCP_NODELAY on connected sockets */
 	uint32_t max_fpdu;	  /* cap on transmitted FPDU bytes, 0 = MSS */
+	bool tx_realign;	  /* lead a message whose payload the kernel
+				   * would copy 1-31 bytes ahead of itself
+				   * (mod 4 KiB) with small FPDUs */
 	uint32_t rts_delay_ms;	  /* initiator: hold the first FPDU this long */
 	uint32_t zcopy_min;	  /* MSG_ZEROCOPY from this message size, 0 off */
 	bool poll_rx;		  /* polling an empty CQ reads its QPs' sockets */
@@ -531,6 +534,9 @@ struct siw_tx {
 	uint32_t fpdu_sent;
 	bool zc;		/* this message goes with MSG_ZEROCOPY */
 	bool zc_used;		/* ... and at least one call went so */
+	/* FPDUs of SIW_TX_HEAD_PAYLOAD bytes still to lead the message
+	 * (option tx_realign, siw_tx_fpdu.c) */
+	uint8_t heads_left;
 	/* Filled as the message starts and its FPDUs are built, and read
 	 * only up to n_src and n_fpdu: not cleared per message (1.4 KB).
 	 * src_mr[i] is NULL for every i >= n_src. */
@@ -689,6 +695,7 @@ struct siw_qp {
 	bool crc;		/* MPA CRC in use on this stream */
 	bool initiator;
 	uint32_t mss_payload;	/* max ULPDU we send */
+	uint32_t tcp_mss;	/* TCP_MAXSEG when mss_payload was set */
 	uint16_t rtr;		/* MPA_V2_*_RTR negotiated, 0 none */
 	bool rtr_pending;	/* initiator: RTR not sent yet */
 	bool tx_hold;		/* initiator: rts_delay_ms not over yet */

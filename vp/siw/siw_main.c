@@ -65,6 +65,7 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 	o->tx_batch = SIW_TX_BATCH;
 	o->tx_pack = SIW_DEFAULT_TX_PACK;
 	o->large_fpdu = true;
+	o->tx_realign = true;
 	o->tx_burst_ns = SIW_DEFAULT_TX_BURST_NS;
 	o->busy_poll_us = SIW_DEFAULT_BUSY_POLL_US;
 	o->park_lease_us = SIW_DEFAULT_PARK_LEASE_US;
@@ -100,6 +101,8 @@ int siw_options_parse(struct siw_options *o, const struct rnicpi_option *opt,
 				rc = -EINVAL;
 		} else if (!strcmp(k, "large_fpdu")) {
 			rc = parse_bool(v, &o->large_fpdu);
+		} else if (!strcmp(k, "tx_realign")) {
+			rc = parse_bool(v, &o->tx_realign);
 		} else if (!strcmp(k, "mpa_timeout_ms")) {
 			rc = parse_u32(v, 1, 600000, &o->mpa_timeout_ms);
 		} else if (!strcmp(k, "ird")) {
