@@ -221,7 +221,7 @@ START_TEST(test_options)
 		{ "max_fpdu", "1024" }, { "zcopy_min", "65536" },
 		{ "rts_delay_ms", "5" }, { "busy_poll_us", "0" },
 		{ "read_timeout_ms", "2500" }, { "max_qp", "3" },
-		{ "tcp_user_timeout_ms", "30000" },
+		{ "tcp_user_timeout_ms", "30000" }, { "tx_realign", "off" },
 		{ NULL, NULL },
 	};
 	const struct rnicpi_option unknown[] = { { "mpa_markers", "on" },
@@ -245,6 +245,7 @@ START_TEST(test_options)
 	ck_assert_int_eq(o.mpa_crc, SIW_CRC_OFF);
 	ck_assert_int_eq(o.p2p, SIW_P2P_NONE);
 	ck_assert(o.large_fpdu);
+	ck_assert(o.tx_realign);
 	ck_assert_uint_eq(o.busy_poll_us, SIW_DEFAULT_BUSY_POLL_US);
 	ck_assert_uint_eq(o.read_timeout_ms, 0);
 	ck_assert_uint_eq(o.max_qp, 65536);
@@ -266,6 +267,7 @@ START_TEST(test_options)
 	ck_assert_uint_eq(o.read_timeout_ms, 2500);
 	ck_assert_uint_eq(o.max_qp, 3);
 	ck_assert_uint_eq(o.tcp_user_timeout_ms, 30000);
+	ck_assert(!o.tx_realign);
 	/* Each refusal is a warning naming the option and the value. */
 	cap = tu_log_capture_begin("hostrdma-siw");
 	ck_assert_errno(siw_options_parse(&o, unknown, "t"), EINVAL);
