@@ -103,13 +103,14 @@ static void buf_at(struct h_buf *b, size_t len, size_t page_off)
 /*
  * Option tx_realign: a message longer than a TCP segment whose payload
  * the kernel would copy 1-31 bytes ahead of its source (mod 4 KiB) is led
- * by FPDUs of 4 bytes. What a raw responder reads: the lead's FPDUs
- * (1 for a page-aligned Write or Send, 2 for a Write 12 bytes into its
- * page), then full ones; none for a Write 16 bytes into its page (its
- * 16-byte header puts source and destination level), none with the
- * option off, none for a message within a segment. Every FPDU's offset
- * follows on from the last, only the last is marked so, and the bytes
- * are the source's.
+ * by FPDUs of 4 bytes. What a raw responder that agreed to large FPDUs
+ * reads: the lead's FPDUs (1 for a page-aligned Write or Send, 2 for a
+ * Write 12 bytes into its page), then full ones; none for a Write 16
+ * bytes into its page (its 16-byte header puts source and destination
+ * level), none with the option off, none for a message within a segment,
+ * none to a peer whose FPDUs keep to the MSS (Linux siw, an RNIC). Every
+ * FPDU's offset follows on from the last, only the last is marked so, and
+ * the bytes are the source's.
  */
 START_TEST(test_tx_realign_wire)
 {
@@ -117,13 +118,17 @@ START_TEST(test_tx_realign_wire)
 		{ "tx_realign", "off" }, { NULL, NULL },
 	};
 	static const struct {
-		bool send, option_off;
+		bool send, option_off, mss_fpdus;
 		size_t len, page_off;
 		unsigned int lead;
 	} c[] = {
-		{ false, false, 100000, 0, 1 }, { false, true, 100000, 0, 0 },
-		{ false, false, 100000, 16, 0 }, { false, false, 100000, 12, 2 },
-		{ true, false, 100000, 0, 1 },   { false, false, 4096, 0, 0 },
+		{ false, false, false, 100000, 0, 1 },
+		{ false, true, false, 100000, 0, 0 },
+		{ false, false, false, 100000, 16, 0 },
+		{ false, false, false, 100000, 12, 2 },
+		{ true, false, false, 100000, 0, 1 },
+		{ false, false, false, 4096, 0, 0 },
+		{ false, false, true, 100000, 0, 0 },
 	};
 	const size_t hdr = c[_i].send ? sizeof(struct iwarp_untagged_hdr)
 				      : sizeof(struct iwarp_tagged_hdr);
@@ -142,7 +147,10 @@ START_TEST(test_tx_realign_wire)
 	buf_at(&s, c[_i].len, c[_i].page_off);
 	h_buf_fill(&s, 77);
 	h_buf_reg(&s, &a, RW);
-	ck_assert_ok(raw_accept(&r, &a));
+	if (c[_i].mss_fpdus)
+		ck_assert_ok(raw_accept(&r, &a));
+	else
+		ck_assert_ok(raw_accept_large(&r, &a));
 	ck_assert_ok(h_post_send(&a, c[_i].send ? RNICPI_WR_SEND
 						 : RNICPI_WR_RDMA_WRITE,
 				 &s, 0, s.len, 1, RNICPI_SEND_SIGNALED,
@@ -615,7 +623,7 @@ void siw_loopback_add_progress_tests(TCase *tc)
 	tcase_add_loop_test(tc, test_poll_reads_socket, 0, 2);
 	tcase_add_loop_test(tc, test_poll_writes_socket, 0, 2);
 	tcase_add_loop_test(tc, test_tx_batching, 0, 2);
-	tcase_add_loop_test(tc, test_tx_realign_wire, 0, 6);
+	tcase_add_loop_test(tc, test_tx_realign_wire, 0, 7);
 	tcase_add_loop_test(tc, test_tx_realign_lands, 0, 3);
 	tcase_add_test(tc, test_poller_goes_to_sleep);
 }

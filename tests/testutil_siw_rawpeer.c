@@ -92,7 +92,8 @@ int raw_accept(struct rawpeer *r, struct h_side *s)
 	return raw_accept_ird(r, s, 4);
 }
 
-int raw_accept_ird(struct rawpeer *r, struct h_side *s, uint16_t ird)
+static int accept_with(struct rawpeer *r, struct h_side *s, uint16_t ird,
+		       bool large)
 {
 	struct rnicpi_conn_param cp = { .ird = 4, .ord = 4 };
 	struct mpa_rr req, rep;
@@ -113,8 +114,12 @@ int raw_accept_ird(struct rawpeer *r, struct h_side *s, uint16_t ird)
 	if (rc)
 		return rc;
 	r->crc = req.flags & MPA_FLAG_CRC;
+	if (large)
+		ck_assert(req.flags & MPA_FLAG_LARGE_FPDU);
 	mpa_rr_init(&rep, false, MPA_REV2,
-		    MPA_FLAG_ENHANCED | (req.flags & MPA_FLAG_CRC),
+		    MPA_FLAG_ENHANCED | (req.flags & MPA_FLAG_CRC) |
+			    (large ? MPA_FLAG_LARGE_FPDU | MPA_FLAG_HOSTRDMA
+				   : 0),
 		    sizeof(v2));
 	mpa_v2_set(&v2, ird, 4, false, 0);
 	raw_send_bytes(r, &rep, sizeof(rep));
@@ -123,6 +128,16 @@ int raw_accept_ird(struct rawpeer *r, struct h_side *s, uint16_t ird)
 			 H_WAIT_MS))
 		return -ETIMEDOUT;
 	return 0;
+}
+
+int raw_accept_ird(struct rawpeer *r, struct h_side *s, uint16_t ird)
+{
+	return accept_with(r, s, ird, false);
+}
+
+int raw_accept_large(struct rawpeer *r, struct h_side *s)
+{
+	return accept_with(r, s, 4, true);
 }
 
 size_t raw_build_fpdu(struct rawpeer *r, uint8_t *out, void *hdr,

@@ -33,6 +33,9 @@ int raw_connect(struct rawpeer *r, struct h_side *s, uint8_t rev,
 int raw_accept(struct rawpeer *r, struct h_side *s);
 /* The same with the Reply's IRD @ird. */
 int raw_accept_ird(struct rawpeer *r, struct h_side *s, uint16_t ird);
+/* raw_accept() answering as a hostrdma responder that takes FPDUs beyond
+ * the MSS (the Request must offer them). */
+int raw_accept_large(struct rawpeer *r, struct h_side *s);
 /* Send one FPDU: @hdr (its MPA length is filled in unless @mpa_len is
  * non-zero), then @payload, pad, CRC (corrupted when @bad_crc). */
 void raw_send_fpdu(struct rawpeer *r, void *hdr, size_t hdr_len,

@@ -193,7 +193,11 @@ static const fill_hdr_fn fill_hdr[RDMAP_OPCODE_COUNT] = {
  * Messages within a segment were not (write_lat 4-40 KiB gained nothing
  * and the lead's FPDU cost them 0.2-0.3 us). On a stream with bytes in
  * flight, whose offset we cannot know, the lead trades one chance of 31
- * in 4096 for another. hostrdma-siw(7), option tx_realign.
+ * in 4096 for another. And only between two hostrdma ends that agreed
+ * to FPDUs beyond the MSS (large_fpdu): theirs cross segments anyway,
+ * where with FPDUs cut to the MSS a lead would move every FPDU of the
+ * message off the segments, which RFC 5044 asks senders to keep them
+ * on and hardware receivers place by. hostrdma-siw(7), tx_realign.
  */
 #define SIW_COPY_ALIAS 32u
 #define SIW_TX_HEAD_PAYLOAD 4u
@@ -222,7 +226,7 @@ static uint8_t realign_heads(struct siw_qp *qp, uint32_t hdr_len)
 	uint8_t n = 0;
 	struct iovec first;
 
-	if (!qp->dev->opts.tx_realign || tx->zc ||
+	if (!qp->dev->opts.tx_realign || !qp->large_fpdu || tx->zc ||
 	    (tx->kind != SIW_TX_SQ && tx->kind != SIW_TX_RRESP) ||
 	    !beyond_segment(qp, tx->msg_len + hdr_len + MPA_CRC_SIZE) ||
 	    !siw_tx_gather(tx->src, tx->n_src, 0, 1, &first, 1))
