@@ -101,13 +101,13 @@ static void buf_at(struct h_buf *b, size_t len, size_t page_off)
 }
 
 /*
- * Option tx_realign: a message longer than a TCP segment whose payload
+ * Option tx_realign: a message of more than 60 KiB whose payload
  * the kernel would copy 1-31 bytes ahead of its source (mod 4 KiB) is led
  * by FPDUs of 4 bytes. What a raw responder that agreed to large FPDUs
  * reads: the lead's FPDUs (1 for a page-aligned Write or Send, 2 for a
  * Write 12 bytes into its page), then full ones; none for a Write 16
  * bytes into its page (its 16-byte header puts source and destination
- * level), none with the option off, none for a message within a segment,
+ * level), none with the option off, none for a message of 4 KiB,
  * none to a peer whose FPDUs keep to the MSS (Linux siw, an RNIC). Every
  * FPDU's offset follows on from the last, only the last is marked so, and
  * the bytes are the source's.

@@ -695,7 +695,6 @@ struct siw_qp {
 	bool crc;		/* MPA CRC in use on this stream */
 	bool initiator;
 	uint32_t mss_payload;	/* max ULPDU we send */
-	uint32_t tcp_mss;	/* TCP_MAXSEG when mss_payload was set */
 	bool large_fpdu;	/* both ends agreed to FPDUs beyond the MSS */
 	uint16_t rtr;		/* MPA_V2_*_RTR negotiated, 0 none */
 	bool rtr_pending;	/* initiator: RTR not sent yet */

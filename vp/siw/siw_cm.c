@@ -144,7 +144,6 @@ uint32_t siw_stream_ulpdu_max(struct siw_qp *qp, bool large)
 	if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 ||
 	    mss <= 0)
 		mss = 1460;
-	qp->tcp_mss = (uint32_t)mss;
 	qp->large_fpdu = large;
 	u = siw_ulpdu_max((uint32_t)mss, large);
 	if (qp->dev->opts.max_fpdu) {
