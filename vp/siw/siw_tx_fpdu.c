@@ -191,9 +191,9 @@ static const fill_hdr_fn fill_hdr[RDMAP_OPCODE_COUNT] = {
  * 19 us; 256 KiB 59 -> 40 us, 1 MiB 155 -> 127) and over a veth pair of
  * MTU 1500 (64 KiB 37.6 -> 18.6 us). Shorter ones were not, whatever the
  * MSS: the lead's FPDU only cost them (loopback 4-40 KiB 0.2-0.3 us,
- * veth 16 KiB 9.5 -> 10.4 us). On a stream with bytes in
- * flight, whose offset we cannot know, the lead trades one chance of 31
- * in 4096 for another. And only between two hostrdma ends that agreed
+ * veth 16 KiB 9.5 -> 10.4 us). On a stream with bytes in flight, whose
+ * offset we cannot know, the lead trades one chance of 31 in 4096 for
+ * another. And only between two hostrdma ends that agreed
  * to FPDUs beyond the MSS (large_fpdu): theirs cross segments anyway,
  * where with FPDUs cut to the MSS a lead would move every FPDU of the
  * message off the segments, which RFC 5044 asks senders to keep them
@@ -389,8 +389,6 @@ ssize_t siw_tx_sendmsg(struct siw_qp *qp, struct iovec *iov, uint32_t n,
 static ssize_t send_flat(struct siw_qp *qp, const struct iovec *iov,
 			 uint32_t n, size_t len)
 {
-	/* 64-byte aligned: the kernel's copy of it never runs 1-31 bytes
-	 * ahead of itself (see realign_heads) */
 	uint8_t buf[SIW_TX_FLAT];
 	struct iovec one = { .iov_base = buf, .iov_len = len };
 	struct siw_mr *const *mrs;
