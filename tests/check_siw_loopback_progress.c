@@ -101,16 +101,20 @@ static void buf_at(struct h_buf *b, size_t len, size_t page_off)
 }
 
 /*
- * Option tx_realign: a message of more than 60 KiB whose payload
- * the kernel would copy 1-31 bytes ahead of its source (mod 4 KiB) is led
- * by FPDUs of 4 bytes. What a raw responder that agreed to large FPDUs
- * reads: the lead's FPDUs (1 for a page-aligned Write or Send, 2 for a
- * Write 12 bytes into its page), then full ones; none for a Write 16
- * bytes into its page (its 16-byte header puts source and destination
- * level), none with the option off, none for a message of 4 KiB,
- * none to a peer whose FPDUs keep to the MSS (Linux siw, an RNIC). Every
- * FPDU's offset follows on from the last, only the last is marked so, and
- * the bytes are the source's.
+ * Option tx_realign: a message of more than 60 KiB whose payload the
+ * kernel would copy less than 128 bytes past its source (mod 4 KiB), and
+ * not a multiple of 32, is led by one FPDU of 4-32 bytes that makes the
+ * distance a multiple of 32 (past 31 for a source not 4-byte aligned).
+ * What a raw responder that agreed to large FPDUs reads: a lead of 28
+ * bytes for a page-aligned Write (16-byte header: 16 + 48 = 64), 20 for a
+ * page-aligned Send (20-byte header: 20 + 44), 8 for a Write 12 bytes
+ * into its page (4 + 28 = 32), 28 for one 32 bytes before a page's end
+ * (48 + 48), 12 for one 13 bytes in (3 + 32 = 35); then full FPDUs. None
+ * for a Write 16 bytes into its page (distance 0) or 24 (distance
+ * 4088), none with the option off, none for a message of 4 KiB, none to
+ * a peer whose FPDUs keep to the MSS (Linux siw, an RNIC). Every FPDU's
+ * offset follows on from the last, only the last is marked so, and the
+ * bytes are the source's.
  */
 START_TEST(test_tx_realign_wire)
 {
@@ -120,15 +124,18 @@ START_TEST(test_tx_realign_wire)
 	static const struct {
 		bool send, option_off, mss_fpdus;
 		size_t len, page_off;
-		unsigned int lead;
+		size_t lead;	/* the leading FPDU's payload, 0: none */
 	} c[] = {
-		{ false, false, false, 100000, 0, 1 },
+		{ false, false, false, 100000, 0, 28 },
 		{ false, true, false, 100000, 0, 0 },
 		{ false, false, false, 100000, 16, 0 },
-		{ false, false, false, 100000, 12, 2 },
-		{ true, false, false, 100000, 0, 1 },
+		{ false, false, false, 100000, 12, 8 },
+		{ true, false, false, 100000, 0, 20 },
 		{ false, false, false, 4096, 0, 0 },
 		{ false, false, true, 100000, 0, 0 },
+		{ false, false, false, 100000, 4064, 28 },
+		{ false, false, false, 100000, 13, 12 },
+		{ false, false, false, 100000, 24, 0 },
 	};
 	const size_t hdr = c[_i].send ? sizeof(struct iwarp_untagged_hdr)
 				      : sizeof(struct iwarp_tagged_hdr);
@@ -177,16 +184,16 @@ START_TEST(test_tx_realign_wire)
 		ck_assert_msg(!memcmp(buf + hdr, s.p + off, len),
 			      "FPDU %u: bytes %zu-%zu are not the source's", n,
 			      off, off + len);
-		if (n < c[_i].lead)
-			ck_assert_uint_eq(len, 4);
+		if (n == 0 && c[_i].lead)
+			ck_assert_uint_eq(len, c[_i].lead);
 		else
-			ck_assert_uint_gt(len, 4);
+			ck_assert_uint_gt(len, 32);
 		got += len;
 		ck_assert(ddp_last(ctl) == (got == s.len));
 		n++;
 	}
 	ck_assert_uint_eq(got, s.len);
-	ck_assert_uint_ge(n, c[_i].lead + (s.len > 4096 ? 2 : 1));
+	ck_assert_uint_ge(n, (c[_i].lead ? 1 : 0) + (s.len > 4096 ? 2 : 1));
 	ck_assert(h_poll(&a, a.scq, &wc, H_WAIT_MS));
 	ck_assert_int_eq(wc.status, RNICPI_WC_SUCCESS);
 	raw_close(&r);
@@ -623,7 +630,7 @@ void siw_loopback_add_progress_tests(TCase *tc)
 	tcase_add_loop_test(tc, test_poll_reads_socket, 0, 2);
 	tcase_add_loop_test(tc, test_poll_writes_socket, 0, 2);
 	tcase_add_loop_test(tc, test_tx_batching, 0, 2);
-	tcase_add_loop_test(tc, test_tx_realign_wire, 0, 7);
+	tcase_add_loop_test(tc, test_tx_realign_wire, 0, 10);
 	tcase_add_loop_test(tc, test_tx_realign_lands, 0, 3);
 	tcase_add_test(tc, test_poller_goes_to_sleep);
 }

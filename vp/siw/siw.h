@@ -534,9 +534,6 @@ struct siw_tx {
 	uint32_t fpdu_sent;
 	bool zc;		/* this message goes with MSG_ZEROCOPY */
 	bool zc_used;		/* ... and at least one call went so */
-	/* FPDUs of SIW_TX_HEAD_PAYLOAD bytes still to lead the message
-	 * (option tx_realign, siw_tx_fpdu.c) */
-	uint8_t heads_left;
 	/* Filled as the message starts and its FPDUs are built, and read
 	 * only up to n_src and n_fpdu: not cleared per message (1.4 KB).
 	 * src_mr[i] is NULL for every i >= n_src. */

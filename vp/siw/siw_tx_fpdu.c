@@ -175,39 +175,52 @@ static const fill_hdr_fn fill_hdr[RDMAP_OPCODE_COUNT] = {
  * Where the kernel copies a payload to. sendmsg() copies the bytes into
  * page fragments of its own at an offset that runs on with what the
  * thread writes and starts again at 0 once the fragments of what went
- * before are free. The kernel copies with "rep movsb", which on this
- * machine's AMD EPYC runs 16 times slower when the destination lies 1 to
- * 31 bytes past the source modulo 4 KiB (64 KiB: 21 us against 1.3 us;
- * glibc's memcpy the same): a page-aligned buffer behind a 16-byte header
- * copied from offset 0 is exactly that. Every FPDU ahead of the payload
- * moves its destination on by the FPDU's header and trailer, so a message
- * that would land there is led by one or two FPDUs of SIW_TX_HEAD_PAYLOAD
- * bytes (DDP segments a message as the sender likes).
+ * before are free. The kernel copies with "rep movsb", whose speed on
+ * this machine's AMD EPYC depends on how far (modulo 4 KiB) the
+ * destination lies past the source, d (64 KiB, hot caches): 1.3 us when
+ * d is a multiple of 32, 1.5-1.75 us when it is not and d < 128 (1.4 us
+ * further on), and 21 us when d is 1 to 31 (glibc's memcpy the same). A
+ * page-aligned buffer behind a 16-byte header copied from offset 0 is
+ * that last case. Every FPDU ahead of the payload moves its destination
+ * on by the FPDU's length, so such a message is led by one FPDU of 4 to
+ * 32 bytes (DDP segments a message as the sender likes) that makes d a
+ * multiple of 32 (a source not 4-byte aligned: at least past 31). The
+ * receiver's kernel copies into a target that sits where the source did
+ * in its page from d back, a multiple of 32 as well.
  *
  * Only messages past SIW_TX_REALIGN_MIN, more than TCP sends in one
  * 64 KiB super-segment: in ping-pongs those were the ones copied from
  * offset 0, over loopback (write_lat 64 KiB, its sendmsg() 34 us, the
- * half round trip 38 us where bare TCP took 13-15; with the lead 12 and
+ * half round trip 38 us where bare TCP took 13-15; with a lead 12 and
  * 19 us; 256 KiB 59 -> 40 us, 1 MiB 155 -> 127) and over a veth pair of
  * MTU 1500 (64 KiB 37.6 -> 18.6 us). Shorter ones were not, whatever the
  * MSS: the lead's FPDU only cost them (loopback 4-40 KiB 0.2-0.3 us,
- * veth 16 KiB 9.5 -> 10.4 us). On a stream with bytes in flight, whose
- * offset we cannot know, the lead trades one chance of 31 in 4096 for
- * another. And only between two hostrdma ends that agreed
- * to FPDUs beyond the MSS (large_fpdu): theirs cross segments anyway,
- * where with FPDUs cut to the MSS a lead would move every FPDU of the
- * message off the segments, which RFC 5044 asks senders to keep them
- * on and hardware receivers place by. hostrdma-siw(7), tx_realign.
+ * veth 16 KiB 9.5 -> 10.4 us), as it would a message whose d is 128 or
+ * more. On a stream with bytes in flight, whose offset we cannot know,
+ * the lead trades one distance for another. And only between two
+ * hostrdma ends that agreed to FPDUs beyond the MSS (large_fpdu): theirs
+ * cross segments anyway, where with FPDUs cut to the MSS a lead would
+ * move every FPDU of the message off the segments, which RFC 5044 asks
+ * senders to keep them on and hardware receivers place by.
+ * hostrdma-siw(7), tx_realign.
  */
 #define SIW_COPY_ALIAS 32u
-#define SIW_TX_HEAD_PAYLOAD 4u
+#define SIW_COPY_NEAR 128u
+#define SIW_TX_HEAD_MIN 4u
+#define SIW_TX_HEAD_MAX 32u
 #define SIW_TX_REALIGN_MIN (60u * 1024)
 
-static uint8_t realign_heads(const struct siw_qp *qp, uint32_t hdr_len)
+/* Bytes an FPDU with an @hdr_len-byte header and @payload bytes takes. */
+static uint32_t fpdu_bytes(uint32_t hdr_len, uint32_t payload)
+{
+	return mpa_fpdu_len(hdr_len - MPA_HDR_SIZE + payload);
+}
+
+/* The payload of the FPDU that leads the message, or 0 for none. */
+static uint8_t realign_head(const struct siw_qp *qp, uint32_t hdr_len)
 {
 	const struct siw_tx *tx = &qp->tx;
-	uint32_t lead = tx->pack_len - tx->pack_sent, step, d;
-	uint8_t n = 0;
+	uint32_t lead = tx->pack_len - tx->pack_sent, p, d0, d;
 	struct iovec first;
 
 	if (!qp->dev->opts.tx_realign || !qp->large_fpdu || tx->zc ||
@@ -215,16 +228,18 @@ static uint8_t realign_heads(const struct siw_qp *qp, uint32_t hdr_len)
 	    tx->msg_len < SIW_TX_REALIGN_MIN ||
 	    !siw_tx_gather(tx->src, tx->n_src, 0, 1, &first, 1))
 		return 0;
-	step = hdr_len + SIW_TX_HEAD_PAYLOAD +
-	       mpa_pad_len(hdr_len - MPA_HDR_SIZE + SIW_TX_HEAD_PAYLOAD) +
-	       MPA_CRC_SIZE;
-	d = (uint32_t)(lead + hdr_len - (uintptr_t)first.iov_base) & 4095u;
-	/* d in [1, 31]; two steps of at least 20 bytes leave the range */
-	while (d - 1 < SIW_COPY_ALIAS - 1) {
-		d = (d + step) & 4095u;
-		n++;
+	/* d without a lead: the payload behind what is queued and its
+	 * header */
+	d0 = (uint32_t)(lead + hdr_len - (uintptr_t)first.iov_base) & 4095u;
+	if (d0 % SIW_COPY_ALIAS == 0 || d0 >= SIW_COPY_NEAR ||
+	    (d0 % 4 && d0 >= SIW_COPY_ALIAS))
+		return 0;
+	for (p = SIW_TX_HEAD_MIN; p <= SIW_TX_HEAD_MAX; p += 4) {
+		d = (d0 + fpdu_bytes(hdr_len, p)) & 4095u;
+		if (d0 % 4 ? d >= SIW_COPY_ALIAS : d % SIW_COPY_ALIAS == 0)
+			return (uint8_t)p;
 	}
-	return n;
+	return 0;	/* not reached: FPDU lengths step by 4 */
 }
 
 /* Build the header and trailer of the FPDU of the message that starts at
@@ -242,11 +257,11 @@ static int build_fpdu(struct siw_qp *qp, struct siw_tx_fpdu *f, uint64_t off)
 	f->off = off;
 	max = qp->mss_payload - (f->hdr_len - MPA_HDR_SIZE);
 	payload = left > max ? max : (uint32_t)left;
-	if (off == 0)
-		tx->heads_left = realign_heads(qp, f->hdr_len);
-	if (tx->heads_left && payload > SIW_TX_HEAD_PAYLOAD) {
-		payload = SIW_TX_HEAD_PAYLOAD;
-		tx->heads_left--;
+	if (off == 0 && payload > SIW_TX_HEAD_MAX) {
+		uint32_t head = realign_head(qp, f->hdr_len);
+
+		if (head)
+			payload = head;
 	}
 	last = off + payload == tx->msg_len;
 	iwarp_ctrl_init(c, tx->opcode, last);
