@@ -220,7 +220,7 @@ static uint32_t fpdu_bytes(uint32_t hdr_len, uint32_t payload)
 static uint8_t realign_head(const struct siw_qp *qp, uint32_t hdr_len)
 {
 	const struct siw_tx *tx = &qp->tx;
-	uint32_t lead = tx->pack_len - tx->pack_sent, p, d0, d;
+	uint32_t queued = tx->pack_len - tx->pack_sent, p, d0, d;
 	struct iovec first;
 
 	if (!qp->dev->opts.tx_realign || !qp->large_fpdu || tx->zc ||
@@ -230,7 +230,7 @@ static uint8_t realign_head(const struct siw_qp *qp, uint32_t hdr_len)
 		return 0;
 	/* d without a lead: the payload behind what is queued and its
 	 * header */
-	d0 = (uint32_t)(lead + hdr_len - (uintptr_t)first.iov_base) & 4095u;
+	d0 = (uint32_t)(queued + hdr_len - (uintptr_t)first.iov_base) & 4095u;
 	if (d0 % SIW_COPY_ALIAS == 0 || d0 >= SIW_COPY_NEAR ||
 	    (d0 % 4 && d0 >= SIW_COPY_ALIAS))
 		return 0;
