@@ -474,22 +474,47 @@ static bool evq_watched(struct itapi_evd *evd)
 	return w;
 }
 
+/*
+ * A thread in it_evd_wait chose what to sleep on by whether the pump
+ * watches the CQ: its own arm, the CQ's fd and the sockets a provider
+ * left it, or the EVD's fd alone. When that changes under it (an AEVD
+ * bound or unbound meanwhile) it wakes to choose again. Otherwise one
+ * asleep on the EVD's fd alone when the AEVD went slept through the
+ * completions that followed (nobody watched the CQ any more), and one
+ * that held a provider's sockets when the AEVD came kept them asleep
+ * while the pump could take the CQ's wake-ups, the one that asks a waiter
+ * to let a closing socket go among them. The wake-up is the EVD's fd,
+ * which its next pump reads back unless the EVD is signalled.
+ */
+static void evq_wake_waiter(struct itapi_evd *evd)
+{
+	uint64_t v = 1;
+
+	g_mutex_lock(&evd->lock);
+	if (evd->waiters && !evd->efd_set &&
+	    write(evd->efd, &v, sizeof(v)) == sizeof(v))
+		evd->efd_set = true;
+	g_mutex_unlock(&evd->lock);
+}
+
 int itapi_evq_watch_update(struct itapi_evd *evd)
 {
-	int err;
+	bool was = evd->pump_registered;
+	int err = 0;
 
 	if (!evd->cq)
 		return 0;
 	if (!evq_watched(evd)) {
 		itapi_evq_pump_unregister(evd);
-		return 0;
+	} else if (!evd->pump_registered) {
+		err = itapi_evq_pump_register(evd);
+		/* What arrived before the CQ was armed raises no
+		 * notification. */
+		if (!err)
+			itapi_evd_pump(evd);
 	}
-	if (evd->pump_registered)
-		return 0;
-	err = itapi_evq_pump_register(evd);
-	/* What arrived before the CQ was armed raises no notification. */
-	if (!err)
-		itapi_evd_pump(evd);
+	if (evd->pump_registered != was)
+		evq_wake_waiter(evd);
 	return err;
 }
 

@@ -335,6 +335,64 @@ START_TEST(dto_watched_only_when_observed)
 }
 END_TEST
 
+/*
+ * An AEVD bound and unbound while a thread waits on the EVD: bound, the
+ * pump watches the CQ and the waiter sleeps on the EVD alone; unbound,
+ * the waiter must watch the CQ again, or the completion that follows
+ * wakes nobody until the wait's time-out (20 s here).
+ */
+START_TEST(dto_waiter_across_aevd_binding)
+{
+	it_evd_handle_t d = evd_new(IT_DTO_EVENT_STREAM, 0, 64, 0, NULL, NULL);
+	it_evd_handle_t a = evd_new(IT_AEVD_NOTIFICATION_EVENT_STREAM, 0, 8, 0,
+				    NULL, NULL);
+	struct waiter w = { .evd = d, .timeout = IT_WAIT_US };
+	it_ep_handle_t x, y;
+	struct it_buf s, r;
+	it_lmr_triplet_t seg;
+	it_evd_param_t p = { 0 };
+	it_event_t ev;
+	gint64 t0;
+	pthread_t t;
+
+	pair_new(d, 64, &x, &y, &s, &r);
+	seg = it_seg(&r, 0, 64);
+	ck_assert_it_ok(it_post_recv(y, &seg, 1, 40,
+				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
+	wait_until_waiting(&w);
+	p.aevd = a;
+	ck_assert_it_ok(it_evd_modify(d, IT_EVD_PARAM_AEVD_HANDLE, &p));
+	ck_assert(pump_started());
+	g_usleep(20000);	/* the waiter chooses again */
+	ck_assert(!w.done);
+	p.aevd = NULL;
+	ck_assert_it_ok(it_evd_modify(d, IT_EVD_PARAM_AEVD_HANDLE, &p));
+	ck_assert(pump_gone());
+	g_usleep(20000);
+	t0 = g_get_monotonic_time();
+	seg = it_seg(&s, 0, 8);
+	ck_assert_it_ok(it_post_send(x, &seg, 1, 41,
+				     IT_COMPLETION_FLAG | IT_NOTIFY_FLAG));
+	pthread_join(t, NULL);
+	ck_assert_msg(g_get_monotonic_time() - t0 < 5000000,
+		      "the waiter woke %lld us after the send",
+		      (long long)(g_get_monotonic_time() - t0));
+	ck_assert_it_ok(w.st);
+	ck_assert_uint_eq(w.ev.dto_cmpl.cookie, 40);
+	ck_assert_uint_eq(w.ev.dto_cmpl.transferred_length, 8);
+	ck_assert_it_ok(it_evd_dequeue(d, &ev));
+	ck_assert_uint_eq(ev.dto_cmpl.cookie, 41);
+	ck_assert_int_eq(it_evd_dequeue(a, &ev), IT_ERR_QUEUE_EMPTY);
+	ck_assert_it_ok(it_ep_free(x));
+	ck_assert_it_ok(it_ep_free(y));
+	it_buf_free(&s);
+	it_buf_free(&r);
+	ck_assert_it_ok(it_evd_free(a));
+	ck_assert_it_ok(it_evd_free(d));
+}
+END_TEST
+
 START_TEST(callbacks)
 {
 	it_evd_handle_t e = evd_new(IT_SOFTWARE_EVENT_STREAM, 0, 8, 0, NULL,
@@ -437,5 +495,6 @@ void itapi_evd_add_dto_tests(TCase *tc)
 	tcase_add_test(tc, dto_through_aevd);
 	tcase_add_test(tc, callbacks);
 	tcase_add_test(tc, dto_watched_only_when_observed);
+	tcase_add_test(tc, dto_waiter_across_aevd_binding);
 	tcase_add_test(tc, wait_names_unnotified);
 }

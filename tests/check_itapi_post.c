@@ -903,6 +903,129 @@ START_TEST(waiter_on_a_full_evd_sleeps)
 	ck_assert_it_ok(it_evd_free(xev));
 }
 END_TEST
+
+/*
+ * An AEVD bound to an EVD while a thread waits on it, then unbound: the
+ * waiter sleeps on what is watched at each moment. Bound, the pump takes
+ * the CQ's wake-ups, so the waiter gives back the socket it was left (it
+ * kept it before, asleep, and with it a close's wake-up went to the
+ * pump); unbound, nobody but the waiter watches the CQ, so it must watch
+ * it again: the message sent then completes its wait at once, not at the
+ * wait's time-out (20 s). The bytes of a Write and of the message are in
+ * place, and nothing else changed.
+ */
+struct timed_waiter {
+	it_evd_handle_t evd;
+	it_status_t st;
+	it_event_t ev;
+	gint64 woke_us;
+};
+
+static gpointer wait_timed(gpointer data)
+{
+	struct timed_waiter *w = data;
+	size_t nmore;
+
+	w->st = it_evd_wait(w->evd, IT_WAIT_US, &w->ev, &nmore);
+	w->woke_us = g_get_monotonic_time();
+	return NULL;
+}
+
+START_TEST(waiter_follows_aevd_binding)
+{
+	struct timed_waiter w = { 0 };
+	it_evd_handle_t xev, aevd;
+	it_ep_handle_t x, y;
+	it_ep_attributes_t at;
+	it_evd_param_t p = { 0 };
+	it_lmr_triplet_t t;
+	struct siw_qp *qy;
+	it_event_t ev;
+	gint64 sent;
+	GThread *th;
+
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 64, 0,
+				      NULL, &xev, NULL));
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 8, 0,
+				      NULL, &w.evd, NULL));
+	ck_assert_it_ok(it_evd_create(F.ia, IT_AEVD_NOTIFICATION_EVENT_STREAM,
+				      0, 8, 0, NULL, &aevd, NULL));
+	it_ep_attr_default(&F, &at, 2);
+	ck_assert_it_ok(it_ep_rc_create(F.pz, xev, xev, F.msg, IT_EP_NO_FLAG,
+					&at, &x));
+	ck_assert_it_ok(it_ep_rc_create(F.pz, xev, w.evd, F.msg,
+					IT_EP_NO_FLAG, &at, &y));
+	it_connect_pair(&F, x, y);
+	qy = to_siw_qp(ual_qp_rnicpi(((struct itapi_ep *)y)->qp));
+	memset(R.mem, 0xee, 128);
+	t = it_seg(&R, 0, 16);
+	ck_assert_it_ok(it_post_recv(y, &t, 1, 1000, CN));
+	th = g_thread_new("aevd-waiter", wait_timed, &w);
+	for (gint64 end = g_get_monotonic_time() + 2000000;
+	     !atomic_load(&qy->wait_cq);) {	/* asleep, the socket its */
+		ck_assert_msg(g_get_monotonic_time() < end,
+			      "the socket was not left to the waiter");
+		g_usleep(100);
+	}
+	p.aevd = aevd;
+	ck_assert_it_ok(it_evd_modify(w.evd, IT_EVD_PARAM_AEVD_HANDLE, &p));
+	for (gint64 end = g_get_monotonic_time() + 2000000;
+	     atomic_load(&qy->wait_cq);) {
+		ck_assert_msg(g_get_monotonic_time() < end,
+			      "an AEVD came and the waiter keeps the socket");
+		g_usleep(100);
+	}
+	/* The peer writes into our buffer, which completes nothing here:
+	 * the waiter sleeps on (before, a waiter woken so while the AEVD
+	 * was bound slept on the EVD's fd alone from then on, and the
+	 * receive below woke it only at its time-out) */
+	memset(S.mem + 64, 0x5a, 32);
+	t = it_seg(&S, 64, 32);
+	ck_assert_it_ok(it_post_rdma_write(x, &t, 1, 1050, CN,
+					   it_make_rdma_addr_absolute(R.mem +
+								      64),
+					   R.rkey));
+	it_wait_event(xev, &ev);
+	ck_assert_event(&ev, IT_DTO_RDMA_WRITE_CMPL_EVENT);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	g_usleep(20000);
+	ck_assert_int_eq(w.woke_us, 0);
+	p.aevd = NULL;
+	ck_assert_it_ok(it_evd_modify(w.evd, IT_EVD_PARAM_AEVD_HANDLE, &p));
+	memset(S.mem, 0x3c, 16);
+	t = it_seg(&S, 0, 16);
+	sent = g_get_monotonic_time();
+	ck_assert_it_ok(it_post_send(x, &t, 1, 1100, CN));
+	it_wait_event(xev, &ev);
+	ck_assert_event(&ev, IT_DTO_SEND_CMPL_EVENT);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	g_thread_join(th);
+	ck_assert_it_ok(w.st);
+	ck_assert_event(&w.ev, IT_DTO_RC_RECV_CMPL_EVENT);
+	ck_assert_int_eq(w.ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	ck_assert_uint_eq(w.ev.dto_cmpl.cookie, 1000);
+	ck_assert_uint_eq(w.ev.dto_cmpl.transferred_length, 16);
+	ck_assert_msg(w.woke_us - sent < 5000000,
+		      "the waiter woke %lld us after the send",
+		      (long long)(w.woke_us - sent));
+	for (int k = 0; k < 128; k++) {
+		int want = 0xee;
+
+		if (k < 16)
+			want = 0x3c;
+		else if (k >= 64 && k < 96)
+			want = 0x5a;
+		ck_assert_int_eq(R.mem[k], want);
+	}
+	/* The unbound AEVD was told of nothing */
+	ck_assert_int_eq(it_evd_dequeue(aevd, &ev), IT_ERR_QUEUE_EMPTY);
+	ck_assert_it_ok(it_ep_free(y));
+	ck_assert_it_ok(it_ep_free(x));
+	ck_assert_it_ok(it_evd_free(w.evd));
+	ck_assert_it_ok(it_evd_free(aevd));
+	ck_assert_it_ok(it_evd_free(xev));
+}
+END_TEST
 #endif /* HOSTRDMA_CONFORMANCE_RUNNER */
 
 START_TEST(send_with_invalidate)
@@ -1007,6 +1130,7 @@ Suite *suite_itapi_post(void)
 	tcase_add_test(siw, waiter_reads_the_socket);
 	tcase_add_test(siw, waiter_watches_what_it_is_left);
 	tcase_add_test(siw, waiter_on_a_full_evd_sleeps);
+	tcase_add_test(siw, waiter_follows_aevd_binding);
 #endif
 	tcase_add_test(siw, send_with_invalidate);
 	tcase_add_test(siw, not_supported);
