@@ -527,6 +527,36 @@ START_TEST(perf_run_infinitely)
 }
 END_TEST
 
+/* A client stopped by SIGINT without --run_infinitely dies with its
+ * connections; its server, mid-run, exits 1 and says the peer went away
+ * (before: "control channel: receive completion (flushed)"). */
+START_TEST(perf_client_interrupted)
+{
+	char port[8];
+	const char *sv[] = { TOOLS "hostrdma-perf", "write_bw", "-p",
+			     port_str(port, sizeof(port)), "-D", "30", NULL };
+	const char *cv[] = { TOOLS "hostrdma-perf", "write_bw", "-p", port,
+			     "-s", "4096", "-D", "30", "127.0.0.1", NULL };
+	struct proc s, c;
+	int rc;
+
+	start(&s, sv);
+	ck_assert(read_until(&s, "waiting for a client"));
+	start(&c, cv);
+	ck_assert(read_until(&c, "4096 B: 1 s"));
+	kill(c.pid, SIGINT);
+	rc = finish_within(&c, 20);
+	ck_assert_msg(rc == 128 + SIGINT, "client exit %d:\n%s", rc,
+		      tail(c.text->str));
+	rc = finish_within(&s, 20);
+	ck_assert_msg(rc == 1, "server exit %d:\n%s", rc, tail(s.text->str));
+	ck_assert_msg(strstr(s.text->str, "the peer went away"),
+		      "server did not name the cause:\n%s", tail(s.text->str));
+	done(&c);
+	done(&s);
+}
+END_TEST
+
 /* hostrdma-info: ibv_devinfo's fields IT-API carries, -i PORT, and
  * --json parsed back. */
 START_TEST(info_ports_and_fields)
@@ -837,6 +867,7 @@ void tools_add_habits_case(Suite *s)
 	tcase_add_test(tc, perf_perftest_layout);
 	tcase_add_test(tc, perf_perftest_flags);
 	tcase_add_test(tc, perf_run_infinitely);
+	tcase_add_test(tc, perf_client_interrupted);
 	tcase_add_test(tc, perf_refusals);
 	tcase_add_test(tc, info_ports_and_fields);
 #ifdef HAVE_PROV_RXE

@@ -93,6 +93,14 @@ static int ctl_slot(const it_event_t *ev)
 {
 	unsigned int slot = (unsigned int)(ev->dto_cmpl.cookie - CTL_COOKIE);
 
+	/* A receive flushed: the connection went down under it, most
+	 * often the peer ending (Ctrl-C) before the run's end */
+	if (ev->event_number == IT_DTO_RC_RECV_CMPL_EVENT &&
+	    ev->dto_cmpl.dto_status == IT_DTO_ERR_FLUSHED) {
+		fprintf(stderr, "%s: the peer went away: the connection closed before the run ended (control channel: receive flushed)\n",
+			PERF_PROG);
+		return -1;
+	}
 	if (ev->event_number != IT_DTO_RC_RECV_CMPL_EVENT ||
 	    ev->dto_cmpl.dto_status != IT_DTO_SUCCESS) {
 		fprintf(stderr, "%s: control channel: %s (%s)\n", PERF_PROG,
