@@ -171,6 +171,29 @@ static int qp_move(struct cm_id *id, enum rnicpi_qp_state s)
 	return err;
 }
 
+/*
+ * The orderly close's first step, the QP to CLOSING: 0 when it went,
+ * 1 when the connection had ended already (the peer closed first: its
+ * FIN read, the QP in ERR, the provider's DISCONNECTED on its way here,
+ * which ends @id as a close of ours would), or -errno.
+ */
+static int qp_start_close(struct cm_id *id)
+{
+	struct rnicpi_qp_attr attr = { .qp_state = RNICPI_QPS_CLOSING };
+	int err = ual_qp_try_modify(id->qp, &attr, RNICPI_QP_STATE);
+	struct rnicpi_qp_attr now = { 0 };
+
+	if (!err)
+		return 0;
+	if (ual_qp_query(id->qp, &now, RNICPI_QP_STATE) == 0 &&
+	    now.qp_state == RNICPI_QPS_ERR) {
+		cm_debug(id, "orderly disconnect: the connection ended meanwhile");
+		return 1;
+	}
+	cm_info(id, "moving the QP to CLOSING: %s", g_strerror(-err));
+	return err;
+}
+
 static gboolean cm_close_timeout(gpointer data)
 {
 	struct cm_id *id = data;
@@ -437,6 +460,7 @@ int cm_disconnect(struct cm_id *id, bool abortive)
 		.type = CM_EV_DISCONNECTED, .status = -ECANCELED,
 	};
 	enum cm_id_state was;
+	int err;
 
 	g_mutex_lock(&cm->lock);
 	was = id->state;
@@ -472,7 +496,10 @@ int cm_disconnect(struct cm_id *id, bool abortive)
 			return id->tp->disconnect(cm, id, abortive);
 		if (abortive)
 			return qp_move(id, RNICPI_QPS_ERR);
-		if (qp_move(id, RNICPI_QPS_CLOSING))
+		err = qp_start_close(id);
+		if (err > 0)
+			return 0;
+		if (err)
 			return qp_move(id, RNICPI_QPS_ERR);
 		g_mutex_lock(&cm->lock);
 		cm_source_drop(&id->timer);

@@ -48,6 +48,15 @@ static void setup_siw(void)
 	it_connect_pair(&F, A, B);
 }
 
+#ifndef HOSTRDMA_CONFORMANCE_RUNNER
+/* soft-RoCE: connections through the IB CM */
+static void setup_rxe(void)
+{
+	it_setup_rxe();
+	setup_common();
+}
+#endif
+
 /* soft-iWARP sending large payloads with MSG_ZEROCOPY. */
 static void setup_siw_zc(void)
 {
@@ -1026,6 +1035,94 @@ START_TEST(waiter_follows_aevd_binding)
 	ck_assert_it_ok(it_evd_free(xev));
 }
 END_TEST
+
+/*
+ * Both ends close in order at once, as a ping-pong's two ends do when
+ * they are done: one end's QP may take the peer's close (and go to ERR)
+ * before its own disconnect is asked for, with the DISCONNECTED not yet
+ * come through; then there is no close of its own to start. Both ends
+ * see the orderly disconnect every time, and nothing is logged as a
+ * warning (before: "modify_qp mask 0x1 state 17: Invalid argument",
+ * seen at the end of a hostrdma-ping run).
+ */
+#define CLOSE_ROUNDS 60
+
+struct closer {
+	it_ep_handle_t ep;
+	GAsyncQueue *go;
+	it_status_t st;
+};
+
+static gpointer close_when_told(gpointer data)
+{
+	struct closer *c = data;
+
+	ck_assert_ptr_nonnull(g_async_queue_timeout_pop(c->go, IT_WAIT_US));
+	c->st = it_ep_disconnect(c->ep, NULL, 0);
+	return NULL;
+}
+
+/* The first warning or critical message captured, for a failure's text */
+static char *first_warning(struct tu_log_capture *cap)
+{
+	g_autofree char *t = tu_log_text(cap);
+	char *w = strstr(t, "WARNING: ");
+
+	if (!w)
+		w = strstr(t, "CRITICAL: ");
+	if (!w)
+		return g_strdup("");
+	return g_strndup(w, strcspn(w, "\n"));
+}
+
+START_TEST(disconnect_both_at_once)
+{
+	g_autoptr(tu_log_capture) cap = tu_log_capture_begin(NULL);
+
+	for (int round = 0; round < CLOSE_ROUNDS; round++) {
+		it_ep_handle_t x = it_ep_new(&F), y = it_ep_new(&F);
+		struct closer c = { .ep = x, .go = g_async_queue_new() };
+		bool seen_x = false, seen_y = false;
+		it_status_t st;
+		GThread *th;
+
+		it_connect_pair(&F, x, y);
+		th = g_thread_new("closer", close_when_told, &c);
+		g_async_queue_push(c.go, GINT_TO_POINTER(1));
+		/* Now or a moment later, the other end's close first */
+		if (round % 2)
+			g_usleep((gulong)(round % 7) * 10);
+		st = it_ep_disconnect(y, NULL, 0);
+		g_thread_join(th);
+		g_async_queue_unref(c.go);
+		/* (one whose DISCONNECTED came through first: not connected) */
+		ck_assert_msg(st == IT_SUCCESS || st == IT_ERR_INVALID_EP_STATE,
+			      "round %d: it_ep_disconnect: %d", round, st);
+		ck_assert_msg(c.st == IT_SUCCESS ||
+				      c.st == IT_ERR_INVALID_EP_STATE,
+			      "round %d: it_ep_disconnect: %d", round, c.st);
+		while (!seen_x || !seen_y) {
+			it_event_t ev;
+
+			it_wait_event(F.msg, &ev);
+			ck_assert_event(&ev, IT_CM_MSG_CONN_DISCONNECT_EVENT);
+			ck_assert(ev.conn.ep == x || ev.conn.ep == y);
+			if (ev.conn.ep == x)
+				seen_x = true;
+			else
+				seen_y = true;
+		}
+		ck_assert_it_ok(it_ep_free(x));
+		ck_assert_it_ok(it_ep_free(y));
+		if (tu_log_count(cap, G_LOG_LEVEL_WARNING |
+					      G_LOG_LEVEL_CRITICAL, NULL)) {
+			g_autofree char *w = first_warning(cap);
+
+			ck_abort_msg("round %d: logged %s", round, w);
+		}
+	}
+}
+END_TEST
 #endif /* HOSTRDMA_CONFORMANCE_RUNNER */
 
 START_TEST(send_with_invalidate)
@@ -1105,6 +1202,9 @@ Suite *suite_itapi_post(void)
 	TCase *siw = tcase_create("siw");
 	TCase *siw_zc = tcase_create("siw-zerocopy");
 	TCase *twice = tcase_create("testprov-complete-twice");
+#ifndef HOSTRDMA_CONFORMANCE_RUNNER
+	TCase *rxe = tcase_create("rxe");
+#endif
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -1131,11 +1231,19 @@ Suite *suite_itapi_post(void)
 	tcase_add_test(siw, waiter_watches_what_it_is_left);
 	tcase_add_test(siw, waiter_on_a_full_evd_sleeps);
 	tcase_add_test(siw, waiter_follows_aevd_binding);
+	tcase_add_test(siw, disconnect_both_at_once);
 #endif
 	tcase_add_test(siw, send_with_invalidate);
 	tcase_add_test(siw, not_supported);
 	tcase_add_test(siw, posting_order);
 	suite_add_tcase(s, siw);
+
+#ifndef HOSTRDMA_CONFORMANCE_RUNNER
+	tcase_add_checked_fixture(rxe, setup_rxe, teardown);
+	tcase_set_timeout(rxe, 60);
+	tcase_add_test(rxe, disconnect_both_at_once);
+	suite_add_tcase(s, rxe);
+#endif
 
 	tcase_add_checked_fixture(twice, setup_complete_twice, teardown);
 	tcase_set_timeout(twice, 60);

@@ -265,6 +265,10 @@ int ual_qp_create(struct ual_pd *pd, struct ual_qp_init_attr *attr,
 int ual_qp_destroy(struct ual_qp *qp);
 int ual_qp_modify(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
 		  unsigned int mask);
+/* ual_qp_modify without its warning: for a caller to whom a refusal may
+ * be an answer (a QP that moved on meanwhile), which reports the rest. */
+int ual_qp_try_modify(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
+		      unsigned int mask);
 int ual_qp_query(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
 		 unsigned int mask);
 uint32_t ual_qp_num(const struct ual_qp *qp);

@@ -576,8 +576,8 @@ int ual_qp_destroy(struct ual_qp *qp)
 	return 0;
 }
 
-int ual_qp_modify(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
-		  unsigned int mask)
+static int qp_modify(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
+		     unsigned int mask, bool report)
 {
 	int err;
 
@@ -586,10 +586,22 @@ int ual_qp_modify(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
 		return err;
 	err = qp->pd->dev->ops.modify_qp(qp->rqp, attr, mask);
 	g_rec_mutex_unlock(&qp->obj.ctl);
-	if (err)
+	if (err && report)
 		ual_obj_fail(&qp->obj, err, "modify_qp mask 0x%x state %d",
 			     mask, attr->qp_state);
 	return err;
+}
+
+int ual_qp_modify(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
+		  unsigned int mask)
+{
+	return qp_modify(qp, attr, mask, true);
+}
+
+int ual_qp_try_modify(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
+		      unsigned int mask)
+{
+	return qp_modify(qp, attr, mask, false);
 }
 
 int ual_qp_query(struct ual_qp *qp, struct rnicpi_qp_attr *attr,
