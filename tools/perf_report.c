@@ -257,7 +257,7 @@ void perf_print_header(const struct perf_opts *o)
 
 static void json_result(const struct perf_opts *o,
 			const struct perf_result *r, double s, double gbps,
-			double mpps)
+			double peak_gbps, double mpps)
 {
 	g_autoptr(JsonBuilder) b = json_builder_new();
 	g_autoptr(JsonGenerator) g = json_generator_new();
@@ -294,7 +294,7 @@ static void json_result(const struct perf_opts *o,
 		json_builder_set_member_name(b, "bw_gbps");
 		json_builder_add_double_value(b, gbps);
 		json_builder_set_member_name(b, "bw_peak_gbps");
-		json_builder_add_double_value(b, r->peak_bps * 8 / 1e9);
+		json_builder_add_double_value(b, peak_gbps);
 		json_builder_set_member_name(b, "bw_avg_mbytes");
 		json_builder_add_double_value(
 			b, s > 0 ? (double)r->iters * (double)r->size / s /
@@ -353,7 +353,7 @@ void perf_print_result(const struct perf_opts *o, const struct perf_result *r)
 	double peak = r->peak_bps > bps ? r->peak_bps : bps;
 
 	if (o->json) {
-		json_result(o, r, s, bps * 8 / 1e9, mpps);
+		json_result(o, r, s, bps * 8 / 1e9, peak * 8 / 1e9, mpps);
 	} else if (o->output == PERF_OUT_BANDWIDTH) {
 		printf("%.2f\n", bw_unit(o, bps));
 	} else if (o->output == PERF_OUT_MSG_RATE) {
