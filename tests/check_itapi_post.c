@@ -805,6 +805,56 @@ START_TEST(waiter_watches_what_it_is_left)
 }
 END_TEST
 
+/* A connected pair for a waiter: @x's completions go to a new *@xev,
+ * @y's receives to a new *@evd of @size events; @y's soft-iWARP QP. */
+static struct siw_qp *waiter_pair(size_t size, it_evd_handle_t *xev,
+				  it_evd_handle_t *evd, it_ep_handle_t *x,
+				  it_ep_handle_t *y)
+{
+	it_ep_attributes_t at;
+
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 64, 0,
+				      NULL, xev, NULL));
+	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, size, 0,
+				      NULL, evd, NULL));
+	it_ep_attr_default(&F, &at, 2);
+	ck_assert_it_ok(it_ep_rc_create(F.pz, *xev, *xev, F.msg,
+					IT_EP_NO_FLAG, &at, x));
+	ck_assert_it_ok(it_ep_rc_create(F.pz, *xev, *evd, F.msg,
+					IT_EP_NO_FLAG, &at, y));
+	it_connect_pair(&F, *x, *y);
+	return to_siw_qp(ual_qp_rnicpi(((struct itapi_ep *)*y)->qp));
+}
+
+/* Waits up to @us for @qy's socket to be left to a waiter (@claimed) or
+ * given back; fails with @why. */
+static void wait_claim(struct siw_qp *qy, bool claimed, gint64 us,
+		       const char *why)
+{
+	for (gint64 end = g_get_monotonic_time() + us;
+	     (atomic_load(&qy->wait_cq) != NULL) != claimed;) {
+		ck_assert_msg(g_get_monotonic_time() < end, "%s", why);
+		g_usleep(100);
+	}
+}
+
+/* @x writes @len bytes of S at @soff into R at @roff, which completes
+ * nothing at R's end; its own completion is taken from @xev. */
+static void write_into_r(it_ep_handle_t x, it_evd_handle_t xev, size_t soff,
+			 size_t roff, size_t len, uint64_t cookie)
+{
+	it_lmr_triplet_t t = it_seg(&S, soff, len);
+	it_event_t ev;
+
+	ck_assert_it_ok(it_post_rdma_write(x, &t, 1, cookie, CN,
+					   it_make_rdma_addr_absolute(R.mem +
+								      roff),
+					   R.rkey));
+	it_wait_event(xev, &ev);
+	ck_assert_event(&ev, IT_DTO_RDMA_WRITE_CMPL_EVENT);
+	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+}
+
 /*
  * A full EVD takes nothing from its CQ, so a waiter on it cannot read a
  * socket: it is left none. Here the EVD fills while the waiter sleeps
@@ -840,23 +890,12 @@ START_TEST(waiter_on_a_full_evd_sleeps)
 	struct full_waiter w = { 0 };
 	it_evd_handle_t xev;
 	it_ep_handle_t x, y;
-	it_ep_attributes_t at;
 	it_lmr_triplet_t t;
 	struct siw_qp *qy;
 	it_event_t ev;
 	GThread *th;
 
-	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 64, 0,
-				      NULL, &xev, NULL));
-	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 2, 0,
-				      NULL, &w.evd, NULL));
-	it_ep_attr_default(&F, &at, 2);
-	ck_assert_it_ok(it_ep_rc_create(F.pz, xev, xev, F.msg, IT_EP_NO_FLAG,
-					&at, &x));
-	ck_assert_it_ok(it_ep_rc_create(F.pz, xev, w.evd, F.msg,
-					IT_EP_NO_FLAG, &at, &y));
-	it_connect_pair(&F, x, y);
-	qy = to_siw_qp(ual_qp_rnicpi(((struct itapi_ep *)y)->qp));
+	qy = waiter_pair(2, &xev, &w.evd, &x, &y);
 	memset(R.mem, 0xee, R.len);
 	for (int i = 0; i < 2; i++) {
 		t = it_seg(&R, (size_t)i * 16, 16);
@@ -864,12 +903,8 @@ START_TEST(waiter_on_a_full_evd_sleeps)
 					     IT_COMPLETION_FLAG));
 	}
 	th = g_thread_new("full-waiter", wait_on_full, &w);
-	for (gint64 end = g_get_monotonic_time() + 500000;
-	     !atomic_load(&qy->wait_cq);) {	/* asleep, the socket its */
-		ck_assert_msg(g_get_monotonic_time() < end,
-			      "the socket was not left to the waiter");
-		g_usleep(100);
-	}
+	/* asleep, the socket its */
+	wait_claim(qy, true, 500000, "the socket was not left to the waiter");
 	memset(S.mem, 0x5d, 4096);
 	for (int i = 0; i < 2; i++) {
 		t = it_seg(&S, (size_t)i * 16, 16);
@@ -878,20 +913,9 @@ START_TEST(waiter_on_a_full_evd_sleeps)
 		ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
 	}
 	/* The waiter takes both and, full, lets the socket go */
-	for (gint64 end = g_get_monotonic_time() + 500000;
-	     atomic_load(&qy->wait_cq);) {
-		ck_assert_msg(g_get_monotonic_time() < end,
-			      "the waiter keeps the socket with a full EVD");
-		g_usleep(100);
-	}
-	t = it_seg(&S, 0, 4096);
-	ck_assert_it_ok(it_post_rdma_write(x, &t, 1, 950, CN,
-					   it_make_rdma_addr_absolute(R.mem +
-								      4096),
-					   R.rkey));
-	it_wait_event(xev, &ev);
-	ck_assert_event(&ev, IT_DTO_RDMA_WRITE_CMPL_EVENT);
-	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	wait_claim(qy, false, 500000,
+		   "the waiter keeps the socket with a full EVD");
+	write_into_r(x, xev, 0, 4096, 4096, 950);
 	g_thread_join(th);
 	/* Two events that wake nobody: a time-out that says where */
 	ck_assert_int_eq(w.st, IT_ERR_TIMEOUT_EXPIRED);
@@ -945,7 +969,6 @@ START_TEST(waiter_follows_aevd_binding)
 	struct timed_waiter w = { 0 };
 	it_evd_handle_t xev, aevd;
 	it_ep_handle_t x, y;
-	it_ep_attributes_t at;
 	it_evd_param_t p = { 0 };
 	it_lmr_triplet_t t;
 	struct siw_qp *qy;
@@ -953,50 +976,25 @@ START_TEST(waiter_follows_aevd_binding)
 	gint64 sent;
 	GThread *th;
 
-	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 64, 0,
-				      NULL, &xev, NULL));
-	ck_assert_it_ok(it_evd_create(F.ia, IT_DTO_EVENT_STREAM, 0, 8, 0,
-				      NULL, &w.evd, NULL));
 	ck_assert_it_ok(it_evd_create(F.ia, IT_AEVD_NOTIFICATION_EVENT_STREAM,
 				      0, 8, 0, NULL, &aevd, NULL));
-	it_ep_attr_default(&F, &at, 2);
-	ck_assert_it_ok(it_ep_rc_create(F.pz, xev, xev, F.msg, IT_EP_NO_FLAG,
-					&at, &x));
-	ck_assert_it_ok(it_ep_rc_create(F.pz, xev, w.evd, F.msg,
-					IT_EP_NO_FLAG, &at, &y));
-	it_connect_pair(&F, x, y);
-	qy = to_siw_qp(ual_qp_rnicpi(((struct itapi_ep *)y)->qp));
+	qy = waiter_pair(8, &xev, &w.evd, &x, &y);
 	memset(R.mem, 0xee, 128);
 	t = it_seg(&R, 0, 16);
 	ck_assert_it_ok(it_post_recv(y, &t, 1, 1000, CN));
 	th = g_thread_new("aevd-waiter", wait_timed, &w);
-	for (gint64 end = g_get_monotonic_time() + 2000000;
-	     !atomic_load(&qy->wait_cq);) {	/* asleep, the socket its */
-		ck_assert_msg(g_get_monotonic_time() < end,
-			      "the socket was not left to the waiter");
-		g_usleep(100);
-	}
+	/* asleep, the socket its */
+	wait_claim(qy, true, 2000000, "the socket was not left to the waiter");
 	p.aevd = aevd;
 	ck_assert_it_ok(it_evd_modify(w.evd, IT_EVD_PARAM_AEVD_HANDLE, &p));
-	for (gint64 end = g_get_monotonic_time() + 2000000;
-	     atomic_load(&qy->wait_cq);) {
-		ck_assert_msg(g_get_monotonic_time() < end,
-			      "an AEVD came and the waiter keeps the socket");
-		g_usleep(100);
-	}
+	wait_claim(qy, false, 2000000,
+		   "an AEVD came and the waiter keeps the socket");
 	/* The peer writes into our buffer, which completes nothing here:
 	 * the waiter sleeps on (before, a waiter woken so while the AEVD
 	 * was bound slept on the EVD's fd alone from then on, and the
 	 * receive below woke it only at its time-out) */
 	memset(S.mem + 64, 0x5a, 32);
-	t = it_seg(&S, 64, 32);
-	ck_assert_it_ok(it_post_rdma_write(x, &t, 1, 1050, CN,
-					   it_make_rdma_addr_absolute(R.mem +
-								      64),
-					   R.rkey));
-	it_wait_event(xev, &ev);
-	ck_assert_event(&ev, IT_DTO_RDMA_WRITE_CMPL_EVENT);
-	ck_assert_int_eq(ev.dto_cmpl.dto_status, IT_DTO_SUCCESS);
+	write_into_r(x, xev, 64, 64, 32, 1050);
 	g_usleep(20000);
 	ck_assert_int_eq(w.woke_us, 0);
 	p.aevd = NULL;
