@@ -297,6 +297,23 @@ def paired_verdicts():
              "siw SEND -e 1 MiB CPU/GiB server (sleeps) / TCP in 64 KiB frames (no transport), paired rounds"),
             ("siw_send_bw-events-server-cpu-vs-tcp-fpdu-handoff",
              "siw SEND -e 1 MiB CPU/GiB server (sleeps) / TCP in 64 KiB frames with a completion thread, paired rounds")))
+    # issue 17's CPU line for soft-RoCE's receiving server in paired
+    # rounds; beside it, with no target, bench/udp-ceiling --icrc (UDP in
+    # soft-RoCE's packets, the CRC checked, no transport) against iperf3,
+    # and the server against it: the floor UDP sets under any software RoCE
+    at_mib((("rxe_send_bw-server-cpu-vs-iperf3",
+             "rxe SEND 1 MiB CPU/GiB server <= 1.2 x iperf3, paired rounds"),
+            ("rxe_send_bw-events-server-cpu-vs-iperf3",
+             "rxe SEND -e 1 MiB CPU/GiB server (sleeps) <= 1.2 x iperf3, paired rounds")),
+           lambda x: x <= 1.2)
+    at_mib((("udp-icrc-cpu-vs-iperf3",
+             "UDP + ICRC in 4 KiB packets placed (no transport), receiver CPU/GiB / iperf3 server, paired rounds"),
+            ("udp-icrc-spin-cpu-vs-iperf3",
+             "the same, the receiver polling its socket, / iperf3 server, paired rounds"),
+            ("rxe_send_bw-server-cpu-vs-udp-icrc-spin",
+             "rxe SEND 1 MiB CPU/GiB server / UDP + ICRC, receiver polling, paired rounds"),
+            ("rxe_send_bw-events-server-cpu-vs-udp-icrc",
+             "rxe SEND -e 1 MiB CPU/GiB server (sleeps) / UDP + ICRC (no transport), paired rounds")))
     # the daemon's work is per process (registration, a socket, a QPN
     # range), none per packet: its CPU per two-process run, each run
     # seconds of traffic

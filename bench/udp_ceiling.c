@@ -23,6 +23,11 @@
  * configured, else zlib). The rate then is what UDP and the ICRC alone
  * allow: the floor of any RoCEv2 implemented in software on this machine.
  *
+ * It prints the receiver's CPU time per GiB placed as well (the child's
+ * own, from the first read to the end marker): beside iperf3's server
+ * CPU per GiB, what UDP (and with --icrc the ICRC) costs a receiver
+ * before any transport, the floor of soft-RoCE's server CPU rows.
+ *
  * With --spin the receiver polls the socket (non-blocking reads in a
  * loop, never sleeping), as a consumer that polls its CQ reads
  * soft-RoCE's sockets (option poll_rx): what that way of receiving costs
@@ -194,6 +199,13 @@ static uint32_t get32(const uint8_t *p)
 
 static long bad_crcs;		/* receiver: datagrams that failed --icrc */
 
+/* What the receiving child tells its parent at the end. */
+struct rx_result {
+	long got;		/* bytes placed, or -1 */
+	long bad_crcs;
+	double cpu_s;		/* its CPU time while receiving */
+};
+
 /* Places payloads until the end marker; returns the bytes placed. */
 static long receive(int fd, const struct opts *o)
 {
@@ -349,7 +361,7 @@ int main(int argc, char **argv)
 	int rfd, sfd, one = 1, st, i;
 	int pipefd[2];
 	long sent, got = -1;
-	double secs;
+	double secs, rx_cpu = 0, per_gib;
 	pid_t child;
 
 	if (parse(argc, argv, &o))
@@ -371,12 +383,14 @@ int main(int argc, char **argv)
 		return 1;
 	if (child == 0) {
 		close(sfd);
-		long res[2];
+		struct rx_result res;
+		double c0 = bench_cpu_s();
 
 		got = receive(rfd, &o);
-		res[0] = got;
-		res[1] = bad_crcs;
-		(void)!write(pipefd[1], res, sizeof(res));
+		res.got = got;
+		res.bad_crcs = bad_crcs;
+		res.cpu_s = bench_cpu_s() - c0;
+		(void)!write(pipefd[1], &res, sizeof(res));
 		_exit(got < 0);
 	}
 	close(rfd);
@@ -401,15 +415,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	{
-		long res[2];
+		struct rx_result res;
 
-		if (read(pipefd[0], res, sizeof(res)) != sizeof(res) ||
-		    res[0] < 0) {
+		if (read(pipefd[0], &res, sizeof(res)) != sizeof(res) ||
+		    res.got < 0) {
 			fprintf(stderr, "udp-ceiling: the receiver failed\n");
 			return 1;
 		}
-		got = res[0];
-		bad_crcs = res[1];
+		got = res.got;
+		bad_crcs = res.bad_crcs;
+		rx_cpu = res.cpu_s;
 	}
 	/* The data is one pattern and the headers are ours: a datagram
 	 * that fails the check is a bug here, not noise. */
@@ -418,19 +433,22 @@ int main(int argc, char **argv)
 			bad_crcs);
 		return 1;
 	}
+	per_gib = got > 0 ? rx_cpu * (double)(1l << 30) / (double)got : 0;
 	if (o.json)
 		printf("{\"sent_bytes\":%ld,\"received_bytes\":%ld,"
 		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"gso\":%d,"
-		       "\"gro\":%d,\"icrc\":%d,\"spin\":%d}\n", sent, got,
-		       secs, (double)got / secs / 1e6, o.gso, o.gro, o.icrc,
-		       o.spin);
+		       "\"gro\":%d,\"icrc\":%d,\"spin\":%d,"
+		       "\"receiver_cpu_s\":%.4f,\"cpu_s_per_gib\":%.4f}\n",
+		       sent, got, secs, (double)got / secs / 1e6, o.gso, o.gro,
+		       o.icrc, o.spin, rx_cpu, per_gib);
 	else
 		printf("%.1f MB/s received (%ld of %ld bytes in %.2f s; %s, "
-		       "%s%s%s)\n", (double)got / secs / 1e6, got, sent, secs,
+		       "%s%s%s); receiver %.3f CPU s/GiB\n",
+		       (double)got / secs / 1e6, got, sent, secs,
 		       o.gso ? "GSO runs of 15" : "one datagram per send",
 		       o.gro ? "GRO runs, payloads copied into place"
 			     : "one datagram per recvmsg, into place",
 		       o.icrc ? ", CRC-32 computed and checked" : "",
-		       o.spin ? ", receiver polling" : "");
+		       o.spin ? ", receiver polling" : "", per_gib);
 	return 0;
 }
