@@ -350,9 +350,15 @@ int rxe_destroy_qp(struct rnicpi_qp *q)
 	g_hash_table_remove(dev->qps, GUINT_TO_POINTER(q->qp_num));
 	pthread_mutex_unlock(&dev->lock);
 	/* Wait until the progress thread dropped the references it took
-	 * through lookups; the table no longer hands out new ones. */
-	while (atomic_load(&qp->ref) > 1)
+	 * through lookups; the table no longer hands out new ones. Each is
+	 * held for one packet's work: one still held after 2 s is a bug,
+	 * said once rather than waited on in silence. */
+	for (unsigned int naps = 0; atomic_load(&qp->ref) > 1;) {
 		g_usleep(100);
+		if (++naps == 20000)
+			rxe_dev_warn(dev, "destroy_qp: QP %u still in use "
+				     "after 2 s", q->qp_num);
+	}
 
 	rxe_qp_lock(qp);
 	if (qp->state != RNICPI_QPS_RESET)
