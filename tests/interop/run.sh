@@ -32,6 +32,8 @@ SIW_HOST=192.0.2.1
 results=()
 passed=0
 failed=0
+retried=0
+last_reason=
 work=$(mktemp -d /tmp/hostrdma-interop.XXXXXX)
 logdir=${INTEROP_LOGDIR:-$builddir/tests/interop/failed}
 
@@ -151,6 +153,30 @@ record() { # $1 = name, $2 = rc, $3 = detail
 			echo "      (log and capture kept in $logdir)"
 	fi
 	results+=("$1=$2")
+	last_reason=${reason:-}
+}
+
+# A case against the guest's perftest runs once more when that perftest
+# failed first (its exit status, not ours, is the case's first reason):
+# three times in CI the guest's ib_write_bw -R client, all its Writes sent
+# and acknowledged, closed its connections and exited 1 before its final
+# handshake, and our server then said the peer went away. The first
+# failure is printed and kept in full (its logs as NAME.*.first) and
+# counted in "run a second time"; a second failure fails, and a failure
+# of ours is never run again. INTEROP_NO_RETRY=1: no second go.
+retry_guest_case() { # $1 case function, $2 case name
+	local before=$failed f
+	"$1"
+	[ "$failed" -gt "$before" ] && [ -z "${INTEROP_NO_RETRY:-}" ] &&
+		[[ $last_reason == "guest "* ]] || return 0
+	failed=$before
+	retried=$((retried + 1))
+	# (its entry stays in results: the second run gets a port of its own)
+	for f in "$logdir/$2".*; do
+		[ -f "$f" ] && mv -f "$f" "$f.first"
+	done
+	echo "      $2: once more (the guest's tool failed first; a second failure counts)"
+	"$1"
 }
 
 # Switch the guest's siw build only when it changes (a switch re-creates
@@ -319,8 +345,15 @@ perf_guest_log() { # $1 pid: the guest's log once the process ended
 # $1 our log, $2 the guest's output, $3 size, $4 $5 whether we and perftest
 # print the run (read_lat's server does not)
 perf_checks() {
-	echo "--- guest perftest:" >>"$1"
-	echo "$2" | tail -8 | cut -c1-160 >>"$1"
+	# All of it when the case failed already: an error line on stderr
+	# comes out before the report lines stdout keeps for the exit
+	if [ "$rc" != 0 ]; then
+		echo "--- guest perftest, all its output:" >>"$1"
+		echo "$2" | cut -c1-160 >>"$1"
+	else
+		echo "--- guest perftest:" >>"$1"
+		echo "$2" | tail -8 | cut -c1-160 >>"$1"
+	fi
 	[ "$(grep -cE "\"msg_size\": *$3, *\"iterations\": *$PERF_N," "$1")" = "$4" ] ||
 		why "we did not report $PERF_N messages of $3 bytes $4 time(s)"
 	[ "$(grep -cE " $3 +$PERF_N " <<<"$2")" = "$5" ] ||
@@ -403,6 +436,11 @@ case_perftest_R_read_lat_client() { siw_mode default; perf_client_case perftest_
 case_perftest_R_read_lat_server() { siw_mode default; perf_server_case perftest_R_read_lat_server read_lat 8; }
 case_perftest_R_send_lat_client() { siw_mode default; perf_client_case perftest_R_send_lat_client send_lat 8; }
 case_perftest_R_send_lat_server() { siw_mode default; perf_server_case perftest_R_send_lat_server send_lat 8; }
+# Each runs through retry_guest_case (their first body as _case_NAME).
+for c in $(declare -F | awk '{print $3}' | grep '^case_perftest_R_'); do
+	eval "_$c() $(declare -f "$c" | tail -n +2)"
+	eval "$c() { retry_guest_case _$c ${c#case_}; }"
+done
 
 all_cases=$(declare -F | awk '{print $3}' | grep '^case_' | sed 's/^case_//')
 for c in ${INTEROP_CASES:-$all_cases}; do
@@ -414,5 +452,5 @@ for c in ${INTEROP_CASES:-$all_cases}; do
 done
 siw_mode default
 
-echo "check-interop: $passed passed, $failed failed"
+echo "check-interop: $passed passed, $failed failed ($retried run a second time)"
 [ "$failed" -eq 0 ]
