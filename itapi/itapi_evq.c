@@ -93,11 +93,21 @@ bool itapi_evq_signalled(const struct itapi_evd *evd)
 	       evd->n_notify > 0;
 }
 
+/* The EVD's eventfd made readable, if it is not; under evd->lock. */
+static void efd_raise(struct itapi_evd *evd)
+{
+	uint64_t v = 1;
+
+	if (!evd->efd_set && write(evd->efd, &v, sizeof(v)) == sizeof(v))
+		evd->efd_set = true;
+}
+
 /* The eventfd is readable exactly while the EVD is signalled, whenever
  * something can see it: the consumer's poll (IT_EVD_CREATE_FD), a
- * callback's source, a thread in it_evd_wait. An EVD nobody watches keeps
- * it as it was, sparing a consumer that dequeues two system calls per
- * notifying event; whoever starts watching syncs it first. */
+ * callback's source, a thread in it_evd_wait (which is also woken so
+ * when what it sleeps on changes: evq_wake_waiter). An EVD nobody
+ * watches keeps it as it was, sparing a consumer that dequeues two system
+ * calls per notifying event; whoever starts watching syncs it first. */
 void itapi_evq_sync(struct itapi_evd *evd)
 {
 	bool want = itapi_evq_signalled(evd);
@@ -107,10 +117,9 @@ void itapi_evq_sync(struct itapi_evd *evd)
 	    !evd->waiters)
 		return;
 
-	if (want && !evd->efd_set) {
-		if (write(evd->efd, &v, sizeof(v)) == sizeof(v))
-			evd->efd_set = true;
-	} else if (!want && evd->efd_set) {
+	if (want) {
+		efd_raise(evd);
+	} else if (evd->efd_set) {
 		if (read(evd->efd, &v, sizeof(v)) == sizeof(v))
 			evd->efd_set = false;
 	}
@@ -488,12 +497,9 @@ static bool evq_watched(struct itapi_evd *evd)
  */
 static void evq_wake_waiter(struct itapi_evd *evd)
 {
-	uint64_t v = 1;
-
 	g_mutex_lock(&evd->lock);
-	if (evd->waiters && !evd->efd_set &&
-	    write(evd->efd, &v, sizeof(v)) == sizeof(v))
-		evd->efd_set = true;
+	if (evd->waiters)
+		efd_raise(evd);
 	g_mutex_unlock(&evd->lock);
 }
 
